@@ -1,0 +1,34 @@
+# Thin wrapper over CMake/CTest. Quick start: `make demo`, `make test`.
+BUILD    ?= build
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+SANITIZE ?= OFF
+CMAKE_ARGS ?=
+CTEST_ARGS ?=
+
+.PHONY: all deps configure build test demo format format-check clean
+
+all: build
+
+deps:
+	@deploy/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DRAILYARD_SANITIZE=$(SANITIZE) $(CMAKE_ARGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+
+demo: build
+	@deploy/demo.sh $(BUILD)
+
+format:
+	@git ls-files '*.c' '*.h' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD)

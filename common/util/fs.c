@@ -1,0 +1,195 @@
+/* File helpers: sysroot path joins, bounded reads, atomic writes, mkdir -p. */
+#include "common/util/fs.h"
+#include "common/util/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *fs_path_join(const char *sysroot, const char *path)
+{
+	char *out;
+	size_t rl;
+
+	while (path[0] == '/')
+		path++;
+	if (!sysroot || !sysroot[0])
+		sysroot = "/";
+	rl = strlen(sysroot);
+	while (rl > 1 && sysroot[rl - 1] == '/')
+		rl--;
+	if (rl == 1 && sysroot[0] == '/')
+		rl = 0;
+	if (asprintf(&out, "%.*s/%s", (int)rl, sysroot, path) < 0)
+		return NULL;
+	return out;
+}
+
+int fs_read_file(const char *path, size_t max_size, char **ret_buf, size_t *ret_len)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = NULL;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= max_size) {
+				r = -RY_E_TOO_BIG;
+				goto out;
+			}
+			cap = cap * 2 > max_size ? max_size : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				r = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max_size) {
+			r = -RY_E_TOO_BIG;
+			goto out;
+		}
+	}
+	buf[len] = '\0';
+	*ret_buf = buf;
+	if (ret_len)
+		*ret_len = len;
+	buf = NULL;
+	r = 0;
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+int fs_read_attr(const char *path, char **ret_buf)
+{
+	char *buf;
+	size_t len;
+	int r;
+
+	r = fs_read_file(path, 64 * 1024, &buf, &len);
+	if (r < 0)
+		return r;
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ' || buf[len - 1] == '\t' ||
+			   buf[len - 1] == '\r'))
+		buf[--len] = '\0';
+	*ret_buf = buf;
+	return 0;
+}
+
+int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	const char *p = data;
+	char *tmp = NULL;
+	int fd = -1, r;
+
+	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		free(tmp);
+		return r;
+	}
+	if (fchmod(fd, mode) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto fail;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		fd = -1;
+		r = -errno;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	free(tmp);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	free(tmp);
+	return r;
+}
+
+int fs_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int fs_check_writable_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (access(dir, W_OK | X_OK) < 0)
+		return -errno;
+	return 0;
+}

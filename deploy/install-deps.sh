@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install the Debian packages that Railyard's build, demo and tests need.
+# Idempotent: when everything is present it only runs dpkg-query and exits.
+set -euo pipefail
+
+PKGS=(
+	build-essential cmake pkg-config git
+	libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
+	libsqlite3-dev sqlite3 libssl-dev openssl libjansson-dev libcmocka-dev
+	libfyaml-dev libmicrohttpd-dev libcurl4-openssl-dev
+	libibverbs-dev librdmacm-dev ibverbs-utils perftest
+	qemu-system-x86 cpio kmod busybox-static
+	iproute2 procps psmisc valgrind clang-format
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+		SUDO=sudo
+	else
+		echo "install-deps: missing packages (${missing[*]}) and not root; run as root or" \
+			"install them with apt-get" >&2
+		exit 1
+	fi
+else
+	SUDO=
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-deps: apt-get not found; install these packages by hand: ${missing[*]}" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! $SUDO apt-get update -q >/tmp/railyard-apt-update.log 2>&1; then
+	echo "install-deps: 'apt-get update' failed (see /tmp/railyard-apt-update.log)" >&2
+	exit 1
+fi
+if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+	echo "install-deps: 'apt-get install' failed for: ${missing[*]}" >&2
+	exit 1
+fi
