@@ -10,7 +10,7 @@ PKGS=(
 	libfyaml-dev libmicrohttpd-dev libcurl4-openssl-dev
 	libibverbs-dev librdmacm-dev ibverbs-utils perftest
 	qemu-system-x86 cpio kmod busybox-static
-	iproute2 procps psmisc valgrind clang-format
+	iproute2 procps psmisc valgrind clang-format jq
 )
 
 missing=()

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -52,11 +53,11 @@ void util_hex(const void *data, size_t len, char *out)
 	out[2 * len] = '\0';
 }
 
-int util_parse_duration(const char *s, int64_t *ret_seconds)
+int util_parse_duration_ms(const char *s, int64_t *ret_ms)
 {
 	char *end;
 	long long v;
-	int64_t mult = 1;
+	int64_t mult;
 
 	if (!s || !*s || *s == '-' || *s == '+')
 		return -EINVAL;
@@ -64,26 +65,31 @@ int util_parse_duration(const char *s, int64_t *ret_seconds)
 	v = strtoll(s, &end, 10);
 	if (errno || end == s)
 		return -EINVAL;
-	switch (*end) {
-	case '\0':
-	case 's':
-		break;
-	case 'm':
-		mult = 60;
-		break;
-	case 'h':
-		mult = 3600;
-		break;
-	case 'd':
-		mult = 86400;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (*end && end[1])
+	if (strcmp(end, "ms") == 0)
+		mult = 1;
+	else if (*end == '\0' || strcmp(end, "s") == 0)
+		mult = 1000;
+	else if (strcmp(end, "m") == 0)
+		mult = 60 * 1000;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600 * 1000;
+	else if (strcmp(end, "d") == 0)
+		mult = 86400 * 1000;
+	else
 		return -EINVAL;
 	if (v < 0 || v > INT64_MAX / mult)
 		return -EINVAL;
-	*ret_seconds = (int64_t)v * mult;
+	*ret_ms = (int64_t)v * mult;
+	return 0;
+}
+
+int util_parse_duration(const char *s, int64_t *ret_seconds)
+{
+	int64_t ms;
+	int r = util_parse_duration_ms(s, &ms);
+
+	if (r < 0)
+		return r;
+	*ret_seconds = ms / 1000;
 	return 0;
 }

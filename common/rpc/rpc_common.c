@@ -1,0 +1,168 @@
+/* rpc layer: gRPC set-up, log routing, codec, byte buffers, backoff. */
+#include "common/rpc/rpc_int.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/slice.h>
+#include <grpc/support/log.h>
+
+static void rpc_gpr_log(gpr_log_func_args *args)
+{
+	enum log_level level;
+
+	switch (args->severity) {
+	case GPR_LOG_SEVERITY_ERROR:
+		level = LOG_LEVEL_ERROR;
+		break;
+	case GPR_LOG_SEVERITY_INFO:
+		level = LOG_LEVEL_INFO;
+		break;
+	default:
+		level = LOG_LEVEL_DEBUG;
+		break;
+	}
+	log_msg(level, "grpc: %s (%s:%d)", args->message, args->file, args->line);
+}
+
+void rpc_log_init(void)
+{
+	gpr_set_log_function(rpc_gpr_log);
+	gpr_set_log_verbosity(log_get_level() >= LOG_LEVEL_DEBUG ? GPR_LOG_SEVERITY_INFO
+								 : GPR_LOG_SEVERITY_ERROR);
+}
+
+void rpc_init(void)
+{
+	grpc_init();
+}
+
+void rpc_shutdown(void)
+{
+	grpc_shutdown_blocking();
+}
+
+const char *rpc_status_name(grpc_status_code code)
+{
+	static const char *const names[] = {
+		"OK",		  "CANCELLED",	       "UNKNOWN",	  "INVALID_ARGUMENT",
+		"DEADLINE_EXCEEDED", "NOT_FOUND",	  "ALREADY_EXISTS",	  "PERMISSION_DENIED",
+		"RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",	  "OUT_OF_RANGE",
+		"UNIMPLEMENTED",  "INTERNAL",	       "UNAVAILABLE",	  "DATA_LOSS",
+		"UNAUTHENTICATED",
+	};
+
+	if ((unsigned)code < RY_ARRAY_SIZE(names))
+		return names[code];
+	return "UNKNOWN_STATUS";
+}
+
+int rpc_pack(const ProtobufCMessage *msg, uint8_t **ret_buf, size_t *ret_len)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf;
+
+	if (len > RPC_MAX_MESSAGE)
+		return -RY_E_TOO_BIG;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(msg, buf);
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+int rpc_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
+	       ProtobufCMessage **ret_msg)
+{
+	ProtobufCMessage *m;
+
+	if (len > RPC_MAX_MESSAGE)
+		return -RY_E_TOO_BIG;
+	m = protobuf_c_message_unpack(desc, NULL, len, buf);
+	if (!m)
+		return -RY_E_INVALID;
+	*ret_msg = m;
+	return 0;
+}
+
+int rpc_buffer_from_bytes(const void *data, size_t len, grpc_byte_buffer **ret)
+{
+	grpc_slice s = grpc_slice_from_copied_buffer(data, len);
+
+	/* The byte buffer takes its own reference; drop ours. */
+	*ret = grpc_raw_byte_buffer_create(&s, 1);
+	grpc_slice_unref(s);
+	return 0;
+}
+
+int rpc_buffer_from_message(const ProtobufCMessage *msg, grpc_byte_buffer **ret)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	r = rpc_pack(msg, &buf, &len);
+	if (r < 0)
+		return r;
+	r = rpc_buffer_from_bytes(buf, len, ret);
+	free(buf);
+	return r;
+}
+
+int rpc_buffer_to_message(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
+			  ProtobufCMessage **ret)
+{
+	grpc_byte_buffer_reader reader;
+	grpc_slice s;
+	int r;
+
+	if (!grpc_byte_buffer_reader_init(&reader, bb))
+		return -RY_E_INVALID;
+	s = grpc_byte_buffer_reader_readall(&reader);
+	grpc_byte_buffer_reader_destroy(&reader);
+	r = rpc_unpack(desc, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), ret);
+	grpc_slice_unref(s);
+	return r;
+}
+
+void rpc_slice_copy(grpc_slice s, char *out, size_t outlen)
+{
+	size_t n = GRPC_SLICE_LENGTH(s);
+
+	if (outlen == 0)
+		return;
+	if (n >= outlen)
+		n = outlen - 1;
+	memcpy(out, GRPC_SLICE_START_PTR(s), n);
+	out[n] = '\0';
+}
+
+int rpc_backoff_next_ms(struct rpc_backoff *b)
+{
+	int64_t d = b->base_ms > 0 ? b->base_ms : 1;
+	uint32_t rnd = 0;
+
+	for (int i = 0; i < b->attempt && d < b->max_ms; i++)
+		d *= 2;
+	if (d > b->max_ms)
+		d = b->max_ms;
+	if (b->attempt < 62)
+		b->attempt++;
+	if (util_random_bytes(&rnd, sizeof(rnd)) < 0)
+		rnd = (uint32_t)util_now_mono_ms() * 2654435761u;
+	/* Equal jitter: half fixed, half random, so agents that lost the controller together do
+	 * not come back together. */
+	return (int)(d / 2 + (int64_t)((double)rnd / 4294967296.0 * (double)(d - d / 2)));
+}
+
+void rpc_backoff_reset(struct rpc_backoff *b)
+{
+	b->attempt = 0;
+}

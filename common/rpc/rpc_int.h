@@ -1,0 +1,31 @@
+/* Internals shared by the rpc layer's server and client halves: completion tags and
+ * byte-buffer conversion. */
+#ifndef RAILYARD_RPC_INT_H
+#define RAILYARD_RPC_INT_H
+
+#include "common/rpc/rpc.h"
+
+#include <grpc/grpc.h>
+
+#define RPC_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Every batch we start carries one of these as its tag; the CQ loop calls fn(tag, ok). */
+struct rpc_tag {
+	void (*fn)(struct rpc_tag *tag, bool ok);
+};
+
+/* Pack a message into a new byte buffer (caller destroys). */
+int rpc_buffer_from_message(const ProtobufCMessage *msg, grpc_byte_buffer **ret);
+/* Raw bytes into a new byte buffer (caller destroys). */
+int rpc_buffer_from_bytes(const void *data, size_t len, grpc_byte_buffer **ret);
+/* Decode a received byte buffer (borrowed). -RY_E_INVALID when undecodable. */
+int rpc_buffer_to_message(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
+			  ProtobufCMessage **ret);
+
+/* Copy a grpc_slice of status details into a fixed buffer. */
+void rpc_slice_copy(grpc_slice s, char *out, size_t outlen);
+
+/* Channel arguments both sides use (message size limits). */
+#define RPC_ARGS_MAX 8
+
+#endif

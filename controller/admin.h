@@ -1,0 +1,23 @@
+/* The controller's subcommands (init, token create, serve, nodes, node revoke, audit), called by
+ * main.c after option parsing. Each returns a process exit code and prints its own errors. */
+#ifndef RAILYARD_CONTROLLER_ADMIN_H
+#define RAILYARD_CONTROLLER_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "controller/server.h"
+
+int ctl_cmd_init(const char *state_dir, const char *const *sans, size_t n_sans);
+int ctl_cmd_token_create(const char *state_dir, const char *cluster, int64_t ttl_ms, int uses,
+			 const char *controller_addr);
+/* Runs until SIGINT or SIGTERM; SIGHUP asks all agents for fresh facts. The caller must have
+ * blocked those signals (before any thread started). */
+int ctl_cmd_serve(const char *state_dir, const struct ctl_server_config *cfg);
+int ctl_cmd_nodes(const char *state_dir, bool json, FILE *out);
+int ctl_cmd_node_revoke(const char *state_dir, const char *node);
+int ctl_cmd_audit(const char *state_dir, size_t limit, FILE *out);
+
+#endif

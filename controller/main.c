@@ -1,0 +1,219 @@
+/* railyard-controller: option parsing for the subcommands in admin.c. */
+#include "controller/admin.h"
+#include "controller/state.h"
+#include "common/log/log.h"
+#include "common/util/util.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SANS 32
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: railyard-controller [--log-level L] COMMAND [options]\n"
+		"\n"
+		"  init --state-dir D [--san NAME|IP]...     create database, CA and server cert\n"
+		"  token create --cluster NAME [--ttl 1h] [--uses 1] [--state-dir D]\n"
+		"  serve [--state-dir D] [--listen HOST:PORT] [--heartbeat-interval 5s]\n"
+		"        [--heartbeat-timeout 15s] [--facts-refresh 1h] [--threads 4]\n"
+		"  nodes [--state-dir D] [--json]\n"
+		"  node revoke NODE [--state-dir D]\n"
+		"  audit [--state-dir D] [--limit 50]\n"
+		"  version\n"
+		"\n"
+		"--state-dir defaults to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, d.\n");
+}
+
+static int bad(const char *what, const char *value)
+{
+	fprintf(stderr, "railyard-controller: invalid %s '%s'\n", what, value ? value : "");
+	return 2;
+}
+
+static int parse_ms(const char *what, const char *s, int64_t *ret)
+{
+	if (util_parse_duration_ms(s, ret) < 0 || *ret <= 0 || *ret > INT32_MAX)
+		return bad(what, s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, 'd'},
+		{"san", required_argument, NULL, 'S'},
+		{"cluster", required_argument, NULL, 'c'},
+		{"ttl", required_argument, NULL, 't'},
+		{"uses", required_argument, NULL, 'u'},
+		{"listen", required_argument, NULL, 'l'},
+		{"heartbeat-interval", required_argument, NULL, 'i'},
+		{"heartbeat-timeout", required_argument, NULL, 'T'},
+		{"facts-refresh", required_argument, NULL, 'F'},
+		{"threads", required_argument, NULL, 'n'},
+		{"json", no_argument, NULL, 'j'},
+		{"limit", required_argument, NULL, 'L'},
+		{"controller", required_argument, NULL, 'C'},
+		{"log-level", required_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL, *controller = NULL;
+	const char *sans[MAX_SANS];
+	size_t n_sans = 0;
+	int64_t ttl_ms = 3600 * 1000, interval_ms = 5000, timeout_ms = 0, refresh_ms = 0;
+	long uses = 1, threads = 4, limit = 50;
+	bool json = false;
+	struct ctl_server_config cfg = {0};
+	const char *cmd, *sub = NULL;
+	enum log_level level;
+	char *end;
+	int c;
+
+	log_set_ident("railyard-controller");
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	/* Global options come before the command. */
+	while (argc > 1 && strncmp(argv[1], "--log-level", 11) == 0) {
+		const char *v = argv[1][11] == '=' ? argv[1] + 12 : (argc > 2 ? argv[2] : NULL);
+
+		if (log_level_parse(v, &level) < 0)
+			return bad("--log-level", v);
+		log_set_level(level);
+		argc -= argv[1][11] == '=' ? 1 : 2;
+		argv += argv[1][11] == '=' ? 1 : 2;
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "token") == 0 || strcmp(cmd, "node") == 0) {
+		if (argc < 3) {
+			usage(stderr);
+			return 2;
+		}
+		sub = argv[2];
+		argc--;
+		argv++;
+	}
+	argc--;
+	argv++;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			state_dir = optarg;
+			break;
+		case 'S':
+			if (n_sans == MAX_SANS)
+				return bad("--san (too many)", optarg);
+			sans[n_sans++] = optarg;
+			break;
+		case 'c':
+			cluster = optarg;
+			break;
+		case 't':
+			if (parse_ms("--ttl", optarg, &ttl_ms))
+				return 2;
+			break;
+		case 'u':
+			uses = strtol(optarg, &end, 10);
+			if (*end || uses < 1 || uses > 100000)
+				return bad("--uses", optarg);
+			break;
+		case 'l':
+			cfg.listen = optarg;
+			break;
+		case 'i':
+			if (parse_ms("--heartbeat-interval", optarg, &interval_ms))
+				return 2;
+			break;
+		case 'T':
+			if (parse_ms("--heartbeat-timeout", optarg, &timeout_ms))
+				return 2;
+			break;
+		case 'F':
+			if (parse_ms("--facts-refresh", optarg, &refresh_ms))
+				return 2;
+			break;
+		case 'n':
+			threads = strtol(optarg, &end, 10);
+			if (*end || threads < 1 || threads > 64)
+				return bad("--threads", optarg);
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'L':
+			limit = strtol(optarg, &end, 10);
+			if (*end || limit < 1 || limit > 100000)
+				return bad("--limit", optarg);
+			break;
+		case 'C':
+			controller = optarg;
+			break;
+		case 'v':
+			if (log_level_parse(optarg, &level) < 0)
+				return bad("--log-level", optarg);
+			log_set_level(level);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+
+	if (strcmp(cmd, "init") == 0)
+		return ctl_cmd_init(state_dir, sans, n_sans);
+	if (strcmp(cmd, "token") == 0 && strcmp(sub, "create") == 0) {
+		if (!cluster)
+			return bad("--cluster", "(missing)");
+		return ctl_cmd_token_create(state_dir, cluster, ttl_ms, (int)uses, controller);
+	}
+	if (strcmp(cmd, "serve") == 0) {
+		sigset_t set;
+
+		/* Block before any thread exists so gRPC's threads inherit the mask; the main
+		 * thread takes the signals with sigwait. */
+		sigemptyset(&set);
+		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGHUP);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+		if (!cfg.listen)
+			cfg.listen = "0.0.0.0:7443";
+		cfg.heartbeat_interval_ms = (int)interval_ms;
+		cfg.heartbeat_timeout_ms = (int)(timeout_ms ? timeout_ms : 3 * interval_ms);
+		cfg.facts_refresh_ms = (int)refresh_ms;
+		cfg.threads = (int)threads;
+		cfg.cert_days = 365;
+		return ctl_cmd_serve(state_dir, &cfg);
+	}
+	if (strcmp(cmd, "nodes") == 0)
+		return ctl_cmd_nodes(state_dir, json, stdout);
+	if (strcmp(cmd, "node") == 0 && strcmp(sub, "revoke") == 0) {
+		if (optind >= argc)
+			return bad("node", "(missing NODE)");
+		return ctl_cmd_node_revoke(state_dir, argv[optind]);
+	}
+	if (strcmp(cmd, "audit") == 0)
+		return ctl_cmd_audit(state_dir, (size_t)limit, stdout);
+	if (strcmp(cmd, "version") == 0) {
+		printf("railyard-controller %s\n", RAILYARD_VERSION);
+		return 0;
+	}
+	fprintf(stderr, "railyard-controller: unknown command '%s%s%s'\n", cmd, sub ? " " : "",
+		sub ? sub : "");
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,175 @@
+/* The controller's gRPC service: method table, start-up and shutdown, the reaper thread. */
+#include "controller/server_int.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const struct rpc_method ctl_methods[] = {
+	{
+		.path = "/railyard.v1.Controller/Enroll",
+		.kind = RPC_UNARY,
+		.request = &railyard__v1__enroll_request__descriptor,
+		.unary = ctl_enroll,
+	},
+	{
+		.path = "/railyard.v1.Controller/Connect",
+		.kind = RPC_BIDI,
+		.request = &railyard__v1__agent_message__descriptor,
+		.bidi = &ctl_session_ops,
+		.require_client_cert = true,
+	},
+};
+
+static void *reaper_main(void *arg)
+{
+	struct ctl_server *srv = arg;
+	int64_t period = srv->cfg.heartbeat_interval_ms / 2;
+	int64_t next_refresh = srv->cfg.facts_refresh_ms > 0
+				       ? util_now_mono_ms() + srv->cfg.facts_refresh_ms
+				       : INT64_MAX;
+
+	if (period < 50)
+		period = 50;
+	pthread_mutex_lock(&srv->lock);
+	while (!srv->stopping) {
+		struct timespec ts;
+		int64_t now;
+		bool refresh;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += period / 1000;
+		ts.tv_nsec += (period % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&srv->cond, &srv->lock, &ts);
+		if (srv->stopping)
+			break;
+		pthread_mutex_unlock(&srv->lock);
+		now = util_now_mono_ms();
+		refresh = now >= next_refresh;
+		if (refresh)
+			next_refresh = now + srv->cfg.facts_refresh_ms;
+		ctl_sessions_reap(srv, now, refresh);
+		pthread_mutex_lock(&srv->lock);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}
+
+int ctl_server_refresh_facts(struct ctl_server *srv)
+{
+	int n = ctl_server_online_count(srv);
+
+	ctl_sessions_reap(srv, util_now_mono_ms(), true);
+	return n;
+}
+
+static int write_addr_file(struct ctl_state *state, const char *listen, int port)
+{
+	char addr[300], *p;
+	const char *colon = strrchr(listen, ':');
+	int host_len = colon ? (int)(colon - listen) : 0;
+	int r;
+
+	/* A wildcard listen address is reached over loopback locally. */
+	if (host_len == 0 || strncmp(listen, "0.0.0.0", (size_t)host_len) == 0)
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d\n", port);
+	else if (strncmp(listen, "[::]", (size_t)host_len) == 0)
+		snprintf(addr, sizeof(addr), "[::1]:%d\n", port);
+	else
+		snprintf(addr, sizeof(addr), "%.*s:%d\n", host_len, listen, port);
+	p = ctl_state_path(state, "controller.addr");
+	if (!p)
+		return -ENOMEM;
+	r = fs_write_file_atomic(p, addr, strlen(addr), 0644);
+	free(p);
+	return r;
+}
+
+int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cfg,
+		     struct ctl_server **ret, char *errbuf, size_t errlen)
+{
+	struct rpc_server_config rc = {0};
+	struct ctl_server *srv;
+	int port = 0, r;
+
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->state = state;
+	srv->cfg = *cfg;
+	pthread_mutex_init(&srv->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&srv->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+
+	/* Nodes marked online by a previous run have no session now. */
+	r = store_nodes_all_offline(state->store, util_now_unix_ms());
+	if (r < 0) {
+		snprintf(errbuf, errlen, "database: %s", ry_strerror(r));
+		goto fail;
+	}
+
+	rc.listen = cfg->listen;
+	rc.tls.ca_pem = state->ca_pem;
+	rc.tls.cert_pem = state->server_chain_pem;
+	rc.tls.key_pem = state->server_key_pem;
+	rc.methods = ctl_methods;
+	rc.n_methods = RY_ARRAY_SIZE(ctl_methods);
+	rc.userdata = srv;
+	rc.threads = cfg->threads;
+	r = rpc_server_start(&rc, &srv->rpc, &port);
+	if (r < 0) {
+		snprintf(errbuf, errlen, "cannot listen on %s: %s", cfg->listen, ry_strerror(r));
+		goto fail;
+	}
+	r = write_addr_file(state, cfg->listen, port);
+	if (r < 0) {
+		snprintf(errbuf, errlen, "writing controller.addr: %s", ry_strerror(r));
+		goto fail;
+	}
+	if (pthread_create(&srv->reaper, NULL, reaper_main, srv) != 0) {
+		r = -EAGAIN;
+		snprintf(errbuf, errlen, "cannot start the reaper thread");
+		goto fail;
+	}
+	srv->reaper_started = true;
+	log_info("listening on %s (port %d), CA %s", cfg->listen, port, state->ca_fingerprint);
+	*ret = srv;
+	return 0;
+fail:
+	ctl_server_free(srv);
+	return r;
+}
+
+void ctl_server_free(struct ctl_server *srv)
+{
+	if (!srv)
+		return;
+	pthread_mutex_lock(&srv->lock);
+	srv->stopping = true;
+	pthread_cond_broadcast(&srv->cond);
+	pthread_mutex_unlock(&srv->lock);
+	if (srv->reaper_started)
+		pthread_join(srv->reaper, NULL);
+	/* Cancels every call; each session's closed() marks its node offline. */
+	rpc_server_free(srv->rpc);
+	ctl_sessions_done(srv);
+	pthread_mutex_destroy(&srv->lock);
+	pthread_cond_destroy(&srv->cond);
+	free(srv);
+}

@@ -1,0 +1,34 @@
+/* `railyard-controller serve`: the gRPC server for agents (Enroll, Connect), the session
+ * registry keyed by node id, and the heartbeat reaper. */
+#ifndef RAILYARD_CONTROLLER_SERVER_H
+#define RAILYARD_CONTROLLER_SERVER_H
+
+#include <stdint.h>
+
+#include "controller/state.h"
+
+struct ctl_server_config {
+	const char *listen;         /* HOST:PORT, default 0.0.0.0:7443 */
+	int heartbeat_interval_ms;  /* told to agents in Welcome */
+	int heartbeat_timeout_ms;   /* silence after which a node is offline */
+	int facts_refresh_ms;       /* periodic RefreshFacts, 0 = never */
+	int threads;                /* completion-queue threads */
+	int cert_days;              /* validity of node certificates */
+};
+
+struct ctl_server;
+
+/* Start serving with an opened state (borrowed; must outlive the server). Writes the bound
+ * address to <state-dir>/controller.addr. Errors name the cause in errbuf. */
+__attribute__((warn_unused_result)) int ctl_server_start(struct ctl_state *state,
+							 const struct ctl_server_config *cfg,
+							 struct ctl_server **ret, char *errbuf,
+							 size_t errlen);
+/* Ask every connected agent for fresh facts (thread-safe). Returns how many were asked. */
+int ctl_server_refresh_facts(struct ctl_server *srv);
+/* Number of sessions that completed Hello (thread-safe). */
+int ctl_server_online_count(struct ctl_server *srv);
+/* Stop: end all sessions (nodes go offline), stop threads, free. */
+void ctl_server_free(struct ctl_server *srv);
+
+#endif

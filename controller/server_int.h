@@ -1,0 +1,49 @@
+/* Internals of the controller's server shared by its files (server.c, enroll.c, session.c). */
+#ifndef RAILYARD_CONTROLLER_SERVER_INT_H
+#define RAILYARD_CONTROLLER_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "common/rpc/rpc.h"
+#include "controller/server.h"
+#include "railyard/v1/railyard.pb-c.h"
+
+/* Limits on what an agent may send. */
+#define CTL_TOKEN_MAX     256
+#define CTL_HOSTNAME_MAX  253
+#define CTL_VERSION_MAX   64
+#define CTL_FACTS_MAX     (1024 * 1024)
+#define CTL_BOOT_ID_MAX   64
+
+struct ctl_session;
+
+struct ctl_server {
+	struct ctl_state *state;
+	struct ctl_server_config cfg;
+	struct rpc_server *rpc;
+	pthread_mutex_t lock; /* sessions list, resume table, stopping */
+	pthread_cond_t cond;
+	struct ctl_session *sessions;
+	struct ctl_resume *resume;
+	bool stopping;
+	pthread_t reaper;
+	bool reaper_started;
+};
+
+grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
+			    const ProtobufCMessage *req, ProtobufCMessage **ret_resp, char **ret_msg);
+
+extern const struct rpc_stream_ops ctl_session_ops;
+
+/* Heartbeat reaper pass: end sessions silent for longer than the timeout; periodic refresh. */
+void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh);
+/* Drop the resume table (shutdown). */
+void ctl_sessions_done(struct ctl_server *srv);
+
+/* True when s is a printable ASCII string of 1..max bytes. */
+bool ctl_valid_text(const char *s, size_t max);
+/* True when s is a host name: labels of [A-Za-z0-9-], not starting or ending with '-'. */
+bool ctl_valid_hostname(const char *s);
+
+#endif

@@ -1,0 +1,1231 @@
+/* The controller's SQLite store: one connection behind a mutex, statements prepared once and
+ * cached, every state change one transaction. Owns the database handle and its statements. */
+#include "controller/store/store_int.h"
+
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STORE_BUSY_TIMEOUT_MS 5000
+#define STORE_TOKEN_RANDOM    32 /* bytes: 256 bits */
+#define STORE_AUDIT_LIST_MAX  100000
+
+/* Columns read by node_from_row(), in this order. */
+#define NODE_COLUMNS                                                                               \
+	"SELECT n.id, c.name, n.hostname, n.state, n.cert_serial, n.cert_fingerprint, "            \
+	"n.agent_version, n.facts, n.enrolled_at, n.last_seen "                                    \
+	"FROM nodes n JOIN clusters c ON c.id = n.cluster_id "
+
+enum stmt_id {
+	STMT_BEGIN,
+	STMT_COMMIT,
+	STMT_ROLLBACK,
+	STMT_USER_VERSION,
+	STMT_CLUSTER_ENSURE,
+	STMT_CLUSTER_ID,
+	STMT_TOKEN_INSERT,
+	STMT_TOKEN_GET,
+	STMT_TOKEN_USE,
+	STMT_NODE_BY_ID,
+	STMT_NODE_BY_HOSTNAME,
+	STMT_NODE_LIST,
+	STMT_NODE_STATE,
+	STMT_NODE_IN_CLUSTER,
+	STMT_NODE_DELETE,
+	STMT_NODE_INSERT,
+	STMT_NODE_ONLINE,
+	STMT_NODE_TOUCH,
+	STMT_NODE_FACTS,
+	STMT_NODE_OFFLINE,
+	STMT_NODES_EXPIRE,
+	STMT_NODES_ALL_OFFLINE,
+	STMT_NODE_REVOKE,
+	STMT_REVOKED_INSERT,
+	STMT_REVOKED_GET,
+	STMT_AUDIT_INSERT,
+	STMT_AUDIT_LIST,
+	STMT__MAX
+};
+
+static const char *const stmt_sql[STMT__MAX] = {
+	[STMT_BEGIN] = "BEGIN IMMEDIATE",
+	[STMT_COMMIT] = "COMMIT",
+	[STMT_ROLLBACK] = "ROLLBACK",
+	[STMT_USER_VERSION] = "PRAGMA user_version",
+	[STMT_CLUSTER_ENSURE] = "INSERT INTO clusters (name, created_at) VALUES (?1, ?2) "
+				"ON CONFLICT (name) DO NOTHING",
+	[STMT_CLUSTER_ID] = "SELECT id FROM clusters WHERE name = ?1",
+	[STMT_TOKEN_INSERT] = "INSERT INTO enroll_tokens (cluster_id, token_hash, created_at, "
+			      "expires_at, uses_left, uses_total) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+	[STMT_TOKEN_GET] = "SELECT t.id, t.cluster_id, c.name, t.expires_at, t.uses_left "
+			   "FROM enroll_tokens t JOIN clusters c ON c.id = t.cluster_id "
+			   "WHERE t.token_hash = ?1",
+	[STMT_TOKEN_USE] = "UPDATE enroll_tokens SET uses_left = uses_left - 1 "
+			   "WHERE id = ?1 AND uses_left > 0",
+	[STMT_NODE_BY_ID] = NODE_COLUMNS "WHERE n.id = ?1",
+	[STMT_NODE_BY_HOSTNAME] = NODE_COLUMNS "WHERE n.hostname = ?1 LIMIT 2",
+	[STMT_NODE_LIST] = NODE_COLUMNS "ORDER BY c.name, n.hostname",
+	[STMT_NODE_STATE] = "SELECT state FROM nodes WHERE id = ?1",
+	[STMT_NODE_IN_CLUSTER] = "SELECT id, state, cert_serial FROM nodes "
+				 "WHERE cluster_id = ?1 AND hostname = ?2",
+	[STMT_NODE_DELETE] = "DELETE FROM nodes WHERE id = ?1",
+	[STMT_NODE_INSERT] = "INSERT INTO nodes (id, cluster_id, hostname, cert_serial, "
+			     "cert_fingerprint, state, enrolled_at, last_seen) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5, 'enrolled', ?6, 0)",
+	[STMT_NODE_ONLINE] = "UPDATE nodes SET state = 'online', last_seen = MAX(last_seen, ?2), "
+			     "agent_version = COALESCE(?3, agent_version), "
+			     "facts = COALESCE(?4, facts) WHERE id = ?1 AND state != 'revoked'",
+	[STMT_NODE_TOUCH] = "UPDATE nodes SET last_seen = MAX(last_seen, ?2), "
+			    "state = CASE state WHEN 'offline' THEN 'online' ELSE state END "
+			    "WHERE id = ?1 AND state != 'revoked'",
+	[STMT_NODE_FACTS] = "UPDATE nodes SET facts = ?3, last_seen = MAX(last_seen, ?2) "
+			    "WHERE id = ?1 AND state != 'revoked'",
+	[STMT_NODE_OFFLINE] = "UPDATE nodes SET state = 'offline' "
+			      "WHERE id = ?1 AND state != 'revoked'",
+	[STMT_NODES_EXPIRE] = "UPDATE nodes SET state = 'offline' "
+			      "WHERE state = 'online' AND last_seen < ?1",
+	[STMT_NODES_ALL_OFFLINE] = "UPDATE nodes SET state = 'offline' WHERE state = 'online'",
+	[STMT_NODE_REVOKE] = "UPDATE nodes SET state = 'revoked', revoked_at = ?2 WHERE id = ?1",
+	[STMT_REVOKED_INSERT] = "INSERT OR IGNORE INTO revoked_certs (serial, node_id, revoked_at) "
+				"VALUES (?1, ?2, ?3)",
+	[STMT_REVOKED_GET] = "SELECT 1 FROM revoked_certs WHERE serial = ?1",
+	[STMT_AUDIT_INSERT] = "INSERT INTO audit_log (at, actor, action, target, outcome, detail) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[STMT_AUDIT_LIST] = "SELECT at, actor, action, target, outcome, detail FROM audit_log "
+			    "ORDER BY at DESC, id DESC LIMIT ?1",
+};
+
+struct store {
+	pthread_mutex_t lock;
+	sqlite3 *db;
+	sqlite3_stmt *stmts[STMT__MAX];
+	char errmsg[256];
+};
+
+/* Record SQLite's message for a failed call and map rc to a project error. Caller holds the
+ * lock (or owns s exclusively during open). */
+static int db_fail(struct store *s, int rc, const char *what)
+{
+	const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+
+	snprintf(s->errmsg, sizeof(s->errmsg), "%s: %s", what, msg);
+	log_debug("store: %s", s->errmsg);
+	switch (rc & 0xff) {
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -RY_E_CORRUPT;
+	default:
+		return -RY_E_DB;
+	}
+}
+
+/* Record an inconsistency found by the store itself (no SQLite message to report). */
+static int db_fail_msg(struct store *s, const char *msg)
+{
+	snprintf(s->errmsg, sizeof(s->errmsg), "%s", msg);
+	log_debug("store: %s", s->errmsg);
+	return -RY_E_DB;
+}
+
+/* Return the cached statement id, preparing it on first use, with parameters bound from fmt:
+ * 't' const char * (NULL binds NULL), 'l' int64_t. Text is bound SQLITE_STATIC: the caller
+ * keeps it alive until q_end(). */
+static int q_vstart(struct store *s, enum stmt_id id, sqlite3_stmt **ret, const char *fmt,
+		    va_list ap)
+{
+	sqlite3_stmt *st = s->stmts[id];
+	int rc, i = 1;
+
+	if (!st) {
+		rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st,
+					NULL);
+		if (rc != SQLITE_OK)
+			return db_fail(s, rc, "prepare");
+		s->stmts[id] = st;
+	}
+	/* Catches a format string out of step with its SQL (a programmer error). */
+	if ((int)strlen(fmt) != sqlite3_bind_parameter_count(st)) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "statement %d: %zu values for %d parameters",
+			 (int)id, strlen(fmt), sqlite3_bind_parameter_count(st));
+		log_debug("store: %s", s->errmsg);
+		return -EINVAL;
+	}
+	for (const char *f = fmt; *f; f++, i++) {
+		if (*f == 't') {
+			const char *v = va_arg(ap, const char *);
+
+			rc = v ? sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC)
+			       : sqlite3_bind_null(st, i);
+		} else {
+			rc = sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+		}
+		if (rc != SQLITE_OK) {
+			sqlite3_clear_bindings(st);
+			return db_fail(s, rc, "bind");
+		}
+	}
+	*ret = st;
+	return 0;
+}
+
+static int q_start(struct store *s, enum stmt_id id, sqlite3_stmt **ret, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = q_vstart(s, id, ret, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* Step st: 1 for a row, 0 when done, negative error. */
+static int q_step(struct store *s, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE)
+		return 0;
+	return db_fail(s, rc, "step");
+}
+
+/* Make st ready for its next use; NULL is fine. */
+static void q_end(sqlite3_stmt *st)
+{
+	if (!st)
+		return;
+	(void)sqlite3_reset(st);
+	(void)sqlite3_clear_bindings(st);
+}
+
+/* Run a statement that returns no rows; *ret_changes (if not NULL) gets the rows changed. */
+static int q_exec(struct store *s, int *ret_changes, enum stmt_id id, const char *fmt, ...)
+{
+	sqlite3_stmt *st = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = q_vstart(s, id, &st, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return r;
+	r = q_step(s, st);
+	q_end(st);
+	if (r < 0)
+		return r;
+	if (ret_changes)
+		*ret_changes = sqlite3_changes(s->db);
+	return 0;
+}
+
+static int tx_begin(struct store *s)
+{
+	return q_exec(s, NULL, STMT_BEGIN, "");
+}
+
+static void tx_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		(void)q_exec(s, NULL, STMT_ROLLBACK, "");
+}
+
+static int tx_commit(struct store *s)
+{
+	int r = q_exec(s, NULL, STMT_COMMIT, "");
+
+	if (r < 0)
+		tx_rollback(s);
+	return r;
+}
+
+/* Copy a text column; NULL stays NULL. */
+static int col_dup(sqlite3_stmt *st, int col, char **ret)
+{
+	const unsigned char *v = sqlite3_column_text(st, col);
+	char *d = NULL;
+
+	if (v) {
+		d = strdup((const char *)v);
+		if (!d)
+			return -ENOMEM;
+	}
+	*ret = d;
+	return 0;
+}
+
+static bool text_ok(const char *v, size_t max)
+{
+	return v && v[0] && strnlen(v, max + 1) <= max;
+}
+
+/* Facts must be a JSON object of bounded size; checked before anything is written. */
+static int facts_validate(const char *facts_json)
+{
+	json_error_t err;
+	json_t *root;
+	size_t len = strnlen(facts_json, (size_t)STORE_FACTS_MAX + 1);
+	bool ok;
+
+	if (len > STORE_FACTS_MAX)
+		return -RY_E_INVALID;
+	root = json_loadb(facts_json, len, JSON_REJECT_DUPLICATES, &err);
+	if (!root) {
+		log_debug("store: facts rejected: %s at line %d", err.text, err.line);
+		return -RY_E_INVALID;
+	}
+	ok = json_is_object(root);
+	json_decref(root);
+	return ok ? 0 : -RY_E_INVALID;
+}
+
+/* SHA-256 of the token as lower-case hex: the only form in which tokens are stored. */
+static int token_hash(const char *token, char out[2 * 32 + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(token, strlen(token), md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+		return -RY_E_CRYPTO;
+	util_hex(md, mdlen, out);
+	return 0;
+}
+
+static int user_version_locked(struct store *s, int *ret)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	r = q_start(s, STMT_USER_VERSION, &st, "");
+	if (r < 0)
+		return r;
+	r = q_step(s, st);
+	if (r == 1) {
+		*ret = sqlite3_column_int(st, 0);
+		r = 0;
+	} else if (r == 0) {
+		r = db_fail_msg(s, "user_version returned no row");
+	}
+	q_end(st);
+	return r;
+}
+
+/* Run a constant pragma and return its first column's text in buf ("" when it gives no row). */
+static int pragma_text(struct store *s, const char *sql, char *buf, size_t size)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, r = 0;
+
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return db_fail(s, rc, sql);
+	buf[0] = '\0';
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(st, 0);
+
+		snprintf(buf, size, "%s", v ? (const char *)v : "");
+	} else if (rc != SQLITE_DONE) {
+		r = db_fail(s, rc, sql);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Apply each migration above the current version up to target, one transaction each. The
+ * version is re-read inside the write transaction so that two processes opening the same
+ * file do not both run a step. */
+static int migrate(struct store *s, int target)
+{
+	int cur, rc, r;
+
+	for (size_t i = 0; i < store_migrations_count; i++) {
+		const struct store_migration *m = &store_migrations[i];
+		char sql[64];
+
+		if (m->version > target)
+			break;
+		r = tx_begin(s);
+		if (r < 0)
+			return r;
+		r = user_version_locked(s, &cur);
+		if (r < 0)
+			goto fail;
+		if (cur >= m->version) {
+			r = tx_commit(s);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (cur != m->version - 1) {
+			r = db_fail_msg(s, "schema version gap");
+			goto fail;
+		}
+		rc = sqlite3_exec(s->db, m->sql, NULL, NULL, NULL);
+		if (rc != SQLITE_OK) {
+			r = db_fail(s, rc, "migration");
+			goto fail;
+		}
+		/* PRAGMA takes no parameters; the value is a compiled-in constant. */
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", m->version);
+		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+		if (rc != SQLITE_OK) {
+			r = db_fail(s, rc, "set user_version");
+			goto fail;
+		}
+		r = tx_commit(s);
+		if (r < 0)
+			return r;
+		log_debug("store: migrated to schema version %d", m->version);
+	}
+	return 0;
+fail:
+	tx_rollback(s);
+	return r;
+}
+
+int store_open_at_version(const char *path, int version, struct store **ret)
+{
+	struct store *s = NULL;
+	char buf[64];
+	int fd, rc, r, cur;
+
+	if (!path || !ret || version < 0 || version > STORE_SCHEMA_VERSION)
+		return -EINVAL;
+	/* Create the file ourselves so that it never exists with a wider mode; SQLite gives the
+	 * -wal and -shm files the database file's mode. */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	r = -pthread_mutex_init(&s->lock, NULL);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	/* Our mutex serializes every use of the connection. */
+	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		r = db_fail(s, rc, "open");
+		goto fail;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	rc = sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	if (rc != SQLITE_OK) {
+		r = db_fail(s, rc, "busy_timeout");
+		goto fail;
+	}
+	/* The first read of the header tells a foreign file (SQLITE_NOTADB -> RY_E_CORRUPT). */
+	r = user_version_locked(s, &cur);
+	if (r < 0)
+		goto fail;
+	if (cur > STORE_SCHEMA_VERSION || cur > version) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "schema version %d, this program knows %d",
+			 cur, version);
+		log_debug("store: %s", s->errmsg);
+		r = -RY_E_SCHEMA;
+		goto fail;
+	}
+	r = pragma_text(s, "PRAGMA quick_check", buf, sizeof(buf));
+	if (r < 0)
+		goto fail;
+	if (strcmp(buf, "ok") != 0) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "quick_check: %s", buf);
+		log_debug("store: %s", s->errmsg);
+		r = -RY_E_CORRUPT;
+		goto fail;
+	}
+	r = pragma_text(s, "PRAGMA journal_mode = WAL", buf, sizeof(buf));
+	if (r < 0)
+		goto fail;
+	if (strcmp(buf, "wal") != 0) {
+		r = db_fail_msg(s, "cannot enable WAL");
+		goto fail;
+	}
+	r = pragma_text(s, "PRAGMA foreign_keys = ON", buf, sizeof(buf));
+	if (r < 0)
+		goto fail;
+	/* Every commit durable (enrollments, revocations); costs one fsync per state change. */
+	r = pragma_text(s, "PRAGMA synchronous = FULL", buf, sizeof(buf));
+	if (r < 0)
+		goto fail;
+	r = migrate(s, version);
+	if (r < 0)
+		goto fail;
+	*ret = s;
+	return 0;
+fail:
+	store_free(s);
+	return r;
+}
+
+int store_open(const char *path, struct store **ret)
+{
+	return store_open_at_version(path, STORE_SCHEMA_VERSION, ret);
+}
+
+void store_free(struct store *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < STMT__MAX; i++)
+		sqlite3_finalize(s->stmts[i]);
+	sqlite3_close_v2(s->db);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+const char *store_errmsg(struct store *s)
+{
+	static __thread char buf[256];
+
+	if (!s)
+		return "";
+	pthread_mutex_lock(&s->lock);
+	snprintf(buf, sizeof(buf), "%s", s->errmsg);
+	pthread_mutex_unlock(&s->lock);
+	return buf;
+}
+
+int store_schema_version(struct store *s)
+{
+	int r, v = 0;
+
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = user_version_locked(s, &v);
+	pthread_mutex_unlock(&s->lock);
+	return r < 0 ? r : v;
+}
+
+/* Ensure the cluster exists and return its row id. */
+static int cluster_ensure_locked(struct store *s, const char *name, int64_t now_ms, int64_t *ret_id)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	r = q_exec(s, NULL, STMT_CLUSTER_ENSURE, "tl", name, now_ms);
+	if (r < 0)
+		return r;
+	r = q_start(s, STMT_CLUSTER_ID, &st, "t", name);
+	if (r < 0)
+		return r;
+	r = q_step(s, st);
+	if (r == 1) {
+		if (ret_id)
+			*ret_id = sqlite3_column_int64(st, 0);
+		r = 0;
+	} else if (r == 0) {
+		r = db_fail_msg(s, "cluster vanished");
+	}
+	q_end(st);
+	return r;
+}
+
+int store_cluster_ensure(struct store *s, const char *name, int64_t now_ms)
+{
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	if (!text_ok(name, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+	pthread_mutex_lock(&s->lock);
+	r = cluster_ensure_locked(s, name, now_ms, NULL);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+static int audit_locked(struct store *s, int64_t now_ms, const char *actor, const char *action,
+			const char *target, const char *outcome, const char *detail)
+{
+	return q_exec(s, NULL, STMT_AUDIT_INSERT, "lttttt", now_ms, actor, action, target, outcome,
+		      detail);
+}
+
+int store_token_create_as(struct store *s, const char *actor, const char *cluster, int64_t ttl_ms,
+			  int uses, int64_t now_ms, char **ret_token)
+{
+	unsigned char rnd[STORE_TOKEN_RANDOM];
+	char hex[2 * STORE_TOKEN_RANDOM + 1], hash[2 * 32 + 1];
+	char *token = NULL, *detail = NULL;
+	int64_t cluster_id;
+	int r;
+
+	if (!s || !ret_token || ttl_ms <= 0 || uses < 1 || now_ms > INT64_MAX - ttl_ms)
+		return -EINVAL;
+	if (!text_ok(cluster, STORE_TEXT_MAX) || !text_ok(actor, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+	r = util_random_bytes(rnd, sizeof(rnd));
+	if (r < 0)
+		return r;
+	util_hex(rnd, sizeof(rnd), hex);
+	if (asprintf(&token, STORE_TOKEN_PREFIX "%s", hex) < 0)
+		return -ENOMEM;
+	r = token_hash(token, hash);
+	if (r < 0)
+		goto out;
+	/* The audit names the token by a prefix of its hash, never by the token. */
+	if (asprintf(&detail, "token=%.12s uses=%d expires_at=%lld", hash, uses,
+		     (long long)(now_ms + ttl_ms)) < 0) {
+		detail = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+
+	pthread_mutex_lock(&s->lock);
+	r = tx_begin(s);
+	if (r < 0)
+		goto unlock;
+	r = cluster_ensure_locked(s, cluster, now_ms, &cluster_id);
+	if (r < 0)
+		goto rollback;
+	r = q_exec(s, NULL, STMT_TOKEN_INSERT, "ltlll", cluster_id, hash, now_ms, now_ms + ttl_ms,
+		   (int64_t)uses);
+	if (r < 0)
+		goto rollback;
+	r = audit_locked(s, now_ms, actor, "token.create", cluster, "success", detail);
+	if (r < 0)
+		goto rollback;
+	r = tx_commit(s);
+	goto unlock;
+rollback:
+	tx_rollback(s);
+unlock:
+	pthread_mutex_unlock(&s->lock);
+out:
+	explicit_bzero(rnd, sizeof(rnd));
+	explicit_bzero(hex, sizeof(hex));
+	free(detail);
+	if (r < 0) {
+		if (token)
+			explicit_bzero(token, strlen(token));
+		free(token);
+		return r;
+	}
+	*ret_token = token;
+	return 0;
+}
+
+int store_token_create(struct store *s, const char *cluster, int64_t ttl_ms, int uses,
+		       int64_t now_ms, char **ret_token)
+{
+	return store_token_create_as(s, "admin", cluster, ttl_ms, uses, now_ms, ret_token);
+}
+
+struct token_row {
+	int64_t id, cluster_id;
+	char *cluster;
+};
+
+/* Look a token up and apply the rules (unknown, expired, used up). On success the row is
+ * filled (row->cluster owned by the caller). */
+static int token_lookup_locked(struct store *s, const char *token, int64_t now_ms,
+			       struct token_row *row)
+{
+	char hash[2 * 32 + 1];
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	/* Anything longer than a token cannot be one; no need to hash it. */
+	if (strnlen(token, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
+		return -RY_E_TOKEN_UNKNOWN;
+	r = token_hash(token, hash);
+	if (r < 0)
+		return r;
+	r = q_start(s, STMT_TOKEN_GET, &st, "t", hash);
+	if (r < 0)
+		return r;
+	r = q_step(s, st);
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		r = -RY_E_TOKEN_UNKNOWN;
+		goto out;
+	}
+	if (now_ms >= sqlite3_column_int64(st, 3)) {
+		r = -RY_E_TOKEN_EXPIRED;
+		goto out;
+	}
+	if (sqlite3_column_int64(st, 4) <= 0) {
+		r = -RY_E_TOKEN_USED;
+		goto out;
+	}
+	r = col_dup(st, 2, &row->cluster);
+	if (r < 0)
+		goto out;
+	row->id = sqlite3_column_int64(st, 0);
+	row->cluster_id = sqlite3_column_int64(st, 1);
+out:
+	q_end(st);
+	return r;
+}
+
+int store_token_check(struct store *s, const char *token, int64_t now_ms, char **ret_cluster)
+{
+	struct token_row row = {0};
+	int r;
+
+	if (!s || !token || !ret_cluster)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = token_lookup_locked(s, token, now_ms, &row);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0)
+		return r;
+	*ret_cluster = row.cluster;
+	return 0;
+}
+
+/* Make room for a new node of hostname in the cluster: -RY_E_EXISTS if a live node has it; a
+ * revoked one is deleted (its serial is kept in the revocation list). */
+static int enroll_clear_hostname_locked(struct store *s, int64_t cluster_id, const char *hostname,
+					int64_t now_ms)
+{
+	sqlite3_stmt *st = NULL;
+	char *id = NULL, *serial = NULL;
+	int r;
+
+	r = q_start(s, STMT_NODE_IN_CLUSTER, &st, "lt", cluster_id, hostname);
+	if (r < 0)
+		return r;
+	r = q_step(s, st);
+	if (r <= 0)
+		goto out;
+	if (strcmp((const char *)sqlite3_column_text(st, 1), "revoked") != 0) {
+		r = -RY_E_EXISTS;
+		goto out;
+	}
+	r = col_dup(st, 0, &id);
+	if (r < 0)
+		goto out;
+	r = col_dup(st, 2, &serial);
+	if (r < 0)
+		goto out;
+	q_end(st);
+	st = NULL;
+	r = q_exec(s, NULL, STMT_REVOKED_INSERT, "ttl", serial, id, now_ms);
+	if (r < 0)
+		goto out;
+	r = q_exec(s, NULL, STMT_NODE_DELETE, "t", id);
+out:
+	q_end(st);
+	free(id);
+	free(serial);
+	return r;
+}
+
+int store_enroll_node(struct store *s, const struct store_enroll *e, int64_t now_ms,
+		      char **ret_cluster)
+{
+	struct token_row row = {0};
+	char *detail = NULL;
+	int r, changed = 0;
+
+	if (!s || !e || !e->token || !e->node_id || !e->hostname || !e->cert_serial ||
+	    !e->cert_fingerprint)
+		return -EINVAL;
+	if (!text_ok(e->node_id, STORE_TEXT_MAX) || !text_ok(e->hostname, STORE_TEXT_MAX) ||
+	    !text_ok(e->cert_serial, STORE_TEXT_MAX) ||
+	    !text_ok(e->cert_fingerprint, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+
+	pthread_mutex_lock(&s->lock);
+	r = tx_begin(s);
+	if (r < 0)
+		goto unlock;
+	r = token_lookup_locked(s, e->token, now_ms, &row);
+	if (r < 0)
+		goto rollback;
+	r = enroll_clear_hostname_locked(s, row.cluster_id, e->hostname, now_ms);
+	if (r < 0)
+		goto rollback;
+	r = q_exec(s, &changed, STMT_TOKEN_USE, "l", row.id);
+	if (r < 0)
+		goto rollback;
+	if (changed != 1) {
+		r = -RY_E_TOKEN_USED;
+		goto rollback;
+	}
+	r = q_exec(s, NULL, STMT_NODE_INSERT, "tltttl", e->node_id, row.cluster_id, e->hostname,
+		   e->cert_serial, e->cert_fingerprint, now_ms);
+	if (r < 0) {
+		/* The id is chosen by the controller; a clash is a duplicate, not a DB fault. */
+		if (sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_PRIMARYKEY ||
+		    sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_UNIQUE)
+			r = -RY_E_EXISTS;
+		goto rollback;
+	}
+	/* The peer is only recorded, so a long one is cut rather than refused. */
+	if (asprintf(&detail, "cluster=%s hostname=%s serial=%s peer=%.255s", row.cluster,
+		     e->hostname, e->cert_serial,
+		     e->peer && e->peer[0] ? e->peer : "unknown") < 0) {
+		detail = NULL;
+		r = -ENOMEM;
+		goto rollback;
+	}
+	r = audit_locked(s, now_ms, "agent", "node.enroll", e->node_id, "success", detail);
+	if (r < 0)
+		goto rollback;
+	r = tx_commit(s);
+	goto unlock;
+rollback:
+	tx_rollback(s);
+unlock:
+	pthread_mutex_unlock(&s->lock);
+	free(detail);
+	if (r < 0 || !ret_cluster) {
+		free(row.cluster);
+		return r;
+	}
+	*ret_cluster = row.cluster;
+	return 0;
+}
+
+int store_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
+		const char *target, const char *outcome, const char *detail)
+{
+	int r;
+
+	if (!s || !actor || !action || !outcome)
+		return -EINVAL;
+	if (strnlen(actor, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX ||
+	    strnlen(action, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX ||
+	    strnlen(outcome, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX ||
+	    (target && strnlen(target, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX) ||
+	    (detail && strnlen(detail, STORE_AUDIT_DETAIL_MAX + 1) > STORE_AUDIT_DETAIL_MAX))
+		return -RY_E_TOO_BIG;
+	pthread_mutex_lock(&s->lock);
+	r = audit_locked(s, now_ms, actor, action, target, outcome, detail);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+void store_node_free(struct store_node *n)
+{
+	if (!n)
+		return;
+	free(n->id);
+	free(n->cluster);
+	free(n->hostname);
+	free(n->state);
+	free(n->cert_serial);
+	free(n->cert_fingerprint);
+	free(n->agent_version);
+	free(n->facts_json);
+	free(n);
+}
+
+void store_nodes_free(struct store_node **nodes, size_t n)
+{
+	if (!nodes)
+		return;
+	for (size_t i = 0; i < n; i++)
+		store_node_free(nodes[i]);
+	free(nodes);
+}
+
+/* Build a node from a row of NODE_COLUMNS. */
+static int node_from_row(sqlite3_stmt *st, struct store_node **ret)
+{
+	struct store_node *n = calloc(1, sizeof(*n));
+	char **cols[] = {&n->id,	  &n->cluster,		&n->hostname,	   &n->state,
+			 &n->cert_serial, &n->cert_fingerprint, &n->agent_version, &n->facts_json};
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < RY_ARRAY_SIZE(cols); i++) {
+		if (col_dup(st, (int)i, cols[i]) < 0) {
+			store_node_free(n);
+			return -ENOMEM;
+		}
+	}
+	n->enrolled_at_ms = sqlite3_column_int64(st, 8);
+	n->last_seen_ms = sqlite3_column_int64(st, 9);
+	*ret = n;
+	return 0;
+}
+
+/* By id, or else by hostname when unique across clusters. */
+static int node_lookup_locked(struct store *s, const char *key, struct store_node **ret)
+{
+	struct store_node *n = NULL;
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	r = q_start(s, STMT_NODE_BY_ID, &st, "t", key);
+	if (r < 0)
+		return r;
+	r = q_step(s, st);
+	if (r == 1) {
+		r = node_from_row(st, ret);
+		q_end(st);
+		return r;
+	}
+	q_end(st);
+	if (r < 0)
+		return r;
+
+	r = q_start(s, STMT_NODE_BY_HOSTNAME, &st, "t", key);
+	if (r < 0)
+		return r;
+	r = q_step(s, st);
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		r = -RY_E_NOT_FOUND;
+		goto out;
+	}
+	r = node_from_row(st, &n);
+	if (r < 0)
+		goto out;
+	r = q_step(s, st);
+	if (r < 0)
+		goto out;
+	if (r == 1) {
+		r = -ENOTUNIQ;
+		goto out;
+	}
+	*ret = n;
+	n = NULL;
+out:
+	q_end(st);
+	store_node_free(n);
+	return r;
+}
+
+int store_node_get(struct store *s, const char *id_or_hostname, struct store_node **ret)
+{
+	struct store_node *n = NULL;
+	int r;
+
+	if (!s || !id_or_hostname || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = node_lookup_locked(s, id_or_hostname, &n);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0)
+		return r;
+	*ret = n;
+	return 0;
+}
+
+int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)
+{
+	struct store_node **nodes = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0, cap = 0;
+	int r;
+
+	if (!s || !ret_nodes || !ret_n)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_NODE_LIST, &st, "");
+	if (r < 0)
+		goto out;
+	while ((r = q_step(s, st)) == 1) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct store_node **nn = realloc(nodes, ncap * sizeof(*nn));
+
+			if (!nn) {
+				r = -ENOMEM;
+				break;
+			}
+			nodes = nn;
+			cap = ncap;
+		}
+		r = node_from_row(st, &nodes[n]);
+		if (r < 0)
+			break;
+		n++;
+	}
+out:
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0) {
+		store_nodes_free(nodes, n);
+		return r;
+	}
+	*ret_nodes = nodes;
+	*ret_n = n;
+	return 0;
+}
+
+/* After an UPDATE guarded by "state != 'revoked'" changed nothing: say why. */
+static int node_why_unchanged_locked(struct store *s, const char *id)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	r = q_start(s, STMT_NODE_STATE, &st, "t", id);
+	if (r < 0)
+		return r;
+	r = q_step(s, st);
+	if (r == 0)
+		r = -RY_E_NOT_FOUND;
+	else if (r == 1)
+		r = strcmp((const char *)sqlite3_column_text(st, 0), "revoked") == 0
+			    ? -RY_E_REVOKED
+			    : db_fail_msg(s, "node update matched nothing");
+	q_end(st);
+	return r;
+}
+
+/* Run one of the per-node updates (each a single autocommit statement, so one transaction). */
+static int node_update(struct store *s, const char *id, enum stmt_id stmt, int64_t now_ms,
+		       const char *a, const char *b)
+{
+	int r, changed = 0;
+
+	pthread_mutex_lock(&s->lock);
+	switch (stmt) {
+	case STMT_NODE_ONLINE:
+		r = q_exec(s, &changed, stmt, "tltt", id, now_ms, a, b);
+		break;
+	case STMT_NODE_FACTS:
+		r = q_exec(s, &changed, stmt, "tlt", id, now_ms, a);
+		break;
+	case STMT_NODE_OFFLINE:
+		r = q_exec(s, &changed, stmt, "t", id);
+		break;
+	default:
+		r = q_exec(s, &changed, stmt, "tl", id, now_ms);
+		break;
+	}
+	if (r == 0 && changed == 0)
+		r = node_why_unchanged_locked(s, id);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int store_node_online(struct store *s, const char *id, const char *agent_version,
+		      const char *facts_json, int64_t now_ms)
+{
+	int r;
+
+	if (!s || !id)
+		return -EINVAL;
+	if (agent_version && strnlen(agent_version, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
+		return -RY_E_INVALID;
+	if (facts_json) {
+		r = facts_validate(facts_json);
+		if (r < 0)
+			return r;
+	}
+	return node_update(s, id, STMT_NODE_ONLINE, now_ms, agent_version, facts_json);
+}
+
+int store_node_touch(struct store *s, const char *id, int64_t now_ms)
+{
+	if (!s || !id)
+		return -EINVAL;
+	return node_update(s, id, STMT_NODE_TOUCH, now_ms, NULL, NULL);
+}
+
+int store_node_set_facts(struct store *s, const char *id, const char *facts_json, int64_t now_ms)
+{
+	int r;
+
+	if (!s || !id || !facts_json)
+		return -EINVAL;
+	r = facts_validate(facts_json);
+	if (r < 0)
+		return r;
+	return node_update(s, id, STMT_NODE_FACTS, now_ms, facts_json, NULL);
+}
+
+int store_node_offline(struct store *s, const char *id, int64_t now_ms)
+{
+	int r;
+
+	if (!s || !id)
+		return -EINVAL;
+	r = node_update(s, id, STMT_NODE_OFFLINE, now_ms, NULL, NULL);
+	/* The session of a revoked node ending is expected; it stays revoked. */
+	return r == -RY_E_REVOKED ? 0 : r;
+}
+
+int store_nodes_expire(struct store *s, int64_t older_than_ms, int64_t now_ms, int *ret_count)
+{
+	int r, changed = 0;
+
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_exec(s, &changed, STMT_NODES_EXPIRE, "l", older_than_ms);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0)
+		return r;
+	if (ret_count)
+		*ret_count = changed;
+	return 0;
+}
+
+int store_nodes_all_offline(struct store *s, int64_t now_ms)
+{
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_exec(s, NULL, STMT_NODES_ALL_OFFLINE, "");
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int store_node_revoke(struct store *s, const char *id_or_hostname, const char *actor,
+		      int64_t now_ms, char **ret_node_id)
+{
+	struct store_node *n = NULL;
+	char *detail = NULL;
+	int r;
+
+	if (!s || !id_or_hostname || !actor)
+		return -EINVAL;
+	if (!text_ok(actor, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+	pthread_mutex_lock(&s->lock);
+	r = tx_begin(s);
+	if (r < 0)
+		goto unlock;
+	r = node_lookup_locked(s, id_or_hostname, &n);
+	if (r < 0)
+		goto rollback;
+	if (strcmp(n->state, "revoked") == 0) {
+		r = tx_commit(s);
+		goto unlock;
+	}
+	r = q_exec(s, NULL, STMT_NODE_REVOKE, "tl", n->id, now_ms);
+	if (r < 0)
+		goto rollback;
+	r = q_exec(s, NULL, STMT_REVOKED_INSERT, "ttl", n->cert_serial, n->id, now_ms);
+	if (r < 0)
+		goto rollback;
+	if (asprintf(&detail, "cluster=%s hostname=%s serial=%s", n->cluster, n->hostname,
+		     n->cert_serial) < 0) {
+		detail = NULL;
+		r = -ENOMEM;
+		goto rollback;
+	}
+	r = audit_locked(s, now_ms, actor, "node.revoke", n->id, "success", detail);
+	if (r < 0)
+		goto rollback;
+	r = tx_commit(s);
+	goto unlock;
+rollback:
+	tx_rollback(s);
+unlock:
+	pthread_mutex_unlock(&s->lock);
+	free(detail);
+	if (r == 0 && ret_node_id) {
+		*ret_node_id = n->id;
+		n->id = NULL;
+	}
+	store_node_free(n);
+	return r;
+}
+
+int store_cert_is_revoked(struct store *s, const char *serial_hex)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !serial_hex)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_REVOKED_GET, &st, "t", serial_hex);
+	if (r == 0)
+		r = q_step(s, st);
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+void store_audit_entries_free(struct store_audit_entry *e, size_t n)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(e[i].actor);
+		free(e[i].action);
+		free(e[i].target);
+		free(e[i].outcome);
+		free(e[i].detail);
+	}
+	free(e);
+}
+
+int store_audit_list(struct store *s, size_t limit, struct store_audit_entry **ret, size_t *ret_n)
+{
+	struct store_audit_entry *v = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0, cap = 0;
+	int r;
+
+	if (!s || !ret || !ret_n)
+		return -EINVAL;
+	if (limit > STORE_AUDIT_LIST_MAX)
+		limit = STORE_AUDIT_LIST_MAX;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_AUDIT_LIST, &st, "l", (int64_t)limit);
+	if (r < 0)
+		goto out;
+	while ((r = q_step(s, st)) == 1) {
+		struct store_audit_entry *e;
+
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct store_audit_entry *nv = realloc(v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		e = &v[n];
+		memset(e, 0, sizeof(*e));
+		n++; /* counted before filling so that a failure frees what was copied */
+		e->at_ms = sqlite3_column_int64(st, 0);
+		if (col_dup(st, 1, &e->actor) < 0 || col_dup(st, 2, &e->action) < 0 ||
+		    col_dup(st, 3, &e->target) < 0 || col_dup(st, 4, &e->outcome) < 0 ||
+		    col_dup(st, 5, &e->detail) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+	}
+out:
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0) {
+		store_audit_entries_free(v, n);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}

@@ -1,0 +1,177 @@
+/* The controller's persistent state in one SQLite database: clusters, nodes, enrollment tokens,
+ * revoked certificates and the audit log. One connection behind an internal mutex; schema
+ * migrations by PRAGMA user_version. Times are unix milliseconds supplied by the caller. */
+#ifndef RAILYARD_CONTROLLER_STORE_H
+#define RAILYARD_CONTROLLER_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_WUR __attribute__((warn_unused_result))
+
+/* Schema version this program creates and understands. */
+#define STORE_SCHEMA_VERSION 2
+
+/* Largest facts document accepted, in bytes. */
+#define STORE_FACTS_MAX (1024 * 1024)
+
+/* Largest length of a name, hostname, id, serial, fingerprint or version string. */
+#define STORE_TEXT_MAX 255
+
+/* Largest audit detail, in bytes. */
+#define STORE_AUDIT_DETAIL_MAX (64 * 1024)
+
+/* Prefix of every enrollment token. */
+#define STORE_TOKEN_PREFIX "ry1."
+
+/* Opaque handle. All functions taking a struct store are safe to call from several threads at
+ * once (they serialize on the store's mutex), except store_free(). */
+struct store;
+
+/* A node as stored; every string is owned by the struct and freed by store_node_free(). */
+struct store_node {
+	char *id, *cluster, *hostname, *state, *cert_serial, *cert_fingerprint;
+	char *agent_version;		      /* NULL until first Hello */
+	char *facts_json;		      /* NULL until first Hello */
+	int64_t enrolled_at_ms, last_seen_ms; /* last_seen 0 if never */
+};
+
+/* What an enrollment records; all strings borrowed. peer (the remote address, only written to
+ * the audit detail, cut at 255 bytes) may be NULL or ""; the others are required. */
+struct store_enroll {
+	const char *token, *node_id, *hostname, *cert_serial, *cert_fingerprint, *peer;
+};
+
+/* One audit row; strings owned, freed by store_audit_entries_free(). target and detail may be
+ * NULL. */
+struct store_audit_entry {
+	int64_t at_ms;
+	char *actor, *action, *target, *outcome, *detail;
+};
+
+/* Open (creating with mode 0600 if missing) the database at path and bring its schema up to
+ * STORE_SCHEMA_VERSION, each missing migration in its own transaction. Sets WAL, foreign keys and
+ * a 5 s busy timeout. On success *ret is a new store (free with store_free()).
+ * Errors: -EINVAL (NULL argument), -errno from creating the file, -RY_E_CORRUPT (not a SQLite
+ * database, or PRAGMA quick_check fails), -RY_E_SCHEMA (the database is newer than this
+ * program), -RY_E_DB (any other SQLite failure), -ENOMEM. */
+STORE_WUR int store_open(const char *path, struct store **ret);
+
+/* Close the database and free the store. Accepts NULL. Not thread-safe: no other call on s may
+ * be running or follow. */
+void store_free(struct store *s);
+
+/* Last SQLite error message recorded on s (any thread), copied into a thread-local buffer that
+ * stays valid until this thread calls store_errmsg() again. "" if none; never NULL. */
+const char *store_errmsg(struct store *s);
+
+/* The database's PRAGMA user_version (>= 0), or -RY_E_DB. */
+STORE_WUR int store_schema_version(struct store *s);
+
+/* Create cluster name if it does not exist yet (created_at = now_ms). name: 1..STORE_TEXT_MAX
+ * bytes, else -RY_E_INVALID. -RY_E_DB on failure. */
+int store_cluster_ensure(struct store *s, const char *name, int64_t now_ms);
+
+/* In one transaction: ensure cluster, create an enrollment token valid for ttl_ms (> 0) and
+ * uses (>= 1) enrollments, and write the audit row 'token.create' (actor "admin"). The token is
+ * STORE_TOKEN_PREFIX followed by 64 hex digits (256 random bits); only its SHA-256 (hex) is
+ * stored. On success *ret_token is the token (caller frees with free()); it cannot be recovered
+ * later. Errors: -EINVAL (bad ttl/uses/NULL), -RY_E_INVALID (bad cluster name), -RY_E_DB,
+ * -RY_E_CRYPTO, -errno from the random source. */
+STORE_WUR int store_token_create(struct store *s, const char *cluster, int64_t ttl_ms, int uses,
+				 int64_t now_ms, char **ret_token);
+
+/* As store_token_create() with the audit actor given (borrowed, 1..STORE_TEXT_MAX bytes). */
+STORE_WUR int store_token_create_as(struct store *s, const char *actor, const char *cluster,
+				    int64_t ttl_ms, int uses, int64_t now_ms, char **ret_token);
+
+/* Read-only check of a token: on success *ret_cluster is the cluster it is bound to (caller
+ * frees with free()); nothing is consumed. Errors: -RY_E_TOKEN_UNKNOWN, -RY_E_TOKEN_EXPIRED
+ * (now_ms >= expiry), -RY_E_TOKEN_USED (no uses left; checked after expiry), -EINVAL, -RY_E_DB. */
+STORE_WUR int store_token_check(struct store *s, const char *token, int64_t now_ms,
+				char **ret_cluster);
+
+/* Enroll a node, in ONE transaction: re-check the token (errors as store_token_check()),
+ * decrement its uses, insert the node in state 'enrolled' and write the audit row 'node.enroll'
+ * (actor "agent", target the node id, detail with cluster, hostname, serial and peer). A
+ * non-revoked node with the same hostname in the token's cluster, or a node with the same id, gives
+ * -RY_E_EXISTS and nothing changes (the token keeps its use); a revoked node of that hostname is
+ * replaced (its row is deleted, its serial stays in the revocation list). On success *ret_cluster,
+ * if ret_cluster is not NULL, is the cluster name (caller frees with free()). Other errors: -EINVAL
+ * (NULL e or required field), -RY_E_INVALID (empty or over-long field), -RY_E_DB. */
+STORE_WUR int store_enroll_node(struct store *s, const struct store_enroll *e, int64_t now_ms,
+				char **ret_cluster);
+
+/* Append an audit row. actor, action, outcome: required; target, detail: may be NULL (all
+ * borrowed). -EINVAL if a required one is NULL, -RY_E_TOO_BIG if detail is over
+ * STORE_AUDIT_DETAIL_MAX or another field over STORE_TEXT_MAX, -RY_E_DB. */
+int store_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
+		const char *target, const char *outcome, const char *detail);
+
+/* Look a node up by id, or else by hostname when that hostname is unique across clusters.
+ * On success *ret is a new node (free with store_node_free()). -RY_E_NOT_FOUND, -ENOTUNIQ (no
+ * such id and the hostname exists in several clusters), -EINVAL, -RY_E_DB, -ENOMEM. */
+STORE_WUR int store_node_get(struct store *s, const char *id_or_hostname, struct store_node **ret);
+
+/* Free a node and its strings. Accepts NULL. */
+void store_node_free(struct store_node *n);
+
+/* All nodes ordered by cluster name, then hostname. *ret_nodes is a new array of *ret_n nodes
+ * (NULL when there are none; free with store_nodes_free()). -RY_E_DB, -ENOMEM. */
+STORE_WUR int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n);
+
+/* Free an array from store_nodes_list(). Accepts NULL. */
+void store_nodes_free(struct store_node **nodes, size_t n);
+
+/* The agent said Hello: state 'online', last_seen = now_ms (never moved backwards), and
+ * agent_version / facts_json stored when not NULL (NULL keeps the stored value). facts_json must
+ * be a JSON object of at most STORE_FACTS_MAX bytes ("" is not); agent_version at most
+ * STORE_TEXT_MAX bytes. Nothing is written on error: -RY_E_NOT_FOUND, -RY_E_REVOKED,
+ * -RY_E_INVALID (bad facts or version), -EINVAL, -RY_E_DB. */
+STORE_WUR int store_node_online(struct store *s, const char *id, const char *agent_version,
+				const char *facts_json, int64_t now_ms);
+
+/* Heartbeat: last_seen = now_ms (never moved backwards); a node marked 'offline' (e.g. by
+ * store_nodes_expire()) comes back 'online'; 'enrolled' and 'online' keep their state. Errors as
+ * store_node_online(). */
+STORE_WUR int store_node_touch(struct store *s, const char *id, int64_t now_ms);
+
+/* Replace the node's facts (JSON object, <= STORE_FACTS_MAX bytes) and update last_seen.
+ * Errors as store_node_online(). */
+int store_node_set_facts(struct store *s, const char *id, const char *facts_json, int64_t now_ms);
+
+/* The node's session ended: state 'offline' (last_seen unchanged). A revoked node stays
+ * 'revoked' and this returns 0 without writing. -RY_E_NOT_FOUND, -EINVAL, -RY_E_DB. */
+int store_node_offline(struct store *s, const char *id, int64_t now_ms);
+
+/* Heartbeat reaper: every 'online' node whose last_seen < older_than_ms becomes 'offline'; on
+ * success *ret_count (if not NULL) is how many. -RY_E_DB. */
+STORE_WUR int store_nodes_expire(struct store *s, int64_t older_than_ms, int64_t now_ms,
+				 int *ret_count);
+
+/* At controller start: every 'online' node becomes 'offline' (no session survives a restart).
+ * -RY_E_DB. */
+int store_nodes_all_offline(struct store *s, int64_t now_ms);
+
+/* Revoke a node (by id, or unique hostname as store_node_get()), in one transaction: state
+ * 'revoked', revoked_at = now_ms, its certificate serial into the revocation list, audit row
+ * 'node.revoke' by actor (borrowed, required). Revoking a revoked node succeeds and writes
+ * nothing. On success *ret_node_id, if not NULL, is the node id (caller frees with free()).
+ * -RY_E_NOT_FOUND, -ENOTUNIQ, -EINVAL, -RY_E_DB, -ENOMEM. */
+STORE_WUR int store_node_revoke(struct store *s, const char *id_or_hostname, const char *actor,
+				int64_t now_ms, char **ret_node_id);
+
+/* 1 if the certificate serial (hex as the CA prints it; compared case-insensitively) is
+ * revoked, 0 if not, -EINVAL or -RY_E_DB. */
+STORE_WUR int store_cert_is_revoked(struct store *s, const char *serial_hex);
+
+/* The newest audit rows first (by time, then insertion order), at most limit of them. *ret is
+ * a new array of *ret_n entries (NULL when none; free with store_audit_entries_free()).
+ * -RY_E_DB, -ENOMEM. */
+STORE_WUR int store_audit_list(struct store *s, size_t limit, struct store_audit_entry **ret,
+			       size_t *ret_n);
+
+/* Free an array from store_audit_list(). Accepts NULL. */
+void store_audit_entries_free(struct store_audit_entry *e, size_t n);
+
+#endif

@@ -1,0 +1,72 @@
+/* The store's schema as an ordered list of migrations; each step runs in its own transaction
+ * and sets PRAGMA user_version. Append new steps; never edit a released one. */
+#include "controller/store/store_int.h"
+
+#include "common/util/util.h"
+
+/* v1: clusters, nodes, enrollment tokens (hashed), audit log. */
+static const char migration_v1[] =
+	"CREATE TABLE clusters ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  created_at INTEGER NOT NULL"
+	");"
+	"CREATE TABLE nodes ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  hostname TEXT NOT NULL,"
+	"  cert_serial TEXT NOT NULL,"
+	"  cert_fingerprint TEXT NOT NULL,"
+	"  state TEXT NOT NULL"
+	"    CHECK (state IN ('enrolled', 'online', 'offline', 'revoked')),"
+	"  enrolled_at INTEGER NOT NULL,"
+	"  last_seen INTEGER NOT NULL DEFAULT 0,"
+	"  facts TEXT,"
+	"  revoked_at INTEGER,"
+	"  UNIQUE (cluster_id, hostname)"
+	");"
+	"CREATE TABLE enroll_tokens ("
+	"  id INTEGER PRIMARY KEY,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  token_hash TEXT NOT NULL UNIQUE,"
+	"  created_at INTEGER NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  uses_left INTEGER NOT NULL CHECK (uses_left >= 0),"
+	"  uses_total INTEGER NOT NULL CHECK (uses_total >= 1)"
+	");"
+	"CREATE TABLE audit_log ("
+	"  id INTEGER PRIMARY KEY,"
+	"  at INTEGER NOT NULL,"
+	"  actor TEXT NOT NULL,"
+	"  action TEXT NOT NULL,"
+	"  target TEXT,"
+	"  outcome TEXT NOT NULL,"
+	"  detail TEXT"
+	");";
+
+/* v2: a revocation list that outlives node rows (a re-enrolled hostname replaces its revoked
+ * row), the agent version, and indexes for the hot queries. Serials of nodes revoked under v1
+ * are carried over. */
+static const char migration_v2[] =
+	"CREATE TABLE revoked_certs ("
+	"  serial TEXT PRIMARY KEY NOT NULL COLLATE NOCASE,"
+	"  node_id TEXT NOT NULL,"
+	"  revoked_at INTEGER NOT NULL"
+	");"
+	"INSERT OR IGNORE INTO revoked_certs (serial, node_id, revoked_at)"
+	"  SELECT cert_serial, id, COALESCE(revoked_at, 0) FROM nodes WHERE state = 'revoked';"
+	"ALTER TABLE nodes ADD COLUMN agent_version TEXT;"
+	"CREATE INDEX nodes_hostname ON nodes (hostname);"
+	"CREATE INDEX nodes_state_last_seen ON nodes (state, last_seen);"
+	"CREATE INDEX enroll_tokens_cluster ON enroll_tokens (cluster_id);"
+	"CREATE INDEX audit_log_at ON audit_log (at, id);";
+
+const struct store_migration store_migrations[] = {
+	{1, migration_v1},
+	{2, migration_v2},
+};
+
+const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);
+
+_Static_assert(RY_ARRAY_SIZE(store_migrations) == STORE_SCHEMA_VERSION,
+	       "one migration per schema version");

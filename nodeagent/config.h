@@ -1,0 +1,30 @@
+/* The agent's state directory: agent.conf (controller address, node id, cluster), node.key,
+ * node.crt and ca.crt, written by `enroll` and read by `run`. */
+#ifndef RAILYARD_AGENT_CONFIG_H
+#define RAILYARD_AGENT_CONFIG_H
+
+#include <stddef.h>
+
+#define AGENT_DEFAULT_STATE_DIR "/var/lib/railyard/agent"
+
+struct agent_config {
+	char *controller; /* HOST:PORT */
+	char *node_id;
+	char *cluster;
+};
+
+/* Parse agent.conf text ("key = value" lines, '#' comments). Unknown keys and malformed lines
+ * are errors naming path:line in errbuf. Caller frees with agent_config_done(). */
+__attribute__((warn_unused_result)) int agent_config_parse(const char *text, const char *path,
+							   struct agent_config *ret,
+							   char *errbuf, size_t errlen);
+/* Read <state_dir>/agent.conf. */
+__attribute__((warn_unused_result)) int agent_config_load(const char *state_dir,
+							  struct agent_config *ret, char *errbuf,
+							  size_t errlen);
+/* Write <state_dir>/agent.conf atomically (mode 0644). */
+__attribute__((warn_unused_result)) int agent_config_save(const char *state_dir,
+							  const struct agent_config *cfg);
+void agent_config_done(struct agent_config *cfg);
+
+#endif

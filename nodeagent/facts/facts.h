@@ -1,0 +1,31 @@
+/* Node facts: what the agent reports about its node (OS, kernel, CPU, memory, RDMA devices and
+ * ports, NVIDIA/Mellanox PCI functions, kernel modules, OFED, GPUs), read from sysfs/procfs under
+ * an injectable sysroot. The JSON schema is documented in docs/facts.md. */
+#ifndef RAILYARD_FACTS_H
+#define RAILYARD_FACTS_H
+
+#include <jansson.h>
+
+/* Version of the JSON document produced by facts_collect() ("schema" member). */
+#define FACTS_SCHEMA_VERSION 1
+
+/* Gather all facts of the node whose root file system is sysroot (NULL or "/" for the running
+ * system; borrowed) into a new JSON object (schema in docs/facts.md).
+ * Never fails because a file is missing or malformed: that fact is left out and a human-readable
+ * warning naming the path (as seen on the node, i.e. relative to sysroot: "/proc/meminfo: ...")
+ * is appended to facts["warnings"] (always present, an array of strings). Sources that are
+ * legitimately absent (no RDMA stack, no NVIDIA driver, no OFED) give empty lists or absent
+ * objects without a warning.
+ * On success *ret_facts is a new reference the caller releases with json_decref().
+ * Errors: -ENOMEM only (allocation failure). Thread-safe: no global state; concurrent calls on
+ * the same or different sysroots are fine. */
+__attribute__((warn_unused_result)) int facts_collect(const char *sysroot, json_t **ret_facts);
+
+/* One-line human summary of a facts document for tables, e.g.
+ * "Debian 12 | 6.1.0-28-amd64 | 224 cpu/2 numa | 2015 GiB | 8 HCA 8/8 active IB 400G |
+ *  8 GPU H200". Missing facts show as "?" (or "no HCA" / "no GPU" for empty lists).
+ * facts is borrowed (any JSON value; non-objects give an all-"?" line). Returns a new string the
+ * caller frees with free(), or NULL on allocation failure. Thread-safe. */
+char *facts_summary(const json_t *facts);
+
+#endif

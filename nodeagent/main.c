@@ -1,0 +1,244 @@
+/* railyard-agent: option parsing for enroll, run and facts. */
+#include "nodeagent/config.h"
+#include "nodeagent/enroll.h"
+#include "nodeagent/facts/facts.h"
+#include "nodeagent/session.h"
+#include "common/log/log.h"
+#include "common/rpc/rpc.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: railyard-agent [--log-level L] COMMAND [options]\n"
+		"\n"
+		"  enroll --controller HOST:PORT --token T --ca-fingerprint sha256:HEX\n"
+		"         [--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]\n"
+		"  run    [--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
+		"         [--reconnect-max 30s]\n"
+		"  facts  [--sysroot DIR] [--json]\n"
+		"  version\n"
+		"\n"
+		"--state-dir defaults to " AGENT_DEFAULT_STATE_DIR ", --sysroot to /.\n");
+}
+
+static int bad(const char *what, const char *value)
+{
+	fprintf(stderr, "railyard-agent: invalid %s '%s'\n", what, value ? value : "");
+	return 2;
+}
+
+struct run_ctx {
+	struct agent_session *s;
+	int result;
+};
+
+static void *run_thread(void *arg)
+{
+	struct run_ctx *ctx = arg;
+
+	ctx->result = agent_session_run(ctx->s);
+	/* A fatal refusal ends the process as a signal would. */
+	if (ctx->result < 0)
+		kill(getpid(), SIGTERM);
+	return NULL;
+}
+
+static int cmd_run(const struct agent_session_opts *o)
+{
+	struct run_ctx ctx = {0};
+	char err[512] = "";
+	pthread_t t;
+	sigset_t set;
+	int sig, r;
+
+	r = agent_session_new(o, &ctx.s, err, sizeof(err));
+	if (r < 0) {
+		log_error("run: %s", err[0] ? err : ry_strerror(r));
+		return 1;
+	}
+	if (pthread_create(&t, NULL, run_thread, &ctx) != 0) {
+		log_error("run: cannot start the session thread");
+		agent_session_free(ctx.s);
+		return 1;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	while (sigwait(&set, &sig) != 0)
+		;
+	if (ctx.result == 0)
+		log_info("received %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	agent_session_stop(ctx.s);
+	pthread_join(t, NULL);
+	agent_session_free(ctx.s);
+	if (ctx.result < 0) {
+		log_error("the controller refused this node (%s); enroll it again",
+			  ry_strerror(ctx.result));
+		return 3;
+	}
+	return 0;
+}
+
+static int cmd_facts(const char *sysroot, bool json)
+{
+	json_t *facts = NULL, *w;
+	char *text;
+	size_t i;
+
+	if (facts_collect(sysroot, &facts) < 0) {
+		log_error("facts: out of memory");
+		return 1;
+	}
+	if (json) {
+		text = json_dumps(facts, JSON_INDENT(2) | JSON_SORT_KEYS);
+		if (text)
+			printf("%s\n", text);
+		free(text);
+	} else {
+		text = facts_summary(facts);
+		printf("%s\n", text ? text : "-");
+		free(text);
+		json_array_foreach(json_object_get(facts, "warnings"), i, w)
+			fprintf(stderr, "warning: %s\n", json_string_value(w));
+	}
+	json_decref(facts);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"controller", required_argument, NULL, 'C'},
+		{"token", required_argument, NULL, 't'},
+		{"ca-fingerprint", required_argument, NULL, 'f'},
+		{"state-dir", required_argument, NULL, 'd'},
+		{"hostname", required_argument, NULL, 'H'},
+		{"sysroot", required_argument, NULL, 'r'},
+		{"timeout", required_argument, NULL, 'T'},
+		{"reconnect-max", required_argument, NULL, 'R'},
+		{"json", no_argument, NULL, 'j'},
+		{"log-level", required_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct agent_enroll_opts eo = {0};
+	struct agent_session_opts so = {0};
+	const char *cmd;
+	int64_t ms;
+	bool json = false;
+	enum log_level level;
+	sigset_t set;
+	int c, rc;
+
+	log_set_ident("railyard-agent");
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	eo.state_dir = so.state_dir = AGENT_DEFAULT_STATE_DIR;
+	eo.sysroot = so.sysroot = "/";
+	eo.timeout_ms = 15000;
+	argc--;
+	argv++;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'C':
+			eo.controller = so.controller = optarg;
+			break;
+		case 't':
+			eo.token = optarg;
+			break;
+		case 'f':
+			eo.ca_fingerprint = optarg;
+			break;
+		case 'd':
+			eo.state_dir = so.state_dir = optarg;
+			break;
+		case 'H':
+			eo.hostname = optarg;
+			break;
+		case 'r':
+			eo.sysroot = so.sysroot = optarg;
+			break;
+		case 'T':
+			if (util_parse_duration_ms(optarg, &ms) < 0 || ms <= 0 || ms > 3600000)
+				return bad("--timeout", optarg);
+			eo.timeout_ms = (int)ms;
+			break;
+		case 'R':
+			if (util_parse_duration_ms(optarg, &ms) < 0 || ms < 100 || ms > 3600000)
+				return bad("--reconnect-max", optarg);
+			so.backoff_max_ms = (int)ms;
+			if (so.backoff_max_ms < 500)
+				so.backoff_base_ms = so.backoff_max_ms / 2;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'v':
+			if (log_level_parse(optarg, &level) < 0)
+				return bad("--log-level", optarg);
+			log_set_level(level);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+
+	if (strcmp(cmd, "facts") == 0)
+		return cmd_facts(so.sysroot, json);
+	if (strcmp(cmd, "version") == 0) {
+		printf("railyard-agent %s\n", RAILYARD_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "enroll") != 0 && strcmp(cmd, "run") != 0) {
+		fprintf(stderr, "railyard-agent: unknown command '%s'\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+	/* Signals blocked before gRPC starts threads; the main thread takes them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	rpc_log_init();
+	rpc_init();
+	if (strcmp(cmd, "enroll") == 0) {
+		char err[1024] = "";
+
+		if (!eo.controller || !eo.token || !eo.ca_fingerprint) {
+			fprintf(stderr, "railyard-agent enroll: --controller, --token and "
+					"--ca-fingerprint are required\n");
+			rc = 2;
+		} else if (agent_enroll(&eo, err, sizeof(err)) < 0) {
+			log_error("enroll: %s", err);
+			rc = 1;
+		} else {
+			rc = 0;
+		}
+	} else {
+		rc = cmd_run(&so);
+	}
+	rpc_shutdown();
+	return rc;
+}

@@ -1,0 +1,361 @@
+/* The agent's session loop over rpc client streams. One thread runs it; another may stop it. */
+#include "nodeagent/session.h"
+#include "nodeagent/config.h"
+#include "nodeagent/facts/facts.h"
+#include "common/log/log.h"
+#include "common/rpc/rpc.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "common/util/util.h"
+#include "railyard/v1/railyard.pb-c.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define AGENT_SERVER_NAME "railyard-controller"
+#define CONNECT_PATH      "/railyard.v1.Controller/Connect"
+
+struct agent_session {
+	struct agent_session_opts o;
+	struct agent_config cfg;
+	struct rpc_channel *ch;
+	char *ca_pem, *cert_pem, *key_pem;
+	char boot_id[33];
+	uint64_t seq;        /* our messages, across reconnects of this process */
+	uint64_t last_ctl_seq;
+	int heartbeat_ms;
+
+	pthread_mutex_t lock; /* stop, cs, cond */
+	pthread_cond_t cond;
+	bool stop;
+	struct rpc_client_stream *cs;
+};
+
+static int read_pem(const char *dir, const char *name, char **ret, char *errbuf, size_t errlen)
+{
+	char *p = fs_path_join(dir, name);
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	r = fs_read_file(p, 256 * 1024, ret, NULL);
+	if (r < 0)
+		snprintf(errbuf, errlen, "%s: %s", p, ry_strerror(r));
+	free(p);
+	return r;
+}
+
+int agent_session_new(const struct agent_session_opts *o, struct agent_session **ret,
+		      char *errbuf, size_t errlen)
+{
+	struct rpc_channel_config cc = {0};
+	struct agent_session *s;
+	unsigned char rnd[16];
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	if (!s->o.backoff_base_ms)
+		s->o.backoff_base_ms = 500;
+	if (!s->o.backoff_max_ms)
+		s->o.backoff_max_ms = 30000;
+	if (!s->o.connect_timeout_ms)
+		s->o.connect_timeout_ms = 10000;
+	s->heartbeat_ms = 5000;
+	pthread_mutex_init(&s->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	r = agent_config_load(o->state_dir, &s->cfg, errbuf, errlen);
+	if (r < 0)
+		goto fail;
+	if ((r = read_pem(o->state_dir, "ca.crt", &s->ca_pem, errbuf, errlen)) < 0 ||
+	    (r = read_pem(o->state_dir, "node.crt", &s->cert_pem, errbuf, errlen)) < 0 ||
+	    (r = read_pem(o->state_dir, "node.key", &s->key_pem, errbuf, errlen)) < 0)
+		goto fail;
+	r = util_random_bytes(rnd, sizeof(rnd));
+	if (r < 0)
+		goto fail;
+	util_hex(rnd, sizeof(rnd), s->boot_id);
+
+	cc.target = o->controller ? o->controller : s->cfg.controller;
+	cc.tls.ca_pem = s->ca_pem;
+	cc.tls.cert_pem = s->cert_pem;
+	cc.tls.key_pem = s->key_pem;
+	cc.server_name = AGENT_SERVER_NAME;
+	cc.reconnect_max_ms = s->o.backoff_max_ms;
+	r = rpc_channel_new(&cc, &s->ch);
+	if (r < 0) {
+		snprintf(errbuf, errlen, "cannot create a channel to %s", cc.target);
+		goto fail;
+	}
+	*ret = s;
+	return 0;
+fail:
+	agent_session_free(s);
+	return r;
+}
+
+void agent_session_free(struct agent_session *s)
+{
+	if (!s)
+		return;
+	rpc_channel_free(s->ch);
+	agent_config_done(&s->cfg);
+	free(s->ca_pem);
+	free(s->cert_pem);
+	if (s->key_pem) {
+		explicit_bzero(s->key_pem, strlen(s->key_pem));
+		free(s->key_pem);
+	}
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
+void agent_session_stop(struct agent_session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	if (s->cs)
+		rpc_client_stream_cancel(s->cs);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static bool stopping(struct agent_session *s)
+{
+	bool v;
+
+	pthread_mutex_lock(&s->lock);
+	v = s->stop;
+	pthread_mutex_unlock(&s->lock);
+	return v;
+}
+
+/* Sleep up to ms, returning early when stopped. */
+static void pause_ms(struct agent_session *s, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0)
+		;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static char *facts_text(struct agent_session *s)
+{
+	json_t *facts = NULL;
+	char *text;
+
+	if (facts_collect(s->o.sysroot, &facts) < 0)
+		return NULL;
+	text = json_dumps(facts, JSON_COMPACT);
+	json_decref(facts);
+	return text;
+}
+
+static int send_msg(struct agent_session *s, struct rpc_client_stream *cs,
+		    Railyard__V1__AgentMessage *m)
+{
+	m->seq = ++s->seq;
+	m->ack = s->last_ctl_seq;
+	return rpc_client_stream_send(cs, &m->base);
+}
+
+static int send_hello(struct agent_session *s, struct rpc_client_stream *cs)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__Hello h = RAILYARD__V1__HELLO__INIT;
+	char *facts = facts_text(s);
+	int r;
+
+	if (!facts)
+		return -ENOMEM;
+	h.agent_version = (char *)RAILYARD_VERSION;
+	h.facts_json = facts;
+	h.resume_ack = s->last_ctl_seq;
+	h.boot_id = s->boot_id;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO;
+	m.hello = &h;
+	r = send_msg(s, cs, &m);
+	free(facts);
+	return r;
+}
+
+static int send_heartbeat(struct agent_session *s, struct rpc_client_stream *cs)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__Heartbeat hb = RAILYARD__V1__HEARTBEAT__INIT;
+
+	hb.sent_unix_ms = util_now_unix_ms();
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
+	m.heartbeat = &hb;
+	return send_msg(s, cs, &m);
+}
+
+static int send_facts(struct agent_session *s, struct rpc_client_stream *cs, uint64_t reply_to)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__FactsUpdate fu = RAILYARD__V1__FACTS_UPDATE__INIT;
+	Railyard__V1__Error e = RAILYARD__V1__ERROR__INIT;
+	char *facts = facts_text(s);
+	int r;
+
+	if (facts) {
+		fu.facts_json = facts;
+		fu.in_reply_to = reply_to;
+		m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE;
+		m.facts_update = &fu;
+	} else {
+		e.code = (char *)"facts_failed";
+		e.message = (char *)"collecting facts failed";
+		e.in_reply_to = reply_to;
+		m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_ERROR;
+		m.error = &e;
+	}
+	r = send_msg(s, cs, &m);
+	free(facts);
+	return r;
+}
+
+/* Handle one controller message; false ends the session. */
+static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
+		       const Railyard__V1__ControllerMessage *m, struct rpc_backoff *bo)
+{
+	if (m->seq <= s->last_ctl_seq && m->body_case != RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME) {
+		log_warn("controller message seq %llu out of order; reconnecting",
+			 (unsigned long long)m->seq);
+		return false;
+	}
+	s->last_ctl_seq = m->seq;
+	switch (m->body_case) {
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME:
+		if (m->welcome->heartbeat_interval_ms >= 100 &&
+		    m->welcome->heartbeat_interval_ms <= 600000)
+			s->heartbeat_ms = (int)m->welcome->heartbeat_interval_ms;
+		rpc_backoff_reset(bo);
+		log_info("connected to %s as node %s (cluster %s), heartbeat %d ms",
+			 s->o.controller ? s->o.controller : s->cfg.controller, m->welcome->node_id,
+			 m->welcome->cluster, s->heartbeat_ms);
+		return true;
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_REFRESH_FACTS:
+		log_info("controller asked for fresh facts");
+		return send_facts(s, cs, m->seq) >= 0;
+	default:
+		/* Newer controllers may send kinds this agent does not know: say so, carry on. */
+		log_warn("ignoring controller message of unknown kind %d", (int)m->body_case);
+		return true;
+	}
+}
+
+/* One session from open to end. Returns 0 to reconnect, or -RY_E_REVOKED when the controller
+ * refuses this node. */
+static int session_once(struct agent_session *s, struct rpc_backoff *bo)
+{
+	struct rpc_client_stream *cs = NULL;
+	const struct rpc_status *st;
+	int64_t next_hb;
+	int r;
+
+	if (rpc_channel_wait_ready(s->ch, util_now_mono_ms() + s->o.connect_timeout_ms) < 0) {
+		log_warn("controller %s not reachable within %d ms",
+			 s->o.controller ? s->o.controller : s->cfg.controller,
+			 s->o.connect_timeout_ms);
+		return 0;
+	}
+	r = rpc_client_stream_open(s->ch, CONNECT_PATH, &railyard__v1__controller_message__descriptor,
+				   &cs);
+	if (r < 0) {
+		log_warn("opening the session failed: %s", ry_strerror(r));
+		return 0;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->cs = cs;
+	if (s->stop)
+		rpc_client_stream_cancel(cs);
+	pthread_mutex_unlock(&s->lock);
+
+	r = send_hello(s, cs);
+	next_hb = util_now_mono_ms() + s->heartbeat_ms;
+	while (r >= 0) {
+		ProtobufCMessage *msg = NULL;
+
+		r = rpc_client_stream_next(cs, next_hb, &msg);
+		if (r == 1) {
+			bool keep = on_message(s, cs, (Railyard__V1__ControllerMessage *)msg, bo);
+
+			protobuf_c_message_free_unpacked(msg, NULL);
+			if (!keep) {
+				rpc_client_stream_cancel(cs);
+				continue;
+			}
+			/* Welcome may have shortened the interval. */
+			if (next_hb > util_now_mono_ms() + s->heartbeat_ms)
+				next_hb = util_now_mono_ms() + s->heartbeat_ms;
+		} else if (r == 0) {
+			r = send_heartbeat(s, cs);
+			next_hb = util_now_mono_ms() + s->heartbeat_ms;
+		}
+	}
+	/* The loop ends on a send failure, an undecodable message or the end of the stream. */
+	st = rpc_client_stream_status(cs);
+	if (r == -RY_E_INVALID) {
+		log_warn("undecodable message from the controller; reconnecting");
+		r = 0;
+	} else if (r != -EPIPE) {
+		log_warn("session failed: %s; reconnecting", ry_strerror(r));
+		r = 0;
+	} else if (stopping(s)) {
+		r = 0;
+	} else {
+		log_warn("session ended: %s: %s", rpc_status_name(st->code), st->details);
+		r = st->code == GRPC_STATUS_PERMISSION_DENIED ||
+				    st->code == GRPC_STATUS_UNAUTHENTICATED
+			    ? -RY_E_REVOKED
+			    : 0;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->cs = NULL;
+	pthread_mutex_unlock(&s->lock);
+	rpc_client_stream_free(cs);
+	return r;
+}
+
+int agent_session_run(struct agent_session *s)
+{
+	struct rpc_backoff bo = {s->o.backoff_base_ms, s->o.backoff_max_ms, 0};
+
+	while (!stopping(s)) {
+		int r = session_once(s, &bo), delay;
+
+		if (r < 0)
+			return r;
+		if (stopping(s))
+			break;
+		delay = rpc_backoff_next_ms(&bo);
+		log_info("reconnecting in %d ms", delay);
+		pause_ms(s, delay);
+	}
+	return 0;
+}

@@ -1,0 +1,89 @@
+# Helpers for the integration tests: temporary directories, process bookkeeping, waiting on a
+# condition with a deadline, reading the controller's node table. Sourced by test_*.sh.
+set -u
+
+BUILD=${1:?usage: $0 BUILD_DIR}
+SRC=${RAILYARD_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+CTL=$BUILD/controller/railyard-controller
+AGENT=$BUILD/nodeagent/railyard-agent
+ROGUE=$BUILD/tests/integration/rogue_client
+FIXTURES=$SRC/tests/fixtures/sysroots
+export LSAN_OPTIONS="suppressions=$SRC/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
+T=$(mktemp -d /tmp/railyard-it.XXXXXX)
+PIDS=()
+FAILS=0
+PASSES=0
+
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	if [ "$FAILS" -eq 0 ]; then rm -rf "$T"; else echo "logs kept in $T"; fi
+}
+trap cleanup EXIT
+
+ok() { PASSES=$((PASSES + 1)); echo "ok   - $*"; }
+fail() { FAILS=$((FAILS + 1)); echo "FAIL - $*"; }
+check() { # check "description" command...
+	local what=$1; shift
+	if "$@"; then ok "$what"; else fail "$what"; fi
+}
+finish() {
+	echo "$PASSES passed, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
+	exit $?
+}
+die() { fail "$*"; finish; }
+
+# wait_for SECONDS command...: poll the condition every 100 ms until it holds or time runs out.
+wait_for() {
+	local deadline=$(($(date +%s%N) / 1000000 + $1 * 1000)); shift
+	while ! "$@" 2>/dev/null; do
+		[ $(($(date +%s%N) / 1000000)) -ge $deadline ] && return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+# node_field HOSTNAME FIELD: a field of a node from `nodes --json` ("" when absent).
+node_field() {
+	"$CTL" nodes --json --state-dir "$T/ctl" | jq -r --arg h "$1" \
+		".[] | select(.hostname == \$h) | .$2 // empty"
+}
+node_state_is() { [ "$(node_field "$1" state)" = "$2" ]; }
+count_state() { "$CTL" nodes --json --state-dir "$T/ctl" | jq "[.[] | select(.state == \"$1\")] | length"; }
+count_is() { [ "$(count_state "$1")" = "$2" ]; }
+log_has() { grep -q -- "$2" "$1"; }
+refused() { ! "$@"; }
+exited() { ! kill -0 "$1" 2>/dev/null; }
+
+# start_controller [extra serve args]: serve on 127.0.0.1 (port from $PORT, or a free one).
+start_controller() {
+	rm -f "$T/ctl/controller.addr"
+	"$CTL" serve --state-dir "$T/ctl" --listen "127.0.0.1:${PORT:-0}" "$@" \
+		>>"$T/controller.log" 2>&1 &
+	CTL_PID=$!
+	PIDS+=("$CTL_PID")
+	wait_for 20 test -s "$T/ctl/controller.addr" || die "controller did not start (see $T/controller.log)"
+	ADDR=$(cat "$T/ctl/controller.addr")
+	PORT=${ADDR##*:}
+}
+
+new_token() { # new_token USES [TTL] -> sets TOKEN and FP
+	"$CTL" token create --state-dir "$T/ctl" --cluster it --uses "$1" --ttl "${2:-1h}" >"$T/token.out" || die "token create"
+	TOKEN=$(awk '/^token:/ {print $2}' "$T/token.out")
+	FP=$(awk '/^ca-fingerprint:/ {print $2}' "$T/token.out")
+}
+
+enroll() { # enroll NAME SYSROOT [extra args]
+	local name=$1 sysroot=$2; shift 2
+	"$AGENT" enroll --controller "$ADDR" --token "$TOKEN" --ca-fingerprint "$FP" \
+		--state-dir "$T/$name" --sysroot "$sysroot" "$@" >"$T/$name.enroll.log" 2>&1
+}
+
+declare -A AGENT_PID
+start_agent() { # start_agent NAME SYSROOT
+	"$AGENT" run --state-dir "$T/$1" --sysroot "$2" --reconnect-max 1s >>"$T/$1.log" 2>&1 &
+	AGENT_PID[$1]=$!
+	PIDS+=("$!")
+}

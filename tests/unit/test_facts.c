@@ -1,0 +1,696 @@
+/* Unit tests for nodeagent/facts: exact values from the H200 fixture sysroots, the degraded
+ * node's faults, broken and empty sysroots built at test time, the summary line, concurrency. */
+#include "nodeagent/facts/facts.h"
+#include "nodeagent/facts/facts_int.h"
+
+#include "common/util/fs.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char *fixture(const char *name)
+{
+	const char *src = getenv("RAILYARD_SOURCE_DIR");
+	char *p;
+
+	assert_non_null(src);
+	assert_true(asprintf(&p, "%s/tests/fixtures/sysroots/%s", src, name) > 0);
+	return p;
+}
+
+static json_t *collect(const char *sysroot)
+{
+	json_t *f = NULL;
+
+	assert_int_equal(facts_collect(sysroot, &f), 0);
+	assert_non_null(f);
+	assert_true(json_is_object(f));
+	return f;
+}
+
+static json_t *collect_fixture(const char *name)
+{
+	char *p = fixture(name);
+	json_t *f = collect(p);
+
+	free(p);
+	return f;
+}
+
+/* Value at a dotted path; numeric segments index arrays ("rdma.devices.3.name"). */
+static json_t *jget(json_t *root, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static json_t *jget(json_t *root, const char *fmt, ...)
+{
+	char path[256], *seg, *save = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	for (seg = strtok_r(path, ".", &save); seg && root; seg = strtok_r(NULL, ".", &save)) {
+		if (json_is_array(root))
+			root = json_array_get(root, strtoul(seg, NULL, 10));
+		else
+			root = json_object_get(root, seg);
+	}
+	return root;
+}
+
+#define assert_jstr(root, expected, ...)                                                           \
+	do {                                                                                       \
+		json_t *v_ = jget(root, __VA_ARGS__);                                              \
+		assert_non_null(v_);                                                               \
+		assert_true(json_is_string(v_));                                                   \
+		assert_string_equal(json_string_value(v_), expected);                              \
+	} while (0)
+
+#define assert_jint(root, expected, ...)                                                           \
+	do {                                                                                       \
+		json_t *v_ = jget(root, __VA_ARGS__);                                              \
+		assert_non_null(v_);                                                               \
+		assert_true(json_is_integer(v_));                                                  \
+		assert_int_equal(json_integer_value(v_), expected);                                \
+	} while (0)
+
+#define assert_jabsent(root, ...) assert_null(jget(root, __VA_ARGS__))
+
+/* Whether some warning contains needle. */
+static bool has_warning(json_t *facts, const char *needle)
+{
+	json_t *w;
+	size_t i;
+
+	json_array_foreach(json_object_get(facts, "warnings"), i,
+			   w) if (strstr(json_string_value(w), needle)) return true;
+	return false;
+}
+
+static void dump_warnings(json_t *facts)
+{
+	json_t *w;
+	size_t i;
+
+	json_array_foreach(json_object_get(facts, "warnings"), i, w)
+		print_message("warning: %s\n", json_string_value(w));
+}
+
+static bool has_string(json_t *arr, const char *s)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v) if (json_is_string(v) &&
+					  strcmp(json_string_value(v), s) == 0) return true;
+	return false;
+}
+
+/* PCI bus numbers of the fixtures: NIC i on bus nic_bus[i], GPU i on nic_bus[i] + 1. */
+static const unsigned nic_bus[8] = {0x16, 0x27, 0x38, 0x49, 0x98, 0xa9, 0xba, 0xcb};
+
+static json_t *pci_dev(json_t *facts, const char *addr)
+{
+	json_t *d;
+	size_t i;
+
+	json_array_foreach(jget(facts, "pci.devices"), i,
+			   d) if (strcmp(json_string_value(json_object_get(d, "address")), addr) ==
+				  0) return d;
+	return NULL;
+}
+
+static void check_system(json_t *f, const char *hostname)
+{
+	assert_jint(f, 1, "schema");
+	assert_jstr(f, hostname, "hostname");
+	assert_jstr(f, "debian", "os.id");
+	assert_jstr(f, "12", "os.version_id");
+	assert_jstr(f, "Debian GNU/Linux 12 (bookworm)", "os.pretty_name");
+	assert_jstr(f, "6.1.0-28-amd64", "kernel.release");
+	assert_jstr(f, "#1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1 (2024-11-22)", "kernel.version");
+	assert_jint(f, 8, "cpu.count");
+	assert_jstr(f, "Intel(R) Xeon(R) Platinum 8480+", "cpu.model");
+	assert_jint(f, 2, "cpu.numa_nodes");
+	assert_jint(f, 2113270416, "memory.total_kib");
+}
+
+static void check_gpus(json_t *f, unsigned node)
+{
+	char bus[16], uuid[64];
+
+	assert_int_equal(json_array_size(jget(f, "gpus")), 8);
+	for (unsigned i = 0; i < 8; i++) {
+		snprintf(bus, sizeof(bus), "0000:%02x:00.0", nic_bus[i] + 1);
+		snprintf(uuid, sizeof(uuid), "GPU-5b7c%02x%02x-9e1f-4c8a-b3d2-7a61e0f4%02x%02x",
+			 node, i, node, i);
+		assert_jstr(f, "NVIDIA H200", "gpus.%u.model", i);
+		assert_jstr(f, bus, "gpus.%u.bus", i);
+		assert_jstr(f, uuid, "gpus.%u.uuid", i);
+		assert_jint(f, 500 + i * 17, "gpus.%u.irq", i);
+		assert_jint(f, i, "gpus.%u.minor", i);
+		assert_jint(f, i < 4 ? 0 : 1, "gpus.%u.numa_node", i);
+		assert_true(json_is_false(jget(f, "gpus.%u.excluded", i)));
+	}
+	assert_jstr(f, "550.127.05", "nvidia_driver.version");
+	assert_true(json_is_true(jget(f, "nvidia_driver.open_kernel_module")));
+}
+
+static void check_modules(json_t *f, bool ipoib)
+{
+	static const char *const want[] = {"mlx5_core", "mlx5_ib",	  "ib_uverbs", "ib_core",
+					   "nvidia",	"nvidia_peermem", "nvidia_uvm"};
+	json_t *loaded = jget(f, "modules.loaded");
+
+	assert_int_equal(json_array_size(loaded), ipoib ? 20 : 19);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_true(has_string(loaded, want[i]));
+	assert_true(has_string(loaded, "ib_ipoib") == ipoib);
+	/* proc/modules order is kept */
+	assert_jstr(f, "nvidia_peermem", "modules.loaded.0");
+	assert_jstr(f, "24.10-1.1.4", "modules.versions.mlx5_core");
+	assert_jstr(f, "550.127.05", "modules.versions.nvidia");
+	assert_jabsent(f, "modules.versions.ib_core");
+}
+
+/* PCI: 8 NICs + 8 GPUs (the Intel host bridge is filtered out), Gen5 x16 unless listed. */
+static void check_pci(json_t *f, const char *nic_class, int slow_nic)
+{
+	char addr[16];
+
+	assert_int_equal(json_array_size(jget(f, "pci.devices")), 16);
+	assert_null(pci_dev(f, "0000:00:00.0"));
+	for (int i = 0; i < 8; i++) {
+		for (int gpu = 0; gpu < 2; gpu++) {
+			json_t *d;
+
+			snprintf(addr, sizeof(addr), "0000:%02x:00.0", nic_bus[i] + gpu);
+			d = pci_dev(f, addr);
+			assert_non_null(d);
+			assert_jstr(d, gpu ? "0x10de" : "0x15b3", "vendor");
+			assert_jstr(d, gpu ? "0x2335" : "0x1021", "device");
+			assert_jstr(d, gpu ? "0x030200" : nic_class, "class");
+			assert_jstr(d, "32.0 GT/s PCIe", "max_link_speed");
+			assert_jint(d, 16, "max_link_width");
+			assert_jint(d, 5, "max_gen");
+			assert_jint(d, i < 4 ? 0 : 1, "numa_node");
+			if (!gpu && i == slow_nic) {
+				assert_jstr(d, "16.0 GT/s PCIe", "current_link_speed");
+				assert_jint(d, 8, "current_link_width");
+				assert_jint(d, 4, "gen");
+			} else {
+				assert_jstr(d, "32.0 GT/s PCIe", "current_link_speed");
+				assert_jint(d, 16, "current_link_width");
+				assert_jint(d, 5, "gen");
+			}
+		}
+	}
+}
+
+/* IB fixture ports; down_port/hdr_port are device indexes with faults, -1 for none. */
+static void check_ib_rdma(json_t *f, unsigned node, int down_port, int hdr_port)
+{
+	char name[16], guid[32], gid[64], netdev[16], addr[16];
+
+	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 8);
+	for (int i = 0; i < 8; i++) {
+		json_t *d = jget(f, "rdma.devices.%d", i);
+
+		snprintf(name, sizeof(name), "mlx5_%d", i);
+		snprintf(guid, sizeof(guid), "a088:c203:00%02x:%02x%02x", node, 0x10 + i, node);
+		snprintf(gid, sizeof(gid), "fe80:0000:0000:0000:%s", guid);
+		snprintf(netdev, sizeof(netdev), "ibp%us0", nic_bus[i]);
+		snprintf(addr, sizeof(addr), "0000:%02x:00.0", nic_bus[i]);
+		assert_jstr(d, name, "name");
+		assert_jstr(d, "28.42.1000", "fw_ver");
+		assert_jstr(d, guid, "node_guid");
+		assert_jstr(d, guid, "sys_image_guid");
+		assert_jstr(d, "MT_0000000838", "board_id");
+		assert_jstr(d, "MT4129", "hca_type");
+		assert_jstr(d, "CA", "node_type");
+		assert_jstr(d, addr, "pci_address");
+		assert_jint(d, i < 4 ? 0 : 1, "numa_node");
+		assert_int_equal(json_array_size(jget(d, "netdevs")), 1);
+		assert_jstr(d, netdev, "netdevs.0");
+		assert_int_equal(json_array_size(jget(d, "ports")), 1);
+		assert_jint(d, 1, "ports.0.port");
+		assert_jstr(d, "InfiniBand", "ports.0.link_layer");
+		assert_jstr(d, netdev, "ports.0.netdev");
+		assert_jabsent(d, "ports.0.active_mtu");
+		if (i == down_port) {
+			assert_jstr(d, "DOWN", "ports.0.state");
+			assert_jint(d, 1, "ports.0.state_num");
+			assert_jstr(d, "Polling", "ports.0.phys_state");
+			assert_jint(d, 2, "ports.0.phys_state_num");
+			assert_jint(d, 0xffff, "ports.0.lid");
+			assert_jint(d, 0, "ports.0.sm_lid");
+		} else {
+			assert_jstr(d, "ACTIVE", "ports.0.state");
+			assert_jint(d, 4, "ports.0.state_num");
+			assert_jstr(d, "LinkUp", "ports.0.phys_state");
+			assert_jint(d, 5, "ports.0.phys_state_num");
+			assert_jint(d, node * 16 + i + 1, "ports.0.lid");
+			assert_jint(d, 1, "ports.0.sm_lid");
+		}
+		if (i == hdr_port) {
+			assert_jstr(d, "200 Gb/sec (4X HDR)", "ports.0.rate");
+			assert_jint(d, 200, "ports.0.rate_gbps");
+		} else if (i == down_port) {
+			assert_jint(d, 10, "ports.0.rate_gbps");
+		} else {
+			assert_jstr(d, "400 Gb/sec (4X NDR)", "ports.0.rate");
+			assert_jint(d, 400, "ports.0.rate_gbps");
+		}
+		/* gids 1..3 are all-zero and skipped */
+		assert_int_equal(json_array_size(jget(d, "ports.0.gids")), 1);
+		assert_jint(d, 0, "ports.0.gids.0.index");
+		assert_jstr(d, gid, "ports.0.gids.0.gid");
+		assert_jstr(d, "IB/RoCE v1", "ports.0.gids.0.type");
+		assert_jabsent(d, "ports.0.gids.0.netdev");
+	}
+}
+
+static void test_h200_ib(void **state)
+{
+	json_t *f = collect_fixture("h200-ib");
+
+	dump_warnings(f);
+	assert_int_equal(json_array_size(jget(f, "warnings")), 0);
+	check_system(f, "gpu-node-01");
+	check_ib_rdma(f, 1, -1, -1);
+	check_pci(f, "0x020700", -1);
+	check_modules(f, true);
+	assert_jstr(f, "24.10-1.1.4.0", "ofed.version");
+	assert_jstr(f, "MLNX_OFED_LINUX-24.10-1.1.4.0", "ofed.package");
+	assert_jstr(f, "/usr/bin/ofed_info", "ofed.source");
+	assert_jstr(f, "24.10-1.1.4", "ofed.mlx5_core_version");
+	check_gpus(f, 1);
+	json_decref(f);
+}
+
+static void test_h200_roce(void **state)
+{
+	json_t *f = collect_fixture("h200-roce");
+	char netdev[16], ll[64], v4[64], ip[16], mac[32];
+
+	dump_warnings(f);
+	assert_int_equal(json_array_size(jget(f, "warnings")), 0);
+	check_system(f, "gpu-node-02");
+	check_pci(f, "0x020000", -1);
+	check_modules(f, false);
+	assert_jstr(f, "24.10-1.1.4", "ofed.version");
+	assert_jstr(f, "OFED-internal-24.10-1.1.4", "ofed.package");
+	assert_jstr(f, "/usr/bin/ofed_info", "ofed.source");
+	check_gpus(f, 2);
+	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 8);
+	for (unsigned i = 0; i < 8; i++) {
+		json_t *p = jget(f, "rdma.devices.%u.ports.0", i);
+
+		snprintf(netdev, sizeof(netdev), "enp%us0np0", nic_bus[i]);
+		snprintf(mac, sizeof(mac), "a288:c2ff:fe12:02%02x", i);
+		snprintf(ll, sizeof(ll), "fe80:0000:0000:0000:%s", mac);
+		snprintf(v4, sizeof(v4), "0000:0000:0000:0000:0000:ffff:0a0a:%02x02", i);
+		snprintf(ip, sizeof(ip), "10.10.%u.2", i);
+		assert_jstr(f, mac, "rdma.devices.%u.node_guid", i);
+		assert_jstr(f, netdev, "rdma.devices.%u.netdevs.0", i);
+		assert_jstr(p, "Ethernet", "link_layer");
+		assert_jstr(p, "ACTIVE", "state");
+		assert_jint(p, 4, "state_num");
+		assert_jstr(p, "LinkUp", "phys_state");
+		assert_jint(p, 400, "rate_gbps");
+		/* LIDs mean nothing on Ethernet */
+		assert_jabsent(p, "lid");
+		assert_jabsent(p, "sm_lid");
+		assert_jstr(p, netdev, "netdev");
+		/* netdev MTU 9000 - 96 bytes of RoCE headers -> IB MTU 4096 */
+		assert_jint(p, 4096, "active_mtu");
+		/* 4 valid GIDs, the 4 all-zero entries skipped */
+		assert_int_equal(json_array_size(jget(p, "gids")), 4);
+		for (unsigned g = 0; g < 4; g++) {
+			assert_jint(p, g, "gids.%u.index", g);
+			assert_jstr(p, g < 2 ? ll : v4, "gids.%u.gid", g);
+			assert_jstr(p, g % 2 ? "RoCE v2" : "IB/RoCE v1", "gids.%u.type", g);
+			assert_jstr(p, netdev, "gids.%u.netdev", g);
+			if (g < 2)
+				assert_jabsent(p, "gids.%u.ipv4", g);
+			else
+				assert_jstr(p, ip, "gids.%u.ipv4", g);
+		}
+	}
+	/* the RoCE v2 IPv4-mapped GID of the first rail */
+	assert_jstr(f, "0000:0000:0000:0000:0000:ffff:0a0a:0002",
+		    "rdma.devices.0.ports.0.gids.3.gid");
+	assert_jstr(f, "RoCE v2", "rdma.devices.0.ports.0.gids.3.type");
+	assert_jstr(f, "10.10.0.2", "rdma.devices.0.ports.0.gids.3.ipv4");
+	json_decref(f);
+}
+
+static void test_h200_degraded(void **state)
+{
+	json_t *f = collect_fixture("h200-degraded");
+
+	dump_warnings(f);
+	assert_int_equal(json_array_size(jget(f, "warnings")), 0);
+	check_system(f, "gpu-node-03");
+	/* mlx5_3 down/polling, mlx5_5 trained at HDR 200, NIC of mlx5_6 at Gen4 x8 */
+	check_ib_rdma(f, 3, 3, 5);
+	check_pci(f, "0x020700", 6);
+	assert_jstr(f, "0000:ba:00.0", "rdma.devices.6.pci_address");
+	check_modules(f, true);
+	check_gpus(f, 3);
+	json_decref(f);
+}
+
+static void test_h200_ib_2(void **state)
+{
+	json_t *f = collect_fixture("h200-ib-2");
+
+	dump_warnings(f);
+	assert_int_equal(json_array_size(jget(f, "warnings")), 0);
+	check_system(f, "gpu-node-04");
+	check_ib_rdma(f, 4, -1, -1);
+	check_pci(f, "0x020700", -1);
+	check_modules(f, true);
+	/* no ofed_info: the version the loaded MOFED mlx5_core declares */
+	assert_jstr(f, "24.10-1.1.4", "ofed.version");
+	assert_jstr(f, "/sys/module/mlx5_core/version", "ofed.source");
+	assert_jabsent(f, "ofed.package");
+	check_gpus(f, 4);
+	json_decref(f);
+}
+
+static void test_summary(void **state)
+{
+	static const struct {
+		const char *fixture, *line;
+	} cases[] = {
+		{"h200-ib", "Debian 12 | 6.1.0-28-amd64 | 8 cpu/2 numa | 2015 GiB | "
+			    "8 HCA 8/8 active IB 400G | 8 GPU H200"},
+		{"h200-roce", "Debian 12 | 6.1.0-28-amd64 | 8 cpu/2 numa | 2015 GiB | "
+			      "8 HCA 8/8 active RoCE 400G | 8 GPU H200"},
+		{"h200-degraded", "Debian 12 | 6.1.0-28-amd64 | 8 cpu/2 numa | 2015 GiB | "
+				  "8 HCA 7/8 active IB 200-400G | 8 GPU H200"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *f = collect_fixture(cases[i].fixture);
+		char *s = facts_summary(f);
+
+		assert_non_null(s);
+		assert_string_equal(s, cases[i].line);
+		free(s);
+		json_decref(f);
+	}
+}
+
+/* --- sysroots built at test time --- */
+
+static void put(const char *root, const char *rel, const char *content)
+{
+	char *path, *dir, *slash;
+
+	assert_true(asprintf(&path, "%s/%s", root, rel) > 0);
+	dir = strdup(path);
+	assert_non_null(dir);
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	assert_int_equal(fs_mkdir_p(dir, 0755), 0);
+	assert_int_equal(fs_write_file_atomic(path, content, strlen(content), 0644), 0);
+	free(dir);
+	free(path);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void rm_tree(const char *root)
+{
+	assert_int_equal(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+static char *make_tmp(void)
+{
+	char *d = strdup("/tmp/railyard-facts-XXXXXX");
+
+	assert_non_null(d);
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+#define IBP "sys/class/infiniband/mlx5_0/ports/1/"
+
+static void test_broken_sysroot(void **state)
+{
+	char *root = make_tmp();
+	json_t *f;
+
+	put(root, "proc/sys/kernel/hostname", "bad\xff\xfehost\n");
+	put(root, "etc/hostname", "unused\n");
+	put(root, "proc/sys/kernel/osrelease", "6.1.0-28-amd64\n");
+	put(root, "proc/cpuinfo", "garbage without processors\n");
+	/* no proc/meminfo, no proc/sys/kernel/version, no os-release */
+	put(root, "proc/modules", "mlx5_core 2502656 1 mlx5_ib, Live 0x0 (OE)\n!!bad line\n");
+	put(root, "usr/bin/ofed_info", "#!/bin/sh\necho nothing useful\n");
+	put(root, "proc/driver/nvidia/version", "NVRM: something else\n");
+	put(root, "proc/driver/nvidia/gpus/0000:17:00.0/information", "IRQ: 12x\n");
+	/* an RDMA device as a plain directory; node_guid missing */
+	put(root, "sys/class/infiniband/mlx5_0/fw_ver", "28.42.1000\n");
+	put(root, "sys/class/infiniband/mlx5_0/sys_image_guid", "a088:c203:0001:1001\n");
+	put(root, "sys/class/infiniband/mlx5_0/node_type", "CA\n");
+	put(root, IBP "state", "4: ACTIVE\n");
+	put(root, IBP "phys_state", "5: LinkUp\n");
+	put(root, IBP "rate", "garbage\n");
+	put(root, IBP "link_layer", "Ethernet\n");
+	put(root, IBP "gids/0", "fe80:0000:00\n");
+	put(root, IBP "gids/1", "0000:0000:0000:0000:0000:ffff:c0a8:0001\n");
+	put(root, IBP "gid_attrs/types/1", "RoCE v2\n");
+	put(root, IBP "gid_attrs/ndevs/1", "eth9\n");
+	put(root, "sys/class/net/eth9/mtu", "1500\n");
+	put(root, IBP "../2/state", "9\n");
+	put(root, "sys/bus/pci/devices/0000:16:00.0/vendor", "0x15b3\n");
+	put(root, "sys/bus/pci/devices/0000:16:00.0/device", "0x1021\n");
+	put(root, "sys/bus/pci/devices/0000:16:00.0/class", "zz\n");
+	put(root, "sys/bus/pci/devices/0000:16:00.0/current_link_speed", "fast\n");
+	put(root, "sys/bus/pci/devices/0000:16:00.0/current_link_width", "sixteen\n");
+	put(root, "sys/bus/pci/devices/0000:16:00.0/max_link_speed", "Unknown\n");
+	put(root, "sys/bus/pci/devices/0000:16:00.0/max_link_width", "16\n");
+
+	f = collect(root);
+	dump_warnings(f);
+
+	/* not UTF-8: absent, and no fallback to etc/hostname */
+	assert_jabsent(f, "hostname");
+	assert_true(has_warning(f, "/proc/sys/kernel/hostname: malformed"));
+	assert_jabsent(f, "os");
+	assert_true(has_warning(f, "/usr/lib/os-release: cannot read"));
+	assert_jstr(f, "6.1.0-28-amd64", "kernel.release");
+	assert_jabsent(f, "kernel.version");
+	assert_true(has_warning(f, "/proc/sys/kernel/version"));
+	assert_jabsent(f, "cpu.count");
+	assert_true(has_warning(f, "/proc/cpuinfo: malformed"));
+	assert_jabsent(f, "memory");
+	assert_true(has_warning(f, "/proc/meminfo: cannot read"));
+	assert_int_equal(json_array_size(jget(f, "modules.loaded")), 1);
+	assert_jstr(f, "mlx5_core", "modules.loaded.0");
+	assert_true(has_warning(f, "/proc/modules: malformed"));
+	assert_jabsent(f, "ofed");
+	assert_true(has_warning(f, "/usr/bin/ofed_info: malformed"));
+	assert_jabsent(f, "nvidia_driver");
+	assert_true(has_warning(f, "/proc/driver/nvidia/version: malformed"));
+	assert_int_equal(json_array_size(jget(f, "gpus")), 1);
+	assert_jabsent(f, "gpus.0.irq");
+	assert_jstr(f, "0000:17:00.0", "gpus.0.bus");
+	assert_true(has_warning(f, "/proc/driver/nvidia/gpus/0000:17:00.0/information: malformed"));
+
+	/* RDMA device: what is readable is there, the rest named in warnings */
+	assert_jstr(f, "28.42.1000", "rdma.devices.0.fw_ver");
+	assert_jabsent(f, "rdma.devices.0.node_guid");
+	assert_true(has_warning(f, "/sys/class/infiniband/mlx5_0/node_guid: cannot read"));
+	assert_jabsent(f, "rdma.devices.0.node_type");
+	assert_true(has_warning(f, "/sys/class/infiniband/mlx5_0/node_type: malformed"));
+	assert_jabsent(f, "rdma.devices.0.pci_address");
+	assert_jstr(f, "ACTIVE", "rdma.devices.0.ports.0.state");
+	assert_jabsent(f, "rdma.devices.0.ports.0.rate");
+	assert_jabsent(f, "rdma.devices.0.ports.0.rate_gbps");
+	assert_true(has_warning(f, "/" IBP "rate: malformed"));
+	/* truncated GID 0 dropped and named, GID 1 kept */
+	assert_true(has_warning(f, "/" IBP "gids/0: malformed"));
+	assert_int_equal(json_array_size(jget(f, "rdma.devices.0.ports.0.gids")), 1);
+	assert_jint(f, 1, "rdma.devices.0.ports.0.gids.0.index");
+	assert_jstr(f, "192.168.0.1", "rdma.devices.0.ports.0.gids.0.ipv4");
+	assert_jstr(f, "eth9", "rdma.devices.0.ports.0.netdev");
+	/* MTU 1500 - 96 -> 1024 */
+	assert_jint(f, 1024, "rdma.devices.0.ports.0.active_mtu");
+	/* port 2: malformed state, other attributes missing */
+	assert_jint(f, 2, "rdma.devices.0.ports.1.port");
+	assert_jabsent(f, "rdma.devices.0.ports.1.state");
+	assert_true(has_warning(f, "/sys/class/infiniband/mlx5_0/ports/2/state: malformed"));
+	assert_true(has_warning(f, "/sys/class/infiniband/mlx5_0/ports/2/rate: cannot read"));
+
+	/* PCI */
+	assert_int_equal(json_array_size(jget(f, "pci.devices")), 1);
+	assert_jstr(f, "0x1021", "pci.devices.0.device");
+	assert_jabsent(f, "pci.devices.0.class");
+	assert_true(has_warning(f, "/sys/bus/pci/devices/0000:16:00.0/class: malformed"));
+	assert_jabsent(f, "pci.devices.0.gen");
+	assert_jabsent(f, "pci.devices.0.current_link_width");
+	assert_true(
+		has_warning(f, "/sys/bus/pci/devices/0000:16:00.0/current_link_speed: malformed"));
+	assert_true(
+		has_warning(f, "/sys/bus/pci/devices/0000:16:00.0/current_link_width: malformed"));
+	/* "Unknown" is a legitimate value without a generation, not a warning */
+	assert_jstr(f, "Unknown", "pci.devices.0.max_link_speed");
+	assert_jabsent(f, "pci.devices.0.max_gen");
+	assert_false(has_warning(f, "max_link_speed"));
+	assert_jint(f, 16, "pci.devices.0.max_link_width");
+
+	json_decref(f);
+	rm_tree(root);
+	free(root);
+}
+
+static void test_empty_sysroot(void **state)
+{
+	char *root = make_tmp();
+	json_t *f = collect(root);
+	char *s;
+
+	assert_jint(f, 1, "schema");
+	assert_jabsent(f, "hostname");
+	assert_jabsent(f, "os");
+	assert_jabsent(f, "kernel");
+	assert_jabsent(f, "cpu");
+	assert_jabsent(f, "memory");
+	assert_jabsent(f, "pci");
+	assert_jabsent(f, "modules");
+	assert_jabsent(f, "ofed");
+	assert_jabsent(f, "nvidia_driver");
+	/* no RDMA stack and no NVIDIA driver: empty lists, no warnings about them */
+	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 0);
+	assert_int_equal(json_array_size(jget(f, "gpus")), 0);
+	assert_false(has_warning(f, "infiniband"));
+	assert_false(has_warning(f, "nvidia"));
+	assert_false(has_warning(f, "ofed"));
+	assert_true(has_warning(f, "/etc/hostname: cannot read"));
+	assert_true(has_warning(f, "/proc/meminfo: cannot read"));
+	assert_true(has_warning(f, "/proc/cpuinfo: cannot read"));
+	assert_true(has_warning(f, "/sys/bus/pci/devices: cannot read"));
+	assert_true(has_warning(f, "/proc/modules: cannot read"));
+	s = facts_summary(f);
+	assert_string_equal(s, "? | ? | ? cpu/? numa | ? GiB | no HCA | no GPU");
+	free(s);
+	json_decref(f);
+	rm_tree(root);
+	free(root);
+
+	/* a sysroot that does not exist at all behaves the same */
+	f = collect("/nonexistent/railyard-facts");
+	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 0);
+	assert_true(has_warning(f, "/proc/meminfo: cannot read"));
+	json_decref(f);
+
+	s = facts_summary(NULL);
+	assert_string_equal(s, "? | ? | ? cpu/? numa | ? GiB | ? HCA | ? GPU");
+	free(s);
+}
+
+static void test_parsers(void **state)
+{
+	long long n;
+	const char *name;
+	int gen;
+
+	assert_int_equal(facts_parse_pcie_gen("2.5 GT/s PCIe", &gen), 0);
+	assert_int_equal(gen, 1);
+	assert_int_equal(facts_parse_pcie_gen("8 GT/s", &gen), 0);
+	assert_int_equal(gen, 3);
+	assert_int_equal(facts_parse_pcie_gen("64.0 GT/s PCIe", &gen), 0);
+	assert_int_equal(gen, 6);
+	assert_int_equal(facts_parse_pcie_gen("Unknown", &gen), -EINVAL);
+	assert_int_equal(facts_parse_pcie_gen("12.0 GT/s PCIe", &gen), -EINVAL);
+	assert_int_equal(facts_parse_num_name("5: LinkUp", &n, &name), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(name, "LinkUp");
+	assert_int_equal(facts_parse_num_name("ACTIVE", &n, &name), -EINVAL);
+	assert_int_equal(facts_parse_num_name("4:", &n, &name), -EINVAL);
+	assert_int_equal(facts_parse_int("0x1a", 16, &n), 0);
+	assert_int_equal(n, 26);
+	assert_int_equal(facts_parse_int("12x", 10, &n), -EINVAL);
+	assert_int_equal(facts_parse_int("", 10, &n), -EINVAL);
+	assert_true(facts_text_ok("Debian GNU/Linux 12 \xc3\xa9"));
+	assert_false(facts_text_ok("bad\xff"));
+	assert_false(facts_text_ok("\xc0\xaf"));
+	assert_false(facts_text_ok("ctl\x01"));
+}
+
+struct thread_arg {
+	const char *sysroot;
+	json_t *facts;
+	int r;
+};
+
+static void *collect_thread(void *p)
+{
+	struct thread_arg *a = p;
+
+	a->r = facts_collect(a->sysroot, &a->facts);
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	static const char *const names[] = {"h200-ib", "h200-roce", "h200-degraded", "h200-ib-2"};
+	struct thread_arg args[8];
+	pthread_t th[8];
+	json_t *ref[4];
+	char *roots[4];
+
+	for (int i = 0; i < 4; i++) {
+		roots[i] = fixture(names[i]);
+		ref[i] = collect(roots[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		args[i] = (struct thread_arg){.sysroot = roots[i % 4]};
+		assert_int_equal(pthread_create(&th[i], NULL, collect_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(args[i].r, 0);
+		assert_true(json_equal(args[i].facts, ref[i % 4]));
+		json_decref(args[i].facts);
+	}
+	/* the fixtures really differ */
+	assert_false(json_equal(ref[0], ref[2]));
+	for (int i = 0; i < 4; i++) {
+		json_decref(ref[i]);
+		free(roots[i]);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_h200_ib),	      cmocka_unit_test(test_h200_roce),
+		cmocka_unit_test(test_h200_degraded), cmocka_unit_test(test_h200_ib_2),
+		cmocka_unit_test(test_summary),	      cmocka_unit_test(test_broken_sysroot),
+		cmocka_unit_test(test_empty_sysroot), cmocka_unit_test(test_parsers),
+		cmocka_unit_test(test_concurrent),
+	};
+
+	if (!getenv("RAILYARD_SOURCE_DIR")) {
+		fprintf(stderr, "RAILYARD_SOURCE_DIR not set (run under ctest); skipping\n");
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1047 @@
+/* Unit tests of controller/store: migrations, refusal of foreign and newer databases, token
+ * rules, enrollment, node state transitions, revocation, audit and concurrent use. Each test
+ * works on a fresh database in its own temporary directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "controller/store/store.h"
+#include "controller/store/store_int.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define T0	1700000000000LL /* an arbitrary "now" in unix ms */
+#define HOUR_MS (3600LL * 1000)
+
+struct fx {
+	char dir[256];
+	char path[300];
+	struct store *s;
+};
+
+static int fx_setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	const char *tmp = getenv("TMPDIR");
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/ry-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->path, sizeof(f->path), "%s/store.db", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+	struct dirent *de;
+	DIR *d;
+
+	store_free(f->s);
+	d = opendir(f->dir);
+	if (d) {
+		while ((de = readdir(d))) {
+			char p[600];
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", f->dir, de->d_name);
+			unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Open the fixture's store at the current schema. */
+static struct store *fx_open(struct fx *f)
+{
+	assert_int_equal(store_open(f->path, &f->s), 0);
+	return f->s;
+}
+
+/* A second, raw connection to inspect or prepare the file behind the store's back. */
+static sqlite3 *raw_open(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	assert_int_equal(
+		sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
+		SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	return db;
+}
+
+static void raw_exec(sqlite3 *db, const char *sql)
+{
+	char *err = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+
+	if (rc != SQLITE_OK)
+		fail_msg("%s: %s", sql, err ? err : "?");
+}
+
+/* First column of the first row of sql (one text parameter, may be NULL) as int64; -1 if no
+ * row. */
+static int64_t raw_int(sqlite3 *db, const char *sql, const char *param)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (param)
+		assert_int_equal(sqlite3_bind_text(st, 1, param, -1, SQLITE_STATIC), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int64_t raw_count_in(const char *path, const char *sql, const char *param)
+{
+	sqlite3 *db = raw_open(path);
+	int64_t v = raw_int(db, sql, param);
+
+	sqlite3_close(db);
+	return v;
+}
+
+static int64_t uses_left(struct fx *f, const char *token)
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	char hex[65];
+
+	assert_true(EVP_Digest(token, strlen(token), md, &mdlen, EVP_sha256(), NULL));
+	util_hex(md, sizeof(md), hex);
+	return raw_count_in(f->path, "SELECT uses_left FROM enroll_tokens WHERE token_hash = ?1",
+			    hex);
+}
+
+static size_t audit_count(struct store *s)
+{
+	struct store_audit_entry *e = NULL;
+	size_t n = 0;
+
+	assert_int_equal(store_audit_list(s, 100000, &e, &n), 0);
+	store_audit_entries_free(e, n);
+	return n;
+}
+
+static char *make_token(struct store *s, const char *cluster, int uses, int64_t now)
+{
+	char *tok = NULL;
+
+	assert_int_equal(store_token_create(s, cluster, HOUR_MS, uses, now, &tok), 0);
+	assert_non_null(tok);
+	return tok;
+}
+
+static int enroll(struct store *s, const char *token, const char *id, const char *host,
+		  const char *serial, int64_t now, char **ret_cluster)
+{
+	struct store_enroll e = {
+		.token = token,
+		.node_id = id,
+		.hostname = host,
+		.cert_serial = serial,
+		.cert_fingerprint = "sha256:00ff",
+		.peer = "127.0.0.1:5555",
+	};
+
+	return store_enroll_node(s, &e, now, ret_cluster);
+}
+
+/* Token + enrollment of one node in cluster "c1" (id, hostname, serial as given). */
+static void enroll_one(struct store *s, const char *id, const char *host, const char *serial)
+{
+	char *tok = make_token(s, "c1", 1, T0);
+
+	assert_int_equal(enroll(s, tok, id, host, serial, T0, NULL), 0);
+	free(tok);
+}
+
+static struct store_node *get_node(struct store *s, const char *key)
+{
+	struct store_node *n = NULL;
+
+	assert_int_equal(store_node_get(s, key, &n), 0);
+	assert_non_null(n);
+	return n;
+}
+
+static void assert_state(struct store *s, const char *key, const char *state)
+{
+	struct store_node *n = get_node(s, key);
+
+	assert_string_equal(n->state, state);
+	store_node_free(n);
+}
+
+static bool has_table(const char *path, const char *name)
+{
+	return raw_count_in(path, "SELECT count(*) FROM sqlite_master WHERE name = ?1", name) == 1;
+}
+
+/* Whole file into memory (test-sized files only); *len 0 and NULL if missing. */
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	unsigned char *buf = NULL;
+	struct stat st;
+	FILE *fp = fopen(path, "rb");
+
+	*len = 0;
+	if (!fp)
+		return NULL;
+	assert_int_equal(fstat(fileno(fp), &st), 0);
+	buf = malloc((size_t)st.st_size + 1);
+	assert_non_null(buf);
+	*len = fread(buf, 1, (size_t)st.st_size, fp);
+	fclose(fp);
+	return buf;
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+	size_t len;
+	unsigned char *buf = slurp(path, &len);
+	bool found = buf && memmem(buf, len, needle, strlen(needle)) != NULL;
+
+	free(buf);
+	return found;
+}
+
+/* ---- migrations and opening ---- */
+
+static void test_migration_table(void **state)
+{
+	(void)state;
+	assert_int_equal(store_migrations_count, STORE_SCHEMA_VERSION);
+	for (size_t i = 0; i < store_migrations_count; i++) {
+		assert_int_equal(store_migrations[i].version, (int)i + 1);
+		assert_non_null(store_migrations[i].sql);
+	}
+}
+
+static void test_open_empty(void **state)
+{
+	struct fx *f = *state;
+	struct stat st;
+	char wal[400];
+	sqlite3 *db;
+	sqlite3_stmt *q;
+
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(st.st_mode & 0077, 0);
+	for (size_t i = 0; i < 5; i++) {
+		static const char *const tables[] = {"clusters", "nodes", "enroll_tokens",
+						     "audit_log", "revoked_certs"};
+
+		assert_true(has_table(f->path, tables[i]));
+	}
+	assert_true(has_table(f->path, "nodes_hostname"));
+
+	/* WAL is on, and its files are as private as the database. */
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	snprintf(wal, sizeof(wal), "%s-wal", f->path);
+	assert_int_equal(stat(wal, &st), 0);
+	assert_int_equal(st.st_mode & 0077, 0);
+	db = raw_open(f->path);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "wal");
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+
+	/* Reopening keeps data and version. */
+	store_free(f->s);
+	f->s = NULL;
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
+	assert_int_equal(
+		raw_count_in(f->path, "SELECT count(*) FROM clusters WHERE name = ?1", "c1"), 1);
+}
+
+static void test_migrate_from_v0(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(store_open_at_version(f->path, 0, &f->s), 0);
+	assert_int_equal(store_schema_version(f->s), 0);
+	assert_false(has_table(f->path, "nodes"));
+	store_free(f->s);
+	f->s = NULL;
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), 2);
+	assert_true(has_table(f->path, "revoked_certs"));
+}
+
+static void test_migrate_from_v1(void **state)
+{
+	struct fx *f = *state;
+	struct store_node *n;
+	sqlite3 *db;
+
+	assert_int_equal(store_open_at_version(f->path, 1, &f->s), 0);
+	assert_int_equal(store_schema_version(f->s), 1);
+	assert_true(has_table(f->path, "nodes"));
+	assert_false(has_table(f->path, "revoked_certs"));
+	store_free(f->s);
+	f->s = NULL;
+
+	/* Data as a v1 controller would have left it. */
+	db = raw_open(f->path);
+	raw_exec(db,
+		 "INSERT INTO clusters (id, name, created_at) VALUES (1, 'c1', 1);"
+		 "INSERT INTO nodes (id, cluster_id, hostname, cert_serial, cert_fingerprint,"
+		 " state, enrolled_at, last_seen, facts, revoked_at) VALUES"
+		 " ('n-old', 1, 'gpu01', 'ABCD01', 'fp1', 'revoked', 10, 20, NULL, 30),"
+		 " ('n-live', 1, 'gpu02', 'ABCD02', 'fp2', 'online', 10, 40, '{\"a\":1}', NULL);");
+	sqlite3_close(db);
+
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), 2);
+	/* The v1 revocation is carried into the revocation list, matched case-insensitively. */
+	assert_int_equal(store_cert_is_revoked(f->s, "abcd01"), 1);
+	assert_int_equal(store_cert_is_revoked(f->s, "ABCD02"), 0);
+	n = get_node(f->s, "gpu02");
+	assert_string_equal(n->id, "n-live");
+	assert_string_equal(n->cluster, "c1");
+	assert_string_equal(n->state, "online");
+	assert_null(n->agent_version);
+	assert_string_equal(n->facts_json, "{\"a\":1}");
+	assert_int_equal(n->last_seen_ms, 40);
+	store_node_free(n);
+	assert_int_equal(store_node_online(f->s, "n-live", "2.0", NULL, 50), 0);
+	n = get_node(f->s, "n-live");
+	assert_string_equal(n->agent_version, "2.0");
+	store_node_free(n);
+	assert_true(has_table(f->path, "nodes_state_last_seen"));
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	struct fx *f = *state;
+	struct store *s = NULL;
+	sqlite3 *db = raw_open(f->path);
+
+	raw_exec(db, "CREATE TABLE future (x); PRAGMA user_version = 3;");
+	sqlite3_close(db);
+	assert_int_equal(store_open(f->path, &s), -RY_E_SCHEMA);
+	assert_null(s);
+	/* The refused file is left as it was. */
+	assert_int_equal(raw_count_in(f->path, "PRAGMA user_version", NULL), 3);
+
+	/* A test-only open at an older version refuses a current database too. */
+	unlink(f->path);
+	fx_open(f);
+	store_free(f->s);
+	f->s = NULL;
+	assert_int_equal(store_open_at_version(f->path, 1, &s), -RY_E_SCHEMA);
+	assert_null(s);
+}
+
+static void test_garbage_refused(void **state)
+{
+	struct fx *f = *state;
+	struct store *s = NULL;
+	unsigned char *after;
+	char buf[8192];
+	size_t len;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = "this is not a database\n"[i % 23];
+	fd = open(f->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(fd);
+	assert_int_equal(store_open(f->path, &s), -RY_E_CORRUPT);
+	assert_null(s);
+	after = slurp(f->path, &len);
+	assert_int_equal(len, sizeof(buf));
+	assert_memory_equal(after, buf, sizeof(buf));
+	free(after);
+
+	/* A short foreign file too. */
+	fd = open(f->path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "hello", 5), 5);
+	close(fd);
+	assert_int_equal(store_open(f->path, &s), -RY_E_CORRUPT);
+	assert_null(s);
+}
+
+static void test_quick_check_refused(void **state)
+{
+	struct fx *f = *state;
+	struct store *s = NULL;
+	char detail[512], junk[4096];
+	struct stat st;
+	int fd;
+
+	fx_open(f);
+	memset(detail, 'd', sizeof(detail) - 1);
+	detail[sizeof(detail) - 1] = '\0';
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(store_audit(f->s, T0 + i, "t", "x", NULL, "ok", detail), 0);
+	store_free(f->s); /* last connection: checkpoints the WAL into the file */
+	f->s = NULL;
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_true(st.st_size >= 16 * 4096);
+
+	/* Smash interior pages, leaving the header page intact. */
+	memset(junk, 0xa5, sizeof(junk));
+	fd = open(f->path, O_WRONLY);
+	assert_true(fd >= 0);
+	for (off_t off = 4 * 4096; off + 4096 <= st.st_size - 4096; off += 4096)
+		assert_int_equal(pwrite(fd, junk, sizeof(junk), off), (ssize_t)sizeof(junk));
+	close(fd);
+	assert_int_equal(store_open(f->path, &s), -RY_E_CORRUPT);
+	assert_null(s);
+}
+
+static void test_open_bad_args(void **state)
+{
+	struct fx *f = *state;
+	struct store *s = NULL;
+	char p[400];
+
+	assert_int_equal(store_open(NULL, &s), -EINVAL);
+	assert_int_equal(store_open(f->path, NULL), -EINVAL);
+	snprintf(p, sizeof(p), "%s/missing/dir/store.db", f->dir);
+	assert_int_equal(store_open(p, &s), -ENOENT);
+	assert_null(s);
+	assert_int_equal(store_open_at_version(f->path, STORE_SCHEMA_VERSION + 1, &s), -EINVAL);
+}
+
+/* ---- tokens and enrollment ---- */
+
+static void test_token_single_use(void **state)
+{
+	struct fx *f = *state;
+	char *tok, *cluster = NULL;
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", 1, T0);
+	assert_int_equal(strncmp(tok, STORE_TOKEN_PREFIX, strlen(STORE_TOKEN_PREFIX)), 0);
+	assert_int_equal(strlen(tok), strlen(STORE_TOKEN_PREFIX) + 64);
+
+	assert_int_equal(store_token_check(f->s, tok, T0 + 1, &cluster), 0);
+	assert_string_equal(cluster, "c1");
+	free(cluster);
+	cluster = NULL;
+	/* The check is a peek: it consumed nothing. */
+	assert_int_equal(uses_left(f, tok), 1);
+
+	assert_int_equal(enroll(f->s, tok, "n1", "gpu01", "01", T0 + 2, &cluster), 0);
+	assert_string_equal(cluster, "c1");
+	free(cluster);
+	cluster = NULL;
+	assert_int_equal(uses_left(f, tok), 0);
+
+	assert_int_equal(enroll(f->s, tok, "n2", "gpu02", "02", T0 + 3, &cluster),
+			 -RY_E_TOKEN_USED);
+	assert_null(cluster);
+	assert_int_equal(store_token_check(f->s, tok, T0 + 3, &cluster), -RY_E_TOKEN_USED);
+	assert_int_equal(store_node_get(f->s, "n2", &(struct store_node *){NULL}), -RY_E_NOT_FOUND);
+
+	/* Two tokens are never equal. */
+	{
+		char *tok2 = make_token(f->s, "c1", 1, T0);
+
+		assert_string_not_equal(tok, tok2);
+		free(tok2);
+	}
+	free(tok);
+}
+
+static void test_token_expired(void **state)
+{
+	struct fx *f = *state;
+	char *tok = NULL, *cluster = NULL;
+
+	fx_open(f);
+	assert_int_equal(store_token_create(f->s, "c1", 1000, 1, T0, &tok), 0);
+	assert_int_equal(store_token_check(f->s, tok, T0 + 999, &cluster), 0);
+	free(cluster);
+	cluster = NULL;
+	assert_int_equal(store_token_check(f->s, tok, T0 + 1000, &cluster), -RY_E_TOKEN_EXPIRED);
+	assert_int_equal(enroll(f->s, tok, "n1", "gpu01", "01", T0 + 5000, &cluster),
+			 -RY_E_TOKEN_EXPIRED);
+	assert_null(cluster);
+	assert_int_equal(uses_left(f, tok), 1);
+	assert_int_equal(store_node_get(f->s, "n1", &(struct store_node *){NULL}), -RY_E_NOT_FOUND);
+	free(tok);
+}
+
+static void test_token_unknown(void **state)
+{
+	struct fx *f = *state;
+	char *tok, *cluster = NULL, long_tok[1024];
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", 1, T0);
+	/* Same shape, one digit changed. */
+	tok[strlen(tok) - 1] = tok[strlen(tok) - 1] == '0' ? '1' : '0';
+	assert_int_equal(store_token_check(f->s, tok, T0, &cluster), -RY_E_TOKEN_UNKNOWN);
+	assert_int_equal(store_token_check(f->s, "", T0, &cluster), -RY_E_TOKEN_UNKNOWN);
+	memset(long_tok, 'a', sizeof(long_tok) - 1);
+	long_tok[sizeof(long_tok) - 1] = '\0';
+	assert_int_equal(store_token_check(f->s, long_tok, T0, &cluster), -RY_E_TOKEN_UNKNOWN);
+	assert_int_equal(enroll(f->s, tok, "n1", "gpu01", "01", T0, &cluster), -RY_E_TOKEN_UNKNOWN);
+	assert_null(cluster);
+	assert_int_equal(store_token_check(f->s, NULL, T0, &cluster), -EINVAL);
+	free(tok);
+}
+
+static void test_token_multi_use(void **state)
+{
+	struct fx *f = *state;
+	char *tok, id[16], host[16];
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", 3, T0);
+	assert_int_equal(uses_left(f, tok), 3);
+	for (int i = 0; i < 3; i++) {
+		snprintf(id, sizeof(id), "n%d", i);
+		snprintf(host, sizeof(host), "gpu%02d", i);
+		assert_int_equal(enroll(f->s, tok, id, host, id, T0 + i, NULL), 0);
+		assert_int_equal(uses_left(f, tok), 2 - i);
+	}
+	assert_int_equal(enroll(f->s, tok, "n9", "gpu09", "09", T0 + 9, NULL), -RY_E_TOKEN_USED);
+	assert_int_equal(raw_count_in(f->path, "SELECT uses_total FROM enroll_tokens", NULL), 3);
+	free(tok);
+}
+
+static void test_token_bound_to_cluster(void **state)
+{
+	struct fx *f = *state;
+	char *t1, *t2, *cluster = NULL;
+	struct store_node *n = NULL;
+
+	fx_open(f);
+	t1 = make_token(f->s, "alpha", 1, T0);
+	t2 = make_token(f->s, "beta", 1, T0);
+	assert_int_equal(enroll(f->s, t2, "nb", "gpu01", "0b", T0, &cluster), 0);
+	assert_string_equal(cluster, "beta");
+	free(cluster);
+	cluster = NULL;
+	/* The same hostname may live in two clusters. */
+	assert_int_equal(enroll(f->s, t1, "na", "gpu01", "0a", T0, &cluster), 0);
+	assert_string_equal(cluster, "alpha");
+	free(cluster);
+
+	n = get_node(f->s, "nb");
+	assert_string_equal(n->cluster, "beta");
+	assert_string_equal(n->hostname, "gpu01");
+	assert_string_equal(n->cert_serial, "0b");
+	assert_string_equal(n->cert_fingerprint, "sha256:00ff");
+	assert_int_equal(n->enrolled_at_ms, T0);
+	store_node_free(n);
+	n = NULL;
+	/* ... and then the hostname no longer names one node. */
+	assert_int_equal(store_node_get(f->s, "gpu01", &n), -ENOTUNIQ);
+	assert_null(n);
+	free(t1);
+	free(t2);
+}
+
+static void test_token_bad_args(void **state)
+{
+	struct fx *f = *state;
+	char *tok = NULL;
+
+	fx_open(f);
+	assert_int_equal(store_token_create(f->s, "c1", HOUR_MS, 0, T0, &tok), -EINVAL);
+	assert_int_equal(store_token_create(f->s, "c1", 0, 1, T0, &tok), -EINVAL);
+	assert_int_equal(store_token_create(f->s, "c1", -5, 1, T0, &tok), -EINVAL);
+	assert_int_equal(store_token_create(f->s, "c1", INT64_MAX, 1, T0, &tok), -EINVAL);
+	assert_int_equal(store_token_create(f->s, "", HOUR_MS, 1, T0, &tok), -RY_E_INVALID);
+	assert_null(tok);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM enroll_tokens", NULL), 0);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM clusters", NULL), 0);
+}
+
+static void test_token_not_stored_plaintext(void **state)
+{
+	struct fx *f = *state;
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	char hash[65], wal[400], *tok;
+	bool hash_seen;
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", 2, T0);
+	assert_int_equal(enroll(f->s, tok, "n1", "gpu01", "01", T0, NULL), 0);
+	assert_true(EVP_Digest(tok, strlen(tok), md, &mdlen, EVP_sha256(), NULL));
+	util_hex(md, sizeof(md), hash);
+	snprintf(wal, sizeof(wal), "%s-wal", f->path);
+
+	/* While open (data mostly in the WAL) ... */
+	assert_false(file_contains(f->path, tok));
+	assert_false(file_contains(wal, tok));
+	assert_false(file_contains(f->path, tok + strlen(STORE_TOKEN_PREFIX)));
+	assert_false(file_contains(wal, tok + strlen(STORE_TOKEN_PREFIX)));
+	hash_seen = file_contains(f->path, hash) || file_contains(wal, hash);
+	assert_true(hash_seen); /* proves the search looks at the right bytes */
+
+	/* ... and after the final checkpoint. */
+	store_free(f->s);
+	f->s = NULL;
+	assert_false(file_contains(f->path, tok + strlen(STORE_TOKEN_PREFIX)));
+	assert_true(file_contains(f->path, hash));
+	free(tok);
+}
+
+static void test_duplicate_hostname(void **state)
+{
+	struct fx *f = *state;
+	char *t1, *t2, *cluster = NULL;
+	size_t audits;
+
+	fx_open(f);
+	t1 = make_token(f->s, "c1", 1, T0);
+	t2 = make_token(f->s, "c1", 1, T0);
+	assert_int_equal(enroll(f->s, t1, "n1", "gpu01", "01", T0, NULL), 0);
+	audits = audit_count(f->s);
+
+	assert_int_equal(enroll(f->s, t2, "n2", "gpu01", "02", T0, &cluster), -RY_E_EXISTS);
+	assert_null(cluster);
+	assert_int_equal(uses_left(f, t2), 1);
+	assert_int_equal(audit_count(f->s), audits);
+	assert_int_equal(store_node_get(f->s, "n2", &(struct store_node *){NULL}), -RY_E_NOT_FOUND);
+	assert_state(f->s, "gpu01", "enrolled");
+
+	/* A clashing node id is a duplicate too, and also consumes nothing. */
+	assert_int_equal(enroll(f->s, t2, "n1", "gpu02", "02", T0, NULL), -RY_E_EXISTS);
+	assert_int_equal(uses_left(f, t2), 1);
+	assert_non_null(strstr(store_errmsg(f->s), "UNIQUE"));
+
+	/* The token still works for a new hostname. */
+	assert_int_equal(enroll(f->s, t2, "n2", "gpu02", "02", T0, NULL), 0);
+	assert_int_equal(uses_left(f, t2), 0);
+	free(t1);
+	free(t2);
+}
+
+static void test_enroll_bad_args(void **state)
+{
+	struct fx *f = *state;
+	char *tok, big[STORE_TEXT_MAX + 2];
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", 1, T0);
+	assert_int_equal(store_enroll_node(f->s, NULL, T0, NULL), -EINVAL);
+	assert_int_equal(enroll(f->s, tok, NULL, "gpu01", "01", T0, NULL), -EINVAL);
+	assert_int_equal(enroll(f->s, tok, "n1", "", "01", T0, NULL), -RY_E_INVALID);
+	memset(big, 'h', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(enroll(f->s, tok, "n1", big, "01", T0, NULL), -RY_E_INVALID);
+	assert_int_equal(uses_left(f, tok), 1);
+	free(tok);
+}
+
+/* ---- node states ---- */
+
+static void test_node_transitions(void **state)
+{
+	struct fx *f = *state;
+	struct store_node *n;
+	int count = -1;
+
+	fx_open(f);
+	enroll_one(f->s, "n1", "gpu01", "01");
+	enroll_one(f->s, "n2", "gpu02", "02");
+
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->state, "enrolled");
+	assert_int_equal(n->last_seen_ms, 0);
+	assert_null(n->agent_version);
+	assert_null(n->facts_json);
+	store_node_free(n);
+
+	assert_int_equal(store_node_online(f->s, "n1", "1.0.0", "{\"gpus\":8}", T0 + 10), 0);
+	n = get_node(f->s, "gpu01");
+	assert_string_equal(n->state, "online");
+	assert_int_equal(n->last_seen_ms, T0 + 10);
+	assert_string_equal(n->agent_version, "1.0.0");
+	assert_string_equal(n->facts_json, "{\"gpus\":8}");
+	store_node_free(n);
+
+	assert_int_equal(store_node_touch(f->s, "n1", T0 + 20), 0);
+	assert_int_equal(store_node_touch(f->s, "n1", T0 + 15), 0); /* late, out of order */
+	n = get_node(f->s, "n1");
+	assert_int_equal(n->last_seen_ms, T0 + 20);
+	store_node_free(n);
+
+	/* Reaper: strictly older than the cut-off; enrolled nodes are not touched. */
+	assert_int_equal(store_nodes_expire(f->s, T0 + 20, T0 + 100, &count), 0);
+	assert_int_equal(count, 0);
+	assert_state(f->s, "n1", "online");
+	assert_int_equal(store_nodes_expire(f->s, T0 + 21, T0 + 100, &count), 0);
+	assert_int_equal(count, 1);
+	assert_state(f->s, "n1", "offline");
+	assert_state(f->s, "n2", "enrolled");
+
+	/* A heartbeat brings an expired node back; it never promotes 'enrolled'. */
+	assert_int_equal(store_node_touch(f->s, "n1", T0 + 30), 0);
+	assert_state(f->s, "n1", "online");
+	assert_int_equal(store_node_touch(f->s, "n2", T0 + 30), 0);
+	assert_state(f->s, "n2", "enrolled");
+
+	assert_int_equal(store_node_offline(f->s, "n1", T0 + 40), 0);
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->state, "offline");
+	assert_int_equal(n->last_seen_ms, T0 + 30);
+	store_node_free(n);
+
+	/* Hello again without facts keeps the stored ones. */
+	assert_int_equal(store_node_online(f->s, "n1", "1.1.0", NULL, T0 + 50), 0);
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->agent_version, "1.1.0");
+	assert_string_equal(n->facts_json, "{\"gpus\":8}");
+	store_node_free(n);
+
+	assert_int_equal(store_node_set_facts(f->s, "n1", "{\"gpus\":7}", T0 + 60), 0);
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->facts_json, "{\"gpus\":7}");
+	assert_int_equal(n->last_seen_ms, T0 + 60);
+	store_node_free(n);
+
+	assert_int_equal(store_node_online(f->s, "n2", NULL, NULL, T0 + 60), 0);
+	assert_int_equal(store_nodes_all_offline(f->s, T0 + 70), 0);
+	assert_state(f->s, "n1", "offline");
+	assert_state(f->s, "n2", "offline");
+
+	assert_int_equal(store_node_touch(f->s, "nope", T0), -RY_E_NOT_FOUND);
+	assert_int_equal(store_node_online(f->s, "nope", NULL, NULL, T0), -RY_E_NOT_FOUND);
+	assert_int_equal(store_node_offline(f->s, "nope", T0), -RY_E_NOT_FOUND);
+	assert_int_equal(store_node_set_facts(f->s, "nope", "{}", T0), -RY_E_NOT_FOUND);
+	assert_int_equal(store_node_get(f->s, "nope", &(struct store_node *){NULL}),
+			 -RY_E_NOT_FOUND);
+}
+
+static void test_nodes_list_order(void **state)
+{
+	struct fx *f = *state;
+	struct store_node **v = NULL;
+	size_t n = 99;
+	char *tb, *ta;
+
+	fx_open(f);
+	assert_int_equal(store_nodes_list(f->s, &v, &n), 0);
+	assert_int_equal(n, 0);
+	store_nodes_free(v, n);
+
+	tb = make_token(f->s, "b", 3, T0);
+	ta = make_token(f->s, "a", 3, T0);
+	assert_int_equal(enroll(f->s, tb, "x1", "h0", "s1", T0, NULL), 0);
+	assert_int_equal(enroll(f->s, ta, "x2", "h2", "s2", T0, NULL), 0);
+	assert_int_equal(enroll(f->s, ta, "x3", "h1", "s3", T0, NULL), 0);
+	assert_int_equal(store_nodes_list(f->s, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(v[0]->cluster, "a");
+	assert_string_equal(v[0]->hostname, "h1");
+	assert_string_equal(v[1]->cluster, "a");
+	assert_string_equal(v[1]->hostname, "h2");
+	assert_string_equal(v[2]->cluster, "b");
+	assert_string_equal(v[2]->hostname, "h0");
+	store_nodes_free(v, n);
+	free(ta);
+	free(tb);
+}
+
+static void test_facts_invalid(void **state)
+{
+	struct fx *f = *state;
+	static const char *const bad[] = {
+		"[1,2]", "{bad", "42", "", "{\"a\":1,\"a\":2}", "{\"a\":1} trailing"};
+	struct store_node *n;
+	char *huge;
+	size_t len = STORE_FACTS_MAX + 16;
+
+	fx_open(f);
+	enroll_one(f->s, "n1", "gpu01", "01");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(store_node_online(f->s, "n1", "1.0", bad[i], T0 + 5),
+				 -RY_E_INVALID);
+		assert_int_equal(store_node_set_facts(f->s, "n1", bad[i], T0 + 5), -RY_E_INVALID);
+	}
+	/* A valid object, but over the size limit. */
+	huge = malloc(len + 1);
+	assert_non_null(huge);
+	memset(huge, ' ', len);
+	memcpy(huge, "{\"a\":1}", 7);
+	huge[len] = '\0';
+	assert_int_equal(store_node_online(f->s, "n1", "1.0", huge, T0 + 5), -RY_E_INVALID);
+	/* An over-long agent version is refused the same way. */
+	memset(huge, 'v', STORE_TEXT_MAX + 1);
+	huge[STORE_TEXT_MAX + 1] = '\0';
+	assert_int_equal(store_node_online(f->s, "n1", huge, "{}", T0 + 5), -RY_E_INVALID);
+	free(huge);
+
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->state, "enrolled");
+	assert_int_equal(n->last_seen_ms, 0);
+	assert_null(n->agent_version);
+	assert_null(n->facts_json);
+	store_node_free(n);
+
+	assert_int_equal(store_node_online(f->s, "n1", "1.0", "{\"ok\":true}", T0 + 6), 0);
+	assert_int_equal(store_node_set_facts(f->s, "n1", "[]", T0 + 7), -RY_E_INVALID);
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->facts_json, "{\"ok\":true}");
+	assert_int_equal(n->last_seen_ms, T0 + 6);
+	store_node_free(n);
+}
+
+/* ---- revocation ---- */
+
+static void test_revoke(void **state)
+{
+	struct fx *f = *state;
+	struct store_node *n;
+	char *id = NULL, *tok;
+	size_t audits;
+	int count = -1;
+
+	fx_open(f);
+	enroll_one(f->s, "n1", "gpu01", "01AB");
+	assert_int_equal(store_node_online(f->s, "n1", "1.0", "{}", T0 + 10), 0);
+	assert_int_equal(store_cert_is_revoked(f->s, "01AB"), 0);
+
+	assert_int_equal(store_node_revoke(f->s, "gpu01", "alice", T0 + 20, &id), 0);
+	assert_string_equal(id, "n1");
+	free(id);
+	id = NULL;
+	assert_state(f->s, "n1", "revoked");
+	assert_int_equal(raw_count_in(f->path, "SELECT revoked_at FROM nodes WHERE id = ?1", "n1"),
+			 T0 + 20);
+	assert_int_equal(store_cert_is_revoked(f->s, "01AB"), 1);
+	assert_int_equal(store_cert_is_revoked(f->s, "01ab"), 1);
+	assert_int_equal(store_cert_is_revoked(f->s, "FFFF"), 0);
+
+	/* A revoked node cannot come back, and nothing is written. */
+	assert_int_equal(store_node_touch(f->s, "n1", T0 + 30), -RY_E_REVOKED);
+	assert_int_equal(store_node_online(f->s, "n1", "2.0", "{\"x\":1}", T0 + 30), -RY_E_REVOKED);
+	assert_int_equal(store_node_set_facts(f->s, "n1", "{\"x\":1}", T0 + 30), -RY_E_REVOKED);
+	assert_int_equal(store_node_offline(f->s, "n1", T0 + 30), 0); /* stays revoked */
+	assert_int_equal(store_nodes_expire(f->s, T0 + 1000, T0 + 1000, &count), 0);
+	assert_int_equal(count, 0);
+	assert_int_equal(store_nodes_all_offline(f->s, T0 + 30), 0);
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->state, "revoked");
+	assert_int_equal(n->last_seen_ms, T0 + 10);
+	assert_string_equal(n->agent_version, "1.0");
+	assert_string_equal(n->facts_json, "{}");
+	store_node_free(n);
+
+	/* Revoking again is a no-op. */
+	audits = audit_count(f->s);
+	assert_int_equal(store_node_revoke(f->s, "n1", "alice", T0 + 40, NULL), 0);
+	assert_int_equal(audit_count(f->s), audits);
+	assert_int_equal(store_node_revoke(f->s, "nope", "alice", T0, &id), -RY_E_NOT_FOUND);
+	assert_null(id);
+
+	/* The hostname can be enrolled again; the old serial stays revoked. */
+	tok = make_token(f->s, "c1", 1, T0 + 50);
+	assert_int_equal(enroll(f->s, tok, "n1b", "gpu01", "02CD", T0 + 50, NULL), 0);
+	n = get_node(f->s, "gpu01");
+	assert_string_equal(n->id, "n1b");
+	assert_string_equal(n->state, "enrolled");
+	store_node_free(n);
+	assert_int_equal(store_node_get(f->s, "n1", &(struct store_node *){NULL}), -RY_E_NOT_FOUND);
+	assert_int_equal(store_cert_is_revoked(f->s, "01AB"), 1);
+	assert_int_equal(store_cert_is_revoked(f->s, "02CD"), 0);
+	free(tok);
+}
+
+/* ---- audit ---- */
+
+static void test_audit(void **state)
+{
+	struct fx *f = *state;
+	struct store_audit_entry *e = NULL;
+	size_t n = 0;
+	char *tok;
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", 1, T0 + 1);
+	assert_int_equal(enroll(f->s, tok, "n1", "gpu01", "01", T0 + 2, NULL), 0);
+	assert_int_equal(store_node_revoke(f->s, "n1", "bob", T0 + 3, NULL), 0);
+	assert_int_equal(
+		store_audit(f->s, T0 + 4, "controller", "node.enroll", "gpu09", "refused", NULL),
+		0);
+
+	assert_int_equal(store_audit_list(f->s, 100, &e, &n), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(e[0].at_ms, T0 + 4);
+	assert_string_equal(e[0].actor, "controller");
+	assert_string_equal(e[0].action, "node.enroll");
+	assert_string_equal(e[0].target, "gpu09");
+	assert_string_equal(e[0].outcome, "refused");
+	assert_null(e[0].detail);
+
+	assert_int_equal(e[1].at_ms, T0 + 3);
+	assert_string_equal(e[1].actor, "bob");
+	assert_string_equal(e[1].action, "node.revoke");
+	assert_string_equal(e[1].target, "n1");
+	assert_string_equal(e[1].outcome, "success");
+
+	assert_int_equal(e[2].at_ms, T0 + 2);
+	assert_string_equal(e[2].actor, "agent");
+	assert_string_equal(e[2].action, "node.enroll");
+	assert_string_equal(e[2].target, "n1");
+	assert_string_equal(e[2].outcome, "success");
+	assert_non_null(strstr(e[2].detail, "hostname=gpu01"));
+	assert_non_null(strstr(e[2].detail, "peer=127.0.0.1:5555"));
+
+	assert_int_equal(e[3].at_ms, T0 + 1);
+	assert_string_equal(e[3].actor, "admin");
+	assert_string_equal(e[3].action, "token.create");
+	assert_string_equal(e[3].target, "c1");
+	assert_null(strstr(e[3].detail, tok + strlen(STORE_TOKEN_PREFIX)));
+	store_audit_entries_free(e, n);
+
+	/* Limit keeps the newest. */
+	assert_int_equal(store_audit_list(f->s, 2, &e, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(e[0].at_ms, T0 + 4);
+	assert_int_equal(e[1].at_ms, T0 + 3);
+	store_audit_entries_free(e, n);
+
+	assert_int_equal(store_audit(f->s, T0, NULL, "x", NULL, "ok", NULL), -EINVAL);
+	assert_int_equal(store_audit(f->s, T0, "a", "x", NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(audit_count(f->s), 4);
+	free(tok);
+}
+
+/* ---- concurrency ---- */
+
+#define THREADS	   4
+#define ITERATIONS 300
+
+struct worker {
+	struct store *s;
+	char id[16];
+	int failures;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	for (int i = 1; i <= ITERATIONS; i++) {
+		struct store_node *n = NULL;
+
+		if (store_node_touch(w->s, w->id, T0 + i) != 0)
+			w->failures++;
+		if (store_node_touch(w->s, "shared", T0 + i) != 0)
+			w->failures++;
+		if (store_node_get(w->s, w->id, &n) != 0 || n->last_seen_ms != T0 + i)
+			w->failures++;
+		store_node_free(n);
+		if (i % 50 == 0 &&
+		    store_audit(w->s, T0 + i, w->id, "test.tick", NULL, "ok", NULL) != 0)
+			w->failures++;
+	}
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	struct fx *f = *state;
+	struct worker w[THREADS];
+	pthread_t th[THREADS];
+	char host[16], *tok;
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", THREADS + 1, T0);
+	assert_int_equal(enroll(f->s, tok, "shared", "shared", "ff", T0, NULL), 0);
+	for (int i = 0; i < THREADS; i++) {
+		w[i].s = f->s;
+		w[i].failures = 0;
+		snprintf(w[i].id, sizeof(w[i].id), "w%d", i);
+		snprintf(host, sizeof(host), "host%d", i);
+		assert_int_equal(enroll(f->s, tok, w[i].id, host, w[i].id, T0, NULL), 0);
+		assert_int_equal(store_node_online(f->s, w[i].id, "1", NULL, T0), 0);
+	}
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	for (int i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(w[i].failures, 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		struct store_node *n = get_node(f->s, w[i].id);
+
+		assert_int_equal(n->last_seen_ms, T0 + ITERATIONS);
+		store_node_free(n);
+	}
+	{
+		struct store_node *n = get_node(f->s, "shared");
+
+		assert_int_equal(n->last_seen_ms, T0 + ITERATIONS);
+		store_node_free(n);
+	}
+	/* token.create + enrollments + the workers' ticks */
+	assert_int_equal(audit_count(f->s), 1 + (THREADS + 1) + THREADS * (ITERATIONS / 50));
+	free(tok);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_migration_table),
+		T(test_open_empty),
+		T(test_migrate_from_v0),
+		T(test_migrate_from_v1),
+		T(test_newer_schema_refused),
+		T(test_garbage_refused),
+		T(test_quick_check_refused),
+		T(test_open_bad_args),
+		T(test_token_single_use),
+		T(test_token_expired),
+		T(test_token_unknown),
+		T(test_token_multi_use),
+		T(test_token_bound_to_cluster),
+		T(test_token_bad_args),
+		T(test_token_not_stored_plaintext),
+		T(test_duplicate_hostname),
+		T(test_enroll_bad_args),
+		T(test_node_transitions),
+		T(test_nodes_list_order),
+		T(test_facts_invalid),
+		T(test_revoke),
+		T(test_audit),
+		T(test_concurrent),
+	};
+#undef T
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
