@@ -88,8 +88,8 @@ int main(int argc, char **argv)
 	 * client sees then is UNAVAILABLE. */
 	if (rpc_channel_wait_ready(ch, util_now_mono_ms() + 5000) < 0) {
 		printf("rogue_client: mode %s -> UNAVAILABLE (channel never became ready)\n", mode);
-		rpc_channel_free(ch);
-		return strcmp(expect, "UNAVAILABLE") == 0 ? 0 : 1;
+		got = "UNAVAILABLE";
+		goto out;
 	}
 	if (rpc_client_stream_open(ch, "/railyard.v1.Controller/Connect",
 				   &railyard__v1__controller_message__descriptor, &cs) < 0) {
@@ -152,6 +152,7 @@ int main(int argc, char **argv)
 	got = welcomed && r == 1 ? "WELCOME" : r == 0 ? "TIMEOUT" : rpc_status_name(rpc_client_stream_status(cs)->code);
 	printf("rogue_client: mode %s -> %s (%s)\n", mode, got,
 	       r == 1 || r == 0 ? "" : rpc_client_stream_status(cs)->details);
+out:
 	rpc_client_stream_free(cs);
 	rpc_channel_free(ch);
 	free(huge);

@@ -1,0 +1,193 @@
+/* Unit tests: protocol codec round trips and rejects, reconnect backoff, agent.conf parsing,
+ * duration and path helpers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rpc/rpc.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "common/util/util.h"
+#include "nodeagent/config.h"
+#include "railyard/v1/railyard.pb-c.h"
+
+static void test_agent_message_round_trip(void **state)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT, *out;
+	Railyard__V1__Hello h = RAILYARD__V1__HELLO__INIT;
+	ProtobufCMessage *decoded = NULL;
+	uint8_t *buf;
+	size_t len;
+
+	h.agent_version = "1.2.3";
+	h.facts_json = "{\"hostname\":\"gpu-node-01\"}";
+	h.resume_ack = 41;
+	h.boot_id = "abcd";
+	m.seq = 7;
+	m.ack = 3;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO;
+	m.hello = &h;
+	assert_int_equal(rpc_pack(&m.base, &buf, &len), 0);
+	assert_true(len > 0);
+	assert_int_equal(rpc_unpack(&railyard__v1__agent_message__descriptor, buf, len, &decoded),
+			 0);
+	out = (Railyard__V1__AgentMessage *)decoded;
+	assert_int_equal(out->seq, 7);
+	assert_int_equal(out->ack, 3);
+	assert_int_equal(out->body_case, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO);
+	assert_string_equal(out->hello->agent_version, "1.2.3");
+	assert_string_equal(out->hello->facts_json, h.facts_json);
+	assert_int_equal(out->hello->resume_ack, 41);
+	assert_string_equal(out->hello->boot_id, "abcd");
+	protobuf_c_message_free_unpacked(decoded, NULL);
+	free(buf);
+}
+
+static void test_controller_message_round_trip(void **state)
+{
+	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT, *out;
+	Railyard__V1__Welcome w = RAILYARD__V1__WELCOME__INIT;
+	ProtobufCMessage *decoded = NULL;
+	uint8_t *buf;
+	size_t len;
+
+	w.node_id = "n-0123456789ab";
+	w.cluster = "demo";
+	w.heartbeat_interval_ms = 5000;
+	w.last_agent_seq = 99;
+	m.seq = 1;
+	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME;
+	m.welcome = &w;
+	assert_int_equal(rpc_pack(&m.base, &buf, &len), 0);
+	assert_int_equal(
+		rpc_unpack(&railyard__v1__controller_message__descriptor, buf, len, &decoded), 0);
+	out = (Railyard__V1__ControllerMessage *)decoded;
+	assert_int_equal(out->body_case, RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME);
+	assert_string_equal(out->welcome->node_id, "n-0123456789ab");
+	assert_string_equal(out->welcome->cluster, "demo");
+	assert_int_equal(out->welcome->heartbeat_interval_ms, 5000);
+	assert_int_equal(out->welcome->last_agent_seq, 99);
+	protobuf_c_message_free_unpacked(decoded, NULL);
+	free(buf);
+}
+
+static void test_undecodable_rejected(void **state)
+{
+	static const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x08, 0x96};
+	Railyard__V1__EnrollRequest rq = RAILYARD__V1__ENROLL_REQUEST__INIT;
+	ProtobufCMessage *decoded = NULL;
+	uint8_t *buf;
+	size_t len;
+
+	assert_int_equal(rpc_unpack(&railyard__v1__agent_message__descriptor, junk, sizeof(junk),
+				    &decoded),
+			 -RY_E_INVALID);
+	/* A valid message cut short must not decode either. */
+	rq.token = "ry1.abcdef";
+	rq.hostname = "gpu-node-01";
+	rq.csr_pem = "-----BEGIN CERTIFICATE REQUEST-----";
+	assert_int_equal(rpc_pack(&rq.base, &buf, &len), 0);
+	assert_int_equal(rpc_unpack(&railyard__v1__enroll_request__descriptor, buf, len - 3,
+				    &decoded),
+			 -RY_E_INVALID);
+	assert_null(decoded);
+	assert_int_equal(rpc_unpack(&railyard__v1__enroll_request__descriptor, buf,
+				    RPC_MAX_MESSAGE + 1, &decoded),
+			 -RY_E_TOO_BIG);
+	free(buf);
+}
+
+static void test_backoff(void **state)
+{
+	struct rpc_backoff b = {100, 1000, 0};
+	int prev_cap = 0;
+
+	for (int i = 0; i < 12; i++) {
+		int cap = 100 << (i < 4 ? i : 4);
+		int d = rpc_backoff_next_ms(&b);
+
+		if (cap > 1000)
+			cap = 1000;
+		/* Equal jitter: [cap/2, cap). */
+		assert_true(d >= cap / 2);
+		assert_true(d < cap);
+		assert_true(cap >= prev_cap);
+		prev_cap = cap;
+	}
+	rpc_backoff_reset(&b);
+	assert_true(rpc_backoff_next_ms(&b) < 100);
+}
+
+static void test_agent_config(void **state)
+{
+	struct agent_config cfg = {0};
+	char err[256] = "";
+
+	assert_int_equal(agent_config_parse("# c\n\ncontroller = 10.0.0.1:7443\n"
+					    "node_id=n-1\n  cluster =  demo  \n",
+					    "agent.conf", &cfg, err, sizeof(err)),
+			 0);
+	assert_string_equal(cfg.controller, "10.0.0.1:7443");
+	assert_string_equal(cfg.node_id, "n-1");
+	assert_string_equal(cfg.cluster, "demo");
+	agent_config_done(&cfg);
+
+	assert_int_equal(agent_config_parse("controller = a:1\n\nbogus = 1\n", "x.conf", &cfg, err,
+					    sizeof(err)),
+			 -RY_E_INVALID);
+	assert_string_equal(err, "x.conf:3: unknown key 'bogus'");
+	assert_int_equal(agent_config_parse("controller = a:1\nnode_id\n", "x.conf", &cfg, err,
+					    sizeof(err)),
+			 -RY_E_INVALID);
+	assert_string_equal(err, "x.conf:2: expected 'key = value'");
+	assert_int_equal(agent_config_parse("controller = a:1\n", "x.conf", &cfg, err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_non_null(strstr(err, "required"));
+}
+
+static void test_durations_and_paths(void **state)
+{
+	int64_t ms;
+	char *p;
+
+	assert_int_equal(util_parse_duration_ms("250ms", &ms), 0);
+	assert_int_equal(ms, 250);
+	assert_int_equal(util_parse_duration_ms("90", &ms), 0);
+	assert_int_equal(ms, 90000);
+	assert_int_equal(util_parse_duration_ms("2h", &ms), 0);
+	assert_int_equal(ms, 7200000);
+	assert_int_equal(util_parse_duration_ms("-1s", &ms), -EINVAL);
+	assert_int_equal(util_parse_duration_ms("5 s", &ms), -EINVAL);
+	assert_int_equal(util_parse_duration_ms("1y", &ms), -EINVAL);
+	assert_int_equal(util_parse_duration_ms("99999999999999999999d", &ms), -EINVAL);
+
+	p = fs_path_join("/srv/root/", "/sys/class");
+	assert_string_equal(p, "/srv/root/sys/class");
+	free(p);
+	p = fs_path_join("/", "proc/meminfo");
+	assert_string_equal(p, "/proc/meminfo");
+	free(p);
+	p = fs_path_join(NULL, "/etc/os-release");
+	assert_string_equal(p, "/etc/os-release");
+	free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_agent_message_round_trip),
+		cmocka_unit_test(test_controller_message_round_trip),
+		cmocka_unit_test(test_undecodable_rejected),
+		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_agent_config),
+		cmocka_unit_test(test_durations_and_paths),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
