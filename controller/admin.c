@@ -106,7 +106,8 @@ int ctl_cmd_serve(const char *state_dir, const struct ctl_server_config *cfg)
 		if (sigwait(&set, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
-			log_info("SIGHUP: asked %d agents for fresh facts", ctl_server_refresh_facts(srv));
+			log_info("SIGHUP: asked %d agents for fresh facts",
+				 ctl_server_refresh_facts(srv));
 			continue;
 		}
 		log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -169,8 +170,8 @@ int ctl_cmd_nodes(const char *state_dir, bool json, FILE *out)
 		fprintf(out, "%s\n", text);
 		free(text);
 	} else {
-		fprintf(out, "%-16s %-14s %-10s %-8s %-20s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER",
-			"STATE", "LAST SEEN", "AGENT", "FACTS");
+		fprintf(out, "%-16s %-14s %-10s %-8s %-20s %-8s %s\n", "NODE", "HOSTNAME",
+			"CLUSTER", "STATE", "LAST SEEN", "AGENT", "FACTS");
 		for (size_t i = 0; i < n; i++) {
 			char when[64], *summary = NULL;
 			json_t *facts = nodes[i]->facts_json
@@ -235,7 +236,8 @@ int ctl_cmd_audit(const char *state_dir, size_t limit, FILE *out)
 
 		format_time(e[i].at_ms, when, sizeof(when));
 		fprintf(out, "%s %-8s %-14s %-16s %-8s %s\n", when, e[i].actor, e[i].action,
-			e[i].target ? e[i].target : "-", e[i].outcome, e[i].detail ? e[i].detail : "");
+			e[i].target ? e[i].target : "-", e[i].outcome,
+			e[i].detail ? e[i].detail : "");
 	}
 	store_audit_entries_free(e, n);
 	ctl_state_free(st);

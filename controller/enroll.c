@@ -86,7 +86,8 @@ static grpc_status_code token_status(int r)
 }
 
 grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
-			    const ProtobufCMessage *req, ProtobufCMessage **ret_resp, char **ret_msg)
+			    const ProtobufCMessage *req, ProtobufCMessage **ret_resp,
+			    char **ret_msg)
 {
 	struct ctl_server *srv = userdata;
 	const Railyard__V1__EnrollRequest *rq = (const Railyard__V1__EnrollRequest *)req;
@@ -122,8 +123,8 @@ grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
 	}
 	util_hex(rnd, sizeof(rnd), rnd_hex);
 	snprintf(node_id, sizeof(node_id), "n-%.12s", rnd_hex);
-	r = pki_csr_sign(srv->state->ca_cert, srv->state->ca_key, rq->csr_pem,
-			 strlen(rq->csr_pem), node_id, cluster, srv->cfg.cert_days, &cert);
+	r = pki_csr_sign(srv->state->ca_cert, srv->state->ca_key, rq->csr_pem, strlen(rq->csr_pem),
+			 node_id, cluster, srv->cfg.cert_days, &cert);
 	if (r < 0) {
 		code = refuse(srv, peer, rq->hostname, GRPC_STATUS_INVALID_ARGUMENT, ret_msg,
 			      "certificate request rejected: %s", ry_strerror(r));

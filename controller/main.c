@@ -26,7 +26,8 @@ static void usage(FILE *f)
 		"  audit [--state-dir D] [--limit 50]\n"
 		"  version\n"
 		"\n"
-		"--state-dir defaults to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, d.\n");
+		"--state-dir defaults to " CTL_DEFAULT_STATE_DIR
+		"; durations take ms, s, m, h, d.\n");
 }
 
 static int bad(const char *what, const char *value)

@@ -8,12 +8,12 @@
 #include "controller/state.h"
 
 struct ctl_server_config {
-	const char *listen;         /* HOST:PORT, default 0.0.0.0:7443 */
-	int heartbeat_interval_ms;  /* told to agents in Welcome */
-	int heartbeat_timeout_ms;   /* silence after which a node is offline */
-	int facts_refresh_ms;       /* periodic RefreshFacts, 0 = never */
-	int threads;                /* completion-queue threads */
-	int cert_days;              /* validity of node certificates */
+	const char *listen;	   /* HOST:PORT, default 0.0.0.0:7443 */
+	int heartbeat_interval_ms; /* told to agents in Welcome */
+	int heartbeat_timeout_ms;  /* silence after which a node is offline */
+	int facts_refresh_ms;	   /* periodic RefreshFacts, 0 = never */
+	int threads;		   /* completion-queue threads */
+	int cert_days;		   /* validity of node certificates */
 };
 
 struct ctl_server;

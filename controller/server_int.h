@@ -10,11 +10,11 @@
 #include "railyard/v1/railyard.pb-c.h"
 
 /* Limits on what an agent may send. */
-#define CTL_TOKEN_MAX     256
-#define CTL_HOSTNAME_MAX  253
-#define CTL_VERSION_MAX   64
-#define CTL_FACTS_MAX     (1024 * 1024)
-#define CTL_BOOT_ID_MAX   64
+#define CTL_TOKEN_MAX	 256
+#define CTL_HOSTNAME_MAX 253
+#define CTL_VERSION_MAX	 64
+#define CTL_FACTS_MAX	 (1024 * 1024)
+#define CTL_BOOT_ID_MAX	 64
 
 struct ctl_session;
 
@@ -32,7 +32,8 @@ struct ctl_server {
 };
 
 grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
-			    const ProtobufCMessage *req, ProtobufCMessage **ret_resp, char **ret_msg);
+			    const ProtobufCMessage *req, ProtobufCMessage **ret_resp,
+			    char **ret_msg);
 
 extern const struct rpc_stream_ops ctl_session_ops;
 

@@ -17,8 +17,8 @@ struct ctl_session {
 	char cluster[128];
 	char hostname[CTL_HOSTNAME_MAX + 1];
 	char boot_id[CTL_BOOT_ID_MAX + 1];
-	int refs;            /* under srv->lock: the stream's, and the reaper's while it acts */
-	bool registered;     /* under srv->lock */
+	int refs;	 /* under srv->lock: the stream's, and the reaper's while it acts */
+	bool registered; /* under srv->lock */
 	/* Written by the stream's message handler, read by the reaper and the sender. */
 	_Atomic bool hello_done;
 	_Atomic uint64_t last_seq; /* highest agent seq processed */
@@ -115,7 +115,8 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	if (pki_cert_fingerprint(cert, fp) < 0 ||
 	    !pki_fingerprint_equal(fp, node->cert_fingerprint)) {
 		code = GRPC_STATUS_PERMISSION_DENIED;
-		snprintf(err, sizeof(err), "certificate is not the one issued to node %s", node->id);
+		snprintf(err, sizeof(err), "certificate is not the one issued to node %s",
+			 node->id);
 		goto out;
 	}
 
@@ -212,8 +213,7 @@ void ctl_sessions_done(struct ctl_server *srv)
 	}
 }
 
-static void on_hello(struct ctl_server *srv, struct ctl_session *s,
-		     const Railyard__V1__Hello *h)
+static void on_hello(struct ctl_server *srv, struct ctl_session *s, const Railyard__V1__Hello *h)
 {
 	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
 	Railyard__V1__Welcome w = RAILYARD__V1__WELCOME__INIT;
@@ -221,7 +221,8 @@ static void on_hello(struct ctl_server *srv, struct ctl_session *s,
 
 	if (!ctl_valid_text(h->agent_version, CTL_VERSION_MAX) ||
 	    (h->boot_id[0] && !ctl_valid_text(h->boot_id, CTL_BOOT_ID_MAX))) {
-		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "Hello: invalid agent_version or boot_id");
+		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
+			       "Hello: invalid agent_version or boot_id");
 		return;
 	}
 	if (strlen(h->facts_json) > CTL_FACTS_MAX) {
@@ -231,7 +232,8 @@ static void on_hello(struct ctl_server *srv, struct ctl_session *s,
 	r = store_node_online(srv->state->store, s->node_id, h->agent_version, h->facts_json,
 			      util_now_unix_ms());
 	if (r == -RY_E_INVALID) {
-		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "Hello: facts are not a JSON object");
+		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
+			       "Hello: facts are not a JSON object");
 		return;
 	}
 	if (r == -RY_E_REVOKED || r == -RY_E_NOT_FOUND) {

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CA_DAYS     3650
+#define CA_DAYS	    3650
 #define SERVER_DAYS 825
 
 char *ctl_state_path(const struct ctl_state *st, const char *name)
@@ -52,8 +52,8 @@ int ctl_state_init(const char *dir, const char *const *extra_sans, size_t n_extr
 	}
 	if (access(ca_crt, F_OK) == 0 || access(db, F_OK) == 0) {
 		r = -RY_E_EXISTS;
-		snprintf(errbuf, errlen, "%s is already initialised (ca.crt or controller.db exists)",
-			 dir);
+		snprintf(errbuf, errlen,
+			 "%s is already initialised (ca.crt or controller.db exists)", dir);
 		goto out;
 	}
 	(void)gethostname(host, sizeof(host) - 1);
@@ -150,8 +150,8 @@ int ctl_state_open(const char *dir, bool with_server_key, struct ctl_state **ret
 	}
 	if (access(p, F_OK) < 0) {
 		r = -errno;
-		snprintf(errbuf, errlen, "%s: %s (run `railyard-controller init --state-dir %s`)", p,
-			 ry_strerror(r), dir);
+		snprintf(errbuf, errlen, "%s: %s (run `railyard-controller init --state-dir %s`)",
+			 p, ry_strerror(r), dir);
 		goto fail;
 	}
 	r = store_open(p, &st->store);

@@ -32,8 +32,7 @@ struct ctl_state {
  * Refuses (-RY_E_EXISTS) when the directory already holds a CA. */
 __attribute__((warn_unused_result)) int ctl_state_init(const char *dir,
 						       const char *const *extra_sans,
-						       size_t n_extra, char *errbuf,
-						       size_t errlen);
+						       size_t n_extra, char *errbuf, size_t errlen);
 
 /* Open an initialised state directory (database migrated, CA and server key loaded).
  * with_server_key: load the server certificate and key too (serve). Caller frees. */

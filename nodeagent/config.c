@@ -31,8 +31,8 @@ void agent_config_done(struct agent_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 }
 
-int agent_config_parse(const char *text, const char *path, struct agent_config *ret,
-		       char *errbuf, size_t errlen)
+int agent_config_parse(const char *text, const char *path, struct agent_config *ret, char *errbuf,
+		       size_t errlen)
 {
 	struct agent_config cfg = {0};
 	char *copy = strdup(text), *save = NULL, *line;
@@ -97,8 +97,7 @@ out:
 	return r;
 }
 
-int agent_config_load(const char *state_dir, struct agent_config *ret, char *errbuf,
-		      size_t errlen)
+int agent_config_load(const char *state_dir, struct agent_config *ret, char *errbuf, size_t errlen)
 {
 	char *path = fs_path_join(state_dir, "agent.conf"), *text = NULL;
 	int r;

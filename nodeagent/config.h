@@ -16,12 +16,11 @@ struct agent_config {
 /* Parse agent.conf text ("key = value" lines, '#' comments). Unknown keys and malformed lines
  * are errors naming path:line in errbuf. Caller frees with agent_config_done(). */
 __attribute__((warn_unused_result)) int agent_config_parse(const char *text, const char *path,
-							   struct agent_config *ret,
-							   char *errbuf, size_t errlen);
+							   struct agent_config *ret, char *errbuf,
+							   size_t errlen);
 /* Read <state_dir>/agent.conf. */
-__attribute__((warn_unused_result)) int agent_config_load(const char *state_dir,
-							  struct agent_config *ret, char *errbuf,
-							  size_t errlen);
+__attribute__((warn_unused_result)) int
+agent_config_load(const char *state_dir, struct agent_config *ret, char *errbuf, size_t errlen);
 /* Write <state_dir>/agent.conf atomically (mode 0644). */
 __attribute__((warn_unused_result)) int agent_config_save(const char *state_dir,
 							  const struct agent_config *cfg);

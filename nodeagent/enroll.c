@@ -26,8 +26,7 @@
 #define AGENT_SERVER_NAME "railyard-controller"
 
 /* Split "host:port" or "[v6]:port". */
-static int split_target(const char *target, char *host, size_t hostlen, char *port,
-			size_t portlen)
+static int split_target(const char *target, char *host, size_t hostlen, char *port, size_t portlen)
 {
 	const char *colon = strrchr(target, ':');
 	const char *h = target;
@@ -112,7 +111,7 @@ int agent_fetch_ca(const char *target, const char *pin, int timeout_ms, char **r
 	static const unsigned char alpn[] = "\x02h2";
 	SSL_CTX *ctx = NULL;
 	SSL *ssl = NULL;
-	STACK_OF(X509) *chain;
+	STACK_OF(X509) * chain;
 	X509 *ca = NULL, *leaf;
 	char seen[512] = "", err[256];
 	int fd, r;
@@ -169,8 +168,8 @@ int agent_fetch_ca(const char *target, const char *pin, int timeout_ms, char **r
 	}
 	if (!leaf || pki_cert_verify(ca, leaf, NULL, NULL, err, sizeof(err)) < 0) {
 		r = -RY_E_FINGERPRINT;
-		snprintf(errbuf, errlen, "controller certificate is not signed by the pinned CA: %s",
-			 err);
+		snprintf(errbuf, errlen,
+			 "controller certificate is not signed by the pinned CA: %s", err);
 		goto out;
 	}
 	r = pki_cert_to_pem(ca, ret_ca_pem);
@@ -308,8 +307,9 @@ int agent_enroll(const struct agent_enroll_opts *o, char *errbuf, size_t errlen)
 	    pki_cert_verify(ca, cert, NULL, NULL, errbuf, errlen) < 0 ||
 	    pki_key_matches_cert(key, cert) < 0) {
 		r = -RY_E_INVALID;
-		snprintf(errbuf, errlen, "the controller returned a certificate that does not "
-					 "match this node's key or the pinned CA");
+		snprintf(errbuf, errlen,
+			 "the controller returned a certificate that does not "
+			 "match this node's key or the pinned CA");
 		goto out;
 	}
 	cfg.controller = (char *)o->controller;

@@ -6,11 +6,11 @@
 #include <stddef.h>
 
 struct agent_enroll_opts {
-	const char *controller;      /* HOST:PORT */
+	const char *controller; /* HOST:PORT */
 	const char *token;
-	const char *ca_fingerprint;  /* "sha256:<hex>" */
+	const char *ca_fingerprint; /* "sha256:<hex>" */
 	const char *state_dir;
-	const char *hostname;        /* NULL: from the facts under sysroot */
+	const char *hostname; /* NULL: from the facts under sysroot */
 	const char *sysroot;
 	int timeout_ms;
 };

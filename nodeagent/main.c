@@ -18,17 +18,16 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: railyard-agent [--log-level L] COMMAND [options]\n"
-		"\n"
-		"  enroll --controller HOST:PORT --token T --ca-fingerprint sha256:HEX\n"
-		"         [--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]\n"
-		"  run    [--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
-		"         [--reconnect-max 30s]\n"
-		"  facts  [--sysroot DIR] [--json]\n"
-		"  version\n"
-		"\n"
-		"--state-dir defaults to " AGENT_DEFAULT_STATE_DIR ", --sysroot to /.\n");
+	fprintf(f, "usage: railyard-agent [--log-level L] COMMAND [options]\n"
+		   "\n"
+		   "  enroll --controller HOST:PORT --token T --ca-fingerprint sha256:HEX\n"
+		   "         [--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]\n"
+		   "  run    [--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
+		   "         [--reconnect-max 30s]\n"
+		   "  facts  [--sysroot DIR] [--json]\n"
+		   "  version\n"
+		   "\n"
+		   "--state-dir defaults to " AGENT_DEFAULT_STATE_DIR ", --sysroot to /.\n");
 }
 
 static int bad(const char *what, const char *value)

@@ -18,7 +18,7 @@
 #include <time.h>
 
 #define AGENT_SERVER_NAME "railyard-controller"
-#define CONNECT_PATH      "/railyard.v1.Controller/Connect"
+#define CONNECT_PATH	  "/railyard.v1.Controller/Connect"
 
 struct agent_session {
 	struct agent_session_opts o;
@@ -26,7 +26,7 @@ struct agent_session {
 	struct rpc_channel *ch;
 	char *ca_pem, *cert_pem, *key_pem;
 	char boot_id[33];
-	uint64_t seq;        /* our messages, across reconnects of this process */
+	uint64_t seq; /* our messages, across reconnects of this process */
 	uint64_t last_ctl_seq;
 	int heartbeat_ms;
 
@@ -50,8 +50,8 @@ static int read_pem(const char *dir, const char *name, char **ret, char *errbuf,
 	return r;
 }
 
-int agent_session_new(const struct agent_session_opts *o, struct agent_session **ret,
-		      char *errbuf, size_t errlen)
+int agent_session_new(const struct agent_session_opts *o, struct agent_session **ret, char *errbuf,
+		      size_t errlen)
 {
 	struct rpc_channel_config cc = {0};
 	struct agent_session *s;
@@ -243,7 +243,8 @@ static int send_facts(struct agent_session *s, struct rpc_client_stream *cs, uin
 static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 		       const Railyard__V1__ControllerMessage *m, struct rpc_backoff *bo)
 {
-	if (m->seq <= s->last_ctl_seq && m->body_case != RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME) {
+	if (m->seq <= s->last_ctl_seq &&
+	    m->body_case != RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME) {
 		log_warn("controller message seq %llu out of order; reconnecting",
 			 (unsigned long long)m->seq);
 		return false;
@@ -284,8 +285,8 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 			 s->o.connect_timeout_ms);
 		return 0;
 	}
-	r = rpc_client_stream_open(s->ch, CONNECT_PATH, &railyard__v1__controller_message__descriptor,
-				   &cs);
+	r = rpc_client_stream_open(s->ch, CONNECT_PATH,
+				   &railyard__v1__controller_message__descriptor, &cs);
 	if (r < 0) {
 		log_warn("opening the session failed: %s", ry_strerror(r));
 		return 0;

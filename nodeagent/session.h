@@ -9,18 +9,18 @@
 struct agent_session_opts {
 	const char *state_dir;
 	const char *sysroot;
-	const char *controller;  /* NULL: from agent.conf */
-	int backoff_base_ms;     /* first reconnect delay (default 500) */
-	int backoff_max_ms;      /* cap (default 30000) */
-	int connect_timeout_ms;  /* wait for the channel per attempt (default 10000) */
+	const char *controller; /* NULL: from agent.conf */
+	int backoff_base_ms;	/* first reconnect delay (default 500) */
+	int backoff_max_ms;	/* cap (default 30000) */
+	int connect_timeout_ms; /* wait for the channel per attempt (default 10000) */
 };
 
 struct agent_session;
 
 /* Load the state directory and create the channel. Errors in errbuf. */
 __attribute__((warn_unused_result)) int agent_session_new(const struct agent_session_opts *o,
-							  struct agent_session **ret,
-							  char *errbuf, size_t errlen);
+							  struct agent_session **ret, char *errbuf,
+							  size_t errlen);
 /* Run until agent_session_stop(). Returns 0 after a stop, or a negative error when the
  * controller refused this node for good (revoked, unknown): reconnecting cannot help then. */
 int agent_session_run(struct agent_session *s);

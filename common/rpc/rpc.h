@@ -21,16 +21,16 @@
 
 /* PEM material for TLS. All borrowed; copied by the functions that take them. */
 struct rpc_tls {
-	const char *ca_pem;    /* trust anchor for the peer's certificate */
-	const char *cert_pem;  /* our certificate chain (leaf first); NULL for none */
-	const char *key_pem;   /* our private key; NULL for none */
+	const char *ca_pem;   /* trust anchor for the peer's certificate */
+	const char *cert_pem; /* our certificate chain (leaf first); NULL for none */
+	const char *key_pem;  /* our private key; NULL for none */
 };
 
 /* Who is on the other end of a server call, from the TLS auth context. */
 struct rpc_peer {
 	bool authenticated;    /* presented a client certificate that chains to our CA */
 	char common_name[256]; /* the certificate's CN, "" when not authenticated */
-	char *cert_pem;        /* the client's leaf certificate (owned by the call), or NULL */
+	char *cert_pem;	       /* the client's leaf certificate (owned by the call), or NULL */
 	char address[128];     /* transport address, e.g. "ipv4:127.0.0.1:40312" */
 };
 
@@ -62,7 +62,8 @@ struct rpc_stream_ops {
 	 * rpc_stream_ref()), or a status and message (malloc'd, optional) to refuse it. */
 	grpc_status_code (*open)(void *userdata, struct rpc_stream *st, const struct rpc_peer *peer,
 				 char **ret_msg);
-	/* One decoded message (borrowed, freed after return). Calls for one stream never overlap. */
+	/* One decoded message (borrowed, freed after return). Calls for one stream never overlap.
+	 */
 	void (*message)(void *userdata, struct rpc_stream *st, const ProtobufCMessage *msg);
 	/* The stream ended (client gone, cancelled, or finished). Called once, after the last
 	 * message() and never concurrently with it. */
@@ -79,18 +80,18 @@ struct rpc_method {
 	const char *path; /* "/railyard.v1.Controller/Enroll" */
 	enum rpc_kind kind;
 	const ProtobufCMessageDescriptor *request;
-	rpc_unary_fn unary;                /* RPC_UNARY */
+	rpc_unary_fn unary;		   /* RPC_UNARY */
 	const struct rpc_stream_ops *bidi; /* RPC_BIDI */
-	bool require_client_cert;          /* refuse with UNAUTHENTICATED (and log) when absent */
+	bool require_client_cert;	   /* refuse with UNAUTHENTICATED (and log) when absent */
 };
 
 struct rpc_server_config {
-	const char *listen;          /* "HOST:PORT"; port 0 picks a free one */
-	struct rpc_tls tls;          /* server chain and key; ca_pem verifies client certs */
+	const char *listen;		  /* "HOST:PORT"; port 0 picks a free one */
+	struct rpc_tls tls;		  /* server chain and key; ca_pem verifies client certs */
 	const struct rpc_method *methods; /* borrowed; must outlive the server */
 	size_t n_methods;
-	void *userdata;              /* passed to every handler */
-	int threads;                 /* completion-queue threads, >= 1 */
+	void *userdata; /* passed to every handler */
+	int threads;	/* completion-queue threads, >= 1 */
 };
 
 /* Create, bind and start a server. -EADDRINUSE when the port is taken, -EINVAL for a bad
@@ -121,10 +122,10 @@ struct rpc_channel;
 struct rpc_client_stream;
 
 struct rpc_channel_config {
-	const char *target;               /* "HOST:PORT" */
-	struct rpc_tls tls;               /* ca_pem required; cert/key for mTLS (optional) */
-	const char *server_name;          /* name checked in the server's certificate (NULL: host) */
-	int reconnect_max_ms;             /* gRPC's own subchannel backoff cap (0: default 30 s) */
+	const char *target;	 /* "HOST:PORT" */
+	struct rpc_tls tls;	 /* ca_pem required; cert/key for mTLS (optional) */
+	const char *server_name; /* name checked in the server's certificate (NULL: host) */
+	int reconnect_max_ms;	 /* gRPC's own subchannel backoff cap (0: default 30 s) */
 };
 
 RPC_WUR int rpc_channel_new(const struct rpc_channel_config *cfg, struct rpc_channel **ret);

@@ -42,8 +42,7 @@ static gpr_timespec deadline_from_mono(int64_t deadline_mono_ms)
 
 	if (left < 0)
 		left = 0;
-	return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-			    gpr_time_from_millis(left, GPR_TIMESPAN));
+	return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(left, GPR_TIMESPAN));
 }
 
 int rpc_channel_new(const struct rpc_channel_config *cfg, struct rpc_channel **ret)
@@ -60,9 +59,8 @@ int rpc_channel_new(const struct rpc_channel_config *cfg, struct rpc_channel **r
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	creds = grpc_ssl_credentials_create_ex(cfg->tls.ca_pem,
-					       cfg->tls.cert_pem && cfg->tls.key_pem ? &pair : NULL,
-					       NULL, NULL);
+	creds = grpc_ssl_credentials_create_ex(
+		cfg->tls.ca_pem, cfg->tls.cert_pem && cfg->tls.key_pem ? &pair : NULL, NULL, NULL);
 	if (!creds) {
 		free(c);
 		return -EINVAL;
@@ -131,8 +129,8 @@ int rpc_channel_wait_ready(struct rpc_channel *ch, int64_t deadline_mono_ms)
 		}
 		if (st == GRPC_CHANNEL_SHUTDOWN || util_now_mono_ms() >= deadline_mono_ms)
 			break;
-		grpc_channel_watch_connectivity_state(ch->ch, st,
-						      deadline_from_mono(deadline_mono_ms), cq, &tag);
+		grpc_channel_watch_connectivity_state(
+			ch->ch, st, deadline_from_mono(deadline_mono_ms), cq, &tag);
 		ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 		if (ev.type != GRPC_OP_COMPLETE)
 			break;

@@ -50,10 +50,22 @@ void rpc_shutdown(void)
 const char *rpc_status_name(grpc_status_code code)
 {
 	static const char *const names[] = {
-		"OK",		  "CANCELLED",	       "UNKNOWN",	  "INVALID_ARGUMENT",
-		"DEADLINE_EXCEEDED", "NOT_FOUND",	  "ALREADY_EXISTS",	  "PERMISSION_DENIED",
-		"RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",	  "OUT_OF_RANGE",
-		"UNIMPLEMENTED",  "INTERNAL",	       "UNAVAILABLE",	  "DATA_LOSS",
+		"OK",
+		"CANCELLED",
+		"UNKNOWN",
+		"INVALID_ARGUMENT",
+		"DEADLINE_EXCEEDED",
+		"NOT_FOUND",
+		"ALREADY_EXISTS",
+		"PERMISSION_DENIED",
+		"RESOURCE_EXHAUSTED",
+		"FAILED_PRECONDITION",
+		"ABORTED",
+		"OUT_OF_RANGE",
+		"UNIMPLEMENTED",
+		"INTERNAL",
+		"UNAVAILABLE",
+		"DATA_LOSS",
 		"UNAUTHENTICATED",
 	};
 

@@ -7,7 +7,7 @@
 
 #include <grpc/grpc.h>
 
-#define RPC_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define RPC_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* Every batch we start carries one of these as its tag; the CQ loop calls fn(tag, ok). */
 struct rpc_tag {

@@ -85,8 +85,8 @@ static void *cq_thread(void *arg)
 	struct rpc_server *srv = arg;
 
 	for (;;) {
-		grpc_event ev =
-			grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+		grpc_event ev = grpc_completion_queue_next(
+			srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 
 		if (ev.type == GRPC_QUEUE_SHUTDOWN)
 			break;
@@ -125,7 +125,8 @@ static void peer_fill(grpc_call *call, struct rpc_peer *peer)
 			peer->common_name[p->value_length] = '\0';
 			peer->authenticated = true;
 		}
-		it = grpc_auth_context_find_properties_by_name(ctx, GRPC_X509_PEM_CERT_PROPERTY_NAME);
+		it = grpc_auth_context_find_properties_by_name(ctx,
+							       GRPC_X509_PEM_CERT_PROPERTY_NAME);
 		p = grpc_auth_property_iterator_next(&it);
 		if (p && p->value_length > 0)
 			peer->cert_pem = strndup(p->value, p->value_length);
@@ -177,7 +178,8 @@ static void unary_handle(struct rpc_server *srv, const struct rpc_method *m, grp
 		msg = strdup("undecodable request");
 	} else {
 		code = m->unary(srv->userdata, &peer, req, &resp, &msg);
-		if (code == GRPC_STATUS_OK && (!resp || rpc_buffer_from_message(resp, &u->resp) < 0)) {
+		if (code == GRPC_STATUS_OK &&
+		    (!resp || rpc_buffer_from_message(resp, &u->resp) < 0)) {
 			code = GRPC_STATUS_INTERNAL;
 			free(msg);
 			msg = strdup("response could not be encoded");
@@ -542,8 +544,8 @@ static void shutdown_done(struct rpc_tag *tag, bool ok)
 /* gRPC only says "0" when it cannot bind; find out why with a plain bind. */
 static int diagnose_bind(const char *listen)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE};
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
 	struct addrinfo *ai = NULL;
 	char host[256];
 	const char *colon = strrchr(listen, ':');
@@ -616,8 +618,9 @@ int rpc_server_start(const struct rpc_server_config *cfg, struct rpc_server **re
 	for (size_t i = 0; i < cfg->n_methods; i++) {
 		srv->handles[i] = grpc_server_register_method(
 			srv->server, cfg->methods[i].path, NULL,
-			cfg->methods[i].kind == RPC_UNARY ? GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER
-							  : GRPC_SRM_PAYLOAD_NONE,
+			cfg->methods[i].kind == RPC_UNARY
+				? GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER
+				: GRPC_SRM_PAYLOAD_NONE,
 			0);
 		if (!srv->handles[i]) {
 			r = -EINVAL;

@@ -5,21 +5,21 @@
 #define RAILYARD_UTIL_ERROR_H
 
 enum ry_error {
-	RY_E_BASE = 1000,     /* project codes start above the errno range */
-	RY_E_INVALID = 1000,  /* malformed input from outside (message, file, argument) */
-	RY_E_CRYPTO,          /* an OpenSSL operation failed */
-	RY_E_DB,              /* SQLite reported an error */
-	RY_E_CORRUPT,         /* stored state is unreadable or inconsistent */
-	RY_E_TOKEN_UNKNOWN,   /* enrollment token not known */
-	RY_E_TOKEN_EXPIRED,   /* enrollment token past its expiry */
-	RY_E_TOKEN_USED,      /* enrollment token has no uses left */
-	RY_E_REVOKED,         /* certificate or node revoked */
-	RY_E_FINGERPRINT,     /* CA fingerprint does not match the pin */
-	RY_E_RPC,             /* gRPC call failed */
-	RY_E_TOO_BIG,         /* input over its size limit */
-	RY_E_EXISTS,          /* object already exists */
-	RY_E_NOT_FOUND,       /* object does not exist */
-	RY_E_SCHEMA,          /* database schema newer than this program */
+	RY_E_BASE = 1000,    /* project codes start above the errno range */
+	RY_E_INVALID = 1000, /* malformed input from outside (message, file, argument) */
+	RY_E_CRYPTO,	     /* an OpenSSL operation failed */
+	RY_E_DB,	     /* SQLite reported an error */
+	RY_E_CORRUPT,	     /* stored state is unreadable or inconsistent */
+	RY_E_TOKEN_UNKNOWN,  /* enrollment token not known */
+	RY_E_TOKEN_EXPIRED,  /* enrollment token past its expiry */
+	RY_E_TOKEN_USED,     /* enrollment token has no uses left */
+	RY_E_REVOKED,	     /* certificate or node revoked */
+	RY_E_FINGERPRINT,    /* CA fingerprint does not match the pin */
+	RY_E_RPC,	     /* gRPC call failed */
+	RY_E_TOO_BIG,	     /* input over its size limit */
+	RY_E_EXISTS,	     /* object already exists */
+	RY_E_NOT_FOUND,	     /* object does not exist */
+	RY_E_SCHEMA,	     /* database schema newer than this program */
 	RY_E_MAX
 };
 

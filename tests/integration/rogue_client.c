@@ -48,9 +48,12 @@ static int send_agent(struct rpc_client_stream *cs, uint64_t seq, int body, cons
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"target", required_argument, NULL, 't'}, {"ca", required_argument, NULL, 'a'},
-		{"cert", required_argument, NULL, 'c'},   {"key", required_argument, NULL, 'k'},
-		{"mode", required_argument, NULL, 'm'},   {"expect", required_argument, NULL, 'e'},
+		{"target", required_argument, NULL, 't'},
+		{"ca", required_argument, NULL, 'a'},
+		{"cert", required_argument, NULL, 'c'},
+		{"key", required_argument, NULL, 'k'},
+		{"mode", required_argument, NULL, 'm'},
+		{"expect", required_argument, NULL, 'e'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *target = NULL, *ca = NULL, *cert = NULL, *key = NULL, *mode = "hello";
@@ -63,13 +66,26 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 't': target = optarg; break;
-		case 'a': ca = optarg; break;
-		case 'c': cert = optarg; break;
-		case 'k': key = optarg; break;
-		case 'm': mode = optarg; break;
-		case 'e': expect = optarg; break;
-		default: return 2;
+		case 't':
+			target = optarg;
+			break;
+		case 'a':
+			ca = optarg;
+			break;
+		case 'c':
+			cert = optarg;
+			break;
+		case 'k':
+			key = optarg;
+			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'e':
+			expect = optarg;
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (!target || !ca || !expect)
@@ -149,7 +165,9 @@ int main(int argc, char **argv)
 		}
 		break;
 	}
-	got = welcomed && r == 1 ? "WELCOME" : r == 0 ? "TIMEOUT" : rpc_status_name(rpc_client_stream_status(cs)->code);
+	got = welcomed && r == 1 ? "WELCOME"
+	      : r == 0		 ? "TIMEOUT"
+				 : rpc_status_name(rpc_client_stream_status(cs)->code);
 	printf("rogue_client: mode %s -> %s (%s)\n", mode, got,
 	       r == 1 || r == 0 ? "" : rpc_client_stream_status(cs)->details);
 out:

@@ -85,17 +85,17 @@ static void test_undecodable_rejected(void **state)
 	uint8_t *buf;
 	size_t len;
 
-	assert_int_equal(rpc_unpack(&railyard__v1__agent_message__descriptor, junk, sizeof(junk),
-				    &decoded),
-			 -RY_E_INVALID);
+	assert_int_equal(
+		rpc_unpack(&railyard__v1__agent_message__descriptor, junk, sizeof(junk), &decoded),
+		-RY_E_INVALID);
 	/* A valid message cut short must not decode either. */
 	rq.token = "ry1.abcdef";
 	rq.hostname = "gpu-node-01";
 	rq.csr_pem = "-----BEGIN CERTIFICATE REQUEST-----";
 	assert_int_equal(rpc_pack(&rq.base, &buf, &len), 0);
-	assert_int_equal(rpc_unpack(&railyard__v1__enroll_request__descriptor, buf, len - 3,
-				    &decoded),
-			 -RY_E_INVALID);
+	assert_int_equal(
+		rpc_unpack(&railyard__v1__enroll_request__descriptor, buf, len - 3, &decoded),
+		-RY_E_INVALID);
 	assert_null(decoded);
 	assert_int_equal(rpc_unpack(&railyard__v1__enroll_request__descriptor, buf,
 				    RPC_MAX_MESSAGE + 1, &decoded),
@@ -142,9 +142,9 @@ static void test_agent_config(void **state)
 					    sizeof(err)),
 			 -RY_E_INVALID);
 	assert_string_equal(err, "x.conf:3: unknown key 'bogus'");
-	assert_int_equal(agent_config_parse("controller = a:1\nnode_id\n", "x.conf", &cfg, err,
-					    sizeof(err)),
-			 -RY_E_INVALID);
+	assert_int_equal(
+		agent_config_parse("controller = a:1\nnode_id\n", "x.conf", &cfg, err, sizeof(err)),
+		-RY_E_INVALID);
 	assert_string_equal(err, "x.conf:2: expected 'key = value'");
 	assert_int_equal(agent_config_parse("controller = a:1\n", "x.conf", &cfg, err, sizeof(err)),
 			 -RY_E_INVALID);
