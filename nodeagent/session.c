@@ -165,11 +165,15 @@ static void pause_ms(struct agent_session *s, int ms)
 
 static char *facts_text(struct agent_session *s)
 {
-	json_t *facts = NULL;
+	json_t *facts = NULL, *w;
 	char *text;
+	size_t i;
 
 	if (facts_collect(s->o.sysroot, &facts) < 0)
 		return NULL;
+	/* A missing or malformed sysfs file leaves that fact out; say which. */
+	json_array_foreach(json_object_get(facts, "warnings"), i, w)
+		log_warn("facts: %s", json_string_value(w));
 	text = json_dumps(facts, JSON_COMPACT);
 	json_decref(facts);
 	return text;
