@@ -21,6 +21,7 @@ pkg_check_modules(SQLITE REQUIRED IMPORTED_TARGET sqlite3)
 pkg_check_modules(OPENSSL REQUIRED IMPORTED_TARGET libssl libcrypto)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+pkg_check_modules(FYAML REQUIRED IMPORTED_TARGET libfyaml)
 find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)
 find_program(PROTOC NAMES protoc)
 
