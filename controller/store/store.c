@@ -29,6 +29,13 @@
 	"n.agent_version, n.facts, n.enrolled_at, n.last_seen "                                    \
 	"FROM nodes n JOIN clusters c ON c.id = n.cluster_id "
 
+/* Columns read by deployment_from_row(), in this order. */
+#define DEPLOY_COLUMNS                                                                             \
+	"SELECT d.id, c.name, p.name, p.version, p.sha256, d.check_mode, d.policy, d.state, "      \
+	"d.reason, d.current_batch, d.created_at, d.finished_at "                                  \
+	"FROM deployments d JOIN clusters c ON c.id = d.cluster_id "                               \
+	"JOIN playbooks p ON p.id = d.playbook_id "
+
 enum stmt_id {
 	STMT_BEGIN,
 	STMT_COMMIT,
@@ -57,6 +64,19 @@ enum stmt_id {
 	STMT_REVOKED_GET,
 	STMT_AUDIT_INSERT,
 	STMT_AUDIT_LIST,
+	STMT_PLAYBOOK_PUT,
+	STMT_PLAYBOOK_ID,
+	STMT_DEPLOY_INSERT,
+	STMT_DEPLOY_NODE_INSERT,
+	STMT_DEPLOY_GET,
+	STMT_DEPLOY_LIST,
+	STMT_DEPLOY_LIST_ACTIVE,
+	STMT_DEPLOY_TEXT,
+	STMT_DEPLOY_UPDATE,
+	STMT_DEPLOY_NODES,
+	STMT_DEPLOY_NODE_UPDATE,
+	STMT_STEP_PUT,
+	STMT_STEP_LIST,
 	STMT__MAX
 };
 
@@ -106,6 +126,41 @@ static const char *const stmt_sql[STMT__MAX] = {
 			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[STMT_AUDIT_LIST] = "SELECT at, actor, action, target, outcome, detail FROM audit_log "
 			    "ORDER BY at DESC, id DESC LIMIT ?1",
+	[STMT_PLAYBOOK_PUT] = "INSERT INTO playbooks (name, version, sha256, text, created_at) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (sha256) DO NOTHING",
+	[STMT_PLAYBOOK_ID] = "SELECT id FROM playbooks WHERE sha256 = ?1",
+	[STMT_DEPLOY_INSERT] =
+		"INSERT INTO deployments (id, cluster_id, playbook_id, check_mode, "
+		"policy, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
+	[STMT_DEPLOY_NODE_INSERT] = "INSERT INTO deployment_nodes (deployment_id, node_id, "
+				    "hostname, batch, state) VALUES (?1, ?2, ?3, ?4, 'waiting')",
+	[STMT_DEPLOY_GET] = DEPLOY_COLUMNS "WHERE d.id = ?1",
+	[STMT_DEPLOY_LIST] = DEPLOY_COLUMNS "ORDER BY d.created_at DESC, d.id LIMIT ?1",
+	[STMT_DEPLOY_LIST_ACTIVE] = DEPLOY_COLUMNS "WHERE d.state IN ('pending', 'running') "
+						   "ORDER BY d.created_at, d.id",
+	[STMT_DEPLOY_TEXT] = "SELECT p.text FROM deployments d JOIN playbooks p "
+			     "ON p.id = d.playbook_id WHERE d.id = ?1",
+	[STMT_DEPLOY_UPDATE] = "UPDATE deployments SET state = ?2, reason = COALESCE(?3, reason), "
+			       "current_batch = ?4, finished_at = ?5 WHERE id = ?1",
+	[STMT_DEPLOY_NODES] = "SELECT node_id, hostname, batch, state, ok, changed, failed, "
+			      "skipped, message, sent_at, finished_at FROM deployment_nodes "
+			      "WHERE deployment_id = ?1 ORDER BY batch, hostname",
+	/* Only a node that has not finished moves; a late or repeated report changes nothing. */
+	[STMT_DEPLOY_NODE_UPDATE] = "UPDATE deployment_nodes SET state = ?3, "
+				    "message = COALESCE(?4, message), "
+				    "ok = ?5, changed = ?6, failed = ?7, skipped = ?8, "
+				    "sent_at = CASE WHEN ?3 = 'sent' THEN ?9 ELSE sent_at END, "
+				    "finished_at = CASE WHEN ?3 IN ('waiting', 'sent') THEN NULL "
+				    "ELSE ?9 END "
+				    "WHERE deployment_id = ?1 AND node_id = ?2 "
+				    "AND state IN ('waiting', 'sent')",
+	[STMT_STEP_PUT] = "INSERT INTO step_results (deployment_id, node_id, idx, name, status, "
+			  "diff, message, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+			  "ON CONFLICT (deployment_id, node_id, idx) DO UPDATE SET "
+			  "name = excluded.name, status = excluded.status, diff = excluded.diff, "
+			  "message = excluded.message, duration_ms = excluded.duration_ms",
+	[STMT_STEP_LIST] = "SELECT node_id, idx, name, status, diff, message, duration_ms "
+			   "FROM step_results WHERE deployment_id = ?1 ORDER BY node_id, idx",
 };
 
 struct store {
@@ -1223,6 +1278,422 @@ out:
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0) {
 		store_audit_entries_free(v, n);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* ---- deployments ---------------------------------------------------------------------------- */
+
+static bool deploy_state_ok(const char *st)
+{
+	static const char *const states[] = {"pending", "running", "succeeded", "partial",
+					     "failed"};
+
+	for (size_t i = 0; st && i < RY_ARRAY_SIZE(states); i++)
+		if (strcmp(st, states[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool deploy_node_state_ok(const char *st)
+{
+	static const char *const states[] = {"waiting", "sent",	       "succeeded",
+					     "failed",	"unreachable", "skipped"};
+
+	for (size_t i = 0; st && i < RY_ARRAY_SIZE(states); i++)
+		if (strcmp(st, states[i]) == 0)
+			return true;
+	return false;
+}
+
+int store_deployment_create(struct store *s, const struct store_deployment_new *d,
+			    const struct store_deploy_target *targets, size_t n, int64_t now_ms)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t cluster_id = 0, playbook_id = 0;
+	int r;
+
+	if (!s || !d || (n && !targets) || !text_ok(d->id, STORE_TEXT_MAX) ||
+	    !text_ok(d->cluster, STORE_TEXT_MAX) || !text_ok(d->playbook_name, STORE_TEXT_MAX) ||
+	    !text_ok(d->playbook_version, STORE_TEXT_MAX) ||
+	    !text_ok(d->playbook_sha256, STORE_TEXT_MAX) || !d->playbook_text || !d->policy_json ||
+	    !d->actor)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!text_ok(targets[i].node_id, STORE_TEXT_MAX) ||
+		    !text_ok(targets[i].hostname, STORE_TEXT_MAX) || targets[i].batch < 0)
+			return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = tx_begin(s);
+	if (r < 0)
+		goto out;
+	r = q_start(s, STMT_CLUSTER_ID, &st, "t", d->cluster);
+	if (r >= 0) {
+		r = q_step(s, st);
+		if (r == 1)
+			cluster_id = sqlite3_column_int64(st, 0);
+		r = r == 1 ? 0 : r == 0 ? -RY_E_NOT_FOUND : r;
+	}
+	q_end(st);
+	st = NULL;
+	if (r < 0)
+		goto fail;
+	r = q_exec(s, NULL, STMT_PLAYBOOK_PUT, "ttttl", d->playbook_name, d->playbook_version,
+		   d->playbook_sha256, d->playbook_text, now_ms);
+	if (r >= 0)
+		r = q_start(s, STMT_PLAYBOOK_ID, &st, "t", d->playbook_sha256);
+	if (r >= 0) {
+		r = q_step(s, st);
+		if (r == 1)
+			playbook_id = sqlite3_column_int64(st, 0);
+		r = r == 1 ? 0 : r == 0 ? db_fail_msg(s, "playbook vanished") : r;
+	}
+	q_end(st);
+	if (r < 0)
+		goto fail;
+	r = q_exec(s, NULL, STMT_DEPLOY_INSERT, "tllltl", d->id, cluster_id, playbook_id,
+		   (int64_t)d->check_mode, d->policy_json, now_ms);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = q_exec(s, NULL, STMT_DEPLOY_NODE_INSERT, "tttl", d->id, targets[i].node_id,
+			   targets[i].hostname, (int64_t)targets[i].batch);
+	if (r >= 0)
+		r = audit_locked(s, now_ms, d->actor,
+				 d->check_mode ? "deploy.check" : "deploy.apply", d->id, "created",
+				 d->playbook_name);
+	if (r < 0)
+		goto fail;
+	r = tx_commit(s);
+	goto out;
+fail:
+	tx_rollback(s);
+out:
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+void store_deployment_free(struct store_deployment *d)
+{
+	if (!d)
+		return;
+	free(d->id);
+	free(d->cluster);
+	free(d->playbook_name);
+	free(d->playbook_version);
+	free(d->playbook_sha256);
+	free(d->policy_json);
+	free(d->state);
+	free(d->reason);
+	free(d);
+}
+
+void store_deployments_free(struct store_deployment **v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		store_deployment_free(v[i]);
+	free(v);
+}
+
+static int deployment_from_row(sqlite3_stmt *st, struct store_deployment **ret)
+{
+	struct store_deployment *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	if (col_dup(st, 0, &d->id) < 0 || col_dup(st, 1, &d->cluster) < 0 ||
+	    col_dup(st, 2, &d->playbook_name) < 0 || col_dup(st, 3, &d->playbook_version) < 0 ||
+	    col_dup(st, 4, &d->playbook_sha256) < 0 || col_dup(st, 6, &d->policy_json) < 0 ||
+	    col_dup(st, 7, &d->state) < 0 || col_dup(st, 8, &d->reason) < 0) {
+		store_deployment_free(d);
+		return -ENOMEM;
+	}
+	d->check_mode = sqlite3_column_int(st, 5) != 0;
+	d->current_batch = sqlite3_column_int(st, 9);
+	d->created_at_ms = sqlite3_column_int64(st, 10);
+	d->finished_at_ms = sqlite3_column_int64(st, 11);
+	*ret = d;
+	return 0;
+}
+
+int store_deployment_get(struct store *s, const char *id, struct store_deployment **ret)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !id || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_DEPLOY_GET, &st, "t", id);
+	if (r >= 0) {
+		r = q_step(s, st);
+		if (r == 1)
+			r = deployment_from_row(st, ret);
+		else if (r == 0)
+			r = -RY_E_NOT_FOUND;
+	}
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int store_deployments_list(struct store *s, bool active_only, size_t limit,
+			   struct store_deployment ***ret, size_t *ret_n)
+{
+	struct store_deployment **v = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0, cap = 0;
+	int r;
+
+	if (!s || !ret || !ret_n)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if (active_only)
+		r = q_start(s, STMT_DEPLOY_LIST_ACTIVE, &st, "");
+	else
+		r = q_start(s, STMT_DEPLOY_LIST, &st, "l", (int64_t)(limit ? limit : 50));
+	if (r < 0)
+		goto out;
+	while ((r = q_step(s, st)) == 1) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct store_deployment **nv = realloc(v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		r = deployment_from_row(st, &v[n]);
+		if (r < 0)
+			break;
+		n++;
+	}
+out:
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0) {
+		store_deployments_free(v, n);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+int store_deployment_playbook_text(struct store *s, const char *id, char **ret_text)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !id || !ret_text)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_DEPLOY_TEXT, &st, "t", id);
+	if (r >= 0) {
+		r = q_step(s, st);
+		if (r == 1)
+			r = col_dup(st, 0, ret_text);
+		else if (r == 0)
+			r = -RY_E_NOT_FOUND;
+	}
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int store_deployment_update(struct store *s, const char *id, const char *state, const char *reason,
+			    int current_batch, int64_t now_ms)
+{
+	bool terminal;
+	int changes = 0, r;
+
+	if (!s || !id || !deploy_state_ok(state) || current_batch < 0)
+		return -EINVAL;
+	terminal = strcmp(state, "pending") != 0 && strcmp(state, "running") != 0;
+	pthread_mutex_lock(&s->lock);
+	r = q_exec(s, &changes, STMT_DEPLOY_UPDATE, "tttll", id, state, reason,
+		   (int64_t)current_batch, terminal ? now_ms : (int64_t)0);
+	if (r >= 0 && changes == 0)
+		r = -RY_E_NOT_FOUND;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+void store_deploy_nodes_free(struct store_deploy_node *v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].node_id);
+		free(v[i].hostname);
+		free(v[i].state);
+		free(v[i].message);
+	}
+	free(v);
+}
+
+int store_deploy_nodes(struct store *s, const char *id, struct store_deploy_node **ret,
+		       size_t *ret_n)
+{
+	struct store_deploy_node *v = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0, cap = 0;
+	int r;
+
+	if (!s || !id || !ret || !ret_n)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_DEPLOY_NODES, &st, "t", id);
+	if (r < 0)
+		goto out;
+	while ((r = q_step(s, st)) == 1) {
+		struct store_deploy_node *e;
+
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct store_deploy_node *nv = realloc(v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		e = &v[n];
+		memset(e, 0, sizeof(*e));
+		n++;
+		if (col_dup(st, 0, &e->node_id) < 0 || col_dup(st, 1, &e->hostname) < 0 ||
+		    col_dup(st, 3, &e->state) < 0 || col_dup(st, 8, &e->message) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		e->batch = sqlite3_column_int(st, 2);
+		e->ok = sqlite3_column_int(st, 4);
+		e->changed = sqlite3_column_int(st, 5);
+		e->failed = sqlite3_column_int(st, 6);
+		e->skipped = sqlite3_column_int(st, 7);
+		e->sent_at_ms = sqlite3_column_int64(st, 9);
+		e->finished_at_ms = sqlite3_column_int64(st, 10);
+	}
+out:
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0) {
+		store_deploy_nodes_free(v, n);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+int store_deploy_node_update(struct store *s, const char *id, const char *node_id,
+			     const char *state, const char *message, const int counts[4],
+			     int64_t now_ms)
+{
+	static const int zero[4] = {0, 0, 0, 0};
+	int changes = 0, r;
+
+	if (!s || !id || !node_id || !deploy_node_state_ok(state))
+		return -EINVAL;
+	if (!counts)
+		counts = zero;
+	pthread_mutex_lock(&s->lock);
+	r = q_exec(s, &changes, STMT_DEPLOY_NODE_UPDATE, "ttttlllll", id, node_id, state, message,
+		   (int64_t)counts[0], (int64_t)counts[1], (int64_t)counts[2], (int64_t)counts[3],
+		   now_ms);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0)
+		return r;
+	return changes > 0 ? 1 : 0;
+}
+
+int store_step_result_put(struct store *s, const char *id, const char *node_id,
+			  const struct store_step_result *res)
+{
+	static const char *const statuses[] = {"ok", "changed", "failed", "skipped"};
+	bool status_ok = false;
+	int r;
+
+	if (!s || !id || !node_id || !res || !res->name || res->idx < 0)
+		return -EINVAL;
+	for (size_t i = 0; res->status && i < RY_ARRAY_SIZE(statuses); i++)
+		status_ok |= strcmp(res->status, statuses[i]) == 0;
+	if (!status_ok)
+		return -RY_E_INVALID;
+	pthread_mutex_lock(&s->lock);
+	r = q_exec(s, NULL, STMT_STEP_PUT, "ttlttttl", id, node_id, (int64_t)res->idx, res->name,
+		   res->status, res->diff, res->message, res->duration_ms);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+void store_step_results_free(struct store_step_result *v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].node_id);
+		free(v[i].name);
+		free(v[i].status);
+		free(v[i].diff);
+		free(v[i].message);
+	}
+	free(v);
+}
+
+int store_step_results(struct store *s, const char *id, struct store_step_result **ret,
+		       size_t *ret_n)
+{
+	struct store_step_result *v = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0, cap = 0;
+	int r;
+
+	if (!s || !id || !ret || !ret_n)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_STEP_LIST, &st, "t", id);
+	if (r < 0)
+		goto out;
+	while ((r = q_step(s, st)) == 1) {
+		struct store_step_result *e;
+
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 32;
+			struct store_step_result *nv = realloc(v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		e = &v[n];
+		memset(e, 0, sizeof(*e));
+		n++;
+		if (col_dup(st, 0, &e->node_id) < 0 || col_dup(st, 2, &e->name) < 0 ||
+		    col_dup(st, 3, &e->status) < 0 || col_dup(st, 4, &e->diff) < 0 ||
+		    col_dup(st, 5, &e->message) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		e->idx = sqlite3_column_int(st, 1);
+		e->duration_ms = sqlite3_column_int64(st, 6);
+	}
+out:
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0) {
+		store_step_results_free(v, n);
 		return r;
 	}
 	*ret = v;

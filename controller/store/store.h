@@ -4,13 +4,14 @@
 #ifndef RAILYARD_CONTROLLER_STORE_H
 #define RAILYARD_CONTROLLER_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -173,5 +174,83 @@ STORE_WUR int store_audit_list(struct store *s, size_t limit, struct store_audit
 
 /* Free an array from store_audit_list(). Accepts NULL. */
 void store_audit_entries_free(struct store_audit_entry *e, size_t n);
+
+/* ---- Deployments (schema v3) ---------------------------------------------------------------
+ * A deployment applies one playbook to the nodes of one cluster in batches. Deployment states:
+ * pending -> running -> succeeded | partial (finished with tolerated failures) | failed (stopped,
+ * reason says why). Node states: waiting -> sent -> succeeded | failed | unreachable, or
+ * skipped (never sent because the rollout stopped). */
+
+/* What a new deployment records; all strings borrowed. */
+struct store_deployment_new {
+	const char *id, *cluster, *actor;
+	const char *playbook_name, *playbook_version, *playbook_sha256, *playbook_text;
+	const char *policy_json; /* the rollout policy as applied, for display and resume */
+	bool check_mode;
+};
+
+/* One target node with its batch (0 = first). Strings borrowed. */
+struct store_deploy_target {
+	const char *node_id, *hostname;
+	int batch;
+};
+
+struct store_deployment {
+	char *id, *cluster, *playbook_name, *playbook_version, *playbook_sha256;
+	char *policy_json, *state, *reason; /* reason NULL unless set */
+	bool check_mode;
+	int current_batch;
+	int64_t created_at_ms, finished_at_ms; /* finished 0 while not finished */
+};
+
+struct store_deploy_node {
+	char *node_id, *hostname, *state, *message; /* message may be NULL */
+	int batch, ok, changed, failed, skipped;
+	int64_t sent_at_ms, finished_at_ms;
+};
+
+struct store_step_result {
+	char *node_id; /* set by store_step_results(); ignored by store_step_result_put() */
+	char *name, *status, *diff, *message; /* status: ok, changed, failed, skipped */
+	int idx;
+	int64_t duration_ms;
+};
+
+/* Store the playbook (deduplicated by SHA-256), the deployment (pending) and its nodes
+ * (waiting) in one transaction, with an audit row. -RY_E_NOT_FOUND for an unknown cluster,
+ * -EINVAL for a missing or over-long field; nothing is stored on any error. */
+STORE_WUR int store_deployment_create(struct store *s, const struct store_deployment_new *d,
+				      const struct store_deploy_target *targets, size_t n,
+				      int64_t now_ms);
+STORE_WUR int store_deployment_get(struct store *s, const char *id, struct store_deployment **ret);
+void store_deployment_free(struct store_deployment *d);
+/* active_only: pending and running, oldest first; otherwise the newest `limit` (0: 50). */
+STORE_WUR int store_deployments_list(struct store *s, bool active_only, size_t limit,
+				     struct store_deployment ***ret, size_t *ret_n);
+void store_deployments_free(struct store_deployment **v, size_t n);
+/* The exact playbook text of a deployment (caller frees). */
+STORE_WUR int store_deployment_playbook_text(struct store *s, const char *id, char **ret_text);
+/* Set state, reason (NULL keeps it) and current batch; a final state stamps finished_at. */
+STORE_WUR int store_deployment_update(struct store *s, const char *id, const char *state,
+				      const char *reason, int current_batch, int64_t now_ms);
+/* The deployment's nodes ordered by batch, hostname (caller frees with
+ * store_deploy_nodes_free()). */
+STORE_WUR int store_deploy_nodes(struct store *s, const char *id, struct store_deploy_node **ret,
+				 size_t *ret_n);
+void store_deploy_nodes_free(struct store_deploy_node *v, size_t n);
+/* Move a node that has not finished to state with counts {ok, changed, failed, skipped} (NULL:
+ * zeros) and message (NULL keeps it). Returns 1 when it moved, 0 when the node had already
+ * finished (late or repeated reports change nothing). */
+STORE_WUR int store_deploy_node_update(struct store *s, const char *id, const char *node_id,
+				       const char *state, const char *message, const int counts[4],
+				       int64_t now_ms);
+/* Insert or replace one step's result (a re-sent event overwrites). -RY_E_INVALID for an
+ * unknown status. */
+STORE_WUR int store_step_result_put(struct store *s, const char *id, const char *node_id,
+				    const struct store_step_result *res);
+/* All step results of a deployment ordered by node, index (caller frees). */
+STORE_WUR int store_step_results(struct store *s, const char *id, struct store_step_result **ret,
+				 size_t *ret_n);
+void store_step_results_free(struct store_step_result *v, size_t n);
 
 #endif

@@ -61,9 +61,63 @@ static const char migration_v2[] =
 	"CREATE INDEX enroll_tokens_cluster ON enroll_tokens (cluster_id);"
 	"CREATE INDEX audit_log_at ON audit_log (at, id);";
 
+/* v3: playbooks (by content hash), deployments with their rollout policy, the nodes of each
+ * deployment with their batch and outcome, and per-step results. */
+static const char migration_v3[] =
+	"CREATE TABLE playbooks ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  version TEXT NOT NULL,"
+	"  sha256 TEXT NOT NULL UNIQUE,"
+	"  text TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL"
+	");"
+	"CREATE TABLE deployments ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  playbook_id INTEGER NOT NULL REFERENCES playbooks(id),"
+	"  check_mode INTEGER NOT NULL,"
+	"  policy TEXT NOT NULL,"
+	"  state TEXT NOT NULL"
+	"    CHECK (state IN ('pending', 'running', 'succeeded', 'partial', 'failed')),"
+	"  reason TEXT,"
+	"  current_batch INTEGER NOT NULL DEFAULT 0,"
+	"  created_at INTEGER NOT NULL,"
+	"  finished_at INTEGER"
+	");"
+	"CREATE TABLE deployment_nodes ("
+	"  deployment_id TEXT NOT NULL REFERENCES deployments(id),"
+	"  node_id TEXT NOT NULL,"
+	"  hostname TEXT NOT NULL,"
+	"  batch INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('waiting', 'sent', 'succeeded', 'failed',"
+	"    'unreachable', 'skipped')),"
+	"  ok INTEGER NOT NULL DEFAULT 0,"
+	"  changed INTEGER NOT NULL DEFAULT 0,"
+	"  failed INTEGER NOT NULL DEFAULT 0,"
+	"  skipped INTEGER NOT NULL DEFAULT 0,"
+	"  message TEXT,"
+	"  sent_at INTEGER,"
+	"  finished_at INTEGER,"
+	"  PRIMARY KEY (deployment_id, node_id)"
+	");"
+	"CREATE TABLE step_results ("
+	"  deployment_id TEXT NOT NULL REFERENCES deployments(id),"
+	"  node_id TEXT NOT NULL,"
+	"  idx INTEGER NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  status TEXT NOT NULL CHECK (status IN ('ok', 'changed', 'failed', 'skipped')),"
+	"  diff TEXT,"
+	"  message TEXT,"
+	"  duration_ms INTEGER NOT NULL,"
+	"  PRIMARY KEY (deployment_id, node_id, idx)"
+	");"
+	"CREATE INDEX deployments_state ON deployments (state);";
+
 const struct store_migration store_migrations[] = {
 	{1, migration_v1},
 	{2, migration_v2},
+	{3, migration_v3},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

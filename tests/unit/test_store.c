@@ -296,7 +296,7 @@ static void test_migrate_from_v0(void **state)
 	store_free(f->s);
 	f->s = NULL;
 	fx_open(f);
-	assert_int_equal(store_schema_version(f->s), 2);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
 	assert_true(has_table(f->path, "revoked_certs"));
 }
 
@@ -324,7 +324,7 @@ static void test_migrate_from_v1(void **state)
 	sqlite3_close(db);
 
 	fx_open(f);
-	assert_int_equal(store_schema_version(f->s), 2);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
 	/* The v1 revocation is carried into the revocation list, matched case-insensitively. */
 	assert_int_equal(store_cert_is_revoked(f->s, "abcd01"), 1);
 	assert_int_equal(store_cert_is_revoked(f->s, "ABCD02"), 0);
@@ -343,18 +343,43 @@ static void test_migrate_from_v1(void **state)
 	assert_true(has_table(f->path, "nodes_state_last_seen"));
 }
 
+static void test_migrate_from_v2(void **state)
+{
+	struct fx *f = *state;
+	char *tok, *cluster = NULL;
+
+	assert_int_equal(store_open_at_version(f->path, 2, &f->s), 0);
+	assert_false(has_table(f->path, "deployments"));
+	tok = make_token(f->s, "c1", 2, T0);
+	store_free(f->s);
+	f->s = NULL;
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
+	assert_true(has_table(f->path, "deployments"));
+	assert_true(has_table(f->path, "step_results"));
+	/* v2 data survives: the token still works and names its cluster. */
+	assert_int_equal(store_token_check(f->s, tok, T0 + 1, &cluster), 0);
+	assert_string_equal(cluster, "c1");
+	free(cluster);
+	free(tok);
+}
+
 static void test_newer_schema_refused(void **state)
 {
 	struct fx *f = *state;
 	struct store *s = NULL;
 	sqlite3 *db = raw_open(f->path);
+	char sql[128];
 
-	raw_exec(db, "CREATE TABLE future (x); PRAGMA user_version = 3;");
+	snprintf(sql, sizeof(sql), "CREATE TABLE future (x); PRAGMA user_version = %d;",
+		 STORE_SCHEMA_VERSION + 1);
+	raw_exec(db, sql);
 	sqlite3_close(db);
 	assert_int_equal(store_open(f->path, &s), -RY_E_SCHEMA);
 	assert_null(s);
 	/* The refused file is left as it was. */
-	assert_int_equal(raw_count_in(f->path, "PRAGMA user_version", NULL), 3);
+	assert_int_equal(raw_count_in(f->path, "PRAGMA user_version", NULL),
+			 STORE_SCHEMA_VERSION + 1);
 
 	/* A test-only open at an older version refuses a current database too. */
 	unlink(f->path);
@@ -1014,6 +1039,116 @@ static void test_concurrent(void **state)
 	free(tok);
 }
 
+static void test_deployments(void **state)
+{
+	struct fx *f = *state;
+	struct store_deploy_target t[] = {
+		{"n-a", "gpu01", 0},
+		{"n-b", "gpu02", 1},
+	};
+	struct store_deployment_new d = {
+		.id = "d-1",
+		.cluster = "c1",
+		.actor = "admin",
+		.playbook_name = "h200",
+		.playbook_version = "1.0",
+		.playbook_sha256 = "abc123",
+		.playbook_text = "name: h200\n",
+		.policy_json = "{\"batch\":1}",
+		.check_mode = true,
+	};
+	struct store_step_result sr = {
+		.name = "s1", .status = "changed", .diff = "-a\n+b\n", .idx = 0, .duration_ms = 12};
+	struct store_deployment *got = NULL, **list = NULL;
+	struct store_deploy_node *nodes = NULL;
+	struct store_step_result *res = NULL;
+	const int counts[4] = {3, 1, 0, 0};
+	size_t n = 0;
+	char *text = NULL;
+
+	fx_open(f);
+	/* Unknown cluster: nothing stored. */
+	assert_int_equal(store_deployment_create(f->s, &d, t, 2, T0), -RY_E_NOT_FOUND);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM playbooks", NULL), 0);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_deployment_create(f->s, &d, t, 2, T0), 0);
+	/* The same playbook text is stored once. */
+	d.id = "d-2";
+	assert_int_equal(store_deployment_create(f->s, &d, t, 1, T0 + 1), 0);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM playbooks", NULL), 1);
+	/* Duplicate id: refused whole. */
+	assert_true(store_deployment_create(f->s, &d, t, 1, T0 + 2) < 0);
+	assert_int_equal(raw_count_in(f->path,
+				      "SELECT count(*) FROM deployment_nodes WHERE "
+				      "deployment_id = ?1",
+				      "d-2"),
+			 1);
+
+	assert_int_equal(store_deployment_get(f->s, "d-1", &got), 0);
+	assert_string_equal(got->state, "pending");
+	assert_string_equal(got->cluster, "c1");
+	assert_string_equal(got->playbook_sha256, "abc123");
+	assert_true(got->check_mode);
+	store_deployment_free(got);
+	assert_int_equal(store_deployment_playbook_text(f->s, "d-1", &text), 0);
+	assert_string_equal(text, "name: h200\n");
+	free(text);
+
+	assert_int_equal(store_deployments_list(f->s, true, 0, &list, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0]->id, "d-1"); /* oldest first */
+	store_deployments_free(list, n);
+
+	assert_int_equal(store_deploy_node_update(f->s, "d-1", "n-a", "sent", NULL, NULL, T0 + 5),
+			 1);
+	assert_int_equal(
+		store_deploy_node_update(f->s, "d-1", "n-a", "succeeded", "ok", counts, T0 + 9), 1);
+	/* A late, repeated report changes nothing. */
+	assert_int_equal(
+		store_deploy_node_update(f->s, "d-1", "n-a", "failed", "late", counts, T0 + 10), 0);
+	assert_int_equal(store_deploy_node_update(f->s, "d-1", "n-a", "bogus", NULL, NULL, T0),
+			 -EINVAL);
+	assert_int_equal(store_deploy_nodes(f->s, "d-1", &nodes, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(nodes[0].hostname, "gpu01");
+	assert_string_equal(nodes[0].state, "succeeded");
+	assert_string_equal(nodes[0].message, "ok");
+	assert_int_equal(nodes[0].ok, 3);
+	assert_int_equal(nodes[0].changed, 1);
+	assert_int_equal(nodes[0].sent_at_ms, T0 + 5);
+	assert_int_equal(nodes[0].finished_at_ms, T0 + 9);
+	assert_string_equal(nodes[1].state, "waiting");
+	assert_int_equal(nodes[1].batch, 1);
+	store_deploy_nodes_free(nodes, n);
+
+	assert_int_equal(store_step_result_put(f->s, "d-1", "n-a", &sr), 0);
+	sr.status = "changed";
+	sr.message = "again";
+	assert_int_equal(store_step_result_put(f->s, "d-1", "n-a", &sr), 0); /* replaces */
+	sr.status = "weird";
+	assert_int_equal(store_step_result_put(f->s, "d-1", "n-a", &sr), -RY_E_INVALID);
+	assert_int_equal(store_step_results(f->s, "d-1", &res, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(res[0].diff, "-a\n+b\n");
+	assert_string_equal(res[0].message, "again");
+	assert_int_equal(res[0].duration_ms, 12);
+	store_step_results_free(res, n);
+
+	assert_int_equal(
+		store_deployment_update(f->s, "d-1", "failed", "max_fail exceeded", 1, T0 + 20), 0);
+	assert_int_equal(store_deployment_get(f->s, "d-1", &got), 0);
+	assert_string_equal(got->state, "failed");
+	assert_string_equal(got->reason, "max_fail exceeded");
+	assert_int_equal(got->finished_at_ms, T0 + 20);
+	store_deployment_free(got);
+	assert_int_equal(store_deployment_update(f->s, "d-1", "bogus", NULL, 0, T0), -EINVAL);
+	assert_int_equal(store_deployment_update(f->s, "nope", "running", NULL, 0, T0),
+			 -RY_E_NOT_FOUND);
+	assert_int_equal(store_deployments_list(f->s, true, 0, &list, &n), 0);
+	assert_int_equal(n, 1);
+	store_deployments_free(list, n);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1022,7 +1157,9 @@ int main(void)
 		T(test_open_empty),
 		T(test_migrate_from_v0),
 		T(test_migrate_from_v1),
+		T(test_migrate_from_v2),
 		T(test_newer_schema_refused),
+		T(test_deployments),
 		T(test_garbage_refused),
 		T(test_quick_check_refused),
 		T(test_open_bad_args),
