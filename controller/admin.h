@@ -20,4 +20,19 @@ int ctl_cmd_nodes(const char *state_dir, bool json, FILE *out);
 int ctl_cmd_node_revoke(const char *state_dir, const char *node);
 int ctl_cmd_audit(const char *state_dir, size_t limit, FILE *out);
 
+struct ctl_deploy_opts {
+	const char *cluster, *playbook;
+	const char *batch;    /* "N" or "P%", NULL: the playbook's */
+	const char *max_fail; /* "N" or "P%", NULL: the playbook's */
+	int canary;	      /* -1: the playbook's */
+	bool check, no_wait, show_diffs;
+	int64_t timeout_ms; /* how long to follow */
+};
+
+/* Store a deployment for the serving controller and follow it (unless no_wait). Exit code: 0
+ * when it succeeded (or was stored, with no_wait), 1 otherwise, 2 for bad options. */
+int ctl_cmd_deploy(const char *state_dir, const struct ctl_deploy_opts *o, FILE *out);
+/* List deployments, or show one (id) with its nodes; json adds steps and diffs. */
+int ctl_cmd_deployments(const char *state_dir, const char *id, bool json, FILE *out);
+
 #endif

@@ -1,6 +1,7 @@
 /* railyard-controller: option parsing for the subcommands in admin.c. */
 #include "controller/admin.h"
 #include "controller/state.h"
+#include "common/playbook/playbook.h"
 #include "common/log/log.h"
 #include "common/util/util.h"
 
@@ -24,6 +25,11 @@ static void usage(FILE *f)
 		"  nodes [--state-dir D] [--json]\n"
 		"  node revoke NODE [--state-dir D]\n"
 		"  audit [--state-dir D] [--limit 50]\n"
+		"  playbook check FILE [--facts FACTS.json]\n"
+		"  deploy --cluster C --playbook FILE [--check] [--batch N|P%%] [--max-fail "
+		"N|P%%]\n"
+		"         [--canary N] [--no-wait] [--diff] [--timeout 30m] [--state-dir D]\n"
+		"  deployments [ID] [--json] [--state-dir D]\n"
 		"  version\n"
 		"\n"
 		"--state-dir defaults to " CTL_DEFAULT_STATE_DIR
@@ -59,11 +65,24 @@ int main(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"limit", required_argument, NULL, 'L'},
 		{"controller", required_argument, NULL, 'C'},
+		{"facts", required_argument, NULL, 'f'},
+		{"playbook", required_argument, NULL, 'p'},
+		{"check", no_argument, NULL, 'k'},
+		{"batch", required_argument, NULL, 'b'},
+		{"max-fail", required_argument, NULL, 'm'},
+		{"canary", required_argument, NULL, 'y'},
+		{"no-wait", no_argument, NULL, 'W'},
+		{"diff", no_argument, NULL, 'D'},
+		{"timeout", required_argument, NULL, 'o'},
+		{"apply-timeout", required_argument, NULL, 'A'},
 		{"log-level", required_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL, *controller = NULL;
+	const char *facts = NULL;
+	struct ctl_deploy_opts dopt = {.canary = -1, .timeout_ms = 30 * 60 * 1000};
+	int64_t apply_timeout_ms = 0;
 	const char *sans[MAX_SANS];
 	size_t n_sans = 0;
 	int64_t ttl_ms = 3600 * 1000, interval_ms = 5000, timeout_ms = 0, refresh_ms = 0;
@@ -95,7 +114,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[1];
-	if (strcmp(cmd, "token") == 0 || strcmp(cmd, "node") == 0) {
+	if (strcmp(cmd, "token") == 0 || strcmp(cmd, "node") == 0 || strcmp(cmd, "playbook") == 0) {
 		if (argc < 3) {
 			usage(stderr);
 			return 2;
@@ -160,6 +179,40 @@ int main(int argc, char **argv)
 		case 'C':
 			controller = optarg;
 			break;
+		case 'f':
+			facts = optarg;
+			break;
+		case 'p':
+			dopt.playbook = optarg;
+			break;
+		case 'k':
+			dopt.check = true;
+			break;
+		case 'b':
+			dopt.batch = optarg;
+			break;
+		case 'm':
+			dopt.max_fail = optarg;
+			break;
+		case 'y':
+			dopt.canary = (int)strtol(optarg, &end, 10);
+			if (*end || dopt.canary < 0 || dopt.canary > 100000)
+				return bad("--canary", optarg);
+			break;
+		case 'W':
+			dopt.no_wait = true;
+			break;
+		case 'D':
+			dopt.show_diffs = true;
+			break;
+		case 'o':
+			if (parse_ms("--timeout", optarg, &dopt.timeout_ms))
+				return 2;
+			break;
+		case 'A':
+			if (parse_ms("--apply-timeout", optarg, &apply_timeout_ms))
+				return 2;
+			break;
 		case 'v':
 			if (log_level_parse(optarg, &level) < 0)
 				return bad("--log-level", optarg);
@@ -198,6 +251,7 @@ int main(int argc, char **argv)
 		cfg.facts_refresh_ms = (int)refresh_ms;
 		cfg.threads = (int)threads;
 		cfg.cert_days = 365;
+		cfg.apply_timeout_ms = apply_timeout_ms;
 		return ctl_cmd_serve(state_dir, &cfg);
 	}
 	if (strcmp(cmd, "nodes") == 0)
@@ -207,6 +261,20 @@ int main(int argc, char **argv)
 			return bad("node", "(missing NODE)");
 		return ctl_cmd_node_revoke(state_dir, argv[optind]);
 	}
+	if (strcmp(cmd, "playbook") == 0 && strcmp(sub, "check") == 0) {
+		if (optind >= argc)
+			return bad("playbook check", "(missing FILE)");
+		return playbook_cmd_check(argv[optind], facts, stdout, stderr);
+	}
+	if (strcmp(cmd, "deploy") == 0) {
+		if (!cluster || !dopt.playbook)
+			return bad("deploy", "(--cluster and --playbook are required)");
+		dopt.cluster = cluster;
+		return ctl_cmd_deploy(state_dir, &dopt, stdout);
+	}
+	if (strcmp(cmd, "deployments") == 0)
+		return ctl_cmd_deployments(state_dir, optind < argc ? argv[optind] : NULL, json,
+					   stdout);
 	if (strcmp(cmd, "audit") == 0)
 		return ctl_cmd_audit(state_dir, (size_t)limit, stdout);
 	if (strcmp(cmd, "version") == 0) {

@@ -1,5 +1,6 @@
 /* The controller's gRPC service: method table, start-up and shutdown, the reaper thread. */
 #include "controller/server_int.h"
+#include "controller/deploy.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
@@ -148,6 +149,11 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		goto fail;
 	}
 	srv->reaper_started = true;
+	r = ctl_deployer_start(srv, cfg->apply_timeout_ms, &srv->deployer);
+	if (r < 0) {
+		snprintf(errbuf, errlen, "cannot start the rollout engine");
+		goto fail;
+	}
 	log_info("listening on %s (port %d), CA %s", cfg->listen, port, state->ca_fingerprint);
 	*ret = srv;
 	return 0;
@@ -166,6 +172,9 @@ void ctl_server_free(struct ctl_server *srv)
 	pthread_mutex_unlock(&srv->lock);
 	if (srv->reaper_started)
 		pthread_join(srv->reaper, NULL);
+	/* The engine first: it sends over sessions that the server is about to end. */
+	ctl_deployer_free(srv->deployer);
+	srv->deployer = NULL;
 	/* Cancels every call; each session's closed() marks its node offline. */
 	rpc_server_free(srv->rpc);
 	ctl_sessions_done(srv);

@@ -14,6 +14,7 @@ struct ctl_server_config {
 	int facts_refresh_ms;	   /* periodic RefreshFacts, 0 = never */
 	int threads;		   /* completion-queue threads */
 	int cert_days;		   /* validity of node certificates */
+	int64_t apply_timeout_ms;  /* a node's time to report a plan's end (0: 30 min) */
 };
 
 struct ctl_server;

@@ -15,6 +15,11 @@
 #define CTL_VERSION_MAX	 64
 #define CTL_FACTS_MAX	 (1024 * 1024)
 #define CTL_BOOT_ID_MAX	 64
+#define CTL_ID_MAX	 64
+#define CTL_NAME_MAX	 255
+#define CTL_STEPS_MAX	 10000
+#define CTL_DIFF_MAX	 (1024 * 1024)
+#define CTL_MESSAGE_MAX	 (64 * 1024)
 
 struct ctl_session;
 
@@ -29,6 +34,7 @@ struct ctl_server {
 	bool stopping;
 	pthread_t reaper;
 	bool reaper_started;
+	struct ctl_deployer *deployer;
 };
 
 grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
@@ -36,6 +42,10 @@ grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
 			    char **ret_msg);
 
 extern const struct rpc_stream_ops ctl_session_ops;
+
+/* Send a node its plan over its session; -ENOTCONN when it has none. Thread-safe. */
+int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const char *deployment_id,
+			  const char *plan_json, bool check_mode);
 
 /* Heartbeat reaper pass: end sessions silent for longer than the timeout; periodic refresh. */
 void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh);

@@ -2,10 +2,12 @@
  * Enforces the message order (Hello first, seq strictly increasing), keeps the node's state in
  * the store, and ends sessions that fall silent. */
 #include "controller/server_int.h"
+#include "controller/deploy.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +259,105 @@ static void on_hello(struct ctl_server *srv, struct ctl_session *s, const Railya
 	(void)session_send(s, &m);
 	log_info("node %s (%s) online, agent %s, from %s", s->node_id, s->hostname,
 		 h->agent_version, rpc_stream_peer(s->st)->address);
+	ctl_deployer_resend(srv->deployer, s->node_id);
+}
+
+static bool one_of(const char *v, const char *const *set)
+{
+	for (; *set; set++)
+		if (strcmp(v, *set) == 0)
+			return true;
+	return false;
+}
+
+static void on_step_event(struct ctl_server *srv, struct ctl_session *s,
+			  const Railyard__V1__StepEvent *ev)
+{
+	static const char *const statuses[] = {"ok", "changed", "failed", "skipped", NULL};
+	struct store_step_result res = {0};
+	int r;
+
+	if (!ctl_valid_text(ev->deployment_id, CTL_ID_MAX) || ev->index > CTL_STEPS_MAX ||
+	    !ctl_valid_text(ev->name, CTL_NAME_MAX) || !one_of(ev->status, statuses) ||
+	    strlen(ev->diff) > CTL_DIFF_MAX || strlen(ev->message) > CTL_MESSAGE_MAX ||
+	    ev->duration_ms < 0) {
+		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "StepEvent: invalid field");
+		return;
+	}
+	res.name = ev->name;
+	res.status = ev->status;
+	res.diff = ev->diff;
+	res.message = ev->message;
+	res.idx = (int)ev->index;
+	res.duration_ms = ev->duration_ms;
+	r = store_step_result_put(srv->state->store, ev->deployment_id, s->node_id, &res);
+	if (r < 0)
+		log_warn("node %s: step result for deployment %.64s not stored: %s", s->node_id,
+			 ev->deployment_id, ry_strerror(r));
+}
+
+static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
+			  const Railyard__V1__ApplyDone *d)
+{
+	static const char *const statuses[] = {"succeeded", "failed", NULL};
+	int counts[4];
+	int r;
+
+	if (!ctl_valid_text(d->deployment_id, CTL_ID_MAX) || !one_of(d->status, statuses) ||
+	    strlen(d->message) > CTL_MESSAGE_MAX || d->ok > CTL_STEPS_MAX ||
+	    d->changed > CTL_STEPS_MAX || d->failed > CTL_STEPS_MAX || d->skipped > CTL_STEPS_MAX) {
+		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "ApplyDone: invalid field");
+		return;
+	}
+	counts[0] = (int)d->ok;
+	counts[1] = (int)d->changed;
+	counts[2] = (int)d->failed;
+	counts[3] = (int)d->skipped;
+	r = store_deploy_node_update(srv->state->store, d->deployment_id, s->node_id, d->status,
+				     d->message[0] ? d->message : NULL, counts, util_now_unix_ms());
+	if (r < 0) {
+		log_error("node %s: result of deployment %.64s not stored: %s", s->node_id,
+			  d->deployment_id, ry_strerror(r));
+		return;
+	}
+	if (r == 0) {
+		log_debug("node %s: late or repeated result for deployment %.64s ignored",
+			  s->node_id, d->deployment_id);
+		return;
+	}
+	log_info("deployment %s: node %s %s (ok %u, changed %u, failed %u, skipped %u)%s%s",
+		 d->deployment_id, s->hostname, d->status, d->ok, d->changed, d->failed, d->skipped,
+		 d->message[0] ? ": " : "", d->message);
+	ctl_deployer_kick(srv->deployer);
+}
+
+int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const char *deployment_id,
+			  const char *plan_json, bool check_mode)
+{
+	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
+	Railyard__V1__ApplyPlan ap = RAILYARD__V1__APPLY_PLAN__INIT;
+	struct ctl_session *s = NULL;
+	int r;
+
+	pthread_mutex_lock(&srv->lock);
+	for (struct ctl_session *it = srv->sessions; it; it = it->next) {
+		if (strcmp(it->node_id, node_id) == 0 && it->hello_done) {
+			s = it;
+			s->refs++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (!s)
+		return -ENOTCONN;
+	ap.deployment_id = (char *)deployment_id;
+	ap.plan_json = (char *)plan_json;
+	ap.check_mode = check_mode;
+	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_APPLY_PLAN;
+	m.apply_plan = &ap;
+	r = session_send(s, &m);
+	session_unref(srv, s);
+	return r;
 }
 
 static void session_message(void *userdata, struct rpc_stream *st, const ProtobufCMessage *msg)
@@ -310,6 +411,12 @@ static void session_message(void *userdata, struct rpc_stream *st, const Protobu
 			log_error("facts of node %s: %s", s->node_id, ry_strerror(r));
 		else
 			log_info("node %s (%s) sent fresh facts", s->node_id, s->hostname);
+		break;
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT:
+		on_step_event(srv, s, m->step_event);
+		break;
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE:
+		on_apply_done(srv, s, m->apply_done);
 		break;
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_ERROR:
 		log_warn("node %s (%s) reports error %.64s: %.512s", s->node_id, s->hostname,

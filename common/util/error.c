@@ -18,6 +18,8 @@ static const char *const ry_messages[] = {
 	[RY_E_EXISTS - RY_E_BASE] = "already exists",
 	[RY_E_NOT_FOUND - RY_E_BASE] = "not found",
 	[RY_E_SCHEMA - RY_E_BASE] = "database schema is newer than this program",
+	[RY_E_UNSAFE_PATH - RY_E_BASE] = "path escapes the sysroot",
+	[RY_E_UNMET - RY_E_BASE] = "condition not met",
 };
 
 const char *ry_strerror(int r)

@@ -20,6 +20,8 @@ enum ry_error {
 	RY_E_EXISTS,	     /* object already exists */
 	RY_E_NOT_FOUND,	     /* object does not exist */
 	RY_E_SCHEMA,	     /* database schema newer than this program */
+	RY_E_UNSAFE_PATH,    /* path escapes the sysroot (.., symlink pointing outside) */
+	RY_E_UNMET,	     /* a condition or desired state is not met (assert, verify) */
 	RY_E_MAX
 };
 

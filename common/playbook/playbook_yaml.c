@@ -1,0 +1,282 @@
+/* YAML to a small tree with 1-based positions, built from libfyaml parser events (the document
+ * API of libfyaml 0.7 does not expose node positions). Rejects aliases, tags, duplicate keys,
+ * non-scalar keys, several documents and excessive nesting. */
+#include "common/playbook/playbook_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libfyaml.h>
+
+#include "common/util/error.h"
+
+void pb_node_free(struct pb_node *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->n; i++) {
+		pb_node_free(n->items[i]);
+		if (n->keys)
+			pb_node_free(n->keys[i]);
+	}
+	free(n->items);
+	free(n->keys);
+	free(n->text);
+	free(n);
+}
+
+struct pb_node *pb_node_get(const struct pb_node *map, const char *key)
+{
+	if (!map || map->kind != PBN_MAP)
+		return NULL;
+	for (size_t i = 0; i < map->n; i++)
+		if (strcmp(map->keys[i]->text, key) == 0)
+			return map->items[i];
+	return NULL;
+}
+
+static int node_append(struct pb_node *parent, struct pb_node *key, struct pb_node *child)
+{
+	if (parent->n == parent->cap) {
+		size_t cap = parent->cap ? parent->cap * 2 : 8;
+		struct pb_node **items = realloc(parent->items, cap * sizeof(*items));
+
+		if (!items)
+			return -ENOMEM;
+		parent->items = items;
+		if (parent->kind == PBN_MAP) {
+			struct pb_node **keys = realloc(parent->keys, cap * sizeof(*keys));
+
+			if (!keys)
+				return -ENOMEM;
+			parent->keys = keys;
+		}
+		parent->cap = cap;
+	}
+	if (parent->kind == PBN_MAP)
+		parent->keys[parent->n] = key;
+	parent->items[parent->n++] = child;
+	return 0;
+}
+
+struct builder {
+	const char *name;
+	struct pb_diags *d;
+	struct pb_node *stack[PB_MAX_DEPTH + 1];
+	struct pb_node *pending_key[PB_MAX_DEPTH + 1];
+	int depth;
+	struct pb_node *root;
+	int docs;
+	bool failed;
+};
+
+/* Attach a finished node to the collection on top of the stack (as key or value). */
+static int attach(struct builder *b, struct pb_node *n)
+{
+	struct pb_node *top;
+	int r;
+
+	if (b->depth == 0) {
+		b->root = n;
+		return 0;
+	}
+	top = b->stack[b->depth - 1];
+	if (top->kind == PBN_SEQ) {
+		r = node_append(top, NULL, n);
+		if (r < 0)
+			pb_node_free(n);
+		return r;
+	}
+	if (!b->pending_key[b->depth - 1]) {
+		if (n->kind != PBN_SCALAR) {
+			pb_diag_node(b->d, b->name, n, "mapping keys must be scalars");
+			pb_node_free(n);
+			return -RY_E_INVALID;
+		}
+		if (pb_node_get(top, n->text)) {
+			pb_diag_node(b->d, b->name, n, "duplicate key \"%s\"", n->text);
+			pb_node_free(n);
+			return -RY_E_INVALID;
+		}
+		b->pending_key[b->depth - 1] = n;
+		return 0;
+	}
+	r = node_append(top, b->pending_key[b->depth - 1], n);
+	if (r < 0) {
+		pb_node_free(b->pending_key[b->depth - 1]);
+		pb_node_free(n);
+	}
+	b->pending_key[b->depth - 1] = NULL;
+	return r;
+}
+
+static struct pb_node *node_new(enum pb_node_kind kind, struct fy_event *ev)
+{
+	struct pb_node *n = calloc(1, sizeof(*n));
+	const struct fy_mark *m = fy_event_start_mark(ev);
+
+	if (!n)
+		return NULL;
+	n->kind = kind;
+	n->line = m ? m->line + 1 : 1;
+	n->col = m ? m->column + 1 : 1;
+	return n;
+}
+
+static int on_event(struct builder *b, struct fy_event *ev)
+{
+	struct pb_node *n = NULL;
+	struct fy_token *tag = NULL, *anchor = NULL;
+	(void)anchor;
+
+	switch (ev->type) {
+	case FYET_DOCUMENT_START:
+		if (++b->docs > 1) {
+			n = node_new(PBN_SCALAR, ev);
+			pb_diag_node(b->d, b->name, n, "only one YAML document is allowed");
+			pb_node_free(n);
+			return -RY_E_INVALID;
+		}
+		return 0;
+	case FYET_ALIAS:
+		n = node_new(PBN_SCALAR, ev);
+		pb_diag_node(b->d, b->name, n, "YAML aliases are not supported");
+		pb_node_free(n);
+		return -RY_E_INVALID;
+	case FYET_SCALAR:
+		tag = ev->scalar.tag;
+		n = node_new(PBN_SCALAR, ev);
+		if (!n)
+			return -ENOMEM;
+		{
+			size_t len = 0;
+			const char *t =
+				ev->scalar.value ? fy_token_get_text(ev->scalar.value, &len) : NULL;
+
+			if (!t)
+				len = 0;
+			n->text = malloc(len + 1);
+			if (!n->text) {
+				free(n);
+				return -ENOMEM;
+			}
+			if (len)
+				memcpy(n->text, t, len);
+			n->text[len] = '\0';
+			n->len = len;
+			n->plain = !ev->scalar.value ||
+				   fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN;
+		}
+		break;
+	case FYET_SEQUENCE_START:
+	case FYET_MAPPING_START:
+		tag = ev->type == FYET_SEQUENCE_START ? ev->sequence_start.tag
+						      : ev->mapping_start.tag;
+		n = node_new(ev->type == FYET_SEQUENCE_START ? PBN_SEQ : PBN_MAP, ev);
+		if (!n)
+			return -ENOMEM;
+		break;
+	case FYET_SEQUENCE_END:
+	case FYET_MAPPING_END:
+		if (b->depth == 0)
+			return -RY_E_INVALID;
+		n = b->stack[--b->depth];
+		b->stack[b->depth] = NULL;
+		return attach(b, n);
+	default:
+		return 0;
+	}
+
+	if (tag) {
+		pb_diag_node(b->d, b->name, n, "YAML tags are not supported");
+		pb_node_free(n);
+		return -RY_E_INVALID;
+	}
+	if (n->kind == PBN_SCALAR)
+		return attach(b, n);
+	if (b->depth == PB_MAX_DEPTH) {
+		pb_diag_node(b->d, b->name, n, "nesting deeper than %d levels", PB_MAX_DEPTH);
+		pb_node_free(n);
+		return -RY_E_INVALID;
+	}
+	b->pending_key[b->depth] = NULL;
+	b->stack[b->depth++] = n;
+	return 0;
+}
+
+static void report_syntax(struct builder *b, struct fy_diag *diag)
+{
+	void *it = NULL;
+	struct fy_diag_error *e;
+	bool any = false;
+
+	while (diag && (e = fy_diag_errors_iterate(diag, &it)) != NULL) {
+		/* libfyaml positions are 0-based. */
+		pb_diags_add(b->d, b->name, e->line + 1, e->column + 1, "YAML syntax error: %s",
+			     e->msg ? e->msg : "invalid YAML");
+		any = true;
+		break; /* later errors are consequences of the first */
+	}
+	if (!any)
+		pb_diags_add(b->d, b->name, 1, 1, "YAML syntax error");
+}
+
+int pb_yaml_build(const char *text, size_t len, const char *name, struct pb_node **ret_root,
+		  struct pb_diags *d)
+{
+	struct fy_diag_cfg dcfg;
+	struct fy_diag *diag = NULL;
+	struct fy_parser *fyp = NULL;
+	struct fy_parse_cfg cfg;
+	struct fy_event *ev;
+	struct builder b = {.name = name, .d = d};
+	int r = 0;
+
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	dcfg.colorize = false;
+	diag = fy_diag_create(&dcfg);
+	if (!diag)
+		return -ENOMEM;
+	fy_diag_set_collect_errors(diag, true);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_DEFAULT_VERSION_1_2;
+	cfg.diag = diag;
+	fyp = fy_parser_create(&cfg);
+	if (!fyp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (fy_parser_set_string(fyp, text, len) != 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while ((ev = fy_parser_parse(fyp)) != NULL) {
+		if (r == 0)
+			r = on_event(&b, ev);
+		fy_parser_event_free(fyp, ev);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && fy_parser_get_stream_error(fyp)) {
+		report_syntax(&b, diag);
+		r = -RY_E_INVALID;
+	}
+	if (r == 0 && !b.root) {
+		pb_diags_add(d, name, 1, 1, "empty playbook");
+		r = -RY_E_INVALID;
+	}
+	if (r == 0)
+		*ret_root = b.root;
+	else
+		pb_node_free(b.root);
+	for (int i = 0; i < b.depth; i++) {
+		pb_node_free(b.pending_key[i]);
+		pb_node_free(b.stack[i]);
+	}
+out:
+	fy_parser_destroy(fyp);
+	fy_diag_destroy(diag);
+	return r;
+}

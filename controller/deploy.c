@@ -1,0 +1,457 @@
+/* The rollout engine of a serving controller: drives every pending or running deployment from
+ * the database, batch by batch, sending each node its rendered plan over its session and
+ * applying the rollout policy to the results. The database is the only state that matters: a
+ * restarted controller picks up where the last one stopped. Runs on its own thread; sessions
+ * wake it when a result arrives or a node comes online. */
+#include "controller/deploy.h"
+#include "controller/rollout/policy.h"
+#include "controller/server_int.h"
+#include "common/log/log.h"
+#include "common/playbook/playbook.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEPLOY_TICK_MS 250
+
+/* In-memory only: when the pause after a batch ends. Lost on restart, which just ends the
+ * pause early. */
+struct deploy_pause {
+	struct deploy_pause *next;
+	char id[64];
+	int batch;
+	int64_t until_mono_ms;
+};
+
+struct ctl_deployer {
+	struct ctl_server *srv;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop, kicked;
+	struct deploy_pause *pauses;
+	int64_t apply_timeout_ms;
+};
+
+int ctl_policy_from_json(const char *policy_json, struct rollout_policy *ret)
+{
+	struct rollout_policy p = {0};
+	json_error_t err;
+	json_t *o = json_loads(policy_json, 0, &err);
+	int r = 0;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return -RY_E_INVALID;
+	}
+	p.batch_count = (int)json_integer_value(json_object_get(o, "batch_count"));
+	p.batch_percent = (int)json_integer_value(json_object_get(o, "batch_percent"));
+	p.max_fail_count = (int)json_integer_value(json_object_get(o, "max_fail_count"));
+	p.max_fail_percent = (int)json_integer_value(json_object_get(o, "max_fail_percent"));
+	p.canary = (int)json_integer_value(json_object_get(o, "canary"));
+	p.pause_ms = json_integer_value(json_object_get(o, "pause_ms"));
+	json_decref(o);
+	if (p.batch_count < 0 || p.batch_percent < 0 || p.max_fail_count < 0 ||
+	    p.max_fail_percent < 0 || p.canary < 0 || p.pause_ms < 0)
+		r = -RY_E_INVALID;
+	if (r == 0)
+		*ret = p;
+	return r;
+}
+
+char *ctl_policy_to_json(const struct rollout_policy *p)
+{
+	json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I}", "batch_count", p->batch_count,
+			      "batch_percent", p->batch_percent, "max_fail_count",
+			      p->max_fail_count, "max_fail_percent", p->max_fail_percent, "canary",
+			      p->canary, "pause_ms", (json_int_t)p->pause_ms);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+/* Render the deployment's playbook for one node. *ret_plan_json (caller frees) on success;
+ * otherwise a one-line reason in why. */
+static int render_for_node(struct ctl_server *srv, const char *dep_id, const char *node_id,
+			   struct playbook **pb_cache, char **ret_plan_json, char *why, size_t len)
+{
+	struct store_node *node = NULL;
+	struct pb_diags d;
+	json_t *facts = NULL, *plan = NULL;
+	char *text = NULL;
+	int r;
+
+	pb_diags_init(&d);
+	if (!*pb_cache) {
+		r = store_deployment_playbook_text(srv->state->store, dep_id, &text);
+		if (r < 0) {
+			snprintf(why, len, "playbook unavailable: %s", ry_strerror(r));
+			goto out;
+		}
+		r = playbook_parse(text, strlen(text), dep_id, pb_cache, &d);
+		if (r < 0) {
+			snprintf(why, len, "stored playbook no longer parses: %s",
+				 d.count ? d.items[0].message : ry_strerror(r));
+			goto out;
+		}
+	}
+	r = store_node_get(srv->state->store, node_id, &node);
+	if (r < 0 || !node->facts_json) {
+		snprintf(why, len, "no facts for node %s", node_id);
+		r = r < 0 ? r : -RY_E_NOT_FOUND;
+		goto out;
+	}
+	facts = json_loads(node->facts_json, 0, NULL);
+	r = facts ? playbook_render(*pb_cache, facts, &plan, &d) : -RY_E_INVALID;
+	if (r < 0) {
+		if (d.count)
+			snprintf(why, len, "render failed: %s:%d:%d: %s", d.items[0].file,
+				 d.items[0].line, d.items[0].col, d.items[0].message);
+		else
+			snprintf(why, len, "render failed: %s", ry_strerror(r));
+		goto out;
+	}
+	*ret_plan_json = json_dumps(plan, JSON_COMPACT);
+	r = *ret_plan_json ? 0 : -ENOMEM;
+out:
+	json_decref(plan);
+	json_decref(facts);
+	store_node_free(node);
+	free(text);
+	pb_diags_done(&d);
+	return r;
+}
+
+/* Send one waiting (or, on reconnect, already sent) node its plan. */
+static void dispatch(struct ctl_deployer *dp, const struct store_deployment *dep,
+		     const struct store_deploy_node *n, struct playbook **pb_cache)
+{
+	struct store *store = dp->srv->state->store;
+	int64_t now = util_now_unix_ms();
+	char why[512] = "", *plan = NULL;
+	int r;
+
+	r = render_for_node(dp->srv, dep->id, n->node_id, pb_cache, &plan, why, sizeof(why));
+	if (r < 0) {
+		log_warn("deployment %s: node %s: %s", dep->id, n->hostname, why);
+		if (store_deploy_node_update(store, dep->id, n->node_id, "failed", why, NULL, now) <
+		    0)
+			log_error("deployment %s: storing the failure of %s failed", dep->id,
+				  n->hostname);
+		return;
+	}
+	r = ctl_session_send_plan(dp->srv, n->node_id, dep->id, plan, dep->check_mode);
+	free(plan);
+	if (r == -ENOTCONN) {
+		/* An offline node at its turn counts as failed (Ansible: unreachable). A node that
+		 * was already sent its plan keeps waiting for its result. */
+		if (strcmp(n->state, "waiting") == 0 &&
+		    store_deploy_node_update(store, dep->id, n->node_id, "unreachable",
+					     "node offline at its batch", NULL, now) < 0)
+			log_error("deployment %s: storing %s unreachable failed", dep->id,
+				  n->hostname);
+		log_warn("deployment %s: node %s is offline", dep->id, n->hostname);
+		return;
+	}
+	if (r < 0) {
+		log_warn("deployment %s: sending the plan to %s failed: %s", dep->id, n->hostname,
+			 ry_strerror(r));
+		return;
+	}
+	if (strcmp(n->state, "waiting") == 0 &&
+	    store_deploy_node_update(store, dep->id, n->node_id, "sent", NULL, NULL, now) < 0)
+		log_error("deployment %s: storing 'sent' for %s failed", dep->id, n->hostname);
+	log_info("deployment %s: plan sent to %s%s", dep->id, n->hostname,
+		 dep->check_mode ? " (check mode)" : "");
+}
+
+static struct deploy_pause *pause_find(struct ctl_deployer *dp, const char *id)
+{
+	for (struct deploy_pause *p = dp->pauses; p; p = p->next)
+		if (strcmp(p->id, id) == 0)
+			return p;
+	return NULL;
+}
+
+static void pause_drop(struct ctl_deployer *dp, const char *id)
+{
+	for (struct deploy_pause **pp = &dp->pauses; *pp; pp = &(*pp)->next) {
+		if (strcmp((*pp)->id, id) == 0) {
+			struct deploy_pause *p = *pp;
+
+			*pp = p->next;
+			free(p);
+			return;
+		}
+	}
+}
+
+static bool node_finished(const char *state)
+{
+	return strcmp(state, "waiting") != 0 && strcmp(state, "sent") != 0;
+}
+
+static bool node_failed(const char *state)
+{
+	return strcmp(state, "failed") == 0 || strcmp(state, "unreachable") == 0;
+}
+
+static void finish(struct ctl_deployer *dp, const struct store_deployment *dep, const char *state,
+		   const char *reason, int batch)
+{
+	int r = store_deployment_update(dp->srv->state->store, dep->id, state, reason, batch,
+					util_now_unix_ms());
+
+	if (r < 0)
+		log_error("deployment %s: storing its end failed: %s", dep->id, ry_strerror(r));
+	pause_drop(dp, dep->id);
+	log_info("deployment %s %s%s%s", dep->id, state, reason ? ": " : "", reason ? reason : "");
+}
+
+/* One pass over one deployment. Cost: O(nodes) reads, writes only on transitions. */
+static void advance(struct ctl_deployer *dp, const struct store_deployment *dep)
+{
+	struct store *store = dp->srv->state->store;
+	struct store_deploy_node *nodes = NULL;
+	struct playbook *pb = NULL;
+	struct rollout_policy pol;
+	size_t n = 0, failed_total = 0, failed_in_batch = 0;
+	int cur = dep->current_batch, last_batch = 0, waiting = 0, open = 0;
+	int64_t now = util_now_unix_ms();
+	char reason[256];
+
+	if (ctl_policy_from_json(dep->policy_json, &pol) < 0) {
+		finish(dp, dep, "failed", "stored rollout policy is unreadable", cur);
+		return;
+	}
+	if (store_deploy_nodes(store, dep->id, &nodes, &n) < 0)
+		return;
+	if (strcmp(dep->state, "pending") == 0) {
+		if (store_deployment_update(store, dep->id, "running", NULL, cur, now) < 0)
+			goto out;
+		log_info("deployment %s started: %s %s on %zu nodes%s", dep->id, dep->playbook_name,
+			 dep->playbook_version, n, dep->check_mode ? " (check mode)" : "");
+	}
+	if (n == 0) {
+		finish(dp, dep, "succeeded", "no node matched the playbook's target", 0);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (nodes[i].batch > last_batch)
+			last_batch = nodes[i].batch;
+		if (node_failed(nodes[i].state))
+			failed_total++;
+		if (nodes[i].batch != cur)
+			continue;
+		if (strcmp(nodes[i].state, "waiting") == 0)
+			waiting++;
+		if (!node_finished(nodes[i].state))
+			open++;
+		if (node_failed(nodes[i].state))
+			failed_in_batch++;
+		/* A plan that never reports back fails its node. */
+		if (strcmp(nodes[i].state, "sent") == 0 &&
+		    now - nodes[i].sent_at_ms > dp->apply_timeout_ms) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "no result within %lld s",
+				 (long long)(dp->apply_timeout_ms / 1000));
+			if (store_deploy_node_update(store, dep->id, nodes[i].node_id, "failed",
+						     why, NULL, now) == 1)
+				log_warn("deployment %s: node %s: %s", dep->id, nodes[i].hostname,
+					 why);
+		}
+	}
+
+	if (waiting > 0) {
+		struct deploy_pause *p = pause_find(dp, dep->id);
+
+		if (p && p->batch == cur && util_now_mono_ms() < p->until_mono_ms)
+			goto out;
+		for (size_t i = 0; i < n; i++)
+			if (nodes[i].batch == cur && strcmp(nodes[i].state, "waiting") == 0)
+				dispatch(dp, dep, &nodes[i], &pb);
+		goto out;
+	}
+	if (open > 0)
+		goto out;
+
+	/* The batch is over: apply the policy. */
+	if (rollout_should_stop(&pol, n, failed_total, pol.canary > 0 && cur == 0, failed_in_batch,
+				reason, sizeof(reason))) {
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(nodes[i].state, "waiting") == 0 &&
+			    store_deploy_node_update(store, dep->id, nodes[i].node_id, "skipped",
+						     "rollout stopped", NULL, now) < 0)
+				log_error("deployment %s: marking %s skipped failed", dep->id,
+					  nodes[i].hostname);
+		finish(dp, dep, "failed", reason, cur);
+		goto out;
+	}
+	if (cur < last_batch) {
+		struct deploy_pause *p = pause_find(dp, dep->id);
+
+		if (pol.pause_ms > 0) {
+			if (!p) {
+				p = calloc(1, sizeof(*p));
+				if (p) {
+					snprintf(p->id, sizeof(p->id), "%s", dep->id);
+					p->next = dp->pauses;
+					dp->pauses = p;
+				}
+			}
+			if (p) {
+				p->batch = cur + 1;
+				p->until_mono_ms = util_now_mono_ms() + pol.pause_ms;
+			}
+		}
+		if (store_deployment_update(store, dep->id, "running", NULL, cur + 1, now) < 0)
+			log_error("deployment %s: advancing to batch %d failed", dep->id, cur + 1);
+		else
+			log_info("deployment %s: batch %d done, %zu failed so far; next batch %d",
+				 dep->id, cur, failed_total, cur + 1);
+		ctl_deployer_kick(dp);
+		goto out;
+	}
+	if (failed_total > 0) {
+		snprintf(reason, sizeof(reason), "%zu of %zu nodes failed (tolerated)",
+			 failed_total, n);
+		finish(dp, dep, "partial", reason, cur);
+	} else {
+		finish(dp, dep, "succeeded", NULL, cur);
+	}
+out:
+	playbook_free(pb);
+	store_deploy_nodes_free(nodes, n);
+}
+
+static void pass(struct ctl_deployer *dp)
+{
+	struct store_deployment **deps = NULL;
+	size_t n = 0;
+
+	if (store_deployments_list(dp->srv->state->store, true, 0, &deps, &n) < 0) {
+		log_error("rollout engine: listing deployments failed: %s",
+			  store_errmsg(dp->srv->state->store));
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		advance(dp, deps[i]);
+	store_deployments_free(deps, n);
+}
+
+static void *deployer_main(void *arg)
+{
+	struct ctl_deployer *dp = arg;
+
+	pthread_mutex_lock(&dp->lock);
+	while (!dp->stop) {
+		struct timespec ts;
+
+		if (!dp->kicked) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += DEPLOY_TICK_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&dp->cond, &dp->lock, &ts);
+		}
+		if (dp->stop)
+			break;
+		dp->kicked = false;
+		pthread_mutex_unlock(&dp->lock);
+		pass(dp);
+		pthread_mutex_lock(&dp->lock);
+	}
+	pthread_mutex_unlock(&dp->lock);
+	return NULL;
+}
+
+int ctl_deployer_start(struct ctl_server *srv, int64_t apply_timeout_ms, struct ctl_deployer **ret)
+{
+	struct ctl_deployer *dp = calloc(1, sizeof(*dp));
+	pthread_condattr_t ca;
+
+	if (!dp)
+		return -ENOMEM;
+	dp->srv = srv;
+	dp->apply_timeout_ms = apply_timeout_ms > 0 ? apply_timeout_ms : 30 * 60 * 1000;
+	dp->kicked = true; /* resume what a previous run left at once */
+	pthread_mutex_init(&dp->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&dp->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&dp->thread, NULL, deployer_main, dp) != 0) {
+		pthread_mutex_destroy(&dp->lock);
+		pthread_cond_destroy(&dp->cond);
+		free(dp);
+		return -EAGAIN;
+	}
+	*ret = dp;
+	return 0;
+}
+
+void ctl_deployer_kick(struct ctl_deployer *dp)
+{
+	if (!dp)
+		return;
+	pthread_mutex_lock(&dp->lock);
+	dp->kicked = true;
+	pthread_cond_signal(&dp->cond);
+	pthread_mutex_unlock(&dp->lock);
+}
+
+void ctl_deployer_resend(struct ctl_deployer *dp, const char *node_id)
+{
+	struct store *store = dp->srv->state->store;
+	struct store_deployment **deps = NULL;
+	size_t n = 0;
+
+	/* A node that reconnects may have lost its plan (agent restart) or its results (session
+	 * lost mid-plan): send the plan again; the agent runs it once and re-reports. */
+	if (store_deployments_list(store, true, 0, &deps, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct store_deploy_node *nodes = NULL;
+		struct playbook *pb = NULL;
+		size_t m = 0;
+
+		if (store_deploy_nodes(store, deps[i]->id, &nodes, &m) < 0)
+			continue;
+		for (size_t k = 0; k < m; k++)
+			if (strcmp(nodes[k].node_id, node_id) == 0 &&
+			    strcmp(nodes[k].state, "sent") == 0)
+				dispatch(dp, deps[i], &nodes[k], &pb);
+		playbook_free(pb);
+		store_deploy_nodes_free(nodes, m);
+	}
+	store_deployments_free(deps, n);
+}
+
+void ctl_deployer_free(struct ctl_deployer *dp)
+{
+	if (!dp)
+		return;
+	pthread_mutex_lock(&dp->lock);
+	dp->stop = true;
+	pthread_cond_signal(&dp->cond);
+	pthread_mutex_unlock(&dp->lock);
+	pthread_join(dp->thread, NULL);
+	while (dp->pauses) {
+		struct deploy_pause *p = dp->pauses;
+
+		dp->pauses = p->next;
+		free(p);
+	}
+	pthread_mutex_destroy(&dp->lock);
+	pthread_cond_destroy(&dp->cond);
+	free(dp);
+}

@@ -1,0 +1,602 @@
+/* Unit tests for common/playbook: the shipped playbooks against the fixture sysroots' facts, the
+ * corpus of broken playbooks with their expected diagnostics, rendering and plan validation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include "common/playbook/playbook.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "nodeagent/facts/facts.h"
+
+static char *src_path(const char *rel)
+{
+	const char *src = getenv("RAILYARD_SOURCE_DIR");
+	char *p = NULL;
+
+	assert_non_null(src);
+	assert_true(asprintf(&p, "%s/%s", src, rel) > 0);
+	return p;
+}
+
+static json_t *fixture_facts(const char *name)
+{
+	char rel[256];
+	char *root;
+	json_t *facts = NULL;
+
+	snprintf(rel, sizeof(rel), "tests/fixtures/sysroots/%s", name);
+	root = src_path(rel);
+	assert_int_equal(facts_collect(root, &facts), 0);
+	free(root);
+	return facts;
+}
+
+static struct playbook *load_ok(const char *rel)
+{
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+	char *path = src_path(rel);
+	int r;
+
+	pb_diags_init(&d);
+	r = playbook_load(path, &pb, &d);
+	if (r < 0)
+		pb_diags_print(&d, stderr);
+	assert_int_equal(r, 0);
+	assert_int_equal(d.count, 0);
+	pb_diags_done(&d);
+	free(path);
+	return pb;
+}
+
+static json_t *render_ok(const struct playbook *pb, const json_t *facts)
+{
+	struct pb_diags d;
+	json_t *plan = NULL;
+	char err[256] = "";
+	int r;
+
+	pb_diags_init(&d);
+	r = playbook_render(pb, facts, &plan, &d);
+	if (r < 0)
+		pb_diags_print(&d, stderr);
+	assert_int_equal(r, 0);
+	pb_diags_done(&d);
+	r = playbook_plan_validate(plan, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "plan_validate: %s\n", err);
+	assert_int_equal(r, 0);
+	return plan;
+}
+
+static json_t *plan_step(json_t *plan, const char *name)
+{
+	size_t i;
+	json_t *st;
+
+	json_array_foreach(json_object_get(plan, "steps"), i, st)
+	{
+		if (strcmp(json_string_value(json_object_get(st, "name")), name) == 0)
+			return st;
+	}
+	fail_msg("no step %s", name);
+	return NULL;
+}
+
+static const char *param_str(json_t *plan, const char *step, const char *key, const char *sub)
+{
+	json_t *v = json_object_get(json_object_get(plan_step(plan, step), "params"), key);
+
+	if (sub)
+		v = json_object_get(v, sub);
+	assert_true(json_is_string(v));
+	return json_string_value(v);
+}
+
+/* Evaluate every assert condition of plan on facts; return the failure messages, one a line. */
+static char *failing_asserts(json_t *plan, const json_t *facts)
+{
+	char *buf = NULL;
+	size_t len = 0, i, j;
+	FILE *f = open_memstream(&buf, &len);
+	json_t *st, *c;
+
+	assert_non_null(f);
+	json_array_foreach(json_object_get(plan, "steps"), i, st)
+	{
+		if (strcmp(json_string_value(json_object_get(st, "type")), "assert") != 0)
+			continue;
+		json_array_foreach(json_object_get(json_object_get(st, "params"), "that"), j, c)
+		{
+			char msg[512] = "";
+			bool ok = false;
+
+			assert_int_equal(playbook_cond_eval(c, facts, &ok, msg, sizeof(msg)), 0);
+			if (!ok)
+				fprintf(f, "%s\n", msg);
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+static void test_shipped_ib(void **state)
+{
+	struct playbook *pb = load_ok("playbooks/h200-ndr-ib.yaml");
+	json_t *ib = fixture_facts("h200-ib"), *roce = fixture_facts("h200-roce");
+	json_t *plan = render_ok(pb, ib);
+	char *fails;
+
+	(void)state;
+	assert_string_equal(playbook_name(pb), "h200-ndr-ib");
+	assert_true(playbook_target_matches(pb, "any", ib));
+	assert_false(playbook_target_matches(pb, "any", roce));
+	assert_string_equal(param_str(plan, "nccl settings", "settings", "NCCL_IB_HCA"),
+			    "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
+	assert_string_equal(
+		param_str(plan, "ucx settings", "settings", "UCX_NET_DEVICES"),
+		"mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1");
+	assert_string_equal(param_str(plan, "open mpi settings", "settings", "pml"), "ucx");
+	assert_string_equal(param_str(plan, "nvidia-peermem", "name", NULL), "nvidia_peermem");
+	assert_true(json_is_true(json_object_get(
+		json_object_get(plan_step(plan, "nvidia-peermem"), "params"), "persist")));
+	assert_string_equal(json_string_value(json_object_get(plan, "sha256")),
+			    playbook_sha256(pb));
+	/* The healthy node passes every assert; the second healthy IB node too. */
+	fails = failing_asserts(plan, ib);
+	assert_string_equal(fails, "");
+	free(fails);
+	json_decref(plan);
+	json_decref(roce);
+	json_decref(ib);
+	ib = fixture_facts("h200-ib-2");
+	plan = render_ok(pb, ib);
+	fails = failing_asserts(plan, ib);
+	assert_string_equal(fails, "");
+	free(fails);
+	json_decref(plan);
+	json_decref(ib);
+	playbook_free(pb);
+}
+
+static void test_shipped_roce(void **state)
+{
+	struct playbook *pb = load_ok("playbooks/h200-roce.yaml");
+	json_t *roce = fixture_facts("h200-roce"), *ib = fixture_facts("h200-ib");
+	json_t *plan = render_ok(pb, roce), *q;
+	char *fails;
+
+	(void)state;
+	assert_true(playbook_target_matches(pb, NULL, roce));
+	assert_false(playbook_target_matches(pb, NULL, ib));
+	assert_string_equal(param_str(plan, "nccl settings", "settings", "NCCL_IB_GID_INDEX"), "3");
+	assert_string_equal(param_str(plan, "nccl settings", "settings", "NCCL_IB_TC"), "106");
+	q = json_object_get(plan_step(plan, "roce qos"), "params");
+	assert_int_equal(json_array_size(json_object_get(q, "interfaces")), 8);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(q, "interfaces"), 0)),
+			    "enp22s0np0");
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(q, "pfc"), 0)), 3);
+	assert_int_equal(json_integer_value(json_object_get(q, "dscp")), 26);
+	assert_string_equal(json_string_value(json_object_get(q, "trust")), "dscp");
+	fails = failing_asserts(plan, roce);
+	assert_string_equal(fails, "");
+	free(fails);
+	json_decref(plan);
+	json_decref(ib);
+	json_decref(roce);
+	playbook_free(pb);
+}
+
+static void test_degraded(void **state)
+{
+	static const char *const books[] = {"playbooks/h200-ndr-ib.yaml",
+					    "playbooks/revalidate.yaml"};
+	json_t *deg = fixture_facts("h200-degraded");
+
+	(void)state;
+	for (size_t b = 0; b < 2; b++) {
+		struct playbook *pb = load_ok(books[b]);
+		json_t *plan = render_ok(pb, deg);
+		char *fails = failing_asserts(plan, deg);
+
+		assert_non_null(strstr(fails,
+				       "must be ACTIVE (rdma.devices[*].ports[*].state == "
+				       "ACTIVE: got rdma.devices[3].ports[0].state = DOWN)\n"));
+		assert_non_null(strstr(fails,
+				       " (rdma.devices[*].ports[*]."
+				       "rate_gbps == 400: got rdma.devices[3].ports[0]."
+				       "rate_gbps = 10, rdma.devices[5].ports[0].rate_gbps = "
+				       "200)\n"));
+		assert_non_null(strstr(fails, "every NVIDIA PCIe function must train at Gen5 "
+					      "(pci.devices[*].gen >= 5: got pci.devices[12].gen = "
+					      "4)\n"));
+		assert_non_null(strstr(fails,
+				       "must train at x16 (pci.devices[*].current_link_width "
+				       ">= 16: got pci.devices[12].current_link_width = 8)\n"));
+		/* Exactly those four. */
+		{
+			size_t lines = 0;
+
+			for (const char *p = fails; *p; p++)
+				lines += *p == '\n';
+			assert_int_equal(lines, 4);
+		}
+		free(fails);
+		json_decref(plan);
+		playbook_free(pb);
+	}
+	json_decref(deg);
+}
+
+static void test_revalidate_changes_nothing(void **state)
+{
+	struct playbook *pb = load_ok("playbooks/revalidate.yaml");
+	const json_t *val = playbook_validation(pb);
+
+	(void)state;
+	for (size_t i = 0; i < playbook_step_count(pb); i++)
+		assert_string_equal(playbook_step_type(pb, i), "assert");
+	assert_int_equal(json_array_size(json_object_get(val, "benchmarks")), 2);
+	assert_int_equal(json_array_size(json_object_get(val, "acceptance")), 2);
+	assert_int_equal(playbook_rollout(pb)->batch_percent, 10);
+	assert_int_equal(playbook_rollout(pb)->batch_count, -1);
+	assert_int_equal(playbook_rollout(pb)->max_fail_percent, 100);
+	playbook_free(pb);
+}
+
+/* Every tests/fixtures/playbooks/bad/X.yaml has its first diagnostic in expected.txt. */
+static void test_bad_corpus(void **state)
+{
+	char *dir = src_path("tests/fixtures/playbooks/bad"), *exp_path, *exp = NULL, *line, *save;
+	json_t *facts = fixture_facts("h200-ib");
+	size_t len, n = 0;
+
+	(void)state;
+	assert_true(asprintf(&exp_path, "%s/expected.txt", dir) > 0);
+	assert_int_equal(fs_read_file(exp_path, 1 << 20, &exp, &len), 0);
+	for (line = strtok_r(exp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[128], *path, *text = NULL;
+		struct playbook *pb = NULL;
+		struct pb_diags d;
+		json_t *plan = NULL;
+		char got[1024];
+		int r;
+
+		if (line[0] == '#' || !line[0])
+			continue;
+		assert_true(sscanf(line, "%127[^:]", name) == 1);
+		assert_true(asprintf(&path, "%s/%s", dir, name) > 0);
+		assert_int_equal(fs_read_file(path, 1 << 20, &text, &len), 0);
+		pb_diags_init(&d);
+		r = playbook_parse(text, len, name, &pb, &d);
+		if (r == 0) {
+			r = playbook_render(pb, facts, &plan, &d);
+			assert_null(plan);
+		}
+		assert_int_equal(r, -RY_E_INVALID);
+		assert_null(r == 0 ? NULL : plan);
+		assert_true(d.count >= 1);
+		snprintf(got, sizeof(got), "%s:%d:%d: %s", d.items[0].file, d.items[0].line,
+			 d.items[0].col, d.items[0].message);
+		if (strcmp(got, line) != 0)
+			fail_msg("%s:\n  expected %s\n  got      %s", name, line, got);
+		n++;
+		playbook_free(pb);
+		pb_diags_done(&d);
+		free(text);
+		free(path);
+	}
+	/* Every file in the directory is covered. */
+	{
+		DIR *dd = opendir(dir);
+		struct dirent *de;
+		size_t files = 0;
+
+		assert_non_null(dd);
+		while ((de = readdir(dd)))
+			files += strstr(de->d_name, ".yaml") != NULL;
+		closedir(dd);
+		assert_int_equal(files, n);
+	}
+	assert_true(n >= 20);
+	free(exp);
+	free(exp_path);
+	free(dir);
+	json_decref(facts);
+}
+
+static void test_size_limit_and_all_errors(void **state)
+{
+	size_t big = PB_MAX_SIZE + 1;
+	char *text = malloc(big);
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+	static const char three[] = "name: t\nversion: 1\nbogus: 1\nsteps:\n"
+				    "  - {name: a, type: sysctl, params: {settings: {x: 1}}}\n"
+				    "  - {name: a, type: nope}\n"
+				    "  - {name: c, type: service, params: {name: x, state: up}}\n";
+
+	(void)state;
+	assert_non_null(text);
+	memset(text, '#', big);
+	pb_diags_init(&d);
+	assert_int_equal(playbook_parse(text, big, "big.yaml", &pb, &d), -RY_E_TOO_BIG);
+	assert_null(pb);
+	assert_int_equal(d.count, 1);
+	assert_string_equal(d.items[0].file, "big.yaml");
+	assert_int_equal(d.items[0].line, 1);
+	assert_int_equal(d.items[0].col, 1);
+	assert_string_equal(d.items[0].message,
+			    "playbook is 1048577 bytes, over the limit of 1048576");
+	pb_diags_done(&d);
+	free(text);
+
+	/* All errors are collected, in document order. */
+	assert_int_equal(playbook_parse(three, strlen(three), "x.yaml", &pb, &d), -RY_E_INVALID);
+	assert_int_equal(d.count, 4);
+	assert_string_equal(d.items[0].message, "unknown top-level key \"bogus\"");
+	assert_int_equal(d.items[0].line, 3);
+	assert_string_equal(d.items[1].message, "duplicate step name \"a\" (first at line 5)");
+	assert_string_equal(d.items[2].message, "unknown step type \"nope\"");
+	assert_string_equal(d.items[3].message,
+			    "state: expected started, stopped or restarted, got \"up\"");
+	pb_diags_done(&d);
+}
+
+static void test_render_types_and_filters(void **state)
+{
+	struct playbook *pb = load_ok("tests/fixtures/playbooks/good/all-steps.yaml");
+	json_t *facts = fixture_facts("h200-ib"), *plan = render_ok(pb, facts), *a, *n;
+	const struct pb_rollout *ro = playbook_rollout(pb);
+
+	(void)state;
+	assert_string_equal(playbook_version(pb), "2");
+	assert_string_equal(playbook_target_cluster(pb), "lab");
+	assert_true(playbook_target_matches(pb, "lab", facts));
+	assert_false(playbook_target_matches(pb, "prod", facts));
+	assert_int_equal(ro->batch_count, 2);
+	assert_int_equal(ro->batch_percent, -1);
+	assert_int_equal(ro->max_fail_percent, 10);
+	assert_int_equal(ro->max_fail_count, -1);
+	assert_int_equal(ro->canary, 1);
+	assert_int_equal(ro->pause_ms, 30000);
+	/* Whole-string reference keeps the type: count -> integer in an ANY value. */
+	a = json_object_get(json_object_get(plan_step(plan, "a"), "params"), "that");
+	assert_true(json_is_integer(json_object_get(json_array_get(a, 2), "value")));
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(a, 2), "value")), 8);
+	/* 24.10 stays the string "24.10" for a version comparison. */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 1), "value")),
+			    "24.10");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "quantifier")),
+			    "all");
+	/* Embedded references are stringified; first, count, default; $${ escapes. */
+	assert_string_equal(param_str(plan, "f", "content", NULL),
+			    "hca=mlx5_0 n=8 site=lab-1 cost=${HOME}\n");
+	assert_null(json_object_get(json_object_get(plan_step(plan, "f"), "params"), "template"));
+	/* content is verbatim. */
+	assert_string_equal(param_str(plan, "f2", "content", NULL), "echo ${HOME}\n");
+	assert_string_equal(param_str(plan, "f2", "mode", NULL), "0755");
+	/* Settings values are strings; a whole-reference integer is stringified. */
+	assert_string_equal(param_str(plan, "n", "settings", "NCCL_MTU"), "4096");
+	assert_string_equal(param_str(plan, "k", "options", "debug"), "0");
+	/* Defaults filled in. */
+	assert_string_equal(param_str(plan, "u", "path", NULL), PB_UCX_DEFAULT_PATH);
+	assert_string_equal(param_str(plan, "s", "file", NULL), PB_SYSCTL_DEFAULT_FILE);
+	assert_string_equal(param_str(plan, "c", "timeout", NULL), "30s");
+	assert_string_equal(param_str(plan, "p", "state", NULL), "present");
+	/* A list from a wildcard reference, the when condition and continue_on_error. */
+	n = plan_step(plan, "n");
+	assert_true(json_is_true(json_object_get(n, "continue_on_error")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(n, "when"), "fact")),
+			    "nvidia_driver.open_kernel_module");
+	assert_false(json_is_true(json_object_get(plan_step(plan, "u"), "continue_on_error")));
+	assert_null(json_object_get(plan_step(plan, "u"), "when"));
+	assert_string_equal(json_string_value(json_array_get(
+				    json_object_get(json_object_get(plan_step(plan, "q"), "params"),
+						    "interfaces"),
+				    7)),
+			    "ibp203s0");
+	assert_string_equal(
+		json_string_value(json_array_get(
+			json_object_get(json_object_get(plan_step(plan, "c"), "params"), "argv"),
+			2)),
+		"mlx5_0");
+	json_decref(plan);
+	json_decref(facts);
+	playbook_free(pb);
+}
+
+static void test_plan_validate_tampered(void **state)
+{
+	struct playbook *pb = load_ok("tests/fixtures/playbooks/good/all-steps.yaml");
+	json_t *facts = fixture_facts("h200-ib"), *plan = render_ok(pb, facts);
+	static const struct {
+		const char *step, *key, *json, *want;
+	} cases[] = {
+		{"f", "mode", "\"rwx\"", "params.mode: expected an octal string"},
+		{"f", "template", "\"x\"", "params.template: not allowed"},
+		{"n", "settings", "[1]",
+		 "params.settings: expected a mapping of scalars, got a list"},
+		{"n", "settings", "{\"A\":\"1\\nB=2\"}", "has a line break"},
+		{"u", "path", NULL, "params.missing required key \"path\""},
+		{"u", "evil", "1", "unknown key \"evil\" for step type \"ucx\""},
+		{"c", "argv", "[]", "argv: expected a non-empty list"},
+		{"c", "timeout", "\"forever\"", "timeout: bad duration"},
+		{"q", "pfc", "[9]", "pfc: priorities must be distinct values 0-7"},
+		{"svc", "state", "\"on\"", "state: expected started"},
+		{"p", "state", "\"latest\"", "state: expected present or absent"},
+		{"a", "that",
+		 "[{\"fact\":\"x\",\"op\":\"eval\",\"value\":1,\"quantifier\":\"all\"}]",
+		 "unknown operator \"eval\""},
+		{"a", "that", "[{\"fact\":\"x\",\"op\":\"==\",\"value\":1}]",
+		 "missing required key \"quantifier\""},
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *copy = json_deep_copy(plan);
+		json_t *params = json_object_get(plan_step(copy, cases[i].step), "params");
+
+		if (cases[i].json)
+			json_object_set_new(params, cases[i].key,
+					    json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
+		else
+			json_object_del(params, cases[i].key);
+		err[0] = '\0';
+		assert_int_equal(playbook_plan_validate(copy, err, sizeof(err)), -RY_E_INVALID);
+		if (!strstr(err, cases[i].want))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, cases[i].want);
+		json_decref(copy);
+	}
+	/* Whole-document tampering. */
+	{
+		json_t *copy = json_deep_copy(plan);
+
+		json_object_set_new(plan_step(copy, "u"), "type", json_string("shell"));
+		assert_int_equal(playbook_plan_validate(copy, err, sizeof(err)), -RY_E_INVALID);
+		assert_non_null(strstr(err, "unknown type"));
+		json_object_set_new(plan_step(copy, "u"), "type", json_string("ucx"));
+		json_object_set_new(plan_step(copy, "u"), "name", json_string("a"));
+		assert_int_equal(playbook_plan_validate(copy, err, sizeof(err)), -RY_E_INVALID);
+		assert_non_null(strstr(err, "duplicate step name"));
+		json_object_set_new(plan_step(copy, "a"), "name", json_string("u"));
+		assert_int_equal(playbook_plan_validate(copy, NULL, 0), 0);
+		json_object_set_new(copy, "schema", json_integer(2));
+		assert_int_equal(playbook_plan_validate(copy, err, sizeof(err)), -RY_E_INVALID);
+		json_object_set_new(copy, "schema", json_integer(1));
+		json_object_set_new(copy, "sha256", json_string("abc"));
+		assert_int_equal(playbook_plan_validate(copy, err, sizeof(err)), -RY_E_INVALID);
+		json_decref(copy);
+		assert_int_equal(
+			playbook_plan_validate(json_object_get(plan, "steps"), err, sizeof(err)),
+			-RY_E_INVALID);
+	}
+	json_decref(plan);
+	json_decref(facts);
+	playbook_free(pb);
+}
+
+static void test_conditions_and_versions(void **state)
+{
+	json_t *facts = json_pack("{s:[{s:s,s:[{s:s},{s:s}]},{s:s,s:[{s:s}]}], s:s, s:[s,s]}",
+				  "devs", "name", "a", "ports", "state", "UP", "state", "DOWN",
+				  "name", "b", "ports", "state", "UP", "ver", "24.10-1.1.4.0",
+				  "mods", "mlx5_core", "nvidia");
+	static const struct {
+		const char *cond;
+		int rc;
+		bool ok;
+	} cases[] = {
+		{"{\"fact\":\"devs[*].ports[*].state\",\"op\":\"==\",\"value\":\"UP\"}", 0, false},
+		{"{\"fact\":\"devs[*].ports[*].state\",\"op\":\"==\",\"value\":\"UP\","
+		 "\"quantifier\":\"any\"}",
+		 0, true},
+		{"{\"fact\":\"devs[*].ports[*].state\",\"op\":\"==\",\"value\":\"GONE\","
+		 "\"quantifier\":\"none\"}",
+		 0, true},
+		{"{\"fact\":\"devs[*].ports[*].state\",\"op\":\"count==\",\"value\":3}", 0, true},
+		{"{\"fact\":\"devs\",\"op\":\"count>=\",\"value\":3}", 0, false},
+		{"{\"fact\":\"devs[1].name\",\"op\":\"matches\",\"value\":\"^[a-c]$\"}", 0, true},
+		{"{\"fact\":\"ver\",\"op\":\"version>=\",\"value\":\"24.10\"}", 0, true},
+		{"{\"fact\":\"ver\",\"op\":\"version<\",\"value\":\"24.10-1.1.4.1\"}", 0, true},
+		{"{\"fact\":\"mods\",\"op\":\"contains\",\"value\":\"nvidia\"}", 0, true},
+		{"{\"fact\":\"mods\",\"op\":\"contains\",\"value\":\"nvidia_peermem\"}", 0, false},
+		{"{\"fact\":\"ofed.version\",\"op\":\"==\",\"value\":\"x\"}", -ENOENT, false},
+		{"{\"fact\":\"ver\",\"op\":\"matches\",\"value\":\"(\"}", -EINVAL, false},
+	};
+	char msg[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *c = json_loads(cases[i].cond, 0, NULL);
+		bool ok = !cases[i].ok;
+
+		assert_non_null(c);
+		msg[0] = '\0';
+		assert_int_equal(playbook_cond_eval(c, facts, &ok, msg, sizeof(msg)), cases[i].rc);
+		if (cases[i].rc == 0 && ok != cases[i].ok)
+			fail_msg("case %zu: got %d (%s)", i, ok, msg);
+		json_decref(c);
+	}
+	{
+		json_t *c = json_loads(cases[0].cond, 0, NULL);
+		bool ok = true;
+
+		assert_int_equal(playbook_cond_eval(c, facts, &ok, msg, sizeof(msg)), 0);
+		assert_string_equal(msg, "devs[*].ports[*].state == UP failed: got "
+					 "devs[0].ports[1].state = DOWN");
+		json_decref(c);
+	}
+	assert_true(playbook_version_compare("24.10-1.1.4.0", "24.10") > 0);
+	assert_true(playbook_version_compare("1.0~rc1", "1.0") < 0);
+	assert_true(playbook_version_compare("2:1.0", "10.0") > 0);
+	assert_true(playbook_version_compare("550.127.05", "550.54") > 0);
+	assert_int_equal(playbook_version_compare("1.02", "1.2"), 0);
+	json_decref(facts);
+}
+
+static void test_cmd_check(void **state)
+{
+	char *good = src_path("playbooks/h200-ndr-ib.yaml");
+	char *bad = src_path("tests/fixtures/playbooks/bad/unknown-step-type.yaml");
+	char *facts_path = NULL, *out_buf = NULL, *err_buf = NULL;
+	size_t out_len = 0, err_len = 0;
+	json_t *facts = fixture_facts("h200-ib");
+	FILE *out, *err;
+	char tmpl[] = "/tmp/test_playbook_facts_XXXXXX";
+	int fd = mkstemp(tmpl);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(json_dumpfd(facts, fd, 0), 0);
+	close(fd);
+	facts_path = tmpl;
+	out = open_memstream(&out_buf, &out_len);
+	err = open_memstream(&err_buf, &err_len);
+	assert_int_equal(playbook_cmd_check(good, NULL, out, err), 0);
+	assert_int_equal(playbook_cmd_check(good, facts_path, out, err), 0);
+	assert_int_equal(playbook_cmd_check(bad, NULL, out, err), 1);
+	assert_int_equal(playbook_cmd_check(good, "/nonexistent/facts.json", out, err), 2);
+	assert_int_equal(playbook_cmd_check("/nonexistent/pb.yaml", NULL, out, err), 2);
+	fclose(out);
+	fclose(err);
+	assert_non_null(strstr(out_buf, "NCCL_IB_HCA = \"mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,"
+					"mlx5_5,mlx5_6,mlx5_7\""));
+	assert_non_null(
+		strstr(err_buf, "unknown-step-type.yaml:5:11: unknown step type \"shell\"\n"));
+	unlink(tmpl);
+	free(out_buf);
+	free(err_buf);
+	json_decref(facts);
+	free(good);
+	free(bad);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shipped_ib),
+		cmocka_unit_test(test_shipped_roce),
+		cmocka_unit_test(test_degraded),
+		cmocka_unit_test(test_revalidate_changes_nothing),
+		cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_size_limit_and_all_errors),
+		cmocka_unit_test(test_render_types_and_filters),
+		cmocka_unit_test(test_plan_validate_tampered),
+		cmocka_unit_test(test_conditions_and_versions),
+		cmocka_unit_test(test_cmd_check),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
