@@ -18,8 +18,10 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
+# CTest hides a skipped test's output; its SKIP line (the reason) is repeated at the end.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+	@cd $(BUILD) && { ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS); rc=$$?; \
+		grep -h '^SKIP' Testing/Temporary/LastTest.log 2>/dev/null | sort -u; exit $$rc; }
 
 demo: build
 	@deploy/demo.sh $(BUILD)
