@@ -25,6 +25,7 @@ struct ctl_deploy_opts {
 	const char *batch;    /* "N" or "P%", NULL: the playbook's */
 	const char *max_fail; /* "N" or "P%", NULL: the playbook's */
 	int canary;	      /* -1: the playbook's */
+	int64_t pause_ms;     /* -1: the playbook's */
 	bool check, no_wait, show_diffs;
 	int64_t timeout_ms; /* how long to follow */
 };

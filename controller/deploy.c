@@ -36,6 +36,9 @@ struct ctl_deployer {
 	bool stop, kicked;
 	struct deploy_pause *pauses;
 	int64_t apply_timeout_ms;
+	/* Until then an offline node is waited for, not failed: after a controller restart the
+	 * agents need a moment (their reconnect backoff) to come back. */
+	int64_t grace_until_mono_ms;
 };
 
 int ctl_policy_from_json(const char *policy_json, struct rollout_policy *ret)
@@ -149,8 +152,11 @@ static void dispatch(struct ctl_deployer *dp, const struct store_deployment *dep
 	r = ctl_session_send_plan(dp->srv, n->node_id, dep->id, plan, dep->check_mode);
 	free(plan);
 	if (r == -ENOTCONN) {
-		/* An offline node at its turn counts as failed (Ansible: unreachable). A node that
-		 * was already sent its plan keeps waiting for its result. */
+		/* An offline node at its turn counts as failed (Ansible: unreachable), once the
+		 * reconnect grace is over. A node that was already sent its plan keeps waiting for
+		 * its result. */
+		if (util_now_mono_ms() < dp->grace_until_mono_ms)
+			return;
 		if (strcmp(n->state, "waiting") == 0 &&
 		    store_deploy_node_update(store, dep->id, n->node_id, "unreachable",
 					     "node offline at its batch", NULL, now) < 0)
@@ -374,7 +380,8 @@ static void *deployer_main(void *arg)
 	return NULL;
 }
 
-int ctl_deployer_start(struct ctl_server *srv, int64_t apply_timeout_ms, struct ctl_deployer **ret)
+int ctl_deployer_start(struct ctl_server *srv, int64_t apply_timeout_ms, int64_t grace_ms,
+		       struct ctl_deployer **ret)
 {
 	struct ctl_deployer *dp = calloc(1, sizeof(*dp));
 	pthread_condattr_t ca;
@@ -384,6 +391,7 @@ int ctl_deployer_start(struct ctl_server *srv, int64_t apply_timeout_ms, struct 
 	dp->srv = srv;
 	dp->apply_timeout_ms = apply_timeout_ms > 0 ? apply_timeout_ms : 30 * 60 * 1000;
 	dp->kicked = true; /* resume what a previous run left at once */
+	dp->grace_until_mono_ms = util_now_mono_ms() + grace_ms;
 	pthread_mutex_init(&dp->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

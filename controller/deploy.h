@@ -11,9 +11,13 @@ struct ctl_server;
 struct ctl_deployer;
 
 /* Start the engine thread for a serving controller. apply_timeout_ms: how long a node may
- * take to report a plan's end (0: 30 min). */
-__attribute__((warn_unused_result)) int
-ctl_deployer_start(struct ctl_server *srv, int64_t apply_timeout_ms, struct ctl_deployer **ret);
+ * take to report a plan's end (0: 30 min). grace_ms: for this long after start an offline node
+ * is waited for rather than failed as unreachable (agents reconnecting to a restarted
+ * controller need their backoff's worth of time). */
+__attribute__((warn_unused_result)) int ctl_deployer_start(struct ctl_server *srv,
+							   int64_t apply_timeout_ms,
+							   int64_t grace_ms,
+							   struct ctl_deployer **ret);
 /* Wake the engine now (a result arrived, a deployment was created). Thread-safe; NULL is fine. */
 void ctl_deployer_kick(struct ctl_deployer *dp);
 /* A node came online: re-send plans it was sent but has not finished. */

@@ -48,6 +48,8 @@ static int policy_from(const struct pb_rollout *pr, const struct ctl_deploy_opts
 	}
 	if (o->canary >= 0)
 		p.canary = o->canary;
+	if (o->pause_ms >= 0)
+		p.pause_ms = o->pause_ms;
 	*ret = p;
 	return 0;
 }

@@ -22,13 +22,15 @@ static void usage(FILE *f)
 		"  token create --cluster NAME [--ttl 1h] [--uses 1] [--state-dir D]\n"
 		"  serve [--state-dir D] [--listen HOST:PORT] [--heartbeat-interval 5s]\n"
 		"        [--heartbeat-timeout 15s] [--facts-refresh 1h] [--threads 4]\n"
+		"        [--apply-timeout 30m] [--reconnect-grace 30s]\n"
 		"  nodes [--state-dir D] [--json]\n"
 		"  node revoke NODE [--state-dir D]\n"
 		"  audit [--state-dir D] [--limit 50]\n"
 		"  playbook check FILE [--facts FACTS.json]\n"
 		"  deploy --cluster C --playbook FILE [--check] [--batch N|P%%] [--max-fail "
 		"N|P%%]\n"
-		"         [--canary N] [--no-wait] [--diff] [--timeout 30m] [--state-dir D]\n"
+		"         [--canary N] [--pause 30s] [--no-wait] [--diff] [--timeout 30m]\n"
+		"         [--state-dir D]\n"
 		"  deployments [ID] [--json] [--state-dir D]\n"
 		"  version\n"
 		"\n"
@@ -72,17 +74,19 @@ int main(int argc, char **argv)
 		{"max-fail", required_argument, NULL, 'm'},
 		{"canary", required_argument, NULL, 'y'},
 		{"no-wait", no_argument, NULL, 'W'},
+		{"pause", required_argument, NULL, 'P'},
 		{"diff", no_argument, NULL, 'D'},
 		{"timeout", required_argument, NULL, 'o'},
 		{"apply-timeout", required_argument, NULL, 'A'},
+		{"reconnect-grace", required_argument, NULL, 'G'},
 		{"log-level", required_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL, *controller = NULL;
 	const char *facts = NULL;
-	struct ctl_deploy_opts dopt = {.canary = -1, .timeout_ms = 30 * 60 * 1000};
-	int64_t apply_timeout_ms = 0;
+	struct ctl_deploy_opts dopt = {.canary = -1, .pause_ms = -1, .timeout_ms = 30 * 60 * 1000};
+	int64_t apply_timeout_ms = 0, grace_ms = 30000;
 	const char *sans[MAX_SANS];
 	size_t n_sans = 0;
 	int64_t ttl_ms = 3600 * 1000, interval_ms = 5000, timeout_ms = 0, refresh_ms = 0;
@@ -202,6 +206,11 @@ int main(int argc, char **argv)
 		case 'W':
 			dopt.no_wait = true;
 			break;
+		case 'P':
+			if (util_parse_duration_ms(optarg, &dopt.pause_ms) < 0 ||
+			    dopt.pause_ms > 86400000)
+				return bad("--pause", optarg);
+			break;
 		case 'D':
 			dopt.show_diffs = true;
 			break;
@@ -211,6 +220,10 @@ int main(int argc, char **argv)
 			break;
 		case 'A':
 			if (parse_ms("--apply-timeout", optarg, &apply_timeout_ms))
+				return 2;
+			break;
+		case 'G':
+			if (parse_ms("--reconnect-grace", optarg, &grace_ms))
 				return 2;
 			break;
 		case 'v':
@@ -252,6 +265,7 @@ int main(int argc, char **argv)
 		cfg.threads = (int)threads;
 		cfg.cert_days = 365;
 		cfg.apply_timeout_ms = apply_timeout_ms;
+		cfg.reconnect_grace_ms = grace_ms;
 		return ctl_cmd_serve(state_dir, &cfg);
 	}
 	if (strcmp(cmd, "nodes") == 0)

@@ -149,7 +149,7 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		goto fail;
 	}
 	srv->reaper_started = true;
-	r = ctl_deployer_start(srv, cfg->apply_timeout_ms, &srv->deployer);
+	r = ctl_deployer_start(srv, cfg->apply_timeout_ms, cfg->reconnect_grace_ms, &srv->deployer);
 	if (r < 0) {
 		snprintf(errbuf, errlen, "cannot start the rollout engine");
 		goto fail;

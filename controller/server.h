@@ -8,13 +8,14 @@
 #include "controller/state.h"
 
 struct ctl_server_config {
-	const char *listen;	   /* HOST:PORT, default 0.0.0.0:7443 */
-	int heartbeat_interval_ms; /* told to agents in Welcome */
-	int heartbeat_timeout_ms;  /* silence after which a node is offline */
-	int facts_refresh_ms;	   /* periodic RefreshFacts, 0 = never */
-	int threads;		   /* completion-queue threads */
-	int cert_days;		   /* validity of node certificates */
-	int64_t apply_timeout_ms;  /* a node's time to report a plan's end (0: 30 min) */
+	const char *listen;	    /* HOST:PORT, default 0.0.0.0:7443 */
+	int heartbeat_interval_ms;  /* told to agents in Welcome */
+	int heartbeat_timeout_ms;   /* silence after which a node is offline */
+	int facts_refresh_ms;	    /* periodic RefreshFacts, 0 = never */
+	int threads;		    /* completion-queue threads */
+	int cert_days;		    /* validity of node certificates */
+	int64_t apply_timeout_ms;   /* a node's time to report a plan's end (0: 30 min) */
+	int64_t reconnect_grace_ms; /* after start, offline nodes are waited for this long */
 };
 
 struct ctl_server;

@@ -1,4 +1,5 @@
 /* railyard-agent: option parsing for enroll, run and facts. */
+#include "nodeagent/apply/apply.h"
 #include "nodeagent/config.h"
 #include "nodeagent/enroll.h"
 #include "nodeagent/facts/facts.h"
@@ -126,6 +127,8 @@ int main(int argc, char **argv)
 		{"timeout", required_argument, NULL, 'T'},
 		{"reconnect-max", required_argument, NULL, 'R'},
 		{"json", no_argument, NULL, 'j'},
+		{"playbook", required_argument, NULL, 'p'},
+		{"check", no_argument, NULL, 'k'},
 		{"log-level", required_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -134,7 +137,8 @@ int main(int argc, char **argv)
 	struct agent_session_opts so = {0};
 	const char *cmd;
 	int64_t ms;
-	bool json = false;
+	bool json = false, check = false;
+	const char *playbook = NULL;
 	enum log_level level;
 	sigset_t set;
 	int c, rc;
@@ -190,6 +194,12 @@ int main(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'p':
+			playbook = optarg;
+			break;
+		case 'k':
+			check = true;
+			break;
 		case 'v':
 			if (log_level_parse(optarg, &level) < 0)
 				return bad("--log-level", optarg);
@@ -206,6 +216,13 @@ int main(int argc, char **argv)
 
 	if (strcmp(cmd, "facts") == 0)
 		return cmd_facts(so.sysroot, json);
+	if (strcmp(cmd, "apply") == 0) {
+		if (!playbook) {
+			fprintf(stderr, "railyard-agent apply: --playbook is required\n");
+			return 2;
+		}
+		return apply_cmd(playbook, so.sysroot, check, json, stdout);
+	}
 	if (strcmp(cmd, "version") == 0) {
 		printf("railyard-agent %s\n", RAILYARD_VERSION);
 		return 0;

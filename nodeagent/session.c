@@ -1,6 +1,7 @@
 /* The agent's session loop over rpc client streams. One thread runs it; another may stop it. */
 #include "nodeagent/session.h"
 #include "nodeagent/config.h"
+#include "nodeagent/jobs.h"
 #include "nodeagent/facts/facts.h"
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
@@ -29,6 +30,9 @@ struct agent_session {
 	uint64_t seq; /* our messages, across reconnects of this process */
 	uint64_t last_ctl_seq;
 	int heartbeat_ms;
+
+	struct agent_jobs *jobs;
+	struct rpc_client_stream *cur; /* the stream the job sink sends on (session thread) */
 
 	pthread_mutex_t lock; /* stop, cs, cond */
 	pthread_cond_t cond;
@@ -88,6 +92,11 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 	r = util_random_bytes(rnd, sizeof(rnd));
 	if (r < 0)
 		goto fail;
+	r = agent_jobs_new(s->o.sysroot, s->o.state_dir, &s->jobs);
+	if (r < 0) {
+		snprintf(errbuf, errlen, "cannot start the plan worker");
+		goto fail;
+	}
 	util_hex(rnd, sizeof(rnd), s->boot_id);
 
 	cc.target = o->controller ? o->controller : s->cfg.controller;
@@ -112,6 +121,7 @@ void agent_session_free(struct agent_session *s)
 {
 	if (!s)
 		return;
+	agent_jobs_free(s->jobs);
 	rpc_channel_free(s->ch);
 	agent_config_done(&s->cfg);
 	free(s->ca_pem);
@@ -243,6 +253,46 @@ static int send_facts(struct agent_session *s, struct rpc_client_stream *cs, uin
 	return r;
 }
 
+static int64_t sink_step(void *userdata, const struct agent_job_step *ev)
+{
+	struct agent_session *s = userdata;
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__StepEvent se = RAILYARD__V1__STEP_EVENT__INIT;
+	int r;
+
+	se.deployment_id = (char *)ev->deployment_id;
+	se.index = ev->index;
+	se.name = (char *)ev->name;
+	se.status = (char *)ev->status;
+	se.diff = (char *)ev->diff;
+	se.message = (char *)ev->message;
+	se.duration_ms = ev->duration_ms;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT;
+	m.step_event = &se;
+	r = send_msg(s, s->cur, &m);
+	return r < 0 ? r : (int64_t)s->seq;
+}
+
+static int64_t sink_done(void *userdata, const struct agent_job_done *ev)
+{
+	struct agent_session *s = userdata;
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__ApplyDone ad = RAILYARD__V1__APPLY_DONE__INIT;
+	int r;
+
+	ad.deployment_id = (char *)ev->deployment_id;
+	ad.status = (char *)ev->status;
+	ad.message = (char *)ev->message;
+	ad.ok = ev->ok;
+	ad.changed = ev->changed;
+	ad.failed = ev->failed;
+	ad.skipped = ev->skipped;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE;
+	m.apply_done = &ad;
+	r = send_msg(s, s->cur, &m);
+	return r < 0 ? r : (int64_t)s->seq;
+}
+
 /* Handle one controller message; false ends the session. */
 static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 		       const Railyard__V1__ControllerMessage *m, struct rpc_backoff *bo)
@@ -254,6 +304,7 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 		return false;
 	}
 	s->last_ctl_seq = m->seq;
+	agent_jobs_acked(s->jobs, m->ack);
 	switch (m->body_case) {
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME:
 		if (m->welcome->heartbeat_interval_ms >= 100 &&
@@ -267,6 +318,23 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_REFRESH_FACTS:
 		log_info("controller asked for fresh facts");
 		return send_facts(s, cs, m->seq) >= 0;
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_APPLY_PLAN: {
+		int r = agent_jobs_submit(s->jobs, m->apply_plan->deployment_id,
+					  m->apply_plan->plan_json, m->apply_plan->check_mode);
+
+		if (r == 1)
+			log_info("plan %s seen before: reporting its results again",
+				 m->apply_plan->deployment_id);
+		else if (r < 0)
+			log_warn("plan %.64s not accepted: %s", m->apply_plan->deployment_id,
+				 ry_strerror(r));
+		return true;
+	}
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_CANCEL:
+		log_warn("Cancel of %.64s: a running step is never abandoned; the plan runs to its "
+			 "end",
+			 m->cancel->deployment_id);
+		return true;
 	default:
 		/* Newer controllers may send kinds this agent does not know: say so, carry on. */
 		log_warn("ignoring controller message of unknown kind %d", (int)m->body_case);
@@ -303,10 +371,18 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 
 	r = send_hello(s, cs);
 	next_hb = util_now_mono_ms() + s->heartbeat_ms;
+	s->cur = cs;
+	agent_jobs_session_reset(s->jobs);
 	while (r >= 0) {
+		const struct agent_jobs_sink sink = {sink_step, sink_done, s};
 		ProtobufCMessage *msg = NULL;
+		int64_t deadline = next_hb;
 
-		r = rpc_client_stream_next(cs, next_hb, &msg);
+		/* Plan results go out as they come; poll briskly while a plan is active. */
+		agent_jobs_flush(s->jobs, &sink);
+		if (agent_jobs_pending(s->jobs) && deadline > util_now_mono_ms() + 100)
+			deadline = util_now_mono_ms() + 100;
+		r = rpc_client_stream_next(cs, deadline, &msg);
 		if (r == 1) {
 			bool keep = on_message(s, cs, (Railyard__V1__ControllerMessage *)msg, bo);
 
@@ -318,7 +394,7 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 			/* Welcome may have shortened the interval. */
 			if (next_hb > util_now_mono_ms() + s->heartbeat_ms)
 				next_hb = util_now_mono_ms() + s->heartbeat_ms;
-		} else if (r == 0) {
+		} else if (r == 0 && util_now_mono_ms() >= next_hb) {
 			r = send_heartbeat(s, cs);
 			next_hb = util_now_mono_ms() + s->heartbeat_ms;
 		}
@@ -340,6 +416,7 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 			    ? -RY_E_REVOKED
 			    : 0;
 	}
+	s->cur = NULL;
 	pthread_mutex_lock(&s->lock);
 	s->cs = NULL;
 	pthread_mutex_unlock(&s->lock);

@@ -1,0 +1,328 @@
+/* Apply engine core: plan validation and the step loop (when, check, apply, verify, rollback,
+ * stop or continue), the per-run backup directory, the summary and its JSON form. */
+#include "nodeagent/apply/apply.h"
+#include "nodeagent/apply/apply_int.h"
+
+#include "common/log/log.h"
+#include "common/playbook/playbook.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_COMMAND_TIMEOUT_MS 120000
+
+const struct apply_step_ops *const apply_step_ops_table[] = {
+	&apply_ops_assert,  &apply_ops_package,	 &apply_ops_kmod,    &apply_ops_sysctl,
+	&apply_ops_file,    &apply_ops_nccl,	 &apply_ops_ucx,     &apply_ops_mpi,
+	&apply_ops_service, &apply_ops_roce_qos, &apply_ops_command, NULL,
+};
+
+const struct apply_step_ops *apply_step_ops_find(const char *type)
+{
+	for (size_t i = 0; type && apply_step_ops_table[i]; i++)
+		if (strcmp(apply_step_ops_table[i]->type, type) == 0)
+			return apply_step_ops_table[i];
+	return NULL;
+}
+
+const char *apply_status_name(enum apply_status s)
+{
+	switch (s) {
+	case APPLY_STATUS_OK:
+		return "ok";
+	case APPLY_STATUS_CHANGED:
+		return "changed";
+	case APPLY_STATUS_FAILED:
+		return "failed";
+	case APPLY_STATUS_SKIPPED:
+		return "skipped";
+	}
+	return "?";
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	(void)remove(p);
+	return 0;
+}
+
+static int make_backup_dir(const struct apply_opts *o, char **ret)
+{
+	char *dir = NULL;
+	int r;
+
+	if (o->state_dir) {
+		if (asprintf(&dir, "%s/backups/%lld-%d", o->state_dir,
+			     (long long)util_now_unix_ms(), (int)getpid()) < 0)
+			return -ENOMEM;
+		r = fs_mkdir_p(dir, 0700);
+		if (r < 0) {
+			free(dir);
+			return r;
+		}
+	} else {
+		const char *tmp = getenv("TMPDIR");
+
+		if (asprintf(&dir, "%s/railyard-apply-XXXXXX", tmp && tmp[0] ? tmp : "/tmp") < 0)
+			return -ENOMEM;
+		if (!mkdtemp(dir)) {
+			r = -errno;
+			free(dir);
+			return r;
+		}
+	}
+	*ret = dir;
+	return 0;
+}
+
+static char *xstrdup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* Check, then (not in check mode, and only when something differs) apply and verify, rolling
+ * back on failure. Fills res (status, diff, message, rolled_back). */
+static int run_step(struct apply_ctx *ctx, const char *type, const json_t *params,
+		    struct apply_step_result *res)
+{
+	const struct apply_step_ops *ops = apply_step_ops_find(type);
+	struct apply_change change = {0}, applied = {0};
+	char *diff = NULL, *msg = NULL;
+	int r;
+
+	if (!ops) {
+		(void)apply_ctx_fail(ctx, -RY_E_INVALID, "unknown step type \"%s\"", type);
+		res->status = APPLY_STATUS_FAILED;
+		goto done;
+	}
+	r = ops->check(ctx, params, &change);
+	if (r < 0) {
+		if (ctx->message.len == 0)
+			apply_ctx_note(ctx, "check failed: %s", ry_strerror(r));
+		res->status = APPLY_STATUS_FAILED;
+	} else if (ctx->check_mode) {
+		res->status = change.changed ? APPLY_STATUS_CHANGED : APPLY_STATUS_OK;
+		if (ctx->message.len == 0)
+			apply_ctx_note(ctx, change.changed ? "would change" : "no change needed");
+	} else if (!change.changed) {
+		res->status = APPLY_STATUS_OK;
+		if (ctx->message.len == 0)
+			apply_ctx_note(ctx, "already in the desired state");
+	} else {
+		r = ops->apply(ctx, params, &applied);
+		if (r >= 0) {
+			r = ops->verify(ctx, params);
+			if (r < 0 && ctx->message.len == 0)
+				apply_ctx_note(ctx, "verify failed: %s", ry_strerror(r));
+		} else if (ctx->message.len == 0) {
+			apply_ctx_note(ctx, "apply failed: %s", ry_strerror(r));
+		}
+		if (r < 0) {
+			size_t n = ctx->n_backups;
+			int rb = apply_ctx_rollback(ctx);
+
+			res->status = APPLY_STATUS_FAILED;
+			if (n > 0 && rb == 0) {
+				res->rolled_back = true;
+				apply_ctx_note(ctx, "; rolled back %zu file(s) from backup", n);
+			} else if (n > 0) {
+				apply_ctx_note(ctx, "; ROLLBACK FAILED: %s", ry_strerror(rb));
+			}
+		} else {
+			res->status = APPLY_STATUS_CHANGED;
+			if (ctx->message.len == 0)
+				apply_ctx_note(ctx, "changed");
+		}
+	}
+done:
+	r = apply_buf_take(&change.diff, &diff);
+	if (r == 0)
+		r = apply_buf_take(&ctx->message, &msg);
+	if (r == 0) {
+		res->diff = diff;
+		res->message = msg;
+		diff = msg = NULL;
+	}
+	free(diff);
+	free(msg);
+	apply_buf_done(&change.diff);
+	apply_buf_done(&applied.diff);
+	apply_buf_done(&ctx->message);
+	apply_ctx_step_reset(ctx);
+	return r;
+}
+
+int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summary *ret)
+{
+	struct apply_summary s = {.check_mode = o->check_mode};
+	struct apply_ctx ctx = {0};
+	const json_t *steps;
+	const char *failed_name = NULL;
+	char errbuf[512];
+	int r;
+
+	r = playbook_plan_validate(plan, errbuf, sizeof(errbuf));
+	if (r < 0) {
+		log_debug("apply: invalid plan: %s", errbuf);
+		return r;
+	}
+	steps = json_object_get(plan, "steps");
+	s.n_steps = json_array_size(steps);
+	s.steps = calloc(s.n_steps ? s.n_steps : 1, sizeof(*s.steps));
+	if (!s.steps)
+		return -ENOMEM;
+	ctx.sysroot = o->sysroot && o->sysroot[0] ? o->sysroot : "/";
+	ctx.facts = o->facts;
+	ctx.check_mode = o->check_mode;
+	ctx.command_timeout_ms =
+		o->command_timeout_ms > 0 ? o->command_timeout_ms : DEFAULT_COMMAND_TIMEOUT_MS;
+	if (!o->check_mode) {
+		r = make_backup_dir(o, &ctx.backup_dir);
+		if (r < 0)
+			goto fail;
+	}
+
+	for (size_t i = 0; i < s.n_steps; i++) {
+		const json_t *step = json_array_get(steps, i);
+		const json_t *when = json_object_get(step, "when");
+		struct apply_step_result *res = &s.steps[i];
+		int64_t t0 = util_now_mono_ms();
+		bool skip = false;
+
+		res->name = xstrdup(json_string_value(json_object_get(step, "name")));
+		res->type = xstrdup(json_string_value(json_object_get(step, "type")));
+		if (!res->name || !res->type) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		ctx.step_index = i;
+		if (failed_name) {
+			skip = true;
+			apply_ctx_note(&ctx, "not run: step \"%s\" failed", failed_name);
+		} else if (when) {
+			char msg[512] = "";
+			bool ok = false;
+			int w = playbook_cond_eval(when, o->facts, &ok, msg, sizeof(msg));
+
+			if (w == -ENOENT || (w == 0 && !ok)) {
+				skip = true;
+				apply_ctx_note(&ctx, "when: %s",
+					       msg[0] ? msg : "condition is false");
+			} else if (w < 0) {
+				res->status = APPLY_STATUS_FAILED;
+				(void)apply_ctx_fail(&ctx, w, "when: %s",
+						     msg[0] ? msg : ry_strerror(w));
+			}
+		}
+		if (skip || res->status == APPLY_STATUS_FAILED) {
+			if (skip)
+				res->status = APPLY_STATUS_SKIPPED;
+			r = apply_buf_take(&ctx.message, &res->message);
+			if (r < 0)
+				goto fail;
+			res->diff = strdup("");
+			if (!res->diff) {
+				r = -ENOMEM;
+				goto fail;
+			}
+		} else {
+			r = run_step(&ctx, res->type, json_object_get(step, "params"), res);
+			if (r < 0)
+				goto fail;
+		}
+		res->duration_ms = util_now_mono_ms() - t0;
+		switch (res->status) {
+		case APPLY_STATUS_OK:
+			s.n_ok++;
+			break;
+		case APPLY_STATUS_CHANGED:
+			s.n_changed++;
+			break;
+		case APPLY_STATUS_FAILED:
+			s.n_failed++;
+			if (!json_is_true(json_object_get(step, "continue_on_error")) &&
+			    !failed_name) {
+				failed_name = res->name;
+				s.stopped = true;
+			}
+			break;
+		case APPLY_STATUS_SKIPPED:
+			s.n_skipped++;
+			break;
+		}
+		log_debug("apply: step %zu \"%s\" (%s): %s", i, res->name, res->type,
+			  apply_status_name(res->status));
+		if (o->on_step)
+			o->on_step(res, i, s.n_steps, o->userdata);
+	}
+	if (ctx.backup_dir && o->state_dir) {
+		s.backup_dir = ctx.backup_dir;
+		ctx.backup_dir = NULL;
+	}
+	r = 0;
+	*ret = s;
+	s = (struct apply_summary){0};
+fail:
+	if (ctx.backup_dir && !o->state_dir)
+		(void)nftw(ctx.backup_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(ctx.backup_dir);
+	apply_buf_done(&ctx.message);
+	apply_ctx_step_reset(&ctx);
+	apply_summary_done(&s);
+	return r;
+}
+
+void apply_summary_done(struct apply_summary *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->steps && i < s->n_steps; i++) {
+		free(s->steps[i].name);
+		free(s->steps[i].type);
+		free(s->steps[i].diff);
+		free(s->steps[i].message);
+	}
+	free(s->steps);
+	free(s->backup_dir);
+	*s = (struct apply_summary){0};
+}
+
+json_t *apply_summary_to_json(const struct apply_summary *s)
+{
+	json_t *steps = json_array(), *o;
+
+	if (!steps)
+		return NULL;
+	for (size_t i = 0; i < s->n_steps; i++) {
+		const struct apply_step_result *st = &s->steps[i];
+
+		if (json_array_append_new(steps,
+					  json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:b}", "name",
+						    st->name ? st->name : "", "type",
+						    st->type ? st->type : "", "status",
+						    apply_status_name(st->status), "diff",
+						    st->diff ? st->diff : "", "message",
+						    st->message ? st->message : "", "duration_ms",
+						    (json_int_t)st->duration_ms, "rolled_back",
+						    st->rolled_back)) < 0) {
+			json_decref(steps);
+			return NULL;
+		}
+	}
+	o = json_pack("{s:b, s:b, s:I, s:I, s:I, s:I, s:o}", "check_mode", s->check_mode, "stopped",
+		      s->stopped, "ok", (json_int_t)s->n_ok, "changed", (json_int_t)s->n_changed,
+		      "failed", (json_int_t)s->n_failed, "skipped", (json_int_t)s->n_skipped,
+		      "steps", steps);
+	return o;
+}

@@ -1,0 +1,124 @@
+/* Apply engine of the agent: runs a rendered playbook plan (see common/playbook/playbook.h)
+ * against the node's sysroot, step by step, with one executor per step type (check, apply,
+ * verify), backups and rollback of every file a step touches, and a check mode that only diffs. */
+#ifndef RAILYARD_APPLY_H
+#define RAILYARD_APPLY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define APPLY_WUR __attribute__((warn_unused_result))
+
+/* Largest file the engine reads, writes, backs up or diffs (bytes). */
+#define APPLY_FILE_MAX (1024 * 1024)
+
+enum apply_status {
+	APPLY_STATUS_OK = 0,  /* already in the desired state (nothing to do) */
+	APPLY_STATUS_CHANGED, /* changed (or, in check mode, would change) */
+	APPLY_STATUS_FAILED,  /* check, apply or verify failed; see message */
+	APPLY_STATUS_SKIPPED, /* not run: `when` was false, or an earlier step stopped the plan */
+};
+
+/* "ok", "changed", "failed", "skipped" (never NULL). */
+const char *apply_status_name(enum apply_status s);
+
+/* Outcome of one step. Strings are owned by the summary; never NULL ("" when empty). */
+struct apply_step_result {
+	char *name;
+	char *type;
+	enum apply_status status;
+	char *diff;	     /* unified diff for files, "key: old -> new" lines for values */
+	char *message;	     /* human explanation, precise on failure */
+	int64_t duration_ms; /* check + apply + verify (+ rollback) */
+	bool rolled_back;    /* a failed step whose files were restored from their backups */
+};
+
+/* Outcome of a plan (caller-embedded; release with apply_summary_done()). */
+struct apply_summary {
+	struct apply_step_result *steps; /* one per plan step, in plan order */
+	size_t n_steps;
+	size_t n_ok, n_changed, n_failed, n_skipped;
+	bool check_mode;
+	bool stopped;	  /* a failed step without continue_on_error stopped the plan */
+	char *backup_dir; /* where this run's backups are kept (NULL if none were kept) */
+};
+
+/* Called after every step (including skipped ones) with its final result; index counts from 0.
+ * step is borrowed for the duration of the call. Called on the apply_plan() thread. */
+typedef void (*apply_event_fn)(const struct apply_step_result *step, size_t index, size_t total,
+			       void *userdata);
+
+struct apply_opts {
+	const char *sysroot;	    /* root of every path; NULL or "/" for the real node */
+	bool check_mode;	    /* compute statuses and diffs, change nothing */
+	const json_t *facts;	    /* this node's facts (facts_collect()), for `assert`; may be
+				       NULL (asserts on facts then fail) */
+	const char *state_dir;	    /* backups go to <state_dir>/backups/<run> and are kept; NULL:
+				       a temporary directory removed when apply_plan() returns */
+	int64_t command_timeout_ms; /* default timeout of programs the executors run; 0: 120 s */
+	apply_event_fn on_step;	    /* may be NULL */
+	void *userdata;
+};
+
+/* Validate plan (network input: the playbook module's plan validator) and run its steps in
+ * order. For each step: evaluate `when`; check (desired vs actual, diff); in check mode stop
+ * there. Otherwise apply only when check found a difference, then verify by re-reading the real
+ * state; a failure in apply or verify restores every file the step touched from its backups and
+ * stops the plan unless the step has continue_on_error (later steps are then "skipped").
+ * Returns 0 when the plan was run (whatever the step statuses: look at *ret, written only on
+ * success), -RY_E_INVALID when the plan is malformed, -ENOMEM, or -errno when the backup
+ * directory cannot be created. Not thread-safe for two runs on the same sysroot; different
+ * sysroots are independent. plan and o are borrowed. */
+APPLY_WUR int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summary *ret);
+
+/* Release everything a summary owns; NULL and zeroed summaries are fine. */
+void apply_summary_done(struct apply_summary *s);
+
+/* The summary as JSON: {"check_mode","stopped","ok","changed","failed","skipped","steps":[{"name",
+ * "type","status","diff","message","duration_ms","rolled_back"}]}. New reference (caller
+ * json_decref()s), NULL on allocation failure. */
+json_t *apply_summary_to_json(const struct apply_summary *s);
+
+/* `railyard-agent apply`: load playbook_file, render it with facts_collect(sysroot), run
+ * apply_plan() (check mode when check), and print to out one line per step with its diff
+ * indented below, or (json) one JSON document {"playbook":..., "summary":...}. Errors loading,
+ * rendering or validating are printed to out too. Returns the process exit code: 0 when every
+ * step ended ok or changed (skipped `when` steps allowed), 1 when a step failed or was not
+ * run, 2 when the playbook could not be loaded or rendered. Borrowed arguments; not
+ * thread-safe (see apply_plan()). */
+int apply_cmd(const char *playbook_file, const char *sysroot, bool check, bool json, FILE *out);
+
+/* --- building blocks, public for the executors and the tests --- */
+
+/* Resolve path (absolute or relative, as seen on the node) under sysroot, component by
+ * component, like a chroot would: an absolute symlink target is re-anchored at sysroot, a
+ * relative one is followed from its directory. Refused with -RY_E_UNSAFE_PATH: a `..`
+ * component in path, a symlink whose target climbs above the sysroot, more than 40 links
+ * (-ELOOP). Components that do not exist yet are appended as they are (the path may be about to
+ * be created). On success *ret_path is the host path (caller frees). Read-only; thread-safe. The
+ * check is not atomic against a concurrent writer inside the sysroot (the agent is the only
+ * writer it expects). */
+APPLY_WUR int apply_path_resolve(const char *sysroot, const char *path, char **ret_path);
+
+/* Unified diff (3 lines of context, GNU diff format, "\ No newline at end of file" markers)
+ * turning a into b, with "--- label_a" / "+++ label_b" headers; "" when they are equal.
+ * Minimal (LCS) when the differing middle part is small enough (about 2M line pairs), otherwise
+ * still correct but coarser. Inputs are bounded by APPLY_FILE_MAX. *ret_diff is a new string
+ * (caller frees). -ENOMEM, -RY_E_TOO_BIG. Thread-safe. */
+APPLY_WUR int apply_diff_unified(const char *a, size_t alen, const char *b, size_t blen,
+				 const char *label_a, const char *label_b, char **ret_diff);
+
+/* Compare two Debian version strings ([epoch:]upstream[-revision]) as dpkg does: <0, 0, >0.
+ * '~' sorts before everything, even the end of the string; a missing epoch is 0. Strings that
+ * are not valid versions compare by the same algorithm (never fails). Thread-safe. */
+int apply_dpkg_version_compare(const char *a, const char *b);
+
+/* Does `version` satisfy a constraint "OP VERSION" with OP one of "=", "==", ">=", "<=", ">",
+ * "<", ">>", "<<", "!=" (">>"/"<<" are dpkg's strict forms), or a bare VERSION (meaning =)?
+ * 1 yes, 0 no, -RY_E_INVALID for a malformed constraint. Thread-safe. */
+APPLY_WUR int apply_version_satisfies(const char *version, const char *constraint);
+
+#endif

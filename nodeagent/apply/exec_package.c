@@ -1,0 +1,178 @@
+/* Executor package: a Debian package present (optionally with a version constraint) or absent.
+ * State comes from dpkg-query with --admindir under the sysroot; changes go through apt-get run
+ * by the runner (on a real node the sysroot is "/"; tests use the apt-get double). */
+#include "nodeagent/apply/apply_int.h"
+
+#include "common/util/error.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define P_NAME	  "name"
+#define P_VERSION "version"
+#define P_STATE	  "state"
+
+/* Installed version of name ("" when not installed), via dpkg-query. */
+static int installed_version(struct apply_ctx *ctx, const char *name, char *ver, size_t len)
+{
+	char *admin = NULL, *opt = NULL;
+	struct runner_result res;
+	int r;
+
+	r = apply_ctx_path(ctx, "/var/lib/dpkg", &admin);
+	if (r < 0)
+		return r;
+	if (asprintf(&opt, "--admindir=%s", admin) < 0) {
+		free(admin);
+		return -ENOMEM;
+	}
+	{
+		const char *argv[] = {
+			"dpkg-query", opt, "-W", "-f", "${db:Status-Status} ${Version}\\n",
+			name,	      NULL};
+
+		r = apply_ctx_run(ctx, argv, 0, &res);
+	}
+	free(opt);
+	free(admin);
+	if (r < 0)
+		return r;
+	ver[0] = '\0';
+	if (res.timed_out || res.term_signal) {
+		r = apply_ctx_fail(ctx, -ETIMEDOUT, "dpkg-query %s: did not finish", name);
+	} else if (res.exit_code == 0) {
+		char *sp = strchr(res.out, ' ');
+
+		if (sp && strncmp(res.out, "installed ", 10) == 0) {
+			size_t n = strcspn(sp + 1, " \r\n");
+
+			snprintf(ver, len, "%.*s", (int)n, sp + 1);
+		}
+	} else if (res.exit_code != 1) {
+		r = apply_ctx_fail(ctx, -RY_E_UNMET, "dpkg-query %s: exit %d: %.200s", name,
+				   res.exit_code, res.err);
+	}
+	runner_result_done(&res);
+	return r;
+}
+
+/* An exact pin ("1.2-3", "= 1.2-3", "== 1.2-3") gives its version, else NULL. */
+static const char *exact_version(const char *c)
+{
+	while (isspace((unsigned char)*c))
+		c++;
+	if (c[0] == '=' && c[1] == '=')
+		c += 2;
+	else if (c[0] == '=')
+		c++;
+	else if (strchr("<>!", c[0]))
+		return NULL;
+	while (isspace((unsigned char)*c))
+		c++;
+	return c;
+}
+
+static int package_state(struct apply_ctx *ctx, const json_t *params, char *ver, size_t len,
+			 bool *ret_ok)
+{
+	const char *name = apply_param_str(params, P_NAME),
+		   *state = apply_param_str(params, P_STATE);
+	const char *constraint = apply_param_str(params, P_VERSION);
+	bool want = !state || strcmp(state, "absent") != 0;
+	int r;
+
+	if (!name || !*name || name[0] == '-' || strpbrk(name, "= \t\n/"))
+		return apply_ctx_fail(ctx, -RY_E_INVALID, "package: bad name");
+	r = installed_version(ctx, name, ver, len);
+	if (r < 0)
+		return r;
+	if (!want) {
+		*ret_ok = !ver[0];
+		return 0;
+	}
+	if (!ver[0]) {
+		*ret_ok = false;
+		return 0;
+	}
+	if (!constraint) {
+		*ret_ok = true;
+		return 0;
+	}
+	r = apply_version_satisfies(ver, constraint);
+	if (r < 0)
+		return apply_ctx_fail(ctx, r, "version \"%s\": bad constraint", constraint);
+	*ret_ok = r == 1;
+	return 0;
+}
+
+static int package_check(struct apply_ctx *ctx, const json_t *params, struct apply_change *out)
+{
+	const char *state = apply_param_str(params, P_STATE);
+	const char *constraint = apply_param_str(params, P_VERSION);
+	char ver[256];
+	bool ok;
+	int r;
+
+	r = package_state(ctx, params, ver, sizeof(ver), &ok);
+	if (r < 0 || ok)
+		return r;
+	out->changed = true;
+	apply_buf_printf(&out->diff, "package %s: %s -> %s\n", apply_param_str(params, P_NAME),
+			 ver[0] ? ver : "(not installed)",
+			 state && strcmp(state, "absent") == 0 ? "(removed)"
+			 : constraint			       ? constraint
+							       : "(installed)");
+	return 0;
+}
+
+static int package_apply(struct apply_ctx *ctx, const json_t *params, struct apply_change *out)
+{
+	const char *name = apply_param_str(params, P_NAME),
+		   *state = apply_param_str(params, P_STATE);
+	const char *constraint = apply_param_str(params, P_VERSION), *pin = NULL;
+	char *spec = NULL;
+	int r;
+
+	if (state && strcmp(state, "absent") == 0) {
+		const char *argv[] = {"apt-get", "remove", "-y", "-q", name, NULL};
+
+		r = apply_ctx_run_ok(ctx, argv, NULL);
+	} else {
+		if (constraint)
+			pin = exact_version(constraint);
+		if (pin ? asprintf(&spec, "%s=%s", name, pin) < 0 : !(spec = strdup(name)))
+			return -ENOMEM;
+		{
+			const char *argv[] = {"apt-get", "install", "-y", "-q", spec, NULL};
+
+			r = apply_ctx_run_ok(ctx, argv, NULL);
+		}
+		free(spec);
+	}
+	out->changed = r == 0;
+	return r;
+}
+
+static int package_verify(struct apply_ctx *ctx, const json_t *params)
+{
+	char ver[256];
+	bool ok;
+	int r = package_state(ctx, params, ver, sizeof(ver), &ok);
+
+	if (r < 0)
+		return r;
+	if (!ok)
+		return apply_ctx_fail(ctx, -RY_E_UNMET, "verify: package %s is %s",
+				      apply_param_str(params, P_NAME),
+				      ver[0] ? ver : "not installed");
+	return 0;
+}
+
+const struct apply_step_ops apply_ops_package = {
+	.type = "package",
+	.check = package_check,
+	.apply = package_apply,
+	.verify = package_verify,
+};

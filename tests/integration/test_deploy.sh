@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Integration: deployments. Five agents on copies of the fixture nodes (one degraded, which fails
+# the port asserts), the shipped h200-ndr-ib playbook: check mode changes nothing (hashes of
+# every sysroot), max_fail stops a rollout and skips the rest, a tolerated failure finishes
+# "partial", a second apply changes nothing, and a controller killed with -9 mid-rollout resumes
+# without running any node twice.
+. "$(dirname "$0")/lib.sh"
+
+PB=$SRC/playbooks/h200-ndr-ib.yaml
+PREP=$SRC/tests/fixtures/prepare-sysroot.sh
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms
+new_token 6
+
+# name:fixture:enrolled host name (batches follow host names: a, b, c, node-03, node-04)
+NODES="a:h200-ib:gpu-a b:h200-ib:gpu-b c:h200-ib:gpu-c d:h200-degraded:gpu-node-03 e:h200-ib-2:gpu-node-04 r:h200-roce:gpu-roce"
+for spec in $NODES; do
+	IFS=: read -r name fix host <<<"$spec"
+	"$PREP" "$FIXTURES/$fix" "$T/root-$name" || die "prepare $name"
+	enroll "$name" "$T/root-$name" --hostname "$host" || die "enroll $name"
+	start_agent "$name" "$T/root-$name"
+done
+check "6 agents online" wait_for 20 count_is online 6
+
+tree_hash() { (cd "$T" && find root-* -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
+dep_field() { "$CTL" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
+# The shipped playbook pauses a minute between batches behind a canary: not here.
+deploy() { "$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --timeout 60s --canary 0 --pause 0 "$@"; }
+last_id() { awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$1"; }
+
+# --- check mode ----------------------------------------------------------------------------------
+before=$(tree_hash)
+deploy --check --max-fail 1 >"$T/check.out" 2>&1
+check "check run ends partial (the degraded node fails its asserts)" grep -q "partial" "$T/check.out"
+CHECK_ID=$(last_id "$T/check.out")
+check "check mode changed nothing on any node" test "$before" = "$(tree_hash)"
+check "RoCE node not targeted by the IB playbook" grep -q "gpu-roce .*not targeted" "$T/check.out"
+check "check mode reports what would change" \
+	test "$(dep_field "$CHECK_ID" '[.nodes[] | select(.hostname=="gpu-a") | .steps[] | select(.status=="changed")] | length')" -gt 0
+check "check mode shows a diff for nccl.conf" bash -c \
+	"'$CTL' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[0].steps[].diff' | grep -q '+++ /etc/nccl.conf'"
+check "degraded node's failure is named" bash -c \
+	"'$CTL' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[] | select(.hostname==\"gpu-node-03\") | .steps[].message' | grep -q 'mlx5_3 port 1'"
+
+# --- max_fail stops the rollout ------------------------------------------------------------------
+refused deploy --batch 2 --max-fail 0 >"$T/stop.out" 2>&1
+STOP_ID=$(last_id "$T/stop.out")
+check "rollout stopped by max_fail" test "$(dep_field "$STOP_ID" .state)" = failed
+check "reason names the rule" test "$(dep_field "$STOP_ID" .reason)" = "max_fail exceeded: 1 of 5 nodes failed, 0 tolerated"
+check "the batch after the failure was skipped" \
+	test "$(dep_field "$STOP_ID" '.nodes[] | select(.hostname=="gpu-node-04") | .state')" = skipped
+check "first batch applied" \
+	test "$(dep_field "$STOP_ID" '.nodes[] | select(.hostname=="gpu-a") | .state')" = succeeded
+check "node-04 untouched (no nccl.conf)" test ! -e "$T/root-e/etc/nccl.conf"
+
+# --- tolerated failure, then idempotence ------------------------------------------------------------
+refused deploy --batch 2 --max-fail 1 >"$T/apply1.out" 2>&1
+A1=$(last_id "$T/apply1.out")
+check "tolerated failure ends partial" test "$(dep_field "$A1" .state)" = partial
+check "node-04 applied this time" \
+	test "$(dep_field "$A1" '.nodes[] | select(.hostname=="gpu-node-04") | .changed')" -gt 0
+check "files written on node-04" grep -q NCCL_IB_HCA "$T/root-e/etc/nccl.conf"
+refused deploy --max-fail 20% >"$T/apply2.out" 2>&1
+A2=$(last_id "$T/apply2.out")
+check "second apply: zero changes on every healthy node" \
+	test "$(dep_field "$A2" '[.nodes[] | select(.hostname!="gpu-node-03") | .changed] | add')" = 0
+check "second apply: healthy nodes succeeded" \
+	test "$(dep_field "$A2" '[.nodes[] | select(.state=="succeeded")] | length')" = 4
+
+# --- controller killed mid-rollout ---------------------------------------------------------------------
+deploy --batch 1 --pause 2s --max-fail 1 --no-wait >"$T/resume.out" 2>&1 || fail "deploy --no-wait"
+R=$(last_id "$T/resume.out")
+done_count() { dep_field "$R" '[.nodes[] | select(.state=="succeeded" or .state=="failed")] | length'; }
+done_at_least() { [ "$(done_count)" -ge "$1" ]; }
+check "first node of the slow rollout finished" wait_for 20 done_at_least 1
+kill -9 "$CTL_PID"
+wait "$CTL_PID" 2>/dev/null
+check "deployment still running in the database" test "$(dep_field "$R" .state)" = running
+start_controller --heartbeat-interval 300ms
+check "restarted controller resumes and finishes the rollout" wait_for 60 \
+	bash -c "[ \"\$('$CTL' deployments $R --json --state-dir $T/ctl | jq -r .state)\" = partial ]"
+for name in a b c d e; do
+	n=$(grep -c "plan $R: running" "$T/$name.log")
+	check "agent $name ran the resumed deployment exactly once ($n)" test "$n" = 1
+done
+check "every targeted node has a result" test "$(done_count)" = 5
+
+for name in a b c d e r; do kill -TERM "${AGENT_PID[$name]}"; done
+for name in a b c d e r; do wait "${AGENT_PID[$name]}"; done
+kill -TERM "$CTL_PID"
+wait "$CTL_PID"
+check "controller exits 0" test $? -eq 0
+if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$T"/*.log; then
+	fail "sanitizer reports in the logs"
+	grep -h -A5 "ERROR: \|runtime error:" "$T"/*.log | head -60
+fi
+finish

@@ -1,0 +1,418 @@
+/* Unit tests for each step executor of the apply engine on copies of the fixture sysroots (with
+ * the test doubles installed): check mode (diff, nothing changed: tree hash and no mutating
+ * calls), apply, a second apply reporting no change, and failures with rollback. */
+#include "nodeagent/apply/apply.h"
+
+#include "common/util/error.h"
+#include "nodeagent/facts/facts.h"
+#include "tests/unit/test_apply_util.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* Run a one-step plan; returns the step's status and fills res fields into the out copies. */
+struct outcome {
+	enum apply_status status;
+	char diff[8192];
+	char message[2048];
+	bool rolled_back;
+};
+
+static struct outcome run1(const char *root, const char *type, const char *params, bool check,
+			   const json_t *facts)
+{
+	struct apply_summary s;
+	struct outcome o = {0};
+	json_t *plan = tu_plan();
+
+	tu_plan_add(plan, "step", type, params, false);
+	tu_plan_assert_valid(plan);
+	assert_int_equal(apply_plan(plan,
+				    &(struct apply_opts){
+					    .sysroot = root, .check_mode = check, .facts = facts},
+				    &s),
+			 0);
+	assert_int_equal(s.n_steps, 1);
+	o.status = s.steps[0].status;
+	snprintf(o.diff, sizeof(o.diff), "%s", s.steps[0].diff);
+	snprintf(o.message, sizeof(o.message), "%s", s.steps[0].message);
+	o.rolled_back = s.steps[0].rolled_back;
+	apply_summary_done(&s);
+	json_decref(plan);
+	return o;
+}
+
+/* check (changed, tree untouched), apply (changed), apply again (ok); returns the check diff. */
+static struct outcome cycle(const char *root, const char *type, const char *params,
+			    const json_t *facts)
+{
+	uint64_t before = tu_tree_hash(root);
+	struct outcome chk = run1(root, type, params, true, facts), o;
+
+	if (chk.status != APPLY_STATUS_CHANGED)
+		fail_msg("check: %s: %s", apply_status_name(chk.status), chk.message);
+	assert_true(chk.diff[0] != '\0');
+	assert_true(tu_tree_hash(root) == before);
+	o = run1(root, type, params, false, facts);
+	if (o.status != APPLY_STATUS_CHANGED)
+		fail_msg("apply: %s: %s", apply_status_name(o.status), o.message);
+	assert_true(tu_tree_hash(root) != before);
+	before = tu_tree_hash(root);
+	o = run1(root, type, params, false, facts);
+	if (o.status != APPLY_STATUS_OK)
+		fail_msg("second apply: %s: %s / %s", apply_status_name(o.status), o.message,
+			 o.diff);
+	assert_string_equal(o.diff, "");
+	assert_true(tu_tree_hash(root) == before);
+	o = run1(root, type, params, true, facts);
+	assert_int_equal(o.status, APPLY_STATUS_OK);
+	return chk;
+}
+
+static void assert_file(const char *root, const char *rel, const char *content)
+{
+	char *got = tu_read(root, rel);
+
+	if (!got)
+		fail_msg("%s: missing", rel);
+	assert_string_equal(got, content);
+	free(got);
+}
+
+static void test_nccl_ucx_mpi(void **state)
+{
+	char *root = tu_sysroot("h200-roce");
+	struct outcome o;
+
+	(void)state;
+	o = cycle(root, "nccl",
+		  "{\"settings\":{\"NCCL_IB_HCA\":\"mlx5\",\"NCCL_IB_GID_INDEX\":\"3\"}}", NULL);
+	assert_non_null(strstr(o.diff, "--- /dev/null\n+++ /etc/nccl.conf\n@@ -0,0 +1,2 @@\n"
+				       "+NCCL_IB_HCA=mlx5\n+NCCL_IB_GID_INDEX=3\n"));
+	assert_file(root, "etc/nccl.conf", "NCCL_IB_HCA=mlx5\nNCCL_IB_GID_INDEX=3\n");
+	/* merge into an existing file: comments and other keys kept, duplicates dropped */
+	tu_write(root, "etc/nccl.conf",
+		 "# site settings\nNCCL_IB_HCA = mlx5_0\nNCCL_DEBUG=WARN\nNCCL_IB_HCA=dup\n");
+	o = cycle(root, "nccl",
+		  "{\"settings\":{\"NCCL_IB_HCA\":\"mlx5\",\"NCCL_IB_GID_INDEX\":\"3\"}}", NULL);
+	assert_non_null(strstr(o.diff, "-NCCL_IB_HCA = mlx5_0\n+NCCL_IB_HCA = mlx5\n"));
+	assert_file(root, "etc/nccl.conf",
+		    "# site settings\nNCCL_IB_HCA = mlx5\nNCCL_DEBUG=WARN\nNCCL_IB_GID_INDEX=3\n");
+	cycle(root, "ucx",
+	      "{\"settings\":{\"UCX_TLS\":\"rc,cuda_copy\",\"UCX_IB_GID_INDEX\":\"3\"}}", NULL);
+	assert_file(root, "etc/ucx/ucx.conf", "UCX_TLS=rc,cuda_copy\nUCX_IB_GID_INDEX=3\n");
+	cycle(root, "mpi", "{\"settings\":{\"btl\":\"^openib\",\"pml\":\"ucx\"}}", NULL);
+	assert_file(root, "etc/openmpi/openmpi-mca-params.conf", "btl = ^openib\npml = ucx\n");
+	cycle(root, "nccl",
+	      "{\"settings\":{\"NCCL_NET_GDR_LEVEL\":\"PHB\"},\"path\":\"/opt/nccl.conf\"}", NULL);
+	assert_file(root, "opt/nccl.conf", "NCCL_NET_GDR_LEVEL=PHB\n");
+	tu_rm(root);
+}
+
+static void test_file(void **state)
+{
+	char *root = tu_sysroot("h200-ib"), *host;
+	struct outcome o;
+	struct stat st;
+
+	(void)state;
+	tu_write(root, "etc/passwd", "root:x:0:0::/root:/bin/sh\nnccl:x:1234:1235::/:/bin/false\n");
+	tu_write(root, "etc/group", "root:x:0:\nnccl:x:1235:\n");
+	o = cycle(root, "file",
+		  "{\"path\":\"/etc/railyard/topo.xml\",\"content\":\"<system/>\\n\","
+		  "\"mode\":\"0600\",\"owner\":\"nccl\",\"group\":\"nccl\"}",
+		  NULL);
+	assert_non_null(strstr(o.diff, "+<system/>\n"));
+	assert_non_null(strstr(o.diff, "mode: (new) -> 0600"));
+	assert_file(root, "etc/railyard/topo.xml", "<system/>\n");
+	host = NULL;
+	assert_true(asprintf(&host, "%s/etc/railyard/topo.xml", root) > 0);
+	assert_int_equal(stat(host, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_uid, 1234);
+	assert_int_equal(st.st_gid, 1235);
+	/* mode only */
+	assert_int_equal(chmod(host, 0644), 0);
+	o = cycle(root, "file",
+		  "{\"path\":\"/etc/railyard/topo.xml\",\"content\":\"<system/>\\n\","
+		  "\"mode\":\"0600\",\"owner\":\"nccl\",\"group\":\"nccl\"}",
+		  NULL);
+	assert_string_equal(o.diff, "/etc/railyard/topo.xml mode: 0644 -> 0600\n");
+	free(host);
+	/* unknown owner: failed, precise */
+	o = run1(root, "file", "{\"path\":\"/etc/x\",\"content\":\"x\",\"owner\":\"nobody2\"}",
+		 false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "\"nobody2\" not found in /etc/passwd"));
+	assert_false(tu_exists(root, "etc/x"));
+	tu_rm(root);
+}
+
+static void test_sysctl(void **state)
+{
+	char *root = tu_sysroot("h200-ib");
+	struct outcome o;
+
+	(void)state;
+	tu_write(root, "proc/sys/net/core/rmem_max", "212992\n");
+	tu_write(root, "proc/sys/net/ipv4/tcp_rmem", "4096\t131072\t6291456\n");
+	o = cycle(root, "sysctl",
+		  "{\"settings\":{\"net.core.rmem_max\":\"268435456\","
+		  "\"net.ipv4.tcp_rmem\":\"4096 131072 6291456\"}}",
+		  NULL);
+	assert_non_null(strstr(o.diff, "net.core.rmem_max: 212992 -> 268435456\n"));
+	assert_null(strstr(o.diff, "tcp_rmem:")); /* same value, different blanks */
+	assert_non_null(strstr(o.diff, "+++ /etc/sysctl.d/90-railyard.conf\n"));
+	assert_file(root, "proc/sys/net/core/rmem_max", "268435456\n");
+	assert_file(root, "proc/sys/net/ipv4/tcp_rmem", "4096\t131072\t6291456\n");
+	assert_file(root, "etc/sysctl.d/90-railyard.conf",
+		    "net.core.rmem_max = 268435456\nnet.ipv4.tcp_rmem = 4096 131072 6291456\n");
+	/* without persistence only the running value changes */
+	o = cycle(root, "sysctl", "{\"settings\":{\"net.core.rmem_max\":\"1\"},\"persist\":false}",
+		  NULL);
+	assert_string_equal(o.diff, "net.core.rmem_max: 268435456 -> 1\n");
+	/* a key the kernel does not have */
+	o = run1(root, "sysctl", "{\"settings\":{\"net.core.nope\":\"1\"}}", true, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(
+		strstr(o.message, "sysctl net.core.nope: no such key (/proc/sys/net/core/nope)"));
+	tu_rm(root);
+}
+
+static void test_kmod(void **state)
+{
+	char *root = tu_sysroot("h200-roce");
+	struct outcome o;
+	char *mods;
+
+	(void)state;
+	o = cycle(root, "kmod",
+		  "{\"name\":\"rdma_ucm\",\"options\":{\"debug\":\"0\"},\"persist\":true}", NULL);
+	assert_non_null(strstr(o.diff, "module rdma_ucm: not loaded -> loaded\n"));
+	assert_non_null(strstr(o.diff, "+options rdma_ucm debug=0\n"));
+	assert_int_equal(tu_calls(root, "modprobe rdma_ucm"), 1); /* check and re-apply: none */
+	mods = tu_read(root, "proc/modules");
+	assert_non_null(strstr(mods, "\nrdma_ucm "));
+	free(mods);
+	assert_file(root, "etc/modprobe.d/railyard-rdma_ucm.conf",
+		    "# Managed by railyard (kmod step)\noptions rdma_ucm debug=0\n");
+	assert_file(root, "etc/modules-load.d/railyard-rdma_ucm.conf",
+		    "# Managed by railyard (kmod step)\nrdma_ucm\n");
+	/* unload */
+	o = cycle(root, "kmod", "{\"name\":\"rdma-ucm\",\"state\":\"absent\"}", NULL);
+	assert_string_equal(o.diff, "module rdma-ucm: loaded -> absent\n");
+	assert_int_equal(tu_calls(root, "modprobe -r rdma-ucm"), 1);
+	/* a module this kernel lacks: failed, its files rolled back (one created, one restored) */
+	tu_write(root, "etc/railyard-test/modprobe-fail", "nvidia_fs\n");
+	tu_write(root, "etc/modprobe.d/railyard-nvidia_fs.conf", "old\n");
+	o = run1(root, "kmod",
+		 "{\"name\":\"nvidia_fs\",\"options\":{\"x\":\"1\"},\"persist\":true}", false,
+		 NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_true(o.rolled_back);
+	assert_non_null(strstr(o.message, "`modprobe nvidia_fs` exit 1: modprobe: FATAL: Module "
+					  "nvidia_fs not found"));
+	assert_non_null(strstr(o.message, "rolled back 2 file(s)"));
+	assert_file(root, "etc/modprobe.d/railyard-nvidia_fs.conf", "old\n");
+	assert_false(tu_exists(root, "etc/modules-load.d/railyard-nvidia_fs.conf"));
+	tu_rm(root);
+}
+
+static void test_command(void **state)
+{
+	char *root = tu_sysroot("h200-ib");
+	struct outcome o;
+	int64_t t0;
+
+	(void)state;
+	tu_write(root, "tmp/.keep", "");
+	o = cycle(root, "command",
+		  "{\"argv\":[\"sh\",\"-c\",\"echo hi > $RAILYARD_SYSROOT/tmp/made\"],"
+		  "\"creates\":\"/tmp/made\"}",
+		  NULL);
+	assert_string_equal(o.diff, "run: sh -c echo hi > $RAILYARD_SYSROOT/tmp/made\n");
+	assert_file(root, "tmp/made", "hi\n");
+	/* unless guard */
+	o = run1(root, "command", "{\"argv\":[\"false\"],\"unless\":[\"true\"]}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_OK);
+	assert_non_null(strstr(o.message, "unless"));
+	o = run1(root, "command", "{\"argv\":[\"true\"],\"unless\":[\"false\"]}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_CHANGED);
+	/* failure names the exit status and stderr */
+	o = run1(root, "command", "{\"argv\":[\"sh\",\"-c\",\"echo boom >&2; exit 7\"]}", false,
+		 NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "exit 7: boom"));
+	/* timeout: killed and reported */
+	t0 = time(NULL);
+	o = run1(root, "command", "{\"argv\":[\"sleep\",\"60\"],\"timeout\":\"200ms\"}", false,
+		 NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "`sleep` timed out after 200 ms and was killed"));
+	assert_true(time(NULL) - t0 < 20);
+	/* creates is verified */
+	o = run1(root, "command", "{\"argv\":[\"true\"],\"creates\":\"/tmp/never\"}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "/tmp/never was not created"));
+	tu_rm(root);
+}
+
+static void test_assert(void **state)
+{
+	char *deg = tu_sysroot("h200-degraded"), *ok = tu_sysroot("h200-ib");
+	const char *params =
+		"{\"that\":[{\"fact\":\"rdma.devices[*].ports[*].state\",\"op\":\"==\","
+		"\"value\":\"ACTIVE\",\"quantifier\":\"all\"},"
+		"{\"fact\":\"rdma.devices\",\"op\":\"count==\",\"value\":8,\"quantifier\":\"all\"}]"
+		"}";
+	json_t *facts = NULL;
+	struct outcome o;
+
+	(void)state;
+	assert_int_equal(facts_collect(deg, &facts), 0);
+	o = run1(deg, "assert", params, true, facts);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "DOWN"));
+	if (!strstr(o.message, "state = DOWN (rdma.devices[3].ports[0] is mlx5_3 port 1)"))
+		fail_msg("%s", o.message);
+	json_decref(facts);
+	assert_int_equal(facts_collect(ok, &facts), 0);
+	o = run1(ok, "assert", params, false, facts);
+	assert_int_equal(o.status, APPLY_STATUS_OK);
+	assert_string_equal(o.message, "2 condition(s) hold");
+	o = run1(ok, "assert", params, false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	json_decref(facts);
+	tu_rm(deg);
+	tu_rm(ok);
+}
+
+static void test_service(void **state)
+{
+	char *root = tu_sysroot("h200-ib");
+	struct outcome o;
+
+	(void)state;
+	tu_write(root, "lib/systemd/system/nvidia-persistenced.service", "[Service]\n");
+	o = cycle(
+		root, "service",
+		"{\"name\":\"nvidia-persistenced.service\",\"enabled\":true,\"state\":\"started\"}",
+		NULL);
+	assert_string_equal(o.diff, "nvidia-persistenced.service enabled: disabled -> enabled\n"
+				    "nvidia-persistenced.service state: inactive -> active\n");
+	assert_int_equal(tu_calls(root, "systemctl enable nvidia-persistenced.service"), 1);
+	assert_int_equal(tu_calls(root, "systemctl start nvidia-persistenced.service"), 1);
+	cycle(root, "service", "{\"name\":\"nvidia-persistenced.service\",\"state\":\"stopped\"}",
+	      NULL);
+	/* restarted always restarts */
+	o = run1(root, "service",
+		 "{\"name\":\"nvidia-persistenced.service\",\"state\":\"restarted\"}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_CHANGED);
+	assert_int_equal(tu_calls(root, "systemctl restart"), 1);
+	/* unknown unit */
+	o = run1(root, "service", "{\"name\":\"nope.service\",\"enabled\":true}", true, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "unit nope.service: Failed to get unit file state"));
+	/* a unit that fails to start */
+	tu_write(root, "lib/systemd/system/bad.service", "[Service]\n");
+	tu_write(root, "etc/railyard-test/systemctl-fail", "bad.service\n");
+	o = run1(root, "service", "{\"name\":\"bad.service\",\"state\":\"started\"}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "`systemctl start bad.service` exit 1: Job for"));
+	tu_rm(root);
+}
+
+static void test_package(void **state)
+{
+	char *root = tu_sysroot("h200-ib");
+	struct outcome o;
+
+	(void)state;
+	tu_write(root, "var/lib/dpkg/status",
+		 "Package: foo\nStatus: install ok installed\nMaintainer: t <t@e.org>\n"
+		 "Architecture: amd64\nVersion: 1.0-1\nDescription: foo\n\n");
+	tu_write(root, "etc/railyard-test/apt-candidates", "foo 2.0-1\nfoo 1.0-1\nbar 3.0\n");
+	o = cycle(root, "package", "{\"name\":\"foo\",\"version\":\">= 2.0\"}", NULL);
+	assert_string_equal(o.diff, "package foo: 1.0-1 -> >= 2.0\n");
+	assert_int_equal(tu_calls(root, "apt-get install -y -q foo"), 1);
+	o = cycle(root, "package", "{\"name\":\"bar\",\"version\":\"3.0\"}", NULL);
+	assert_string_equal(o.diff, "package bar: (not installed) -> 3.0\n");
+	assert_int_equal(tu_calls(root, "apt-get install -y -q bar=3.0"), 1);
+	o = cycle(root, "package", "{\"name\":\"foo\",\"state\":\"absent\"}", NULL);
+	assert_string_equal(o.diff, "package foo: 2.0-1 -> (removed)\n");
+	o = run1(root, "package", "{\"name\":\"baz\"}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "E: Unable to locate package baz"));
+	/* installed but the wanted version is not available */
+	o = run1(root, "package", "{\"name\":\"bar\",\"version\":\"= 9.9\"}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "Version '9.9' for 'bar' was not found"));
+	tu_rm(root);
+}
+
+static void test_roce_qos(void **state)
+{
+	char *root = tu_sysroot("h200-roce");
+	const char *ifs[] = {"enp22s0np0", "enp39s0np0"};
+	char rel[256];
+	struct outcome o;
+
+	(void)state;
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 2; k++)
+			for (int p = 0; p < 8; p++) {
+				snprintf(rel, sizeof(rel), "sys/class/net/%s/ecn/%s/enable/%d",
+					 ifs[i], k ? "roce_rp" : "roce_np", p);
+				tu_write(root, rel, "0\n");
+			}
+	o = cycle(root, "roce_qos",
+		  "{\"interfaces\":[\"enp22s0np0\",\"enp39s0np0\"],\"trust\":\"dscp\","
+		  "\"pfc\":[3],\"ecn\":[3]}",
+		  NULL);
+	assert_non_null(strstr(o.diff, "enp22s0np0 trust: pcp -> dscp\n"
+				       "enp22s0np0 pfc: 0,0,0,0,0,0,0,0 -> 0,0,0,1,0,0,0,0\n"
+				       "enp22s0np0 ecn roce_np/3: 0 -> 1\n"
+				       "enp22s0np0 ecn roce_rp/3: 0 -> 1\n"));
+	assert_non_null(strstr(o.diff, "enp39s0np0 ecn roce_rp/3: 0 -> 1\n"));
+	assert_int_equal(
+		tu_calls(root, "mlnx_qos -i enp22s0np0 --trust dscp --pfc 0,0,0,1,0,0,0,0"), 1);
+	assert_file(root, "sys/class/net/enp39s0np0/ecn/roce_np/enable/3", "1\n");
+	assert_file(root, "sys/class/net/enp39s0np0/ecn/roce_np/enable/2", "0\n");
+	/* missing interface and missing ECN controls are named */
+	o = run1(root, "roce_qos", "{\"interfaces\":[\"eth9\"]}", true, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "eth9: no such interface (/sys/class/net/eth9)"));
+	{
+		char *ecn = NULL;
+
+		assert_true(asprintf(&ecn, "%s/sys/class/net/enp56s0np0/ecn", root) > 0);
+		tu_rm(ecn); /* a port whose driver exposes no ECN controls */
+	}
+	o = run1(root, "roce_qos", "{\"interfaces\":[\"enp56s0np0\"],\"ecn\":[3]}", true, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "enp56s0np0: no ECN control"));
+	tu_rm(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nccl_ucx_mpi), cmocka_unit_test(test_file),
+		cmocka_unit_test(test_sysctl),	     cmocka_unit_test(test_kmod),
+		cmocka_unit_test(test_command),	     cmocka_unit_test(test_assert),
+		cmocka_unit_test(test_service),	     cmocka_unit_test(test_package),
+		cmocka_unit_test(test_roce_qos),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
