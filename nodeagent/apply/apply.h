@@ -111,12 +111,8 @@ APPLY_WUR int apply_path_resolve(const char *sysroot, const char *path, char **r
 APPLY_WUR int apply_diff_unified(const char *a, size_t alen, const char *b, size_t blen,
 				 const char *label_a, const char *label_b, char **ret_diff);
 
-/* Compare two Debian version strings ([epoch:]upstream[-revision]) as dpkg does: <0, 0, >0.
- * '~' sorts before everything, even the end of the string; a missing epoch is 0. Strings that
- * are not valid versions compare by the same algorithm (never fails). Thread-safe. */
-int apply_dpkg_version_compare(const char *a, const char *b);
-
-/* Does `version` satisfy a constraint "OP VERSION" with OP one of "=", "==", ">=", "<=", ">",
+/* Does `version` satisfy (by playbook_version_compare(), dpkg's ordering) a constraint "OP VERSION"
+ * with OP one of "=", "==", ">=", "<=", ">",
  * "<", ">>", "<<", "!=" (">>"/"<<" are dpkg's strict forms), or a bare VERSION (meaning =)?
  * 1 yes, 0 no, -RY_E_INVALID for a malformed constraint. Thread-safe. */
 APPLY_WUR int apply_version_satisfies(const char *version, const char *constraint);
