@@ -50,10 +50,13 @@ TOKEN=$(awk '/^token:/ {print $2}' "$DEMO/token")
 FP=$(awk '/^ca-fingerprint:/ {print $2}' "$DEMO/token")
 echo "== one-time token for ${#NODES[@]} nodes, CA pinned by $FP"
 
+# Each agent works on its own copy of a fixture node, with test doubles for the programs
+# that cannot run here (see tests/fixtures/prepare-sysroot.sh).
 for n in "${NODES[@]}"; do
+	"$SRC/tests/fixtures/prepare-sysroot.sh" "$FIX/$n" "$DEMO/root-$n"
 	"$AGENT" enroll --controller "$ADDR" --token "$TOKEN" --ca-fingerprint "$FP" \
-		--state-dir "$DEMO/$n" --sysroot "$FIX/$n" | sed 's/^/   /'
-	"$AGENT" run --state-dir "$DEMO/$n" --sysroot "$FIX/$n" >"$DEMO/$n.log" 2>&1 &
+		--state-dir "$DEMO/$n" --sysroot "$DEMO/root-$n" | sed 's/^/   /'
+	"$AGENT" run --state-dir "$DEMO/$n" --sysroot "$DEMO/root-$n" >"$DEMO/$n.log" 2>&1 &
 	pids+=("$!")
 done
 wait_for 30 "all agents online" all_online
@@ -73,6 +76,44 @@ rss=$(awk '/^VmRSS/ {print $2}' "/proc/$CTL_PID/status")
 thr=$(awk '/^Threads/ {print $2}' "/proc/$CTL_PID/status")
 awk -v c=$((cpu1 - cpu0)) -v ns=$((t1 - t0)) -v rss="$rss" -v thr="$thr" -v n=${#NODES[@]} \
 	'BEGIN { printf "== controller with %d agents: RSS %.1f MiB, %d threads, CPU %.3f%% of one core over %.1f s\n", n, rss / 1024, thr, 100 * c / ns, ns / 1e9 }'
+
+# Deploy: the shipped playbooks, check mode first, then for real, then again (idempotent).
+# The demo skips the playbooks' canary and pause between batches, and tolerates the one
+# degraded node so that the rollout goes on past it.
+deploy() { # deploy PLAYBOOK ARGS...
+	local pb=$1; shift
+	"$CTL" deploy --state-dir "$DEMO/ctl" --cluster demo --playbook "$SRC/playbooks/$pb" \
+		--canary 0 --pause 0 --max-fail 1 --timeout 120s "$@" | tee "$DEMO/deploy.out" |
+		sed 's/^/   /' || true
+	DEP=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$DEMO/deploy.out")
+}
+changed_steps() { # changed_steps HOSTNAME
+	"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r --arg h "$1" \
+		'.nodes[] | select(.hostname == $h) | .steps[] | select(.status == "changed") | "      \(.name)"'
+}
+echo "== h200-ndr-ib in check mode: what would change"
+deploy h200-ndr-ib.yaml --check
+echo "   steps that would change on gpu-node-01:"
+changed_steps gpu-node-01
+echo "   diff of /etc/nccl.conf on gpu-node-01:"
+"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
+	'.nodes[] | select(.hostname == "gpu-node-01") | .steps[] | select(.name == "nccl settings") | .diff' |
+	sed 's/^/      /'
+for pb in h200-ndr-ib.yaml h200-roce.yaml; do
+	echo "== apply $pb"
+	t0=$(date +%s%N)
+	deploy "$pb"
+	t1=$(date +%s%N)
+	awk -v ns=$((t1 - t0)) 'BEGIN { printf "   rollout took %.2f s\n", ns / 1e9 }'
+	"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
+		'.nodes[] | . as $n | .steps[] | select(.status == "failed") | "   \($n.hostname) failed \(.name): \(.message)"'
+done
+echo "== apply h200-ndr-ib again: nothing left to change"
+deploy h200-ndr-ib.yaml
+"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
+	'"   changed steps over all nodes: \([.nodes[].changed] | add)"'
+echo "== deployments"
+"$CTL" deployments --state-dir "$DEMO/ctl" | sed 's/^/   /'
 
 echo "== shutting down"
 for p in "${pids[@]:1}"; do kill -TERM "$p"; done
