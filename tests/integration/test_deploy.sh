@@ -85,6 +85,35 @@ for name in a b c d e; do
 done
 check "every targeted node has a result" test "$(done_count)" = 5
 
+# --- session lost mid-plan: the agent finishes and reports on reconnect --------------------------
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/tests/fixtures/playbooks/good/slow.yaml" \
+	--no-wait --max-fail 100% --canary 0 --pause 0 >"$T/slow.out" 2>&1 || fail "deploy slow"
+S=$(last_id "$T/slow.out")
+running_on_a() { grep -q "plan $S: running" "$T/a.log"; }
+check "slow plan started on the agents" wait_for 20 running_on_a
+kill -9 "$CTL_PID"
+wait "$CTL_PID" 2>/dev/null
+plan_done_on_a() { grep -q "plan $S: succeeded" "$T/a.log"; }
+check "agent finishes the plan without a controller" wait_for 20 plan_done_on_a
+start_controller --heartbeat-interval 300ms
+check "results reported after reconnect" wait_for 30 \
+	bash -c "[ \"\$('$CTL' deployments $S --json --state-dir $T/ctl | jq -r .state)\" = succeeded ]"
+check "the slow step's result was stored" \
+	test "$(dep_field "$S" '[.nodes[].steps[] | select(.name=="wait a little" and .status=="changed")] | length')" = 6
+check "agent a ran the slow plan once" test "$(grep -c "plan $S: running" "$T/a.log")" = 1
+
+# --- the RoCE playbook on the RoCE node, and revalidate everywhere -----------------------------------
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/playbooks/h200-roce.yaml" \
+	--canary 0 --pause 0 --timeout 60s >"$T/roce.out" 2>&1
+check "h200-roce applies cleanly to the RoCE node" grep -q "succeeded$" "$T/roce.out"
+check "RoCE QoS set through mlnx_qos" grep -q "mlnx_qos .*--trust dscp" "$T/root-r/var/log/railyard-doubles.log"
+refused "$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/playbooks/revalidate.yaml" \
+	--canary 0 --pause 0 --timeout 60s >"$T/reval.out" 2>&1
+V=$(last_id "$T/reval.out")
+check "revalidate fails only the degraded node" \
+	test "$(dep_field "$V" '[.nodes[] | select(.state=="failed") | .hostname] | join(",")')" = gpu-node-03
+check "revalidate changes nothing" test "$(dep_field "$V" '[.nodes[].changed] | add')" = 0
+
 for name in a b c d e r; do kill -TERM "${AGENT_PID[$name]}"; done
 for name in a b c d e r; do wait "${AGENT_PID[$name]}"; done
 kill -TERM "$CTL_PID"
