@@ -136,7 +136,11 @@ ry_perf_serve() {
 	while :; do
 		ry_perf_server_start "$_nm" "$@" -p "$_port"
 		ry_perf_server_wait "$_nm"
-		_msg=$(timeout 60 nc -l -p $((_port + 1000)) </dev/null) || ry_die "$_nm: no word from the client"
+		# -w: after its stdin (/dev/null) ends, busybox nc keeps reading the connection
+		# for up to that long; without it, the client's message raced nc's exit and
+		# arrived as an empty message.
+		_msg=$(timeout 60 nc -l -p $((_port + 1000)) -w 10 </dev/null) ||
+			ry_die "$_nm: no word from the client"
 		case "$_msg" in
 		again) ry_log "$_nm: client asked for another run" ;;
 		done) return 0 ;;
