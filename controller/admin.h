@@ -33,6 +33,22 @@ struct ctl_deploy_opts {
 /* Store a deployment for the serving controller and follow it (unless no_wait). Exit code: 0
  * when it succeeded (or was stored, with no_wait), 1 otherwise, 2 for bad options. */
 int ctl_cmd_deploy(const char *state_dir, const struct ctl_deploy_opts *o, FILE *out);
+struct ctl_bench_opts {
+	const char *from, *to;	      /* client and server node (id or host name) */
+	const char *kind, *transport; /* "lat"|"bw", "tcp"|"verbs" */
+	const char *op, *device;      /* NULL: the engine's defaults */
+	const char *server_address; /* NULL: the server node's address as the controller sees it */
+	int64_t size, iters, duration_s, qps;
+	bool sweep, bidir, check_data, rdma_cm, json;
+	int64_t timeout_ms; /* the whole run */
+};
+
+/* Order a benchmark between two nodes, follow it until it ends, print the result. Exit code 0
+ * when it succeeded. */
+int ctl_cmd_bench_run(const char *state_dir, const struct ctl_bench_opts *o, FILE *out);
+/* Show one run (id) or list recent ones. */
+int ctl_cmd_bench_show(const char *state_dir, const char *id, bool json, FILE *out);
+
 /* List deployments, or show one (id) with its nodes; json adds steps and diffs. */
 int ctl_cmd_deployments(const char *state_dir, const char *id, bool json, FILE *out);
 

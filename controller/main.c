@@ -32,6 +32,11 @@ static void usage(FILE *f)
 		"         [--canary N] [--pause 30s] [--no-wait] [--diff] [--timeout 30m]\n"
 		"         [--state-dir D]\n"
 		"  deployments [ID] [--json] [--state-dir D]\n"
+		"  bench run --from NODE --to NODE --kind lat|bw [--transport tcp|verbs]\n"
+		"         [--op send|write|read] [--size N] [--iters N] [--duration S] [--qps N]\n"
+		"         [--sweep] [--bidir] [--check-data] [--rdma-cm] [--device DEV]\n"
+		"         [--server-address HOST] [--timeout 60s] [--json] [--state-dir D]\n"
+		"  bench list | bench show ID [--json] [--state-dir D]\n"
 		"  version\n"
 		"\n"
 		"--state-dir defaults to " CTL_DEFAULT_STATE_DIR
@@ -79,6 +84,21 @@ int main(int argc, char **argv)
 		{"timeout", required_argument, NULL, 'o'},
 		{"apply-timeout", required_argument, NULL, 'A'},
 		{"reconnect-grace", required_argument, NULL, 'G'},
+		{"from", required_argument, NULL, 1001},
+		{"to", required_argument, NULL, 1002},
+		{"kind", required_argument, NULL, 1003},
+		{"transport", required_argument, NULL, 1004},
+		{"op", required_argument, NULL, 1005},
+		{"size", required_argument, NULL, 1006},
+		{"iters", required_argument, NULL, 1007},
+		{"duration", required_argument, NULL, 1008},
+		{"qps", required_argument, NULL, 1009},
+		{"sweep", no_argument, NULL, 1010},
+		{"bidir", no_argument, NULL, 1011},
+		{"check-data", no_argument, NULL, 1012},
+		{"rdma-cm", no_argument, NULL, 1013},
+		{"device", required_argument, NULL, 1014},
+		{"server-address", required_argument, NULL, 1015},
 		{"log-level", required_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -87,6 +107,8 @@ int main(int argc, char **argv)
 	const char *facts = NULL;
 	struct ctl_deploy_opts dopt = {.canary = -1, .pause_ms = -1, .timeout_ms = 30 * 60 * 1000};
 	int64_t apply_timeout_ms = 0, grace_ms = 30000;
+	struct ctl_bench_opts bopt = {.kind = "lat", .transport = "tcp", .timeout_ms = 60000};
+	bool timeout_set = false;
 	const char *sans[MAX_SANS];
 	size_t n_sans = 0;
 	int64_t ttl_ms = 3600 * 1000, interval_ms = 5000, timeout_ms = 0, refresh_ms = 0;
@@ -118,7 +140,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[1];
-	if (strcmp(cmd, "token") == 0 || strcmp(cmd, "node") == 0 || strcmp(cmd, "playbook") == 0) {
+	if (strcmp(cmd, "token") == 0 || strcmp(cmd, "node") == 0 || strcmp(cmd, "playbook") == 0 ||
+	    strcmp(cmd, "bench") == 0) {
 		if (argc < 3) {
 			usage(stderr);
 			return 2;
@@ -217,6 +240,56 @@ int main(int argc, char **argv)
 		case 'o':
 			if (parse_ms("--timeout", optarg, &dopt.timeout_ms))
 				return 2;
+			timeout_set = true;
+			break;
+		case 1001:
+			bopt.from = optarg;
+			break;
+		case 1002:
+			bopt.to = optarg;
+			break;
+		case 1003:
+			bopt.kind = optarg;
+			break;
+		case 1004:
+			bopt.transport = optarg;
+			break;
+		case 1005:
+			bopt.op = optarg;
+			break;
+		case 1006:
+		case 1007:
+		case 1008:
+		case 1009: {
+			long long v = strtoll(optarg, &end, 10);
+			int64_t *dst = c == 1006   ? &bopt.size
+				       : c == 1007 ? &bopt.iters
+				       : c == 1008 ? &bopt.duration_s
+						   : &bopt.qps;
+
+			/* Bounds are the engine's (the agent validates); this only refuses junk. */
+			if (*end || v < 1 || v > 100000000LL)
+				return bad("benchmark number", optarg);
+			*dst = v;
+			break;
+		}
+		case 1010:
+			bopt.sweep = true;
+			break;
+		case 1011:
+			bopt.bidir = true;
+			break;
+		case 1012:
+			bopt.check_data = true;
+			break;
+		case 1013:
+			bopt.rdma_cm = true;
+			break;
+		case 1014:
+			bopt.device = optarg;
+			break;
+		case 1015:
+			bopt.server_address = optarg;
 			break;
 		case 'A':
 			if (parse_ms("--apply-timeout", optarg, &apply_timeout_ms))
@@ -289,6 +362,23 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "deployments") == 0)
 		return ctl_cmd_deployments(state_dir, optind < argc ? argv[optind] : NULL, json,
 					   stdout);
+	if (strcmp(cmd, "bench") == 0 && strcmp(sub, "run") == 0) {
+		if (!bopt.from || !bopt.to)
+			return bad("bench run", "(--from and --to are required)");
+		if (strcmp(bopt.kind, "lat") != 0 && strcmp(bopt.kind, "bw") != 0)
+			return bad("--kind", bopt.kind);
+		if (timeout_set)
+			bopt.timeout_ms = dopt.timeout_ms;
+		bopt.json = json;
+		return ctl_cmd_bench_run(state_dir, &bopt, stdout);
+	}
+	if (strcmp(cmd, "bench") == 0 && strcmp(sub, "list") == 0)
+		return ctl_cmd_bench_show(state_dir, NULL, json, stdout);
+	if (strcmp(cmd, "bench") == 0 && strcmp(sub, "show") == 0) {
+		if (optind >= argc)
+			return bad("bench show", "(missing ID)");
+		return ctl_cmd_bench_show(state_dir, argv[optind], json, stdout);
+	}
 	if (strcmp(cmd, "audit") == 0)
 		return ctl_cmd_audit(state_dir, (size_t)limit, stdout);
 	if (strcmp(cmd, "version") == 0) {

@@ -43,6 +43,20 @@ grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
 
 extern const struct rpc_stream_ops ctl_session_ops;
 
+/* Send a message to a node over its session (seq and ack are set); -ENOTCONN when it has
+ * none. Thread-safe. */
+int ctl_session_send(struct ctl_server *srv, const char *node_id,
+		     Railyard__V1__ControllerMessage *m);
+/* The host part of a node's session address (as the controller sees it). -ENOTCONN. */
+int ctl_session_peer_host(struct ctl_server *srv, const char *node_id, char *buf, size_t len);
+
+/* Benchmark runs (bench.c): a pass of the engine, and the agents' reports. */
+void ctl_bench_pass(struct ctl_server *srv);
+void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id, const char *bench_id,
+			int port);
+void ctl_bench_on_result(struct ctl_server *srv, const char *node_id, const char *bench_id, bool ok,
+			 const char *result_json);
+
 /* Send a node its plan over its session; -ENOTCONN when it has none. Thread-safe. */
 int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const char *deployment_id,
 			  const char *plan_json, bool check_mode);

@@ -331,13 +331,10 @@ static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
 	ctl_deployer_kick(srv->deployer);
 }
 
-int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const char *deployment_id,
-			  const char *plan_json, bool check_mode)
+/* The online session of a node, referenced (session_unref()), or NULL. */
+static struct ctl_session *session_find(struct ctl_server *srv, const char *node_id)
 {
-	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
-	Railyard__V1__ApplyPlan ap = RAILYARD__V1__APPLY_PLAN__INIT;
 	struct ctl_session *s = NULL;
-	int r;
 
 	pthread_mutex_lock(&srv->lock);
 	for (struct ctl_session *it = srv->sessions; it; it = it->next) {
@@ -348,16 +345,55 @@ int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const cha
 		}
 	}
 	pthread_mutex_unlock(&srv->lock);
+	return s;
+}
+
+int ctl_session_send(struct ctl_server *srv, const char *node_id,
+		     Railyard__V1__ControllerMessage *m)
+{
+	struct ctl_session *s = session_find(srv, node_id);
+	int r;
+
 	if (!s)
 		return -ENOTCONN;
+	r = session_send(s, m);
+	session_unref(srv, s);
+	return r;
+}
+
+int ctl_session_peer_host(struct ctl_server *srv, const char *node_id, char *buf, size_t len)
+{
+	struct ctl_session *s = session_find(srv, node_id);
+	const char *addr, *host, *end;
+
+	if (!s)
+		return -ENOTCONN;
+	/* "ipv4:10.0.0.5:40312" or "ipv6:[fd00::5]:40312" */
+	addr = rpc_stream_peer(s->st)->address;
+	host = strchr(addr, ':');
+	host = host ? host + 1 : addr;
+	end = strrchr(host, ':');
+	if (*host == '[') {
+		host++;
+		end = strchr(host, ']');
+	}
+	snprintf(buf, len, "%.*s", end ? (int)(end - host) : (int)strlen(host), host);
+	session_unref(srv, s);
+	return 0;
+}
+
+int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const char *deployment_id,
+			  const char *plan_json, bool check_mode)
+{
+	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
+	Railyard__V1__ApplyPlan ap = RAILYARD__V1__APPLY_PLAN__INIT;
+
 	ap.deployment_id = (char *)deployment_id;
 	ap.plan_json = (char *)plan_json;
 	ap.check_mode = check_mode;
 	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_APPLY_PLAN;
 	m.apply_plan = &ap;
-	r = session_send(s, &m);
-	session_unref(srv, s);
-	return r;
+	return ctl_session_send(srv, node_id, &m);
 }
 
 static void session_message(void *userdata, struct rpc_stream *st, const ProtobufCMessage *msg)
@@ -417,6 +453,26 @@ static void session_message(void *userdata, struct rpc_stream *st, const Protobu
 		break;
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE:
 		on_apply_done(srv, s, m->apply_done);
+		break;
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY:
+		if (!ctl_valid_text(m->bench_ready->bench_id, CTL_ID_MAX) ||
+		    m->bench_ready->port == 0 || m->bench_ready->port > 65535) {
+			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
+				       "BenchReady: invalid field");
+			return;
+		}
+		ctl_bench_on_ready(srv, s->node_id, m->bench_ready->bench_id,
+				   (int)m->bench_ready->port);
+		break;
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT:
+		if (!ctl_valid_text(m->bench_result->bench_id, CTL_ID_MAX) ||
+		    strlen(m->bench_result->result_json) > CTL_DIFF_MAX) {
+			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
+				       "BenchResult: invalid field");
+			return;
+		}
+		ctl_bench_on_result(srv, s->node_id, m->bench_result->bench_id, m->bench_result->ok,
+				    m->bench_result->result_json);
 		break;
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_ERROR:
 		log_warn("node %s (%s) reports error %.64s: %.512s", s->node_id, s->hostname,

@@ -36,6 +36,12 @@
 	"FROM deployments d JOIN clusters c ON c.id = d.cluster_id "                               \
 	"JOIN playbooks p ON p.id = d.playbook_id "
 
+/* Columns read by bench_from_row(), in this order. */
+#define BENCH_COLUMNS                                                                              \
+	"SELECT id, kind, transport, client_node, server_node, server_address, params, state, "    \
+	"server_port, result, server_result, error, deadline_ms, created_at, finished_at "         \
+	"FROM bench_runs "
+
 enum stmt_id {
 	STMT_BEGIN,
 	STMT_COMMIT,
@@ -77,6 +83,11 @@ enum stmt_id {
 	STMT_DEPLOY_NODE_UPDATE,
 	STMT_STEP_PUT,
 	STMT_STEP_LIST,
+	STMT_BENCH_INSERT,
+	STMT_BENCH_GET,
+	STMT_BENCH_LIST,
+	STMT_BENCH_LIST_ACTIVE,
+	STMT_BENCH_UPDATE,
 	STMT__MAX
 };
 
@@ -159,6 +170,19 @@ static const char *const stmt_sql[STMT__MAX] = {
 			  "ON CONFLICT (deployment_id, node_id, idx) DO UPDATE SET "
 			  "name = excluded.name, status = excluded.status, diff = excluded.diff, "
 			  "message = excluded.message, duration_ms = excluded.duration_ms",
+	[STMT_BENCH_INSERT] = "INSERT INTO bench_runs (id, kind, transport, client_node, "
+			      "server_node, params, state, deadline_ms, created_at) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8)",
+	[STMT_BENCH_GET] = BENCH_COLUMNS "WHERE id = ?1",
+	[STMT_BENCH_LIST] = BENCH_COLUMNS "ORDER BY created_at DESC, id LIMIT ?1",
+	[STMT_BENCH_LIST_ACTIVE] = BENCH_COLUMNS "WHERE state NOT IN ('succeeded', 'failed') "
+						 "ORDER BY created_at, id",
+	[STMT_BENCH_UPDATE] =
+		"UPDATE bench_runs SET state = ?2, server_address = COALESCE(?3, server_address), "
+		"server_port = COALESCE(?4, server_port), result = COALESCE(?5, result), "
+		"server_result = COALESCE(?6, server_result), error = COALESCE(?7, error), "
+		"finished_at = CASE WHEN ?2 IN ('succeeded', 'failed') THEN ?8 ELSE NULL END "
+		"WHERE id = ?1 AND state NOT IN ('succeeded', 'failed')",
 	[STMT_STEP_LIST] = "SELECT node_id, idx, name, status, diff, message, duration_ms "
 			   "FROM step_results WHERE deployment_id = ?1 ORDER BY node_id, idx",
 };
@@ -1699,4 +1723,172 @@ out:
 	*ret = v;
 	*ret_n = n;
 	return 0;
+}
+
+/* ---- benchmark runs -------------------------------------------------------------------------- */
+
+int store_bench_create(struct store *s, const char *id, const char *kind, const char *transport,
+		       const char *client_node, const char *server_node, const char *params_json,
+		       int64_t deadline_ms, int64_t now_ms)
+{
+	int r;
+
+	if (!s || !text_ok(id, STORE_TEXT_MAX) || !text_ok(kind, STORE_TEXT_MAX) ||
+	    !text_ok(transport, STORE_TEXT_MAX) || !text_ok(client_node, STORE_TEXT_MAX) ||
+	    !text_ok(server_node, STORE_TEXT_MAX) || !params_json || deadline_ms <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_exec(s, NULL, STMT_BENCH_INSERT, "ttttttll", id, kind, transport, client_node,
+		   server_node, params_json, deadline_ms, now_ms);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+void store_bench_run_free(struct store_bench_run *b)
+{
+	if (!b)
+		return;
+	free(b->id);
+	free(b->kind);
+	free(b->transport);
+	free(b->client_node);
+	free(b->server_node);
+	free(b->server_address);
+	free(b->params_json);
+	free(b->state);
+	free(b->result_json);
+	free(b->server_result_json);
+	free(b->error);
+	free(b);
+}
+
+void store_bench_runs_free(struct store_bench_run **v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		store_bench_run_free(v[i]);
+	free(v);
+}
+
+static int bench_from_row(sqlite3_stmt *st, struct store_bench_run **ret)
+{
+	struct store_bench_run *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	if (col_dup(st, 0, &b->id) < 0 || col_dup(st, 1, &b->kind) < 0 ||
+	    col_dup(st, 2, &b->transport) < 0 || col_dup(st, 3, &b->client_node) < 0 ||
+	    col_dup(st, 4, &b->server_node) < 0 || col_dup(st, 5, &b->server_address) < 0 ||
+	    col_dup(st, 6, &b->params_json) < 0 || col_dup(st, 7, &b->state) < 0 ||
+	    col_dup(st, 9, &b->result_json) < 0 || col_dup(st, 10, &b->server_result_json) < 0 ||
+	    col_dup(st, 11, &b->error) < 0) {
+		store_bench_run_free(b);
+		return -ENOMEM;
+	}
+	b->server_port = sqlite3_column_int(st, 8);
+	b->deadline_ms = sqlite3_column_int64(st, 12);
+	b->created_at_ms = sqlite3_column_int64(st, 13);
+	b->finished_at_ms = sqlite3_column_int64(st, 14);
+	*ret = b;
+	return 0;
+}
+
+int store_bench_get(struct store *s, const char *id, struct store_bench_run **ret)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !id || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_BENCH_GET, &st, "t", id);
+	if (r >= 0) {
+		r = q_step(s, st);
+		if (r == 1)
+			r = bench_from_row(st, ret);
+		else if (r == 0)
+			r = -RY_E_NOT_FOUND;
+	}
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int store_bench_list(struct store *s, bool active_only, size_t limit, struct store_bench_run ***ret,
+		     size_t *ret_n)
+{
+	struct store_bench_run **v = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0, cap = 0;
+	int r;
+
+	if (!s || !ret || !ret_n)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if (active_only)
+		r = q_start(s, STMT_BENCH_LIST_ACTIVE, &st, "");
+	else
+		r = q_start(s, STMT_BENCH_LIST, &st, "l", (int64_t)(limit ? limit : 50));
+	if (r < 0)
+		goto out;
+	while ((r = q_step(s, st)) == 1) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct store_bench_run **nv = realloc(v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		r = bench_from_row(st, &v[n]);
+		if (r < 0)
+			break;
+		n++;
+	}
+out:
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0) {
+		store_bench_runs_free(v, n);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+int store_bench_update(struct store *s, const char *id, const char *state,
+		       const char *server_address, int server_port, const char *result_json,
+		       const char *server_result_json, const char *error, int64_t now_ms)
+{
+	static const char *const states[] = {"pending",	    "server_sent", "server_ready",
+					     "client_sent", "succeeded",   "failed"};
+	bool ok = false;
+	int changes = 0, r;
+	sqlite3_stmt *st = NULL;
+
+	for (size_t i = 0; state && i < RY_ARRAY_SIZE(states); i++)
+		ok |= strcmp(state, states[i]) == 0;
+	if (!s || !id || !ok || server_port < 0 || server_port > 65535)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_BENCH_UPDATE, &st, "tttltttl", id, state, server_address,
+		    (int64_t)server_port, result_json, server_result_json, error, now_ms);
+	if (r >= 0) {
+		/* A zero port means "keep": bind NULL in its place. */
+		if (server_port == 0)
+			sqlite3_bind_null(st, 4);
+		r = q_step(s, st);
+		if (r >= 0)
+			changes = sqlite3_changes(s->db);
+	}
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0)
+		return r;
+	return changes > 0 ? 1 : 0;
 }

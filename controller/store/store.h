@@ -11,7 +11,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -252,5 +252,34 @@ STORE_WUR int store_step_result_put(struct store *s, const char *id, const char 
 STORE_WUR int store_step_results(struct store *s, const char *id, struct store_step_result **ret,
 				 size_t *ret_n);
 void store_step_results_free(struct store_step_result *v, size_t n);
+
+/* ---- Benchmark runs (schema v4) -------------------------------------------------------------
+ * States: pending -> server_sent -> server_ready (port known) -> client_sent -> succeeded |
+ * failed. The controller drives them; results are the engine's JSON documents. */
+struct store_bench_run {
+	char *id, *kind, *transport, *client_node, *server_node, *server_address, *params_json;
+	char *state, *result_json, *server_result_json, *error; /* NULL until set */
+	int server_port;
+	int64_t deadline_ms, created_at_ms, finished_at_ms;
+};
+
+/* Store a pending run (strings borrowed). deadline_ms is the whole run's budget. */
+STORE_WUR int store_bench_create(struct store *s, const char *id, const char *kind,
+				 const char *transport, const char *client_node,
+				 const char *server_node, const char *params_json,
+				 int64_t deadline_ms, int64_t now_ms);
+STORE_WUR int store_bench_get(struct store *s, const char *id, struct store_bench_run **ret);
+void store_bench_run_free(struct store_bench_run *b);
+/* active_only: not finished, oldest first; otherwise the newest `limit` (0: 50). */
+STORE_WUR int store_bench_list(struct store *s, bool active_only, size_t limit,
+			       struct store_bench_run ***ret, size_t *ret_n);
+void store_bench_runs_free(struct store_bench_run **v, size_t n);
+/* Move a run that has not finished: new state, and any of server_address, server_port (> 0),
+ * result_json, server_result_json, error that are set (NULL/0 keep). A final state stamps
+ * finished_at. Returns 1 when it moved, 0 when the run had already finished. */
+STORE_WUR int store_bench_update(struct store *s, const char *id, const char *state,
+				 const char *server_address, int server_port,
+				 const char *result_json, const char *server_result_json,
+				 const char *error, int64_t now_ms);
 
 #endif

@@ -114,10 +114,33 @@ static const char migration_v3[] =
 	");"
 	"CREATE INDEX deployments_state ON deployments (state);";
 
+/* v4: benchmark runs between two nodes, ordered by `bench run` and driven by the controller. */
+static const char migration_v4[] =
+	"CREATE TABLE bench_runs ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  kind TEXT NOT NULL,"
+	"  transport TEXT NOT NULL,"
+	"  client_node TEXT NOT NULL,"
+	"  server_node TEXT NOT NULL,"
+	"  server_address TEXT,"
+	"  params TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'server_sent', 'server_ready',"
+	"    'client_sent', 'succeeded', 'failed')),"
+	"  server_port INTEGER,"
+	"  result TEXT,"
+	"  server_result TEXT,"
+	"  error TEXT,"
+	"  deadline_ms INTEGER NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  finished_at INTEGER"
+	");"
+	"CREATE INDEX bench_runs_state ON bench_runs (state);";
+
 const struct store_migration store_migrations[] = {
 	{1, migration_v1},
 	{2, migration_v2},
 	{3, migration_v3},
+	{4, migration_v4},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

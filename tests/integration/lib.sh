@@ -55,6 +55,7 @@ count_state() { "$CTL" nodes --json --state-dir "$T/ctl" | jq "[.[] | select(.st
 count_is() { [ "$(count_state "$1")" = "$2" ]; }
 log_has() { grep -q -- "$2" "$1"; }
 refused() { ! "$@"; }
+jqt() { jq -e "$@" >/dev/null; }
 exited() { ! kill -0 "$1" 2>/dev/null; }
 
 # start_controller [extra serve args]: serve on 127.0.0.1 (port from $PORT, or a free one).

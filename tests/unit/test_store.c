@@ -1149,6 +1149,59 @@ static void test_deployments(void **state)
 	store_deployments_free(list, n);
 }
 
+static void test_bench_runs(void **state)
+{
+	struct fx *f = *state;
+	struct store_bench_run *b = NULL, **list = NULL;
+	size_t n = 0;
+
+	fx_open(f);
+	assert_int_equal(store_bench_create(f->s, "b-1", "lat", "tcp", "n-a", "n-b", "{\"size\":2}",
+					    60000, T0),
+			 0);
+	assert_int_equal(store_bench_create(f->s, "b-2", "bw", "verbs", "n-a", "n-b", "{}", 0, T0),
+			 -EINVAL);
+	assert_int_equal(
+		store_bench_update(f->s, "b-1", "server_sent", NULL, 0, NULL, NULL, NULL, T0 + 1),
+		1);
+	assert_int_equal(store_bench_update(f->s, "b-1", "server_ready", "127.0.0.1", 40000, NULL,
+					    NULL, NULL, T0 + 2),
+			 1);
+	/* Zero port and NULLs keep what is there. */
+	assert_int_equal(
+		store_bench_update(f->s, "b-1", "client_sent", NULL, 0, NULL, NULL, NULL, T0 + 3),
+		1);
+	assert_int_equal(store_bench_get(f->s, "b-1", &b), 0);
+	assert_string_equal(b->state, "client_sent");
+	assert_string_equal(b->server_address, "127.0.0.1");
+	assert_int_equal(b->server_port, 40000);
+	assert_null(b->result_json);
+	assert_int_equal(b->finished_at_ms, 0);
+	store_bench_run_free(b);
+	assert_int_equal(store_bench_list(f->s, true, 0, &list, &n), 0);
+	assert_int_equal(n, 1);
+	store_bench_runs_free(list, n);
+
+	assert_int_equal(store_bench_update(f->s, "b-1", "succeeded", NULL, 0, "{\"ok\":true}",
+					    NULL, NULL, T0 + 9),
+			 1);
+	/* A late report changes nothing. */
+	assert_int_equal(
+		store_bench_update(f->s, "b-1", "failed", NULL, 0, NULL, NULL, "late", T0 + 10), 0);
+	assert_int_equal(store_bench_update(f->s, "b-1", "weird", NULL, 0, NULL, NULL, NULL, T0),
+			 -EINVAL);
+	assert_int_equal(store_bench_get(f->s, "b-1", &b), 0);
+	assert_string_equal(b->state, "succeeded");
+	assert_string_equal(b->result_json, "{\"ok\":true}");
+	assert_null(b->error);
+	assert_int_equal(b->finished_at_ms, T0 + 9);
+	store_bench_run_free(b);
+	assert_int_equal(store_bench_list(f->s, true, 0, &list, &n), 0);
+	assert_int_equal(n, 0);
+	store_bench_runs_free(list, n);
+	assert_int_equal(store_bench_get(f->s, "nope", &b), -RY_E_NOT_FOUND);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1160,6 +1213,7 @@ int main(void)
 		T(test_migrate_from_v2),
 		T(test_newer_schema_refused),
 		T(test_deployments),
+		T(test_bench_runs),
 		T(test_garbage_refused),
 		T(test_quick_check_refused),
 		T(test_open_bad_args),

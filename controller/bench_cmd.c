@@ -1,0 +1,192 @@
+/* `railyard-controller bench run|list|show`: order a benchmark between two nodes (stored for the
+ * serving controller to drive), follow it, and print its result. */
+#include "controller/admin.h"
+#include "controller/state.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool bench_done(const char *state)
+{
+	return strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0;
+}
+
+/* One line per message size: latency percentiles or bandwidth. */
+static void print_results(FILE *out, const char *result_json)
+{
+	json_t *doc = result_json ? json_loads(result_json, 0, NULL) : NULL;
+	json_t *res = json_object_get(doc, "results"), *r;
+	size_t i;
+
+	json_array_foreach(res, i, r)
+	{
+		json_t *lat = json_object_get(r, "latency"), *bw = json_object_get(r, "bw");
+		json_int_t size = json_integer_value(json_object_get(r, "size"));
+
+		if (lat)
+			fprintf(out,
+				"  %8lld B  lat us: min %.2f  p50 %.2f  p99 %.2f  p99.9 %.2f  max "
+				"%.2f"
+				"  (%lld samples)\n",
+				(long long)size, json_real_value(json_object_get(lat, "min")),
+				json_real_value(json_object_get(lat, "p50")),
+				json_real_value(json_object_get(lat, "p99")),
+				json_real_value(json_object_get(lat, "p99_9")),
+				json_real_value(json_object_get(lat, "max")),
+				(long long)json_integer_value(json_object_get(lat, "count")));
+		if (bw)
+			fprintf(out, "  %8lld B  bw: %.3f Gb/s  %.0f msg/s\n", (long long)size,
+				json_real_value(json_object_get(bw, "gbps")),
+				json_real_value(json_object_get(bw, "msg_rate")));
+	}
+	json_decref(doc);
+}
+
+static void print_run(FILE *out, const struct store_bench_run *b, bool json)
+{
+	if (json) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "id", b->id,
+				      "kind", b->kind, "transport", b->transport, "client_node",
+				      b->client_node, "server_node", b->server_node, "state",
+				      b->state, "created_at_ms", (json_int_t)b->created_at_ms,
+				      "finished_at_ms", (json_int_t)b->finished_at_ms);
+		char *s;
+
+		json_object_set_new(o, "error", b->error ? json_string(b->error) : json_null());
+		json_object_set_new(o, "params", json_loads(b->params_json, 0, NULL));
+		json_object_set_new(o, "result",
+				    b->result_json ? json_loads(b->result_json, 0, NULL)
+						   : json_null());
+		json_object_set_new(o, "server_result",
+				    b->server_result_json
+					    ? json_loads(b->server_result_json, 0, NULL)
+					    : json_null());
+		s = json_dumps(o, JSON_INDENT(2));
+		if (s)
+			fprintf(out, "%s\n", s);
+		free(s);
+		json_decref(o);
+		return;
+	}
+	fprintf(out, "bench %s: %s %s, %s -> %s: %s%s%s\n", b->id, b->kind, b->transport,
+		b->client_node, b->server_node, b->state, b->error ? ": " : "",
+		b->error ? b->error : "");
+	print_results(out, b->result_json);
+}
+
+int ctl_cmd_bench_run(const char *state_dir, const struct ctl_bench_opts *o, FILE *out)
+{
+	struct store_node *from = NULL, *to = NULL;
+	struct store_bench_run *b = NULL;
+	struct ctl_state *st = NULL;
+	char id[20], hex[9], *params = NULL;
+	unsigned char rnd[4];
+	int64_t deadline;
+	json_t *p;
+	int rc = 1;
+
+	if (ctl_state_open(state_dir, false, &st, (char[256]){0}, 256) < 0) {
+		log_error("bench: cannot open %s", state_dir);
+		return 1;
+	}
+	if (store_node_get(st->store, o->from, &from) < 0 ||
+	    store_node_get(st->store, o->to, &to) < 0) {
+		log_error("bench: unknown node %s", from ? o->to : o->from);
+		goto out;
+	}
+	p = json_pack("{s:s, s:s}", "kind", o->kind, "transport", o->transport);
+	if (o->op)
+		json_object_set_new(p, "op", json_string(o->op));
+	if (o->size)
+		json_object_set_new(p, "size", json_integer(o->size));
+	if (o->iters)
+		json_object_set_new(p, "iters", json_integer(o->iters));
+	if (o->duration_s)
+		json_object_set_new(p, "duration_s", json_integer(o->duration_s));
+	if (o->qps)
+		json_object_set_new(p, "qps", json_integer(o->qps));
+	if (o->device)
+		json_object_set_new(p, "device", json_string(o->device));
+	if (o->sweep)
+		json_object_set_new(p, "sweep", json_true());
+	if (o->bidir)
+		json_object_set_new(p, "bidir", json_true());
+	if (o->check_data)
+		json_object_set_new(p, "check_data", json_true());
+	if (o->rdma_cm)
+		json_object_set_new(p, "rdma_cm", json_true());
+	params = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(p);
+	if (!params || util_random_bytes(rnd, sizeof(rnd)) < 0)
+		goto out;
+	util_hex(rnd, sizeof(rnd), hex);
+	snprintf(id, sizeof(id), "b-%s", hex);
+	if (store_bench_create(st->store, id, o->kind, o->transport, from->id, to->id, params,
+			       o->timeout_ms, util_now_unix_ms()) < 0 ||
+	    (o->server_address && store_bench_update(st->store, id, "pending", o->server_address, 0,
+						     NULL, NULL, NULL, util_now_unix_ms()) < 0)) {
+		log_error("bench: storing the run failed: %s", store_errmsg(st->store));
+		goto out;
+	}
+	/* With --json stdout carries the document alone. */
+	fprintf(o->json ? stderr : out, "bench %s: %s over %s, client %s, server %s\n", id, o->kind,
+		o->transport, from->hostname, to->hostname);
+	/* The run ends by itself at its deadline; follow it a little longer for the reports. */
+	deadline = util_now_mono_ms() + o->timeout_ms + 20000;
+	for (;;) {
+		if (store_bench_get(st->store, id, &b) < 0)
+			goto out;
+		if (bench_done(b->state) || util_now_mono_ms() > deadline)
+			break;
+		store_bench_run_free(b);
+		b = NULL;
+		usleep(200 * 1000);
+	}
+	print_run(out, b, o->json);
+	rc = strcmp(b->state, "succeeded") == 0 ? 0 : 1;
+out:
+	store_bench_run_free(b);
+	store_node_free(from);
+	store_node_free(to);
+	free(params);
+	ctl_state_free(st);
+	return rc;
+}
+
+int ctl_cmd_bench_show(const char *state_dir, const char *id, bool json, FILE *out)
+{
+	struct ctl_state *st = NULL;
+	struct store_bench_run *b = NULL, **v = NULL;
+	size_t n = 0;
+	int rc = 1;
+
+	if (ctl_state_open(state_dir, false, &st, (char[256]){0}, 256) < 0) {
+		log_error("bench: cannot open %s", state_dir);
+		return 1;
+	}
+	if (id) {
+		if (store_bench_get(st->store, id, &b) < 0) {
+			log_error("bench: %s not found", id);
+			goto out;
+		}
+		print_run(out, b, json);
+	} else {
+		if (store_bench_list(st->store, false, 50, &v, &n) < 0)
+			goto out;
+		for (size_t i = 0; i < n; i++)
+			fprintf(out, "%-11s %-4s %-6s %-16s %-16s %-12s %s\n", v[i]->id, v[i]->kind,
+				v[i]->transport, v[i]->client_node, v[i]->server_node, v[i]->state,
+				v[i]->error ? v[i]->error : "");
+	}
+	rc = 0;
+out:
+	store_bench_run_free(b);
+	store_bench_runs_free(v, n);
+	ctl_state_free(st);
+	return rc;
+}
