@@ -534,41 +534,46 @@ const struct rpc_stream_ops ctl_session_ops = {
 
 void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh)
 {
-	struct ctl_session *late[64], *ask[256];
-	size_t n_late = 0, n_ask = 0;
+	struct ctl_session **picked = NULL;
+	size_t n = 0, cap = 0;
 
 	/* Collect under the lock, act outside it: finishing or sending takes stream locks. */
 	pthread_mutex_lock(&srv->lock);
-	for (struct ctl_session *s = srv->sessions; s; s = s->next) {
-		if (now_mono_ms - s->last_heard_ms > srv->cfg.heartbeat_timeout_ms) {
-			if (n_late < RY_ARRAY_SIZE(late)) {
-				s->refs++;
-				late[n_late++] = s;
-			}
-		} else if (refresh && s->hello_done && n_ask < RY_ARRAY_SIZE(ask)) {
+	for (struct ctl_session *s = srv->sessions; s; s = s->next)
+		cap++;
+	picked = cap ? calloc(cap, sizeof(*picked)) : NULL;
+	for (struct ctl_session *s = srv->sessions; picked && s; s = s->next) {
+		bool late = now_mono_ms - s->last_heard_ms > srv->cfg.heartbeat_timeout_ms;
+
+		if (late || (refresh && s->hello_done)) {
 			s->refs++;
-			ask[n_ask++] = s;
+			picked[n++] = s;
 		}
 	}
 	pthread_mutex_unlock(&srv->lock);
+	if (cap && !picked)
+		log_error("reaper: out of memory; sessions not checked this pass");
 
-	for (size_t i = 0; i < n_late; i++) {
-		char why[96];
+	for (size_t i = 0; i < n; i++) {
+		struct ctl_session *s = picked[i];
 
-		snprintf(why, sizeof(why), "no message for over %d ms (heartbeat timeout)",
-			 srv->cfg.heartbeat_timeout_ms);
-		session_finish(late[i], GRPC_STATUS_DEADLINE_EXCEEDED, why);
-		session_unref(srv, late[i]);
+		if (now_mono_ms - s->last_heard_ms > srv->cfg.heartbeat_timeout_ms) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "no message for over %d ms (heartbeat timeout)",
+				 srv->cfg.heartbeat_timeout_ms);
+			session_finish(s, GRPC_STATUS_DEADLINE_EXCEEDED, why);
+		} else {
+			Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
+			Railyard__V1__RefreshFacts rf = RAILYARD__V1__REFRESH_FACTS__INIT;
+
+			m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_REFRESH_FACTS;
+			m.refresh_facts = &rf;
+			(void)session_send(s, &m);
+		}
+		session_unref(srv, s);
 	}
-	for (size_t i = 0; i < n_ask; i++) {
-		Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
-		Railyard__V1__RefreshFacts rf = RAILYARD__V1__REFRESH_FACTS__INIT;
-
-		m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_REFRESH_FACTS;
-		m.refresh_facts = &rf;
-		(void)session_send(ask[i], &m);
-		session_unref(srv, ask[i]);
-	}
+	free(picked);
 }
 
 int ctl_server_online_count(struct ctl_server *srv)
