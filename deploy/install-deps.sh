@@ -11,6 +11,7 @@ PKGS=(
 	libibverbs-dev librdmacm-dev ibverbs-utils perftest
 	qemu-system-x86 cpio kmod busybox-static
 	iproute2 procps psmisc valgrind clang-format jq
+	sockperf iperf3
 )
 
 missing=()

@@ -1,7 +1,9 @@
 /* The agent's session loop over rpc client streams. One thread runs it; another may stop it. */
 #include "nodeagent/session.h"
 #include "nodeagent/config.h"
+#include "nodeagent/benchjob.h"
 #include "nodeagent/jobs.h"
+#include "nodeagent/outbox.h"
 #include "nodeagent/facts/facts.h"
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
@@ -32,6 +34,8 @@ struct agent_session {
 	int heartbeat_ms;
 
 	struct agent_jobs *jobs;
+	struct outbox *outbox;
+	struct agent_bench *bench;
 	struct rpc_client_stream *cur; /* the stream the job sink sends on (session thread) */
 
 	pthread_mutex_t lock; /* stop, cs, cond */
@@ -97,6 +101,11 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 		snprintf(errbuf, errlen, "cannot start the plan worker");
 		goto fail;
 	}
+	r = outbox_new(&s->outbox);
+	if (r >= 0)
+		r = agent_bench_new(s->outbox, &s->bench);
+	if (r < 0)
+		goto fail;
 	util_hex(rnd, sizeof(rnd), s->boot_id);
 
 	cc.target = o->controller ? o->controller : s->cfg.controller;
@@ -122,6 +131,8 @@ void agent_session_free(struct agent_session *s)
 	if (!s)
 		return;
 	agent_jobs_free(s->jobs);
+	agent_bench_free(s->bench);
+	outbox_free(s->outbox);
 	rpc_channel_free(s->ch);
 	agent_config_done(&s->cfg);
 	free(s->ca_pem);
@@ -293,6 +304,14 @@ static int64_t sink_done(void *userdata, const struct agent_job_done *ev)
 	return r < 0 ? r : (int64_t)s->seq;
 }
 
+static int64_t outbox_send(void *userdata, Railyard__V1__AgentMessage *m)
+{
+	struct agent_session *s = userdata;
+	int r = send_msg(s, s->cur, m);
+
+	return r < 0 ? r : (int64_t)s->seq;
+}
+
 /* Handle one controller message; false ends the session. */
 static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 		       const Railyard__V1__ControllerMessage *m, struct rpc_backoff *bo)
@@ -305,6 +324,7 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 	}
 	s->last_ctl_seq = m->seq;
 	agent_jobs_acked(s->jobs, m->ack);
+	outbox_acked(s->outbox, m->ack);
 	switch (m->body_case) {
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME:
 		if (m->welcome->heartbeat_interval_ms >= 100 &&
@@ -327,6 +347,17 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 				 m->apply_plan->deployment_id);
 		else if (r < 0)
 			log_warn("plan %.64s not accepted: %s", m->apply_plan->deployment_id,
+				 ry_strerror(r));
+		return true;
+	}
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_RUN_BENCH: {
+		int r = agent_bench_submit(s->bench, m->run_bench);
+
+		if (r == 1)
+			log_info("bench %s seen before: its results follow",
+				 m->run_bench->bench_id);
+		else if (r < 0)
+			log_warn("bench %.64s not started: %s", m->run_bench->bench_id,
 				 ry_strerror(r));
 		return true;
 	}
@@ -373,6 +404,7 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 	next_hb = util_now_mono_ms() + s->heartbeat_ms;
 	s->cur = cs;
 	agent_jobs_session_reset(s->jobs);
+	outbox_session_reset(s->outbox);
 	while (r >= 0) {
 		const struct agent_jobs_sink sink = {sink_step, sink_done, s};
 		ProtobufCMessage *msg = NULL;
@@ -380,7 +412,10 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 
 		/* Plan results go out as they come; poll briskly while a plan is active. */
 		agent_jobs_flush(s->jobs, &sink);
-		if (agent_jobs_pending(s->jobs) && deadline > util_now_mono_ms() + 100)
+		outbox_flush(s->outbox, outbox_send, s);
+		if ((agent_jobs_pending(s->jobs) || outbox_pending(s->outbox) ||
+		     agent_bench_busy(s->bench)) &&
+		    deadline > util_now_mono_ms() + 100)
 			deadline = util_now_mono_ms() + 100;
 		r = rpc_client_stream_next(cs, deadline, &msg);
 		if (r == 1) {

@@ -20,6 +20,9 @@ static const char *const ry_messages[] = {
 	[RY_E_SCHEMA - RY_E_BASE] = "database schema is newer than this program",
 	[RY_E_UNSAFE_PATH - RY_E_BASE] = "path escapes the sysroot",
 	[RY_E_UNMET - RY_E_BASE] = "condition not met",
+	[RY_E_CLOCK - RY_E_BASE] = "clock went back or did not advance",
+	[RY_E_DATA_MISMATCH - RY_E_BASE] = "data mismatch",
+	[RY_E_PARAM_MISMATCH - RY_E_BASE] = "parameters differ from the peer's",
 };
 
 const char *ry_strerror(int r)

@@ -22,6 +22,9 @@ enum ry_error {
 	RY_E_SCHEMA,	     /* database schema newer than this program */
 	RY_E_UNSAFE_PATH,    /* path escapes the sysroot (.., symlink pointing outside) */
 	RY_E_UNMET,	     /* a condition or desired state is not met (assert, verify) */
+	RY_E_CLOCK,	     /* a clock went back or did not advance */
+	RY_E_DATA_MISMATCH,  /* received data differs from what was sent */
+	RY_E_PARAM_MISMATCH, /* the peer's parameters differ from ours */
 	RY_E_MAX
 };
 

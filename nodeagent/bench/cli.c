@@ -1,0 +1,409 @@
+/* railyard-bench's command line (perftest's flags where perftest has them) and its output: a
+ * perftest-like table, RY-METRIC lines for scripts, or the JSON document. */
+#include "nodeagent/bench/cli.h"
+
+#include "common/util/error.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	OPT_TRANSPORT = 256,
+	OPT_OP,
+	OPT_BIDIR,
+	OPT_RDMA_CM,
+	OPT_CHECK,
+	OPT_JSON,
+	OPT_METRICS,
+	OPT_WARMUP,
+	OPT_MARGIN,
+	OPT_INTERVAL,
+	OPT_TIMEOUT,
+	OPT_MEM,
+	OPT_TCLASS,
+	OPT_SL,
+};
+
+static const struct option options[] = {
+	{"transport", required_argument, NULL, OPT_TRANSPORT},
+	{"ib-dev", required_argument, NULL, 'd'},
+	{"gid-index", required_argument, NULL, 'x'},
+	{"op", required_argument, NULL, OPT_OP},
+	{"size", required_argument, NULL, 's'},
+	{"all", no_argument, NULL, 'a'},
+	{"iters", required_argument, NULL, 'n'},
+	{"duration", required_argument, NULL, 'D'},
+	{"qp", required_argument, NULL, 'q'},
+	{"tx-depth", required_argument, NULL, 't'},
+	{"inline_size", required_argument, NULL, 'I'},
+	{"bidir", no_argument, NULL, OPT_BIDIR},
+	{"bidirectional", no_argument, NULL, OPT_BIDIR},
+	{"port", required_argument, NULL, 'p'},
+	{"rdma-cm", no_argument, NULL, OPT_RDMA_CM},
+	{"check-data", no_argument, NULL, OPT_CHECK},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"metrics", no_argument, NULL, OPT_METRICS},
+	{"warmup", required_argument, NULL, OPT_WARMUP},
+	{"margin", required_argument, NULL, OPT_MARGIN},
+	{"interval", required_argument, NULL, OPT_INTERVAL},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"mem", required_argument, NULL, OPT_MEM},
+	{"tclass", required_argument, NULL, OPT_TCLASS},
+	{"sl", required_argument, NULL, OPT_SL},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+void bench_cli_usage(FILE *f)
+{
+	fputs("usage: railyard-bench lat|bw [--transport verbs|tcp] [-d DEV] [-x GID] "
+	      "[--op write|send|read]\n"
+	      "                      [-s SIZE | -a] [-n ITERS | -D SECS] [-q QPS] [--bidir] "
+	      "[-p PORT]\n"
+	      "                      [--rdma-cm] [--check-data] [--json] [PEER]\n"
+	      "Without PEER: server (waits for one client); with PEER: client.\n"
+	      "  --transport T   verbs or tcp (default tcp)\n"
+	      "  -d, --ib-dev    RDMA device (verbs)          -x, --gid-index  GID index (verbs)\n"
+	      "  --op OP         send, write or read (default: write for verbs, send for tcp)\n"
+	      "  -s, --size      message bytes (K/M suffixes; default 2)\n"
+	      "  -a, --all       every size from 2 B to 8 MiB\n"
+	      "  -n, --iters     iterations (default 1000)  -D, --duration  seconds instead\n"
+	      "  -q, --qp        QPs / connections (bw)     -t, --tx-depth  window (bw, 128)\n"
+	      "  --bidir         both directions (bw)       -p, --port      port (18515)\n"
+	      "  --check-data    fill with a pattern and verify at the receiver\n"
+	      "  --warmup N      iterations before the measured ones (default min(n/10, 1000))\n"
+	      "  --margin MS     -D: excluded at both ends   --interval MS  bw samples (1000)\n"
+	      "  --timeout MS    connect / wait for the client (server default: 1 hour)\n"
+	      "  -I N, --tclass N, --sl N   verbs inline size, traffic class, service level\n"
+	      "  --json          one JSON document       --metrics  RY-METRIC lines for scripts\n",
+	      f);
+}
+
+__attribute__((format(printf, 3, 4))) static int usage_err(char *err, size_t errlen,
+							   const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -RY_E_INVALID;
+}
+
+/* Unsigned number with an optional K/M/G suffix (powers of 1024); no sign, no junk. */
+static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+	unsigned long long v;
+	uint64_t mul = 1;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -RY_E_INVALID;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -RY_E_INVALID;
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1024 * 1024, end++;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1024 * 1024 * 1024, end++;
+	if (*end)
+		return -RY_E_INVALID;
+	if (v > max / mul)
+		return -ERANGE;
+	*ret = v * mul;
+	return 0;
+}
+
+static int num(const char *opt, const char *s, uint64_t max, uint64_t *ret, char *err,
+	       size_t errlen)
+{
+	int r = parse_u64(s, max, ret);
+
+	if (r == -ERANGE) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s %s is over %" PRIu64, opt, s, max);
+		return r;
+	}
+	if (r < 0)
+		return usage_err(err, errlen, "%s wants a number, not '%s'", opt, s);
+	return 0;
+}
+
+int bench_cli_parse(int argc, char **argv, struct bench_cli *ret_cli, char *err, size_t errlen)
+{
+	struct bench_cli cli = {0};
+	struct bench_params *p = &cli.params;
+	bool have_s = false, have_n = false;
+	uint64_t v;
+	int c, r;
+
+	bench_params_init(p);
+	p->duration_s = 0;
+	optind = 0; /* GNU: full re-initialisation, so that the parser can run again */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:x:s:an:D:q:t:I:p:h", options, NULL)) != -1) {
+		r = 0;
+		switch (c) {
+		case OPT_TRANSPORT:
+			if (strlen(optarg) >= sizeof(p->transport))
+				return usage_err(err, errlen, "unknown transport '%s'", optarg);
+			snprintf(p->transport, sizeof(p->transport), "%s", optarg);
+			break;
+		case 'd':
+			if (strlen(optarg) >= sizeof(p->device))
+				return usage_err(err, errlen, "device name too long");
+			snprintf(p->device, sizeof(p->device), "%s", optarg);
+			break;
+		case 'x':
+			r = num("-x", optarg, INT32_MAX, &v, err, errlen);
+			p->gid_index = (int32_t)v;
+			break;
+		case OPT_OP:
+			if (bench_op_parse(optarg, &p->op) < 0)
+				return usage_err(err, errlen,
+						 "--op is write, send or read, not '%s'", optarg);
+			break;
+		case 's':
+			r = num("-s", optarg, BENCH_SIZE_MAX, &v, err, errlen);
+			p->size = v;
+			have_s = true;
+			break;
+		case 'a':
+			p->sweep = true;
+			break;
+		case 'n':
+			r = num("-n", optarg, BENCH_ITERS_MAX, &v, err, errlen);
+			p->iters = v;
+			have_n = true;
+			break;
+		case 'D':
+			r = num("-D", optarg, BENCH_DURATION_MAX, &v, err, errlen);
+			p->duration_s = (uint32_t)v;
+			if (r == 0 && v == 0)
+				return usage_err(err, errlen, "-D wants at least 1 second");
+			break;
+		case 'q':
+			r = num("-q", optarg, BENCH_QPS_MAX, &v, err, errlen);
+			p->qps = (uint32_t)v;
+			break;
+		case 't':
+			r = num("-t", optarg, BENCH_DEPTH_MAX, &v, err, errlen);
+			p->depth = (uint32_t)v;
+			if (r == 0 && v == 0)
+				return usage_err(err, errlen, "-t wants at least 1");
+			break;
+		case 'I':
+			r = num("-I", optarg, 1u << 20, &v, err, errlen);
+			p->inline_size = (uint32_t)v;
+			break;
+		case 'p':
+			r = num("-p", optarg, 65535, &v, err, errlen);
+			p->port = (uint16_t)v;
+			break;
+		case OPT_BIDIR:
+			p->bidir = true;
+			break;
+		case OPT_RDMA_CM:
+			p->rdma_cm = true;
+			break;
+		case OPT_CHECK:
+			p->check_data = true;
+			break;
+		case OPT_JSON:
+			cli.json = true;
+			break;
+		case OPT_METRICS:
+			cli.metrics = true;
+			break;
+		case OPT_WARMUP:
+			r = num("--warmup", optarg, BENCH_ITERS_MAX, &v, err, errlen);
+			p->warmup = (uint32_t)v;
+			break;
+		case OPT_MARGIN:
+			r = num("--margin", optarg, (uint64_t)BENCH_DURATION_MAX * 1000, &v, err,
+				errlen);
+			p->margin_ms = (uint32_t)v;
+			break;
+		case OPT_INTERVAL:
+			r = num("--interval", optarg, 60000, &v, err, errlen);
+			p->interval_ms = (uint32_t)v;
+			break;
+		case OPT_TIMEOUT:
+			r = num("--timeout", optarg, 3600000, &v, err, errlen);
+			p->connect_timeout_ms = (uint32_t)v;
+			if (r == 0 && v == 0)
+				return usage_err(err, errlen, "--timeout wants at least 1 ms");
+			break;
+		case OPT_MEM:
+			if (strlen(optarg) >= sizeof(p->mem))
+				return usage_err(err, errlen, "unknown memory '%s'", optarg);
+			snprintf(p->mem, sizeof(p->mem), "%s", optarg);
+			break;
+		case OPT_TCLASS:
+			r = num("--tclass", optarg, 255, &v, err, errlen);
+			p->traffic_class = (uint8_t)v;
+			break;
+		case OPT_SL:
+			r = num("--sl", optarg, 15, &v, err, errlen);
+			p->service_level = (uint8_t)v;
+			break;
+		case 'h':
+			cli.help = true;
+			*ret_cli = cli;
+			return 0;
+		case ':':
+			return usage_err(err, errlen, "%s wants a value", argv[optind - 1]);
+		default:
+			return usage_err(err, errlen, "unknown option '%s'", argv[optind - 1]);
+		}
+		if (r < 0)
+			return r;
+	}
+	/* Positional (getopt moved them to the end): the test, then maybe the peer. */
+	if (optind >= argc)
+		return usage_err(err, errlen, "which test: lat or bw?");
+	if (bench_kind_parse(argv[optind], &p->kind) < 0)
+		return usage_err(err, errlen, "the test is lat or bw, not '%s'", argv[optind]);
+	if (argc - optind > 2)
+		return usage_err(err, errlen, "one peer only ('%s', '%s')", argv[optind + 1],
+				 argv[optind + 2]);
+	if (argc - optind == 2)
+		cli.peer = argv[optind + 1];
+	if (have_s && p->sweep)
+		return usage_err(err, errlen, "-s and -a exclude each other");
+	if (have_n && p->duration_s)
+		return usage_err(err, errlen, "-n and -D exclude each other");
+	if (p->duration_s)
+		p->iters = 0;
+	if (!cli.peer && p->connect_timeout_ms == 0)
+		p->connect_timeout_ms = 3600000; /* a server waits for its client */
+	r = bench_params_validate(p, err, errlen);
+	if (r < 0)
+		return r;
+	*ret_cli = cli;
+	return 0;
+}
+
+static double num_of(const json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+static const char *str_of(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s && *s ? s : "-";
+}
+
+void bench_cli_print(FILE *f, const json_t *doc)
+{
+	const json_t *par = json_object_get(doc, "params"),
+		     *results = json_object_get(doc, "results");
+	const json_t *envc = json_object_get(json_object_get(doc, "environment"), "client");
+	const json_t *envs = json_object_get(json_object_get(doc, "environment"), "server");
+	const char *kind = str_of(par, "kind");
+	bool lat = strcmp(kind, "lat") == 0;
+	const char *line = "-------------------------------------------------------------------"
+			   "--------------------";
+	const json_t *r;
+	size_t i;
+
+	fprintf(f, "%s\n", line);
+	fprintf(f, "                    railyard-bench %s %s over %s\n", str_of(par, "op"),
+		lat ? "latency" : "bandwidth", str_of(par, "transport"));
+	fprintf(f, " QPs: %d  Window: %d  Bidirectional: %s  Check data: %s  Memory: %s\n",
+		(int)num_of(par, "qps"), (int)num_of(par, "depth"),
+		json_is_true(json_object_get(par, "bidir")) ? "yes" : "no",
+		json_is_true(json_object_get(par, "check_data")) ? "on" : "off",
+		str_of(par, "mem"));
+	fprintf(f, " Client: %s device %s MTU %d GID %s   Server: %s device %s MTU %d GID %s\n",
+		str_of(envc, "host"), str_of(envc, "device"), (int)num_of(envc, "mtu"),
+		str_of(envc, "gid"), str_of(envs, "host"), str_of(envs, "device"),
+		(int)num_of(envs, "mtu"), str_of(envs, "gid"));
+	if (lat)
+		fprintf(f, " Latency: %s, microseconds; percentiles by nearest rank\n",
+			str_of(doc, "latency_is"));
+	else
+		fprintf(f, " Bandwidth measured by the %s; Gb/sec = 1e9 bits per second\n",
+			strcmp(str_of(par, "op"), "send") == 0 ? "receiver" : "initiator");
+	fprintf(f, "%s\n", line);
+	if (lat)
+		fprintf(f,
+			" #bytes #iterations t_min[usec] t_max[usec] t_typical[usec] "
+			"t_avg[usec] t_stdev[usec] 99%% percentile[usec] 99.9%% percentile[usec] "
+			"p90[usec]\n");
+	else
+		fprintf(f,
+			" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps] "
+			"BW average[MB/sec]%s\n",
+			json_is_true(json_object_get(par, "bidir"))
+				? " reverse[Gb/sec] total[Gb/sec]"
+				: "");
+	json_array_foreach(results, i, r)
+	{
+		const json_t *l = json_object_get(r, "latency"), *bw = json_object_get(r, "bw");
+		const json_t *iv = json_object_get(bw, "intervals"), *x;
+		double peak;
+		size_t k;
+
+		if (lat) {
+			fprintf(f,
+				" %-6.0f %-11.0f %-11.2f %-11.2f %-15.2f %-11.2f %-13.2f %-20.2f "
+				"%-22.2f %.2f%s\n",
+				num_of(r, "size"), num_of(l, "count"), num_of(l, "min"),
+				num_of(l, "max"), num_of(l, "p50"), num_of(l, "mean"),
+				num_of(l, "stddev"), num_of(l, "p99"), num_of(l, "p99_9"),
+				num_of(l, "p90"),
+				json_is_true(json_object_get(l, "approximate")) ? " (histogram)"
+										: "");
+			continue;
+		}
+		peak = num_of(bw, "gbps");
+		json_array_foreach(iv, k, x)
+		{
+			if (num_of(x, "gbps") > peak)
+				peak = num_of(x, "gbps");
+		}
+		fprintf(f, " %-6.0f %-11.0f %-15.2f %-18.2f %-13.6f %.2f", num_of(r, "size"),
+			num_of(bw, "msgs"), peak, num_of(bw, "gbps"), num_of(bw, "msg_rate") / 1e6,
+			num_of(bw, "mbps"));
+		if (json_object_get(r, "bw_reverse"))
+			fprintf(f, " %.2f %.2f", num_of(json_object_get(r, "bw_reverse"), "gbps"),
+				num_of(r, "bw_total_gbps"));
+		fputc('\n', f);
+	}
+	fprintf(f, "%s\n", line);
+}
+
+void bench_cli_print_metrics(FILE *f, const json_t *doc)
+{
+	const json_t *par = json_object_get(doc, "params"), *r;
+	bool lat = strcmp(str_of(par, "kind"), "lat") == 0;
+	bool sweep = json_is_true(json_object_get(par, "sweep"));
+	char name[64];
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "results"), i, r)
+	{
+		snprintf(name, sizeof(name), "%s_%s", str_of(par, "op"), str_of(par, "kind"));
+		if (sweep)
+			snprintf(name + strlen(name), sizeof(name) - strlen(name), "_%.0f",
+				 num_of(r, "size"));
+		if (lat)
+			fprintf(f, "RY-METRIC %s %.2f usec\n", name,
+				num_of(json_object_get(r, "latency"), "p50"));
+		else
+			fprintf(f, "RY-METRIC %s %.2f MB/sec\n", name,
+				num_of(json_object_get(r, "bw"), "mbps"));
+	}
+}

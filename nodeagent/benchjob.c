@@ -1,0 +1,323 @@
+/* Agent benchmark runs: parse the order, run the engine on a thread, report through the
+ * outbox. */
+#include "nodeagent/benchjob.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BENCH_IDS_KEPT 64
+
+struct bench_run {
+	struct agent_bench *owner;
+	pthread_t thread;
+	bool used, finished;
+	char id[65];
+	char peer[300];
+	bool server;
+	struct bench_params p;
+	uint32_t deadline_ms;
+};
+
+struct agent_bench {
+	struct outbox *ob;
+	pthread_mutex_t lock;
+	atomic_bool cancel;
+	struct bench_run runs[AGENT_BENCH_MAX];
+	char seen[BENCH_IDS_KEPT][65]; /* ring of ids already started */
+	size_t seen_next;
+};
+
+int agent_bench_params_from_json(const json_t *o, struct bench_params *p, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v;
+
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "parameters must be a JSON object");
+		return -RY_E_INVALID;
+	}
+	json_object_foreach((json_t *)o, key, v)
+	{
+		const char *s = json_string_value(v);
+		json_int_t n = json_integer_value(v);
+		bool is_int = json_is_integer(v) && n >= 0;
+		int r = 0;
+
+		if (strcmp(key, "kind") == 0)
+			r = s ? bench_kind_parse(s, &p->kind) : -RY_E_INVALID;
+		else if (strcmp(key, "op") == 0)
+			r = s ? bench_op_parse(s, &p->op) : -RY_E_INVALID;
+		else if (strcmp(key, "transport") == 0 && s && strlen(s) < sizeof(p->transport))
+			snprintf(p->transport, sizeof(p->transport), "%s", s);
+		else if (strcmp(key, "device") == 0 && s && strlen(s) < sizeof(p->device))
+			snprintf(p->device, sizeof(p->device), "%s", s);
+		else if (strcmp(key, "size") == 0 && is_int)
+			p->size = (uint64_t)n;
+		else if (strcmp(key, "iters") == 0 && is_int)
+			p->iters = (uint64_t)n;
+		else if (strcmp(key, "duration_s") == 0 && is_int && n <= UINT32_MAX)
+			p->duration_s = (uint32_t)n;
+		else if (strcmp(key, "qps") == 0 && is_int && n <= UINT32_MAX)
+			p->qps = (uint32_t)n;
+		else if (strcmp(key, "depth") == 0 && is_int && n <= UINT32_MAX)
+			p->depth = (uint32_t)n;
+		else if (strcmp(key, "gid_index") == 0 && json_is_integer(v) && n >= -1 &&
+			 n <= INT32_MAX)
+			p->gid_index = (int32_t)n;
+		else if (strcmp(key, "traffic_class") == 0 && is_int && n <= 255)
+			p->traffic_class = (uint8_t)n;
+		else if (strcmp(key, "service_level") == 0 && is_int && n <= 15)
+			p->service_level = (uint8_t)n;
+		else if (strcmp(key, "sweep") == 0 && json_is_boolean(v))
+			p->sweep = json_is_true(v);
+		else if (strcmp(key, "bidir") == 0 && json_is_boolean(v))
+			p->bidir = json_is_true(v);
+		else if (strcmp(key, "rdma_cm") == 0 && json_is_boolean(v))
+			p->rdma_cm = json_is_true(v);
+		else if (strcmp(key, "check_data") == 0 && json_is_boolean(v))
+			p->check_data = json_is_true(v);
+		else
+			r = -RY_E_INVALID;
+		if (r < 0) {
+			snprintf(err, errlen, "parameter '%.32s': unknown or of the wrong type",
+				 key);
+			return -RY_E_INVALID;
+		}
+	}
+	/* -n and -D are exclusive: a duration given means no iteration count. */
+	if (p->duration_s)
+		p->iters = json_object_get(o, "iters") ? p->iters : 0;
+	return 0;
+}
+
+/* "host:port" or "[v6]:port" into its parts. */
+static int split_peer(const char *peer, char *host, size_t hostlen, uint16_t *ret_port, char *err,
+		      size_t errlen)
+{
+	const char *colon = strrchr(peer, ':');
+	size_t n = colon ? (size_t)(colon - peer) : 0;
+	char *end;
+	long port;
+
+	if (n > 1 && peer[0] == '[' && peer[n - 1] == ']') {
+		peer++;
+		n -= 2;
+	}
+	port = colon ? strtol(colon + 1, &end, 10) : 0;
+	if (!colon || n == 0 || n >= hostlen || *end || port < 1 || port > 65535) {
+		snprintf(err, errlen, "peer must be HOST:PORT");
+		return -RY_E_INVALID;
+	}
+	memcpy(host, peer, n);
+	host[n] = '\0';
+	*ret_port = (uint16_t)port;
+	return 0;
+}
+
+static void push_result(struct agent_bench *b, const char *id, json_t *result, bool ok)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__BenchResult br = RAILYARD__V1__BENCH_RESULT__INIT;
+	char *text = result ? json_dumps(result, JSON_COMPACT) : NULL;
+
+	br.bench_id = (char *)id;
+	br.ok = ok && text;
+	br.result_json = text ? text : (char *)"{\"ok\":false}";
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT;
+	m.bench_result = &br;
+	if (outbox_push(b->ob, &m) < 0)
+		log_error("bench %s: result lost (outbox full)", id);
+	free(text);
+}
+
+static void on_ready(void *ud, uint16_t port)
+{
+	struct bench_run *run = ud;
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__BenchReady br = RAILYARD__V1__BENCH_READY__INIT;
+
+	br.bench_id = run->id;
+	br.port = port;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY;
+	m.bench_ready = &br;
+	if (outbox_push(run->owner->ob, &m) < 0)
+		log_error("bench %s: BenchReady lost (outbox full)", run->id);
+	log_info("bench %s: server listening on port %u", run->id, port);
+}
+
+static void *run_main(void *arg)
+{
+	struct bench_run *run = arg;
+	struct bench_run_opts o = {0};
+	char err[BENCH_ERR_LEN] = "";
+	json_t *result = NULL;
+	int r;
+
+	o.cancel = &run->owner->cancel;
+	o.deadline_ms = (uint64_t)util_now_mono_ms() + run->deadline_ms;
+	o.on_ready = on_ready;
+	o.ud = run;
+	o.err = err;
+	o.errlen = sizeof(err);
+	log_info("bench %s: %s %s over %s%s%s", run->id, run->server ? "serving" : "running",
+		 bench_kind_name(run->p.kind), run->p.transport, run->server ? "" : " against ",
+		 run->server ? "" : run->peer);
+	if (run->server)
+		r = bench_run_server(&run->p, &o, &result);
+	else
+		r = bench_run_client(&run->p, run->peer, &o, &result);
+	if (r < 0) {
+		log_warn("bench %s: %s", run->id, err[0] ? err : ry_strerror(r));
+		result = bench_result_error(&run->p, run->server ? BENCH_SERVER : BENCH_CLIENT, r,
+					    err[0] ? err : ry_strerror(r));
+	} else {
+		log_info("bench %s: done", run->id);
+	}
+	push_result(run->owner, run->id, result, r >= 0);
+	json_decref(result);
+	pthread_mutex_lock(&run->owner->lock);
+	run->finished = true;
+	pthread_mutex_unlock(&run->owner->lock);
+	return NULL;
+}
+
+int agent_bench_new(struct outbox *ob, struct agent_bench **ret)
+{
+	struct agent_bench *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->ob = ob;
+	atomic_init(&b->cancel, false);
+	pthread_mutex_init(&b->lock, NULL);
+	*ret = b;
+	return 0;
+}
+
+/* Join finished runs; with all, wait for every run. Called without the lock. */
+static void reap(struct agent_bench *b, bool all)
+{
+	for (size_t i = 0; i < AGENT_BENCH_MAX; i++) {
+		bool join;
+
+		pthread_mutex_lock(&b->lock);
+		join = b->runs[i].used && (all || b->runs[i].finished);
+		pthread_mutex_unlock(&b->lock);
+		if (!join)
+			continue;
+		pthread_join(b->runs[i].thread, NULL);
+		pthread_mutex_lock(&b->lock);
+		b->runs[i].used = false;
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+void agent_bench_free(struct agent_bench *b)
+{
+	if (!b)
+		return;
+	atomic_store(&b->cancel, true);
+	reap(b, true);
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}
+
+int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
+{
+	struct bench_run *run = NULL;
+	char err[BENCH_ERR_LEN] = "", host[256] = "";
+	struct bench_params p;
+	json_t *params;
+	int r;
+
+	if (!rb->bench_id[0] || strlen(rb->bench_id) > 64)
+		return -RY_E_INVALID;
+	reap(b, false);
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < BENCH_IDS_KEPT; i++) {
+		if (strcmp(b->seen[i], rb->bench_id) == 0) {
+			pthread_mutex_unlock(&b->lock);
+			return 1;
+		}
+	}
+	snprintf(b->seen[b->seen_next], sizeof(b->seen[0]), "%s", rb->bench_id);
+	b->seen_next = (b->seen_next + 1) % BENCH_IDS_KEPT;
+	pthread_mutex_unlock(&b->lock);
+
+	bench_params_init(&p);
+	params = json_loads(rb->params_json, JSON_REJECT_DUPLICATES, NULL);
+	r = agent_bench_params_from_json(params, &p, err, sizeof(err));
+	json_decref(params);
+	if (r >= 0) {
+		bool server = strcmp(rb->role, "server") == 0;
+
+		if (!server && strcmp(rb->role, "client") != 0) {
+			snprintf(err, sizeof(err), "role must be server or client");
+			r = -RY_E_INVALID;
+		} else if (!server && (!rb->peer[0] || strlen(rb->peer) >= sizeof(run->peer))) {
+			snprintf(err, sizeof(err), "client without a peer address");
+			r = -RY_E_INVALID;
+		} else if (rb->deadline_ms == 0 || rb->deadline_ms > 3 * 3600 * 1000u) {
+			snprintf(err, sizeof(err), "deadline out of range");
+			r = -RY_E_INVALID;
+		} else {
+			/* The server takes an ephemeral port and reports it; the client is told
+			 * HOST:PORT. */
+			if (server)
+				p.port = 0;
+			else
+				r = split_peer(rb->peer, host, sizeof(host), &p.port, err,
+					       sizeof(err));
+			if (r >= 0)
+				r = bench_params_validate(&p, err, sizeof(err));
+		}
+	}
+	if (r < 0) {
+		json_t *res = bench_result_error(
+			&p, strcmp(rb->role, "server") == 0 ? BENCH_SERVER : BENCH_CLIENT, r, err);
+
+		log_warn("bench %s refused: %s", rb->bench_id, err);
+		push_result(b, rb->bench_id, res, false);
+		json_decref(res);
+		return 0;
+	}
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < AGENT_BENCH_MAX && !run; i++)
+		if (!b->runs[i].used)
+			run = &b->runs[i];
+	if (!run) {
+		pthread_mutex_unlock(&b->lock);
+		return -EBUSY;
+	}
+	memset(run, 0, sizeof(*run));
+	run->owner = b;
+	run->used = true;
+	snprintf(run->id, sizeof(run->id), "%s", rb->bench_id);
+	snprintf(run->peer, sizeof(run->peer), "%s", host);
+	run->server = strcmp(rb->role, "server") == 0;
+	run->p = p;
+	run->deadline_ms = rb->deadline_ms;
+	if (pthread_create(&run->thread, NULL, run_main, run) != 0) {
+		run->used = false;
+		pthread_mutex_unlock(&b->lock);
+		return -EAGAIN;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
+bool agent_bench_busy(struct agent_bench *b)
+{
+	bool busy = false;
+
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < AGENT_BENCH_MAX && !busy; i++)
+		busy = b->runs[i].used && !b->runs[i].finished;
+	pthread_mutex_unlock(&b->lock);
+	return busy;
+}

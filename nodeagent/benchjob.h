@@ -1,0 +1,39 @@
+/* Benchmarks the controller orders (RunBench), each on a thread of its own off the session
+ * thread, reporting BenchReady (server listening) and BenchResult through the outbox. Errors are
+ * results, never silence. */
+#ifndef RAILYARD_AGENT_BENCHJOB_H
+#define RAILYARD_AGENT_BENCHJOB_H
+
+#include <jansson.h>
+
+#include "nodeagent/bench/bench.h"
+#include "nodeagent/outbox.h"
+#include "railyard/v1/railyard.pb-c.h"
+
+/* Benchmarks running at once on one agent. */
+#define AGENT_BENCH_MAX 4
+
+struct agent_bench;
+
+/* ob is borrowed and must outlive the benchmarks. */
+__attribute__((warn_unused_result)) int agent_bench_new(struct outbox *ob,
+							struct agent_bench **ret);
+/* Cancel what runs (the engine polls every 100 ms), wait for it, free. NULL is fine. */
+void agent_bench_free(struct agent_bench *b);
+
+/* Start a RunBench (borrowed). A bench id seen before is ignored (returns 1): its messages are
+ * in the outbox until acknowledged. An invalid order is answered at once with a failed
+ * BenchResult. -EBUSY when AGENT_BENCH_MAX run already. */
+__attribute__((warn_unused_result)) int agent_bench_submit(struct agent_bench *b,
+							   const Railyard__V1__RunBench *rb);
+
+/* Is a benchmark running? (the session polls its outbox briskly then) */
+bool agent_bench_busy(struct agent_bench *b);
+
+/* Parameters as JSON (docs/bench.md) into p, which must hold bench_params_init() defaults.
+ * Unknown keys and wrong types are errors (-RY_E_INVALID, reason in err). The result still needs
+ * bench_params_validate(). */
+__attribute__((warn_unused_result)) int
+agent_bench_params_from_json(const json_t *o, struct bench_params *p, char *err, size_t errlen);
+
+#endif

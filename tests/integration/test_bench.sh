@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Integration: benchmarks ordered over the agents' sessions. The controller sends the server
+# side its RunBench, waits for BenchReady, sends the client side, and stores both results.
+# TCP transport on 127.0.0.1 (the verbs transport is proven in the soft-RoCE guests).
+. "$(dirname "$0")/lib.sh"
+
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms
+new_token 3
+enroll a "$FIXTURES/h200-ib" || die "enroll a"
+enroll b "$FIXTURES/h200-ib-2" || die "enroll b"
+enroll c "$FIXTURES/h200-roce" || die "enroll c"
+start_agent a "$FIXTURES/h200-ib"
+start_agent b "$FIXTURES/h200-ib-2"
+check "agents online" wait_for 20 count_is online 2
+bench() { "$CTL" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-04 "$@"; }
+
+bench --kind lat --iters 300 --json --timeout 30s >"$T/lat.json"
+check "latency run succeeds" test $? -eq 0
+check "latency result has 300 samples" test "$(jq '.result.results[0].latency.count' "$T/lat.json")" = 300
+check "latency p50 is a positive number" jqt '.result.results[0].latency.p50 > 0' "$T/lat.json"
+check "server side reported too" jqt '.server_result.ok == true' "$T/lat.json"
+bench --kind bw --size 65536 --iters 500 --check-data --json --timeout 30s >"$T/bw.json"
+check "bandwidth run with data check succeeds" test $? -eq 0
+check "bandwidth in Gb/s is positive" jqt '.result.results[0].bw.gbps > 0' "$T/bw.json"
+check "data was checked" jqt '.result.results[0].data_check.checked > 0' "$T/bw.json"
+check "human output names the figures" bash -c \
+	"'$CTL' bench show \$(jq -r .id '$T/lat.json') --state-dir '$T/ctl' | grep -q 'p50'"
+
+# Bad orders are answered with failed results, not silence.
+refused bench --kind bw --size 100000000 --timeout 20s >"$T/big.out" 2>&1
+check "oversized message refused by the agent, reason stored" grep -qi "size" "$T/big.out"
+refused bench --kind lat --transport carrier-pigeon --timeout 20s >"$T/tr.out" 2>&1
+check "unknown transport refused" grep -qi "transport" "$T/tr.out"
+refused "$CTL" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-02 --kind lat \
+	--timeout 2s >"$T/off.out" 2>&1
+check "a run to an offline node fails at its deadline" grep -q "no result before the deadline" "$T/off.out"
+check "controller and agents still up" count_is online 2
+
+for n in a b; do kill -TERM "${AGENT_PID[$n]}"; wait "${AGENT_PID[$n]}"; done
+kill -TERM "$CTL_PID"
+wait "$CTL_PID"
+check "controller exits 0" test $? -eq 0
+if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$T"/*.log; then
+	fail "sanitizer reports in the logs"
+	grep -h -A5 "ERROR: \|runtime error:" "$T"/*.log | head -60
+fi
+finish
