@@ -1,4 +1,4 @@
-/* Agent plan jobs: a FIFO run by one worker thread, with results kept until acknowledged. */
+/* Agent plan jobs: a FIFO run by one worker thread; results go to the outbox. */
 #include "nodeagent/jobs.h"
 #include "nodeagent/apply/apply.h"
 #include "nodeagent/facts/facts.h"
@@ -14,115 +14,77 @@
 /* Largest plan accepted (the RPC layer bounds messages at 4 MiB already). */
 #define JOB_PLAN_MAX (4 * 1024 * 1024)
 
-struct job_step {
-	char *name, *status, *diff, *message;
-	uint32_t index;
-	int64_t duration_ms;
-	int64_t sent_seq; /* 0: not sent in this session */
-};
-
 struct job {
 	char id[65];
-	json_t *plan; /* NULL once run (or when invalid) */
+	json_t *plan; /* owned until the worker takes it */
 	bool check_mode;
 	enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE } state;
-	struct job_step *steps;
-	size_t n_steps, cap_steps;
-	char *done_status, *done_message;
-	uint32_t counts[4];
-	int64_t done_seq; /* seq of the ApplyDone message, 0 while unsent */
-	bool acked;	  /* the controller processed ApplyDone */
 };
 
 struct agent_jobs {
 	const char *sysroot, *state_dir;
+	struct outbox *ob;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct job *jobs[AGENT_JOBS_MAX]; /* oldest first */
+	struct job jobs[AGENT_JOBS_MAX]; /* ring: the oldest finished job makes room */
 	size_t n;
 	bool stop;
 	pthread_t worker;
 };
 
-static void job_free(struct job *jb)
+static void push_done(struct agent_jobs *j, const char *id, const char *status, const char *message,
+		      const uint32_t counts[4])
 {
-	if (!jb)
-		return;
-	for (size_t i = 0; i < jb->n_steps; i++) {
-		free(jb->steps[i].name);
-		free(jb->steps[i].status);
-		free(jb->steps[i].diff);
-		free(jb->steps[i].message);
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__ApplyDone ad = RAILYARD__V1__APPLY_DONE__INIT;
+
+	ad.deployment_id = (char *)id;
+	ad.status = (char *)status;
+	ad.message = (char *)(message ? message : "");
+	if (counts) {
+		ad.ok = counts[0];
+		ad.changed = counts[1];
+		ad.failed = counts[2];
+		ad.skipped = counts[3];
 	}
-	free(jb->steps);
-	free(jb->done_status);
-	free(jb->done_message);
-	json_decref(jb->plan);
-	free(jb);
-}
-
-static struct job *job_find(struct agent_jobs *j, const char *id)
-{
-	for (size_t i = 0; i < j->n; i++)
-		if (strcmp(j->jobs[i]->id, id) == 0)
-			return j->jobs[i];
-	return NULL;
-}
-
-/* Called with j->lock held. */
-static void job_finish(struct job *jb, const char *status, const char *message,
-		       const uint32_t counts[4])
-{
-	free(jb->done_status);
-	free(jb->done_message);
-	jb->done_status = strdup(status);
-	jb->done_message = strdup(message ? message : "");
-	if (counts)
-		memcpy(jb->counts, counts, sizeof(jb->counts));
-	jb->state = JOB_DONE;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE;
+	m.apply_done = &ad;
+	if (outbox_push(j->ob, &m) < 0)
+		log_error("plan %s: its end could not be queued (outbox full)", id);
 }
 
 struct step_ctx {
 	struct agent_jobs *j;
-	struct job *jb;
+	const char *id;
 };
 
 static void on_step(const struct apply_step_result *r, size_t index, size_t total, void *ud)
 {
 	struct step_ctx *c = ud;
-	struct job_step *st;
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__StepEvent se = RAILYARD__V1__STEP_EVENT__INIT;
 
-	pthread_mutex_lock(&c->j->lock);
-	if (c->jb->n_steps == c->jb->cap_steps) {
-		size_t ncap = c->jb->cap_steps ? c->jb->cap_steps * 2 : 16;
-		struct job_step *ns = realloc(c->jb->steps, ncap * sizeof(*ns));
-
-		if (!ns) {
-			pthread_mutex_unlock(&c->j->lock);
-			log_error("plan %s: out of memory recording step %zu", c->jb->id, index);
-			return;
-		}
-		c->jb->steps = ns;
-		c->jb->cap_steps = ncap;
-	}
-	st = &c->jb->steps[c->jb->n_steps++];
-	memset(st, 0, sizeof(*st));
-	st->name = strdup(r->name);
-	st->status = strdup(apply_status_name(r->status));
-	st->diff = strdup(r->diff);
-	st->message = strdup(r->message);
-	st->index = (uint32_t)index;
-	st->duration_ms = r->duration_ms;
-	pthread_mutex_unlock(&c->j->lock);
-	log_info("plan %s: step %zu/%zu %s: %s%s%s", c->jb->id, index + 1, total, r->name,
+	se.deployment_id = (char *)c->id;
+	se.index = (uint32_t)index;
+	se.name = r->name;
+	se.status = (char *)apply_status_name(r->status);
+	se.diff = r->diff;
+	se.message = r->message;
+	se.duration_ms = r->duration_ms;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT;
+	m.step_event = &se;
+	if (outbox_push(c->j->ob, &m) < 0)
+		log_error("plan %s: step %zu result could not be queued (outbox full)", c->id,
+			  index);
+	log_info("plan %s: step %zu/%zu %s: %s%s%s", c->id, index + 1, total, r->name,
 		 apply_status_name(r->status), r->message[0] ? ": " : "", r->message);
 }
 
-static void run_job(struct agent_jobs *j, struct job *jb, json_t *plan)
+static void run_job(struct agent_jobs *j, const char *id, bool check_mode, json_t *plan)
 {
 	struct apply_summary sum = {0};
 	struct apply_opts o = {0};
-	struct step_ctx ctx = {j, jb};
+	struct step_ctx ctx = {j, id};
 	json_t *facts = NULL;
 	uint32_t counts[4];
 	int r;
@@ -131,33 +93,30 @@ static void run_job(struct agent_jobs *j, struct job *jb, json_t *plan)
 	if (facts_collect(j->sysroot, &facts) < 0)
 		facts = NULL;
 	o.sysroot = j->sysroot;
-	o.check_mode = jb->check_mode;
+	o.check_mode = check_mode;
 	o.facts = facts;
 	o.state_dir = j->state_dir;
 	o.on_step = on_step;
 	o.userdata = &ctx;
-	log_info("plan %s: running%s", jb->id, jb->check_mode ? " in check mode" : "");
+	log_info("plan %s: running%s", id, check_mode ? " in check mode" : "");
 	r = apply_plan(plan, &o, &sum);
-	pthread_mutex_lock(&j->lock);
 	if (r < 0) {
 		char msg[128];
 
 		snprintf(msg, sizeof(msg), "plan refused: %s", ry_strerror(r));
-		job_finish(jb, "failed", msg, NULL);
+		push_done(j, id, "failed", msg, NULL);
+		log_warn("plan %s: %s", id, msg);
 	} else {
 		counts[0] = (uint32_t)sum.n_ok;
 		counts[1] = (uint32_t)sum.n_changed;
 		counts[2] = (uint32_t)sum.n_failed;
 		counts[3] = (uint32_t)sum.n_skipped;
-		job_finish(jb, sum.n_failed ? "failed" : "succeeded",
-			   sum.stopped ? "stopped at a failed step" : NULL, counts);
+		push_done(j, id, sum.n_failed ? "failed" : "succeeded",
+			  sum.stopped ? "stopped at a failed step" : NULL, counts);
+		log_info("plan %s: %s (ok %zu, changed %zu, failed %zu, skipped %zu)", id,
+			 sum.n_failed ? "failed" : "succeeded", sum.n_ok, sum.n_changed,
+			 sum.n_failed, sum.n_skipped);
 	}
-	pthread_mutex_unlock(&j->lock);
-	log_info("plan %s: %s (ok %zu, changed %zu, failed %zu, skipped %zu)", jb->id,
-		 r < 0		? "refused"
-		 : sum.n_failed ? "failed"
-				: "succeeded",
-		 sum.n_ok, sum.n_changed, sum.n_failed, sum.n_skipped);
 	apply_summary_done(&sum);
 	json_decref(facts);
 }
@@ -169,11 +128,13 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&j->lock);
 	for (;;) {
 		struct job *next = NULL;
+		char id[sizeof(next->id)];
+		bool check;
 		json_t *plan;
 
 		for (size_t i = 0; i < j->n && !next; i++)
-			if (j->jobs[i]->state == JOB_QUEUED)
-				next = j->jobs[i];
+			if (j->jobs[i].state == JOB_QUEUED)
+				next = &j->jobs[i];
 		if (!next) {
 			if (j->stop)
 				break;
@@ -183,17 +144,23 @@ static void *worker_main(void *arg)
 		next->state = JOB_RUNNING;
 		plan = next->plan;
 		next->plan = NULL;
+		check = next->check_mode;
+		memcpy(id, next->id, sizeof(id));
 		pthread_mutex_unlock(&j->lock);
-		/* Jobs are only freed when done, so next stays valid while it runs. */
-		run_job(j, next, plan);
+		run_job(j, id, check, plan);
 		json_decref(plan);
 		pthread_mutex_lock(&j->lock);
+		/* Submissions may have moved the table meanwhile: find the job again. */
+		for (size_t i = 0; i < j->n; i++)
+			if (strcmp(j->jobs[i].id, id) == 0)
+				j->jobs[i].state = JOB_DONE;
 	}
 	pthread_mutex_unlock(&j->lock);
 	return NULL;
 }
 
-int agent_jobs_new(const char *sysroot, const char *state_dir, struct agent_jobs **ret)
+int agent_jobs_new(const char *sysroot, const char *state_dir, struct outbox *ob,
+		   struct agent_jobs **ret)
 {
 	struct agent_jobs *j = calloc(1, sizeof(*j));
 
@@ -201,6 +168,7 @@ int agent_jobs_new(const char *sysroot, const char *state_dir, struct agent_jobs
 		return -ENOMEM;
 	j->sysroot = sysroot;
 	j->state_dir = state_dir;
+	j->ob = ob;
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
 	if (pthread_create(&j->worker, NULL, worker_main, j) != 0) {
@@ -219,155 +187,83 @@ void agent_jobs_free(struct agent_jobs *j)
 		return;
 	pthread_mutex_lock(&j->lock);
 	j->stop = true;
-	/* Queued plans are dropped; the running one ends (a step is never abandoned half-way). */
-	for (size_t i = 0; i < j->n; i++)
-		if (j->jobs[i]->state == JOB_QUEUED)
-			job_finish(j->jobs[i], "failed", "agent stopped", NULL);
+	for (size_t i = 0; i < j->n; i++) {
+		if (j->jobs[i].state == JOB_QUEUED) {
+			json_decref(j->jobs[i].plan);
+			j->jobs[i].plan = NULL;
+			j->jobs[i].state = JOB_DONE;
+		}
+	}
 	pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	pthread_join(j->worker, NULL);
-	for (size_t i = 0; i < j->n; i++)
-		job_free(j->jobs[i]);
 	pthread_mutex_destroy(&j->lock);
 	pthread_cond_destroy(&j->cond);
 	free(j);
 }
 
-/* Make room: forget the oldest acknowledged job. Called with the lock held. */
-static bool make_room(struct agent_jobs *j)
-{
-	if (j->n < AGENT_JOBS_MAX)
-		return true;
-	for (size_t i = 0; i < j->n; i++) {
-		if (j->jobs[i]->state == JOB_DONE && j->jobs[i]->acked) {
-			job_free(j->jobs[i]);
-			memmove(&j->jobs[i], &j->jobs[i + 1], (j->n - i - 1) * sizeof(j->jobs[0]));
-			j->n--;
-			return true;
-		}
-	}
-	return false;
-}
-
-static void job_unsend(struct job *jb)
-{
-	for (size_t i = 0; i < jb->n_steps; i++)
-		jb->steps[i].sent_seq = 0;
-	jb->done_seq = 0;
-}
-
 int agent_jobs_submit(struct agent_jobs *j, const char *deployment_id, const char *plan_json,
 		      bool check_mode)
 {
-	struct job *jb;
+	struct job *jb = NULL;
 	json_error_t err;
 	json_t *plan = NULL;
-	int r = 0;
+	char msg[256];
 
 	if (!deployment_id || !deployment_id[0] || strlen(deployment_id) >= sizeof(jb->id))
 		return -RY_E_INVALID;
 	pthread_mutex_lock(&j->lock);
-	jb = job_find(j, deployment_id);
-	if (jb) {
-		/* Seen before: report again, never run twice. */
-		job_unsend(jb);
-		jb->acked = false;
-		r = 1;
-		goto out;
+	for (size_t i = 0; i < j->n; i++) {
+		if (strcmp(j->jobs[i].id, deployment_id) == 0) {
+			pthread_mutex_unlock(&j->lock);
+			return 1;
+		}
 	}
-	if (!make_room(j)) {
-		r = -ENOBUFS;
-		goto out;
+	if (j->n < AGENT_JOBS_MAX) {
+		jb = &j->jobs[j->n++];
+	} else {
+		/* Forget the oldest finished job; its results were queued long ago. */
+		for (size_t i = 0; i < j->n; i++) {
+			if (j->jobs[i].state == JOB_DONE) {
+				memmove(&j->jobs[i], &j->jobs[i + 1],
+					(j->n - i - 1) * sizeof(j->jobs[0]));
+				jb = &j->jobs[j->n - 1];
+				break;
+			}
+		}
 	}
-	jb = calloc(1, sizeof(*jb));
 	if (!jb) {
-		r = -ENOMEM;
-		goto out;
+		pthread_mutex_unlock(&j->lock);
+		return -ENOBUFS;
 	}
+	memset(jb, 0, sizeof(*jb));
 	snprintf(jb->id, sizeof(jb->id), "%s", deployment_id);
 	jb->check_mode = check_mode;
-	j->jobs[j->n++] = jb;
 	if (strlen(plan_json) <= JOB_PLAN_MAX)
 		plan = json_loads(plan_json, JSON_REJECT_DUPLICATES, &err);
 	if (!json_is_object(plan)) {
-		char msg[256];
-
 		snprintf(msg, sizeof(msg), "plan is not a JSON object%s%s", plan ? "" : ": ",
 			 plan ? "" : err.text);
 		json_decref(plan);
-		job_finish(jb, "failed", msg, NULL);
-		goto out;
+		jb->state = JOB_DONE;
+		pthread_mutex_unlock(&j->lock);
+		push_done(j, deployment_id, "failed", msg, NULL);
+		return 0;
 	}
 	jb->plan = plan;
 	jb->state = JOB_QUEUED;
 	pthread_cond_signal(&j->cond);
-out:
 	pthread_mutex_unlock(&j->lock);
-	return r;
+	return 0;
 }
 
-bool agent_jobs_pending(struct agent_jobs *j)
+bool agent_jobs_busy(struct agent_jobs *j)
 {
 	bool busy = false;
 
 	pthread_mutex_lock(&j->lock);
 	for (size_t i = 0; i < j->n && !busy; i++)
-		busy = j->jobs[i]->state != JOB_DONE || !j->jobs[i]->done_seq;
+		busy = j->jobs[i].state != JOB_DONE;
 	pthread_mutex_unlock(&j->lock);
 	return busy;
-}
-
-void agent_jobs_flush(struct agent_jobs *j, const struct agent_jobs_sink *sink)
-{
-	pthread_mutex_lock(&j->lock);
-	for (size_t i = 0; i < j->n; i++) {
-		struct job *jb = j->jobs[i];
-
-		if (jb->acked)
-			continue;
-		for (size_t k = 0; k < jb->n_steps; k++) {
-			struct job_step *st = &jb->steps[k];
-			struct agent_job_step ev = {jb->id,	    st->name,	 st->status,
-						    st->diff,	    st->message, st->index,
-						    st->duration_ms};
-			int64_t seq;
-
-			if (st->sent_seq)
-				continue;
-			seq = sink->step(sink->userdata, &ev);
-			if (seq < 0)
-				goto out;
-			st->sent_seq = seq;
-		}
-		if (jb->state == JOB_DONE && !jb->done_seq) {
-			struct agent_job_done ev = {
-				jb->id,	       jb->done_status, jb->done_message, jb->counts[0],
-				jb->counts[1], jb->counts[2],	jb->counts[3]};
-			int64_t seq = sink->done(sink->userdata, &ev);
-
-			if (seq < 0)
-				goto out;
-			jb->done_seq = seq;
-		}
-	}
-out:
-	pthread_mutex_unlock(&j->lock);
-}
-
-void agent_jobs_acked(struct agent_jobs *j, uint64_t seq)
-{
-	pthread_mutex_lock(&j->lock);
-	for (size_t i = 0; i < j->n; i++)
-		if (j->jobs[i]->done_seq && (uint64_t)j->jobs[i]->done_seq <= seq)
-			j->jobs[i]->acked = true;
-	pthread_mutex_unlock(&j->lock);
-}
-
-void agent_jobs_session_reset(struct agent_jobs *j)
-{
-	pthread_mutex_lock(&j->lock);
-	for (size_t i = 0; i < j->n; i++)
-		if (!j->jobs[i]->acked)
-			job_unsend(j->jobs[i]);
-	pthread_mutex_unlock(&j->lock);
 }

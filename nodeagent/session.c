@@ -96,16 +96,16 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 	r = util_random_bytes(rnd, sizeof(rnd));
 	if (r < 0)
 		goto fail;
-	r = agent_jobs_new(s->o.sysroot, s->o.state_dir, &s->jobs);
-	if (r < 0) {
-		snprintf(errbuf, errlen, "cannot start the plan worker");
-		goto fail;
-	}
 	r = outbox_new(&s->outbox);
 	if (r >= 0)
+		r = agent_jobs_new(s->o.sysroot, s->o.state_dir, s->outbox, &s->jobs);
+	if (r >= 0)
 		r = agent_bench_new(s->outbox, &s->bench);
-	if (r < 0)
+	if (r < 0) {
+		snprintf(errbuf, errlen, "cannot start the plan and benchmark workers: %s",
+			 ry_strerror(r));
 		goto fail;
+	}
 	util_hex(rnd, sizeof(rnd), s->boot_id);
 
 	cc.target = o->controller ? o->controller : s->cfg.controller;
@@ -264,46 +264,6 @@ static int send_facts(struct agent_session *s, struct rpc_client_stream *cs, uin
 	return r;
 }
 
-static int64_t sink_step(void *userdata, const struct agent_job_step *ev)
-{
-	struct agent_session *s = userdata;
-	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
-	Railyard__V1__StepEvent se = RAILYARD__V1__STEP_EVENT__INIT;
-	int r;
-
-	se.deployment_id = (char *)ev->deployment_id;
-	se.index = ev->index;
-	se.name = (char *)ev->name;
-	se.status = (char *)ev->status;
-	se.diff = (char *)ev->diff;
-	se.message = (char *)ev->message;
-	se.duration_ms = ev->duration_ms;
-	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT;
-	m.step_event = &se;
-	r = send_msg(s, s->cur, &m);
-	return r < 0 ? r : (int64_t)s->seq;
-}
-
-static int64_t sink_done(void *userdata, const struct agent_job_done *ev)
-{
-	struct agent_session *s = userdata;
-	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
-	Railyard__V1__ApplyDone ad = RAILYARD__V1__APPLY_DONE__INIT;
-	int r;
-
-	ad.deployment_id = (char *)ev->deployment_id;
-	ad.status = (char *)ev->status;
-	ad.message = (char *)ev->message;
-	ad.ok = ev->ok;
-	ad.changed = ev->changed;
-	ad.failed = ev->failed;
-	ad.skipped = ev->skipped;
-	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE;
-	m.apply_done = &ad;
-	r = send_msg(s, s->cur, &m);
-	return r < 0 ? r : (int64_t)s->seq;
-}
-
 static int64_t outbox_send(void *userdata, Railyard__V1__AgentMessage *m)
 {
 	struct agent_session *s = userdata;
@@ -323,7 +283,6 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 		return false;
 	}
 	s->last_ctl_seq = m->seq;
-	agent_jobs_acked(s->jobs, m->ack);
 	outbox_acked(s->outbox, m->ack);
 	switch (m->body_case) {
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME:
@@ -343,7 +302,8 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 					  m->apply_plan->plan_json, m->apply_plan->check_mode);
 
 		if (r == 1)
-			log_info("plan %s seen before: reporting its results again",
+			log_info("plan %s seen before: not run again (its results are in the "
+				 "outbox)",
 				 m->apply_plan->deployment_id);
 		else if (r < 0)
 			log_warn("plan %.64s not accepted: %s", m->apply_plan->deployment_id,
@@ -403,17 +363,14 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 	r = send_hello(s, cs);
 	next_hb = util_now_mono_ms() + s->heartbeat_ms;
 	s->cur = cs;
-	agent_jobs_session_reset(s->jobs);
 	outbox_session_reset(s->outbox);
 	while (r >= 0) {
-		const struct agent_jobs_sink sink = {sink_step, sink_done, s};
 		ProtobufCMessage *msg = NULL;
 		int64_t deadline = next_hb;
 
 		/* Plan results go out as they come; poll briskly while a plan is active. */
-		agent_jobs_flush(s->jobs, &sink);
 		outbox_flush(s->outbox, outbox_send, s);
-		if ((agent_jobs_pending(s->jobs) || outbox_pending(s->outbox) ||
+		if ((agent_jobs_busy(s->jobs) || outbox_pending(s->outbox) ||
 		     agent_bench_busy(s->bench)) &&
 		    deadline > util_now_mono_ms() + 100)
 			deadline = util_now_mono_ms() + 100;
