@@ -115,6 +115,12 @@ deploy h200-ndr-ib.yaml
 echo "== deployments"
 "$CTL" deployments --state-dir "$DEMO/ctl" | sed 's/^/   /'
 
+echo "== benchmarks over the agents' sessions (TCP baseline on loopback; verbs runs in tests/rdma-vm)"
+"$CTL" bench run --state-dir "$DEMO/ctl" --from gpu-node-01 --to gpu-node-04 --kind lat \
+	--iters 2000 --timeout 60s | sed 's/^/   /' || true
+"$CTL" bench run --state-dir "$DEMO/ctl" --from gpu-node-01 --to gpu-node-04 --kind bw \
+	--size 65536 --iters 5000 --check-data --timeout 60s | sed 's/^/   /' || true
+
 echo "== shutting down"
 for p in "${pids[@]:1}"; do kill -TERM "$p"; done
 for p in "${pids[@]:1}"; do wait "$p"; done
