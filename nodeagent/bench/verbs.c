@@ -94,6 +94,28 @@ int verbs_gid_select(const struct verbs_gid_entry *table, size_t n, enum verbs_l
 	return 0;
 }
 
+int verbs_gid_usable(const struct verbs_gid_entry *table, size_t n, enum verbs_link_layer ll,
+		     uint32_t index, enum verbs_gid_type *ret_type)
+{
+	const struct verbs_gid_entry *e = NULL;
+	bool ok;
+
+	if ((!table && n > 0) || (ll != VERBS_LINK_ETHERNET && ll != VERBS_LINK_IB))
+		return -EINVAL;
+	for (size_t i = 0; i < n && !e; i++)
+		if (table[i].index == index && !verbs_gid_is_zero(table[i].raw))
+			e = &table[i];
+	if (!e)
+		return -RY_E_NOT_FOUND;
+	ok = ll == VERBS_LINK_ETHERNET ? e->type == VERBS_GID_TYPE_ROCE_V2
+				       : e->type == VERBS_GID_TYPE_IB;
+	if (ok)
+		return 0;
+	if (ret_type)
+		*ret_type = e->type;
+	return -EPROTOTYPE;
+}
+
 void verbs_gid_format(const uint8_t raw[VERBS_GID_LEN], char out[VERBS_GID_STR_LEN])
 {
 	for (int i = 0; i < 8; i++)
@@ -202,6 +224,91 @@ int verbs_qp_info_unpack(const uint8_t *buf, size_t len, struct verbs_qp_info *r
 		return -RY_E_INVALID;
 	*ret_info = info;
 	return 0;
+}
+
+void verbs_conn_pack(const struct verbs_conn *c, uint8_t out[VERBS_CONN_WIRE])
+{
+	verbs_qp_info_pack(&c->qp, out);
+	verbs_put32(out + VERBS_QP_INFO_WIRE, (uint32_t)(c->read_addr >> 32));
+	verbs_put32(out + VERBS_QP_INFO_WIRE + 4, (uint32_t)c->read_addr);
+	verbs_put32(out + VERBS_QP_INFO_WIRE + 8, c->read_rkey);
+	out[VERBS_QP_INFO_WIRE + 12] = c->rd_atomic;
+	memset(out + VERBS_QP_INFO_WIRE + 13, 0, 3);
+}
+
+int verbs_conn_unpack(const uint8_t *buf, size_t len, struct verbs_conn *ret_c)
+{
+	const uint8_t *x = buf + VERBS_QP_INFO_WIRE;
+	struct verbs_conn c;
+	int r;
+
+	if (!buf || len != VERBS_CONN_WIRE)
+		return -RY_E_INVALID;
+	r = verbs_qp_info_unpack(buf, VERBS_QP_INFO_WIRE, &c.qp);
+	if (r < 0)
+		return r;
+	c.read_addr = (uint64_t)verbs_get32(x) << 32 | verbs_get32(x + 4);
+	c.read_rkey = verbs_get32(x + 8);
+	c.rd_atomic = x[12];
+	if (c.rd_atomic == 0)
+		return -RY_E_INVALID;
+	*ret_c = c;
+	return 0;
+}
+
+double verbs_port_gbps(uint32_t speed, uint32_t speed_ex, uint8_t width)
+{
+	double lane, lanes;
+
+	switch (speed_ex ? speed_ex : speed) {
+	case 1:
+		lane = 2.5;
+		break;
+	case 2:
+		lane = 5.0;
+		break;
+	case 4:
+	case 8:
+		lane = 10.0;
+		break;
+	case 16:
+		lane = 14.0;
+		break;
+	case 32:
+		lane = 25.0;
+		break;
+	case 64:
+		lane = 50.0;
+		break;
+	case 128:
+		lane = 100.0;
+		break;
+	case 256:
+		lane = 200.0;
+		break;
+	default:
+		return 0;
+	}
+	switch (width) {
+	case 1:
+		lanes = 1;
+		break;
+	case 16:
+		lanes = 2;
+		break;
+	case 2:
+		lanes = 4;
+		break;
+	case 4:
+		lanes = 8;
+		break;
+	case 8:
+		lanes = 12;
+		break;
+	default:
+		return 0;
+	}
+	return lane * lanes;
 }
 
 /* ---- host queries -------------------------------------------------------------------------- */
@@ -367,6 +474,40 @@ fail:
 		ibv_free_device_list(list);
 	verbs_dev_free(dev);
 	return r;
+}
+
+int verbs_dev_names(char *out, size_t outlen)
+{
+	struct ibv_device **list;
+	size_t used = 0;
+	int n = 0;
+
+	if (!out || outlen == 0)
+		return -EINVAL;
+	out[0] = '\0';
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return errno == ENOSYS || errno == 0 ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		int w = snprintf(out + used, outlen - used, "%s%s", i ? ", " : "",
+				 ibv_get_device_name(list[i]));
+
+		if (w < 0 || (size_t)w >= outlen - used)
+			break;
+		used += (size_t)w;
+	}
+	ibv_free_device_list(list);
+	return n;
+}
+
+struct ibv_context *verbs_dev_context(const struct verbs_dev *dev)
+{
+	return dev->ctx;
+}
+
+struct ibv_pd *verbs_dev_pd(const struct verbs_dev *dev)
+{
+	return dev->pd;
 }
 
 void verbs_dev_free(struct verbs_dev *dev)
@@ -632,23 +773,27 @@ void verbs_ep_local_info(const struct verbs_ep *ep, struct verbs_qp_info *ret_in
 	memcpy(ret_info->gid, ep->gid, VERBS_GID_LEN);
 }
 
-int verbs_ep_connect(struct verbs_ep *ep, const struct verbs_qp_info *peer)
+int verbs_qp_connect(struct ibv_qp *qp, const struct verbs_path *path,
+		     const struct verbs_qp_info *peer)
 {
 	struct ibv_qp_attr a;
 	int mtu, r;
 
-	if (!ep || !peer || verbs_mtu_bytes(peer->mtu) == 0 || peer->psn > 0xffffff)
+	if (!qp || !path || !peer || verbs_mtu_bytes(peer->mtu) == 0 || peer->psn > 0xffffff ||
+	    verbs_mtu_bytes(path->mtu) == 0 || path->psn > 0xffffff || path->rd_atomic == 0 ||
+	    path->dest_rd_atomic == 0 || path->service_level > 15 || path->port < 1 ||
+	    path->port > 255)
 		return -EINVAL;
-	mtu = peer->mtu < ep->port.active_mtu ? peer->mtu : ep->port.active_mtu;
+	mtu = peer->mtu < path->mtu ? peer->mtu : path->mtu;
 
 	a = (struct ibv_qp_attr){
 		.qp_state = IBV_QPS_INIT,
 		.pkey_index = 0,
-		.port_num = (uint8_t)ep->dev->port,
+		.port_num = (uint8_t)path->port,
 		.qp_access_flags =
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 	};
-	r = ibv_modify_qp(ep->qp, &a,
+	r = ibv_modify_qp(qp, &a,
 			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (r)
 		goto fail;
@@ -658,18 +803,21 @@ int verbs_ep_connect(struct verbs_ep *ep, const struct verbs_qp_info *peer)
 		.path_mtu = (enum ibv_mtu)mtu,
 		.dest_qp_num = peer->qpn,
 		.rq_psn = peer->psn,
-		.max_dest_rd_atomic = 1,
+		.max_dest_rd_atomic = path->dest_rd_atomic,
 		.min_rnr_timer = 12,
-		.ah_attr = {.dlid = peer->lid, .sl = 0, .port_num = (uint8_t)ep->dev->port},
+		.ah_attr = {.dlid = peer->lid,
+			    .sl = path->service_level,
+			    .port_num = (uint8_t)path->port},
 	};
 	/* RoCE always routes by GID; on IB a GRH is only needed across subnets (not here). */
-	if (ep->port.link_layer == VERBS_LINK_ETHERNET) {
+	if (path->link_layer == VERBS_LINK_ETHERNET) {
 		a.ah_attr.is_global = 1;
 		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, VERBS_GID_LEN);
-		a.ah_attr.grh.sgid_index = (uint8_t)ep->gid_index;
+		a.ah_attr.grh.sgid_index = (uint8_t)path->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.grh.traffic_class = path->traffic_class;
 	}
-	r = ibv_modify_qp(ep->qp, &a,
+	r = ibv_modify_qp(qp, &a,
 			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (r)
@@ -680,20 +828,38 @@ int verbs_ep_connect(struct verbs_ep *ep, const struct verbs_qp_info *peer)
 		.timeout = 14,
 		.retry_cnt = 7,
 		.rnr_retry = 7,
-		.sq_psn = ep->psn,
-		.max_rd_atomic = 1,
+		.sq_psn = path->psn,
+		.max_rd_atomic = path->rd_atomic,
 	};
-	r = ibv_modify_qp(ep->qp, &a,
+	r = ibv_modify_qp(qp, &a,
 			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (r)
 		goto fail;
-	log_debug("verbs: qp %u -> peer qp %u RTS, mtu %d", ep->qp->qp_num, peer->qpn,
+	log_debug("verbs: qp %u -> peer qp %u RTS, mtu %d", qp->qp_num, peer->qpn,
 		  verbs_mtu_bytes(mtu));
 	return 0;
 fail:
-	log_debug("verbs: ibv_modify_qp on qp %u: %s", ep->qp->qp_num, strerror(r));
+	log_debug("verbs: ibv_modify_qp on qp %u: %s", qp->qp_num, strerror(r));
 	return r > 0 ? -r : -EINVAL;
+}
+
+int verbs_ep_connect(struct verbs_ep *ep, const struct verbs_qp_info *peer)
+{
+	struct verbs_path path;
+
+	if (!ep)
+		return -EINVAL;
+	path = (struct verbs_path){
+		.port = ep->dev->port,
+		.link_layer = ep->port.link_layer,
+		.mtu = ep->port.active_mtu,
+		.gid_index = ep->gid_index,
+		.rd_atomic = 1,
+		.dest_rd_atomic = 1,
+		.psn = ep->psn,
+	};
+	return verbs_qp_connect(ep->qp, &path, peer);
 }
 
 static int verbs_ep_range(const struct verbs_ep *ep, size_t off, size_t len)

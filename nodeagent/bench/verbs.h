@@ -13,6 +13,11 @@
 #define VERBS_GID_LEN	   16
 #define VERBS_GID_STR_LEN  40 /* "xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx" + NUL */
 #define VERBS_QP_INFO_WIRE 40 /* bytes of a packed struct verbs_qp_info (version 1) */
+#define VERBS_CONN_WIRE	   56 /* bytes of a packed struct verbs_conn (qp_info + 16) */
+
+struct ibv_context;
+struct ibv_pd;
+struct ibv_qp;
 
 enum verbs_link_layer {
 	VERBS_LINK_UNKNOWN = 0,
@@ -52,6 +57,29 @@ struct verbs_qp_info {
 	uint32_t rkey;
 };
 
+/* Everything a peer needs about one of our QPs in the benchmark transport: the QP (qp.addr and
+ * qp.rkey name the region the peer writes into), the region it reads from, and how many RDMA
+ * reads we accept as responder. */
+struct verbs_conn {
+	struct verbs_qp_info qp;
+	uint64_t read_addr;
+	uint32_t read_rkey;
+	uint8_t rd_atomic; /* responder resources (max_dest_rd_atomic), 1..255 */
+};
+
+/* How to move a QP to RTS towards a peer (see verbs_qp_connect()). */
+struct verbs_path {
+	unsigned int port;
+	enum verbs_link_layer link_layer;
+	int mtu;	    /* enum ibv_mtu of our port; the path uses min(ours, peer's) */
+	uint32_t gid_index; /* source GID (Ethernet: always used; IB: unused here) */
+	uint8_t traffic_class;
+	uint8_t service_level;	/* 0..15 */
+	uint8_t rd_atomic;	/* RDMA reads we keep outstanding as requester, >= 1 */
+	uint8_t dest_rd_atomic; /* reads we accept as responder, >= 1 */
+	uint32_t psn;		/* our send PSN (24 bits) */
+};
+
 /* A completion handed back by verbs_ep_poll(). */
 enum verbs_op { VERBS_OP_SEND = 1, VERBS_OP_RECV, VERBS_OP_WRITE };
 struct verbs_completion {
@@ -73,6 +101,15 @@ struct verbs_completion {
 VERBS_WUR int verbs_gid_select(const struct verbs_gid_entry *table, size_t n,
 			       enum verbs_link_layer ll, const struct in_addr *ipv4,
 			       uint32_t *ret_index);
+
+/* Check an explicitly chosen GID index (-x) against table[0..n) of a port of link layer ll:
+ * 0 when the entry is in use and of a type that port can route with (Ethernet: RoCE v2;
+ * InfiniBand: IB), -RY_E_NOT_FOUND when the index is not in use (absent or all-zero GID),
+ * -EPROTOTYPE when it is of the wrong type (then *ret_type, if non-NULL, gets it), -EINVAL on
+ * bad arguments. Borrows table. */
+VERBS_WUR int verbs_gid_usable(const struct verbs_gid_entry *table, size_t n,
+			       enum verbs_link_layer ll, uint32_t index,
+			       enum verbs_gid_type *ret_type);
 
 /* True when raw is an IPv4-mapped address ::ffff:a.b.c.d; then *ret_addr (if non-NULL) gets it. */
 bool verbs_gid_is_ipv4_mapped(const uint8_t raw[VERBS_GID_LEN], struct in_addr *ret_addr);
@@ -96,6 +133,15 @@ void verbs_qp_info_pack(const struct verbs_qp_info *info, uint8_t out[VERBS_QP_I
  * range (psn over 24 bits, mtu not 1..5). */
 VERBS_WUR int verbs_qp_info_unpack(const uint8_t *buf, size_t len, struct verbs_qp_info *ret_info);
 
+/* Serialise / parse a struct verbs_conn (VERBS_CONN_WIRE bytes, network order). unpack returns
+ * -RY_E_INVALID on a wrong length, a bad embedded QP info or rd_atomic 0. */
+void verbs_conn_pack(const struct verbs_conn *c, uint8_t out[VERBS_CONN_WIRE]);
+VERBS_WUR int verbs_conn_unpack(const uint8_t *buf, size_t len, struct verbs_conn *ret_c);
+
+/* Port rate in Gb/s from ibv_port_attr's active_speed (1 SDR ... 128 NDR; active_speed_ex when
+ * non-zero wins) and active_width (1 = 1x, 16 = 2x, 2 = 4x, 4 = 8x, 8 = 12x); 0 when unknown. */
+double verbs_port_gbps(uint32_t speed, uint32_t speed_ex, uint8_t width);
+
 /* ---- host queries -------------------------------------------------------------------------- */
 
 /* First IPv4 address of interface ifname (getifaddrs). -RY_E_NOT_FOUND if it has none. */
@@ -117,12 +163,20 @@ struct verbs_dev;
  * from libibverbs. A device object is used by one thread at a time. */
 VERBS_WUR int verbs_dev_open(const char *name, unsigned int port, struct verbs_dev **ret_dev);
 
+/* Names of the RDMA devices on this host, ", "-separated, into out (outlen bytes, always
+ * NUL-terminated, truncated if needed); returns their number (0: none) or -errno. */
+VERBS_WUR int verbs_dev_names(char *out, size_t outlen);
+
 /* Close the device. The endpoints created on it must be freed first. NULL is fine. */
 void verbs_dev_free(struct verbs_dev *dev);
 
 /* Device name (borrowed; valid until verbs_dev_free) and the port it was opened on. */
 const char *verbs_dev_name(const struct verbs_dev *dev);
 unsigned int verbs_dev_port(const struct verbs_dev *dev);
+
+/* The device's context and protection domain, borrowed (valid until verbs_dev_free()). */
+struct ibv_context *verbs_dev_context(const struct verbs_dev *dev);
+struct ibv_pd *verbs_dev_pd(const struct verbs_dev *dev);
 
 /* Query the port now (state, active MTU, link layer, LID, GID table length). */
 VERBS_WUR int verbs_dev_query_port(struct verbs_dev *dev, struct verbs_port_info *ret_info);
@@ -136,6 +190,13 @@ VERBS_WUR int verbs_dev_gid_table(struct verbs_dev *dev, struct verbs_gid_entry 
  * value. -RY_E_NOT_FOUND when none matches. */
 VERBS_WUR int verbs_dev_pick_gid(struct verbs_dev *dev, const struct in_addr *ipv4,
 				 uint32_t *ret_index, uint8_t ret_gid[VERBS_GID_LEN]);
+
+/* Move an RC QP in RESET to RTS towards peer (borrowed): INIT (local write, remote write and
+ * read), RTR (path MTU min(path->mtu, peer->mtu), GRH with path->gid_index, traffic class and
+ * hop limit 64 on Ethernet, SL), RTS (timeout 14, 7 retries, infinite RNR retries). Errors:
+ * -EINVAL (bad peer info or path), -errno from ibv_modify_qp. */
+VERBS_WUR int verbs_qp_connect(struct ibv_qp *qp, const struct verbs_path *path,
+			       const struct verbs_qp_info *peer);
 
 /* ---- endpoint: MR + CQ + RC QP ------------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark, not a test: run perftest and railyard-bench with the same parameters in the same
 # soft-RoCE guest, back to back and alternating, several rounds, and print a side-by-side table
-# (medians) with ratios. Until railyard-bench exists it runs perftest alone and says so.
+# (medians) with ratios. Without railyard-bench in the build it runs perftest alone and says so.
 # Usage: compare-perftest.sh [--rounds N] [--iters N] [--size BYTES] [--tests "write_lat ..."]
 # (default size: 2 B for latency, 64 KiB for bandwidth tests)
 # Needs RAILYARD_BUILD_DIR (a configured and built tree). Emulated figures: compare only side by

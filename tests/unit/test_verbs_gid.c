@@ -89,6 +89,35 @@ static void test_select_mlx5_two_addresses(void **state)
 	assert_int_equal(idx, 3);
 }
 
+/* -x: an explicit index must be in use and of the port's routable type. */
+static void test_gid_usable(void **state)
+{
+	struct verbs_gid_entry t[] = {
+		gid_entry(0, LINK_LOCAL, VERBS_GID_TYPE_ROCE_V1),
+		gid_entry(1, LINK_LOCAL, VERBS_GID_TYPE_ROCE_V2),
+		gid_v4(2, "10.0.0.5", VERBS_GID_TYPE_ROCE_V1),
+		gid_v4(3, "10.0.0.5", VERBS_GID_TYPE_ROCE_V2),
+		{.index = 4, .type = VERBS_GID_TYPE_ROCE_V2}, /* all-zero: unused */
+		gid_entry(9, LINK_LOCAL, VERBS_GID_TYPE_IB),
+	};
+	enum verbs_gid_type type = VERBS_GID_TYPE_ROCE_V2;
+	size_t n = RY_ARRAY_SIZE(t);
+
+	(void)state;
+	assert_int_equal(verbs_gid_usable(t, n, VERBS_LINK_ETHERNET, 3, &type), 0);
+	assert_int_equal(verbs_gid_usable(t, n, VERBS_LINK_ETHERNET, 1, NULL), 0);
+	assert_int_equal(verbs_gid_usable(t, n, VERBS_LINK_ETHERNET, 2, &type), -EPROTOTYPE);
+	assert_int_equal(type, VERBS_GID_TYPE_ROCE_V1);
+	assert_int_equal(verbs_gid_usable(t, n, VERBS_LINK_ETHERNET, 4, &type), -RY_E_NOT_FOUND);
+	assert_int_equal(verbs_gid_usable(t, n, VERBS_LINK_ETHERNET, 77, &type), -RY_E_NOT_FOUND);
+	assert_int_equal(verbs_gid_usable(t, n, VERBS_LINK_IB, 9, &type), 0);
+	assert_int_equal(verbs_gid_usable(t, n, VERBS_LINK_IB, 3, &type), -EPROTOTYPE);
+	assert_int_equal(type, VERBS_GID_TYPE_ROCE_V2);
+	assert_int_equal(verbs_gid_usable(NULL, 1, VERBS_LINK_IB, 0, NULL), -EINVAL);
+	assert_int_equal(verbs_gid_usable(t, n, VERBS_LINK_UNKNOWN, 3, NULL), -EINVAL);
+	assert_int_equal(verbs_gid_usable(NULL, 0, VERBS_LINK_ETHERNET, 0, NULL), -RY_E_NOT_FOUND);
+}
+
 /* The table order does not matter: among equal matches the lowest index wins. */
 static void test_select_unordered(void **state)
 {
@@ -304,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_mtu_bytes),
 		cmocka_unit_test(test_qp_info_wire),
 		cmocka_unit_test(test_sysfs_gid_table),
+		cmocka_unit_test(test_gid_usable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,21 +31,25 @@ run_perftest() { # TEST ROUND
 	echo "RY-CMP perftest ${2#cmp_} $round $3 $4"
 }
 
-run_bench() { # TEST ROUND: railyard-bench with the same parameters (same output contract).
+run_bench() { # TEST ROUND: railyard-bench, same device, GID, size and iterations as perftest.
 	size=$(size_of "$1")
 	port=$((port + 1))
 	gid=$(ry_gid_index "$RY_DEV" "$RY_IP")
-	railyard-bench server --test "$1" --dev "$RY_DEV" --gid-index "$gid" -p $port -n "$iters" \
-		-s "$size" >/tmp/bench_srv.log 2>&1 &
+	kind=${1##*_} op=${1%_*}
+	timeout 60 railyard-bench "$kind" --transport verbs --op "$op" -d "$RY_DEV" -x "$gid" \
+		-p $port -n "$iters" -s "$size" --timeout 30000 >/tmp/bench_srv.log 2>&1 &
 	srv=$!
-	if m=$(ry_retry 20 railyard-bench client --test "$1" --dev "$RY_DEV" --gid-index "$gid" \
-		-p $port -n "$iters" -s "$size" "$RY_IP" 2>/tmp/bench_cli.err | grep '^RY-METRIC'); then
+	# The client retries its connect until the server listens (--timeout bounds it).
+	if m=$(timeout 60 railyard-bench "$kind" --transport verbs --op "$op" -d "$RY_DEV" \
+		-x "$gid" -p $port -n "$iters" -s "$size" --timeout 30000 --metrics "$RY_IP" \
+		2>/tmp/bench_cli.err | grep "^RY-METRIC $1 "); then
 		set -- $m
 		echo "RY-CMP railyard-bench $2 $round $3 $4"
 	else
+		cat /tmp/bench_cli.err
 		echo "RY-CMP railyard-bench $1 $round failed -"
 	fi
-	wait $srv || true
+	wait $srv || cat /tmp/bench_srv.log
 }
 
 round=1

@@ -166,3 +166,73 @@ ry_perf_remote() {
 		_try=$((_try + 1))
 	done
 }
+
+# ---- railyard-bench ------------------------------------------------------------------------
+# Each call uses the next control port from RY_BENCH_PORT (default 19500) upwards.
+
+# ry_bench_next_port: sets RY_BENCH_PORT to a fresh port.
+ry_bench_next_port() {
+	RY_BENCH_PORT=$((${RY_BENCH_PORT:-19500} + 1))
+}
+
+# ry_bench_check NAME JSON ARGS...: the client's JSON result must say ok; with --check-data every
+# step must have verified data; with -x G the environment must show GID index G. Prints one
+# summary line (p50 latency or average Gb/s of the first step).
+ry_bench_check() {
+	_nm=$1 _js=$2
+	shift 2
+	grep -q '"ok": true' "$_js" || { cat "$_js"; ry_die "$_nm: result is not ok"; }
+	case " $* " in
+	*" --check-data "*)
+		_unchecked=$(grep -o '"checked": [0-9]*' "$_js" | grep -c '": 0$' || true)
+		grep -q '"checked": [1-9]' "$_js" && [ "$_unchecked" = 0 ] ||
+			{ cat "$_js"; ry_die "$_nm: data not verified in every step"; }
+		;;
+	esac
+	_v=$(grep -m1 -o '"p50": [0-9.e+-]*' "$_js" || grep -m1 -o '"gbps": [0-9.e+-]*' "$_js" || true)
+	[ -n "$_v" ] || { cat "$_js"; ry_die "$_nm: no measurement in the result"; }
+	ry_log "$_nm: ok $(echo "$_v" | tr -d \") ($(grep -c '"data_check"' "$_js") step(s))"
+}
+
+# ry_bench_local NAME ARGS...: railyard-bench server and client with ARGS on this guest's own
+# rxe device (looped back); both must succeed; the client's JSON is in /tmp/NAME.json.
+ry_bench_local() {
+	_nm=$1
+	shift
+	ry_bench_next_port
+	timeout 120 railyard-bench "$@" -p "$RY_BENCH_PORT" --timeout 30000 >"/tmp/$_nm.srv" 2>&1 &
+	_spid=$!
+	_rc=0
+	timeout 120 railyard-bench "$@" -p "$RY_BENCH_PORT" --timeout 30000 --json "$RY_IP" \
+		>"/tmp/$_nm.json" 2>"/tmp/$_nm.err" || _rc=$?
+	_src=0
+	wait $_spid || _src=$?
+	if [ $_rc != 0 ] || [ $_src != 0 ]; then
+		cat "/tmp/$_nm.err" "/tmp/$_nm.json" "/tmp/$_nm.srv"
+		ry_die "$_nm: client rc $_rc, server rc $_src"
+	fi
+	ry_bench_check "$_nm" "/tmp/$_nm.json" "$@"
+}
+
+# ry_bench_fails NAME PATTERN CMD...: CMD must fail (not hang: 60 s bound) and say PATTERN.
+ry_bench_fails() {
+	_nm=$1 _pat=$2
+	shift 2
+	_rc=0
+	timeout 60 "$@" >"/tmp/$_nm.out" 2>&1 || _rc=$?
+	[ $_rc != 0 ] || { cat "/tmp/$_nm.out"; ry_die "$_nm: succeeded, should have failed"; }
+	[ $_rc != 124 ] && [ $_rc != 143 ] || { cat "/tmp/$_nm.out"; ry_die "$_nm: hung"; }
+	! grep -q "Sanitizer" "/tmp/$_nm.out" || { cat "/tmp/$_nm.out"; ry_die "$_nm: sanitizer report"; }
+	grep -q -e "$_pat" "/tmp/$_nm.out" ||
+		{ cat "/tmp/$_nm.out"; ry_die "$_nm: output lacks '$_pat'"; }
+	ry_log "$_nm: refused as expected: $(grep -m1 -e "$_pat" "/tmp/$_nm.out")"
+}
+
+# ry_wait_rc_qps N SECONDS: wait until at least N RC QPs exist on this node (a test runs).
+ry_wait_rc_qps() {
+	_end=$(($(cut -d. -f1 /proc/uptime) + $2))
+	while [ "$(/usr/bin/rdma res show qp 2>/dev/null | grep -c 'type RC')" -lt "$1" ]; do
+		[ "$(cut -d. -f1 /proc/uptime)" -lt "$_end" ] || return 1
+		sleep 0.1
+	done
+}
