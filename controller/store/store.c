@@ -350,6 +350,40 @@ static int col_dup(sqlite3_stmt *st, int col, char **ret)
 	return 0;
 }
 
+/* Step st to its end, appending one zeroed element of esz bytes per row and filling it with
+ * row(). *ret_v and *ret_n get what was collected even on failure (an element is counted before
+ * it is filled), so that the caller's free function releases a partial array. Caller holds the
+ * lock. Cost: O(rows), doubling reallocations. */
+static int q_collect(struct store *s, sqlite3_stmt *st, size_t esz,
+		     int (*row)(sqlite3_stmt *st, void *elem), void **ret_v, size_t *ret_n)
+{
+	char *v = NULL;
+	size_t n = 0, cap = 0;
+	int r;
+
+	while ((r = q_step(s, st)) == 1) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			char *nv = realloc(v, ncap * esz);
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		memset(v + n * esz, 0, esz);
+		n++;
+		r = row(st, v + (n - 1) * esz);
+		if (r < 0)
+			break;
+	}
+	*ret_v = v;
+	*ret_n = n;
+	return r < 0 ? r : 0;
+}
+
 static bool text_ok(const char *v, size_t max)
 {
 	return v && v[0] && strnlen(v, max + 1) <= max;
@@ -1011,44 +1045,31 @@ int store_node_get(struct store *s, const char *id_or_hostname, struct store_nod
 	return 0;
 }
 
+static int node_row(sqlite3_stmt *st, void *elem)
+{
+	return node_from_row(st, elem);
+}
+
 int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)
 {
-	struct store_node **nodes = NULL;
 	sqlite3_stmt *st = NULL;
-	size_t n = 0, cap = 0;
+	void *v = NULL;
+	size_t n = 0;
 	int r;
 
 	if (!s || !ret_nodes || !ret_n)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	r = q_start(s, STMT_NODE_LIST, &st, "");
-	if (r < 0)
-		goto out;
-	while ((r = q_step(s, st)) == 1) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct store_node **nn = realloc(nodes, ncap * sizeof(*nn));
-
-			if (!nn) {
-				r = -ENOMEM;
-				break;
-			}
-			nodes = nn;
-			cap = ncap;
-		}
-		r = node_from_row(st, &nodes[n]);
-		if (r < 0)
-			break;
-		n++;
-	}
-out:
+	if (r >= 0)
+		r = q_collect(s, st, sizeof(struct store_node *), node_row, &v, &n);
 	q_end(st);
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0) {
-		store_nodes_free(nodes, n);
+		store_nodes_free(v, n);
 		return r;
 	}
-	*ret_nodes = nodes;
+	*ret_nodes = v;
 	*ret_n = n;
 	return 0;
 }
@@ -1257,11 +1278,23 @@ void store_audit_entries_free(struct store_audit_entry *e, size_t n)
 	free(e);
 }
 
+static int audit_row(sqlite3_stmt *st, void *elem)
+{
+	struct store_audit_entry *e = elem;
+
+	e->at_ms = sqlite3_column_int64(st, 0);
+	if (col_dup(st, 1, &e->actor) < 0 || col_dup(st, 2, &e->action) < 0 ||
+	    col_dup(st, 3, &e->target) < 0 || col_dup(st, 4, &e->outcome) < 0 ||
+	    col_dup(st, 5, &e->detail) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 int store_audit_list(struct store *s, size_t limit, struct store_audit_entry **ret, size_t *ret_n)
 {
-	struct store_audit_entry *v = NULL;
 	sqlite3_stmt *st = NULL;
-	size_t n = 0, cap = 0;
+	void *v = NULL;
+	size_t n = 0;
 	int r;
 
 	if (!s || !ret || !ret_n)
@@ -1270,34 +1303,8 @@ int store_audit_list(struct store *s, size_t limit, struct store_audit_entry **r
 		limit = STORE_AUDIT_LIST_MAX;
 	pthread_mutex_lock(&s->lock);
 	r = q_start(s, STMT_AUDIT_LIST, &st, "l", (int64_t)limit);
-	if (r < 0)
-		goto out;
-	while ((r = q_step(s, st)) == 1) {
-		struct store_audit_entry *e;
-
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct store_audit_entry *nv = realloc(v, ncap * sizeof(*nv));
-
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		e = &v[n];
-		memset(e, 0, sizeof(*e));
-		n++; /* counted before filling so that a failure frees what was copied */
-		e->at_ms = sqlite3_column_int64(st, 0);
-		if (col_dup(st, 1, &e->actor) < 0 || col_dup(st, 2, &e->action) < 0 ||
-		    col_dup(st, 3, &e->target) < 0 || col_dup(st, 4, &e->outcome) < 0 ||
-		    col_dup(st, 5, &e->detail) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-	}
-out:
+	if (r >= 0)
+		r = q_collect(s, st, sizeof(struct store_audit_entry), audit_row, &v, &n);
 	q_end(st);
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0) {
@@ -1464,12 +1471,17 @@ int store_deployment_get(struct store *s, const char *id, struct store_deploymen
 	return r;
 }
 
+static int deployment_row(sqlite3_stmt *st, void *elem)
+{
+	return deployment_from_row(st, elem);
+}
+
 int store_deployments_list(struct store *s, bool active_only, size_t limit,
 			   struct store_deployment ***ret, size_t *ret_n)
 {
-	struct store_deployment **v = NULL;
 	sqlite3_stmt *st = NULL;
-	size_t n = 0, cap = 0;
+	void *v = NULL;
+	size_t n = 0;
 	int r;
 
 	if (!s || !ret || !ret_n)
@@ -1479,26 +1491,8 @@ int store_deployments_list(struct store *s, bool active_only, size_t limit,
 		r = q_start(s, STMT_DEPLOY_LIST_ACTIVE, &st, "");
 	else
 		r = q_start(s, STMT_DEPLOY_LIST, &st, "l", (int64_t)(limit ? limit : 50));
-	if (r < 0)
-		goto out;
-	while ((r = q_step(s, st)) == 1) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct store_deployment **nv = realloc(v, ncap * sizeof(*nv));
-
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		r = deployment_from_row(st, &v[n]);
-		if (r < 0)
-			break;
-		n++;
-	}
-out:
+	if (r >= 0)
+		r = q_collect(s, st, sizeof(struct store_deployment *), deployment_row, &v, &n);
 	q_end(st);
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0) {
@@ -1562,51 +1556,37 @@ void store_deploy_nodes_free(struct store_deploy_node *v, size_t n)
 	free(v);
 }
 
+static int deploy_node_row(sqlite3_stmt *st, void *elem)
+{
+	struct store_deploy_node *e = elem;
+
+	if (col_dup(st, 0, &e->node_id) < 0 || col_dup(st, 1, &e->hostname) < 0 ||
+	    col_dup(st, 3, &e->state) < 0 || col_dup(st, 8, &e->message) < 0)
+		return -ENOMEM;
+	e->batch = sqlite3_column_int(st, 2);
+	e->ok = sqlite3_column_int(st, 4);
+	e->changed = sqlite3_column_int(st, 5);
+	e->failed = sqlite3_column_int(st, 6);
+	e->skipped = sqlite3_column_int(st, 7);
+	e->sent_at_ms = sqlite3_column_int64(st, 9);
+	e->finished_at_ms = sqlite3_column_int64(st, 10);
+	return 0;
+}
+
 int store_deploy_nodes(struct store *s, const char *id, struct store_deploy_node **ret,
 		       size_t *ret_n)
 {
-	struct store_deploy_node *v = NULL;
 	sqlite3_stmt *st = NULL;
-	size_t n = 0, cap = 0;
+	void *v = NULL;
+	size_t n = 0;
 	int r;
 
 	if (!s || !id || !ret || !ret_n)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	r = q_start(s, STMT_DEPLOY_NODES, &st, "t", id);
-	if (r < 0)
-		goto out;
-	while ((r = q_step(s, st)) == 1) {
-		struct store_deploy_node *e;
-
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct store_deploy_node *nv = realloc(v, ncap * sizeof(*nv));
-
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		e = &v[n];
-		memset(e, 0, sizeof(*e));
-		n++;
-		if (col_dup(st, 0, &e->node_id) < 0 || col_dup(st, 1, &e->hostname) < 0 ||
-		    col_dup(st, 3, &e->state) < 0 || col_dup(st, 8, &e->message) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		e->batch = sqlite3_column_int(st, 2);
-		e->ok = sqlite3_column_int(st, 4);
-		e->changed = sqlite3_column_int(st, 5);
-		e->failed = sqlite3_column_int(st, 6);
-		e->skipped = sqlite3_column_int(st, 7);
-		e->sent_at_ms = sqlite3_column_int64(st, 9);
-		e->finished_at_ms = sqlite3_column_int64(st, 10);
-	}
-out:
+	if (r >= 0)
+		r = q_collect(s, st, sizeof(struct store_deploy_node), deploy_node_row, &v, &n);
 	q_end(st);
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0) {
@@ -1673,47 +1653,33 @@ void store_step_results_free(struct store_step_result *v, size_t n)
 	free(v);
 }
 
+static int step_row(sqlite3_stmt *st, void *elem)
+{
+	struct store_step_result *e = elem;
+
+	if (col_dup(st, 0, &e->node_id) < 0 || col_dup(st, 2, &e->name) < 0 ||
+	    col_dup(st, 3, &e->status) < 0 || col_dup(st, 4, &e->diff) < 0 ||
+	    col_dup(st, 5, &e->message) < 0)
+		return -ENOMEM;
+	e->idx = sqlite3_column_int(st, 1);
+	e->duration_ms = sqlite3_column_int64(st, 6);
+	return 0;
+}
+
 int store_step_results(struct store *s, const char *id, struct store_step_result **ret,
 		       size_t *ret_n)
 {
-	struct store_step_result *v = NULL;
 	sqlite3_stmt *st = NULL;
-	size_t n = 0, cap = 0;
+	void *v = NULL;
+	size_t n = 0;
 	int r;
 
 	if (!s || !id || !ret || !ret_n)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	r = q_start(s, STMT_STEP_LIST, &st, "t", id);
-	if (r < 0)
-		goto out;
-	while ((r = q_step(s, st)) == 1) {
-		struct store_step_result *e;
-
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			struct store_step_result *nv = realloc(v, ncap * sizeof(*nv));
-
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		e = &v[n];
-		memset(e, 0, sizeof(*e));
-		n++;
-		if (col_dup(st, 0, &e->node_id) < 0 || col_dup(st, 2, &e->name) < 0 ||
-		    col_dup(st, 3, &e->status) < 0 || col_dup(st, 4, &e->diff) < 0 ||
-		    col_dup(st, 5, &e->message) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		e->idx = sqlite3_column_int(st, 1);
-		e->duration_ms = sqlite3_column_int64(st, 6);
-	}
-out:
+	if (r >= 0)
+		r = q_collect(s, st, sizeof(struct store_step_result), step_row, &v, &n);
 	q_end(st);
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0) {
@@ -1815,12 +1781,17 @@ int store_bench_get(struct store *s, const char *id, struct store_bench_run **re
 	return r;
 }
 
+static int bench_row(sqlite3_stmt *st, void *elem)
+{
+	return bench_from_row(st, elem);
+}
+
 int store_bench_list(struct store *s, bool active_only, size_t limit, struct store_bench_run ***ret,
 		     size_t *ret_n)
 {
-	struct store_bench_run **v = NULL;
 	sqlite3_stmt *st = NULL;
-	size_t n = 0, cap = 0;
+	void *v = NULL;
+	size_t n = 0;
 	int r;
 
 	if (!s || !ret || !ret_n)
@@ -1830,26 +1801,8 @@ int store_bench_list(struct store *s, bool active_only, size_t limit, struct sto
 		r = q_start(s, STMT_BENCH_LIST_ACTIVE, &st, "");
 	else
 		r = q_start(s, STMT_BENCH_LIST, &st, "l", (int64_t)(limit ? limit : 50));
-	if (r < 0)
-		goto out;
-	while ((r = q_step(s, st)) == 1) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct store_bench_run **nv = realloc(v, ncap * sizeof(*nv));
-
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		r = bench_from_row(st, &v[n]);
-		if (r < 0)
-			break;
-		n++;
-	}
-out:
+	if (r >= 0)
+		r = q_collect(s, st, sizeof(struct store_bench_run *), bench_row, &v, &n);
 	q_end(st);
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0) {
