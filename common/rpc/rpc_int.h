@@ -25,7 +25,4 @@ int rpc_buffer_to_message(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor
 /* Copy a grpc_slice of status details into a fixed buffer. */
 void rpc_slice_copy(grpc_slice s, char *out, size_t outlen);
 
-/* Channel arguments both sides use (message size limits). */
-#define RPC_ARGS_MAX 8
-
 #endif

@@ -82,14 +82,3 @@ int util_parse_duration_ms(const char *s, int64_t *ret_ms)
 	*ret_ms = (int64_t)v * mult;
 	return 0;
 }
-
-int util_parse_duration(const char *s, int64_t *ret_seconds)
-{
-	int64_t ms;
-	int r = util_parse_duration_ms(s, &ms);
-
-	if (r < 0)
-		return r;
-	*ret_seconds = ms / 1000;
-	return 0;
-}

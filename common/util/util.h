@@ -20,7 +20,5 @@ void util_hex(const void *data, size_t len, char *out);
 /* Parse a duration "250ms", "90s", "15m", "1h", "7d" or plain seconds into milliseconds.
  * -EINVAL if malformed, negative or overflowing. */
 __attribute__((warn_unused_result)) int util_parse_duration_ms(const char *s, int64_t *ret_ms);
-/* The same in whole seconds (sub-second parts are dropped). */
-__attribute__((warn_unused_result)) int util_parse_duration(const char *s, int64_t *ret_seconds);
 
 #endif
