@@ -7,9 +7,11 @@ for p in $RY_PEERS; do
 done
 ry_log "peers$RY_PEERS answer ICMP"
 next=192.168.77.$((10 + (RY_ID + 1) % RY_N))
-ry_perf_serve ring_srv 18801 ib_send_lat -n 200 &
+prev=192.168.77.$((10 + (RY_ID + RY_N - 1) % RY_N))
+ry_perf_serve ring "$prev" 18801 ib_send_lat -n 200 &
 serve=$!
-ry_perf_remote lat "ring_to_$next" "$next" 18801 ib_send_lat -n 200
+ry_perf_remote lat ring "$next" 18801 ib_send_lat -n 200
+ry_log "ring: ib_send_lat to $next measured"
 wait $serve || ry_die "ring server failed"
 [ -n "$RY_HOST_PORT" ] || ry_die "RY_HOST_PORT not set (runner started without --listen)"
 reply=$(echo "guest $RY_ID" | timeout 10 nc 10.0.2.2 "$RY_HOST_PORT") || ry_die "TCP to 10.0.2.2:$RY_HOST_PORT failed"

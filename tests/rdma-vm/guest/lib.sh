@@ -56,20 +56,38 @@ ry_perf_check() {
 }
 
 # A failed measurement (perftest's clock calibration fails now and then under emulation and it
-# prints 0.00/inf/nan while exiting 0) is repeated, up to this many attempts in all.
+# prints 0.00/inf/nan while exiting 0) is repeated, up to this many attempts in all. So is an
+# attempt that hangs: an rdma_cm REQ lost on the emulated wire is retried by the kernel's CM for
+# about a minute, so one attempt gets RY_PERF_ATTEMPT_S and is then abandoned and repeated.
 RY_PERF_ATTEMPTS=3
+RY_PERF_ATTEMPT_S=30
 
 # ry_perf_client KIND NAME SERVER BIN ARGS...: run a perftest client against SERVER, retrying
 # while the server is not listening yet (perftest clients do not retry), then check its output.
-# 0: measured (RY-METRIC printed), 2: failed measurement; any other failure ends the script.
+# 0: measured (RY-METRIC printed), 2: failed measurement or hung attempt; any other failure ends
+# the script.
 ry_perf_client() {
 	_kind=$1 _name=$2 _srv=$3
 	shift 3
 	_gid=$(ry_gid_index "$RY_DEV" "$RY_IP") || ry_die "no RoCE v2 GID for $RY_IP on $RY_DEV"
 	_end=$(($(cut -d. -f1 /proc/uptime) + 60))
 	while :; do
-		if timeout 60 "$@" -d "$RY_DEV" -x "$_gid" -F "$_srv" >"/tmp/$_name.cli" 2>&1; then
-			break
+		_crc=0
+		# Test hook (--env RY_PERF_HANG_FIRST=NAME): the first attempt of test NAME hangs
+		# (a sleep in its place, abandoned after 3 s), as an attempt with a lost CM REQ does.
+		if [ "${RY_PERF_HANG_FIRST:-}" = "$_name" ] && [ ! -e "/tmp/$_name.hung-once" ]; then
+			: >"/tmp/$_name.hung-once"
+			timeout 3 sleep 60 >"/tmp/$_name.cli" 2>&1 || _crc=$?
+		else
+			timeout "$RY_PERF_ATTEMPT_S" "$@" -d "$RY_DEV" -x "$_gid" -F "$_srv" \
+				>"/tmp/$_name.cli" 2>&1 || _crc=$?
+		fi
+		[ $_crc != 0 ] || break
+		# busybox timeout: 143 (TERM); coreutils: 124.
+		if [ $_crc = 124 ] || [ $_crc = 143 ]; then
+			echo "RY-WARN: guest $RY_ID: $_name: attempt hung; abandoned"
+			tail -3 "/tmp/$_name.cli"
+			return 2
 		fi
 		# Server not listening yet: TCP refused, or (-R) the rdma_cm connect REJECTED.
 		if grep -q -e "Couldn't connect" -e "Connection refused" -e "Unable to perform rdma_client" \
@@ -93,12 +111,14 @@ ry_perf_client() {
 	}
 }
 
-# ry_perf_server_start NAME BIN ARGS...: start a perftest server in the background (60 s bound).
+# ry_perf_server_start NAME BIN ARGS...: start a perftest server in the background. Its bound
+# (RY_PERF_SERVER_S) covers the client's whole wait for it plus one attempt.
+RY_PERF_SERVER_S=120
 ry_perf_server_start() {
 	_name=$1
 	shift
 	_gid=$(ry_gid_index "$RY_DEV" "$RY_IP") || ry_die "no RoCE v2 GID for $RY_IP on $RY_DEV"
-	timeout 60 "$@" -d "$RY_DEV" -x "$_gid" -F >"/tmp/$_name.srv" 2>&1 &
+	timeout "$RY_PERF_SERVER_S" "$@" -d "$RY_DEV" -x "$_gid" -F >"/tmp/$_name.srv" 2>&1 &
 	RY_SERVER_PID=$!
 }
 
@@ -110,6 +130,13 @@ ry_perf_server_wait() {
 	fi
 }
 
+# ry_perf_server_stop: the client gave up on this server (failed measurement or hung attempt):
+# stop it, whatever state it is in.
+ry_perf_server_stop() {
+	kill "$RY_SERVER_PID" 2>/dev/null || true
+	wait "$RY_SERVER_PID" 2>/dev/null || true
+}
+
 # ry_perf_local KIND NAME BIN ARGS...: server and client on this guest's own rxe device.
 ry_perf_local() {
 	_k=$1 _nm=$2
@@ -119,50 +146,139 @@ ry_perf_local() {
 		ry_perf_server_start "$_nm" "$@"
 		_rc=0
 		ry_perf_client "$_k" "$_nm" "$RY_IP" "$@" || _rc=$?
-		ry_perf_server_wait "$_nm"
-		[ $_rc = 0 ] && return 0
-		[ $_try -lt $RY_PERF_ATTEMPTS ] || ry_die "$_nm: $_try failed measurements"
+		if [ $_rc = 0 ]; then
+			ry_perf_server_wait "$_nm"
+			return 0
+		fi
+		ry_perf_server_stop
+		[ $_try -lt $RY_PERF_ATTEMPTS ] || ry_die "$_nm: $_try failed attempts"
 		_try=$((_try + 1))
 	done
 }
 
-# Across guests a repeated measurement needs a fresh server: after each run the server side
-# listens on PORT+1000 (busybox nc) for "again" or "done" from the client.
+# Across guests the client decides, and the two sides speak through "boards": each guest
+# publishes KEY=VALUE as files served by busybox httpd, and the other polls them. A value is read
+# as often as needed, so a read that comes back empty is harmless (busybox nc, used here before
+# as a one-shot message, now and then delivered an empty message, and that lost the word).
+# Attempt N of test NAME:
+#   server: starts a perftest server, posts srv.NAME.N=ready, waits for NAME.N on the client's
+#           board: "done" ends the test, "again" stops its server (finished or hung) for N+1;
+#   client: waits for srv.NAME.N (so it never reaches a server of an earlier attempt), runs,
+#           posts NAME.N = done or again; after "done" it stays until the server has set
+#           srv.NAME.N=read, so that the word is not lost when the client's guest powers off.
+RY_BOARD_PORT=8099
 
-# ry_perf_serve NAME PORT BIN ARGS...: serve one test (perftest -p PORT) until the client is done.
-ry_perf_serve() {
-	_nm=$1 _port=$2
-	shift 2
+# ry_board_post KEY VALUE: publish KEY=VALUE on this guest's board (started on first use).
+ry_board_post() {
+	# mkdir is atomic: of two callers at once (a guest serving and a client in a ring), one
+	# starts httpd.
+	if mkdir /tmp/board 2>/dev/null; then
+		httpd -p "$RY_BOARD_PORT" -h /tmp/board || ry_die "cannot start the board (httpd)"
+	fi
+	echo "$2" >"/tmp/board/.$1.tmp" && mv "/tmp/board/.$1.tmp" "/tmp/board/$1"
+}
+
+# ry_board_get HOST KEY: KEY's value on HOST's board. 1: not (yet) there, or an empty reply;
+# 2: HOST does not answer. (busybox wget crashes in the guest, so the GET goes through nc; a
+# short or empty reply is just "not yet": reads are repeatable.)
+ry_board_get() {
+	_br=$(printf 'GET /%s HTTP/1.0\r\n\r\n' "$2" |
+		timeout 10 nc -w 2 "$1" "$RY_BOARD_PORT" 2>/dev/null) || [ -n "$_br" ] || return 2
+	printf '%s\n' "$_br" | tr -d '\r' | awk 'NR == 1 { if ($2 != "200") exit 1; next }
+		body { print; got = 1 } /^$/ { body = 1 } END { exit !got }'
+}
+
+# ry_board_wait HOST KEY SECONDS: print KEY's value from HOST's board once it is posted; 1 when
+# it is not posted within SECONDS.
+ry_board_wait() {
+	_bend=$(($(cut -d. -f1 /proc/uptime) + $3))
 	while :; do
-		ry_perf_server_start "$_nm" "$@" -p "$_port"
-		ry_perf_server_wait "$_nm"
-		# -w: after its stdin (/dev/null) ends, busybox nc keeps reading the connection
-		# for up to that long; without it, the client's message raced nc's exit and
-		# arrived as an empty message.
-		_msg=$(timeout 60 nc -l -p $((_port + 1000)) -w 10 </dev/null) ||
-			ry_die "$_nm: no word from the client"
-		case "$_msg" in
-		again) ry_log "$_nm: client asked for another run" ;;
-		done) return 0 ;;
-		*) ry_die "$_nm: unexpected control message '$_msg'" ;;
-		esac
+		_bv=$(ry_board_get "$1" "$2") || _bv=
+		[ -z "$_bv" ] || { echo "$_bv"; return 0; }
+		[ "$(cut -d. -f1 /proc/uptime)" -lt "$_bend" ] || return 1
+		sleep 0.2
 	done
 }
 
-# ry_perf_remote KIND NAME SERVER PORT BIN ARGS...: client side of ry_perf_serve.
+# ry_board_ack HOST KEY VALUE SECONDS: after posting our last word, stay until HOST shows it
+# read it (KEY = VALUE on HOST's board) or HOST is gone (it powered off, so it read it, or it
+# failed, which its own verdict reports), so our board outlives the reading. 1 on timeout.
+ry_board_ack() {
+	_bend=$(($(cut -d. -f1 /proc/uptime) + $4))
+	_gone=0
+	while :; do
+		_brc=0
+		_bv=$(ry_board_get "$1" "$2") || _brc=$?
+		[ "$_bv" != "$3" ] || return 0
+		if [ $_brc = 2 ]; then
+			_gone=$((_gone + 1))
+			[ $_gone -lt 2 ] || return 0
+		else
+			_gone=0
+		fi
+		[ "$(cut -d. -f1 /proc/uptime)" -lt "$_bend" ] || return 1
+		sleep 0.2
+	done
+}
+
+# ry_pair_peer: the one other guest of a pair (RY_PEERS).
+ry_pair_peer() {
+	# shellcheck disable=SC2086 # split on purpose
+	set -- $RY_PEERS
+	[ $# = 1 ] || ry_die "a pair test needs exactly one peer (RY_PEERS='$RY_PEERS')"
+	echo "$1"
+}
+
+# ry_perf_serve NAME CLIENT PORT BIN ARGS...: serve one test (perftest -p PORT) until the
+# client (the guest at address CLIENT, running ry_perf_remote with the same NAME) is done.
+ry_perf_serve() {
+	_nm=$1 _cli=$2 _port=$3
+	shift 3
+	_try=1
+	while :; do
+		ry_perf_server_start "$_nm" "$@" -p "$_port"
+		ry_board_post "srv.$_nm.$_try" ready
+		_msg=$(ry_board_wait "$_cli" "$_nm.$_try" $((RY_PERF_SERVER_S + 30))) ||
+			{ ry_perf_server_stop; ry_die "$_nm: no word from the client"; }
+		case "$_msg" in
+		done)
+			ry_board_post "srv.$_nm.$_try" read
+			ry_perf_server_wait "$_nm"
+			return 0
+			;;
+		again)
+			ry_perf_server_stop
+			: >"/tmp/$_nm.restarted"
+			ry_log "$_nm: client asked for another run"
+			;;
+		*)
+			ry_perf_server_stop
+			ry_die "$_nm: unexpected word from the client '$_msg'"
+			;;
+		esac
+		_try=$((_try + 1))
+	done
+}
+
+# ry_perf_remote KIND NAME SERVER PORT BIN ARGS...: client side of ry_perf_serve (same NAME).
 ry_perf_remote() {
 	_k=$1 _nm=$2 _srv=$3 _port=$4
 	shift 4
 	_try=1
 	while :; do
+		ry_board_wait "$_srv" "srv.$_nm.$_try" 60 >/dev/null ||
+			ry_die "$_nm: the server side did not start attempt $_try"
 		_rc=0
 		ry_perf_client "$_k" "$_nm" "$_srv" "$@" -p "$_port" || _rc=$?
 		_msg="done"
 		[ $_rc = 0 ] || [ $_try -ge $RY_PERF_ATTEMPTS ] || _msg=again
-		ry_retry 30 sh -c "echo $_msg | nc $_srv $((_port + 1000))" ||
-			ry_die "$_nm: cannot reach the server's control port"
+		ry_board_post "$_nm.$_try" "$_msg"
+		if [ $_msg = done ]; then
+			ry_board_ack "$_srv" "srv.$_nm.$_try" read 60 ||
+				ry_die "$_nm: the server side did not read our word"
+		fi
 		[ $_rc = 0 ] && return 0
-		[ $_msg = again ] || ry_die "$_nm: $_try failed measurements"
+		[ $_msg = again ] || ry_die "$_nm: $_try failed attempts"
 		_try=$((_try + 1))
 	done
 }
