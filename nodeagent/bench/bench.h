@@ -31,6 +31,7 @@
 #define BENCH_PROTO_VERSION 1u
 #define BENCH_PARAMS_WIRE   72	       /* bytes of packed negotiated parameters */
 #define BENCH_AUTO	    UINT32_MAX /* warmup / margin_ms: engine default */
+#define BENCH_IB_PORT_DEF   1	       /* HCA port when ib_port is 0 (perftest's -i default) */
 
 enum bench_kind { BENCH_LAT = 1, BENCH_BW = 2 };
 
@@ -72,6 +73,8 @@ struct bench_params {
 	uint16_t port;		     /* control port; server: 0 = any (reported via on_ready) */
 	char device[BENCH_DEV_LEN];  /* -d; "" = first/auto */
 	int32_t gid_index;	     /* -x; -1 = choose by type and address */
+	uint8_t ib_port;	     /* -i; verbs HCA port, 0 = default (port 1); with
+					rdma_cm the address binding decides (must be 0) */
 	uint32_t inline_size;	     /* verbs inline threshold; 0 = transport default */
 	uint8_t traffic_class;	     /* verbs tclass */
 	uint8_t service_level;	     /* verbs SL */
@@ -82,7 +85,7 @@ struct bench_params {
 };
 
 /* Fill p with the defaults: lat, op auto, transport "tcp", size 2, iters 1000, qps 1,
- * port BENCH_DEFAULT_PORT, gid_index -1, mem "host". Never fails. */
+ * port BENCH_DEFAULT_PORT, gid_index -1, ib_port 0 (port 1), mem "host". Never fails. */
 void bench_params_init(struct bench_params *p);
 
 /* Check bounds and combinations and resolve defaults in place (depth, warmup, margin,
@@ -178,13 +181,15 @@ struct bench_cqe {
 /* Additional facts for the result's "environment" (strings "" / numbers 0 when unknown). */
 struct bench_env {
 	char device[BENCH_DEV_LEN];
-	uint32_t port;
-	uint32_t mtu;	      /* active path MTU, bytes */
-	char gid[48];	      /* "fe80:...:" form */
-	int32_t gid_index;    /* -1 when not applicable */
-	char link_layer[16];  /* "InfiniBand", "Ethernet", "tcp" */
-	double link_gbps;     /* port rate */
-	uint32_t inline_size; /* effective inline threshold */
+	uint32_t port;	       /* HCA port really used (verbs) */
+	uint32_t mtu;	       /* active path MTU, bytes */
+	char gid[48];	       /* "fe80:...:" form */
+	int32_t gid_index;     /* -1 when not applicable */
+	char link_layer[16];   /* "InfiniBand", "Ethernet", "tcp" */
+	double link_gbps;      /* port rate */
+	uint32_t inline_size;  /* effective inline threshold */
+	uint8_t traffic_class; /* what the QPs were given (GRH traffic class; 0 without a GRH) */
+	uint8_t service_level; /* what the QPs were given (address vector SL) */
 };
 
 /* A transport. All functions are called from one engine thread per run; a transport instance

@@ -32,6 +32,7 @@ static const struct option options[] = {
 	{"transport", required_argument, NULL, OPT_TRANSPORT},
 	{"ib-dev", required_argument, NULL, 'd'},
 	{"gid-index", required_argument, NULL, 'x'},
+	{"ib-port", required_argument, NULL, 'i'},
 	{"op", required_argument, NULL, OPT_OP},
 	{"size", required_argument, NULL, 's'},
 	{"all", no_argument, NULL, 'a'},
@@ -60,14 +61,15 @@ static const struct option options[] = {
 
 void bench_cli_usage(FILE *f)
 {
-	fputs("usage: railyard-bench lat|bw [--transport verbs|tcp] [-d DEV] [-x GID] "
-	      "[--op write|send|read]\n"
-	      "                      [-s SIZE | -a] [-n ITERS | -D SECS] [-q QPS] [--bidir] "
-	      "[-p PORT]\n"
-	      "                      [--rdma-cm] [--check-data] [--json] [PEER]\n"
+	fputs("usage: railyard-bench lat|bw [--transport verbs|tcp] [-d DEV] [-i PORT] [-x GID]\n"
+	      "                      [--op write|send|read] [-s SIZE | -a] [-n ITERS | -D SECS] "
+	      "[-q QPS]\n"
+	      "                      [--bidir] [-p PORT] [--rdma-cm] [--check-data] [--json] "
+	      "[PEER]\n"
 	      "Without PEER: server (waits for one client); with PEER: client.\n"
 	      "  --transport T   verbs or tcp (default tcp)\n"
 	      "  -d, --ib-dev    RDMA device (verbs)          -x, --gid-index  GID index (verbs)\n"
+	      "  -i, --ib-port   HCA port (verbs; default 1; not with --rdma-cm)\n"
 	      "  --op OP         send, write or read (default: write for verbs, send for tcp)\n"
 	      "  -s, --size      message bytes (K/M suffixes; default 2)\n"
 	      "  -a, --all       every size from 2 B to 8 MiB\n"
@@ -150,7 +152,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *ret_cli, char *err,
 	p->duration_s = 0;
 	optind = 0; /* GNU: full re-initialisation, so that the parser can run again */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:x:s:an:D:q:t:I:p:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:x:i:s:an:D:q:t:I:p:h", options, NULL)) != -1) {
 		r = 0;
 		switch (c) {
 		case OPT_TRANSPORT:
@@ -166,6 +168,13 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *ret_cli, char *err,
 		case 'x':
 			r = num("-x", optarg, INT32_MAX, &v, err, errlen);
 			p->gid_index = (int32_t)v;
+			break;
+		case 'i':
+			r = num("-i", optarg, 255, &v, err, errlen);
+			if (r == 0 && v == 0)
+				return usage_err(err, errlen,
+						 "-i wants a port from 1 to 255, not 0");
+			p->ib_port = (uint8_t)v;
 			break;
 		case OPT_OP:
 			if (bench_op_parse(optarg, &p->op) < 0)
@@ -330,6 +339,12 @@ void bench_cli_print(FILE *f, const json_t *doc)
 		str_of(envc, "host"), str_of(envc, "device"), (int)num_of(envc, "mtu"),
 		str_of(envc, "gid"), str_of(envs, "host"), str_of(envs, "device"),
 		(int)num_of(envs, "mtu"), str_of(envs, "gid"));
+	/* Only when set: the usual header keeps its perftest-like shape. */
+	if (num_of(envc, "traffic_class") != 0 || num_of(envc, "service_level") != 0 ||
+	    num_of(envs, "traffic_class") != 0 || num_of(envs, "service_level") != 0)
+		fprintf(f, " Client: traffic class %d SL %d   Server: traffic class %d SL %d\n",
+			(int)num_of(envc, "traffic_class"), (int)num_of(envc, "service_level"),
+			(int)num_of(envs, "traffic_class"), (int)num_of(envs, "service_level"));
 	if (lat)
 		fprintf(f, " Latency: %s, microseconds; percentiles by nearest rank\n",
 			str_of(doc, "latency_is"));

@@ -1239,8 +1239,10 @@ static json_t *params_json(const struct bench_params *p)
 			      "margin_ms", (int)p->margin_ms, "mem", p->mem, "device", p->device,
 			      "gid_index", (int)p->gid_index);
 
-	if (j)
+	if (j) {
 		json_object_set_new(j, "interval_ms", json_integer(p->interval_ms));
+		json_object_set_new(j, "ib_port", json_integer(p->ib_port));
+	}
 	return j;
 }
 
@@ -1259,8 +1261,11 @@ static json_t *env_json(struct run *run)
 		      "device", env.device, "port", (int)env.port, "mtu", (int)env.mtu, "gid",
 		      env.gid, "gid_index", (int)env.gid_index, "link_layer", env.link_layer,
 		      "link_gbps", env.link_gbps, "inline_size", (int)env.inline_size);
-	if (j)
+	if (j) {
 		json_object_set_new(j, "mem", json_string(run->mem->name));
+		json_object_set_new(j, "traffic_class", json_integer(env.traffic_class));
+		json_object_set_new(j, "service_level", json_integer(env.service_level));
+	}
 	return j;
 }
 

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TV_PORT		 1   /* HCA port the transport uses */
 #define TV_LAT_INLINE	 220 /* perftest's default inline size for latency tests */
 #define TV_LAT_SIG	 16  /* latency: one signaled send work request in this many */
 #define TV_LAT_SQ	 (2 * TV_LAT_SIG)
@@ -99,6 +98,7 @@ struct tv {
 	uint32_t sig_every;
 	uint32_t inline_size, max_send_wr, max_recv_wr;
 	uint8_t rd_init, rd_resp; /* our device's read depths as initiator / responder */
+	uint8_t port;		  /* HCA port: -i (side channel) or the one rdma_cm bound to */
 	/* for env() */
 	char dev_name[BENCH_DEV_LEN];
 	enum verbs_link_layer ll;
@@ -106,6 +106,7 @@ struct tv {
 	int32_t gid_index;
 	uint8_t gid[VERBS_GID_LEN];
 	double gbps;
+	uint8_t traffic_class, service_level; /* what the QPs were given */
 };
 
 __attribute__((format(printf, 3, 4))) static int tv_err(char *err, int r, const char *fmt, ...)
@@ -126,6 +127,12 @@ static bool tv_needs_recv(const struct bench_params *p)
 
 	return p->op == BENCH_OP_SEND || (p->kind == BENCH_LAT && p->op == BENCH_OP_WRITE &&
 					  (p->check_data || (mem && mem->device)));
+}
+
+/* The HCA port of the side-channel mode: -i, else port 1. */
+static uint8_t tv_ib_port(const struct bench_params *p)
+{
+	return p->ib_port ? p->ib_port : BENCH_IB_PORT_DEF;
 }
 
 /* ---- validate ------------------------------------------------------------------------------ */
@@ -153,7 +160,7 @@ static int tv_validate_gid(struct verbs_dev *dev, const struct bench_params *p,
 
 	if (p->gid_index >= pa->gid_tbl_len)
 		return tv_err(err, -ERANGE, "GID index %d out of range: %s port %d has %d entries",
-			      p->gid_index, verbs_dev_name(dev), TV_PORT, pa->gid_tbl_len);
+			      p->gid_index, verbs_dev_name(dev), tv_ib_port(p), pa->gid_tbl_len);
 	r = verbs_dev_gid_table(dev, &table, &n);
 	if (r < 0)
 		return tv_err(err, r, "cannot read the GID table of %s: %s", verbs_dev_name(dev),
@@ -163,7 +170,7 @@ static int tv_validate_gid(struct verbs_dev *dev, const struct bench_params *p,
 	free(table);
 	if (r == -RY_E_NOT_FOUND)
 		return tv_err(err, -RY_E_INVALID, "GID index %d of %s port %d is not in use",
-			      p->gid_index, verbs_dev_name(dev), TV_PORT);
+			      p->gid_index, verbs_dev_name(dev), tv_ib_port(p));
 	if (r == -EPROTOTYPE)
 		return tv_err(err, -RY_E_INVALID, "GID index %d of %s is %s; %s port needs %s",
 			      p->gid_index, verbs_dev_name(dev), tv_gid_type_name(type),
@@ -179,7 +186,9 @@ static int tv_validate(const struct bench_params *p, char *err)
 	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
 	struct verbs_dev *dev = NULL;
-	char names[192];
+	char names[192], name[BENCH_DEV_LEN];
+	unsigned int nports;
+	uint8_t port = tv_ib_port(p);
 	uint64_t size = p->sweep ? BENCH_SIZE_MAX : p->size, need_wr, need_cqe;
 	int n, r;
 
@@ -190,27 +199,36 @@ static int tv_validate(const struct bench_params *p, char *err)
 		return tv_err(
 			err, -RY_E_INVALID,
 			"-x does not apply with --rdma-cm (rdma_cm picks the GID of the address)");
+	if (p->rdma_cm && p->ib_port)
+		return tv_err(
+			err, -RY_E_INVALID,
+			"-i does not apply with --rdma-cm (rdma_cm takes the port of the address)");
 	n = verbs_dev_names(names, sizeof(names));
 	if (n < 0)
 		return tv_err(err, n, "cannot list RDMA devices: %s", ry_strerror(n));
 	if (n == 0)
 		return tv_err(err, -ENODEV, "no RDMA device found");
-	r = verbs_dev_open(p->device[0] ? p->device : NULL, TV_PORT, &dev);
+	/* rdma_cm binds to the port of the address; -i does not apply there (refused above). */
+	r = verbs_dev_open(p->device[0] ? p->device : NULL, p->rdma_cm ? 1 : port, &dev);
 	if (r == -ENODEV)
 		return tv_err(err, r, "RDMA device '%s' not found (devices: %s)", p->device, names);
+	if (r == -ERANGE &&
+	    verbs_dev_port_count(p->device[0] ? p->device : NULL, name, sizeof(name), &nports) == 0)
+		return tv_err(err, r, "%s has %u port(s); -i %u is out of range", name, nports,
+			      port);
 	if (r < 0)
-		return tv_err(err, r, "cannot open RDMA device %s port %d: %s",
-			      p->device[0] ? p->device : names, TV_PORT, ry_strerror(r));
+		return tv_err(err, r, "cannot open RDMA device %s port %u: %s",
+			      p->device[0] ? p->device : names, port, ry_strerror(r));
 	r = ibv_query_device(verbs_dev_context(dev), &da);
 	if (r == 0)
-		r = ibv_query_port(verbs_dev_context(dev), TV_PORT, &pa);
+		r = ibv_query_port(verbs_dev_context(dev), (uint8_t)verbs_dev_port(dev), &pa);
 	if (r) {
 		r = tv_err(err, -r, "cannot query %s: %s", verbs_dev_name(dev), strerror(r));
 		goto out;
 	}
 	if (pa.state != IBV_PORT_ACTIVE) {
-		r = tv_err(err, -ENETDOWN, "port %d of %s is %s", TV_PORT, verbs_dev_name(dev),
-			   ibv_port_state_str(pa.state));
+		r = tv_err(err, -ENETDOWN, "port %u of %s is %s", verbs_dev_port(dev),
+			   verbs_dev_name(dev), ibv_port_state_str(pa.state));
 		goto out;
 	}
 	if (size > pa.max_msg_sz) {
@@ -437,7 +455,7 @@ static int tv_open_dev(struct tv *tv, const struct in_addr *local)
 	if (!want && local) {
 		list = ibv_get_device_list(&n);
 		for (int i = 0; list && i < n && !tv->dev; i++) {
-			if (verbs_dev_open(ibv_get_device_name(list[i]), TV_PORT, &tv->dev) < 0)
+			if (verbs_dev_open(ibv_get_device_name(list[i]), tv->port, &tv->dev) < 0)
 				continue;
 			if (verbs_dev_pick_gid(tv->dev, local, &idx, gid) < 0) {
 				verbs_dev_free(tv->dev);
@@ -449,10 +467,10 @@ static int tv_open_dev(struct tv *tv, const struct in_addr *local)
 		if (tv->dev)
 			return 0;
 	}
-	r = verbs_dev_open(want, TV_PORT, &tv->dev);
+	r = verbs_dev_open(want, tv->port, &tv->dev);
 	if (r < 0)
-		return tv_err(tv->ctx->err, r, "cannot open RDMA device %s: %s",
-			      want ? want : "(first)", ry_strerror(r));
+		return tv_err(tv->ctx->err, r, "cannot open RDMA device %s port %u: %s",
+			      want ? want : "(first)", tv->port, ry_strerror(r));
 	return 0;
 }
 
@@ -477,7 +495,7 @@ static int tv_open_side_channel(struct tv *tv, const struct in_addr *local)
 	tv->mtu = pi.active_mtu;
 	if (tv->p->gid_index >= 0) {
 		idx = (uint32_t)tv->p->gid_index;
-		r = ibv_query_gid(tv->ibctx, TV_PORT, (int)idx, &g);
+		r = ibv_query_gid(tv->ibctx, tv->port, (int)idx, &g);
 		if (r)
 			return tv_err(tv->ctx->err, -EINVAL, "cannot read GID index %u of %s", idx,
 				      verbs_dev_name(tv->dev));
@@ -490,12 +508,15 @@ static int tv_open_side_channel(struct tv *tv, const struct in_addr *local)
 			r = verbs_dev_pick_gid(tv->dev, NULL, &idx, tv->gid);
 		if (r < 0)
 			return tv_err(tv->ctx->err, r, "no usable GID on %s port %d (%s)",
-				      verbs_dev_name(tv->dev), TV_PORT,
+				      verbs_dev_name(tv->dev), tv->port,
 				      tv->ll == VERBS_LINK_ETHERNET ? "RoCE v2 with an IPv4 address"
 								    : "InfiniBand");
 	}
 	tv->gid_index = (int32_t)idx;
-	if (ibv_query_port(tv->ibctx, TV_PORT, &pa) == 0)
+	/* verbs_qp_connect() gives the traffic class in the GRH, which only RoCE paths carry. */
+	tv->traffic_class = tv->ll == VERBS_LINK_ETHERNET ? tv->p->traffic_class : 0;
+	tv->service_level = tv->p->service_level;
+	if (ibv_query_port(tv->ibctx, tv->port, &pa) == 0)
 		tv->gbps = verbs_port_gbps(pa.active_speed, 0, pa.active_width);
 	r = tv_setup(tv);
 	if (r < 0)
@@ -516,12 +537,12 @@ static int tv_open_side_channel(struct tv *tv, const struct in_addr *local)
 	for (uint32_t i = 0; i < tv->nq && r == 0; i++) {
 		struct tv_qp *q = &tv->q[i];
 		struct verbs_path path = {
-			.port = TV_PORT,
+			.port = tv->port,
 			.link_layer = tv->ll,
 			.mtu = tv->mtu,
 			.gid_index = idx,
-			.traffic_class = tv->p->traffic_class,
-			.service_level = tv->p->service_level,
+			.traffic_class = tv->traffic_class,
+			.service_level = tv->service_level,
 			.rd_atomic =
 				tv->rd_init < q->peer.rd_atomic ? tv->rd_init : q->peer.rd_atomic,
 			.dest_rd_atomic = tv->rd_resp,
@@ -611,9 +632,11 @@ static void tv_conn_param(const struct tv *tv, struct rdma_conn_param *cp, const
 	};
 }
 
-/* The context rdma_cm found for the address: check it against -d, then PD and the rest. */
-static int tv_cm_context(struct tv *tv, struct ibv_context *ibctx)
+/* The device and port rdma_cm found for the address (id bound or resolved): check the device
+ * against -d, then PD and the rest. */
+static int tv_cm_context(struct tv *tv, const struct rdma_cm_id *id)
 {
+	struct ibv_context *ibctx = id->verbs;
 	const char *name;
 	struct ibv_port_attr pa;
 
@@ -627,7 +650,8 @@ static int tv_cm_context(struct tv *tv, struct ibv_context *ibctx)
 			      tv->p->device);
 	snprintf(tv->dev_name, sizeof(tv->dev_name), "%s", name);
 	tv->ibctx = ibctx;
-	if (ibv_query_port(ibctx, TV_PORT, &pa) == 0) {
+	tv->port = id->port_num ? id->port_num : BENCH_IB_PORT_DEF;
+	if (ibv_query_port(ibctx, tv->port, &pa) == 0) {
 		tv->gbps = verbs_port_gbps(pa.active_speed, 0, pa.active_width);
 		tv->mtu = pa.active_mtu;
 		tv->ll = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? VERBS_LINK_ETHERNET
@@ -677,7 +701,7 @@ static int tv_open_cm_server(struct tv *tv, struct sockaddr_storage *local, int6
 	if (tos)
 		(void)rdma_set_option(tv->listen_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos,
 				      sizeof(tos));
-	r = tv_cm_context(tv, tv->listen_id->verbs);
+	r = tv_cm_context(tv, tv->listen_id);
 	if (r < 0)
 		return r;
 	r = tv_exch_send(tv, NULL, 0, ntohs(rdma_get_src_port(tv->listen_id)));
@@ -764,7 +788,7 @@ static int tv_open_cm_client(struct tv *tv, struct sockaddr_storage *local,
 		if (r < 0)
 			return r;
 		if (i == 0) {
-			r = tv_cm_context(tv, q->id->verbs);
+			r = tv_cm_context(tv, q->id);
 			if (r < 0)
 				return r;
 		} else if (q->id->verbs != tv->ibctx) {
@@ -810,7 +834,8 @@ static int tv_open_cm(struct tv *tv)
 	return tv_open_cm_client(tv, &local, &peer, deadline);
 }
 
-/* rdma_cm chose path MTU and GID: read them back from QP 0 for the result's environment. */
+/* rdma_cm chose port, path MTU, GID, traffic class (from the ToS) and SL: read them back from
+ * QP 0 for the result's environment. */
 static void tv_cm_env(struct tv *tv)
 {
 	struct ibv_qp_attr a;
@@ -818,13 +843,19 @@ static void tv_cm_env(struct tv *tv)
 	union ibv_gid g;
 
 	tv->gid_index = -1;
-	if (!tv->q[0].qp || ibv_query_qp(tv->q[0].qp, &a, IBV_QP_PATH_MTU | IBV_QP_AV, &ia))
+	if (!tv->q[0].qp ||
+	    ibv_query_qp(tv->q[0].qp, &a, IBV_QP_PATH_MTU | IBV_QP_AV | IBV_QP_PORT, &ia))
 		return;
 	tv->mtu = a.path_mtu;
-	if (a.ah_attr.is_global &&
-	    ibv_query_gid(tv->ibctx, TV_PORT, a.ah_attr.grh.sgid_index, &g) == 0) {
-		tv->gid_index = a.ah_attr.grh.sgid_index;
-		memcpy(tv->gid, g.raw, VERBS_GID_LEN);
+	if (a.port_num)
+		tv->port = a.port_num;
+	tv->service_level = a.ah_attr.sl;
+	if (a.ah_attr.is_global) {
+		tv->traffic_class = a.ah_attr.grh.traffic_class;
+		if (ibv_query_gid(tv->ibctx, tv->port, a.ah_attr.grh.sgid_index, &g) == 0) {
+			tv->gid_index = a.ah_attr.grh.sgid_index;
+			memcpy(tv->gid, g.raw, VERBS_GID_LEN);
+		}
 	}
 }
 
@@ -880,6 +911,7 @@ static int tv_open(const struct bench_ctx *ctx, void **ret_st)
 	tv->p = p;
 	tv->nq = p->qps;
 	tv->gid_index = -1;
+	tv->port = tv_ib_port(p); /* rdma_cm: replaced by the port of the address */
 	tv->q = calloc(tv->nq, sizeof(*tv->q));
 	if (!tv->q) {
 		r = -ENOMEM;
@@ -928,7 +960,7 @@ static void tv_env(void *st, struct bench_env *ret_env)
 	char gid[VERBS_GID_STR_LEN];
 
 	snprintf(ret_env->device, sizeof(ret_env->device), "%s", tv->dev_name);
-	ret_env->port = TV_PORT;
+	ret_env->port = tv->port;
 	ret_env->mtu = (uint32_t)verbs_mtu_bytes(tv->mtu);
 	verbs_gid_format(tv->gid, gid);
 	snprintf(ret_env->gid, sizeof(ret_env->gid), "%s", tv->gid_index >= 0 ? gid : "");
@@ -937,6 +969,8 @@ static void tv_env(void *st, struct bench_env *ret_env)
 		 tv->ll == VERBS_LINK_ETHERNET ? "Ethernet" : "InfiniBand");
 	ret_env->link_gbps = tv->gbps;
 	ret_env->inline_size = tv->inline_size;
+	ret_env->traffic_class = tv->traffic_class;
+	ret_env->service_level = tv->service_level;
 }
 
 /* ---- completions --------------------------------------------------------------------------- */
@@ -1409,7 +1443,7 @@ static int tv_qp_reset(struct tv *tv, uint32_t qi)
 		goto fail;
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_INIT,
 				 .pkey_index = s.pkey_index,
-				 .port_num = s.port_num ? s.port_num : TV_PORT,
+				 .port_num = s.port_num ? s.port_num : tv->port,
 				 .qp_access_flags = s.qp_access_flags};
 	r = ibv_modify_qp(q->qp, &a,
 			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);

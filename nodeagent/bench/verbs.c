@@ -24,6 +24,7 @@ struct verbs_dev {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	unsigned int port;
+	unsigned int nports; /* physical ports of the device (ports 1..nports) */
 	char name[IBV_SYSFS_NAME_MAX];
 };
 
@@ -427,6 +428,7 @@ int verbs_dev_open(const char *name, unsigned int port, struct verbs_dev **ret_d
 {
 	struct ibv_device **list = NULL;
 	struct ibv_device *ib = NULL;
+	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
 	struct verbs_dev *dev = NULL;
 	int n = 0, r;
@@ -453,6 +455,17 @@ int verbs_dev_open(const char *name, unsigned int port, struct verbs_dev **ret_d
 	dev->ctx = ibv_open_device(ib);
 	if (!dev->ctx) {
 		r = errno ? -errno : -ENODEV;
+		goto fail;
+	}
+	r = ibv_query_device(dev->ctx, &da);
+	if (r) {
+		r = -r;
+		goto fail;
+	}
+	dev->nports = da.phys_port_cnt;
+	/* Providers answer a missing port with -EINVAL or worse; say what it is. */
+	if (port > dev->nports) {
+		r = -ERANGE;
 		goto fail;
 	}
 	r = ibv_query_port(dev->ctx, (uint8_t)port, &pa);
@@ -529,6 +542,24 @@ const char *verbs_dev_name(const struct verbs_dev *dev)
 unsigned int verbs_dev_port(const struct verbs_dev *dev)
 {
 	return dev->port;
+}
+
+int verbs_dev_port_count(const char *name, char *ret_name, size_t namelen, unsigned int *ret_n)
+{
+	struct verbs_dev *dev = NULL;
+	int r;
+
+	if (!ret_n || (!ret_name && namelen))
+		return -EINVAL;
+	/* Port 1 exists on every device. */
+	r = verbs_dev_open(name, 1, &dev);
+	if (r < 0)
+		return r;
+	if (namelen)
+		snprintf(ret_name, namelen, "%s", dev->name);
+	*ret_n = dev->nports;
+	verbs_dev_free(dev);
+	return 0;
 }
 
 static enum verbs_link_layer verbs_link_layer_from_ibv(uint8_t ll)

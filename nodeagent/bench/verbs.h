@@ -159,8 +159,9 @@ VERBS_WUR int verbs_sysfs_gid_table(const char *sysroot, const char *dev, unsign
 struct verbs_dev;
 
 /* Open device name (NULL: the first one) and check that port exists; allocates its PD.
- * Caller frees with verbs_dev_free(). Errors: -ENODEV (no such device / no devices), -errno
- * from libibverbs. A device object is used by one thread at a time. */
+ * Caller frees with verbs_dev_free(). Errors: -EINVAL (port outside 1..255), -ENODEV (no such
+ * device / no devices), -ERANGE (the device has fewer ports, see verbs_dev_port_count()),
+ * -errno from libibverbs. A device object is used by one thread at a time. */
 VERBS_WUR int verbs_dev_open(const char *name, unsigned int port, struct verbs_dev **ret_dev);
 
 /* Names of the RDMA devices on this host, ", "-separated, into out (outlen bytes, always
@@ -173,6 +174,12 @@ void verbs_dev_free(struct verbs_dev *dev);
 /* Device name (borrowed; valid until verbs_dev_free) and the port it was opened on. */
 const char *verbs_dev_name(const struct verbs_dev *dev);
 unsigned int verbs_dev_port(const struct verbs_dev *dev);
+
+/* How many physical ports device name (NULL: the first one) has (ports are numbered from 1),
+ * and its name into ret_name (namelen bytes, may be 0). Opens and closes the device. Errors as
+ * verbs_dev_open(). Thread-safe. */
+VERBS_WUR int verbs_dev_port_count(const char *name, char *ret_name, size_t namelen,
+				   unsigned int *ret_n);
 
 /* The device's context and protection domain, borrowed (valid until verbs_dev_free()). */
 struct ibv_context *verbs_dev_context(const struct verbs_dev *dev);

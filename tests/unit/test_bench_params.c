@@ -11,6 +11,8 @@
 #include "common/util/error.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PARSE(cli, err, ...)                                                                       \
@@ -117,6 +119,76 @@ static void test_parse_verbs(void **state)
 	}
 }
 
+/* -i / --ib-port: the HCA port, 1..255 (0 in the parameters means the default, port 1). The
+ * tcp transport ignores it, as it ignores -d and -x. */
+static void test_parse_ib_port(void **state)
+{
+	struct bench_cli cli;
+	char err[BENCH_ERR_LEN] = "";
+
+	(void)state;
+	assert_int_equal(PARSE(&cli, err, "lat"), 0);
+	assert_int_equal(cli.params.ib_port, 0);
+	assert_int_equal(PARSE(&cli, err, "lat", "-i", "2", "host"), 0);
+	assert_int_equal(cli.params.ib_port, 2);
+	assert_string_equal(cli.peer, "host");
+	assert_int_equal(PARSE(&cli, err, "bw", "--ib-port", "255"), 0);
+	assert_int_equal(cli.params.ib_port, 255);
+	assert_int_equal(PARSE(&cli, err, "lat", "--ib-port=1"), 0);
+	assert_int_equal(cli.params.ib_port, 1);
+
+	cli.params.ib_port = 77; /* untouched on failure */
+	assert_int_equal(PARSE(&cli, err, "lat", "-i", "0"), -RY_E_INVALID);
+	assert_string_equal(err, "-i wants a port from 1 to 255, not 0");
+	assert_int_equal(PARSE(&cli, err, "lat", "-i", "256"), -ERANGE);
+	assert_string_equal(err, "-i 256 is over 255");
+	assert_int_equal(PARSE(&cli, err, "lat", "--ib-port", "1K"), -ERANGE);
+	assert_string_equal(err, "-i 1K is over 255");
+	assert_int_equal(PARSE(&cli, err, "lat", "-i", "one"), -RY_E_INVALID);
+	assert_string_equal(err, "-i wants a number, not 'one'");
+	assert_int_equal(PARSE(&cli, err, "lat", "-i", "-1"), -RY_E_INVALID);
+	assert_string_equal(err, "-i wants a number, not '-1'");
+	assert_int_equal(PARSE(&cli, err, "lat", "-i", ""), -RY_E_INVALID);
+	assert_string_equal(err, "-i wants a number, not ''");
+	assert_int_equal(PARSE(&cli, err, "lat", "--ib-port"), -RY_E_INVALID);
+	assert_string_equal(err, "--ib-port wants a value");
+	assert_int_equal(cli.params.ib_port, 77);
+}
+
+/* The human header names traffic class and SL only when a side has them. */
+static void test_print_tclass(void **state)
+{
+	json_t *doc = json_pack("{s{ss ss ss} s{s{si si} s{si si}} s[]}", "params", "kind", "lat",
+				"op", "write", "transport", "verbs", "environment", "client",
+				"traffic_class", 0, "service_level", 0, "server", "traffic_class",
+				0, "service_level", 0, "results");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(doc);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	bench_cli_print(f, doc);
+	assert_int_equal(fclose(f), 0);
+	assert_null(strstr(out, "traffic class"));
+	free(out);
+
+	json_object_set_new(json_object_get(json_object_get(doc, "environment"), "client"),
+			    "traffic_class", json_integer(32));
+	json_object_set_new(json_object_get(json_object_get(doc, "environment"), "server"),
+			    "service_level", json_integer(3));
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	bench_cli_print(f, doc);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(
+		strstr(out, " Client: traffic class 32 SL 0   Server: traffic class 0 SL 3\n"));
+	free(out);
+	json_decref(doc);
+}
+
 static void test_wire_roundtrip(void **state)
 {
 	struct bench_params p, q;
@@ -129,11 +201,13 @@ static void test_wire_roundtrip(void **state)
 	p.qps = 8;
 	p.bidir = p.check_data = true;
 	snprintf(p.device, sizeof(p.device), "mlx5_0"); /* local: not on the wire */
+	p.ib_port = 2;					/* local */
 	assert_int_equal(bench_params_validate(&p, err, sizeof(err)), 0);
 	bench_params_pack(&p, buf);
 	assert_int_equal(bench_params_unpack(buf, sizeof(buf), &q), 0);
 	assert_int_equal(bench_params_compare(&p, &q, err, sizeof(err)), 0);
 	assert_string_equal(q.device, "");
+	assert_int_equal(q.ib_port, 0);
 	assert_int_equal(bench_params_unpack(buf, sizeof(buf) - 1, &q), -RY_E_INVALID);
 	buf[0] ^= 1; /* magic */
 	assert_int_equal(bench_params_unpack(buf, sizeof(buf), &q), -RY_E_INVALID);
@@ -181,6 +255,7 @@ static void test_compare(void **state)
 	bench_params_init(&b);
 	b.port = 1;
 	b.gid_index = 3;
+	b.ib_port = 2;
 	assert_int_equal(bench_params_validate(&b, err, sizeof(err)), 0);
 	assert_int_equal(bench_params_compare(&a, &b, err, sizeof(err)), 0);
 }
@@ -190,6 +265,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_full),     cmocka_unit_test(test_parse_defaults_server),
 		cmocka_unit_test(test_parse_errors),   cmocka_unit_test(test_parse_verbs),
+		cmocka_unit_test(test_parse_ib_port),  cmocka_unit_test(test_print_tclass),
 		cmocka_unit_test(test_wire_roundtrip), cmocka_unit_test(test_compare),
 	};
 

@@ -152,6 +152,9 @@ static void test_lat(void **state)
 
 	base(&p, BENCH_LAT, 32, 2000);
 	p.check_data = true;
+	p.ib_port = 2; /* verbs settings: tcp ignores them */
+	p.traffic_class = 32;
+	p.service_level = 1;
 	res = run_pair(&p, NULL);
 	assert_int_equal(json_array_size(json_object_get(res, "results")), 1);
 	r0 = json_array_get(json_object_get(res, "results"), 0);
@@ -165,6 +168,18 @@ static void test_lat(void **state)
 				    json_object_get(json_object_get(res, "environment"), "server"),
 				    "transport")),
 			    "tcp");
+	/* The parameters say what was asked; the environment what the transport did with it. */
+	assert_int_equal((int)num(json_object_get(res, "params"), "ib_port"), 2);
+	for (int side = 0; side < 2; side++) {
+		const json_t *env = json_object_get(json_object_get(res, "environment"),
+						    side ? "server" : "client");
+
+		assert_true(json_is_integer(json_object_get(env, "traffic_class")));
+		assert_int_equal((int)num(env, "traffic_class"), 0);
+		assert_true(json_is_integer(json_object_get(env, "service_level")));
+		assert_int_equal((int)num(env, "service_level"), 0);
+		assert_int_equal((int)num(env, "port"), 0);
+	}
 	json_decref(res);
 }
 

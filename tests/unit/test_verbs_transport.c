@@ -137,6 +137,15 @@ static void test_validate_before_device(void **state)
 	p.gid_index = 1;
 	assert_int_equal(bench_params_validate(&p, err, sizeof(err)), -RY_E_INVALID);
 	assert_non_null(strstr(err, "-x does not apply with --rdma-cm"));
+
+	/* -i likewise: rdma_cm takes the port of the address. */
+	verbs_params(&p);
+	p.rdma_cm = true;
+	p.ib_port = 1;
+	err[0] = '\0';
+	assert_int_equal(bench_params_validate(&p, err, sizeof(err)), -RY_E_INVALID);
+	assert_string_equal(err, "-i does not apply with --rdma-cm (rdma_cm takes the port of the "
+				 "address)");
 }
 
 /* Without RDMA devices (the build host) the transport says so; with some, a made-up name is
@@ -173,6 +182,38 @@ static void test_dev_names_bounds(void **state)
 	assert_int_equal(tiny[0], '\0');
 }
 
+/* Port count of a device: arguments checked; no device: an error; else at least port 1. */
+static void test_dev_port_count(void **state)
+{
+	char names[256], name[64] = "";
+	unsigned int n = 0;
+	struct verbs_dev *dev = NULL;
+	int devs, r;
+
+	(void)state;
+	assert_int_equal(verbs_dev_port_count(NULL, name, sizeof(name), NULL), -EINVAL);
+	assert_int_equal(verbs_dev_port_count(NULL, NULL, 8, &n), -EINVAL);
+	assert_int_equal(verbs_dev_open(NULL, 0, &dev), -EINVAL);
+	assert_int_equal(verbs_dev_open(NULL, 256, &dev), -EINVAL);
+	assert_null(dev);
+	devs = verbs_dev_names(names, sizeof(names));
+	assert_true(devs >= 0);
+	if (devs == 0) {
+		/* libibverbs says ENOSYS when the kernel has no RDMA subsystem at all. */
+		r = verbs_dev_port_count(NULL, name, sizeof(name), &n);
+		assert_true(r == -ENODEV || r == -ENOSYS);
+		assert_int_equal(n, 0); /* untouched */
+		return;
+	}
+	assert_int_equal(verbs_dev_port_count(NULL, name, sizeof(name), &n), 0);
+	assert_true(n >= 1 && n <= 255);
+	assert_non_null(strstr(names, name));
+	if (n < 255) {
+		assert_int_equal(verbs_dev_open(name, n + 1, &dev), -ERANGE);
+		assert_null(dev);
+	}
+}
+
 static void test_qp_connect_args(void **state)
 {
 	struct verbs_qp_info peer = {.qpn = 1, .psn = 1, .mtu = 3};
@@ -188,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_conn_roundtrip),
 		cmocka_unit_test(test_conn_rejects),
 		cmocka_unit_test(test_port_gbps),
+		cmocka_unit_test(test_dev_port_count),
 		cmocka_unit_test(test_ops_table),
 		cmocka_unit_test(test_validate_before_device),
 		cmocka_unit_test(test_validate_devices),

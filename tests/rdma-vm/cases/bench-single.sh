@@ -1,7 +1,7 @@
 # Guest test (mode single): railyard-bench's verbs transport looped back on this guest's rxe0:
 # latency and bandwidth, write/send/read, host memory, over the TCP side channel and rdma_cm,
 # with data checks, a size sweep, a timed run, and the bad-input cases (device, GID, peer not
-# listening, peer dying mid-test, size over the bound, -x with rdma_cm).
+# listening, peer dying mid-test, size over the bound, -x and -i with rdma_cm, a port rxe0 lacks).
 set -e
 V="--transport verbs"
 gid=$(ry_gid_index "$RY_DEV" "$RY_IP") || ry_die "no RoCE v2 GID for $RY_IP"
@@ -14,11 +14,20 @@ ry_bench_local lat_send_check lat $V --op send -n 300 --check-data
 ry_bench_local lat_read_check lat $V --op read -n 300 --check-data
 ry_bench_local lat_write_cm lat $V --op write -n 300 --rdma-cm --check-data
 ry_bench_local lat_send_cm lat $V --op send -n 300 --rdma-cm --check-data
-ry_bench_local lat_read_cm lat $V --op read -n 300 --rdma-cm
+ry_bench_local lat_read_cm lat $V --op read -n 300 --rdma-cm --tclass 64
+# rdma_cm turns the ToS into the GRH traffic class; the QP read back shows it.
+grep -qE '"traffic_class": 64,?$' /tmp/lat_read_cm.json ||
+	{ cat /tmp/lat_read_cm.json; ry_die "lat_read_cm: traffic class 64 not reported"; }
 # GID chosen by type and address = the one sysfs names; -x gives the same.
 grep -q "\"gid_index\": $gid" /tmp/lat_write.json || { cat /tmp/lat_write.json; ry_die "GID index is not $gid"; }
-ry_bench_local lat_write_x lat $V --op write -n 100 -d "$RY_DEV" -x "$gid" --tclass 32 --sl 1
+ry_bench_local lat_write_x lat $V --op write -n 100 -d "$RY_DEV" -i 1 -x "$gid" --tclass 32 --sl 1
 grep -q '"mtu": 1024' /tmp/lat_write_x.json || ry_die "active MTU 1024 not reported"
+# Both sides' environments: the port used and what the QPs were given.
+for kv in '"port": 1' '"traffic_class": 32' '"service_level": 1'; do
+	[ "$(grep -cE "$kv,?\$" /tmp/lat_write_x.json)" = 2 ] ||
+		{ cat /tmp/lat_write_x.json; ry_die "lat_write_x: environment lacks $kv on a side"; }
+done
+grep -qE '"ib_port": 1,?$' /tmp/lat_write_x.json || ry_die "lat_write_x: params lack ib_port 1"
 
 # Sweep 2 B .. 8 MiB (rxe's largest message) with data checks, write latency.
 ry_bench_local lat_sweep lat $V --op write -a -n 4 --check-data
@@ -49,6 +58,9 @@ ry_bench_fails gid_range "GID index 100000 out of range" railyard-bench lat $V -
 ry_bench_fails gid_unused "GID index 77 of $RY_DEV port 1 is not in use" \
 	railyard-bench lat $V -x 77
 ry_bench_fails gid_cm "does not apply with --rdma-cm" railyard-bench lat $V --rdma-cm -x "$gid"
+ry_bench_fails port_range "railyard-bench: $RY_DEV has 1 port(s); -i 2 is out of range\$" \
+	railyard-bench lat $V -i 2
+ry_bench_fails port_cm "-i does not apply with --rdma-cm" railyard-bench lat $V --rdma-cm -i 1
 ry_bench_fails too_big "is over 8388608" railyard-bench bw $V -s 16M
 ry_bench_next_port
 t0=$(cut -d. -f1 /proc/uptime)
