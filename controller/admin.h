@@ -40,12 +40,18 @@ struct ctl_bench_opts {
 	const char *server_address; /* NULL: the server node's address as the controller sees it */
 	int64_t size, iters, duration_s, qps;
 	bool sweep, bidir, check_data, rdma_cm, json;
+	bool no_wait;	    /* store the run, print its id, return */
 	int64_t timeout_ms; /* the whole run */
 };
 
-/* Order a benchmark between two nodes, follow it until it ends, print the result. Exit code 0
- * when it succeeded. */
+/* Order a benchmark between two nodes, follow it until it ends (SIGINT/SIGTERM while
+ * following: request its cancel, wait for that, exit 130), print the result. Exit code 0 when
+ * it succeeded (or, with no_wait, was stored). */
 int ctl_cmd_bench_run(const char *state_dir, const struct ctl_bench_opts *o, FILE *out);
+/* Ask the serving controller to cancel a run; with wait, follow it until it ends (bounded).
+ * Exit code 0 when it is cancelled (or, without wait, the request is stored), 1 when it had
+ * already finished, is unknown, or ended otherwise. */
+int ctl_cmd_bench_cancel(const char *state_dir, const char *id, bool wait, FILE *out);
 /* Show one run (id) or list recent ones. */
 int ctl_cmd_bench_show(const char *state_dir, const char *id, bool json, FILE *out);
 

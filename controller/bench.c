@@ -1,6 +1,7 @@
 /* Benchmark runs between two nodes, driven by the serving controller from the database: send
  * the server side its RunBench, wait for BenchReady with the port, send the client side its
- * RunBench pointing at that port, store both results. Runs on the engine thread (deploy.c);
+ * RunBench pointing at that port, store both results. A cancel request (`bench cancel`) or a
+ * failed side sends Cancel to the sides still running. Runs on the engine thread (deploy.c);
  * the agents' reports arrive on completion-queue threads. */
 #include "controller/deploy.h"
 #include "controller/server_int.h"
@@ -43,11 +44,37 @@ static int send_run(struct ctl_server *srv, const struct store_bench_run *b, boo
 	return ctl_session_send(srv, server ? b->server_node : b->client_node, &m);
 }
 
+/* Tell a node to stop its side of a run. Best effort: a node that is offline has its own
+ * deadline, and ignores a Cancel for a run it does not have. */
+static void send_cancel(struct ctl_server *srv, const char *node, const char *bench_id)
+{
+	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
+	Railyard__V1__Cancel c = RAILYARD__V1__CANCEL__INIT;
+
+	c.bench_id = (char *)bench_id;
+	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_CANCEL;
+	m.cancel = &c;
+	if (ctl_session_send(srv, node, &m) < 0)
+		log_debug("bench %s: Cancel not sent to %s (offline)", bench_id, node);
+}
+
+/* Stop the sides that were told to run (by state): the server from server_sent on, the client
+ * once client_sent. */
+static void cancel_sides(struct ctl_server *srv, const struct store_bench_run *b)
+{
+	if (strcmp(b->state, "pending") != 0)
+		send_cancel(srv, b->server_node, b->id);
+	if (strcmp(b->state, "client_sent") == 0)
+		send_cancel(srv, b->client_node, b->id);
+}
+
 static void fail_run(struct ctl_server *srv, const struct store_bench_run *b, const char *why)
 {
 	if (store_bench_update(srv->state->store, b->id, "failed", NULL, 0, NULL, NULL, why,
-			       util_now_unix_ms()) == 1)
+			       util_now_unix_ms()) == 1) {
 		log_warn("bench %s failed: %s", b->id, why);
+		cancel_sides(srv, b);
+	}
 }
 
 static void advance(struct ctl_server *srv, const struct store_bench_run *b)
@@ -56,6 +83,14 @@ static void advance(struct ctl_server *srv, const struct store_bench_run *b)
 	int64_t now = util_now_unix_ms();
 	char host[256], peer[300];
 
+	if (b->cancel_requested_ms) {
+		if (store_bench_update(store, b->id, "cancelled", NULL, 0, NULL, NULL,
+				       "cancelled by operator", now) == 1) {
+			log_info("bench %s: cancelled by operator (was %s)", b->id, b->state);
+			cancel_sides(srv, b);
+		}
+		return;
+	}
 	if (now > b->created_at_ms + b->deadline_ms + BENCH_REPORT_GRACE_MS) {
 		/* The client's measurement stands even if the server never reported. */
 		if (b->result_json && result_ok(b->result_json)) {
@@ -165,6 +200,12 @@ void ctl_bench_on_result(struct ctl_server *srv, const char *node_id, const char
 	if (r == 1)
 		log_info("bench %s: %s result from %s%s%s", bench_id, ok ? "ok" : "failed", node_id,
 			 msg ? ": " : "", msg ? msg : "");
+	/* One side failed: the other may still wait for it (a server for its client, a client
+	 * for a dead server's data) until the deadline; stop it now. */
+	if (r == 1 && !ok)
+		send_cancel(srv,
+			    strcmp(node_id, b->client_node) == 0 ? b->server_node : b->client_node,
+			    bench_id);
 	ctl_deployer_kick(srv->deployer);
 out:
 	store_bench_run_free(b);

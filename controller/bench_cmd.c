@@ -1,5 +1,5 @@
-/* `railyard-controller bench run|list|show`: order a benchmark between two nodes (stored for the
- * serving controller to drive), follow it, and print its result. */
+/* `railyard-controller bench run|list|show|cancel`: order a benchmark between two nodes (stored
+ * for the serving controller to drive), follow it, print its result, or cancel it. */
 #include "controller/admin.h"
 #include "controller/state.h"
 #include "common/log/log.h"
@@ -7,13 +7,51 @@
 #include "common/util/util.h"
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static bool bench_done(const char *state)
+/* How long `bench cancel` (and an interrupted `bench run`) waits for the serving controller to
+ * carry the cancel out: it acts within one engine pass. */
+#define CANCEL_WAIT_MS 15000
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
 {
-	return strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0;
+	interrupted = sig;
+}
+
+/* Follow run id until it is final or until deadline (monotonic ms); *ret gets its last state
+ * (caller frees). A signal (when catch_signals) requests its cancel once and keeps following
+ * for CANCEL_WAIT_MS. */
+static int follow(struct ctl_state *st, const char *id, int64_t deadline, bool catch_signals,
+		  struct store_bench_run **ret)
+{
+	struct store_bench_run *b = NULL;
+	bool asked = false;
+	int r;
+
+	for (;;) {
+		r = store_bench_get(st->store, id, &b);
+		if (r < 0)
+			return r;
+		if (store_bench_state_final(b->state) || util_now_mono_ms() > deadline)
+			break;
+		if (catch_signals && interrupted && !asked) {
+			asked = true;
+			fprintf(stderr, "bench %s: interrupted; cancelling it\n", id);
+			if (store_bench_request_cancel(st->store, id, util_now_unix_ms()) < 0)
+				break;
+			deadline = util_now_mono_ms() + CANCEL_WAIT_MS;
+		}
+		store_bench_run_free(b);
+		b = NULL;
+		usleep(200 * 1000);
+	}
+	*ret = b;
+	return 0;
 }
 
 /* One line per message size: latency percentiles or bandwidth. */
@@ -136,19 +174,20 @@ int ctl_cmd_bench_run(const char *state_dir, const struct ctl_bench_opts *o, FIL
 	/* With --json stdout carries the document alone. */
 	fprintf(o->json ? stderr : out, "bench %s: %s over %s, client %s, server %s\n", id, o->kind,
 		o->transport, from->hostname, to->hostname);
-	/* The run ends by itself at its deadline; follow it a little longer for the reports. */
-	deadline = util_now_mono_ms() + o->timeout_ms + 20000;
-	for (;;) {
-		if (store_bench_get(st->store, id, &b) < 0)
-			goto out;
-		if (bench_done(b->state) || util_now_mono_ms() > deadline)
-			break;
-		store_bench_run_free(b);
-		b = NULL;
-		usleep(200 * 1000);
+	fflush(o->json ? stderr : out); /* the id, before a long wait, even into a pipe */
+	if (o->no_wait) {
+		rc = 0;
+		goto out;
 	}
+	/* The run ends by itself at its deadline; follow it a little longer for the reports.
+	 * Ctrl-C cancels it rather than leaving it behind. */
+	sigaction(SIGINT, &(struct sigaction){.sa_handler = on_interrupt}, NULL);
+	sigaction(SIGTERM, &(struct sigaction){.sa_handler = on_interrupt}, NULL);
+	deadline = util_now_mono_ms() + o->timeout_ms + 20000;
+	if (follow(st, id, deadline, true, &b) < 0)
+		goto out;
 	print_run(out, b, o->json);
-	rc = strcmp(b->state, "succeeded") == 0 ? 0 : 1;
+	rc = interrupted ? 130 : strcmp(b->state, "succeeded") == 0 ? 0 : 1;
 out:
 	store_bench_run_free(b);
 	store_node_free(from);
@@ -187,6 +226,53 @@ int ctl_cmd_bench_show(const char *state_dir, const char *id, bool json, FILE *o
 out:
 	store_bench_run_free(b);
 	store_bench_runs_free(v, n);
+	ctl_state_free(st);
+	return rc;
+}
+
+int ctl_cmd_bench_cancel(const char *state_dir, const char *id, bool wait, FILE *out)
+{
+	struct ctl_state *st = NULL;
+	struct store_bench_run *b = NULL;
+	int rc = 1, r;
+
+	if (ctl_state_open(state_dir, false, &st, (char[256]){0}, 256) < 0) {
+		log_error("bench: cannot open %s", state_dir);
+		return 1;
+	}
+	r = store_bench_request_cancel(st->store, id, util_now_unix_ms());
+	if (r == -RY_E_NOT_FOUND) {
+		log_error("bench cancel: no benchmark run %s", id);
+		goto out;
+	}
+	if (r < 0) {
+		log_error("bench cancel: %s: %s", id, store_errmsg(st->store));
+		goto out;
+	}
+	if (r == 0 && store_bench_get(st->store, id, &b) == 0) {
+		log_error("bench cancel: %s has already finished (%s)", id, b->state);
+		goto out;
+	}
+	if (!wait) {
+		fprintf(out, "bench %s: cancel requested\n", id);
+		rc = 0;
+		goto out;
+	}
+	if (follow(st, id, util_now_mono_ms() + CANCEL_WAIT_MS, false, &b) < 0)
+		goto out;
+	if (strcmp(b->state, "cancelled") == 0) {
+		fprintf(out, "bench %s: cancelled\n", id);
+		rc = 0;
+	} else if (store_bench_state_final(b->state)) {
+		fprintf(out, "bench %s: ended %s before the cancel took effect\n", id, b->state);
+	} else {
+		fprintf(out,
+			"bench %s: cancel requested; no serving controller carried it out within "
+			"%d s (it will when one serves)\n",
+			id, CANCEL_WAIT_MS / 1000);
+	}
+out:
+	store_bench_run_free(b);
 	ctl_state_free(st);
 	return rc;
 }

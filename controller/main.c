@@ -35,8 +35,10 @@ static void usage(FILE *f)
 		"  bench run --from NODE --to NODE --kind lat|bw [--transport tcp|verbs]\n"
 		"         [--op send|write|read] [--size N] [--iters N] [--duration S] [--qps N]\n"
 		"         [--sweep] [--bidir] [--check-data] [--rdma-cm] [--device DEV]\n"
-		"         [--server-address HOST] [--timeout 60s] [--json] [--state-dir D]\n"
+		"         [--server-address HOST] [--timeout 60s] [--no-wait] [--json]\n"
+		"         [--state-dir D]          (Ctrl-C while it waits cancels the run)\n"
 		"  bench list | bench show ID [--json] [--state-dir D]\n"
+		"  bench cancel ID [--no-wait] [--state-dir D]\n"
 		"  version\n"
 		"\n"
 		"--state-dir defaults to " CTL_DEFAULT_STATE_DIR
@@ -370,7 +372,13 @@ int main(int argc, char **argv)
 		if (timeout_set)
 			bopt.timeout_ms = dopt.timeout_ms;
 		bopt.json = json;
+		bopt.no_wait = dopt.no_wait;
 		return ctl_cmd_bench_run(state_dir, &bopt, stdout);
+	}
+	if (strcmp(cmd, "bench") == 0 && strcmp(sub, "cancel") == 0) {
+		if (optind >= argc)
+			return bad("bench cancel", "(missing ID)");
+		return ctl_cmd_bench_cancel(state_dir, argv[optind], !dopt.no_wait, stdout);
 	}
 	if (strcmp(cmd, "bench") == 0 && strcmp(sub, "list") == 0)
 		return ctl_cmd_bench_show(state_dir, NULL, json, stdout);

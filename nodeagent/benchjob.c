@@ -16,6 +16,7 @@ struct bench_run {
 	struct agent_bench *owner;
 	pthread_t thread;
 	bool used, finished;
+	atomic_bool cancel; /* Cancel for this run, or the agent shutting down */
 	char id[65];
 	char peer[300];
 	bool server;
@@ -26,7 +27,6 @@ struct bench_run {
 struct agent_bench {
 	struct outbox *ob;
 	pthread_mutex_t lock;
-	atomic_bool cancel;
 	struct bench_run runs[AGENT_BENCH_MAX];
 	char seen[BENCH_IDS_KEPT][65]; /* ring of ids already started */
 	size_t seen_next;
@@ -69,6 +69,8 @@ int agent_bench_params_from_json(const json_t *o, struct bench_params *p, char *
 		else if (strcmp(key, "gid_index") == 0 && json_is_integer(v) && n >= -1 &&
 			 n <= INT32_MAX)
 			p->gid_index = (int32_t)n;
+		else if (strcmp(key, "ib_port") == 0 && is_int && n >= 1 && n <= 255)
+			p->ib_port = (uint8_t)n;
 		else if (strcmp(key, "traffic_class") == 0 && is_int && n <= 255)
 			p->traffic_class = (uint8_t)n;
 		else if (strcmp(key, "service_level") == 0 && is_int && n <= 15)
@@ -158,7 +160,7 @@ static void *run_main(void *arg)
 	json_t *result = NULL;
 	int r;
 
-	o.cancel = &run->owner->cancel;
+	o.cancel = &run->cancel;
 	o.deadline_ms = (uint64_t)util_now_mono_ms() + run->deadline_ms;
 	o.on_ready = on_ready;
 	o.ud = run;
@@ -193,7 +195,6 @@ int agent_bench_new(struct outbox *ob, struct agent_bench **ret)
 	if (!b)
 		return -ENOMEM;
 	b->ob = ob;
-	atomic_init(&b->cancel, false);
 	pthread_mutex_init(&b->lock, NULL);
 	*ret = b;
 	return 0;
@@ -221,7 +222,11 @@ void agent_bench_free(struct agent_bench *b)
 {
 	if (!b)
 		return;
-	atomic_store(&b->cancel, true);
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < AGENT_BENCH_MAX; i++)
+		if (b->runs[i].used)
+			atomic_store(&b->runs[i].cancel, true);
+	pthread_mutex_unlock(&b->lock);
 	reap(b, true);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
@@ -295,6 +300,7 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 		return -EBUSY;
 	}
 	memset(run, 0, sizeof(*run));
+	atomic_init(&run->cancel, false);
 	run->owner = b;
 	run->used = true;
 	snprintf(run->id, sizeof(run->id), "%s", rb->bench_id);
@@ -309,6 +315,23 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	}
 	pthread_mutex_unlock(&b->lock);
 	return 0;
+}
+
+int agent_bench_cancel(struct agent_bench *b, const char *bench_id)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < AGENT_BENCH_MAX && !found; i++) {
+		struct bench_run *run = &b->runs[i];
+
+		if (run->used && !run->finished && strcmp(run->id, bench_id) == 0) {
+			atomic_store(&run->cancel, true);
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&b->lock);
+	return found;
 }
 
 bool agent_bench_busy(struct agent_bench *b)

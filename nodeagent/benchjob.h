@@ -27,6 +27,11 @@ void agent_bench_free(struct agent_bench *b);
 __attribute__((warn_unused_result)) int agent_bench_submit(struct agent_bench *b,
 							   const Railyard__V1__RunBench *rb);
 
+/* Cancel the running benchmark with this id (Cancel from the controller): its engine stops
+ * within ~100 ms and reports a failed result saying so. 1: it was running, 0: not running here
+ * (unknown, or already finished). Thread-safe. */
+int agent_bench_cancel(struct agent_bench *b, const char *bench_id);
+
 /* Is a benchmark running? (the session polls its outbox briskly then) */
 bool agent_bench_busy(struct agent_bench *b);
 

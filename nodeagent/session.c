@@ -322,9 +322,18 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 		return true;
 	}
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_CANCEL:
-		log_warn("Cancel of %.64s: a running step is never abandoned; the plan runs to its "
-			 "end",
-			 m->cancel->deployment_id);
+		if (m->cancel->bench_id[0]) {
+			if (agent_bench_cancel(s->bench, m->cancel->bench_id) == 1)
+				log_info("bench %.64s: cancelled by the controller",
+					 m->cancel->bench_id);
+			else
+				log_info("Cancel of bench %.64s: not running here",
+					 m->cancel->bench_id);
+		} else {
+			log_warn("Cancel of %.64s: a running step is never abandoned; the plan "
+				 "runs to its end",
+				 m->cancel->deployment_id);
+		}
 		return true;
 	default:
 		/* Newer controllers may send kinds this agent does not know: say so, carry on. */

@@ -39,8 +39,8 @@
 /* Columns read by bench_from_row(), in this order. */
 #define BENCH_COLUMNS                                                                              \
 	"SELECT id, kind, transport, client_node, server_node, server_address, params, state, "    \
-	"server_port, result, server_result, error, deadline_ms, created_at, finished_at "         \
-	"FROM bench_runs "
+	"server_port, result, server_result, error, deadline_ms, created_at, finished_at, "        \
+	"cancel_requested_at FROM bench_runs "
 
 enum stmt_id {
 	STMT_BEGIN,
@@ -88,6 +88,7 @@ enum stmt_id {
 	STMT_BENCH_LIST,
 	STMT_BENCH_LIST_ACTIVE,
 	STMT_BENCH_UPDATE,
+	STMT_BENCH_CANCEL,
 	STMT__MAX
 };
 
@@ -175,14 +176,18 @@ static const char *const stmt_sql[STMT__MAX] = {
 			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8)",
 	[STMT_BENCH_GET] = BENCH_COLUMNS "WHERE id = ?1",
 	[STMT_BENCH_LIST] = BENCH_COLUMNS "ORDER BY created_at DESC, id LIMIT ?1",
-	[STMT_BENCH_LIST_ACTIVE] = BENCH_COLUMNS "WHERE state NOT IN ('succeeded', 'failed') "
-						 "ORDER BY created_at, id",
+	[STMT_BENCH_LIST_ACTIVE] = BENCH_COLUMNS
+	"WHERE state NOT IN ('succeeded', 'failed', 'cancelled') ORDER BY created_at, id",
 	[STMT_BENCH_UPDATE] =
 		"UPDATE bench_runs SET state = ?2, server_address = COALESCE(?3, server_address), "
 		"server_port = COALESCE(?4, server_port), result = COALESCE(?5, result), "
 		"server_result = COALESCE(?6, server_result), error = COALESCE(?7, error), "
-		"finished_at = CASE WHEN ?2 IN ('succeeded', 'failed') THEN ?8 ELSE NULL END "
-		"WHERE id = ?1 AND state NOT IN ('succeeded', 'failed')",
+		"finished_at = CASE WHEN ?2 IN ('succeeded', 'failed', 'cancelled') THEN ?8 "
+		"ELSE NULL END "
+		"WHERE id = ?1 AND state NOT IN ('succeeded', 'failed', 'cancelled')",
+	[STMT_BENCH_CANCEL] =
+		"UPDATE bench_runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?2) "
+		"WHERE id = ?1 AND state NOT IN ('succeeded', 'failed', 'cancelled')",
 	[STMT_STEP_LIST] = "SELECT node_id, idx, name, status, diff, message, duration_ms "
 			   "FROM step_results WHERE deployment_id = ?1 ORDER BY node_id, idx",
 };
@@ -1756,6 +1761,7 @@ static int bench_from_row(sqlite3_stmt *st, struct store_bench_run **ret)
 	b->deadline_ms = sqlite3_column_int64(st, 12);
 	b->created_at_ms = sqlite3_column_int64(st, 13);
 	b->finished_at_ms = sqlite3_column_int64(st, 14);
+	b->cancel_requested_ms = sqlite3_column_int64(st, 15);
 	*ret = b;
 	return 0;
 }
@@ -1819,7 +1825,8 @@ int store_bench_update(struct store *s, const char *id, const char *state,
 		       const char *server_result_json, const char *error, int64_t now_ms)
 {
 	static const char *const states[] = {"pending",	    "server_sent", "server_ready",
-					     "client_sent", "succeeded",   "failed"};
+					     "client_sent", "succeeded",   "failed",
+					     "cancelled"};
 	bool ok = false;
 	int changes = 0, r;
 	sqlite3_stmt *st = NULL;
@@ -1844,4 +1851,28 @@ int store_bench_update(struct store *s, const char *id, const char *state,
 	if (r < 0)
 		return r;
 	return changes > 0 ? 1 : 0;
+}
+
+bool store_bench_state_final(const char *state)
+{
+	return state && (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
+			 strcmp(state, "cancelled") == 0);
+}
+
+int store_bench_request_cancel(struct store *s, const char *id, int64_t now_ms)
+{
+	struct store_bench_run *b = NULL;
+	int changes = 0, r;
+
+	if (!s || !id)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_exec(s, &changes, STMT_BENCH_CANCEL, "tl", id, now_ms);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0 || changes > 0)
+		return r < 0 ? r : 1;
+	/* Nothing moved: finished, or no such run. */
+	r = store_bench_get(s, id, &b);
+	store_bench_run_free(b);
+	return r < 0 ? r : 0;
 }

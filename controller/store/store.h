@@ -11,7 +11,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -253,15 +253,20 @@ STORE_WUR int store_step_results(struct store *s, const char *id, struct store_s
 				 size_t *ret_n);
 void store_step_results_free(struct store_step_result *v, size_t n);
 
-/* ---- Benchmark runs (schema v4) -------------------------------------------------------------
+/* ---- Benchmark runs (schema v4, cancel v5) --------------------------------------------------
  * States: pending -> server_sent -> server_ready (port known) -> client_sent -> succeeded |
- * failed. The controller drives them; results are the engine's JSON documents. */
+ * failed | cancelled (final). The controller drives them; results are the engine's JSON
+ * documents. */
 struct store_bench_run {
 	char *id, *kind, *transport, *client_node, *server_node, *server_address, *params_json;
 	char *state, *result_json, *server_result_json, *error; /* NULL until set */
 	int server_port;
 	int64_t deadline_ms, created_at_ms, finished_at_ms;
+	int64_t cancel_requested_ms; /* 0: no cancel requested */
 };
+
+/* Is this bench state final (succeeded, failed, cancelled)? */
+bool store_bench_state_final(const char *state);
 
 /* Store a pending run (strings borrowed). deadline_ms is the whole run's budget. */
 STORE_WUR int store_bench_create(struct store *s, const char *id, const char *kind,
@@ -281,5 +286,9 @@ STORE_WUR int store_bench_update(struct store *s, const char *id, const char *st
 				 const char *server_address, int server_port,
 				 const char *result_json, const char *server_result_json,
 				 const char *error, int64_t now_ms);
+/* Ask for a run to be cancelled (the serving controller tells the agents and marks it
+ * cancelled). 1: requested (or already requested), 0: the run has already finished,
+ * -RY_E_NOT_FOUND: no such run. */
+STORE_WUR int store_bench_request_cancel(struct store *s, const char *id, int64_t now_ms);
 
 #endif

@@ -136,11 +136,42 @@ static const char migration_v4[] =
 	");"
 	"CREATE INDEX bench_runs_state ON bench_runs (state);";
 
+/* v5: a benchmark run can be cancelled: state 'cancelled', and cancel_requested_at (the
+ * operator's request, which the serving controller carries out). SQLite cannot change a CHECK
+ * constraint in place, so the table is rebuilt and its rows copied. */
+static const char migration_v5[] =
+	"CREATE TABLE bench_runs_v5 ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  kind TEXT NOT NULL,"
+	"  transport TEXT NOT NULL,"
+	"  client_node TEXT NOT NULL,"
+	"  server_node TEXT NOT NULL,"
+	"  server_address TEXT,"
+	"  params TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'server_sent', 'server_ready',"
+	"    'client_sent', 'succeeded', 'failed', 'cancelled')),"
+	"  server_port INTEGER,"
+	"  result TEXT,"
+	"  server_result TEXT,"
+	"  error TEXT,"
+	"  deadline_ms INTEGER NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  finished_at INTEGER,"
+	"  cancel_requested_at INTEGER"
+	");"
+	"INSERT INTO bench_runs_v5 (id, kind, transport, client_node, server_node, server_address,"
+	"  params, state, server_port, result, server_result, error, deadline_ms, created_at,"
+	"  finished_at)"
+	"  SELECT id, kind, transport, client_node, server_node, server_address, params, state,"
+	"  server_port, result, server_result, error, deadline_ms, created_at, finished_at"
+	"  FROM bench_runs;"
+	"DROP TABLE bench_runs;"
+	"ALTER TABLE bench_runs_v5 RENAME TO bench_runs;"
+	"CREATE INDEX bench_runs_state ON bench_runs (state);";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1},
-	{2, migration_v2},
-	{3, migration_v3},
-	{4, migration_v4},
+	{1, migration_v1}, {2, migration_v2}, {3, migration_v3},
+	{4, migration_v4}, {5, migration_v5},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

@@ -37,6 +37,48 @@ refused "$CTL" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-0
 check "a run to an offline node fails at its deadline" grep -q "no result before the deadline" "$T/off.out"
 check "controller and agents still up" count_is online 2
 
+# Cancel: a 60 s run stopped mid-measurement; both agents stop within the engine's poll, free
+# the run (a new one starts at once), and late reports do not change the stored state.
+bstate() { "$CTL" bench show "$1" --json --state-dir "$T/ctl" | jq -r .state; }
+bench --kind bw --size 65536 --duration 60 --timeout 90s --no-wait >"$T/long.out" 2>&1
+check "bench run --no-wait returns at once" test $? -eq 0
+id=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/long.out")
+check "--no-wait prints the run id" test -n "$id"
+check "the long run is measuring on both agents" wait_for 20 bash -c \
+	"grep -q 'bench $id: running' '$T/a.log' && grep -q 'bench $id: serving' '$T/b.log'"
+"$CTL" bench cancel "$id" --state-dir "$T/ctl" >"$T/cancel.out" 2>&1
+check "bench cancel exits 0" test $? -eq 0
+check "bench cancel says cancelled" grep -q "bench $id: cancelled" "$T/cancel.out"
+check "stored state is cancelled, reason given" jqt '.state == "cancelled" and
+	(.error | test("cancelled by operator"))' <("$CTL" bench show "$id" --json --state-dir "$T/ctl")
+check "client agent stopped its side" wait_for 10 log_has "$T/a.log" "bench $id: cancelled by the controller"
+check "server agent stopped its side" wait_for 10 log_has "$T/b.log" "bench $id: cancelled by the controller"
+check "client engine ended (canceled result)" wait_for 10 log_has "$T/a.log" "bench $id: .*canceled"
+check "server engine ended (canceled result)" wait_for 10 log_has "$T/b.log" "bench $id: .*canceled"
+check "late reports leave it cancelled" test "$(bstate "$id")" = cancelled
+bench --kind lat --iters 100 --timeout 30s >"$T/after.out" 2>&1
+check "the next run succeeds right after a cancel" test $? -eq 0
+refused "$CTL" bench cancel "$id" --state-dir "$T/ctl" >"$T/cancel2.out" 2>&1
+check "cancel of a finished run is refused, naming its state" grep -q "already finished (cancelled)" "$T/cancel2.out"
+refused "$CTL" bench cancel b-00000000 --state-dir "$T/ctl" >"$T/cancel3.out" 2>&1
+check "cancel of an unknown run is refused" grep -q "no benchmark run b-00000000" "$T/cancel3.out"
+
+# Ctrl-C while `bench run` follows a run cancels the run instead of leaving it behind.
+"$CTL" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-04 --kind bw \
+	--size 65536 --duration 60 --timeout 90s >"$T/int.out" 2>"$T/int.err" &
+bpid=$!
+check "interrupted run starts" wait_for 20 bash -c "grep -q '^bench b-' '$T/int.out'"
+id=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/int.out" | head -1)
+check "interrupted run is measuring" wait_for 20 log_has "$T/a.log" "bench $id: running"
+kill -INT "$bpid"
+wait "$bpid"
+check "interrupted bench run exits 130" test $? -eq 130
+check "it said it is cancelling" grep -q "interrupted; cancelling it" "$T/int.err"
+check "interrupted run is stored as cancelled" test "$(bstate "$id")" = cancelled
+check "both agents stopped it" wait_for 10 bash -c \
+	"grep -q 'bench $id: .*canceled' '$T/a.log' && grep -q 'bench $id: .*canceled' '$T/b.log'"
+check "controller and agents still up after cancels" count_is online 2
+
 for n in a b; do kill -TERM "${AGENT_PID[$n]}"; wait "${AGENT_PID[$n]}"; done
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"

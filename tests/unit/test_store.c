@@ -1202,6 +1202,74 @@ static void test_bench_runs(void **state)
 	assert_int_equal(store_bench_get(f->s, "nope", &b), -RY_E_NOT_FOUND);
 }
 
+static void test_bench_cancel(void **state)
+{
+	struct fx *f = *state;
+	struct store_bench_run *b = NULL, **list = NULL;
+	size_t n = 0;
+
+	fx_open(f);
+	assert_int_equal(
+		store_bench_create(f->s, "b-1", "bw", "tcp", "n-a", "n-b", "{}", 60000, T0), 0);
+	assert_int_equal(store_bench_get(f->s, "b-1", &b), 0);
+	assert_int_equal(b->cancel_requested_ms, 0);
+	store_bench_run_free(b);
+	/* A request is recorded once; asking again keeps the first time. */
+	assert_int_equal(store_bench_request_cancel(f->s, "b-1", T0 + 5), 1);
+	assert_int_equal(store_bench_request_cancel(f->s, "b-1", T0 + 7), 1);
+	assert_int_equal(store_bench_get(f->s, "b-1", &b), 0);
+	assert_int_equal(b->cancel_requested_ms, T0 + 5);
+	assert_string_equal(b->state, "pending");
+	store_bench_run_free(b);
+	/* The controller carries it out: cancelled is final. */
+	assert_int_equal(store_bench_update(f->s, "b-1", "cancelled", NULL, 0, NULL, NULL,
+					    "cancelled by operator", T0 + 8),
+			 1);
+	assert_true(store_bench_state_final("cancelled"));
+	assert_false(store_bench_state_final("client_sent"));
+	assert_int_equal(
+		store_bench_update(f->s, "b-1", "succeeded", NULL, 0, "{}", NULL, NULL, T0 + 9), 0);
+	assert_int_equal(store_bench_get(f->s, "b-1", &b), 0);
+	assert_string_equal(b->state, "cancelled");
+	assert_string_equal(b->error, "cancelled by operator");
+	assert_int_equal(b->finished_at_ms, T0 + 8);
+	store_bench_run_free(b);
+	assert_int_equal(store_bench_list(f->s, true, 0, &list, &n), 0);
+	assert_int_equal(n, 0);
+	store_bench_runs_free(list, n);
+	/* Finished runs and unknown ones. */
+	assert_int_equal(store_bench_request_cancel(f->s, "b-1", T0 + 10), 0);
+	assert_int_equal(store_bench_request_cancel(f->s, "nope", T0 + 10), -RY_E_NOT_FOUND);
+	assert_int_equal(store_bench_request_cancel(f->s, NULL, T0), -EINVAL);
+}
+
+/* v4 -> v5 rebuilds bench_runs: rows survive, and the new state is allowed. */
+static void test_migrate_bench_v4(void **state)
+{
+	struct fx *f = *state;
+	struct store_bench_run *b = NULL;
+
+	assert_int_equal(store_open_at_version(f->path, 4, &f->s), 0);
+	assert_int_equal(store_bench_create(f->s, "b-old", "lat", "verbs", "n-a", "n-b",
+					    "{\"size\":2}", 30000, T0),
+			 0);
+	store_free(f->s);
+	f->s = NULL;
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
+	assert_int_equal(store_bench_get(f->s, "b-old", &b), 0);
+	assert_string_equal(b->transport, "verbs");
+	assert_string_equal(b->params_json, "{\"size\":2}");
+	assert_int_equal(b->deadline_ms, 30000);
+	assert_int_equal(b->cancel_requested_ms, 0);
+	store_bench_run_free(b);
+	assert_true(has_table(f->path, "bench_runs_state"));
+	assert_int_equal(store_bench_request_cancel(f->s, "b-old", T0 + 1), 1);
+	assert_int_equal(
+		store_bench_update(f->s, "b-old", "cancelled", NULL, 0, NULL, NULL, NULL, T0 + 2),
+		1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1214,6 +1282,8 @@ int main(void)
 		T(test_newer_schema_refused),
 		T(test_deployments),
 		T(test_bench_runs),
+		T(test_bench_cancel),
+		T(test_migrate_bench_v4),
 		T(test_garbage_refused),
 		T(test_quick_check_refused),
 		T(test_open_bad_args),
