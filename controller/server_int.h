@@ -14,12 +14,16 @@
 #define CTL_HOSTNAME_MAX 253
 #define CTL_VERSION_MAX	 64
 #define CTL_FACTS_MAX	 (1024 * 1024)
-#define CTL_BOOT_ID_MAX	 64
-#define CTL_ID_MAX	 64
-#define CTL_NAME_MAX	 255
-#define CTL_STEPS_MAX	 10000
-#define CTL_DIFF_MAX	 (1024 * 1024)
-#define CTL_MESSAGE_MAX	 (64 * 1024)
+/* Heartbeats check the node (a read) every time but write last_seen (a durable commit, one
+ * fsync) at most this often per node; liveness itself is in memory (last_heard_ms), and the
+ * session's end writes the time it was last heard. */
+#define CTL_LAST_SEEN_SAVE_MS 30000
+#define CTL_BOOT_ID_MAX	      64
+#define CTL_ID_MAX	      64
+#define CTL_NAME_MAX	      255
+#define CTL_STEPS_MAX	      10000
+#define CTL_DIFF_MAX	      (1024 * 1024)
+#define CTL_MESSAGE_MAX	      (64 * 1024)
 
 struct ctl_session;
 

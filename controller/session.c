@@ -26,6 +26,7 @@ struct ctl_session {
 	_Atomic uint64_t last_seq; /* highest agent seq processed */
 	_Atomic uint64_t out_seq;  /* last controller seq sent */
 	_Atomic int64_t last_heard_ms;
+	int64_t last_seen_saved_ms; /* message handler only: when last_seen was last written */
 };
 
 /* What a node's previous session had processed, so that an agent that reconnects within the
@@ -248,6 +249,7 @@ static void on_hello(struct ctl_server *srv, struct ctl_session *s, const Railya
 		session_finish(s, GRPC_STATUS_INTERNAL, "database error");
 		return;
 	}
+	s->last_seen_saved_ms = s->last_heard_ms; /* Hello wrote last_seen */
 	snprintf(s->boot_id, sizeof(s->boot_id), "%s", h->boot_id);
 	s->hello_done = true;
 	w.node_id = s->node_id;
@@ -427,7 +429,15 @@ static void session_message(void *userdata, struct rpc_stream *st, const Protobu
 		on_hello(srv, s, m->hello);
 		break;
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
-		r = store_node_touch(srv->state->store, s->node_id, util_now_unix_ms());
+		/* A revocation (another process writes it) is seen at the next heartbeat either
+		 * way; last_seen is written every CTL_LAST_SEEN_SAVE_MS. */
+		if (s->last_heard_ms - s->last_seen_saved_ms >= CTL_LAST_SEEN_SAVE_MS) {
+			r = store_node_touch(srv->state->store, s->node_id, util_now_unix_ms());
+			if (r == 0)
+				s->last_seen_saved_ms = s->last_heard_ms;
+		} else {
+			r = store_node_check(srv->state->store, s->node_id);
+		}
 		if (r == -RY_E_REVOKED || r == -RY_E_NOT_FOUND)
 			session_finish(s, GRPC_STATUS_PERMISSION_DENIED, "node revoked");
 		else if (r < 0)
@@ -504,7 +514,9 @@ static void session_closed(void *userdata, struct rpc_stream *st, bool cancelled
 	resume_remember(srv, s);
 	/* A superseded session must not mark the node offline under its successor. */
 	if (was_registered && s->hello_done) {
-		int r = store_node_offline(srv->state->store, s->node_id, util_now_unix_ms());
+		/* last_seen: when it was last heard (heartbeats write it only now and then). */
+		int64_t heard = util_now_unix_ms() - (util_now_mono_ms() - s->last_heard_ms);
+		int r = store_node_offline(srv->state->store, s->node_id, heard);
 
 		if (r < 0 && r != -RY_E_NOT_FOUND)
 			log_error("marking node %s offline: %s", s->node_id, ry_strerror(r));

@@ -125,7 +125,7 @@ static const char *const stmt_sql[STMT__MAX] = {
 			    "WHERE id = ?1 AND state != 'revoked'",
 	[STMT_NODE_FACTS] = "UPDATE nodes SET facts = ?3, last_seen = MAX(last_seen, ?2) "
 			    "WHERE id = ?1 AND state != 'revoked'",
-	[STMT_NODE_OFFLINE] = "UPDATE nodes SET state = 'offline' "
+	[STMT_NODE_OFFLINE] = "UPDATE nodes SET state = 'offline', last_seen = MAX(last_seen, ?2) "
 			      "WHERE id = ?1 AND state != 'revoked'",
 	[STMT_NODES_EXPIRE] = "UPDATE nodes SET state = 'offline' "
 			      "WHERE state = 'online' AND last_seen < ?1",
@@ -1113,9 +1113,6 @@ static int node_update(struct store *s, const char *id, enum stmt_id stmt, int64
 	case STMT_NODE_FACTS:
 		r = q_exec(s, &changed, stmt, "tlt", id, now_ms, a);
 		break;
-	case STMT_NODE_OFFLINE:
-		r = q_exec(s, &changed, stmt, "t", id);
-		break;
 	default:
 		r = q_exec(s, &changed, stmt, "tl", id, now_ms);
 		break;
@@ -1148,6 +1145,29 @@ int store_node_touch(struct store *s, const char *id, int64_t now_ms)
 	if (!s || !id)
 		return -EINVAL;
 	return node_update(s, id, STMT_NODE_TOUCH, now_ms, NULL, NULL);
+}
+
+int store_node_check(struct store *s, const char *id)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !id)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = q_start(s, STMT_NODE_STATE, &st, "t", id);
+	if (r >= 0) {
+		r = q_step(s, st);
+		if (r == 0)
+			r = -RY_E_NOT_FOUND;
+		else if (r == 1)
+			r = strcmp((const char *)sqlite3_column_text(st, 0), "revoked") == 0
+				    ? -RY_E_REVOKED
+				    : 0;
+	}
+	q_end(st);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 int store_node_set_facts(struct store *s, const char *id, const char *facts_json, int64_t now_ms)

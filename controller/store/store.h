@@ -141,8 +141,13 @@ STORE_WUR int store_node_touch(struct store *s, const char *id, int64_t now_ms);
  * Errors as store_node_online(). */
 int store_node_set_facts(struct store *s, const char *id, const char *facts_json, int64_t now_ms);
 
-/* The node's session ended: state 'offline' (last_seen unchanged). A revoked node stays
- * 'revoked' and this returns 0 without writing. -RY_E_NOT_FOUND, -EINVAL, -RY_E_DB. */
+/* Read only (no write, no fsync): 0 when the node exists and is not revoked, -RY_E_REVOKED,
+ * -RY_E_NOT_FOUND, -EINVAL, -RY_E_DB. For heartbeats between two store_node_touch() calls. */
+STORE_WUR int store_node_check(struct store *s, const char *id);
+
+/* The node's session ended: state 'offline', last_seen = now_ms (the time it was last heard;
+ * never moved backwards). A revoked node stays 'revoked' and this returns 0 without writing.
+ * -RY_E_NOT_FOUND, -EINVAL, -RY_E_DB. */
 int store_node_offline(struct store *s, const char *id, int64_t now_ms);
 
 /* Heartbeat reaper: every 'online' node whose last_seen < older_than_ms becomes 'offline'; on

@@ -739,10 +739,23 @@ static void test_node_transitions(void **state)
 	assert_int_equal(store_node_touch(f->s, "n2", T0 + 30), 0);
 	assert_state(f->s, "n2", "enrolled");
 
+	/* Heartbeats between writes only read. */
+	assert_int_equal(store_node_check(f->s, "n1"), 0);
+	assert_int_equal(store_node_check(f->s, "nope"), -RY_E_NOT_FOUND);
+	assert_int_equal(store_node_check(f->s, NULL), -EINVAL);
+	n = get_node(f->s, "n1");
+	assert_int_equal(n->last_seen_ms, T0 + 30);
+	store_node_free(n);
+
+	/* The session's end writes when the node was last heard (never backwards). */
 	assert_int_equal(store_node_offline(f->s, "n1", T0 + 40), 0);
 	n = get_node(f->s, "n1");
 	assert_string_equal(n->state, "offline");
-	assert_int_equal(n->last_seen_ms, T0 + 30);
+	assert_int_equal(n->last_seen_ms, T0 + 40);
+	store_node_free(n);
+	assert_int_equal(store_node_offline(f->s, "n1", T0 + 35), 0);
+	n = get_node(f->s, "n1");
+	assert_int_equal(n->last_seen_ms, T0 + 40);
 	store_node_free(n);
 
 	/* Hello again without facts keeps the stored ones. */
@@ -873,6 +886,7 @@ static void test_revoke(void **state)
 
 	/* A revoked node cannot come back, and nothing is written. */
 	assert_int_equal(store_node_touch(f->s, "n1", T0 + 30), -RY_E_REVOKED);
+	assert_int_equal(store_node_check(f->s, "n1"), -RY_E_REVOKED);
 	assert_int_equal(store_node_online(f->s, "n1", "2.0", "{\"x\":1}", T0 + 30), -RY_E_REVOKED);
 	assert_int_equal(store_node_set_facts(f->s, "n1", "{\"x\":1}", T0 + 30), -RY_E_REVOKED);
 	assert_int_equal(store_node_offline(f->s, "n1", T0 + 30), 0); /* stays revoked */
