@@ -110,10 +110,17 @@ int apply_ctx_rollback(struct apply_ctx *ctx);
 void apply_ctx_step_reset(struct apply_ctx *ctx);
 
 /* Run a program through the runner with the context's sysroot seam and timeout (timeout_ms 0:
- * ctx default). */
+ * ctx default). For the `command` step and read-only probes that take the sysroot as an
+ * argument (dpkg-query --admindir): the host's program is used when the sysroot has none. */
 APPLY_WUR int apply_ctx_run(struct apply_ctx *ctx, const char *const *argv, int64_t timeout_ms,
 			    struct runner_result *ret);
-/* Run and require exit 0; on failure the message names the program, outcome and stderr. */
+/* Run a system tool (modprobe, systemctl, apt-get, mlnx_qos) with the ctx default timeout: with
+ * a sysroot other than "/" only the sysroot's own copy (a test double) is ever run; missing, it
+ * fails naming where it looked (runner_cmd.sysroot_only). */
+APPLY_WUR int apply_ctx_run_tool(struct apply_ctx *ctx, const char *const *argv,
+				 struct runner_result *ret);
+/* Run a system tool (as apply_ctx_run_tool) and require exit 0; on failure the message names
+ * the program, outcome and stderr. */
 APPLY_WUR int apply_ctx_run_ok(struct apply_ctx *ctx, const char *const *argv,
 			       struct runner_result *ret_opt);
 

@@ -403,8 +403,8 @@ void apply_ctx_step_reset(struct apply_ctx *ctx)
 	ctx->n_backups = ctx->cap_backups = 0;
 }
 
-int apply_ctx_run(struct apply_ctx *ctx, const char *const *argv, int64_t timeout_ms,
-		  struct runner_result *ret)
+static int ctx_run(struct apply_ctx *ctx, const char *const *argv, int64_t timeout_ms, bool tool,
+		   struct runner_result *ret)
 {
 	static const char *const env[] = {"DEBIAN_FRONTEND=noninteractive", NULL};
 	struct runner_cmd c = {
@@ -412,12 +412,31 @@ int apply_ctx_run(struct apply_ctx *ctx, const char *const *argv, int64_t timeou
 		.sysroot = ctx->sysroot,
 		.timeout_ms = timeout_ms > 0 ? timeout_ms : ctx->command_timeout_ms,
 		.env_extra = env,
+		.sysroot_only = tool,
 	};
+	bool fixture = ctx->sysroot && ctx->sysroot[0] && strcmp(ctx->sysroot, "/") != 0;
 	int r = runner_run(&c, ret);
 
+	if (r == -ENOENT && tool && fixture)
+		return apply_ctx_fail(ctx, r,
+				      "cannot run %s: not in %s/usr/local/{sbin,bin} (with a "
+				      "sysroot other than /, system tools come from the sysroot, "
+				      "never from the host)",
+				      argv[0], ctx->sysroot);
 	if (r < 0)
 		return apply_ctx_fail(ctx, r, "cannot run %s: %s", argv[0], ry_strerror(r));
 	return 0;
+}
+
+int apply_ctx_run(struct apply_ctx *ctx, const char *const *argv, int64_t timeout_ms,
+		  struct runner_result *ret)
+{
+	return ctx_run(ctx, argv, timeout_ms, false, ret);
+}
+
+int apply_ctx_run_tool(struct apply_ctx *ctx, const char *const *argv, struct runner_result *ret)
+{
+	return ctx_run(ctx, argv, 0, true, ret);
 }
 
 int apply_ctx_run_ok(struct apply_ctx *ctx, const char *const *argv, struct runner_result *ret_opt)
@@ -426,7 +445,7 @@ int apply_ctx_run_ok(struct apply_ctx *ctx, const char *const *argv, struct runn
 	char desc[128];
 	int r;
 
-	r = apply_ctx_run(ctx, argv, 0, &res);
+	r = apply_ctx_run_tool(ctx, argv, &res);
 	if (r < 0)
 		return r;
 	if (res.timed_out || res.term_signal || res.exit_code != 0) {

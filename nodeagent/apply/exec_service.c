@@ -23,7 +23,7 @@ static int query(struct apply_ctx *ctx, const char *verb, const char *name, char
 	size_t n;
 	int r;
 
-	r = apply_ctx_run(ctx, argv, 0, &res);
+	r = apply_ctx_run_tool(ctx, argv, &res);
 	if (r < 0)
 		return r;
 	if (res.timed_out) {

@@ -182,7 +182,19 @@ int runner_run(const struct runner_cmd *c, struct runner_result *ret)
 		r = -ENOMEM;
 		goto out;
 	}
-	r = find_program(c->argv[0], path, &prog);
+	if (c->sysroot_only && !is_real_root(c->sysroot) && !strchr(c->argv[0], '/')) {
+		char *own = NULL;
+
+		if (asprintf(&own, "%s/usr/local/sbin:%s/usr/local/bin", c->sysroot, c->sysroot) <
+		    0) {
+			r = -ENOMEM;
+			goto out;
+		}
+		r = find_program(c->argv[0], own, &prog);
+		free(own);
+	} else {
+		r = find_program(c->argv[0], path, &prog);
+	}
 	if (r < 0)
 		goto out;
 	env = build_env(path, c->sysroot, c->env_extra);

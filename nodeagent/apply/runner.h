@@ -31,6 +31,11 @@ struct runner_cmd {
 	int64_t grace_ms;	      /* SIGTERM -> SIGKILL delay; <= 0: RUNNER_DEFAULT_GRACE_MS */
 	size_t output_max;	      /* bytes kept per stream; 0: RUNNER_DEFAULT_OUTPUT_MAX */
 	const char *const *env_extra; /* NULL-terminated "KEY=VALUE" list, or NULL */
+	/* A system tool (modprobe, systemctl, apt-get, mlnx_qos): with a sysroot other than "/",
+	 * argv[0] (a bare name) is looked up ONLY in the sysroot's usr/local/sbin and
+	 * usr/local/bin, so that the host's own tool never acts on the host on behalf of a
+	 * fixture; not found there: -ENOENT. No effect when the sysroot is "/". */
+	bool sysroot_only;
 };
 
 /* Outcome of a program that was started. out/err are NUL-terminated (caller-embedded; release

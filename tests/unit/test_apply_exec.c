@@ -225,6 +225,17 @@ static void test_kmod(void **state)
 	assert_non_null(strstr(o.message, "rolled back 2 file(s)"));
 	assert_file(root, "etc/modprobe.d/railyard-nvidia_fs.conf", "old\n");
 	assert_false(tu_exists(root, "etc/modules-load.d/railyard-nvidia_fs.conf"));
+	/* no modprobe in the sysroot: the host's is never run in its place */
+	{
+		char dbl[4200];
+
+		snprintf(dbl, sizeof(dbl), "%s/usr/local/sbin/modprobe", root);
+		assert_int_equal(unlink(dbl), 0);
+	}
+	o = run1(root, "kmod", "{\"name\":\"ib_ipoib\"}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(o.message, "cannot run modprobe: not in "));
+	assert_non_null(strstr(o.message, "never from the host"));
 	tu_rm(root);
 }
 

@@ -195,12 +195,42 @@ static void test_sysroot_path_seam(void **state)
 	tu_rm(root);
 }
 
+/* System tools under a fixture sysroot come from the sysroot or not at all. */
+static void test_sysroot_only(void **state)
+{
+	char *root = tu_sysroot("h200-roce");
+	struct runner_result res;
+	struct runner_cmd c = {.grace_ms = 300, .sysroot = root, .sysroot_only = true};
+
+	(void)state;
+	c.argv = (const char *const[]){"modprobe", "railyard_only_mod", NULL};
+	assert_int_equal(runner_run(&c, &res), 0); /* the double */
+	assert_int_equal(res.exit_code, 0);
+	runner_result_done(&res);
+	assert_int_equal(tu_calls(root, "modprobe railyard_only_mod"), 1);
+	/* sh is on the host, not in the sysroot: never taken from the host */
+	c.argv = (const char *const[]){"sh", "-c", "true", NULL};
+	assert_int_equal(runner_run(&c, &res), -ENOENT);
+	/* an explicit path is the caller's choice */
+	c.argv = (const char *const[]){"/bin/sh", "-c", "exit 3", NULL};
+	assert_int_equal(runner_run(&c, &res), 0);
+	assert_int_equal(res.exit_code, 3);
+	runner_result_done(&res);
+	/* on the real root the flag changes nothing */
+	c.sysroot = "/";
+	c.argv = (const char *const[]){"sh", "-c", "exit 4", NULL};
+	assert_int_equal(runner_run(&c, &res), 0);
+	assert_int_equal(res.exit_code, 4);
+	runner_result_done(&res);
+	tu_rm(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exit_and_output),	    cmocka_unit_test(test_output_bounded),
 		cmocka_unit_test(test_timeout_kills_group), cmocka_unit_test(test_missing_program),
-		cmocka_unit_test(test_sysroot_path_seam),
+		cmocka_unit_test(test_sysroot_path_seam),   cmocka_unit_test(test_sysroot_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
