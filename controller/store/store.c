@@ -1080,7 +1080,8 @@ int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *re
 }
 
 /* After an UPDATE guarded by "state != 'revoked'" changed nothing: say why. */
-static int node_why_unchanged_locked(struct store *s, const char *id)
+/* 0 when the node exists and is not revoked; -RY_E_REVOKED, -RY_E_NOT_FOUND, -RY_E_DB. */
+static int node_state_locked(struct store *s, const char *id)
 {
 	sqlite3_stmt *st = NULL;
 	int r;
@@ -1092,11 +1093,17 @@ static int node_why_unchanged_locked(struct store *s, const char *id)
 	if (r == 0)
 		r = -RY_E_NOT_FOUND;
 	else if (r == 1)
-		r = strcmp((const char *)sqlite3_column_text(st, 0), "revoked") == 0
-			    ? -RY_E_REVOKED
-			    : db_fail_msg(s, "node update matched nothing");
+		r = strcmp((const char *)sqlite3_column_text(st, 0), "revoked") == 0 ? -RY_E_REVOKED
+										     : 0;
 	q_end(st);
 	return r;
+}
+
+static int node_why_unchanged_locked(struct store *s, const char *id)
+{
+	int r = node_state_locked(s, id);
+
+	return r == 0 ? db_fail_msg(s, "node update matched nothing") : r;
 }
 
 /* Run one of the per-node updates (each a single autocommit statement, so one transaction). */
@@ -1149,23 +1156,12 @@ int store_node_touch(struct store *s, const char *id, int64_t now_ms)
 
 int store_node_check(struct store *s, const char *id)
 {
-	sqlite3_stmt *st = NULL;
 	int r;
 
 	if (!s || !id)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
-	r = q_start(s, STMT_NODE_STATE, &st, "t", id);
-	if (r >= 0) {
-		r = q_step(s, st);
-		if (r == 0)
-			r = -RY_E_NOT_FOUND;
-		else if (r == 1)
-			r = strcmp((const char *)sqlite3_column_text(st, 0), "revoked") == 0
-				    ? -RY_E_REVOKED
-				    : 0;
-	}
-	q_end(st);
+	r = node_state_locked(s, id);
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }
