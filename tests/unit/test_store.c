@@ -364,6 +364,31 @@ static void test_migrate_from_v2(void **state)
 	free(tok);
 }
 
+static void test_migrate_from_v3(void **state)
+{
+	struct fx *f = *state;
+	char *tok, *cluster = NULL;
+
+	assert_int_equal(store_open_at_version(f->path, 3, &f->s), 0);
+	assert_true(has_table(f->path, "deployments"));
+	assert_false(has_table(f->path, "bench_runs"));
+	tok = make_token(f->s, "c3", 1, T0);
+	store_free(f->s);
+	f->s = NULL;
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
+	assert_true(has_table(f->path, "bench_runs"));
+	assert_int_equal(raw_count_in(f->path,
+				      "SELECT count(*) FROM pragma_table_info('bench_runs') "
+				      "WHERE name = ?1",
+				      "cancel_requested_at"),
+			 1);
+	assert_int_equal(store_token_check(f->s, tok, T0 + 1, &cluster), 0);
+	assert_string_equal(cluster, "c3");
+	free(cluster);
+	free(tok);
+}
+
 static void test_newer_schema_refused(void **state)
 {
 	struct fx *f = *state;
@@ -1293,6 +1318,7 @@ int main(void)
 		T(test_migrate_from_v0),
 		T(test_migrate_from_v1),
 		T(test_migrate_from_v2),
+		T(test_migrate_from_v3),
 		T(test_newer_schema_refused),
 		T(test_deployments),
 		T(test_bench_runs),
