@@ -39,6 +39,8 @@ struct ctl_bench_opts {
 	const char *op, *device;      /* NULL: the engine's defaults */
 	const char *server_address; /* NULL: the server node's address as the controller sees it */
 	int64_t size, iters, duration_s, qps;
+	int64_t gid_index;	     /* -2: not given (-1: choose by type and address) */
+	int64_t ib_port, tclass, sl; /* -1: not given */
 	bool sweep, bidir, check_data, rdma_cm, json;
 	bool no_wait;	    /* store the run, print its id, return */
 	int64_t timeout_ms; /* the whole run */

@@ -150,6 +150,14 @@ int ctl_cmd_bench_run(const char *state_dir, const struct ctl_bench_opts *o, FIL
 		json_object_set_new(p, "qps", json_integer(o->qps));
 	if (o->device)
 		json_object_set_new(p, "device", json_string(o->device));
+	if (o->gid_index >= -1)
+		json_object_set_new(p, "gid_index", json_integer(o->gid_index));
+	if (o->ib_port >= 0)
+		json_object_set_new(p, "ib_port", json_integer(o->ib_port));
+	if (o->tclass >= 0)
+		json_object_set_new(p, "traffic_class", json_integer(o->tclass));
+	if (o->sl >= 0)
+		json_object_set_new(p, "service_level", json_integer(o->sl));
 	if (o->sweep)
 		json_object_set_new(p, "sweep", json_true());
 	if (o->bidir)

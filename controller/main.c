@@ -35,6 +35,7 @@ static void usage(FILE *f)
 		"  bench run --from NODE --to NODE --kind lat|bw [--transport tcp|verbs]\n"
 		"         [--op send|write|read] [--size N] [--iters N] [--duration S] [--qps N]\n"
 		"         [--sweep] [--bidir] [--check-data] [--rdma-cm] [--device DEV]\n"
+		"         [--gid-index N] [--ib-port N] [--tclass N] [--sl N]\n"
 		"         [--server-address HOST] [--timeout 60s] [--no-wait] [--json]\n"
 		"         [--state-dir D]          (Ctrl-C while it waits cancels the run)\n"
 		"  bench list | bench show ID [--json] [--state-dir D]\n"
@@ -101,6 +102,10 @@ int main(int argc, char **argv)
 		{"rdma-cm", no_argument, NULL, 1013},
 		{"device", required_argument, NULL, 1014},
 		{"server-address", required_argument, NULL, 1015},
+		{"gid-index", required_argument, NULL, 1016},
+		{"ib-port", required_argument, NULL, 1017},
+		{"tclass", required_argument, NULL, 1018},
+		{"sl", required_argument, NULL, 1019},
 		{"log-level", required_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -109,7 +114,13 @@ int main(int argc, char **argv)
 	const char *facts = NULL;
 	struct ctl_deploy_opts dopt = {.canary = -1, .pause_ms = -1, .timeout_ms = 30 * 60 * 1000};
 	int64_t apply_timeout_ms = 0, grace_ms = 30000;
-	struct ctl_bench_opts bopt = {.kind = "lat", .transport = "tcp", .timeout_ms = 60000};
+	struct ctl_bench_opts bopt = {.kind = "lat",
+				      .transport = "tcp",
+				      .timeout_ms = 60000,
+				      .gid_index = -2,
+				      .ib_port = -1,
+				      .tclass = -1,
+				      .sl = -1};
 	bool timeout_set = false;
 	const char *sans[MAX_SANS];
 	size_t n_sans = 0;
@@ -293,6 +304,27 @@ int main(int argc, char **argv)
 		case 1015:
 			bopt.server_address = optarg;
 			break;
+		case 1016:
+		case 1017:
+		case 1018:
+		case 1019: {
+			/* The same value goes to both sides; the agents validate it against their
+			 * device (e.g. a GID index not in use). */
+			static const long long lo[] = {-1, 1, 0, 0}, hi[] = {65535, 255, 255, 15};
+			static const char *const flag[] = {"--gid-index", "--ib-port", "--tclass",
+							   "--sl"};
+			long long v = strtoll(optarg, &end, 10);
+			int k = c - 1016;
+			int64_t *dst = k == 0	? &bopt.gid_index
+				       : k == 1 ? &bopt.ib_port
+				       : k == 2 ? &bopt.tclass
+						: &bopt.sl;
+
+			if (!optarg[0] || *end || v < lo[k] || v > hi[k])
+				return bad(flag[k], optarg);
+			*dst = v;
+			break;
+		}
 		case 'A':
 			if (parse_ms("--apply-timeout", optarg, &apply_timeout_ms))
 				return 2;

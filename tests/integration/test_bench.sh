@@ -27,6 +27,15 @@ check "data was checked" jqt '.result.results[0].data_check.checked > 0' "$T/bw.
 check "human output names the figures" bash -c \
 	"'$CTL' bench show \$(jq -r .id '$T/lat.json') --state-dir '$T/ctl' | grep -q 'p50'"
 
+# Verbs knobs travel to both agents (tcp ignores them, but the engine reports what it got).
+bench --kind lat --iters 50 --ib-port 2 --gid-index 3 --tclass 32 --sl 1 --json --timeout 30s \
+	>"$T/knobs.json"
+check "a run with --ib-port/--gid-index/--tclass/--sl succeeds" test $? -eq 0
+check "the agents got ib_port 2 and gid_index 3" jqt '.result.params.ib_port == 2 and
+	.result.params.gid_index == 3 and .server_result.params.ib_port == 2' "$T/knobs.json"
+refused bench --kind lat --sl 16 >"$T/sl.out" 2>&1
+check "an SL over 15 is refused before anything is stored" grep -q "invalid --sl '16'" "$T/sl.out"
+
 # Bad orders are answered with failed results, not silence.
 refused bench --kind bw --size 100000000 --timeout 20s >"$T/big.out" 2>&1
 check "oversized message refused by the agent, reason stored" grep -qi "size" "$T/big.out"
