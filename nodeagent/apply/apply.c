@@ -129,13 +129,20 @@ static int run_step(struct apply_ctx *ctx, const char *type, const json_t *param
 			apply_ctx_note(ctx, "apply failed: %s", ry_strerror(r));
 		}
 		if (r < 0) {
-			size_t n = ctx->n_backups;
-			int rb = apply_ctx_rollback(ctx);
+			size_t n = ctx->n_backups, cmds = 0;
+			int rb;
 
+			for (size_t i = 0; i < n; i++)
+				cmds += ctx->backups[i].undo_argv ? 1 : 0;
+			rb = apply_ctx_rollback(ctx);
 			res->status = APPLY_STATUS_FAILED;
 			if (n > 0 && rb == 0) {
 				res->rolled_back = true;
-				apply_ctx_note(ctx, "; rolled back %zu file(s) from backup", n);
+				if (n > cmds)
+					apply_ctx_note(ctx, "; rolled back %zu file(s) from backup",
+						       n - cmds);
+				if (cmds > 0)
+					apply_ctx_note(ctx, "; undid %zu command(s)", cmds);
 			} else if (n > 0) {
 				apply_ctx_note(ctx, "; ROLLBACK FAILED: %s", ry_strerror(rb));
 			}

@@ -27,9 +27,11 @@ void apply_buf_printf(struct apply_buf *b, const char *fmt, ...)
 APPLY_WUR int apply_buf_take(struct apply_buf *b, char **ret);
 void apply_buf_done(struct apply_buf *b);
 
-/* One thing a step touched, restorable by apply_ctx_rollback(). */
+/* One thing a step touched, restorable by apply_ctx_rollback(): a file (host_path), or a system
+ * tool's change undone by running undo_argv (apply_ctx_undo_cmd). */
 struct apply_backup {
-	char *host_path;   /* resolved path */
+	char **undo_argv;  /* NULL-terminated, owned; NULL for a file */
+	char *host_path;   /* resolved path (NULL for an undo command) */
 	char *backup_path; /* copy of the original content (NULL when it did not exist) */
 	bool existed;
 	bool in_place; /* procfs/sysfs value: restored by writing into the file, not by rename */
@@ -146,6 +148,14 @@ APPLY_WUR int apply_file_diff(struct apply_ctx *ctx, const char *path, const cha
 APPLY_WUR int apply_conf_merge(struct apply_ctx *ctx, const char *cur, size_t curlen,
 			       const json_t *settings, const char *sep, char **ret,
 			       struct apply_buf *values);
+
+/* Register the command that puts back what a system tool changed (mlnx_qos, modprobe,
+ * systemctl); a rollback runs it (as apply_ctx_run_ok, in reverse order with the file
+ * restores). argv is copied. -ENOMEM, -EINVAL in check mode. */
+APPLY_WUR int apply_ctx_undo_cmd(struct apply_ctx *ctx, const char *const *argv);
+/* apply_ctx_run_ok(argv); once it succeeded, register undo (NULL: nothing to undo). */
+APPLY_WUR int apply_ctx_run_undoable(struct apply_ctx *ctx, const char *const *argv,
+				     const char *const *undo);
 
 /* Remove a node file after backing it up (rollback re-creates it); absent is fine. */
 APPLY_WUR int apply_ctx_remove_file(struct apply_ctx *ctx, const char *path);

@@ -161,9 +161,56 @@ int apply_ctx_read(struct apply_ctx *ctx, const char *path, char **ret_buf, size
 static struct apply_backup *find_backup(struct apply_ctx *ctx, const char *host)
 {
 	for (size_t i = 0; i < ctx->n_backups; i++)
-		if (strcmp(ctx->backups[i].host_path, host) == 0)
+		if (ctx->backups[i].host_path && strcmp(ctx->backups[i].host_path, host) == 0)
 			return &ctx->backups[i];
 	return NULL;
+}
+
+static int backups_grow(struct apply_ctx *ctx)
+{
+	if (ctx->n_backups == ctx->cap_backups) {
+		size_t cap = ctx->cap_backups ? ctx->cap_backups * 2 : 8;
+		struct apply_backup *nb = realloc(ctx->backups, cap * sizeof(*nb));
+
+		if (!nb)
+			return -ENOMEM;
+		ctx->backups = nb;
+		ctx->cap_backups = cap;
+	}
+	return 0;
+}
+
+static void free_argv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int apply_ctx_undo_cmd(struct apply_ctx *ctx, const char *const *argv)
+{
+	size_t n = 0;
+	char **v;
+
+	if (!ctx->backup_dir || !argv || !argv[0])
+		return -EINVAL; /* programmer error: changing in check mode */
+	while (argv[n])
+		n++;
+	if (backups_grow(ctx) < 0)
+		return -ENOMEM;
+	v = calloc(n + 1, sizeof(*v));
+	for (size_t i = 0; v && i < n; i++) {
+		v[i] = strdup(argv[i]);
+		if (!v[i]) {
+			free_argv(v);
+			v = NULL;
+		}
+	}
+	if (!v)
+		return -ENOMEM;
+	ctx->backups[ctx->n_backups++] = (struct apply_backup){.undo_argv = v};
+	log_debug("apply: undo registered: %s ...", argv[0]);
+	return 0;
 }
 
 /* Record (and copy) the original state of host before the first change in this step. */
@@ -179,15 +226,8 @@ static int backup(struct apply_ctx *ctx, const char *host, bool in_place)
 		return 0;
 	if (!ctx->backup_dir)
 		return -EINVAL; /* programmer error: writing in check mode */
-	if (ctx->n_backups == ctx->cap_backups) {
-		size_t cap = ctx->cap_backups ? ctx->cap_backups * 2 : 8;
-		struct apply_backup *nb = realloc(ctx->backups, cap * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		ctx->backups = nb;
-		ctx->cap_backups = cap;
-	}
+	if (backups_grow(ctx) < 0)
+		return -ENOMEM;
 	if (lstat(host, &st) < 0) {
 		if (errno != ENOENT)
 			return -errno;
@@ -372,6 +412,14 @@ int apply_ctx_rollback(struct apply_ctx *ctx)
 		size_t len = 0;
 		int r;
 
+		if (b->undo_argv) {
+			r = apply_ctx_run_ok(ctx, (const char *const *)b->undo_argv, NULL);
+			log_debug("apply: undo %s: %s", b->undo_argv[0],
+				  r < 0 ? ry_strerror(r) : "ok");
+			if (r < 0 && first == 0)
+				first = r;
+			continue;
+		}
 		if (!b->existed) {
 			r = unlink(b->host_path) < 0 && errno != ENOENT ? -errno : 0;
 		} else {
@@ -395,6 +443,7 @@ int apply_ctx_rollback(struct apply_ctx *ctx)
 void apply_ctx_step_reset(struct apply_ctx *ctx)
 {
 	for (size_t i = 0; i < ctx->n_backups; i++) {
+		free_argv(ctx->backups[i].undo_argv);
 		free(ctx->backups[i].host_path);
 		free(ctx->backups[i].backup_path);
 	}
@@ -437,6 +486,16 @@ int apply_ctx_run(struct apply_ctx *ctx, const char *const *argv, int64_t timeou
 int apply_ctx_run_tool(struct apply_ctx *ctx, const char *const *argv, struct runner_result *ret)
 {
 	return ctx_run(ctx, argv, 0, true, ret);
+}
+
+int apply_ctx_run_undoable(struct apply_ctx *ctx, const char *const *argv, const char *const *undo)
+{
+	int r = apply_ctx_run_ok(ctx, argv, NULL);
+
+	if (r < 0 || !undo)
+		return r;
+	r = apply_ctx_undo_cmd(ctx, undo);
+	return r < 0 ? apply_ctx_fail(ctx, r, "cannot record how to undo %s", argv[0]) : 0;
 }
 
 int apply_ctx_run_ok(struct apply_ctx *ctx, const char *const *argv, struct runner_result *ret_opt)

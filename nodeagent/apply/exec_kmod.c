@@ -130,7 +130,8 @@ static int kmod_run(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 				 loaded ? "loaded" : "not loaded",
 				 want_loaded ? "loaded" : "absent");
 		if (doit)
-			r = apply_ctx_run_ok(ctx, want_loaded ? load_argv : unload_argv, NULL);
+			r = apply_ctx_run_undoable(ctx, want_loaded ? load_argv : unload_argv,
+						   want_loaded ? unload_argv : load_argv);
 	} else if (loaded && *opts && out->changed) {
 		apply_ctx_note(ctx, "module %s is loaded: new options apply at its next load",
 			       name);

@@ -125,19 +125,24 @@ static int one_interface(struct apply_ctx *ctx, const char *ifname, const json_t
 	}
 	if (set_trust || set_pfc) {
 		const char *argv[8] = {"mlnx_qos", "-i", ifname};
+		const char *undo[8] = {"mlnx_qos", "-i", ifname}; /* the state read above */
 		int n = 3;
 
 		out->changed = true;
 		if (set_trust) {
-			argv[n++] = "--trust";
-			argv[n++] = trust;
+			undo[n] = argv[n] = "--trust";
+			argv[n + 1] = trust;
+			undo[n + 1] = st.trust;
+			n += 2;
 		}
 		if (set_pfc) {
-			argv[n++] = "--pfc";
-			argv[n++] = want_s;
+			undo[n] = argv[n] = "--pfc";
+			argv[n + 1] = want_s;
+			undo[n + 1] = cur_s;
+			n += 2;
 		}
-		argv[n] = NULL;
-		if (doit && (r = apply_ctx_run_ok(ctx, argv, NULL)) < 0)
+		argv[n] = undo[n] = NULL;
+		if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0)
 			goto out;
 	}
 	if (ecn) {

@@ -65,11 +65,12 @@ static int service_run(struct apply_ctx *ctx, const json_t *params, struct apply
 			return r;
 		if (ok != want) {
 			const char *argv[] = {"systemctl", want ? "enable" : "disable", name, NULL};
+			const char *undo[] = {"systemctl", want ? "disable" : "enable", name, NULL};
 
 			out->changed = true;
 			apply_buf_printf(&out->diff, "%s enabled: %s -> %s\n", name, word,
 					 want ? "enabled" : "disabled");
-			if (doit && (r = apply_ctx_run_ok(ctx, argv, NULL)) < 0)
+			if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0)
 				return r;
 		}
 	}
@@ -83,6 +84,8 @@ static int service_run(struct apply_ctx *ctx, const json_t *params, struct apply
 		if (restart || ok != want) {
 			const char *verb = restart ? "restart" : want ? "start" : "stop";
 			const char *argv[] = {"systemctl", verb, name, NULL};
+			/* A restart cannot be taken back; start and stop can. */
+			const char *undo[] = {"systemctl", want ? "stop" : "start", name, NULL};
 
 			out->changed = true;
 			if (restart)
@@ -92,7 +95,8 @@ static int service_run(struct apply_ctx *ctx, const json_t *params, struct apply
 				apply_buf_printf(&out->diff, "%s state: %s -> %s\n", name,
 						 word[0] ? word : "unknown",
 						 want ? "active" : "inactive");
-			if (doit && (r = apply_ctx_run_ok(ctx, argv, NULL)) < 0)
+			if (doit &&
+			    (r = apply_ctx_run_undoable(ctx, argv, restart ? NULL : undo)) < 0)
 				return r;
 		}
 	}

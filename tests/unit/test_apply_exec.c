@@ -340,6 +340,15 @@ static void test_service(void **state)
 	o = run1(root, "service", "{\"name\":\"bad.service\",\"state\":\"started\"}", false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "`systemctl start bad.service` exit 1: Job for"));
+	/* enabled, then the start fails: the enable is undone by the rollback */
+	o = run1(root, "service",
+		 "{\"name\":\"bad.service\",\"enabled\":true,\"state\":\"started\"}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_true(o.rolled_back);
+	assert_non_null(strstr(o.message, "undid 1 command(s)"));
+	assert_int_equal(tu_calls(root, "systemctl enable bad.service"), 1);
+	assert_int_equal(tu_calls(root, "systemctl disable bad.service"), 1);
+	assert_false(tu_exists(root, "etc/systemd/system/multi-user.target.wants/bad.service"));
 	tu_rm(root);
 }
 
@@ -412,6 +421,25 @@ static void test_roce_qos(void **state)
 	o = run1(root, "roce_qos", "{\"interfaces\":[\"enp56s0np0\"],\"ecn\":[3]}", true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "enp56s0np0: no ECN control"));
+	/* The first port is set (mlnx_qos, ECN files), then the second refuses: the rollback puts
+	 * the first back, files from their backups and mlnx_qos from the state read before. */
+	tu_write(root, "etc/railyard-test/mlnx_qos-fail", "enp152s0np0\n");
+	o = run1(root, "roce_qos",
+		 "{\"interfaces\":[\"enp73s0np0\",\"enp152s0np0\"],\"trust\":\"dscp\","
+		 "\"pfc\":[3],\"ecn\":[3]}",
+		 false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	assert_true(o.rolled_back);
+	assert_non_null(strstr(o.message, "Operation not permitted (enp152s0np0)"));
+	assert_non_null(strstr(o.message, "rolled back 2 file(s) from backup; undid 1 command(s)"));
+	assert_int_equal(
+		tu_calls(root, "mlnx_qos -i enp73s0np0 --trust dscp --pfc 0,0,0,1,0,0,0,0"), 1);
+	assert_int_equal(tu_calls(root, "mlnx_qos -i enp73s0np0 --trust pcp --pfc 0,0,0,0,0,0,0,0"),
+			 1);
+	assert_file(root, "var/lib/railyard-test/mlnx_qos/enp73s0np0",
+		    "cur_trust=pcp\ncur_pfc=0,0,0,0,0,0,0,0\n");
+	assert_file(root, "sys/class/net/enp73s0np0/ecn/roce_np/enable/3", "0\n");
+	assert_file(root, "sys/class/net/enp73s0np0/ecn/roce_rp/enable/3", "0\n");
 	tu_rm(root);
 }
 
