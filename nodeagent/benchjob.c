@@ -17,6 +17,8 @@ struct bench_run {
 	pthread_t thread;
 	bool used, finished;
 	atomic_bool cancel; /* Cancel for this run, or the agent shutting down */
+	uint16_t port;	    /* server: the leased control port (0: none / ephemeral) */
+	bool ready;	    /* server: BenchReady sent (the port is in use by us) */
 	char id[65];
 	char peer[300];
 	bool server;
@@ -27,6 +29,7 @@ struct bench_run {
 struct agent_bench {
 	struct outbox *ob;
 	pthread_mutex_t lock;
+	uint16_t port_lo, port_hi, port_next; /* lease range (0: ephemeral), next to try */
 	struct bench_run runs[AGENT_BENCH_MAX];
 	char seen[BENCH_IDS_KEPT][65]; /* ring of ids already started */
 	size_t seen_next;
@@ -140,6 +143,8 @@ static void push_result(struct agent_bench *b, const char *id, json_t *result, b
 static void on_ready(void *ud, uint16_t port)
 {
 	struct bench_run *run = ud;
+
+	run->ready = true;
 	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
 	Railyard__V1__BenchReady br = RAILYARD__V1__BENCH_READY__INIT;
 
@@ -150,6 +155,61 @@ static void on_ready(void *ud, uint16_t port)
 	if (outbox_push(run->owner->ob, &m) < 0)
 		log_error("bench %s: BenchReady lost (outbox full)", run->id);
 	log_info("bench %s: server listening on port %u", run->id, port);
+}
+
+/* Lease a control port for run: the next one in the range that no running server of ours
+ * holds and that was not tried yet (tried counts attempts). 0 when the range is exhausted. */
+static uint16_t port_lease(struct agent_bench *b, struct bench_run *run, uint32_t *tried)
+{
+	uint32_t span = (uint32_t)b->port_hi - b->port_lo + 1;
+	uint16_t port = 0;
+
+	pthread_mutex_lock(&b->lock);
+	while (!port && *tried < span) {
+		uint16_t cand = b->port_next;
+		bool held = false;
+
+		b->port_next = cand >= b->port_hi ? b->port_lo : (uint16_t)(cand + 1);
+		(*tried)++;
+		for (size_t i = 0; i < AGENT_BENCH_MAX && !held; i++)
+			held = &b->runs[i] != run && b->runs[i].used && b->runs[i].port == cand;
+		if (!held)
+			port = cand;
+	}
+	run->port = port;
+	pthread_mutex_unlock(&b->lock);
+	return port;
+}
+
+/* The server side on a leased port: a port another process holds (bind fails before anything
+ * was announced) is skipped for the next one. */
+static int serve(struct bench_run *run, struct bench_run_opts *o, json_t **ret_result)
+{
+	struct agent_bench *b = run->owner;
+	uint32_t tried = 0;
+	int r;
+
+	if (!b->port_lo)
+		return bench_run_server(&run->p, o, ret_result);
+	for (;;) {
+		json_t *result = NULL;
+
+		run->p.port = port_lease(b, run, &tried);
+		if (!run->p.port) {
+			snprintf(o->err, o->errlen,
+				 "no free benchmark port in %u-%u (all %u in use)", b->port_lo,
+				 b->port_hi, (unsigned)b->port_hi - b->port_lo + 1);
+			return -EADDRINUSE;
+		}
+		o->err[0] = '\0';
+		r = bench_run_server(&run->p, o, &result);
+		if (r != -EADDRINUSE || run->ready) {
+			*ret_result = result;
+			return r;
+		}
+		log_info("bench %s: port %u is taken, trying the next", run->id, run->p.port);
+		json_decref(result);
+	}
 }
 
 static void *run_main(void *arg)
@@ -170,7 +230,7 @@ static void *run_main(void *arg)
 		 bench_kind_name(run->p.kind), run->p.transport, run->server ? "" : " against ",
 		 run->server ? "" : run->peer);
 	if (run->server)
-		r = bench_run_server(&run->p, &o, &result);
+		r = serve(run, &o, &result);
 	else
 		r = bench_run_client(&run->p, run->peer, &o, &result);
 	if (r < 0) {
@@ -188,13 +248,18 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
-int agent_bench_new(struct outbox *ob, struct agent_bench **ret)
+int agent_bench_new(struct outbox *ob, uint16_t port_lo, uint16_t port_hi, struct agent_bench **ret)
 {
-	struct agent_bench *b = calloc(1, sizeof(*b));
+	struct agent_bench *b;
 
+	if (port_lo > port_hi || (port_lo == 0) != (port_hi == 0))
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->ob = ob;
+	b->port_lo = b->port_next = port_lo;
+	b->port_hi = port_hi;
 	pthread_mutex_init(&b->lock, NULL);
 	*ret = b;
 	return 0;

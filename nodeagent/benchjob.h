@@ -15,9 +15,16 @@
 
 struct agent_bench;
 
-/* ob is borrowed and must outlive the benchmarks. */
-__attribute__((warn_unused_result)) int agent_bench_new(struct outbox *ob,
-							struct agent_bench **ret);
+/* Default range of benchmark control ports (perftest's default port first). */
+#define AGENT_BENCH_PORT_LO 18515
+#define AGENT_BENCH_PORT_HI 18546
+
+/* ob is borrowed and must outlive the benchmarks. A server side leases a control port from
+ * port_lo..port_hi (one per running server; a port another process holds is skipped; none free:
+ * a failed result naming the range); port_lo = port_hi = 0: ephemeral ports. -EINVAL when
+ * port_lo > port_hi. */
+__attribute__((warn_unused_result)) int agent_bench_new(struct outbox *ob, uint16_t port_lo,
+							uint16_t port_hi, struct agent_bench **ret);
 /* Cancel what runs (the engine polls every 100 ms), wait for it, free. NULL is fine. */
 void agent_bench_free(struct agent_bench *b);
 

@@ -1,5 +1,6 @@
 /* railyard-agent: option parsing for enroll, run and facts. */
 #include "nodeagent/apply/apply.h"
+#include "nodeagent/benchjob.h"
 #include "nodeagent/config.h"
 #include "nodeagent/enroll.h"
 #include "nodeagent/facts/facts.h"
@@ -24,7 +25,7 @@ static void usage(FILE *f)
 		   "  enroll --controller HOST:PORT --token T --ca-fingerprint sha256:HEX\n"
 		   "         [--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]\n"
 		   "  run    [--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
-		   "         [--reconnect-max 30s]\n"
+		   "         [--reconnect-max 30s] [--bench-ports 18515-18546|0]\n"
 		   "  facts  [--sysroot DIR] [--json]\n"
 		   "  version\n"
 		   "\n"
@@ -126,6 +127,7 @@ int main(int argc, char **argv)
 		{"sysroot", required_argument, NULL, 'r'},
 		{"timeout", required_argument, NULL, 'T'},
 		{"reconnect-max", required_argument, NULL, 'R'},
+		{"bench-ports", required_argument, NULL, 'B'},
 		{"json", no_argument, NULL, 'j'},
 		{"playbook", required_argument, NULL, 'p'},
 		{"check", no_argument, NULL, 'k'},
@@ -134,7 +136,8 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct agent_enroll_opts eo = {0};
-	struct agent_session_opts so = {0};
+	struct agent_session_opts so = {.bench_port_lo = AGENT_BENCH_PORT_LO,
+					.bench_port_hi = AGENT_BENCH_PORT_HI};
 	const char *cmd;
 	int64_t ms;
 	bool json = false, check = false;
@@ -191,6 +194,21 @@ int main(int argc, char **argv)
 			if (so.backoff_max_ms < 500)
 				so.backoff_base_ms = so.backoff_max_ms / 2;
 			break;
+		case 'B': {
+			unsigned long lo, hi;
+			int used = 0;
+
+			if (strcmp(optarg, "0") == 0) {
+				so.bench_port_lo = so.bench_port_hi = 0;
+				break;
+			}
+			if (sscanf(optarg, "%lu-%lu%n", &lo, &hi, &used) != 2 ||
+			    (size_t)used != strlen(optarg) || lo < 1024 || hi > 65535 || lo > hi)
+				return bad("--bench-ports (LO-HI within 1024-65535, or 0)", optarg);
+			so.bench_port_lo = (uint16_t)lo;
+			so.bench_port_hi = (uint16_t)hi;
+			break;
+		}
 		case 'j':
 			json = true;
 			break;

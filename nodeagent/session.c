@@ -100,7 +100,7 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 	if (r >= 0)
 		r = agent_jobs_new(s->o.sysroot, s->o.state_dir, s->outbox, &s->jobs);
 	if (r >= 0)
-		r = agent_bench_new(s->outbox, &s->bench);
+		r = agent_bench_new(s->outbox, s->o.bench_port_lo, s->o.bench_port_hi, &s->bench);
 	if (r < 0) {
 		snprintf(errbuf, errlen, "cannot start the plan and benchmark workers: %s",
 			 ry_strerror(r));

@@ -5,6 +5,7 @@
 #define RAILYARD_AGENT_SESSION_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct agent_session_opts {
 	const char *state_dir;
@@ -13,6 +14,9 @@ struct agent_session_opts {
 	int backoff_base_ms;	/* first reconnect delay (default 500) */
 	int backoff_max_ms;	/* cap (default 30000) */
 	int connect_timeout_ms; /* wait for the channel per attempt (default 10000) */
+	/* Benchmark control ports the agent serves on, leased one per running server side:
+	 * bench_port_lo..bench_port_hi; both 0: an ephemeral port each time. */
+	uint16_t bench_port_lo, bench_port_hi;
 };
 
 struct agent_session;

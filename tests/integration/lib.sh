@@ -83,8 +83,8 @@ enroll() { # enroll NAME SYSROOT [extra args]
 }
 
 declare -A AGENT_PID
-start_agent() { # start_agent NAME SYSROOT
-	"$AGENT" run --state-dir "$T/$1" --sysroot "$2" --reconnect-max 1s >>"$T/$1.log" 2>&1 &
+start_agent() { # start_agent NAME SYSROOT [run options...]
+	"$AGENT" run --state-dir "$T/$1" --sysroot "$2" --reconnect-max 1s "${@:3}" >>"$T/$1.log" 2>&1 &
 	AGENT_PID[$1]=$!
 	PIDS+=("$!")
 }

@@ -93,6 +93,32 @@ check "both agents stopped it" wait_for 10 bash -c \
 	"grep -q 'bench $id: .*canceled' '$T/a.log' && grep -q 'bench $id: .*canceled' '$T/b.log'"
 check "controller and agents still up after cancels" count_is online 2
 
+# Control ports are leased from --bench-ports: one another process holds is skipped; with all
+# of them taken the run fails naming the range (and the agent keeps serving).
+kill -TERM "${AGENT_PID[b]}"
+wait "${AGENT_PID[b]}"
+check "server agent offline for its restart" wait_for 20 node_state_is gpu-node-04 offline
+busybox nc -l -p 18600 </dev/null >/dev/null 2>&1 &
+hold1=$!
+PIDS+=("$hold1")
+start_agent b "$FIXTURES/h200-ib-2" --bench-ports 18600-18601
+check "server agent back with --bench-ports 18600-18601" wait_for 20 node_state_is gpu-node-04 online
+check "port holder listens" wait_for 10 bash -c "ss -Hltn 'sport = :18600' | grep -q 18600"
+bench --kind lat --iters 100 --timeout 30s >"$T/lease.out" 2>&1
+check "a run with the first port taken succeeds" test $? -eq 0
+id=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/lease.out" | head -1)
+check "the agent skipped the taken port" log_has "$T/b.log" "bench $id: port 18600 is taken, trying the next"
+check "it served on the next one" log_has "$T/controller.log" "bench $id: server .* listening on port 18601"
+busybox nc -l -p 18601 </dev/null >/dev/null 2>&1 &
+hold2=$!
+PIDS+=("$hold2")
+check "second port holder listens" wait_for 10 bash -c "ss -Hltn 'sport = :18601' | grep -q 18601"
+refused bench --kind lat --iters 100 --timeout 20s >"$T/lease2.out" 2>&1
+check "all ports taken: the run fails naming the range" grep -q "no free benchmark port in 18600-18601" "$T/lease2.out"
+kill "$hold1" "$hold2" 2>/dev/null
+bench --kind lat --iters 100 --timeout 30s >/dev/null 2>&1
+check "ports free again: the next run succeeds" test $? -eq 0
+
 for n in a b; do kill -TERM "${AGENT_PID[$n]}"; wait "${AGENT_PID[$n]}"; done
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
