@@ -96,6 +96,14 @@ static void print_run(FILE *out, const struct store_bench_run *b, bool json)
 		char *s;
 
 		json_object_set_new(o, "error", b->error ? json_string(b->error) : json_null());
+		json_object_set_new(o, "server_address",
+				    b->server_address ? json_string(b->server_address)
+						      : json_null());
+		json_object_set_new(o, "server_port",
+				    b->server_port ? json_integer(b->server_port) : json_null());
+		json_object_set_new(o, "cancel_requested_at_ms",
+				    b->cancel_requested_ms ? json_integer(b->cancel_requested_ms)
+							   : json_null());
 		json_object_set_new(o, "params", json_loads(b->params_json, 0, NULL));
 		json_object_set_new(o, "result",
 				    b->result_json ? json_loads(b->result_json, 0, NULL)

@@ -109,6 +109,7 @@ check "a run with the first port taken succeeds" test $? -eq 0
 id=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/lease.out" | head -1)
 check "the agent skipped the taken port" log_has "$T/b.log" "bench $id: port 18600 is taken, trying the next"
 check "it served on the next one" log_has "$T/controller.log" "bench $id: server .* listening on port 18601"
+check "bench show names the port" jqt '.server_port == 18601' <("$CTL" bench show "$id" --json --state-dir "$T/ctl")
 busybox nc -l -p 18601 </dev/null >/dev/null 2>&1 &
 hold2=$!
 PIDS+=("$hold2")

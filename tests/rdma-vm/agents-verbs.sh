@@ -70,7 +70,8 @@ check "it ran on rxe0 over RoCE v2 with a measured p50" jq -e '
 	.result.environment.client.link_layer == "Ethernet" and
 	.result.results[0].latency.p50 > 0 and .result.results[0].data_check.checked > 0' "$W/lat.json"
 check "the server agent served on a leased port (18515-18546)" \
-	grep -q "listening on port 185[1-4][0-9]" "$W/controller.log"
+	jq -e '.server_port >= 18515 and .server_port <= 18546 and
+	.server_address == "192.168.77.10"' "$W/lat.json"
 bench bw --kind bw --op write --size 65536 --iters 300 --qps 2 --check-data
 check "verbs write bandwidth, 2 QPs, succeeds with a rate" jq -e '.state == "succeeded" and
 	.result.results[0].bw.gbps > 0 and .result.results[0].data_check.checked > 0' "$W/bw.json"
