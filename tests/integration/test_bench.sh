@@ -33,8 +33,10 @@ bench --kind lat --iters 50 --ib-port 2 --gid-index 3 --tclass 32 --sl 1 --json 
 check "a run with --ib-port/--gid-index/--tclass/--sl succeeds" test $? -eq 0
 check "the agents got ib_port 2 and gid_index 3" jqt '.result.params.ib_port == 2 and
 	.result.params.gid_index == 3 and .server_result.params.ib_port == 2' "$T/knobs.json"
+runs_before=$("$CTL" bench list --state-dir "$T/ctl" | wc -l)
 refused bench --kind lat --sl 16 >"$T/sl.out" 2>&1
-check "an SL over 15 is refused before anything is stored" grep -q "invalid --sl '16'" "$T/sl.out"
+check "an SL over 15 is refused, naming the flag" grep -q "invalid --sl '16'" "$T/sl.out"
+check "  ... and nothing is stored" test "$("$CTL" bench list --state-dir "$T/ctl" | wc -l)" = "$runs_before"
 
 # Bad orders are answered with failed results, not silence.
 refused bench --kind bw --size 100000000 --timeout 20s >"$T/big.out" 2>&1
