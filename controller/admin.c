@@ -4,17 +4,20 @@
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
 #include "common/util/error.h"
+#include "common/util/fs.h"
 #include "common/util/util.h"
 #include "nodeagent/facts/facts.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-static int open_state(const char *dir, bool server, struct ctl_state **ret)
+int ctl_open_state(const char *dir, bool server, struct ctl_state **ret)
 {
 	char err[512] = "";
 	int r = ctl_state_open(dir, server, ret, err, sizeof(err));
@@ -22,6 +25,18 @@ static int open_state(const char *dir, bool server, struct ctl_state **ret)
 	if (r < 0)
 		log_error("%s", err[0] ? err : ry_strerror(r));
 	return r;
+}
+
+bool ctl_valid_cluster_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 64 || !isalnum((unsigned char)name[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			return false;
+	return true;
 }
 
 int ctl_cmd_init(const char *state_dir, const char *const *sans, size_t n_sans)
@@ -35,7 +50,7 @@ int ctl_cmd_init(const char *state_dir, const char *const *sans, size_t n_sans)
 		log_error("init: %s", err[0] ? err : ry_strerror(r));
 		return 1;
 	}
-	if (open_state(state_dir, false, &st) < 0)
+	if (ctl_open_state(state_dir, false, &st) < 0)
 		return 1;
 	printf("initialised %s\nca-fingerprint: %s\n", state_dir, st->ca_fingerprint);
 	ctl_state_free(st);
@@ -63,7 +78,16 @@ int ctl_cmd_token_create(const char *state_dir, const char *cluster, int64_t ttl
 	int64_t now = util_now_unix_ms();
 	int r;
 
-	if (open_state(state_dir, false, &st) < 0)
+	if (!ctl_valid_cluster_name(cluster)) {
+		char *safe = util_escape(cluster, false);
+
+		log_error("token create: invalid cluster name '%s': use 1-64 letters, digits, '.', "
+			  "'_' or '-', starting with a letter or digit",
+			  safe ? safe : "?");
+		free(safe);
+		return 2;
+	}
+	if (ctl_open_state(state_dir, false, &st) < 0)
 		return 1;
 	r = store_token_create(st->store, cluster, ttl_ms, uses, now, &token);
 	if (r < 0) {
@@ -87,16 +111,32 @@ int ctl_cmd_serve(const char *state_dir, const struct ctl_server_config *cfg)
 	struct ctl_state *st = NULL;
 	struct ctl_server *srv = NULL;
 	char err[512] = "";
+	long holder = 0;
 	sigset_t set;
-	int sig, rc = 1;
+	int sig, rc = 1, lock_fd = -1, r;
 
-	if (open_state(state_dir, true, &st) < 0)
+	/* One serving controller per state directory: a second one would mark every node offline,
+	 * overwrite controller.addr and race the first on the database. */
+	r = fs_lock_dir(state_dir, CTL_SERVE_LOCK, &lock_fd, &holder);
+	if (r == -RY_E_LOCKED) {
+		log_error("serve: %s is already served by another railyard-controller (pid %ld); "
+			  "stop it first",
+			  state_dir, holder);
+		return CTL_EXIT_LOCKED;
+	}
+	if (r < 0) {
+		log_error("serve: cannot lock %s/%s: %s%s", state_dir, CTL_SERVE_LOCK,
+			  ry_strerror(r),
+			  r == -ENOENT ? " (run `railyard-controller init` first)" : "");
 		return 1;
+	}
+	if (ctl_open_state(state_dir, true, &st) < 0)
+		goto out;
 	rpc_log_init();
 	rpc_init();
 	if (ctl_server_start(st, cfg, &srv, err, sizeof(err)) < 0) {
 		log_error("serve: %s", err);
-		goto out;
+		goto out_rpc;
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -110,14 +150,18 @@ int ctl_cmd_serve(const char *state_dir, const struct ctl_server_config *cfg)
 				 ctl_server_refresh_facts(srv));
 			continue;
 		}
-		log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+		if (!ctl_server_failed(srv))
+			log_info("received %s, shutting down",
+				 sig == SIGINT ? "SIGINT" : "SIGTERM");
 		break;
 	}
-	rc = 0;
-out:
+	rc = ctl_server_failed(srv) ? 1 : 0;
+out_rpc:
 	ctl_server_free(srv);
 	rpc_shutdown();
+out:
 	ctl_state_free(st);
+	close(lock_fd);
 	return rc;
 }
 
@@ -150,7 +194,7 @@ int ctl_cmd_nodes(const char *state_dir, bool json, FILE *out)
 	size_t n = 0;
 	int r, rc = 1;
 
-	if (open_state(state_dir, false, &st) < 0)
+	if (ctl_open_state(state_dir, false, &st) < 0)
 		return 1;
 	r = store_nodes_list(st->store, &nodes, &n);
 	if (r < 0) {
@@ -172,6 +216,7 @@ int ctl_cmd_nodes(const char *state_dir, bool json, FILE *out)
 	} else {
 		fprintf(out, "%-16s %-14s %-10s %-8s %-20s %-8s %s\n", "NODE", "HOSTNAME",
 			"CLUSTER", "STATE", "LAST SEEN", "AGENT", "FACTS");
+		/* Host names, versions and facts come from the nodes: printed escaped. */
 		for (size_t i = 0; i < n; i++) {
 			char when[64], *summary = NULL;
 			json_t *facts = nodes[i]->facts_json
@@ -182,10 +227,11 @@ int ctl_cmd_nodes(const char *state_dir, bool json, FILE *out)
 				summary = facts_summary(facts);
 			json_decref(facts);
 			format_time(nodes[i]->last_seen_ms, when, sizeof(when));
-			fprintf(out, "%-16s %-14s %-10s %-8s %-20s %-8s %s\n", nodes[i]->id,
-				nodes[i]->hostname, nodes[i]->cluster, nodes[i]->state, when,
-				nodes[i]->agent_version ? nodes[i]->agent_version : "-",
-				summary ? summary : "-");
+			util_fprintf_safe(out, "%-16s %-14s %-10s %-8s %-20s %-8s %s\n",
+					  nodes[i]->id, nodes[i]->hostname, nodes[i]->cluster,
+					  nodes[i]->state, when,
+					  nodes[i]->agent_version ? nodes[i]->agent_version : "-",
+					  summary ? summary : "-");
 			free(summary);
 		}
 	}
@@ -202,7 +248,7 @@ int ctl_cmd_node_revoke(const char *state_dir, const char *node)
 	char *id = NULL;
 	int r;
 
-	if (open_state(state_dir, false, &st) < 0)
+	if (ctl_open_state(state_dir, false, &st) < 0)
 		return 1;
 	r = store_node_revoke(st->store, node, "admin", util_now_unix_ms(), &id);
 	if (r < 0) {
@@ -210,7 +256,7 @@ int ctl_cmd_node_revoke(const char *state_dir, const char *node)
 		ctl_state_free(st);
 		return 1;
 	}
-	printf("revoked node %s\n", id);
+	util_fprintf_safe(stdout, "revoked node %s\n", id);
 	free(id);
 	ctl_state_free(st);
 	return 0;
@@ -223,7 +269,7 @@ int ctl_cmd_audit(const char *state_dir, size_t limit, FILE *out)
 	size_t n = 0;
 	int r;
 
-	if (open_state(state_dir, false, &st) < 0)
+	if (ctl_open_state(state_dir, false, &st) < 0)
 		return 1;
 	r = store_audit_list(st->store, limit, &e, &n);
 	if (r < 0) {
@@ -235,9 +281,9 @@ int ctl_cmd_audit(const char *state_dir, size_t limit, FILE *out)
 		char when[64];
 
 		format_time(e[i].at_ms, when, sizeof(when));
-		fprintf(out, "%s %-8s %-14s %-16s %-8s %s\n", when, e[i].actor, e[i].action,
-			e[i].target ? e[i].target : "-", e[i].outcome,
-			e[i].detail ? e[i].detail : "");
+		util_fprintf_safe(out, "%s %-8s %-14s %-16s %-8s %s\n", when, e[i].actor,
+				  e[i].action, e[i].target ? e[i].target : "-", e[i].outcome,
+				  e[i].detail ? e[i].detail : "");
 	}
 	store_audit_entries_free(e, n);
 	ctl_state_free(st);

@@ -10,6 +10,19 @@
 
 #include "controller/server.h"
 
+struct ctl_state;
+
+/* Exit status of a command refused because its state directory is in use (serve). */
+#define CTL_EXIT_LOCKED 4
+/* The lock file of a serving controller, in its state directory. */
+#define CTL_SERVE_LOCK "serve.lock"
+
+/* ctl_state_open() for a command: the reason of a failure is logged. */
+__attribute__((warn_unused_result)) int ctl_open_state(const char *dir, bool server,
+						       struct ctl_state **ret);
+/* A cluster name: 1-64 of [A-Za-z0-9._-], starting with a letter or digit. */
+bool ctl_valid_cluster_name(const char *name);
+
 int ctl_cmd_init(const char *state_dir, const char *const *sans, size_t n_sans);
 int ctl_cmd_token_create(const char *state_dir, const char *cluster, int64_t ttl_ms, int uses,
 			 const char *controller_addr);

@@ -10,6 +10,7 @@
 #include "common/util/util.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,19 +109,30 @@ static void advance(struct ctl_server *srv, const struct store_bench_run *b)
 		    (!b->server_address &&
 		     ctl_session_peer_host(srv, b->server_node, host, sizeof(host)) < 0))
 			return;
-		if (send_run(srv, b, true, NULL) < 0)
-			return;
+		/* Stored before it is sent: a side's report (a refusal comes back at once) is
+		 * accepted only once that side was sent its order. */
 		if (store_bench_update(store, b->id, "server_sent", b->server_address ? NULL : host,
-				       0, NULL, NULL, NULL, now) == 1)
-			log_info("bench %s: server side sent to %s", b->id, b->server_node);
+				       0, NULL, NULL, NULL, now) != 1)
+			return;
+		if (send_run(srv, b, true, NULL) < 0) {
+			if (store_bench_update(store, b->id, "pending", NULL, 0, NULL, NULL, NULL,
+					       now) < 0)
+				log_error("bench %s: storing it pending again failed", b->id);
+			return;
+		}
+		log_info("bench %s: server side sent to %s", b->id, b->server_node);
 	} else if (strcmp(b->state, "server_ready") == 0) {
 		snprintf(peer, sizeof(peer), "%s:%d", b->server_address, b->server_port);
-		if (send_run(srv, b, false, peer) < 0)
-			return;
 		if (store_bench_update(store, b->id, "client_sent", NULL, 0, NULL, NULL, NULL,
-				       now) == 1)
-			log_info("bench %s: client side sent to %s for %s", b->id, b->client_node,
-				 peer);
+				       now) != 1)
+			return;
+		if (send_run(srv, b, false, peer) < 0) {
+			if (store_bench_update(store, b->id, "server_ready", NULL, 0, NULL, NULL,
+					       NULL, now) < 0)
+				log_error("bench %s: storing it server_ready again failed", b->id);
+			return;
+		}
+		log_info("bench %s: client side sent to %s for %s", b->id, b->client_node, peer);
 	}
 }
 
@@ -136,47 +148,140 @@ void ctl_bench_pass(struct ctl_server *srv)
 	store_bench_runs_free(runs, n);
 }
 
-void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id, const char *bench_id, int port)
+static void refuse(struct ctl_outcome *o, const char *bench_id, const char *code, const char *fmt,
+		   ...) __attribute__((format(printf, 4, 5)));
+
+static void refuse(struct ctl_outcome *o, const char *bench_id, const char *code, const char *fmt,
+		   ...)
+{
+	va_list ap;
+
+	o->verdict = CTL_REFUSE;
+	o->err_code = code;
+	snprintf(o->target, sizeof(o->target), "%.64s",
+		 bench_id && ctl_valid_text(bench_id, CTL_ID_MAX) ? bench_id : "");
+	va_start(ap, fmt);
+	vsnprintf(o->why, sizeof(o->why), fmt, ap);
+	va_end(ap);
+}
+
+/* The run a report is about, when the node takes part in it: 0 with *ret, or a verdict set in o
+ * (refused: unknown run, not a participant; retry: database). */
+static int participant(struct ctl_server *srv, const char *node_id, const char *bench_id,
+		       const char *kind, struct store_bench_run **ret, struct ctl_outcome *o)
 {
 	struct store_bench_run *b = NULL;
+	int r = store_bench_get(srv->state->store, bench_id, &b);
 
-	if (store_bench_get(srv->state->store, bench_id, &b) < 0 ||
-	    strcmp(b->server_node, node_id) != 0) {
-		log_warn("node %s: BenchReady for unknown bench %.64s ignored", node_id, bench_id);
+	if (r == -RY_E_NOT_FOUND) {
+		refuse(o, bench_id, "report_refused", "%s for unknown bench %s", kind, bench_id);
+		return -1;
+	}
+	if (r < 0) {
+		ctl_outcome_store_error(srv, o, r, "reading a bench run");
+		return -1;
+	}
+	if (strcmp(b->server_node, node_id) != 0 && strcmp(b->client_node, node_id) != 0) {
+		refuse(o, bench_id, "report_refused", "node %s is not part of bench %s", node_id,
+		       bench_id);
 		store_bench_run_free(b);
+		return -1;
+	}
+	*ret = b;
+	return 0;
+}
+
+void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id,
+			const Railyard__V1__BenchReady *m, struct ctl_outcome *o)
+{
+	struct store_bench_run *b = NULL;
+	int r;
+
+	if (!ctl_valid_text(m->bench_id, CTL_ID_MAX) || m->port == 0 || m->port > 65535) {
+		refuse(o, NULL, "invalid_field", "BenchReady: bench_id or port out of range");
 		return;
 	}
-	if (strcmp(b->state, "server_sent") == 0 &&
-	    store_bench_update(srv->state->store, bench_id, "server_ready", NULL, port, NULL, NULL,
-			       NULL, util_now_unix_ms()) == 1) {
-		log_info("bench %s: server %s listening on port %d", bench_id, node_id, port);
-		ctl_deployer_kick(srv->deployer);
-	}
+	if (participant(srv, node_id, m->bench_id, "BenchReady", &b, o) < 0)
+		return;
+	o->verdict = CTL_DONE;
+	if (strcmp(b->server_node, node_id) != 0) {
+		refuse(o, m->bench_id, "report_refused",
+		       "node %s is the client of bench %s, not its server", node_id, m->bench_id);
+	} else if (strcmp(b->state, "server_sent") == 0) {
+		r = store_bench_update(srv->state->store, m->bench_id, "server_ready", NULL,
+				       (int)m->port, NULL, NULL, NULL, util_now_unix_ms());
+		if (r < 0) {
+			ctl_outcome_store_error(srv, o, r, "storing BenchReady");
+		} else if (r == 1) {
+			log_info("bench %s: server %s listening on port %u", m->bench_id, node_id,
+				 m->port);
+			ctl_deployer_kick(srv->deployer);
+		}
+	} else if (strcmp(b->state, "pending") == 0) {
+		refuse(o, m->bench_id, "report_refused",
+		       "bench %s has not been sent to node %s yet", m->bench_id, node_id);
+	} else if (store_bench_state_final(b->state)) {
+		log_info("bench %s: BenchReady from %s after the run ended (%s): ignored",
+			 m->bench_id, node_id, b->state);
+	} else if (b->server_port != (int)m->port) {
+		refuse(o, m->bench_id, "report_refused",
+		       "bench %s: server already reported port %d, not %u", m->bench_id,
+		       b->server_port, m->port);
+	} /* else: the same BenchReady again after a reconnect */
 	store_bench_run_free(b);
 }
 
-void ctl_bench_on_result(struct ctl_server *srv, const char *node_id, const char *bench_id, bool ok,
-			 const char *result_json)
+void ctl_bench_on_result(struct ctl_server *srv, const char *node_id,
+			 const Railyard__V1__BenchResult *m, struct ctl_outcome *o)
 {
 	struct store *store = srv->state->store;
 	struct store_bench_run *b = NULL;
-	json_t *doc = json_loads(result_json, 0, NULL);
+	const char *bench_id = m->bench_id, *result_json = m->result_json, *stored;
+	json_t *doc = NULL;
 	const char *msg = NULL;
 	int64_t now = util_now_unix_ms();
+	bool ok = m->ok, client;
 	int r = 0;
 
+	if (!ctl_valid_text(bench_id, CTL_ID_MAX) ||
+	    strlen(result_json) > RY_PROTO_BENCH_RESULT_MAX) {
+		refuse(o, NULL, "invalid_field",
+		       "BenchResult: bench_id or result size out of range");
+		return;
+	}
+	doc = json_loads(result_json, 0, NULL);
 	if (!json_is_object(doc)) {
-		log_warn("node %s: bench %.64s result is not a JSON object", node_id, bench_id);
+		refuse(o, bench_id, "invalid_field", "BenchResult: result is not a JSON object");
 		goto out;
 	}
+	if (participant(srv, node_id, bench_id, "BenchResult", &b, o) < 0)
+		goto out;
+	o->verdict = CTL_DONE;
 	msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
-	if (store_bench_get(store, bench_id, &b) < 0) {
-		log_warn("node %s: result for unknown bench %.64s ignored", node_id, bench_id);
+	client = strcmp(node_id, b->client_node) == 0;
+	stored = client ? b->result_json : b->server_result_json;
+	if (stored) {
+		/* Each side reports once; the same report again is a re-send. */
+		if (strcmp(stored, result_json) != 0)
+			refuse(o, bench_id, "report_refused",
+			       "bench %s: the %s side already reported its result", bench_id,
+			       client ? "client" : "server");
+		goto out;
+	}
+	if (store_bench_state_final(b->state)) {
+		log_info("bench %s: result from %s after the run ended (%s): ignored", bench_id,
+			 node_id, b->state);
+		goto out;
+	}
+	if (client ? strcmp(b->state, "client_sent") != 0 : strcmp(b->state, "pending") == 0) {
+		refuse(o, bench_id, "report_refused",
+		       "bench %s: its %s side was not started on node %s (%s)", bench_id,
+		       client ? "client" : "server", node_id, b->state);
 		goto out;
 	}
 	/* The run ends when both sides have reported (or either failed): the client measures,
 	 * the server adds its receive-side checks. */
-	if (strcmp(node_id, b->client_node) == 0) {
+	if (client) {
 		bool both = b->server_result_json != NULL;
 
 		r = store_bench_update(store, bench_id,
@@ -185,7 +290,7 @@ void ctl_bench_on_result(struct ctl_server *srv, const char *node_id, const char
 					      : b->state,
 				       NULL, 0, result_json, NULL,
 				       ok ? NULL : (msg ? msg : "client failed"), now);
-	} else if (strcmp(node_id, b->server_node) == 0) {
+	} else {
 		const char *state = b->state;
 
 		if (!ok)
@@ -194,8 +299,10 @@ void ctl_bench_on_result(struct ctl_server *srv, const char *node_id, const char
 			state = result_ok(b->result_json) ? "succeeded" : "failed";
 		r = store_bench_update(store, bench_id, state, NULL, 0, NULL, result_json,
 				       ok ? NULL : (msg ? msg : "server failed"), now);
-	} else {
-		log_warn("node %s: result for bench %.64s it is not part of", node_id, bench_id);
+	}
+	if (r < 0) {
+		ctl_outcome_store_error(srv, o, r, "storing a bench result");
+		goto out;
 	}
 	if (r == 1)
 		log_info("bench %s: %s result from %s%s%s", bench_id, ok ? "ok" : "failed", node_id,
@@ -203,9 +310,7 @@ void ctl_bench_on_result(struct ctl_server *srv, const char *node_id, const char
 	/* One side failed: the other may still wait for it (a server for its client, a client
 	 * for a dead server's data) until the deadline; stop it now. */
 	if (r == 1 && !ok)
-		send_cancel(srv,
-			    strcmp(node_id, b->client_node) == 0 ? b->server_node : b->client_node,
-			    bench_id);
+		send_cancel(srv, client ? b->server_node : b->client_node, bench_id);
 	ctl_deployer_kick(srv->deployer);
 out:
 	store_bench_run_free(b);

@@ -119,9 +119,9 @@ static void print_run(FILE *out, const struct store_bench_run *b, bool json)
 		json_decref(o);
 		return;
 	}
-	fprintf(out, "bench %s: %s %s, %s -> %s: %s%s%s\n", b->id, b->kind, b->transport,
-		b->client_node, b->server_node, b->state, b->error ? ": " : "",
-		b->error ? b->error : "");
+	util_fprintf_safe(out, "bench %s: %s %s, %s -> %s: %s%s%s\n", b->id, b->kind, b->transport,
+			  b->client_node, b->server_node, b->state, b->error ? ": " : "",
+			  b->error ? b->error : "");
 	print_results(out, b->result_json);
 }
 
@@ -136,13 +136,19 @@ int ctl_cmd_bench_run(const char *state_dir, const struct ctl_bench_opts *o, FIL
 	json_t *p;
 	int rc = 1;
 
-	if (ctl_state_open(state_dir, false, &st, (char[256]){0}, 256) < 0) {
-		log_error("bench: cannot open %s", state_dir);
+	if (ctl_open_state(state_dir, false, &st) < 0) {
 		return 1;
 	}
 	if (store_node_get(st->store, o->from, &from) < 0 ||
 	    store_node_get(st->store, o->to, &to) < 0) {
 		log_error("bench: unknown node %s", from ? o->to : o->from);
+		goto out;
+	}
+	if (strcmp(from->id, to->id) == 0) {
+		log_error("bench: --from and --to name the same node (%s): a benchmark between "
+			  "nodes needs two",
+			  from->hostname);
+		rc = 2;
 		goto out;
 	}
 	p = json_pack("{s:s, s:s}", "kind", o->kind, "transport", o->transport);
@@ -220,8 +226,7 @@ int ctl_cmd_bench_show(const char *state_dir, const char *id, bool json, FILE *o
 	size_t n = 0;
 	int rc = 1;
 
-	if (ctl_state_open(state_dir, false, &st, (char[256]){0}, 256) < 0) {
-		log_error("bench: cannot open %s", state_dir);
+	if (ctl_open_state(state_dir, false, &st) < 0) {
 		return 1;
 	}
 	if (id) {
@@ -234,9 +239,10 @@ int ctl_cmd_bench_show(const char *state_dir, const char *id, bool json, FILE *o
 		if (store_bench_list(st->store, false, 50, &v, &n) < 0)
 			goto out;
 		for (size_t i = 0; i < n; i++)
-			fprintf(out, "%-11s %-4s %-6s %-16s %-16s %-12s %s\n", v[i]->id, v[i]->kind,
-				v[i]->transport, v[i]->client_node, v[i]->server_node, v[i]->state,
-				v[i]->error ? v[i]->error : "");
+			util_fprintf_safe(out, "%-11s %-4s %-6s %-16s %-16s %-12s %s\n", v[i]->id,
+					  v[i]->kind, v[i]->transport, v[i]->client_node,
+					  v[i]->server_node, v[i]->state,
+					  v[i]->error ? v[i]->error : "");
 	}
 	rc = 0;
 out:
@@ -252,8 +258,7 @@ int ctl_cmd_bench_cancel(const char *state_dir, const char *id, bool wait, FILE 
 	struct store_bench_run *b = NULL;
 	int rc = 1, r;
 
-	if (ctl_state_open(state_dir, false, &st, (char[256]){0}, 256) < 0) {
-		log_error("bench: cannot open %s", state_dir);
+	if (ctl_open_state(state_dir, false, &st) < 0) {
 		return 1;
 	}
 	r = store_bench_request_cancel(st->store, id, util_now_unix_ms());

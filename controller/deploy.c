@@ -28,6 +28,11 @@ struct deploy_pause {
 	int64_t until_mono_ms;
 };
 
+struct node_online {
+	struct node_online *next;
+	char node_id[64];
+};
+
 struct ctl_deployer {
 	struct ctl_server *srv;
 	pthread_t thread;
@@ -35,6 +40,7 @@ struct ctl_deployer {
 	pthread_cond_t cond;
 	bool stop, kicked;
 	struct deploy_pause *pauses;
+	struct node_online *online; /* under lock: nodes that came online, for resend() */
 	int64_t apply_timeout_ms;
 	/* Until then an offline node is waited for, not failed: after a controller restart the
 	 * agents need a moment (their reconnect backoff) to come back. */
@@ -82,7 +88,8 @@ char *ctl_policy_to_json(const struct rollout_policy *p)
 /* Render the deployment's playbook for one node. *ret_plan_json (caller frees) on success;
  * otherwise a one-line reason in why. */
 static int render_for_node(struct ctl_server *srv, const char *dep_id, const char *node_id,
-			   struct playbook **pb_cache, char **ret_plan_json, char *why, size_t len)
+			   struct playbook **pb_cache, char **ret_plan_json, int *ret_steps,
+			   char *why, size_t len)
 {
 	struct store_node *node = NULL;
 	struct pb_diags d;
@@ -121,6 +128,7 @@ static int render_for_node(struct ctl_server *srv, const char *dep_id, const cha
 		goto out;
 	}
 	*ret_plan_json = json_dumps(plan, JSON_COMPACT);
+	*ret_steps = (int)json_array_size(json_object_get(plan, "steps"));
 	r = *ret_plan_json ? 0 : -ENOMEM;
 out:
 	json_decref(plan);
@@ -131,16 +139,33 @@ out:
 	return r;
 }
 
-/* Send one waiting (or, on reconnect, already sent) node its plan. */
+/* Send one waiting (or, on reconnect, already sent) node its plan. The node is marked sent,
+ * with its plan's step count, before the plan leaves: its first report may arrive before this
+ * function returns, and reports are accepted only from nodes that were sent the plan. */
 static void dispatch(struct ctl_deployer *dp, const struct store_deployment *dep,
 		     const struct store_deploy_node *n, struct playbook **pb_cache)
 {
 	struct store *store = dp->srv->state->store;
 	int64_t now = util_now_unix_ms();
+	bool waiting = strcmp(n->state, "waiting") == 0;
 	char why[512] = "", *plan = NULL;
-	int r;
+	int r, steps = 0;
 
-	r = render_for_node(dp->srv, dep->id, n->node_id, pb_cache, &plan, why, sizeof(why));
+	if (!ctl_session_online(dp->srv, n->node_id)) {
+		/* An offline node at its turn counts as failed (Ansible: unreachable), once the
+		 * reconnect grace is over. A node that was already sent its plan keeps waiting for
+		 * its result (it gets the plan again when it reconnects). */
+		if (!waiting || util_now_mono_ms() < dp->grace_until_mono_ms)
+			return;
+		if (store_deploy_node_update(store, dep->id, n->node_id, "unreachable",
+					     "node offline at its batch", NULL, now) < 0)
+			log_error("deployment %s: storing %s unreachable failed", dep->id,
+				  n->hostname);
+		log_warn("deployment %s: node %s is offline", dep->id, n->hostname);
+		return;
+	}
+	r = render_for_node(dp->srv, dep->id, n->node_id, pb_cache, &plan, &steps, why,
+			    sizeof(why));
 	if (r < 0) {
 		log_warn("deployment %s: node %s: %s", dep->id, n->hostname, why);
 		if (store_deploy_node_update(store, dep->id, n->node_id, "failed", why, NULL, now) <
@@ -149,32 +174,36 @@ static void dispatch(struct ctl_deployer *dp, const struct store_deployment *dep
 				  n->hostname);
 		return;
 	}
+	if (waiting) {
+		r = store_deploy_node_sent(store, dep->id, n->node_id, steps, now);
+		if (r <= 0) {
+			if (r < 0)
+				log_error("deployment %s: storing 'sent' for %s failed: %s; next "
+					  "pass",
+					  dep->id, n->hostname, ry_strerror(r));
+			free(plan);
+			return;
+		}
+	}
 	r = ctl_session_send_plan(dp->srv, n->node_id, dep->id, plan, dep->check_mode);
 	free(plan);
 	if (r == -ENOTCONN) {
-		/* An offline node at its turn counts as failed (Ansible: unreachable), once the
-		 * reconnect grace is over. A node that was already sent its plan keeps waiting for
-		 * its result. */
-		if (util_now_mono_ms() < dp->grace_until_mono_ms)
-			return;
-		if (strcmp(n->state, "waiting") == 0 &&
-		    store_deploy_node_update(store, dep->id, n->node_id, "unreachable",
-					     "node offline at its batch", NULL, now) < 0)
-			log_error("deployment %s: storing %s unreachable failed", dep->id,
-				  n->hostname);
-		log_warn("deployment %s: node %s is offline", dep->id, n->hostname);
+		log_warn("deployment %s: %s went offline as its plan was sent; it gets the plan "
+			 "when it reconnects",
+			 dep->id, n->hostname);
 		return;
 	}
 	if (r < 0) {
-		log_warn("deployment %s: sending the plan to %s failed: %s", dep->id, n->hostname,
-			 ry_strerror(r));
+		/* A session that cannot take the plan is not a session to trust with it: end it,
+		 * and the reconnect brings the plan again. */
+		log_warn("deployment %s: sending the plan to %s failed: %s; ending its session",
+			 dep->id, n->hostname, ry_strerror(r));
+		ctl_session_end(dp->srv, n->node_id, GRPC_STATUS_UNAVAILABLE,
+				"the plan could not be queued");
 		return;
 	}
-	if (strcmp(n->state, "waiting") == 0 &&
-	    store_deploy_node_update(store, dep->id, n->node_id, "sent", NULL, NULL, now) < 0)
-		log_error("deployment %s: storing 'sent' for %s failed", dep->id, n->hostname);
-	log_info("deployment %s: plan sent to %s%s", dep->id, n->hostname,
-		 dep->check_mode ? " (check mode)" : "");
+	log_info("deployment %s: plan sent to %s (%d steps)%s%s", dep->id, n->hostname, steps,
+		 dep->check_mode ? ", check mode" : "", waiting ? "" : ", again after a reconnect");
 }
 
 static struct deploy_pause *pause_find(struct ctl_deployer *dp, const char *id)
@@ -337,10 +366,27 @@ out:
 	store_deploy_nodes_free(nodes, n);
 }
 
+static void resend(struct ctl_deployer *dp, const char *node_id);
+
 static void pass(struct ctl_deployer *dp)
 {
 	struct store_deployment **deps = NULL;
 	size_t n = 0;
+
+	/* Nodes that came online first: their plans follow their Welcome without delay. */
+	for (;;) {
+		struct node_online *o;
+
+		pthread_mutex_lock(&dp->lock);
+		o = dp->online;
+		if (o)
+			dp->online = o->next;
+		pthread_mutex_unlock(&dp->lock);
+		if (!o)
+			break;
+		resend(dp, o->node_id);
+		free(o);
+	}
 
 	if (store_deployments_list(dp->srv->state->store, true, 0, &deps, &n) < 0) {
 		log_error("rollout engine: listing deployments failed: %s",
@@ -419,14 +465,36 @@ void ctl_deployer_kick(struct ctl_deployer *dp)
 	pthread_mutex_unlock(&dp->lock);
 }
 
-void ctl_deployer_resend(struct ctl_deployer *dp, const char *node_id)
+void ctl_deployer_node_online(struct ctl_deployer *dp, const char *node_id)
+{
+	struct node_online *o;
+
+	if (!dp)
+		return;
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		log_error("rollout engine: out of memory; plans of %s are re-sent at its next "
+			  "reconnect",
+			  node_id);
+		return;
+	}
+	snprintf(o->node_id, sizeof(o->node_id), "%s", node_id);
+	pthread_mutex_lock(&dp->lock);
+	o->next = dp->online;
+	dp->online = o;
+	dp->kicked = true;
+	pthread_cond_signal(&dp->cond);
+	pthread_mutex_unlock(&dp->lock);
+}
+
+/* A node that reconnects may have lost its plan (agent restart) or its results (session lost
+ * mid-plan): send the plan again; the agent runs it once and re-reports. */
+static void resend(struct ctl_deployer *dp, const char *node_id)
 {
 	struct store *store = dp->srv->state->store;
 	struct store_deployment **deps = NULL;
 	size_t n = 0;
 
-	/* A node that reconnects may have lost its plan (agent restart) or its results (session
-	 * lost mid-plan): send the plan again; the agent runs it once and re-reports. */
 	if (store_deployments_list(store, true, 0, &deps, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
@@ -461,7 +529,126 @@ void ctl_deployer_free(struct ctl_deployer *dp)
 		dp->pauses = p->next;
 		free(p);
 	}
+	while (dp->online) {
+		struct node_online *o = dp->online;
+
+		dp->online = o->next;
+		free(o);
+	}
 	pthread_mutex_destroy(&dp->lock);
 	pthread_cond_destroy(&dp->cond);
 	free(dp);
+}
+
+static bool one_of(const char *v, const char *const *set)
+{
+	for (; *set; set++)
+		if (strcmp(v, *set) == 0)
+			return true;
+	return false;
+}
+
+/* A field a node sent that breaks the protocol's limits: refused (acknowledged, not stored,
+ * answered with an Error); the session goes on. */
+static void refuse_field(struct ctl_outcome *o, const char *id, const char *what)
+{
+	o->verdict = CTL_REFUSE;
+	o->err_code = "invalid_field";
+	snprintf(o->target, sizeof(o->target), "%.64s", ctl_valid_text(id, CTL_ID_MAX) ? id : "");
+	snprintf(o->why, sizeof(o->why), "%s", what);
+}
+
+static void report_outcome(struct ctl_server *srv, struct ctl_outcome *o, int r, const char *id,
+			   const char *why, const char *what)
+{
+	if (r == STORE_REPORT_STORED || r == STORE_REPORT_DUPLICATE) {
+		o->verdict = CTL_DONE;
+	} else if (r == -RY_E_REFUSED) {
+		o->verdict = CTL_REFUSE;
+		o->err_code = "report_refused";
+		snprintf(o->target, sizeof(o->target), "%s", id);
+		snprintf(o->why, sizeof(o->why), "%s", why);
+	} else {
+		ctl_outcome_store_error(srv, o, r, what);
+	}
+}
+
+void ctl_deploy_on_step_event(struct ctl_server *srv, const char *node_id, const char *hostname,
+			      const Railyard__V1__StepEvent *ev, struct ctl_outcome *o)
+{
+	static const char *const statuses[] = {"ok", "changed", "failed", "skipped", NULL};
+	struct store_step_result res = {0};
+	char why[512] = "";
+	int r;
+
+	if (!ctl_valid_text(ev->deployment_id, CTL_ID_MAX)) {
+		refuse_field(o, NULL,
+			     "StepEvent: deployment_id must be 1-64 printable "
+			     "bytes");
+		return;
+	}
+	if (ev->index >= CTL_STEPS_MAX || !ctl_valid_text(ev->name, CTL_NAME_MAX) ||
+	    !one_of(ev->status, statuses) || ev->duration_ms < 0) {
+		refuse_field(o, ev->deployment_id,
+			     "StepEvent: index, name, status or duration out of range");
+		return;
+	}
+	if (strlen(ev->diff) > CTL_DIFF_MAX || strlen(ev->message) > CTL_MESSAGE_MAX) {
+		refuse_field(o, ev->deployment_id,
+			     "StepEvent: diff over 256 KiB or message over 64 KiB");
+		return;
+	}
+	res.name = ev->name;
+	res.status = ev->status;
+	res.diff = ev->diff;
+	res.message = ev->message;
+	res.idx = (int)ev->index;
+	res.duration_ms = ev->duration_ms;
+	r = store_report_step(srv->state->store, ev->deployment_id, node_id, &res, why,
+			      sizeof(why));
+	if (r == STORE_REPORT_DUPLICATE)
+		log_debug("node %s: step %u of %s again (a re-send): already stored", hostname,
+			  ev->index, ev->deployment_id);
+	report_outcome(srv, o, r, ev->deployment_id, why, "storing a step result");
+}
+
+void ctl_deploy_on_apply_done(struct ctl_server *srv, const char *node_id, const char *hostname,
+			      const Railyard__V1__ApplyDone *d, struct ctl_outcome *o)
+{
+	static const char *const statuses[] = {"succeeded", "failed", NULL};
+	char why[512] = "";
+	int counts[4];
+	int r;
+
+	if (!ctl_valid_text(d->deployment_id, CTL_ID_MAX)) {
+		refuse_field(o, NULL,
+			     "ApplyDone: deployment_id must be 1-64 printable "
+			     "bytes");
+		return;
+	}
+	if (!one_of(d->status, statuses) || strlen(d->message) > CTL_MESSAGE_MAX ||
+	    d->ok > CTL_STEPS_MAX || d->changed > CTL_STEPS_MAX || d->failed > CTL_STEPS_MAX ||
+	    d->skipped > CTL_STEPS_MAX) {
+		refuse_field(o, d->deployment_id,
+			     "ApplyDone: status, message or counts out of range");
+		return;
+	}
+	counts[0] = (int)d->ok;
+	counts[1] = (int)d->changed;
+	counts[2] = (int)d->failed;
+	counts[3] = (int)d->skipped;
+	r = store_report_apply_done(srv->state->store, d->deployment_id, node_id, d->status,
+				    d->message[0] ? d->message : NULL, counts, util_now_unix_ms(),
+				    why, sizeof(why));
+	if (r == STORE_REPORT_STORED) {
+		log_info("deployment %s: node %s %s (ok %u, changed %u, failed %u, skipped "
+			 "%u)%s%s",
+			 d->deployment_id, hostname, d->status, d->ok, d->changed, d->failed,
+			 d->skipped, d->message[0] ? ": " : "", d->message);
+		ctl_deployer_kick(srv->deployer);
+	} else if (r == STORE_REPORT_DUPLICATE) {
+		log_debug("node %s: the end of %s again (a re-send): already stored", hostname,
+			  d->deployment_id);
+	}
+	report_outcome(srv, o, r, d->deployment_id, why, "storing the end of a plan");
 }

@@ -20,8 +20,9 @@ __attribute__((warn_unused_result)) int ctl_deployer_start(struct ctl_server *sr
 							   struct ctl_deployer **ret);
 /* Wake the engine now (a result arrived, a deployment was created). Thread-safe; NULL is fine. */
 void ctl_deployer_kick(struct ctl_deployer *dp);
-/* A node came online: re-send plans it was sent but has not finished. */
-void ctl_deployer_resend(struct ctl_deployer *dp, const char *node_id);
+/* A node came online (its Welcome is sent): the engine thread re-sends the plans it was sent
+ * but has not finished. Thread-safe; NULL is fine. */
+void ctl_deployer_node_online(struct ctl_deployer *dp, const char *node_id);
 void ctl_deployer_free(struct ctl_deployer *dp);
 
 /* The policy as stored with a deployment (JSON object of its fields; caller frees) and back. */

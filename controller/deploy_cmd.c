@@ -59,11 +59,13 @@ static bool deployment_done(const char *state)
 	return strcmp(state, "pending") != 0 && strcmp(state, "running") != 0;
 }
 
+/* Messages come from the nodes: printed escaped (one line, no terminal control). */
 static void print_node_line(FILE *out, const struct store_deploy_node *n)
 {
-	fprintf(out, "  %-14s batch %-2d %-11s ok %d, changed %d, failed %d, skipped %d%s%s\n",
-		n->hostname, n->batch, n->state, n->ok, n->changed, n->failed, n->skipped,
-		n->message ? "  " : "", n->message ? n->message : "");
+	util_fprintf_safe(out,
+			  "  %-14s batch %-2d %-11s ok %d, changed %d, failed %d, skipped %d%s%s\n",
+			  n->hostname, n->batch, n->state, n->ok, n->changed, n->failed, n->skipped,
+			  n->message ? "  " : "", n->message ? n->message : "");
 }
 
 /* Follow a deployment until it ends or timeout_ms passes, printing each node as it finishes.
@@ -100,8 +102,8 @@ static int follow(struct store *store, const char *id, int64_t timeout_ms, FILE 
 		}
 		done = deployment_done(d->state);
 		if (done) {
-			fprintf(out, "deployment %s %s%s%s\n", id, d->state, d->reason ? ": " : "",
-				d->reason ? d->reason : "");
+			util_fprintf_safe(out, "deployment %s %s%s%s\n", id, d->state,
+					  d->reason ? ": " : "", d->reason ? d->reason : "");
 			rc = strcmp(d->state, "succeeded") == 0 ? 0 : 1;
 		}
 		store_deploy_nodes_free(nodes, n);
@@ -159,8 +161,7 @@ int ctl_cmd_deploy(const char *state_dir, const struct ctl_deploy_opts *o, FILE 
 		rc = 2;
 		goto out;
 	}
-	if (ctl_state_open(state_dir, false, &st, (char[256]){0}, 256) < 0) {
-		log_error("deploy: cannot open %s", state_dir);
+	if (ctl_open_state(state_dir, false, &st) < 0) {
 		goto out;
 	}
 	r = store_nodes_list(st->store, &nodes, &n_nodes);
@@ -177,11 +178,19 @@ int ctl_cmd_deploy(const char *state_dir, const struct ctl_deploy_opts *o, FILE 
 		if (strcmp(nodes[i]->cluster, o->cluster) != 0 ||
 		    strcmp(nodes[i]->state, "revoked") == 0)
 			continue;
-		facts = nodes[i]->facts_json ? json_loads(nodes[i]->facts_json, 0, NULL) : NULL;
+		if (!nodes[i]->facts_json) {
+			util_fprintf_safe(out,
+					  "  %-14s not targeted: no facts yet (its agent has never "
+					  "connected)\n",
+					  nodes[i]->hostname);
+			continue;
+		}
+		facts = json_loads(nodes[i]->facts_json, 0, NULL);
 		match = facts && playbook_target_matches(pb, nodes[i]->cluster, facts);
 		json_decref(facts);
 		if (!match) {
-			fprintf(out, "  %-14s not targeted (selector does not match its facts)\n",
+			util_fprintf_safe(
+				out, "  %-14s not targeted (selector does not match its facts)\n",
 				nodes[i]->hostname);
 			continue;
 		}
@@ -233,10 +242,17 @@ int ctl_cmd_deploy(const char *state_dir, const struct ctl_deploy_opts *o, FILE 
 		size_t n = 0;
 
 		if (store_step_results(st->store, id, &res, &n) == 0) {
-			for (size_t i = 0; i < n; i++)
-				if (res[i].diff && res[i].diff[0])
-					fprintf(out, "--- %s: %s (%s)\n%s", res[i].node_id,
-						res[i].name, res[i].status, res[i].diff);
+			for (size_t i = 0; i < n; i++) {
+				char *diff;
+
+				if (!res[i].diff || !res[i].diff[0])
+					continue;
+				diff = util_escape(res[i].diff, true);
+				util_fprintf_safe(out, "--- %s: %s (%s)\n", res[i].node_id,
+						  res[i].name, res[i].status);
+				fputs(diff ? diff : "(out of memory)\n", out);
+				free(diff);
+			}
 			store_step_results_free(res, n);
 		}
 	}
@@ -310,8 +326,7 @@ int ctl_cmd_deployments(const char *state_dir, const char *id, bool json, FILE *
 	size_t n = 0;
 	int rc = 1;
 
-	if (ctl_state_open(state_dir, false, &st, (char[256]){0}, 256) < 0) {
-		log_error("deployments: cannot open %s", state_dir);
+	if (ctl_open_state(state_dir, false, &st) < 0) {
 		return 1;
 	}
 	if (id) {
@@ -331,10 +346,10 @@ int ctl_cmd_deployments(const char *state_dir, const char *id, bool json, FILE *
 			struct store_deploy_node *nodes = NULL;
 			size_t m = 0;
 
-			fprintf(out, "%s  %s %s on %s  %s%s%s%s\n", one->id, one->playbook_name,
-				one->playbook_version, one->cluster, one->state,
-				one->check_mode ? " (check)" : "", one->reason ? ": " : "",
-				one->reason ? one->reason : "");
+			util_fprintf_safe(out, "%s  %s %s on %s  %s%s%s%s\n", one->id,
+					  one->playbook_name, one->playbook_version, one->cluster,
+					  one->state, one->check_mode ? " (check)" : "",
+					  one->reason ? ": " : "", one->reason ? one->reason : "");
 			if (store_deploy_nodes(st->store, id, &nodes, &m) == 0) {
 				for (size_t i = 0; i < m; i++)
 					print_node_line(out, &nodes[i]);
@@ -361,10 +376,10 @@ int ctl_cmd_deployments(const char *state_dir, const char *id, bool json, FILE *
 		fprintf(out, "%-11s %-16s %-10s %-10s %-6s %s\n", "ID", "PLAYBOOK", "CLUSTER",
 			"STATE", "MODE", "REASON");
 		for (size_t i = 0; i < n; i++)
-			fprintf(out, "%-11s %-16s %-10s %-10s %-6s %s\n", deps[i]->id,
-				deps[i]->playbook_name, deps[i]->cluster, deps[i]->state,
-				deps[i]->check_mode ? "check" : "apply",
-				deps[i]->reason ? deps[i]->reason : "");
+			util_fprintf_safe(out, "%-11s %-16s %-10s %-10s %-6s %s\n", deps[i]->id,
+					  deps[i]->playbook_name, deps[i]->cluster, deps[i]->state,
+					  deps[i]->check_mode ? "check" : "apply",
+					  deps[i]->reason ? deps[i]->reason : "");
 	}
 	rc = 0;
 out:

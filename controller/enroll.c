@@ -1,12 +1,14 @@
 /* Controller.Enroll: check the token, sign the agent's CSR with an identity the controller
  * chooses, and store the node, all or nothing. Refusals are audited and logged. */
 #include "controller/server_int.h"
+#include "controller/throttle.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,26 +49,56 @@ bool ctl_valid_hostname(const char *s)
 	return true;
 }
 
+/* The source of a call without its port: "ipv4:10.0.0.5:40312" -> "10.0.0.5",
+ * "ipv6:[fd00::5]:40312" -> "fd00::5". */
+static void peer_source(const char *address, char *buf, size_t len)
+{
+	const char *h = strchr(address, ':'), *end;
+
+	h = h ? h + 1 : address;
+	if (*h == '[') {
+		h++;
+		end = strchr(h, ']');
+	} else {
+		end = strrchr(h, ':');
+	}
+	snprintf(buf, len, "%.*s", end ? (int)(end - h) : (int)strlen(h), h);
+}
+
 static grpc_status_code refuse(struct ctl_server *srv, const struct rpc_peer *peer,
 			       const char *hostname, grpc_status_code code, char **ret_msg,
 			       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* A refused enrollment: logged and audited, except that a source refused again and again gets
+ * one audit row (and one log line) per window, counting the ones in between. */
 static grpc_status_code refuse(struct ctl_server *srv, const struct rpc_peer *peer,
 			       const char *hostname, grpc_status_code code, char **ret_msg,
 			       const char *fmt, ...)
 {
-	char reason[512], detail[700];
+	char reason[512], detail[800], source[128];
+	unsigned suppressed = 0;
+	int64_t now = util_now_unix_ms();
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
-	snprintf(detail, sizeof(detail), "%s (from %s)", reason, peer->address);
-	log_warn("enrollment refused for %s: %s", hostname ? hostname : "?", detail);
-	if (store_audit(srv->state->store, util_now_unix_ms(), "agent", "node.enroll",
-			hostname && ctl_valid_text(hostname, CTL_HOSTNAME_MAX) ? hostname : NULL,
-			"refused", detail) < 0)
-		log_error("audit log write failed: %s", store_errmsg(srv->state->store));
+	peer_source(peer->address, source, sizeof(source));
+	if (ctl_throttle_refusal(srv->enroll_throttle, source, util_now_mono_ms(), &suppressed)) {
+		if (suppressed)
+			snprintf(detail, sizeof(detail),
+				 "%s (from %s; and %u more refusals from this address since the "
+				 "last entry)",
+				 reason, peer->address, suppressed);
+		else
+			snprintf(detail, sizeof(detail), "%s (from %s)", reason, peer->address);
+		log_warn("enrollment refused for %s: %s", hostname ? hostname : "?", detail);
+		if (store_audit(srv->state->store, now, "agent", "node.enroll",
+				hostname && ctl_valid_text(hostname, CTL_HOSTNAME_MAX) ? hostname
+										       : NULL,
+				"refused", detail) < 0)
+			log_error("audit log write failed: %s", store_errmsg(srv->state->store));
+	}
 	*ret_msg = strdup(reason);
 	return code;
 }
@@ -85,12 +117,53 @@ static grpc_status_code token_status(int r)
 	}
 }
 
+static grpc_status_code enroll(struct ctl_server *srv, const struct rpc_peer *peer,
+			       const Railyard__V1__EnrollRequest *rq, ProtobufCMessage **ret_resp,
+			       char **ret_msg);
+
 grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
 			    const ProtobufCMessage *req, ProtobufCMessage **ret_resp,
 			    char **ret_msg)
 {
 	struct ctl_server *srv = userdata;
 	const Railyard__V1__EnrollRequest *rq = (const Railyard__V1__EnrollRequest *)req;
+	char source[128];
+	int64_t retry_ms = 0;
+	int max = srv->cfg.threads > 1 ? srv->cfg.threads - 1 : 1;
+	grpc_status_code code;
+
+	/* A source that keeps getting refused is turned away before any database work. */
+	peer_source(peer->address, source, sizeof(source));
+	if (ctl_throttle_blocked(srv->enroll_throttle, source, util_now_mono_ms(), &retry_ms))
+		return refuse(srv, peer, NULL, GRPC_STATUS_RESOURCE_EXHAUSTED, ret_msg,
+			      "too many refused enrollment attempts from %s; retry in %lld s",
+			      source, (long long)(retry_ms + 999) / 1000);
+	/* Enrollment works on the database on a completion-queue thread: leave one thread free
+	 * for the sessions whatever the database does. */
+	if (atomic_fetch_add(&srv->enroll_active, 1) >= max) {
+		atomic_fetch_sub(&srv->enroll_active, 1);
+		*ret_msg = strdup("the controller is busy enrolling other nodes; retry");
+		return GRPC_STATUS_UNAVAILABLE;
+	}
+	code = enroll(srv, peer, rq, ret_resp, ret_msg);
+	atomic_fetch_sub(&srv->enroll_active, 1);
+	return code;
+}
+
+/* The database failed, not the request: the agent retries; nothing counts against it. */
+static grpc_status_code unavailable(struct ctl_server *srv, const char *hostname, int r,
+				    char **ret_msg)
+{
+	log_error("enrollment of %.64s not stored: %s (%s)", hostname, ry_strerror(r),
+		  store_errmsg(srv->state->store));
+	*ret_msg = strdup("the controller's database is unavailable; retry");
+	return GRPC_STATUS_UNAVAILABLE;
+}
+
+static grpc_status_code enroll(struct ctl_server *srv, const struct rpc_peer *peer,
+			       const Railyard__V1__EnrollRequest *rq, ProtobufCMessage **ret_resp,
+			       char **ret_msg)
+{
 	Railyard__V1__EnrollResponse *resp = NULL;
 	struct store_enroll e = {0};
 	char node_id[20], rnd_hex[17], serial[PKI_SERIAL_LEN], fp[PKI_FINGERPRINT_LEN];
@@ -111,6 +184,8 @@ grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
 			      "invalid agent_version");
 
 	r = store_token_check(srv->state->store, rq->token, util_now_unix_ms(), &cluster);
+	if (r < 0 && token_status(r) == GRPC_STATUS_INTERNAL)
+		return unavailable(srv, rq->hostname, r, ret_msg);
 	if (r < 0)
 		return refuse(srv, peer, rq->hostname, token_status(r), ret_msg, "%s",
 			      ry_strerror(r));
@@ -147,6 +222,10 @@ grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
 		code = refuse(srv, peer, rq->hostname, GRPC_STATUS_ALREADY_EXISTS, ret_msg,
 			      "host name %s is already enrolled; revoke that node first",
 			      rq->hostname);
+		goto out;
+	}
+	if (r < 0 && token_status(r) == GRPC_STATUS_INTERNAL) {
+		code = unavailable(srv, rq->hostname, r, ret_msg);
 		goto out;
 	}
 	if (r < 0) {

@@ -1,16 +1,30 @@
 /* The controller's gRPC service: method table, start-up and shutdown, the reaper thread. */
 #include "controller/server_int.h"
 #include "controller/deploy.h"
+#include "controller/throttle.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+/* Enrollment refusals per source address: 10 in a row block it; one is forgotten every 6 s. */
+#define ENROLL_REFUSALS_BURST	10
+#define ENROLL_REFUSAL_DRAIN_MS 6000
+/* One audit row per source (enrollments) or node (reports) and minute, with a count. */
+#define REFUSAL_AUDIT_WINDOW_MS 60000
+/* How often the reaper looks at the database file. */
+#define DB_WATCH_MS 1000
 
 static const struct rpc_method ctl_methods[] = {
 	{
@@ -28,16 +42,73 @@ static const struct rpc_method ctl_methods[] = {
 	},
 };
 
+void ctl_server_fail(struct ctl_server *srv, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+	bool first;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	first = !atomic_exchange(&srv->failed, true);
+	if (!first)
+		return;
+	log_error("%s", why);
+	/* main() waits in sigwait(): this ends `serve`, which then exits 1. */
+	kill(getpid(), SIGTERM);
+}
+
+bool ctl_server_failed(struct ctl_server *srv)
+{
+	return srv && srv->failed;
+}
+
+/* The database file must stay the one that was opened: deleted, replaced or truncated under
+ * a running controller, its writes would go nowhere (an unlinked inode) or into garbage. Only
+ * stat(): opening and closing the file here would drop SQLite's POSIX locks, which belong to
+ * the process, and let another process think it is the last user and delete the WAL. */
+static void watch_database(struct ctl_server *srv)
+{
+	const char *path = store_path(srv->state->store);
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		ctl_server_fail(srv,
+				"the database %s disappeared (%s) while serving; stopping "
+				"(restore it from a backup, or run init for a new controller)",
+				path, ry_strerror(-errno));
+		return;
+	}
+	if ((unsigned long long)st.st_dev != srv->db_dev ||
+	    (unsigned long long)st.st_ino != srv->db_ino) {
+		ctl_server_fail(srv,
+				"the database %s was replaced while serving; stopping (start "
+				"again to use the new file)",
+				path);
+		return;
+	}
+	/* Shorter than SQLite's own header: it was truncated (a cut elsewhere shows up as a
+	 * corrupt page at the next read, which stops the server too). */
+	if (st.st_size < 100)
+		ctl_server_fail(srv,
+				"the database %s was truncated while serving (%lld bytes); "
+				"stopping (restore it from a backup)",
+				path, (long long)st.st_size);
+}
+
 static void *reaper_main(void *arg)
 {
 	struct ctl_server *srv = arg;
-	int64_t period = srv->cfg.heartbeat_interval_ms / 2;
+	int64_t period = srv->cfg.heartbeat_interval_ms / 2, next_watch = 0;
 	int64_t next_refresh = srv->cfg.facts_refresh_ms > 0
 				       ? util_now_mono_ms() + srv->cfg.facts_refresh_ms
 				       : INT64_MAX;
 
 	if (period < 50)
 		period = 50;
+	if (period > DB_WATCH_MS)
+		period = DB_WATCH_MS;
 	pthread_mutex_lock(&srv->lock);
 	while (!srv->stopping) {
 		struct timespec ts;
@@ -60,6 +131,10 @@ static void *reaper_main(void *arg)
 		if (refresh)
 			next_refresh = now + srv->cfg.facts_refresh_ms;
 		ctl_sessions_reap(srv, now, refresh);
+		if (now >= next_watch) {
+			next_watch = now + DB_WATCH_MS;
+			watch_database(srv);
+		}
 		pthread_mutex_lock(&srv->lock);
 	}
 	pthread_mutex_unlock(&srv->lock);
@@ -124,6 +199,31 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		snprintf(errbuf, errlen, "database: %s", ry_strerror(r));
 		goto fail;
 	}
+	{
+		struct stat dbst;
+		struct ctl_throttle_config et = {ENROLL_REFUSALS_BURST, ENROLL_REFUSAL_DRAIN_MS,
+						 REFUSAL_AUDIT_WINDOW_MS};
+		/* Reports are never blocked (only their audit rows are thinned out). */
+		struct ctl_throttle_config rt = {1000000, 1, REFUSAL_AUDIT_WINDOW_MS};
+
+		if (stat(store_path(state->store), &dbst) < 0) {
+			r = -errno;
+			snprintf(errbuf, errlen, "database: %s", ry_strerror(r));
+			goto fail;
+		}
+		srv->db_dev = (unsigned long long)dbst.st_dev;
+		srv->db_ino = (unsigned long long)dbst.st_ino;
+		r = ctl_throttle_new(&et, &srv->enroll_throttle);
+		if (r >= 0)
+			r = ctl_throttle_new(&rt, &srv->report_throttle);
+		if (r >= 0)
+			r = ctl_ingest_start(srv, &srv->ingest);
+		if (r < 0) {
+			snprintf(errbuf, errlen, "cannot start the ingest worker: %s",
+				 ry_strerror(r));
+			goto fail;
+		}
+	}
 
 	rc.listen = cfg->listen;
 	rc.tls.ca_pem = state->ca_pem;
@@ -175,8 +275,14 @@ void ctl_server_free(struct ctl_server *srv)
 	/* The engine first: it sends over sessions that the server is about to end. */
 	ctl_deployer_free(srv->deployer);
 	srv->deployer = NULL;
-	/* Cancels every call; each session's closed() marks its node offline. */
+	/* Cancel every call (each session's closed() queues its node's offline mark), store what
+	 * the ingest worker holds, then release the streams before the server goes. */
+	rpc_server_stop(srv->rpc);
+	ctl_ingest_stop(srv->ingest);
 	rpc_server_free(srv->rpc);
+	ctl_ingest_free(srv->ingest);
+	ctl_throttle_free(srv->enroll_throttle);
+	ctl_throttle_free(srv->report_throttle);
 	ctl_sessions_done(srv);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_cond_destroy(&srv->cond);

@@ -3,6 +3,7 @@
 #ifndef RAILYARD_CONTROLLER_SERVER_H
 #define RAILYARD_CONTROLLER_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "controller/state.h"
@@ -30,6 +31,9 @@ __attribute__((warn_unused_result)) int ctl_server_start(struct ctl_state *state
 int ctl_server_refresh_facts(struct ctl_server *srv);
 /* Number of sessions that completed Hello (thread-safe). */
 int ctl_server_online_count(struct ctl_server *srv);
+/* Did the server stop because it could not go on (its database deleted, replaced, truncated
+ * or corrupt)? `serve` then exits 1. */
+bool ctl_server_failed(struct ctl_server *srv);
 /* Stop: end all sessions (nodes go offline), stop threads, free. */
 void ctl_server_free(struct ctl_server *srv);
 

@@ -9,23 +9,29 @@
 #include "controller/server.h"
 #include "railyard/v1/railyard.pb-c.h"
 
-/* Limits on what an agent may send. */
+#include "proto/railyard/v1/limits.h"
+
+/* Limits on what an agent may send (the protocol's are in proto/railyard/v1/limits.h). */
 #define CTL_TOKEN_MAX	 256
 #define CTL_HOSTNAME_MAX 253
 #define CTL_VERSION_MAX	 64
 #define CTL_FACTS_MAX	 (1024 * 1024)
-/* Heartbeats check the node (a read) every time but write last_seen (a durable commit, one
- * fsync) at most this often per node; liveness itself is in memory (last_heard_ms), and the
- * session's end writes the time it was last heard. */
+/* Liveness is kept in memory (last_heard_ms); the controller writes when each connected node
+ * was last heard at most this often, for all of them in one transaction. */
 #define CTL_LAST_SEEN_SAVE_MS 30000
 #define CTL_BOOT_ID_MAX	      64
-#define CTL_ID_MAX	      64
-#define CTL_NAME_MAX	      255
-#define CTL_STEPS_MAX	      10000
-#define CTL_DIFF_MAX	      (1024 * 1024)
-#define CTL_MESSAGE_MAX	      (64 * 1024)
+#define CTL_ID_MAX	      RY_PROTO_ID_MAX
+#define CTL_NAME_MAX	      RY_PROTO_STEP_NAME_MAX
+#define CTL_STEPS_MAX	      RY_PROTO_STEPS_MAX
+#define CTL_DIFF_MAX	      RY_PROTO_DIFF_MAX
+#define CTL_MESSAGE_MAX	      RY_PROTO_MESSAGE_MAX
+/* Refused reports after which a session is ended (RESOURCE_EXHAUSTED): a node that keeps
+ * sending what it may not costs a database read each. */
+#define CTL_SESSION_REFUSALS_MAX 1000
 
 struct ctl_session;
+struct ctl_ingest;
+struct ctl_throttle;
 
 struct ctl_server {
 	struct ctl_state *state;
@@ -39,7 +45,40 @@ struct ctl_server {
 	pthread_t reaper;
 	bool reaper_started;
 	struct ctl_deployer *deployer;
+	struct ctl_ingest *ingest;
+	struct ctl_throttle *enroll_throttle; /* refused enrollments per source address */
+	struct ctl_throttle *report_throttle; /* refused reports per node (audit rows) */
+	_Atomic int enroll_active;	      /* Enroll calls working on the database now */
+	/* The database file as opened, watched by the reaper (deleted, replaced, truncated). */
+	unsigned long long db_dev, db_ino;
+	_Atomic bool failed; /* a fatal condition: serve stops and exits 1 */
 };
+
+/* What handling an agent's message came to (the ingest worker acts on it). */
+enum ctl_verdict {
+	CTL_DONE,   /* committed (or nothing to commit): acknowledge, read on */
+	CTL_REFUSE, /* refused for good: acknowledge with an Error, audit, read on */
+	CTL_RETRY,  /* not stored for now (database busy, disk full): keep it, try again */
+	CTL_END,    /* a protocol violation: end the session with code */
+};
+
+struct ctl_outcome {
+	enum ctl_verdict verdict;
+	grpc_status_code code; /* CTL_END */
+	const char *err_code;  /* CTL_REFUSE: Error.code, e.g. "not_member" */
+	char target[96];       /* CTL_REFUSE: what the report was about, for the audit row */
+	char why[512];	       /* the reason, for every verdict but CTL_DONE */
+};
+
+/* Outcome from a store error that is not the message's fault: retry, or (corrupt database)
+ * retry while the server stops. */
+void ctl_outcome_store_error(struct ctl_server *srv, struct ctl_outcome *o, int r,
+			     const char *what);
+
+/* The server cannot go on (database gone or corrupt): log why once and stop `serve`, which
+ * exits 1. Thread-safe. */
+void ctl_server_fail(struct ctl_server *srv, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 grpc_status_code ctl_enroll(void *userdata, const struct rpc_peer *peer,
 			    const ProtobufCMessage *req, ProtobufCMessage **ret_resp,
@@ -54,16 +93,67 @@ int ctl_session_send(struct ctl_server *srv, const char *node_id,
 /* The host part of a node's session address (as the controller sees it). -ENOTCONN. */
 int ctl_session_peer_host(struct ctl_server *srv, const char *node_id, char *buf, size_t len);
 
-/* Benchmark runs (bench.c): a pass of the engine, and the agents' reports. */
+/* Benchmark runs (bench.c): a pass of the engine, and the agents' reports (ingest worker). */
 void ctl_bench_pass(struct ctl_server *srv);
-void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id, const char *bench_id,
-			int port);
-void ctl_bench_on_result(struct ctl_server *srv, const char *node_id, const char *bench_id, bool ok,
-			 const char *result_json);
+void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id,
+			const Railyard__V1__BenchReady *m, struct ctl_outcome *o);
+void ctl_bench_on_result(struct ctl_server *srv, const char *node_id,
+			 const Railyard__V1__BenchResult *m, struct ctl_outcome *o);
+
+/* Plan results (deploy.c, ingest worker). */
+void ctl_deploy_on_step_event(struct ctl_server *srv, const char *node_id, const char *hostname,
+			      const Railyard__V1__StepEvent *ev, struct ctl_outcome *o);
+void ctl_deploy_on_apply_done(struct ctl_server *srv, const char *node_id, const char *hostname,
+			      const Railyard__V1__ApplyDone *d, struct ctl_outcome *o);
 
 /* Send a node its plan over its session; -ENOTCONN when it has none. Thread-safe. */
 int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const char *deployment_id,
 			  const char *plan_json, bool check_mode);
+/* Is the node connected (its Hello done)? Thread-safe. */
+bool ctl_session_online(struct ctl_server *srv, const char *node_id);
+/* End a node's session, if it has one (thread-safe). */
+void ctl_session_end(struct ctl_server *srv, const char *node_id, grpc_status_code code,
+		     const char *why);
+
+/* ---- The ingest worker (ingest.c): one thread that stores what sessions hand it, in order.
+ * A session hands over every message that needs the database and reads nothing more from its
+ * stream until the message is committed (or refused, or ends the session): acknowledgements
+ * cover only what is stored, completion-queue threads never wait for the database, and a node
+ * whose messages cannot be stored yet (disk full, a lock held elsewhere) is held back through
+ * gRPC's flow control rather than dropped. */
+__attribute__((warn_unused_result)) int ctl_ingest_start(struct ctl_server *srv,
+							 struct ctl_ingest **ret);
+/* Store what is queued (best effort) and stop the thread; what is submitted afterwards is
+ * handled on the caller's thread (sessions that end during shutdown). Idempotent. */
+void ctl_ingest_stop(struct ctl_ingest *in);
+/* ctl_ingest_stop(), then free. NULL is fine. */
+void ctl_ingest_free(struct ctl_ingest *in);
+/* Queue a message of s (takes msg and a reference on s). */
+void ctl_ingest_submit(struct ctl_ingest *in, struct ctl_session *s, ProtobufCMessage *msg);
+/* Queue "s ended: its node is offline" (takes a reference on s). */
+void ctl_ingest_offline(struct ctl_ingest *in, struct ctl_session *s);
+
+/* ---- Session side of the ingest worker (session.c). */
+void ctl_session_ref(struct ctl_server *srv, struct ctl_session *s);
+void ctl_session_unref(struct ctl_server *srv, struct ctl_session *s);
+const char *ctl_session_node_id(const struct ctl_session *s);
+const char *ctl_session_hostname(const struct ctl_session *s);
+void ctl_session_on_hello(struct ctl_server *srv, struct ctl_session *s,
+			  const Railyard__V1__Hello *h, struct ctl_outcome *o);
+void ctl_session_on_facts(struct ctl_server *srv, struct ctl_session *s,
+			  const Railyard__V1__FactsUpdate *fu, struct ctl_outcome *o);
+/* The message seq of s was handled with outcome o (not CTL_RETRY): acknowledge it (Welcome
+ * after Hello, Receipt, or Error for a refusal), or end the session; then read on. */
+void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,
+			   const Railyard__V1__AgentMessage *m, const struct ctl_outcome *o);
+/* Store that the node of a session that ended is offline (when it was the node's current
+ * session); a negative store error to retry. */
+int ctl_session_store_offline(struct ctl_server *srv, struct ctl_session *s);
+/* Write last_seen of connected nodes heard since their last write (every
+ * CTL_LAST_SEEN_SAVE_MS), in one transaction. */
+void ctl_sessions_save_last_seen(struct ctl_server *srv, int64_t now_mono_ms);
+/* End the sessions of nodes revoked meanwhile (by `node revoke` in another process). */
+void ctl_sessions_end_revoked(struct ctl_server *srv);
 
 /* Heartbeat reaper pass: end sessions silent for longer than the timeout; periodic refresh. */
 void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh);

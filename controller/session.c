@@ -1,8 +1,11 @@
 /* Controller.Connect: one session per node, keyed by the identity in the client certificate.
- * Enforces the message order (Hello first, seq strictly increasing), keeps the node's state in
- * the store, and ends sessions that fall silent. */
+ * Enforces the message order (Hello first, seq strictly increasing) on the completion-queue
+ * thread and hands every message that needs the database to the ingest worker, reading nothing
+ * more from the stream until it is stored: acknowledgements ("ack") cover only committed
+ * messages. Liveness is in memory; sessions that fall silent are ended by the reaper. */
 #include "controller/server_int.h"
 #include "controller/deploy.h"
+#include "controller/throttle.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -19,18 +22,22 @@ struct ctl_session {
 	char cluster[128];
 	char hostname[CTL_HOSTNAME_MAX + 1];
 	char boot_id[CTL_BOOT_ID_MAX + 1];
-	int refs;	 /* under srv->lock: the stream's, and the reaper's while it acts */
+	int refs;	 /* under srv->lock: the stream's, the ingest worker's, the reaper's */
 	bool registered; /* under srv->lock */
-	/* Written by the stream's message handler, read by the reaper and the sender. */
+	bool closed;	 /* under srv->lock: the stream ended (closed() ran) */
+	bool owned_node; /* under srv->lock: it was the node's session when it ended */
 	_Atomic bool hello_done;
-	_Atomic uint64_t last_seq; /* highest agent seq processed */
+	_Atomic bool busy;	   /* a message is with the ingest worker (the stream waits) */
+	_Atomic uint64_t last_seq; /* highest agent seq received (order check) */
+	_Atomic uint64_t ack_seq;  /* highest agent seq committed: what acks say */
 	_Atomic uint64_t out_seq;  /* last controller seq sent */
 	_Atomic int64_t last_heard_ms;
-	int64_t last_seen_saved_ms; /* message handler only: when last_seen was last written */
+	_Atomic int64_t seen_saved_ms; /* last_heard_ms when last_seen was last written */
+	_Atomic unsigned refused;      /* reports refused in this session */
 };
 
-/* What a node's previous session had processed, so that an agent that reconnects within the
- * same boot learns which of its messages arrived. */
+/* What a node's previous session had committed, so that an agent that reconnects within the
+ * same boot learns which of its messages were stored. */
 struct ctl_resume {
 	struct ctl_resume *next;
 	char node_id[64];
@@ -38,7 +45,14 @@ struct ctl_resume {
 	uint64_t last_seq;
 };
 
-static void session_unref(struct ctl_server *srv, struct ctl_session *s)
+void ctl_session_ref(struct ctl_server *srv, struct ctl_session *s)
+{
+	pthread_mutex_lock(&srv->lock);
+	s->refs++;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+void ctl_session_unref(struct ctl_server *srv, struct ctl_session *s)
 {
 	int left;
 
@@ -49,6 +63,16 @@ static void session_unref(struct ctl_server *srv, struct ctl_session *s)
 		rpc_stream_unref(s->st);
 		free(s);
 	}
+}
+
+const char *ctl_session_node_id(const struct ctl_session *s)
+{
+	return s->node_id;
+}
+
+const char *ctl_session_hostname(const struct ctl_session *s)
+{
+	return s->hostname;
 }
 
 static void session_finish(struct ctl_session *s, grpc_status_code code, const char *why)
@@ -63,9 +87,9 @@ static int session_send(struct ctl_session *s, Railyard__V1__ControllerMessage *
 	int r;
 
 	m->seq = ++s->out_seq;
-	m->ack = s->last_seq;
+	m->ack = s->ack_seq;
 	r = rpc_stream_send(s->st, &m->base);
-	if (r < 0)
+	if (r < 0 && r != -EPIPE)
 		log_warn("send to node %s failed: %s", s->node_id, ry_strerror(r));
 	return r;
 }
@@ -86,7 +110,8 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	X509 *cert = NULL;
 	int r;
 
-	/* TLS verified the chain; revocation and the node's current certificate are ours. */
+	/* TLS verified the chain; revocation and the node's current certificate are ours. These
+	 * are reads on the store's reader connection: they never wait for a write. */
 	if (!peer->cert_pem ||
 	    pki_cert_from_pem(peer->cert_pem, strlen(peer->cert_pem), &cert) < 0) {
 		code = GRPC_STATUS_UNAUTHENTICATED;
@@ -105,6 +130,12 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 		goto out;
 	}
 	r = store_node_get(srv->state->store, peer->common_name, &node);
+	if (r < 0 && r != -RY_E_NOT_FOUND && r != -ENOTUNIQ) {
+		/* Not the node's fault: it reconnects after its backoff. */
+		code = GRPC_STATUS_UNAVAILABLE;
+		snprintf(err, sizeof(err), "database unavailable: %s", ry_strerror(r));
+		goto out;
+	}
 	if (r < 0 || strcmp(node->id, peer->common_name) != 0) {
 		code = GRPC_STATUS_PERMISSION_DENIED;
 		snprintf(err, sizeof(err), "node %.64s is not enrolled", peer->common_name);
@@ -135,6 +166,7 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	snprintf(s->cluster, sizeof(s->cluster), "%s", node->cluster);
 	snprintf(s->hostname, sizeof(s->hostname), "%s", node->hostname);
 	s->last_heard_ms = util_now_mono_ms();
+	s->seen_saved_ms = s->last_heard_ms;
 	rpc_stream_set_data(st, s);
 
 	/* One session per node: a reconnect replaces a session the old stream has not noticed
@@ -155,7 +187,7 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	pthread_mutex_unlock(&srv->lock);
 	if (old) {
 		session_finish(old, GRPC_STATUS_ABORTED, "superseded by a new session");
-		session_unref(srv, old);
+		ctl_session_unref(srv, old);
 	}
 	log_debug("session opened for node %s from %s", s->node_id, peer->address);
 out:
@@ -173,9 +205,11 @@ static void resume_remember(struct ctl_server *srv, const struct ctl_session *s)
 {
 	struct ctl_resume *r;
 
-	if (!s->boot_id[0])
-		return;
 	pthread_mutex_lock(&srv->lock);
+	if (!s->boot_id[0]) {
+		pthread_mutex_unlock(&srv->lock);
+		return;
+	}
 	for (r = srv->resume; r; r = r->next)
 		if (strcmp(r->node_id, s->node_id) == 0)
 			break;
@@ -189,7 +223,7 @@ static void resume_remember(struct ctl_server *srv, const struct ctl_session *s)
 	}
 	if (r) {
 		snprintf(r->boot_id, sizeof(r->boot_id), "%s", s->boot_id);
-		r->last_seq = s->last_seq;
+		r->last_seq = s->ack_seq;
 	}
 	pthread_mutex_unlock(&srv->lock);
 }
@@ -216,124 +250,204 @@ void ctl_sessions_done(struct ctl_server *srv)
 	}
 }
 
-static void on_hello(struct ctl_server *srv, struct ctl_session *s, const Railyard__V1__Hello *h)
+void ctl_session_on_hello(struct ctl_server *srv, struct ctl_session *s,
+			  const Railyard__V1__Hello *h, struct ctl_outcome *o)
 {
-	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
-	Railyard__V1__Welcome w = RAILYARD__V1__WELCOME__INIT;
 	int r;
 
 	if (!ctl_valid_text(h->agent_version, CTL_VERSION_MAX) ||
 	    (h->boot_id[0] && !ctl_valid_text(h->boot_id, CTL_BOOT_ID_MAX))) {
-		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
-			       "Hello: invalid agent_version or boot_id");
+		o->verdict = CTL_END;
+		o->code = GRPC_STATUS_INVALID_ARGUMENT;
+		snprintf(o->why, sizeof(o->why), "Hello: invalid agent_version or boot_id");
 		return;
 	}
 	if (strlen(h->facts_json) > CTL_FACTS_MAX) {
-		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "Hello: facts over 1 MiB");
+		o->verdict = CTL_END;
+		o->code = GRPC_STATUS_INVALID_ARGUMENT;
+		snprintf(o->why, sizeof(o->why), "Hello: facts over 1 MiB");
 		return;
 	}
 	r = store_node_online(srv->state->store, s->node_id, h->agent_version, h->facts_json,
 			      util_now_unix_ms());
 	if (r == -RY_E_INVALID) {
-		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
-			       "Hello: facts are not a JSON object");
+		o->verdict = CTL_END;
+		o->code = GRPC_STATUS_INVALID_ARGUMENT;
+		snprintf(o->why, sizeof(o->why), "Hello: facts are not a JSON object");
 		return;
 	}
 	if (r == -RY_E_REVOKED || r == -RY_E_NOT_FOUND) {
-		session_finish(s, GRPC_STATUS_PERMISSION_DENIED, ry_strerror(r));
+		o->verdict = CTL_END;
+		o->code = GRPC_STATUS_PERMISSION_DENIED;
+		snprintf(o->why, sizeof(o->why), "%s", ry_strerror(r));
 		return;
 	}
 	if (r < 0) {
-		log_error("storing Hello of node %s: %s (%s)", s->node_id, ry_strerror(r),
-			  store_errmsg(srv->state->store));
-		session_finish(s, GRPC_STATUS_INTERNAL, "database error");
+		ctl_outcome_store_error(srv, o, r, "storing Hello");
 		return;
 	}
-	s->last_seen_saved_ms = s->last_heard_ms; /* Hello wrote last_seen */
+	pthread_mutex_lock(&srv->lock); /* resume_remember() reads it on another thread */
 	snprintf(s->boot_id, sizeof(s->boot_id), "%s", h->boot_id);
-	s->hello_done = true;
+	pthread_mutex_unlock(&srv->lock);
+	o->verdict = CTL_DONE;
+	log_info("node %s (%s) online, agent %s, from %s", s->node_id, s->hostname,
+		 h->agent_version, rpc_stream_peer(s->st)->address);
+}
+
+void ctl_session_on_facts(struct ctl_server *srv, struct ctl_session *s,
+			  const Railyard__V1__FactsUpdate *fu, struct ctl_outcome *o)
+{
+	int r;
+
+	if (strlen(fu->facts_json) > CTL_FACTS_MAX) {
+		o->verdict = CTL_END;
+		o->code = GRPC_STATUS_INVALID_ARGUMENT;
+		snprintf(o->why, sizeof(o->why), "FactsUpdate over 1 MiB");
+		return;
+	}
+	r = store_node_set_facts(srv->state->store, s->node_id, fu->facts_json, util_now_unix_ms());
+	if (r == -RY_E_INVALID) {
+		o->verdict = CTL_END;
+		o->code = GRPC_STATUS_INVALID_ARGUMENT;
+		snprintf(o->why, sizeof(o->why), "FactsUpdate: facts are not a JSON object");
+	} else if (r == -RY_E_REVOKED || r == -RY_E_NOT_FOUND) {
+		o->verdict = CTL_END;
+		o->code = GRPC_STATUS_PERMISSION_DENIED;
+		snprintf(o->why, sizeof(o->why), "node revoked");
+	} else if (r < 0) {
+		ctl_outcome_store_error(srv, o, r, "storing facts");
+	} else {
+		o->verdict = CTL_DONE;
+		log_info("node %s (%s) sent fresh facts", s->node_id, s->hostname);
+	}
+}
+
+static void send_welcome(struct ctl_server *srv, struct ctl_session *s)
+{
+	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
+	Railyard__V1__Welcome w = RAILYARD__V1__WELCOME__INIT;
+
 	w.node_id = s->node_id;
 	w.cluster = s->cluster;
 	w.heartbeat_interval_ms = (uint32_t)srv->cfg.heartbeat_interval_ms;
-	w.last_agent_seq = h->boot_id[0] ? resume_lookup(srv, s->node_id, h->boot_id) : 0;
+	w.last_agent_seq = s->boot_id[0] ? resume_lookup(srv, s->node_id, s->boot_id) : 0;
 	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME;
 	m.welcome = &w;
 	(void)session_send(s, &m);
-	log_info("node %s (%s) online, agent %s, from %s", s->node_id, s->hostname,
-		 h->agent_version, rpc_stream_peer(s->st)->address);
-	ctl_deployer_resend(srv->deployer, s->node_id);
 }
 
-static bool one_of(const char *v, const char *const *set)
+static void send_receipt(struct ctl_session *s)
 {
-	for (; *set; set++)
-		if (strcmp(v, *set) == 0)
-			return true;
-	return false;
+	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
+	Railyard__V1__Receipt rc = RAILYARD__V1__RECEIPT__INIT;
+
+	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_RECEIPT;
+	m.receipt = &rc;
+	(void)session_send(s, &m);
 }
 
-static void on_step_event(struct ctl_server *srv, struct ctl_session *s,
-			  const Railyard__V1__StepEvent *ev)
+static const char *body_name(int body)
 {
-	static const char *const statuses[] = {"ok", "changed", "failed", "skipped", NULL};
-	struct store_step_result res = {0};
-	int r;
-
-	if (!ctl_valid_text(ev->deployment_id, CTL_ID_MAX) || ev->index > CTL_STEPS_MAX ||
-	    !ctl_valid_text(ev->name, CTL_NAME_MAX) || !one_of(ev->status, statuses) ||
-	    strlen(ev->diff) > CTL_DIFF_MAX || strlen(ev->message) > CTL_MESSAGE_MAX ||
-	    ev->duration_ms < 0) {
-		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "StepEvent: invalid field");
-		return;
+	switch (body) {
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO:
+		return "Hello";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE:
+		return "FactsUpdate";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT:
+		return "StepEvent";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE:
+		return "ApplyDone";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY:
+		return "BenchReady";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT:
+		return "BenchResult";
+	default:
+		return "message";
 	}
-	res.name = ev->name;
-	res.status = ev->status;
-	res.diff = ev->diff;
-	res.message = ev->message;
-	res.idx = (int)ev->index;
-	res.duration_ms = ev->duration_ms;
-	r = store_step_result_put(srv->state->store, ev->deployment_id, s->node_id, &res);
-	if (r < 0)
-		log_warn("node %s: step result for deployment %.64s not stored: %s", s->node_id,
-			 ev->deployment_id, ry_strerror(r));
 }
 
-static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
-			  const Railyard__V1__ApplyDone *d)
+/* A refused report: answered with an Error, logged (the first ten of a session, then every
+ * hundredth, with the running count), audited once per node and window with the number of
+ * refusals it stands for. */
+static void refuse(struct ctl_server *srv, struct ctl_session *s,
+		   const Railyard__V1__AgentMessage *m, const struct ctl_outcome *o)
 {
-	static const char *const statuses[] = {"succeeded", "failed", NULL};
-	int counts[4];
-	int r;
+	Railyard__V1__ControllerMessage cm = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
+	Railyard__V1__Error e = RAILYARD__V1__ERROR__INIT;
+	unsigned n = ++s->refused, suppressed = 0;
+	int64_t now = util_now_unix_ms();
 
-	if (!ctl_valid_text(d->deployment_id, CTL_ID_MAX) || !one_of(d->status, statuses) ||
-	    strlen(d->message) > CTL_MESSAGE_MAX || d->ok > CTL_STEPS_MAX ||
-	    d->changed > CTL_STEPS_MAX || d->failed > CTL_STEPS_MAX || d->skipped > CTL_STEPS_MAX) {
-		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "ApplyDone: invalid field");
-		return;
+	e.code = (char *)(o->err_code ? o->err_code : "refused");
+	e.message = (char *)o->why;
+	e.in_reply_to = m->seq;
+	cm.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_ERROR;
+	cm.error = &e;
+	(void)session_send(s, &cm);
+	if (n <= 10 || n % 100 == 0)
+		log_warn("node %s (%s): %s refused: %s (%u refused in this session)", s->node_id,
+			 s->hostname, body_name(m->body_case), o->why, n);
+	if (ctl_throttle_refusal(srv->report_throttle, s->node_id, now, &suppressed)) {
+		char detail[700];
+
+		if (suppressed)
+			snprintf(detail, sizeof(detail),
+				 "%s: %.512s (and %u more refused since the "
+				 "last entry)",
+				 body_name(m->body_case), o->why, suppressed);
+		else
+			snprintf(detail, sizeof(detail), "%s: %.512s", body_name(m->body_case),
+				 o->why);
+		if (store_audit(srv->state->store, now, s->node_id, "report.refuse",
+				o->target[0] ? o->target : NULL, "refused", detail) < 0)
+			log_warn("audit of a refused report of node %s not written: %s", s->node_id,
+				 store_errmsg(srv->state->store));
 	}
-	counts[0] = (int)d->ok;
-	counts[1] = (int)d->changed;
-	counts[2] = (int)d->failed;
-	counts[3] = (int)d->skipped;
-	r = store_deploy_node_update(srv->state->store, d->deployment_id, s->node_id, d->status,
-				     d->message[0] ? d->message : NULL, counts, util_now_unix_ms());
-	if (r < 0) {
-		log_error("node %s: result of deployment %.64s not stored: %s", s->node_id,
-			  d->deployment_id, ry_strerror(r));
-		return;
-	}
-	if (r == 0) {
-		log_debug("node %s: late or repeated result for deployment %.64s ignored",
-			  s->node_id, d->deployment_id);
-		return;
-	}
-	log_info("deployment %s: node %s %s (ok %u, changed %u, failed %u, skipped %u)%s%s",
-		 d->deployment_id, s->hostname, d->status, d->ok, d->changed, d->failed, d->skipped,
-		 d->message[0] ? ": " : "", d->message);
-	ctl_deployer_kick(srv->deployer);
+	if (n >= CTL_SESSION_REFUSALS_MAX)
+		session_finish(s, GRPC_STATUS_RESOURCE_EXHAUSTED,
+			       "too many refused reports in this session");
 }
 
-/* The online session of a node, referenced (session_unref()), or NULL. */
+void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,
+			   const Railyard__V1__AgentMessage *m, const struct ctl_outcome *o)
+{
+	bool hello = m->body_case == RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO;
+
+	if (o->verdict == CTL_END) {
+		s->busy = false;
+		session_finish(s, o->code, o->why);
+		return;
+	}
+	s->ack_seq = m->seq;
+	if (o->verdict == CTL_REFUSE)
+		refuse(srv, s, m, o);
+	else if (hello)
+		send_welcome(srv, s);
+	else
+		send_receipt(s);
+	/* We were the slow side: the node's silence while it waited is not its fault. */
+	s->last_heard_ms = util_now_mono_ms();
+	s->busy = false;
+	if (hello && o->verdict == CTL_DONE) {
+		bool ended;
+
+		pthread_mutex_lock(&srv->lock);
+		s->hello_done = true;
+		ended = s->closed && s->owned_node;
+		pthread_mutex_unlock(&srv->lock);
+		if (ended) {
+			/* The stream ended while its Hello was being stored: closed() saw no
+			 * Hello, so the node that Hello just marked online goes offline here. */
+			ctl_session_ref(srv, s);
+			ctl_ingest_offline(srv->ingest, s);
+		} else {
+			/* After the Welcome: plans it was sent but has not finished follow it. */
+			ctl_deployer_node_online(srv->deployer, s->node_id);
+		}
+	}
+	rpc_stream_resume(s->st);
+}
+
+/* The online session of a node, referenced (ctl_session_unref()), or NULL. */
 static struct ctl_session *session_find(struct ctl_server *srv, const char *node_id)
 {
 	struct ctl_session *s = NULL;
@@ -350,6 +464,26 @@ static struct ctl_session *session_find(struct ctl_server *srv, const char *node
 	return s;
 }
 
+bool ctl_session_online(struct ctl_server *srv, const char *node_id)
+{
+	struct ctl_session *s = session_find(srv, node_id);
+
+	if (s)
+		ctl_session_unref(srv, s);
+	return s != NULL;
+}
+
+void ctl_session_end(struct ctl_server *srv, const char *node_id, grpc_status_code code,
+		     const char *why)
+{
+	struct ctl_session *s = session_find(srv, node_id);
+
+	if (s) {
+		session_finish(s, code, why);
+		ctl_session_unref(srv, s);
+	}
+}
+
 int ctl_session_send(struct ctl_server *srv, const char *node_id,
 		     Railyard__V1__ControllerMessage *m)
 {
@@ -359,7 +493,7 @@ int ctl_session_send(struct ctl_server *srv, const char *node_id,
 	if (!s)
 		return -ENOTCONN;
 	r = session_send(s, m);
-	session_unref(srv, s);
+	ctl_session_unref(srv, s);
 	return r;
 }
 
@@ -380,7 +514,7 @@ int ctl_session_peer_host(struct ctl_server *srv, const char *node_id, char *buf
 		end = strchr(host, ']');
 	}
 	snprintf(buf, len, "%.*s", end ? (int)(end - host) : (int)strlen(host), host);
-	session_unref(srv, s);
+	ctl_session_unref(srv, s);
 	return 0;
 }
 
@@ -398,12 +532,13 @@ int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const cha
 	return ctl_session_send(srv, node_id, &m);
 }
 
-static void session_message(void *userdata, struct rpc_stream *st, const ProtobufCMessage *msg)
+/* Completion-queue thread: order checks and heartbeats here, everything that needs the
+ * database to the ingest worker (the stream then waits for it). */
+static int session_message(void *userdata, struct rpc_stream *st, ProtobufCMessage *msg)
 {
 	struct ctl_server *srv = userdata;
 	struct ctl_session *s = rpc_stream_get_data(st);
 	const Railyard__V1__AgentMessage *m = (const Railyard__V1__AgentMessage *)msg;
-	int r;
 
 	if (m->seq <= s->last_seq) {
 		char why[128];
@@ -411,86 +546,45 @@ static void session_message(void *userdata, struct rpc_stream *st, const Protobu
 		snprintf(why, sizeof(why), "message seq %llu not above %llu",
 			 (unsigned long long)m->seq, (unsigned long long)s->last_seq);
 		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, why);
-		return;
+		return RPC_MSG_DONE;
 	}
 	if (!s->hello_done && m->body_case != RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO) {
 		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "expected Hello as first message");
-		return;
+		return RPC_MSG_DONE;
 	}
 	s->last_seq = m->seq;
 	s->last_heard_ms = util_now_mono_ms();
 
 	switch (m->body_case) {
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO:
-		if (s->hello_done) {
-			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "duplicate Hello");
-			return;
-		}
-		on_hello(srv, s, m->hello);
-		break;
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
-		/* A revocation (another process writes it) is seen at the next heartbeat either
-		 * way; last_seen is written every CTL_LAST_SEEN_SAVE_MS. */
-		if (s->last_heard_ms - s->last_seen_saved_ms >= CTL_LAST_SEEN_SAVE_MS) {
-			r = store_node_touch(srv->state->store, s->node_id, util_now_unix_ms());
-			if (r == 0)
-				s->last_seen_saved_ms = s->last_heard_ms;
-		} else {
-			r = store_node_check(srv->state->store, s->node_id);
-		}
-		if (r == -RY_E_REVOKED || r == -RY_E_NOT_FOUND)
-			session_finish(s, GRPC_STATUS_PERMISSION_DENIED, "node revoked");
-		else if (r < 0)
-			log_error("heartbeat of node %s: %s", s->node_id, ry_strerror(r));
-		break;
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE:
-		if (strlen(m->facts_update->facts_json) > CTL_FACTS_MAX) {
-			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "FactsUpdate over 1 MiB");
-			return;
-		}
-		r = store_node_set_facts(srv->state->store, s->node_id, m->facts_update->facts_json,
-					 util_now_unix_ms());
-		if (r == -RY_E_INVALID)
-			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
-				       "FactsUpdate: facts are not a JSON object");
-		else if (r < 0)
-			log_error("facts of node %s: %s", s->node_id, ry_strerror(r));
-		else
-			log_info("node %s (%s) sent fresh facts", s->node_id, s->hostname);
-		break;
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT:
-		on_step_event(srv, s, m->step_event);
-		break;
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE:
-		on_apply_done(srv, s, m->apply_done);
-		break;
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY:
-		if (!ctl_valid_text(m->bench_ready->bench_id, CTL_ID_MAX) ||
-		    m->bench_ready->port == 0 || m->bench_ready->port > 65535) {
-			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
-				       "BenchReady: invalid field");
-			return;
-		}
-		ctl_bench_on_ready(srv, s->node_id, m->bench_ready->bench_id,
-				   (int)m->bench_ready->port);
-		break;
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT:
-		if (!ctl_valid_text(m->bench_result->bench_id, CTL_ID_MAX) ||
-		    strlen(m->bench_result->result_json) > CTL_DIFF_MAX) {
-			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT,
-				       "BenchResult: invalid field");
-			return;
-		}
-		ctl_bench_on_result(srv, s->node_id, m->bench_result->bench_id, m->bench_result->ok,
-				    m->bench_result->result_json);
-		break;
+		/* Nothing to store: liveness is last_heard_ms. A revocation is noticed by the
+		 * ingest worker's watch. Everything before it is committed (the stream waits for
+		 * each stored message), so the ack may move. */
+		s->ack_seq = m->seq;
+		return RPC_MSG_DONE;
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_ERROR:
 		log_warn("node %s (%s) reports error %.64s: %.512s", s->node_id, s->hostname,
 			 m->error->code, m->error->message);
-		break;
+		s->ack_seq = m->seq;
+		return RPC_MSG_DONE;
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO:
+		if (s->hello_done) {
+			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "duplicate Hello");
+			return RPC_MSG_DONE;
+		}
+		/* fall through */
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE:
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT:
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE:
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY:
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT:
+		s->busy = true;
+		ctl_session_ref(srv, s);
+		ctl_ingest_submit(srv->ingest, s, msg);
+		return RPC_MSG_HELD;
 	default:
 		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "message without a known body");
-		break;
+		return RPC_MSG_DONE;
 	}
 }
 
@@ -498,7 +592,7 @@ static void session_closed(void *userdata, struct rpc_stream *st, bool cancelled
 {
 	struct ctl_server *srv = userdata;
 	struct ctl_session *s = rpc_stream_get_data(st);
-	bool was_registered;
+	bool was_registered, hello;
 
 	pthread_mutex_lock(&srv->lock);
 	was_registered = s->registered;
@@ -509,22 +603,32 @@ static void session_closed(void *userdata, struct rpc_stream *st, bool cancelled
 		}
 	}
 	s->registered = false;
+	s->closed = true;
+	s->owned_node = was_registered;
+	hello = s->hello_done;
 	pthread_mutex_unlock(&srv->lock);
 
 	resume_remember(srv, s);
-	/* A superseded session must not mark the node offline under its successor. */
-	if (was_registered && s->hello_done) {
-		/* last_seen: when it was last heard (heartbeats write it only now and then). */
-		int64_t heard = util_now_unix_ms() - (util_now_mono_ms() - s->last_heard_ms);
-		int r = store_node_offline(srv->state->store, s->node_id, heard);
-
-		if (r < 0 && r != -RY_E_NOT_FOUND)
-			log_error("marking node %s offline: %s", s->node_id, ry_strerror(r));
+	/* A superseded session must not mark the node offline under its successor; the ingest
+	 * worker's queue keeps this after anything the session handed over and before a
+	 * successor's Hello. */
+	if (was_registered && hello) {
 		log_info("node %s (%s) offline (%s)", s->node_id, s->hostname,
 			 cancelled ? "connection lost" : "session ended");
+		ctl_session_ref(srv, s);
+		ctl_ingest_offline(srv->ingest, s);
 	}
 	rpc_stream_set_data(st, NULL);
-	session_unref(srv, s);
+	ctl_session_unref(srv, s);
+}
+
+int ctl_session_store_offline(struct ctl_server *srv, struct ctl_session *s)
+{
+	/* last_seen: when it was last heard (the periodic write may be older). */
+	int64_t heard = util_now_unix_ms() - (util_now_mono_ms() - s->last_heard_ms);
+	int r = store_node_offline(srv->state->store, s->node_id, heard);
+
+	return r == -RY_E_NOT_FOUND ? 0 : r;
 }
 
 static void session_error(void *userdata, struct rpc_stream *st, const char *what)
@@ -544,32 +648,69 @@ const struct rpc_stream_ops ctl_session_ops = {
 	.error = session_error,
 };
 
-void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh)
+/* Registered sessions matching pick(), referenced, in a new array (NULL when none or out of
+ * memory: *ret_n says which). Collected under the lock, acted on outside it. */
+static struct ctl_session **sessions_pick(struct ctl_server *srv,
+					  bool (*pick)(const struct ctl_session *s, void *ud),
+					  void *ud, size_t *ret_n)
 {
-	struct ctl_session **picked = NULL;
+	struct ctl_session **v = NULL;
 	size_t n = 0, cap = 0;
 
-	/* Collect under the lock, act outside it: finishing or sending takes stream locks. */
 	pthread_mutex_lock(&srv->lock);
 	for (struct ctl_session *s = srv->sessions; s; s = s->next)
 		cap++;
-	picked = cap ? calloc(cap, sizeof(*picked)) : NULL;
-	for (struct ctl_session *s = srv->sessions; picked && s; s = s->next) {
-		bool late = now_mono_ms - s->last_heard_ms > srv->cfg.heartbeat_timeout_ms;
-
-		if (late || (refresh && s->hello_done)) {
+	v = cap ? calloc(cap, sizeof(*v)) : NULL;
+	for (struct ctl_session *s = srv->sessions; v && s; s = s->next) {
+		if (pick(s, ud)) {
 			s->refs++;
-			picked[n++] = s;
+			v[n++] = s;
 		}
 	}
 	pthread_mutex_unlock(&srv->lock);
-	if (cap && !picked)
-		log_error("reaper: out of memory; sessions not checked this pass");
+	if (cap && !v)
+		log_error("sessions: out of memory; pass skipped");
+	*ret_n = n;
+	return v;
+}
 
+static void sessions_release(struct ctl_server *srv, struct ctl_session **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ctl_session_unref(srv, v[i]);
+	free(v);
+}
+
+struct reap_ctx {
+	struct ctl_server *srv;
+	int64_t now;
+	bool refresh;
+};
+
+static bool silent(const struct ctl_session *s, const struct reap_ctx *c)
+{
+	/* A session whose message waits for the database is not silent: we are the slow side. */
+	return !s->busy && c->now - s->last_heard_ms > c->srv->cfg.heartbeat_timeout_ms;
+}
+
+static bool pick_reap(const struct ctl_session *s, void *ud)
+{
+	struct reap_ctx *c = ud;
+
+	return silent(s, c) || (c->refresh && s->hello_done);
+}
+
+void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh)
+{
+	struct reap_ctx c = {srv, now_mono_ms, refresh};
+	struct ctl_session **v;
+	size_t n;
+
+	v = sessions_pick(srv, pick_reap, &c, &n);
 	for (size_t i = 0; i < n; i++) {
-		struct ctl_session *s = picked[i];
+		struct ctl_session *s = v[i];
 
-		if (now_mono_ms - s->last_heard_ms > srv->cfg.heartbeat_timeout_ms) {
+		if (silent(s, &c)) {
 			char why[96];
 
 			snprintf(why, sizeof(why), "no message for over %d ms (heartbeat timeout)",
@@ -583,9 +724,73 @@ void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh
 			m.refresh_facts = &rf;
 			(void)session_send(s, &m);
 		}
-		session_unref(srv, s);
 	}
-	free(picked);
+	sessions_release(srv, v, n);
+}
+
+static bool pick_unsaved(const struct ctl_session *s, void *ud)
+{
+	return s->hello_done && s->last_heard_ms - s->seen_saved_ms >= CTL_LAST_SEEN_SAVE_MS;
+}
+
+void ctl_sessions_save_last_seen(struct ctl_server *srv, int64_t now_mono_ms)
+{
+	int64_t now_unix = util_now_unix_ms();
+	struct ctl_session **v;
+	const char **ids = NULL;
+	int64_t *times = NULL, *heard = NULL;
+	size_t n;
+	int r;
+
+	v = sessions_pick(srv, pick_unsaved, NULL, &n);
+	if (n == 0)
+		goto out;
+	ids = calloc(n, sizeof(*ids));
+	times = calloc(n, sizeof(*times));
+	heard = calloc(n, sizeof(*heard));
+	if (!ids || !times || !heard)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		heard[i] = v[i]->last_heard_ms;
+		ids[i] = v[i]->node_id;
+		times[i] = now_unix - (now_mono_ms - heard[i]);
+	}
+	r = store_nodes_seen(srv->state->store, ids, times, n);
+	if (r < 0) {
+		log_warn("last_seen of %zu nodes not written: %s (%s); next pass", n,
+			 ry_strerror(r), store_errmsg(srv->state->store));
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i]->seen_saved_ms = heard[i];
+out:
+	free(ids);
+	free(times);
+	free(heard);
+	sessions_release(srv, v, n);
+}
+
+static bool pick_all(const struct ctl_session *s, void *ud)
+{
+	return true;
+}
+
+void ctl_sessions_end_revoked(struct ctl_server *srv)
+{
+	struct ctl_session **v;
+	char **ids = NULL;
+	size_t n, m = 0;
+
+	if (store_nodes_revoked(srv->state->store, &ids, &m) < 0)
+		return;
+	v = m ? sessions_pick(srv, pick_all, NULL, &n) : NULL;
+	for (size_t i = 0; v && i < n; i++)
+		for (size_t k = 0; k < m; k++)
+			if (strcmp(v[i]->node_id, ids[k]) == 0)
+				session_finish(v[i], GRPC_STATUS_PERMISSION_DENIED, "node revoked");
+	if (v)
+		sessions_release(srv, v, n);
+	store_ids_free(ids, m);
 }
 
 int ctl_server_online_count(struct ctl_server *srv)

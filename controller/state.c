@@ -150,13 +150,20 @@ int ctl_state_open(const char *dir, bool with_server_key, struct ctl_state **ret
 	}
 	if (access(p, F_OK) < 0) {
 		r = -errno;
-		snprintf(errbuf, errlen, "%s: %s (run `railyard-controller init --state-dir %s`)",
-			 p, ry_strerror(r), dir);
+		if (r == -ENOENT)
+			snprintf(errbuf, errlen,
+				 "%s: no such file (run `railyard-controller init --state-dir %s`)",
+				 p, dir);
+		else
+			snprintf(errbuf, errlen, "%s: %s%s", p, ry_strerror(r),
+				 r == -EACCES ? " (run as root or as the controller's user)" : "");
 		goto fail;
 	}
-	r = store_open(p, &st->store);
+	/* serve checks the whole file once; commands read only what they need. */
+	r = store_open_flags(p, with_server_key ? STORE_OPEN_QUICK_CHECK : 0, &st->store);
 	if (r < 0) {
-		snprintf(errbuf, errlen, "database %s: %s", p, ry_strerror(r));
+		snprintf(errbuf, errlen, "database %s: %s%s", p, ry_strerror(r),
+			 r == -EACCES ? " (run as root or as the controller's user)" : "");
 		goto fail;
 	}
 	r = read_text(dir, "ca.crt", &st->ca_pem, errbuf, errlen);

@@ -129,31 +129,36 @@ static void push_result(struct agent_bench *b, const char *id, json_t *result, b
 	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
 	Railyard__V1__BenchResult br = RAILYARD__V1__BENCH_RESULT__INIT;
 	char *text = result ? json_dumps(result, JSON_COMPACT) : NULL;
+	int r;
 
 	br.bench_id = (char *)id;
 	br.ok = ok && text;
 	br.result_json = text ? text : (char *)"{\"ok\":false}";
 	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT;
 	m.bench_result = &br;
-	if (outbox_push(b->ob, &m) < 0)
-		log_error("bench %s: result lost (outbox full)", id);
+	r = outbox_push(b->ob, &m);
+	if (r < 0)
+		log_error("bench %s: result not queued: %s", id,
+			  r == -ECANCELED ? "the agent is stopping" : ry_strerror(r));
 	free(text);
 }
 
 static void on_ready(void *ud, uint16_t port)
 {
 	struct bench_run *run = ud;
-
-	run->ready = true;
 	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
 	Railyard__V1__BenchReady br = RAILYARD__V1__BENCH_READY__INIT;
+	int r;
 
+	run->ready = true;
 	br.bench_id = run->id;
 	br.port = port;
 	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY;
 	m.bench_ready = &br;
-	if (outbox_push(run->owner->ob, &m) < 0)
-		log_error("bench %s: BenchReady lost (outbox full)", run->id);
+	r = outbox_push(run->owner->ob, &m);
+	if (r < 0)
+		log_error("bench %s: BenchReady not queued: %s", run->id,
+			  r == -ECANCELED ? "the agent is stopping" : ry_strerror(r));
 	log_info("bench %s: server listening on port %u", run->id, port);
 }
 

@@ -2,6 +2,7 @@
 #include "nodeagent/config.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
+#include "common/util/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -88,6 +89,18 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 		snprintf(errbuf, errlen, "%s: 'controller' and 'node_id' are required", path);
 		r = -RY_E_INVALID;
 		goto out;
+	}
+	{
+		char host[256];
+		uint16_t port;
+
+		if (util_parse_hostport(cfg.controller, false, host, sizeof(host), &port) < 0) {
+			snprintf(errbuf, errlen,
+				 "%s: controller '%s' is not HOST:PORT with a port of 1-65535",
+				 path, cfg.controller);
+			r = -RY_E_INVALID;
+			goto out;
+		}
 	}
 	*ret = cfg;
 	memset(&cfg, 0, sizeof(cfg));

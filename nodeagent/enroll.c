@@ -222,8 +222,20 @@ static grpc_status_code enroll_call(const struct agent_enroll_opts *o, const cha
 	rq.csr_pem = (char *)csr;
 	rq.hostname = (char *)hostname;
 	rq.agent_version = (char *)RAILYARD_VERSION;
-	r = rpc_unary_call(ch, "/railyard.v1.Controller/Enroll", &rq.base,
-			   &railyard__v1__enroll_response__descriptor, o->timeout_ms, &resp, &st);
+	/* UNAVAILABLE (busy enrolling others, database unavailable) is worth another try within
+	 * the timeout; every other answer is final. */
+	for (int64_t deadline = util_now_mono_ms() + o->timeout_ms, delay = 200;;) {
+		int64_t left = deadline - util_now_mono_ms();
+
+		r = rpc_unary_call(ch, "/railyard.v1.Controller/Enroll", &rq.base,
+				   &railyard__v1__enroll_response__descriptor, left > 0 ? left : 1,
+				   &resp, &st);
+		if (r < 0 || st.code != GRPC_STATUS_UNAVAILABLE ||
+		    util_now_mono_ms() + delay >= deadline)
+			break;
+		usleep((useconds_t)delay * 1000);
+		delay = delay < 3200 ? delay * 2 : delay;
+	}
 	rpc_channel_free(ch);
 	if (r < 0) {
 		snprintf(errbuf, errlen, "Enroll call failed: %s", ry_strerror(r));

@@ -8,8 +8,10 @@
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
 #include "common/util/error.h"
+#include "common/util/fs.h"
 #include "common/util/util.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -17,6 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Exit status when the state directory is in use by another agent. */
+#define AGENT_EXIT_LOCKED 4
+/* The lock file of the state directory (held by `run` and `enroll`). */
+#define AGENT_LOCK "agent.lock"
 
 static void usage(FILE *f)
 {
@@ -54,22 +63,64 @@ static void *run_thread(void *arg)
 	return NULL;
 }
 
+/* Take the state directory's lock: one agent per state directory, or two would run every
+ * plan twice and supersede each other's sessions forever. */
+static int lock_state(const char *cmd, const char *state_dir, int *ret_fd)
+{
+	long holder = 0;
+	int r = fs_lock_dir(state_dir, AGENT_LOCK, ret_fd, &holder);
+
+	if (r == -RY_E_LOCKED) {
+		log_error("%s: state directory %s is in use by another railyard-agent (pid %ld); "
+			  "stop it first",
+			  cmd, state_dir, holder);
+		return AGENT_EXIT_LOCKED;
+	}
+	if (r < 0) {
+		log_error("%s: cannot lock %s/%s: %s%s", cmd, state_dir, AGENT_LOCK, ry_strerror(r),
+			  r == -ENOENT ? " (enroll first: railyard-agent enroll ...)" : "");
+		return 1;
+	}
+	return 0;
+}
+
+/* The sysroot must exist: a mistyped one would have plans write a tree of their own. */
+static int check_sysroot(const char *sysroot)
+{
+	struct stat st;
+
+	if (stat(sysroot, &st) < 0) {
+		fprintf(stderr, "railyard-agent: sysroot %s: %s\n", sysroot, ry_strerror(-errno));
+		return 2;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "railyard-agent: sysroot %s: not a directory\n", sysroot);
+		return 2;
+	}
+	return 0;
+}
+
 static int cmd_run(const struct agent_session_opts *o)
 {
 	struct run_ctx ctx = {0};
 	char err[512] = "";
 	pthread_t t;
 	sigset_t set;
-	int sig, r;
+	int sig, r, lock_fd = -1;
 
+	r = lock_state("run", o->state_dir, &lock_fd);
+	if (r)
+		return r;
 	r = agent_session_new(o, &ctx.s, err, sizeof(err));
 	if (r < 0) {
 		log_error("run: %s", err[0] ? err : ry_strerror(r));
+		close(lock_fd);
 		return 1;
 	}
 	if (pthread_create(&t, NULL, run_thread, &ctx) != 0) {
 		log_error("run: cannot start the session thread");
 		agent_session_free(ctx.s);
+		close(lock_fd);
 		return 1;
 	}
 	sigemptyset(&set);
@@ -82,6 +133,7 @@ static int cmd_run(const struct agent_session_opts *o)
 	agent_session_stop(ctx.s);
 	pthread_join(t, NULL);
 	agent_session_free(ctx.s);
+	close(lock_fd);
 	if (ctx.result < 0) {
 		log_error("the controller refused this node (%s); enroll it again",
 			  ry_strerror(ctx.result));
@@ -164,9 +216,16 @@ int main(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'C':
+		case 'C': {
+			char host[256];
+			uint16_t port;
+
+			if (util_parse_hostport(optarg, false, host, sizeof(host), &port) < 0)
+				return bad("--controller (HOST:PORT with a port of 1-65535)",
+					   optarg);
 			eo.controller = so.controller = optarg;
 			break;
+		}
 		case 't':
 			eo.token = optarg;
 			break;
@@ -232,6 +291,10 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if ((strcmp(cmd, "facts") == 0 || strcmp(cmd, "apply") == 0 || strcmp(cmd, "run") == 0 ||
+	     strcmp(cmd, "enroll") == 0) &&
+	    (rc = check_sysroot(so.sysroot)) != 0)
+		return rc;
 	if (strcmp(cmd, "facts") == 0)
 		return cmd_facts(so.sysroot, json);
 	if (strcmp(cmd, "apply") == 0) {
@@ -264,11 +327,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "railyard-agent enroll: --controller, --token and "
 					"--ca-fingerprint are required\n");
 			rc = 2;
-		} else if (agent_enroll(&eo, err, sizeof(err)) < 0) {
-			log_error("enroll: %s", err);
-			rc = 1;
 		} else {
-			rc = 0;
+			int lock_fd = -1, r = fs_mkdir_p(eo.state_dir, 0700);
+
+			if (r < 0) {
+				log_error("enroll: state directory %s: %s", eo.state_dir,
+					  ry_strerror(r));
+				rc = 1;
+			} else if ((rc = lock_state("enroll", eo.state_dir, &lock_fd)) == 0) {
+				if (agent_enroll(&eo, err, sizeof(err)) < 0) {
+					log_error("enroll: %s", err);
+					rc = 1;
+				}
+				close(lock_fd);
+			}
 		}
 	} else {
 		rc = cmd_run(&so);

@@ -96,14 +96,28 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 	r = util_random_bytes(rnd, sizeof(rnd));
 	if (r < 0)
 		goto fail;
-	r = outbox_new(&s->outbox);
-	if (r >= 0)
-		r = agent_jobs_new(s->o.sysroot, s->o.state_dir, s->outbox, &s->jobs);
-	if (r >= 0)
-		r = agent_bench_new(s->outbox, s->o.bench_port_lo, s->o.bench_port_hi, &s->bench);
+	{
+		size_t torn = 0, n = 0, bytes = 0;
+
+		r = outbox_open(s->o.state_dir, 0, &s->outbox, &torn, errbuf, errlen);
+		if (r < 0)
+			goto fail;
+		if (torn)
+			log_warn("outbox: cut a torn record of %zu bytes (a crash mid-write)",
+				 torn);
+		outbox_stats(s->outbox, &n, &bytes);
+		if (n)
+			log_info(
+				"outbox: %zu messages (%zu bytes) from before the restart are sent "
+				"again",
+				n, bytes);
+	}
+	r = agent_jobs_new(s->o.sysroot, s->o.state_dir, s->outbox, &s->jobs, errbuf, errlen);
+	if (r < 0)
+		goto fail;
+	r = agent_bench_new(s->outbox, s->o.bench_port_lo, s->o.bench_port_hi, &s->bench);
 	if (r < 0) {
-		snprintf(errbuf, errlen, "cannot start the plan and benchmark workers: %s",
-			 ry_strerror(r));
+		snprintf(errbuf, errlen, "cannot start the benchmark workers: %s", ry_strerror(r));
 		goto fail;
 	}
 	util_hex(rnd, sizeof(rnd), s->boot_id);
@@ -130,6 +144,9 @@ void agent_session_free(struct agent_session *s)
 {
 	if (!s)
 		return;
+	/* Workers waiting for room in the outbox return first. */
+	if (s->outbox)
+		outbox_close(s->outbox);
 	agent_jobs_free(s->jobs);
 	agent_bench_free(s->bench);
 	outbox_free(s->outbox);
@@ -274,7 +291,8 @@ static int64_t outbox_send(void *userdata, Railyard__V1__AgentMessage *m)
 
 /* Handle one controller message; false ends the session. */
 static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
-		       const Railyard__V1__ControllerMessage *m, struct rpc_backoff *bo)
+		       const Railyard__V1__ControllerMessage *m, struct rpc_backoff *bo,
+		       bool *welcomed)
 {
 	if (m->seq <= s->last_ctl_seq &&
 	    m->body_case != RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME) {
@@ -283,7 +301,14 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 		return false;
 	}
 	s->last_ctl_seq = m->seq;
-	outbox_acked(s->outbox, m->ack);
+	if (m->body_case == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME) {
+		/* What the previous session sent and the controller committed is done; the rest
+		 * goes again, in order, now. */
+		outbox_resume(s->outbox, m->welcome->last_agent_seq);
+		*welcomed = true;
+	} else {
+		outbox_acked(s->outbox, m->ack);
+	}
 	switch (m->body_case) {
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME:
 		if (m->welcome->heartbeat_interval_ms >= 100 &&
@@ -294,6 +319,13 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 			 s->o.controller ? s->o.controller : s->cfg.controller, m->welcome->node_id,
 			 m->welcome->cluster, s->heartbeat_ms);
 		return true;
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_RECEIPT:
+		return true; /* its ack is all it says */
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_ERROR:
+		log_warn("the controller refused message %llu: %.64s: %.512s",
+			 (unsigned long long)m->error->in_reply_to, m->error->code,
+			 m->error->message);
+		return true;
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_REFRESH_FACTS:
 		log_info("controller asked for fresh facts");
 		return send_facts(s, cs, m->seq) >= 0;
@@ -303,7 +335,7 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 
 		if (r == 1)
 			log_info("plan %s seen before: not run again (its results are in the "
-				 "outbox)",
+				 "outbox or were stored)",
 				 m->apply_plan->deployment_id);
 		else if (r < 0)
 			log_warn("plan %.64s not accepted: %s", m->apply_plan->deployment_id,
@@ -348,6 +380,7 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 {
 	struct rpc_client_stream *cs = NULL;
 	const struct rpc_status *st;
+	bool welcomed = false;
 	int64_t next_hb;
 	int r;
 
@@ -372,20 +405,22 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 	r = send_hello(s, cs);
 	next_hb = util_now_mono_ms() + s->heartbeat_ms;
 	s->cur = cs;
-	outbox_session_reset(s->outbox);
 	while (r >= 0) {
 		ProtobufCMessage *msg = NULL;
 		int64_t deadline = next_hb;
 
-		/* Plan results go out as they come; poll briskly while a plan is active. */
-		outbox_flush(s->outbox, outbox_send, s);
+		/* Plan results go out as they come, once the controller has said which of the
+		 * last session's it has; poll briskly while something is in flight. */
+		if (welcomed)
+			outbox_flush(s->outbox, outbox_send, s);
 		if ((agent_jobs_busy(s->jobs) || outbox_pending(s->outbox) ||
 		     agent_bench_busy(s->bench)) &&
 		    deadline > util_now_mono_ms() + 100)
 			deadline = util_now_mono_ms() + 100;
 		r = rpc_client_stream_next(cs, deadline, &msg);
 		if (r == 1) {
-			bool keep = on_message(s, cs, (Railyard__V1__ControllerMessage *)msg, bo);
+			bool keep = on_message(s, cs, (Railyard__V1__ControllerMessage *)msg, bo,
+					       &welcomed);
 
 			protobuf_c_message_free_unpacked(msg, NULL);
 			if (!keep) {

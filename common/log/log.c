@@ -1,5 +1,6 @@
 /* Logging to stderr with a timestamp; a mutex keeps lines from interleaving across threads. */
 #include "common/log/log.h"
+#include "common/util/util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -57,7 +58,7 @@ void log_set_stream(FILE *f)
 
 void log_msg(enum log_level level, const char *fmt, ...)
 {
-	char line[2048];
+	char line[2048], *safe;
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
@@ -75,10 +76,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	if (n > 0 && (size_t)n < sizeof(line))
 		vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	/* One record per line, whatever a node put into the values: control characters (a
+	 * newline that would forge a record, an escape sequence for the terminal) are escaped. */
+	safe = util_escape(line, false);
 
 	pthread_mutex_lock(&log_lock);
-	fprintf(log_stream ? log_stream : stderr, "%s\n", line);
+	fprintf(log_stream ? log_stream : stderr, "%s\n", safe ? safe : line);
 	fflush(log_stream ? log_stream : stderr);
 	pthread_mutex_unlock(&log_lock);
+	free(safe);
 	errno = saved;
 }

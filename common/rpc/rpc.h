@@ -62,9 +62,14 @@ struct rpc_stream_ops {
 	 * rpc_stream_ref()), or a status and message (malloc'd, optional) to refuse it. */
 	grpc_status_code (*open)(void *userdata, struct rpc_stream *st, const struct rpc_peer *peer,
 				 char **ret_msg);
-	/* One decoded message (borrowed, freed after return). Calls for one stream never overlap.
-	 */
-	void (*message)(void *userdata, struct rpc_stream *st, const ProtobufCMessage *msg);
+	/* One decoded message. Calls for one stream never overlap. Return RPC_MSG_DONE: the layer
+	 * frees msg and reads the next message. Return RPC_MSG_HELD: the handler owns msg (free it
+	 * with protobuf_c_message_free_unpacked(msg, NULL)) and the stream reads nothing more
+	 * until the handler calls rpc_stream_resume() (from any thread, exactly once). While a
+	 * message is held the client's further messages wait in gRPC's flow control: this is how
+	 * a handler that must commit a message before it acknowledges it applies back-pressure
+	 * without blocking a completion-queue thread. */
+	int (*message)(void *userdata, struct rpc_stream *st, ProtobufCMessage *msg);
 	/* The stream ended (client gone, cancelled, or finished). Called once, after the last
 	 * message() and never concurrently with it. */
 	void (*closed)(void *userdata, struct rpc_stream *st, bool cancelled);
@@ -72,6 +77,9 @@ struct rpc_stream_ops {
 	 * certificate) and is ending it with a status; for the handler's log. */
 	void (*error)(void *userdata, struct rpc_stream *st, const char *what);
 };
+
+/* Return values of rpc_stream_ops.message. */
+enum { RPC_MSG_DONE = 0, RPC_MSG_HELD = 1 };
 
 enum rpc_kind { RPC_UNARY, RPC_BIDI };
 
@@ -98,13 +106,21 @@ struct rpc_server_config {
  * address or TLS material. *ret_port receives the bound port (may be NULL). */
 RPC_WUR int rpc_server_start(const struct rpc_server_config *cfg, struct rpc_server **ret_server,
 			     int *ret_port);
-/* Cancel all calls, stop threads and free. Handlers are not called after this returns. */
+/* Stop accepting, cancel every call and wait until all have ended (each stream's closed() has
+ * run); the completion-queue threads keep running, so streams that handlers still reference
+ * can be released. Idempotent. */
+void rpc_server_stop(struct rpc_server *srv);
+/* rpc_server_stop() if not done, then stop the threads and free. Handlers are not called after
+ * this returns; release every stream reference before. */
 void rpc_server_free(struct rpc_server *srv);
 
 /* Queue a message on a stream (thread-safe). The message is packed at once; the caller keeps
  * ownership of msg. -EPIPE if the stream has ended or is finishing, -ENOBUFS if the queue is
  * full, -RY_E_TOO_BIG if the packed message is over RPC_MAX_MESSAGE. */
 RPC_WUR int rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg);
+/* Read the next message after the handler returned RPC_MSG_HELD (thread-safe). A stream that
+ * ended meanwhile is left alone. */
+void rpc_stream_resume(struct rpc_stream *st);
 /* End the stream with a status after the queued messages (thread-safe, idempotent). */
 void rpc_stream_finish(struct rpc_stream *st, grpc_status_code code, const char *msg);
 /* Keep a stream beyond its handlers (thread-safe). */

@@ -348,6 +348,7 @@ static void stream_recv_done(struct rpc_tag *tag, bool ok)
 	const struct rpc_stream_ops *ops = st->method->bidi;
 	ProtobufCMessage *msg = NULL;
 	grpc_byte_buffer *bb = st->recv_bb;
+	bool held = false;
 
 	st->recv_bb = NULL;
 	if (!ok || !bb) {
@@ -370,11 +371,18 @@ static void stream_recv_done(struct rpc_tag *tag, bool ok)
 	grpc_byte_buffer_destroy(bb);
 	pthread_mutex_lock(&st->cb_lock);
 	if (!st->closed_called)
-		ops->message(st->srv->userdata, st, msg);
+		held = ops->message(st->srv->userdata, st, msg) == RPC_MSG_HELD;
 	pthread_mutex_unlock(&st->cb_lock);
-	protobuf_c_message_free_unpacked(msg, NULL);
-	stream_recv_arm(st);
+	if (!held) {
+		protobuf_c_message_free_unpacked(msg, NULL);
+		stream_recv_arm(st);
+	}
 	rpc_stream_unref(st);
+}
+
+void rpc_stream_resume(struct rpc_stream *st)
+{
+	stream_recv_arm(st);
 }
 
 static void stream_recv_arm(struct rpc_stream *st)
@@ -679,19 +687,31 @@ fail:
 	return r;
 }
 
-void rpc_server_free(struct rpc_server *srv)
+void rpc_server_stop(struct rpc_server *srv)
 {
+	bool first;
+
 	if (!srv)
 		return;
 	pthread_mutex_lock(&srv->lock);
+	first = !srv->shutting_down;
 	srv->shutting_down = true;
 	pthread_mutex_unlock(&srv->lock);
-	grpc_server_shutdown_and_notify(srv->server, srv->cq, &srv->shutdown_tag);
-	grpc_server_cancel_all_calls(srv->server);
+	if (first) {
+		grpc_server_shutdown_and_notify(srv->server, srv->cq, &srv->shutdown_tag);
+		grpc_server_cancel_all_calls(srv->server);
+	}
 	pthread_mutex_lock(&srv->lock);
 	while (!srv->shutdown_done)
 		pthread_cond_wait(&srv->cond, &srv->lock);
 	pthread_mutex_unlock(&srv->lock);
+}
+
+void rpc_server_free(struct rpc_server *srv)
+{
+	if (!srv)
+		return;
+	rpc_server_stop(srv);
 	grpc_completion_queue_shutdown(srv->cq);
 	for (int i = 0; i < srv->n_threads; i++)
 		pthread_join(srv->threads[i], NULL);

@@ -23,6 +23,10 @@ static const char *const ry_messages[] = {
 	[RY_E_CLOCK - RY_E_BASE] = "clock went back or did not advance",
 	[RY_E_DATA_MISMATCH - RY_E_BASE] = "data mismatch",
 	[RY_E_PARAM_MISMATCH - RY_E_BASE] = "parameters differ from the peer's",
+	[RY_E_DISK_FULL - RY_E_BASE] = "database or disk is full",
+	[RY_E_BUSY - RY_E_BASE] = "database is locked by another process",
+	[RY_E_REFUSED - RY_E_BASE] = "report refused",
+	[RY_E_LOCKED - RY_E_BASE] = "state directory is in use by another process",
 };
 
 const char *ry_strerror(int r)

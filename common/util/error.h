@@ -25,6 +25,10 @@ enum ry_error {
 	RY_E_CLOCK,	     /* a clock went back or did not advance */
 	RY_E_DATA_MISMATCH,  /* received data differs from what was sent */
 	RY_E_PARAM_MISMATCH, /* the peer's parameters differ from ours */
+	RY_E_DISK_FULL,	     /* the database or its disk is full */
+	RY_E_BUSY,	     /* the database is locked by another process for too long */
+	RY_E_REFUSED,	     /* a report from a node that has no business sending it */
+	RY_E_LOCKED,	     /* a state directory is in use by another process */
 	RY_E_MAX
 };
 

@@ -2,14 +2,19 @@
 #include "common/util/fs.h"
 #include "common/util/error.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define TEMP_MARK ".ry-tmp"
 
 char *fs_path_join(const char *sysroot, const char *path)
 {
@@ -105,14 +110,92 @@ int fs_read_attr(const char *path, char **ret_buf)
 	return 0;
 }
 
+/* Directory and base name of path, as new strings. */
+static int split_path(const char *path, char **ret_dir, char **ret_base)
+{
+	char *a = strdup(path), *b = strdup(path), *d = NULL, *n = NULL;
+
+	if (a && b) {
+		d = strdup(dirname(a));
+		n = strdup(basename(b));
+	}
+	free(a);
+	free(b);
+	if (!d || !n) {
+		free(d);
+		free(n);
+		return -ENOMEM;
+	}
+	*ret_dir = d;
+	*ret_base = n;
+	return 0;
+}
+
+int fs_remove_stale_temps(const char *path)
+{
+	char *dir = NULL, *base = NULL, *prefix = NULL;
+	struct dirent *e;
+	size_t plen;
+	DIR *d;
+	int n = 0;
+
+	if (split_path(path, &dir, &base) < 0 || asprintf(&prefix, ".%s" TEMP_MARK, base) < 0) {
+		prefix = NULL;
+		goto out;
+	}
+	plen = strlen(prefix);
+	d = opendir(dir);
+	if (!d)
+		goto out;
+	while ((e = readdir(d))) {
+		/* mkostemp() appends exactly six characters. */
+		if (strncmp(e->d_name, prefix, plen) == 0 && strlen(e->d_name) == plen + 6 &&
+		    unlinkat(dirfd(d), e->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+out:
+	free(dir);
+	free(base);
+	free(prefix);
+	return n;
+}
+
+int fs_sync_parent(const char *path)
+{
+	char *dir = NULL, *base = NULL;
+	int fd, r = 0;
+
+	r = split_path(path, &dir, &base);
+	if (r < 0)
+		return r;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	free(base);
+	return r;
+}
+
 int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
 	const char *p = data;
-	char *tmp = NULL;
+	char *tmp = NULL, *dir = NULL, *base = NULL;
 	int fd = -1, r;
 
-	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
+	r = split_path(path, &dir, &base);
+	if (r < 0)
+		return r;
+	if (asprintf(&tmp, "%s/.%s" TEMP_MARK "XXXXXX", dir, base) < 0) {
+		free(dir);
+		free(base);
 		return -ENOMEM;
+	}
+	free(dir);
+	free(base);
+	(void)fs_remove_stale_temps(path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
@@ -146,7 +229,8 @@ int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 		goto fail;
 	}
 	free(tmp);
-	return 0;
+	/* The rename itself is durable only once the directory is. */
+	return fs_sync_parent(path);
 fail:
 	if (fd >= 0)
 		close(fd);
@@ -191,5 +275,37 @@ int fs_check_writable_dir(const char *dir)
 		return -ENOTDIR;
 	if (access(dir, W_OK | X_OK) < 0)
 		return -errno;
+	return 0;
+}
+
+int fs_lock_dir(const char *dir, const char *name, int *ret_fd, long *ret_holder)
+{
+	char *path = fs_path_join(dir, name), buf[32];
+	int fd, r;
+
+	if (!path)
+		return -ENOMEM;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	free(path);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -RY_E_LOCKED : -errno;
+		if (ret_holder) {
+			ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+			buf[n > 0 ? n : 0] = '\0';
+			*ret_holder = strtol(buf, NULL, 10);
+		}
+		close(fd);
+		return r;
+	}
+	r = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)r, 0) != r) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
 	return 0;
 }

@@ -2,6 +2,7 @@
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -81,4 +82,158 @@ int util_parse_duration_ms(const char *s, int64_t *ret_ms)
 		return -EINVAL;
 	*ret_ms = (int64_t)v * mult;
 	return 0;
+}
+
+int util_parse_hostport(const char *s, bool allow_zero, char *host, size_t hostlen,
+			uint16_t *ret_port)
+{
+	const char *colon, *h = s, *p;
+	unsigned long port = 0;
+	size_t n;
+
+	if (!s || !(colon = strrchr(s, ':')))
+		return -EINVAL;
+	n = (size_t)(colon - s);
+	if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+		h++;
+		n -= 2;
+	} else if (memchr(s, ':', n)) {
+		return -EINVAL; /* an IPv6 address needs brackets */
+	}
+	if (n == 0 || n >= hostlen)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (h[i] <= ' ' || h[i] >= 0x7f || h[i] == '[' || h[i] == ']' || h[i] == '/')
+			return -EINVAL;
+	p = colon + 1;
+	if (!*p || strlen(p) > 5)
+		return -EINVAL;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		port = port * 10 + (unsigned long)(*p - '0');
+	}
+	if (port > 65535 || (port == 0 && !allow_zero))
+		return -EINVAL;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	*ret_port = (uint16_t)port;
+	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (2..4), or 0. C1 controls (U+0080..U+009F) count
+ * as invalid here: terminals act on them. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		cp = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		cp = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+		return 0;
+	return n;
+}
+
+static bool needs_escape(const unsigned char *p, size_t *ret_len)
+{
+	if (*p < 0x80) {
+		*ret_len = 1;
+		return *p < 0x20 || *p == 0x7f;
+	}
+	*ret_len = utf8_seq(p);
+	if (*ret_len == 0) {
+		*ret_len = 1;
+		return true;
+	}
+	return false;
+}
+
+bool util_has_control(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (; p && *p; p += n)
+		if (needs_escape(p, &n))
+			return true;
+	return false;
+}
+
+char *util_escape(const char *s, bool keep_newlines)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t len = strlen((const char *)p), o = 0, n;
+	char *out = malloc(4 * len + 1); /* every byte may become \xNN */
+
+	if (!out)
+		return NULL;
+	for (; *p; p += n) {
+		if (!needs_escape(p, &n) || (*p == '\n' && keep_newlines)) {
+			memcpy(out + o, p, n);
+			o += n;
+		} else if (*p == '\n' || *p == '\r' || *p == '\t') {
+			out[o++] = '\\';
+			out[o++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+		} else {
+			o += (size_t)sprintf(out + o, "\\x%02x", *p);
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+int util_fprintf_safe(FILE *f, const char *fmt, ...)
+{
+	char *text = NULL, *safe;
+	bool nl;
+	va_list ap;
+	int n, r;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	nl = n > 0 && text[n - 1] == '\n';
+	if (nl)
+		text[n - 1] = '\0';
+	safe = util_escape(text, false);
+	free(text);
+	if (!safe)
+		return -1;
+	r = fputs(safe, f);
+	if (r >= 0 && nl)
+		r = fputc('\n', f);
+	free(safe);
+	return r < 0 ? -1 : 0;
+}
+
+uint32_t util_crc32(uint32_t crc, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	crc = ~crc;
+	while (len--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+	}
+	return ~crc;
 }

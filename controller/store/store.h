@@ -11,7 +11,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -57,6 +57,16 @@ struct store_audit_entry {
  * database, or PRAGMA quick_check fails), -RY_E_SCHEMA (the database is newer than this
  * program), -RY_E_DB (any other SQLite failure), -ENOMEM. */
 STORE_WUR int store_open(const char *path, struct store **ret);
+
+/* Flags of store_open_flags(). */
+#define STORE_OPEN_QUICK_CHECK 1u /* run PRAGMA quick_check (reads the whole file: O(size)) */
+
+/* As store_open(), with flags: 0 for command-line tools that only need the data (no full-file
+ * check; no write lock either when the schema is current). */
+STORE_WUR int store_open_flags(const char *path, unsigned flags, struct store **ret);
+
+/* The path the store was opened with (borrowed). */
+const char *store_path(struct store *s);
 
 /* Close the database and free the store. Accepts NULL. Not thread-safe: no other call on s may
  * be running or follow. */
@@ -140,6 +150,19 @@ STORE_WUR int store_node_touch(struct store *s, const char *id, int64_t now_ms);
 /* Replace the node's facts (JSON object, <= STORE_FACTS_MAX bytes) and update last_seen.
  * Errors as store_node_online(). */
 int store_node_set_facts(struct store *s, const char *id, const char *facts_json, int64_t now_ms);
+
+/* last_seen of n nodes (ids[i] heard at times_ms[i]) in one transaction: the controller's
+ * periodic write of when each connected node was last heard. Revoked nodes are skipped. */
+STORE_WUR int store_nodes_seen(struct store *s, const char *const *ids, const int64_t *times_ms,
+			       size_t n);
+
+/* Ids of every revoked node (caller frees with store_ids_free()). Read only. */
+STORE_WUR int store_nodes_revoked(struct store *s, char ***ret_ids, size_t *ret_n);
+void store_ids_free(char **ids, size_t n);
+
+/* SQLite's data_version of the reader connection: changes whenever any connection (this
+ * process's writer or another process) committed since the last call. */
+STORE_WUR int store_data_version(struct store *s, int64_t *ret);
 
 /* Read only (no write, no fsync): 0 when the node exists and is not revoked, -RY_E_REVOKED,
  * -RY_E_NOT_FOUND, -EINVAL, -RY_E_DB. For heartbeats between two store_node_touch() calls. */
@@ -249,10 +272,36 @@ void store_deploy_nodes_free(struct store_deploy_node *v, size_t n);
 STORE_WUR int store_deploy_node_update(struct store *s, const char *id, const char *node_id,
 				       const char *state, const char *message, const int counts[4],
 				       int64_t now_ms);
-/* Insert or replace one step's result (a re-sent event overwrites). -RY_E_INVALID for an
- * unknown status. */
-STORE_WUR int store_step_result_put(struct store *s, const char *id, const char *node_id,
-				    const struct store_step_result *res);
+/* What a report from a node did (store_report_step(), store_report_apply_done()). */
+enum store_report {
+	STORE_REPORT_STORED = 1,    /* new: stored */
+	STORE_REPORT_DUPLICATE = 2, /* the same report again (a re-send after a reconnect): no-op */
+};
+
+/* The plan was sent to the node (state waiting -> sent, sent_at = now_ms), with plan_steps
+ * steps: the step indexes it may report. 1 when it moved, 0 when the node was not waiting. */
+STORE_WUR int store_deploy_node_sent(struct store *s, const char *id, const char *node_id,
+				     int plan_steps, int64_t now_ms);
+
+/* A node reports one step of deployment id, in one transaction. Accepted only when the node is
+ * one the deployment was sent to (state 'sent') and res->idx is a step of that plan; a step is
+ * stored once: the same report again is STORE_REPORT_DUPLICATE (also after the node finished),
+ * a different one is refused. Beyond RY_PROTO_RESULT_BYTES_MAX of diffs and messages per node
+ * the diff is replaced by a note. Refusals return -RY_E_REFUSED with the reason in why (nothing
+ * stored). -RY_E_INVALID for an unknown status; database errors as usual (nothing stored). */
+STORE_WUR int store_report_step(struct store *s, const char *id, const char *node_id,
+				const struct store_step_result *res, char *why, size_t whylen);
+
+/* A node reports the end of its plan (state succeeded or failed, counts {ok, changed, failed,
+ * skipped}, message may be NULL), in one transaction. Accepted only from a node the plan was
+ * sent to and still running there, when its step results are all stored and the counts and
+ * status agree with them (a plan the agent refused outright: failed, no steps, zero counts).
+ * The same end again after it was stored is STORE_REPORT_DUPLICATE; anything else is
+ * -RY_E_REFUSED with the reason in why. */
+STORE_WUR int store_report_apply_done(struct store *s, const char *id, const char *node_id,
+				      const char *state, const char *message, const int counts[4],
+				      int64_t now_ms, char *why, size_t whylen);
+
 /* All step results of a deployment ordered by node, index (caller frees). */
 STORE_WUR int store_step_results(struct store *s, const char *id, struct store_step_result **ret,
 				 size_t *ret_n);

@@ -169,9 +169,19 @@ static const char migration_v5[] =
 	"ALTER TABLE bench_runs_v5 RENAME TO bench_runs;"
 	"CREATE INDEX bench_runs_state ON bench_runs (state);";
 
+/* v6: what the controller needs to judge a node's reports: how many steps the plan it was sent
+ * has (NULL: never sent), and how many diff and message bytes its results already hold (a
+ * budget per node and deployment). */
+static const char migration_v6[] =
+	"ALTER TABLE deployment_nodes ADD COLUMN plan_steps INTEGER;"
+	"ALTER TABLE deployment_nodes ADD COLUMN result_bytes INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE deployment_nodes SET result_bytes = COALESCE((SELECT sum(length(diff) + "
+	"  length(message)) FROM step_results r WHERE r.deployment_id ="
+	"  deployment_nodes.deployment_id AND r.node_id = deployment_nodes.node_id), 0);";
+
 const struct store_migration store_migrations[] = {
 	{1, migration_v1}, {2, migration_v2}, {3, migration_v3},
-	{4, migration_v4}, {5, migration_v5},
+	{4, migration_v4}, {5, migration_v5}, {6, migration_v6},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

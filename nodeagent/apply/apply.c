@@ -9,6 +9,7 @@
 #include "common/util/fs.h"
 #include "common/util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -55,6 +56,69 @@ static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *
 	(void)ftw;
 	(void)remove(p);
 	return 0;
+}
+
+struct backup_run {
+	char *name;
+	long long ms;
+};
+
+static int cmp_backup_run(const void *a, const void *b)
+{
+	const struct backup_run *x = a, *y = b;
+
+	return x->ms < y->ms ? -1 : x->ms > y->ms;
+}
+
+int apply_backups_prune(const char *state_dir, size_t keep)
+{
+	struct backup_run *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	char *dir = NULL;
+	int removed = 0;
+	DIR *d;
+
+	if (asprintf(&dir, "%s/backups", state_dir) < 0)
+		return 0;
+	d = opendir(dir);
+	while (d && (e = readdir(d))) {
+		long long ms;
+		int pid, used = 0;
+
+		/* Run directories are "<unix ms>-<pid>" (make_backup_dir()). */
+		if (sscanf(e->d_name, "%lld-%d%n", &ms, &pid, &used) != 2 ||
+		    (size_t)used != strlen(e->d_name))
+			continue;
+		if (n == cap) {
+			struct backup_run *nv = realloc(v, (cap ? cap * 2 : 32) * sizeof(*v));
+
+			if (!nv)
+				break;
+			v = nv;
+			cap = cap ? cap * 2 : 32;
+		}
+		v[n].name = strdup(e->d_name);
+		v[n].ms = ms;
+		if (v[n].name)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_backup_run);
+	for (size_t i = 0; i < n; i++) {
+		char *p = NULL;
+
+		if (n - i > keep && asprintf(&p, "%s/%s", dir, v[i].name) >= 0 &&
+		    nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0)
+			removed++;
+		free(p);
+		free(v[i].name);
+	}
+	free(v);
+	free(dir);
+	return removed;
 }
 
 static int make_backup_dir(const struct apply_opts *o, char **ret)
@@ -170,6 +234,30 @@ done:
 	return r;
 }
 
+/* Count a step's outcome; the first failure without continue_on_error stops the plan. */
+static void count(struct apply_summary *s, const struct apply_step_result *res, const json_t *step,
+		  const char **failed_name)
+{
+	switch (res->status) {
+	case APPLY_STATUS_OK:
+		s->n_ok++;
+		break;
+	case APPLY_STATUS_CHANGED:
+		s->n_changed++;
+		break;
+	case APPLY_STATUS_FAILED:
+		s->n_failed++;
+		if (!json_is_true(json_object_get(step, "continue_on_error")) && !*failed_name) {
+			*failed_name = res->name;
+			s->stopped = true;
+		}
+		break;
+	case APPLY_STATUS_SKIPPED:
+		s->n_skipped++;
+		break;
+	}
+}
+
 int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summary *ret)
 {
 	struct apply_summary s = {.check_mode = o->check_mode};
@@ -200,19 +288,38 @@ int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summ
 			goto fail;
 	}
 
-	for (size_t i = 0; i < s.n_steps; i++) {
+	if (o->resume_from > s.n_steps) {
+		r = -EINVAL;
+		goto fail;
+	}
+	for (size_t i = 0; i < o->resume_from; i++) {
+		const json_t *step = json_array_get(steps, i);
+		const struct apply_step_result *pr = &o->prior[i];
+		struct apply_step_result *res = &s.steps[i];
+
+		*res = (struct apply_step_result){
+			.name = xstrdup(json_string_value(json_object_get(step, "name"))),
+			.type = xstrdup(json_string_value(json_object_get(step, "type"))),
+			.status = pr->status,
+			.diff = xstrdup(pr->diff),
+			.message = xstrdup(pr->message),
+			.duration_ms = pr->duration_ms,
+			.rolled_back = pr->rolled_back,
+		};
+		if (!res->name || !res->type || !res->diff || !res->message) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		count(&s, res, step, &failed_name);
+	}
+	s.n_done = o->resume_from;
+	for (size_t i = o->resume_from; i < s.n_steps; i++) {
 		const json_t *step = json_array_get(steps, i);
 		const json_t *when = json_object_get(step, "when");
 		struct apply_step_result *res = &s.steps[i];
 		int64_t t0 = util_now_mono_ms();
 		bool skip = false;
 
-		res->name = xstrdup(json_string_value(json_object_get(step, "name")));
-		res->type = xstrdup(json_string_value(json_object_get(step, "type")));
-		if (!res->name || !res->type) {
-			r = -ENOMEM;
-			goto fail;
-		}
 		ctx.step_index = i;
 		if (failed_name) {
 			skip = true;
@@ -232,6 +339,18 @@ int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summ
 						     msg[0] ? msg : ry_strerror(w));
 			}
 		}
+		if (!skip && res->status != APPLY_STATUS_FAILED && o->before_step &&
+		    !o->before_step(i, o->userdata)) {
+			apply_buf_done(&ctx.message);
+			s.interrupted = true;
+			break;
+		}
+		res->name = xstrdup(json_string_value(json_object_get(step, "name")));
+		res->type = xstrdup(json_string_value(json_object_get(step, "type")));
+		if (!res->name || !res->type) {
+			r = -ENOMEM;
+			goto fail;
+		}
 		if (skip || res->status == APPLY_STATUS_FAILED) {
 			if (skip)
 				res->status = APPLY_STATUS_SKIPPED;
@@ -249,33 +368,19 @@ int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summ
 				goto fail;
 		}
 		res->duration_ms = util_now_mono_ms() - t0;
-		switch (res->status) {
-		case APPLY_STATUS_OK:
-			s.n_ok++;
-			break;
-		case APPLY_STATUS_CHANGED:
-			s.n_changed++;
-			break;
-		case APPLY_STATUS_FAILED:
-			s.n_failed++;
-			if (!json_is_true(json_object_get(step, "continue_on_error")) &&
-			    !failed_name) {
-				failed_name = res->name;
-				s.stopped = true;
-			}
-			break;
-		case APPLY_STATUS_SKIPPED:
-			s.n_skipped++;
-			break;
-		}
+		count(&s, res, step, &failed_name);
+		s.n_done = i + 1;
 		log_debug("apply: step %zu \"%s\" (%s): %s", i, res->name, res->type,
 			  apply_status_name(res->status));
 		if (o->on_step)
 			o->on_step(res, i, s.n_steps, o->userdata);
 	}
 	if (ctx.backup_dir && o->state_dir) {
-		s.backup_dir = ctx.backup_dir;
-		ctx.backup_dir = NULL;
+		/* A run that backed nothing up leaves no directory behind. */
+		if (rmdir(ctx.backup_dir) < 0) {
+			s.backup_dir = ctx.backup_dir;
+			ctx.backup_dir = NULL;
+		}
 	}
 	r = 0;
 	*ret = s;

@@ -43,6 +43,8 @@ struct apply_summary {
 	size_t n_ok, n_changed, n_failed, n_skipped;
 	bool check_mode;
 	bool stopped;	  /* a failed step without continue_on_error stopped the plan */
+	bool interrupted; /* before_step said stop: steps from n_done on have no result */
+	size_t n_done;	  /* steps with a result (all of them unless interrupted) */
 	char *backup_dir; /* where this run's backups are kept (NULL if none were kept) */
 };
 
@@ -61,7 +63,19 @@ struct apply_opts {
 	int64_t command_timeout_ms; /* default timeout of programs the executors run; 0: 120 s */
 	apply_event_fn on_step;	    /* may be NULL */
 	void *userdata;
+	/* Resume a plan that already ran its first resume_from steps (their outcomes in prior,
+	 * borrowed; counted in the summary, not run, no on_step for them). */
+	size_t resume_from;
+	const struct apply_step_result *prior;
+	/* Called on the apply thread right before a step is checked and applied (not for steps
+	 * that are skipped); false stops the plan there: the summary says interrupted. May be
+	 * NULL. */
+	bool (*before_step)(size_t index, void *userdata);
 };
+
+/* Keep the newest `keep` run directories under <state_dir>/backups (each run that changed a
+ * file keeps its originals there), removing older ones. Returns how many were removed. */
+int apply_backups_prune(const char *state_dir, size_t keep);
 
 /* Validate plan (network input: the playbook module's plan validator) and run its steps in
  * order. For each step: evaluate `when`; check (desired vs actual, diff); in check mode stop

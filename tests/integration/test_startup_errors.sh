@@ -27,12 +27,32 @@ check "CA key is mode 0600" test "$(stat -c %a "$T/ctl/ca.key")" = 600
 check "server key is mode 0600" test "$(stat -c %a "$T/ctl/server.key")" = 600
 check "database is mode 0600" test "$(stat -c %a "$T/ctl/controller.db")" = 600
 
+cp -a "$T/ctl" "$T/ctl2"
 start_controller
 expect_fail "port in use" "Address already in use" \
-	"$CTL" serve --state-dir "$T/ctl" --listen "127.0.0.1:$PORT"
+	"$CTL" serve --state-dir "$T/ctl2" --listen "127.0.0.1:$PORT"
+# A second serve on a served state directory: refused before it touches anything.
+addr_before=$(cat "$T/ctl/controller.addr")
+out=$("$CTL" serve --state-dir "$T/ctl" --listen 127.0.0.1:0 2>&1); rc=$?
+check "second serve on the same state directory exits 4 ($rc)" test "$rc" -eq 4
+check "it names the serving pid" grep -q "already served by another railyard-controller (pid $CTL_PID)" <<<"$out"
+check "controller.addr unchanged" test "$(cat "$T/ctl/controller.addr")" = "$addr_before"
 check "first controller unaffected" kill -0 "$CTL_PID"
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
+expect_fail "--listen with an out-of-range port" "invalid --listen" \
+	"$CTL" serve --state-dir "$T/ctl2" --listen 127.0.0.1:99999
+expect_fail "--listen without a port" "invalid --listen" \
+	"$CTL" serve --state-dir "$T/ctl2" --listen 127.0.0.1
+expect_fail "token create --controller with port 0" "invalid --controller" \
+	"$CTL" token create --state-dir "$T/ctl2" --cluster it --controller 10.0.0.1:0
+expect_fail "agent --controller with an out-of-range port" "invalid --controller" \
+	"$AGENT" run --state-dir "$T/agent-none" --controller 127.0.0.1:70000
+expect_fail "agent apply on a missing sysroot" "sysroot $T/nonexistent: No such file" \
+	"$AGENT" apply --sysroot "$T/nonexistent" --playbook "$SRC/playbooks/h200-ndr-ib.yaml"
+check "and nothing was created there" test ! -e "$T/nonexistent"
+expect_fail "agent facts on a missing sysroot" "No such file" \
+	"$AGENT" facts --sysroot "$T/nonexistent"
 
 cp -a "$T/ctl" "$T/corrupt"
 head -c 8192 /dev/urandom >"$T/corrupt/controller.db"
@@ -44,6 +64,15 @@ expect_fail "agent run without enrollment" "enroll first" "$AGENT" run --state-d
 mkdir -p "$T/agent-bad"
 printf 'controller = 127.0.0.1:1\nnode_id n-1\n' >"$T/agent-bad/agent.conf"
 expect_fail "malformed agent.conf names file:line" "agent.conf:2" "$AGENT" run --state-dir "$T/agent-bad"
+printf 'controller = 127.0.0.1:99999\nnode_id = n-1\n' >"$T/agent-bad/agent.conf"
+expect_fail "agent.conf with a bad controller port" "not HOST:PORT" "$AGENT" run --state-dir "$T/agent-bad"
+# A user who may not read the state directory is told so, not to run init.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	expect_fail "permission denied is named as such" "Permission denied (run as root or as the controller's user)" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$CTL" nodes --state-dir "$T/ctl2"
+else
+	echo "SKIP: permission check needs root and setpriv"
+fi
 expect_fail "enroll without a token" "required" "$AGENT" enroll --controller 127.0.0.1:1
 expect_fail "enroll to a closed port" "connecting to 127.0.0.1:1" \
 	"$AGENT" enroll --controller 127.0.0.1:1 --token x --ca-fingerprint sha256:00 \

@@ -1096,11 +1096,8 @@ static void test_deployments(void **state)
 		.policy_json = "{\"batch\":1}",
 		.check_mode = true,
 	};
-	struct store_step_result sr = {
-		.name = "s1", .status = "changed", .diff = "-a\n+b\n", .idx = 0, .duration_ms = 12};
 	struct store_deployment *got = NULL, **list = NULL;
 	struct store_deploy_node *nodes = NULL;
-	struct store_step_result *res = NULL;
 	const int counts[4] = {3, 1, 0, 0};
 	size_t n = 0;
 	char *text = NULL;
@@ -1138,8 +1135,8 @@ static void test_deployments(void **state)
 	assert_string_equal(list[0]->id, "d-1"); /* oldest first */
 	store_deployments_free(list, n);
 
-	assert_int_equal(store_deploy_node_update(f->s, "d-1", "n-a", "sent", NULL, NULL, T0 + 5),
-			 1);
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-a", 4, T0 + 5), 1);
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-a", 4, T0 + 6), 0); /* once */
 	assert_int_equal(
 		store_deploy_node_update(f->s, "d-1", "n-a", "succeeded", "ok", counts, T0 + 9), 1);
 	/* A late, repeated report changes nothing. */
@@ -1160,19 +1157,6 @@ static void test_deployments(void **state)
 	assert_int_equal(nodes[1].batch, 1);
 	store_deploy_nodes_free(nodes, n);
 
-	assert_int_equal(store_step_result_put(f->s, "d-1", "n-a", &sr), 0);
-	sr.status = "changed";
-	sr.message = "again";
-	assert_int_equal(store_step_result_put(f->s, "d-1", "n-a", &sr), 0); /* replaces */
-	sr.status = "weird";
-	assert_int_equal(store_step_result_put(f->s, "d-1", "n-a", &sr), -RY_E_INVALID);
-	assert_int_equal(store_step_results(f->s, "d-1", &res, &n), 0);
-	assert_int_equal(n, 1);
-	assert_string_equal(res[0].diff, "-a\n+b\n");
-	assert_string_equal(res[0].message, "again");
-	assert_int_equal(res[0].duration_ms, 12);
-	store_step_results_free(res, n);
-
 	assert_int_equal(
 		store_deployment_update(f->s, "d-1", "failed", "max_fail exceeded", 1, T0 + 20), 0);
 	assert_int_equal(store_deployment_get(f->s, "d-1", &got), 0);
@@ -1186,6 +1170,165 @@ static void test_deployments(void **state)
 	assert_int_equal(store_deployments_list(f->s, true, 0, &list, &n), 0);
 	assert_int_equal(n, 1);
 	store_deployments_free(list, n);
+}
+
+/* Reports from nodes: only from a node the plan was sent to, while it runs there, for steps of
+ * its plan, once; the end only after every step and consistent with them. */
+static void test_reports(void **state)
+{
+	struct fx *f = *state;
+	struct store_deploy_target t[] = {
+		{"n-a", "gpu01", 0},
+		{"n-b", "gpu02", 1},
+	};
+	struct store_deployment_new d = {
+		.id = "d-1",
+		.cluster = "c1",
+		.actor = "admin",
+		.playbook_name = "h200",
+		.playbook_version = "1.0",
+		.playbook_sha256 = "abc123",
+		.playbook_text = "name: h200\n",
+		.policy_json = "{}",
+	};
+	struct store_step_result s0 = {
+		.name = "s0", .status = "changed", .diff = "-a\n+b\n", .message = "", .idx = 0};
+	struct store_step_result s1 = {
+		.name = "s1", .status = "ok", .diff = "", .message = "fine", .idx = 1};
+	struct store_step_result *res = NULL;
+	int ok_counts[4] = {1, 1, 0, 0}, bad_counts[4] = {2, 0, 0, 0}, zero[4] = {0};
+	char why[512];
+	size_t n = 0;
+
+	fx_open(f);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_deployment_create(f->s, &d, t, 2, T0), 0);
+
+	/* Not part of the deployment at all (another cluster's node). */
+	assert_int_equal(store_report_step(f->s, "d-1", "n-x", &s0, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_non_null(strstr(why, "not part of deployment d-1"));
+	/* A member that was never sent the plan. */
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s0, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_non_null(strstr(why, "never sent its plan"));
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-b", "succeeded", NULL, zero, T0,
+						 why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-a", 2, T0 + 1), 1);
+	/* A step outside the plan. */
+	s1.idx = 2;
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_non_null(strstr(why, "not in the plan"));
+	s1.idx = 1;
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s0, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	/* The same report again (a re-send) is a no-op; a different one is refused. */
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s0, why, sizeof(why)),
+			 STORE_REPORT_DUPLICATE);
+	s0.status = "failed";
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s0, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_non_null(strstr(why, "already reported as changed"));
+	s0.status = "changed";
+	s0.status = "bogus";
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s0, why, sizeof(why)),
+			 -RY_E_INVALID);
+	s0.status = "changed";
+	/* The end before all steps, or contradicting them. */
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-a", "succeeded", NULL, ok_counts,
+						 T0 + 2, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_non_null(strstr(why, "before its step results (1 of 2"));
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-a", "succeeded", NULL, bad_counts,
+						 T0 + 2, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_non_null(strstr(why, "contradicts"));
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-a", "failed", NULL, ok_counts,
+						 T0 + 2, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-a", "succeeded", NULL, ok_counts,
+						 T0 + 3, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	/* After the end: the same end again is a re-send; a rewritten step or end is refused. */
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-a", "succeeded", NULL, ok_counts,
+						 T0 + 4, why, sizeof(why)),
+			 STORE_REPORT_DUPLICATE);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 STORE_REPORT_DUPLICATE);
+	s1.status = "failed";
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-a", "failed", NULL, zero, T0 + 5,
+						 why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_non_null(strstr(why, "already finished on node n-a as succeeded"));
+	assert_int_equal(store_step_results(f->s, "d-1", &res, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(res[0].status, "changed");
+	assert_string_equal(res[1].status, "ok");
+	store_step_results_free(res, n);
+
+	/* A plan the agent refused whole: failed with no steps. */
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-b", 3, T0 + 6), 1);
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-b", "failed", "plan refused", zero,
+						 T0 + 7, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+}
+
+/* Diffs beyond a node's budget for a deployment are replaced by a note; the status stays. */
+static void test_report_budget(void **state)
+{
+	struct fx *f = *state;
+	struct store_deploy_target t[] = {{"n-a", "gpu01", 0}};
+	struct store_deployment_new d = {
+		.id = "d-1",
+		.cluster = "c1",
+		.actor = "admin",
+		.playbook_name = "h200",
+		.playbook_version = "1.0",
+		.playbook_sha256 = "abc123",
+		.playbook_text = "name: h200\n",
+		.policy_json = "{}",
+	};
+	size_t big = 256 * 1024, steps = 80, n = 0;
+	char *diff = malloc(big + 1), why[512], name[16];
+	struct store_step_result *res = NULL;
+
+	assert_non_null(diff);
+	memset(diff, 'x', big);
+	diff[big] = '\0';
+	fx_open(f);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_deployment_create(f->s, &d, t, 1, T0), 0);
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-a", (int)steps, T0), 1);
+	for (size_t i = 0; i < steps; i++) {
+		struct store_step_result r = {.name = name,
+					      .status = "changed",
+					      .diff = diff,
+					      .message = "",
+					      .idx = (int)i};
+
+		snprintf(name, sizeof(name), "s%zu", i);
+		assert_int_equal(store_report_step(f->s, "d-1", "n-a", &r, why, sizeof(why)),
+				 STORE_REPORT_STORED);
+		/* Re-sent with its full diff: still the same report. */
+		assert_int_equal(store_report_step(f->s, "d-1", "n-a", &r, why, sizeof(why)),
+				 STORE_REPORT_DUPLICATE);
+	}
+	assert_int_equal(store_step_results(f->s, "d-1", &res, &n), 0);
+	assert_int_equal(n, steps);
+	assert_int_equal(strlen(res[0].diff), big);
+	assert_non_null(strstr(res[steps - 1].diff, "size budget"));
+	assert_string_equal(res[steps - 1].status, "changed");
+	store_step_results_free(res, n);
+	/* The budget, and a short note for each step beyond it. */
+	assert_true(raw_count_in(f->path, "SELECT sum(length(diff)) FROM step_results", NULL) <=
+		    16 * 1024 * 1024 + (int64_t)steps * 128);
+	free(diff);
 }
 
 static void test_bench_runs(void **state)
@@ -1321,6 +1464,8 @@ int main(void)
 		T(test_migrate_from_v3),
 		T(test_newer_schema_refused),
 		T(test_deployments),
+		T(test_reports),
+		T(test_report_budget),
 		T(test_bench_runs),
 		T(test_bench_cancel),
 		T(test_migrate_bench_v4),
