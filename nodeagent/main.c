@@ -35,6 +35,7 @@ static void usage(FILE *f)
 		   "         [--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]\n"
 		   "  run    [--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
 		   "         [--reconnect-max 30s] [--bench-ports 18515-18546|0]\n"
+		   "         [--outbox-max 32M]\n"
 		   "  facts  [--sysroot DIR] [--json]\n"
 		   "  version\n"
 		   "\n"
@@ -180,6 +181,7 @@ int main(int argc, char **argv)
 		{"timeout", required_argument, NULL, 'T'},
 		{"reconnect-max", required_argument, NULL, 'R'},
 		{"bench-ports", required_argument, NULL, 'B'},
+		{"outbox-max", required_argument, NULL, 'O'},
 		{"json", no_argument, NULL, 'j'},
 		{"playbook", required_argument, NULL, 'p'},
 		{"check", no_argument, NULL, 'k'},
@@ -266,6 +268,21 @@ int main(int argc, char **argv)
 				return bad("--bench-ports (LO-HI within 1024-65535, or 0)", optarg);
 			so.bench_port_lo = (uint16_t)lo;
 			so.bench_port_hi = (uint16_t)hi;
+			break;
+		}
+		case 'O': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			unsigned long long mult = strcmp(end, "K") == 0	  ? 1024ULL
+						  : strcmp(end, "M") == 0 ? 1024ULL * 1024
+						  : strcmp(end, "G") == 0 ? 1024ULL * 1024 * 1024
+						  : *end == '\0'	  ? 1
+									  : 0;
+
+			if (end == optarg || optarg[0] == '-' || !mult || v * mult < 16 * 1024 ||
+			    v > (1ULL << 40) / mult)
+				return bad("--outbox-max (bytes, K, M or G; at least 16K)", optarg);
+			so.outbox_max = (size_t)(v * mult);
 			break;
 		}
 		case 'j':

@@ -40,7 +40,8 @@ struct outbox {
 	char *path; /* NULL: memory only */
 	int fd;
 	off_t file_len;
-	bool write_failed; /* logged once until a write succeeds again */
+	bool write_failed;	/* logged once until a write succeeds again */
+	int64_t full_logged_ms; /* "full" is logged at most every 10 s */
 };
 
 static void put_u32(uint8_t *p, uint32_t v)
@@ -176,6 +177,7 @@ int outbox_open(const char *state_dir, size_t max_bytes, struct outbox **ret, si
 	pthread_mutex_init(&ob->lock, NULL);
 	pthread_cond_init(&ob->room, NULL);
 	ob->fd = -1;
+	ob->full_logged_ms = INT64_MIN / 2;
 	ob->max_bytes = max_bytes ? max_bytes : OUTBOX_MAX_BYTES;
 	if (ret_torn)
 		*ret_torn = 0;
@@ -227,13 +229,18 @@ int outbox_push(struct outbox *ob, const Railyard__V1__AgentMessage *m)
 	r = rpc_pack(&m->base, &it.buf, &it.len);
 	if (r < 0)
 		return r;
-	if (it.len > ob->max_bytes) {
-		free(it.buf);
-		return -RY_E_TOO_BIG;
-	}
 	pthread_mutex_lock(&ob->lock);
-	/* Back-pressure: wait until the controller has acknowledged enough. */
-	while (!ob->closed && ob->bytes + it.len > ob->max_bytes)
+	/* Back-pressure: wait until the controller has acknowledged enough. A message larger
+	 * than the whole bound goes in alone. */
+	if (!ob->closed && ob->n > 0 && ob->bytes + it.len > ob->max_bytes &&
+	    util_now_mono_ms() - ob->full_logged_ms >= 10000) {
+		ob->full_logged_ms = util_now_mono_ms();
+		log_info(
+			"outbox: full (%zu messages, %zu bytes): results wait for the controller's "
+			"acknowledgements",
+			ob->n, ob->bytes);
+	}
+	while (!ob->closed && ob->n > 0 && ob->bytes + it.len > ob->max_bytes)
 		pthread_cond_wait(&ob->room, &ob->lock);
 	if (ob->closed) {
 		r = -ECANCELED;

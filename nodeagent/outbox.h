@@ -29,9 +29,10 @@ __attribute__((warn_unused_result)) int outbox_open(const char *state_dir, size_
 void outbox_free(struct outbox *ob);
 
 /* Keep a copy of m (its seq and ack are set when sent): appended and synced to the file before
- * this returns. While the outbox is full, waits for acknowledgements. -ECANCELED after
- * outbox_close() (m is not kept), -RY_E_TOO_BIG when m alone is over the bound. A file that
- * cannot be written (disk full) is logged and m is kept in memory only. */
+ * this returns. While the outbox is full, waits for acknowledgements (a message larger than
+ * the bound waits until the outbox is empty, then goes in alone). -ECANCELED after
+ * outbox_close() (m is not kept). A file that cannot be written (disk full) is logged and m is
+ * kept in memory only. */
 __attribute__((warn_unused_result)) int outbox_push(struct outbox *ob,
 						    const Railyard__V1__AgentMessage *m);
 /* Shutting down: pushes waiting for room, and later ones, return -ECANCELED. */

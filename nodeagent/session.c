@@ -99,7 +99,7 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 	{
 		size_t torn = 0, n = 0, bytes = 0;
 
-		r = outbox_open(s->o.state_dir, 0, &s->outbox, &torn, errbuf, errlen);
+		r = outbox_open(s->o.state_dir, s->o.outbox_max, &s->outbox, &torn, errbuf, errlen);
 		if (r < 0)
 			goto fail;
 		if (torn)

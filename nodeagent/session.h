@@ -17,6 +17,9 @@ struct agent_session_opts {
 	/* Benchmark control ports the agent serves on, leased one per running server side:
 	 * bench_port_lo..bench_port_hi; both 0: an ephemeral port each time. */
 	uint16_t bench_port_lo, bench_port_hi;
+	/* Bytes of unacknowledged results the outbox keeps before plans and benchmarks wait
+	 * (0: OUTBOX_MAX_BYTES). */
+	size_t outbox_max;
 };
 
 struct agent_session;

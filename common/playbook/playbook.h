@@ -90,11 +90,15 @@ struct pb_field {
 	const char *help;
 };
 
-/* One step type: fields ends with an entry whose key is NULL. */
+/* One step type: fields ends with an entry whose key is NULL. check: the type's own rules on
+ * its params once their types are right (enums, formats, names passed to tools), with (plan)
+ * or without defaults filled in; -RY_E_INVALID with the offending key in *ret_key (may be
+ * NULL) and the reason in buf. */
 struct pb_step_schema {
 	const char *type;
 	const struct pb_field *fields;
 	const char *help;
+	int (*check)(const json_t *params, bool plan, const char **ret_key, char *buf, size_t len);
 };
 
 /* The table of step types ("assert", "package", "kmod", "sysctl", "file", "nccl", "ucx", "mpi",

@@ -63,9 +63,6 @@ int pb_scalar_int(const struct pb_node *n, long long *ret);
 int pb_params_check(const struct pb_step_schema *s, const json_t *params, bool with_defaults,
 		    const char **ret_key, char *buf, size_t len);
 int pb_cond_check(const json_t *cond, bool plan, const char **ret_key, char *buf, size_t len);
-/* Per-type semantic rules only (enums, formats), on params with or without defaults. */
-int pb_params_semantic(const char *type, const json_t *params, bool plan, const char **ret_key,
-		       char *buf, size_t len);
 /* Check a fact path's syntax; 0 or -EINVAL. pb_path_check(p, true) also accepts a path that
  * starts with an index ("[0].name"), as used after vars.NAME. */
 int pb_fact_path_check(const char *path);

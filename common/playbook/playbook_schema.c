@@ -71,19 +71,6 @@ static const struct pb_field command_fields[] = {
 	{"unless", PB_LIST_OF_STRING, false, NULL, "skip when this command exits 0"},
 	{0}};
 
-const struct pb_step_schema pb_step_schemas[] = {
-	{"assert", assert_fields, "conditions on facts; changes nothing"},
-	{"package", package_fields, "dpkg/apt package"},
-	{"kmod", kmod_fields, "kernel module"},
-	{"sysctl", sysctl_fields, "kernel parameters"},
-	{"file", file_fields, "a whole file"},
-	{"nccl", nccl_fields, "keys in nccl.conf"},
-	{"ucx", ucx_fields, "keys in ucx.conf"},
-	{"mpi", mpi_fields, "Open MPI MCA parameters"},
-	{"service", service_fields, "systemd unit"},
-	{"roce_qos", roce_qos_fields, "RoCE QoS: trust, PFC, ECN"},
-	{"command", command_fields, "explicit escape hatch"},
-	{0}};
 /* clang-format on */
 
 static const char *const cond_ops[] = {
@@ -378,148 +365,215 @@ static int settings_ok(const json_t *m, const char *extra, const char **ret_key,
 	return 0;
 }
 
-int pb_params_semantic(const char *type, const json_t *p, bool plan, const char **ret_key,
-		       char *buf, size_t len)
+/* ---- Per-type rules (the check of each table entry) ---------------------------------------- */
+
+/* A name handed to a program (modprobe, systemctl, apt-get, mlnx_qos) as an argument: never
+ * one that reads as an option. */
+static bool tool_name_ok(const char *s, const char *extra, size_t max)
 {
-	static const char *const present_absent[] = {"present", "absent", NULL};
-	static const char *const loaded_absent[] = {"loaded", "absent", NULL};
-	static const char *const svc_states[] = {"started", "stopped", "restarted", NULL};
-	static const char *const trusts[] = {"dscp", "pcp", NULL};
-	const char *s;
-	json_t *v;
-	int r;
+	return chars_ok(s, extra, max) && s[0] != '-';
+}
 
 #define STR(k) json_string_value(json_object_get(p, k))
-	if (strcmp(type, "assert") == 0) {
-		size_t i;
-		json_t *c;
 
-		v = json_object_get(p, "that");
-		if (json_is_array(v) && json_array_size(v) == 0)
-			return fail(ret_key, "that", buf, len, "that: at least one condition");
-		json_array_foreach(v, i, c)
-		{
-			char sub[200];
+static int check_assert(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	json_t *v = json_object_get(p, "that"), *c;
+	size_t i;
 
-			if (json_is_null(c))
-				continue;
-			if (pb_cond_check(c, plan, NULL, sub, sizeof(sub)) < 0)
-				return fail(ret_key, "that", buf, len, "that[%zu]: %s", i, sub);
-		}
-	} else if (strcmp(type, "package") == 0) {
-		if ((s = STR("name")) && !chars_ok(s, "+.-_:", 128))
-			return fail(ret_key, "name", buf, len, "name: bad package name \"%s\"", s);
-		if ((s = STR("version")) && !version_constraint_ok(s))
-			return fail(ret_key, "version", buf, len,
-				    "version: bad constraint \"%s\" (expected e.g. \">= 24.10\")",
-				    s);
-		if ((s = STR("state")) && !str_in(s, present_absent))
-			return fail(ret_key, "state", buf, len,
-				    "state: expected present or absent, got \"%s\"", s);
-	} else if (strcmp(type, "kmod") == 0) {
-		const char *k;
+	if (json_is_array(v) && json_array_size(v) == 0)
+		return fail(ret_key, "that", buf, len, "that: at least one condition");
+	json_array_foreach(v, i, c)
+	{
+		char sub[200];
 
-		if ((s = STR("name")) && !chars_ok(s, "_-", 64))
-			return fail(ret_key, "name", buf, len, "name: bad module name \"%s\"", s);
-		if ((s = STR("state")) && !str_in(s, loaded_absent))
-			return fail(ret_key, "state", buf, len,
-				    "state: expected loaded or absent, got \"%s\"", s);
-		json_object_foreach(json_object_get(p, "options"), k, v)
-		{
-			s = json_string_value(v);
-			if (!chars_ok(k, "_", 64) || (s && strpbrk(s, " \t\r\n")))
-				return fail(ret_key, "options", buf, len,
-					    "options: bad option \"%s\"", k);
-		}
-	} else if (strcmp(type, "sysctl") == 0) {
-		r = settings_ok(json_object_get(p, "settings"), "._-/", ret_key, buf, len);
-		if (r < 0)
-			return r;
-		if ((s = STR("file")) && !abs_path_ok(s))
-			return fail(ret_key, "file", buf, len, "file: expected an absolute path");
-	} else if (strcmp(type, "file") == 0) {
-		if (json_object_get(p, "template"))
-			return fail(ret_key, "template", buf, len,
-				    "template: not allowed in a plan (rendered into content)");
-		if (!json_object_get(p, "content"))
-			return fail(ret_key, "content", buf, len,
-				    "missing required key \"content\"");
-		if ((s = STR("path")) && !abs_path_ok(s))
-			return fail(ret_key, "path", buf, len,
-				    "path: expected an absolute path, got \"%s\"", s);
-		if ((s = STR("mode")) && !octal_mode_ok(s))
-			return fail(ret_key, "mode", buf, len,
-				    "mode: expected an octal string like \"0644\", got \"%s\"", s);
-		if ((s = STR("owner")) && !chars_ok(s, "._-", 32))
-			return fail(ret_key, "owner", buf, len, "owner: bad user name \"%s\"", s);
-		if ((s = STR("group")) && !chars_ok(s, "._-", 32))
-			return fail(ret_key, "group", buf, len, "group: bad group name \"%s\"", s);
-	} else if (strcmp(type, "nccl") == 0 || strcmp(type, "ucx") == 0 ||
-		   strcmp(type, "mpi") == 0) {
-		r = settings_ok(json_object_get(p, "settings"), "._-", ret_key, buf, len);
-		if (r < 0)
-			return r;
-		if ((s = STR("path")) && !abs_path_ok(s))
-			return fail(ret_key, "path", buf, len, "path: expected an absolute path");
-	} else if (strcmp(type, "service") == 0) {
-		if ((s = STR("name")) && !chars_ok(s, "@._:-\\", 256))
-			return fail(ret_key, "name", buf, len, "name: bad unit name \"%s\"", s);
-		if ((s = STR("state")) && !str_in(s, svc_states))
-			return fail(ret_key, "state", buf, len,
-				    "state: expected started, stopped or restarted, got \"%s\"", s);
-		if (!json_object_get(p, "state") && !json_object_get(p, "enabled"))
-			return fail(ret_key, "name", buf, len,
-				    "a service step needs \"enabled\" or \"state\"");
-	} else if (strcmp(type, "roce_qos") == 0) {
-		size_t i;
-		json_t *e;
-
-		v = json_object_get(p, "interfaces");
-		if (json_is_array(v) && json_array_size(v) == 0)
-			return fail(ret_key, "interfaces", buf, len,
-				    "interfaces: at least one interface");
-		json_array_foreach(v, i, e)
-		{
-			if (json_is_string(e) && !chars_ok(json_string_value(e), "_.:-", 15))
-				return fail(ret_key, "interfaces", buf, len,
-					    "interfaces: bad interface name \"%s\"",
-					    json_string_value(e));
-		}
-		if ((s = STR("trust")) && !str_in(s, trusts))
-			return fail(ret_key, "trust", buf, len,
-				    "trust: expected dscp or pcp, got \"%s\"", s);
-		if ((v = json_object_get(p, "pfc")) && !prios_ok(v))
-			return fail(ret_key, "pfc", buf, len,
-				    "pfc: priorities must be distinct values 0-7");
-		if ((v = json_object_get(p, "ecn")) && !prios_ok(v))
-			return fail(ret_key, "ecn", buf, len,
-				    "ecn: priorities must be distinct values 0-7");
-		if ((v = json_object_get(p, "dscp")) && json_is_integer(v) &&
-		    (json_integer_value(v) < 0 || json_integer_value(v) > 63))
-			return fail(ret_key, "dscp", buf, len, "dscp: expected 0-63");
-	} else if (strcmp(type, "command") == 0) {
-		int64_t ms;
-
-		v = json_object_get(p, "argv");
-		if (json_is_array(v) &&
-		    (json_array_size(v) == 0 || (json_is_string(json_array_get(v, 0)) &&
-						 !*json_string_value(json_array_get(v, 0)))))
-			return fail(ret_key, "argv", buf, len,
-				    "argv: expected a non-empty list with a program");
-		v = json_object_get(p, "unless");
-		if (json_is_array(v) && json_array_size(v) == 0)
-			return fail(ret_key, "unless", buf, len,
-				    "unless: expected a non-empty list");
-		if ((s = STR("timeout")) && (util_parse_duration_ms(s, &ms) < 0 || ms <= 0))
-			return fail(ret_key, "timeout", buf, len,
-				    "timeout: bad duration \"%s\" (expected e.g. \"30s\")", s);
-		if ((s = STR("creates")) && !abs_path_ok(s))
-			return fail(ret_key, "creates", buf, len,
-				    "creates: expected an absolute path");
+		if (json_is_null(c))
+			continue;
+		if (pb_cond_check(c, plan, NULL, sub, sizeof(sub)) < 0)
+			return fail(ret_key, "that", buf, len, "that[%zu]: %s", i, sub);
 	}
-#undef STR
 	return 0;
 }
+
+static int check_package(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	static const char *const present_absent[] = {"present", "absent", NULL};
+	const char *s;
+
+	if ((s = STR("name")) && !tool_name_ok(s, "+.-_:", 128))
+		return fail(
+			ret_key, "name", buf, len,
+			"name: bad package name \"%s\" (letters, digits, + . - _ :, not starting "
+			"with '-')",
+			s);
+	if ((s = STR("version")) && !version_constraint_ok(s))
+		return fail(ret_key, "version", buf, len,
+			    "version: bad constraint \"%s\" (expected e.g. \">= 24.10\")", s);
+	if ((s = STR("state")) && !str_in(s, present_absent))
+		return fail(ret_key, "state", buf, len,
+			    "state: expected present or absent, got \"%s\"", s);
+	return 0;
+}
+
+static int check_kmod(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	static const char *const loaded_absent[] = {"loaded", "absent", NULL};
+	const char *s, *k;
+	json_t *v;
+
+	if ((s = STR("name")) && !tool_name_ok(s, "_-", 64))
+		return fail(ret_key, "name", buf, len,
+			    "name: bad module name \"%s\" (letters, digits, _ and -, not starting "
+			    "with '-')",
+			    s);
+	if ((s = STR("state")) && !str_in(s, loaded_absent))
+		return fail(ret_key, "state", buf, len,
+			    "state: expected loaded or absent, got \"%s\"", s);
+	json_object_foreach(json_object_get(p, "options"), k, v)
+	{
+		s = json_string_value(v);
+		if (!tool_name_ok(k, "_", 64) || (s && strpbrk(s, " \t\r\n")))
+			return fail(ret_key, "options", buf, len, "options: bad option \"%s\"", k);
+	}
+	return 0;
+}
+
+static int check_sysctl(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	const char *s;
+	int r = settings_ok(json_object_get(p, "settings"), "._-/", ret_key, buf, len);
+
+	if (r < 0)
+		return r;
+	if ((s = STR("file")) && !abs_path_ok(s))
+		return fail(ret_key, "file", buf, len, "file: expected an absolute path");
+	return 0;
+}
+
+static int check_file(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	const char *s;
+
+	if (json_object_get(p, "template"))
+		return fail(ret_key, "template", buf, len,
+			    "template: not allowed in a plan (rendered into content)");
+	if (!json_object_get(p, "content"))
+		return fail(ret_key, "content", buf, len, "missing required key \"content\"");
+	if ((s = STR("path")) && !abs_path_ok(s))
+		return fail(ret_key, "path", buf, len,
+			    "path: expected an absolute path, got \"%s\"", s);
+	if ((s = STR("mode")) && !octal_mode_ok(s))
+		return fail(ret_key, "mode", buf, len,
+			    "mode: expected an octal string like \"0644\", got \"%s\"", s);
+	if ((s = STR("owner")) && !tool_name_ok(s, "._-", 32))
+		return fail(ret_key, "owner", buf, len, "owner: bad user name \"%s\"", s);
+	if ((s = STR("group")) && !tool_name_ok(s, "._-", 32))
+		return fail(ret_key, "group", buf, len, "group: bad group name \"%s\"", s);
+	return 0;
+}
+
+/* nccl, ucx, mpi: key = value settings merged into a file. */
+static int check_conf(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	const char *s;
+	int r = settings_ok(json_object_get(p, "settings"), "._-", ret_key, buf, len);
+
+	if (r < 0)
+		return r;
+	if ((s = STR("path")) && !abs_path_ok(s))
+		return fail(ret_key, "path", buf, len, "path: expected an absolute path");
+	return 0;
+}
+
+static int check_service(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	static const char *const svc_states[] = {"started", "stopped", "restarted", NULL};
+	const char *s;
+
+	if ((s = STR("name")) && !tool_name_ok(s, "@._:-\\", 256))
+		return fail(ret_key, "name", buf, len,
+			    "name: bad unit name \"%s\" (not starting with '-')", s);
+	if ((s = STR("state")) && !str_in(s, svc_states))
+		return fail(ret_key, "state", buf, len,
+			    "state: expected started, stopped or restarted, got \"%s\"", s);
+	if (!json_object_get(p, "state") && !json_object_get(p, "enabled"))
+		return fail(ret_key, "name", buf, len,
+			    "a service step needs \"enabled\" or \"state\"");
+	return 0;
+}
+
+static int check_roce_qos(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	static const char *const trusts[] = {"dscp", "pcp", NULL};
+	const char *s;
+	json_t *v, *e;
+	size_t i;
+
+	v = json_object_get(p, "interfaces");
+	if (json_is_array(v) && json_array_size(v) == 0)
+		return fail(ret_key, "interfaces", buf, len, "interfaces: at least one interface");
+	json_array_foreach(v, i, e)
+	{
+		if (json_is_string(e) && !tool_name_ok(json_string_value(e), "_.:-", 15))
+			return fail(ret_key, "interfaces", buf, len,
+				    "interfaces: bad interface name \"%s\" (not starting with '-')",
+				    json_string_value(e));
+	}
+	if ((s = STR("trust")) && !str_in(s, trusts))
+		return fail(ret_key, "trust", buf, len, "trust: expected dscp or pcp, got \"%s\"",
+			    s);
+	if ((v = json_object_get(p, "pfc")) && !prios_ok(v))
+		return fail(ret_key, "pfc", buf, len,
+			    "pfc: priorities must be distinct values 0-7");
+	if ((v = json_object_get(p, "ecn")) && !prios_ok(v))
+		return fail(ret_key, "ecn", buf, len,
+			    "ecn: priorities must be distinct values 0-7");
+	if ((v = json_object_get(p, "dscp")) && json_is_integer(v) &&
+	    (json_integer_value(v) < 0 || json_integer_value(v) > 63))
+		return fail(ret_key, "dscp", buf, len, "dscp: expected 0-63");
+	return 0;
+}
+
+static int check_command(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	const char *s;
+	int64_t ms;
+	json_t *v;
+
+	v = json_object_get(p, "argv");
+	if (json_is_array(v) &&
+	    (json_array_size(v) == 0 ||
+	     (json_is_string(json_array_get(v, 0)) && !*json_string_value(json_array_get(v, 0)))))
+		return fail(ret_key, "argv", buf, len,
+			    "argv: expected a non-empty list with a program");
+	v = json_object_get(p, "unless");
+	if (json_is_array(v) && json_array_size(v) == 0)
+		return fail(ret_key, "unless", buf, len, "unless: expected a non-empty list");
+	if ((s = STR("timeout")) && (util_parse_duration_ms(s, &ms) < 0 || ms <= 0))
+		return fail(ret_key, "timeout", buf, len,
+			    "timeout: bad duration \"%s\" (expected e.g. \"30s\")", s);
+	if ((s = STR("creates")) && !abs_path_ok(s))
+		return fail(ret_key, "creates", buf, len, "creates: expected an absolute path");
+	return 0;
+}
+
+#undef STR
+
+/* clang-format off */
+const struct pb_step_schema pb_step_schemas[] = {
+	{"assert", assert_fields, "conditions on facts; changes nothing", check_assert},
+	{"package", package_fields, "dpkg/apt package", check_package},
+	{"kmod", kmod_fields, "kernel module", check_kmod},
+	{"sysctl", sysctl_fields, "kernel parameters", check_sysctl},
+	{"file", file_fields, "a whole file", check_file},
+	{"nccl", nccl_fields, "keys in nccl.conf", check_conf},
+	{"ucx", ucx_fields, "keys in ucx.conf", check_conf},
+	{"mpi", mpi_fields, "Open MPI MCA parameters", check_conf},
+	{"service", service_fields, "systemd unit", check_service},
+	{"roce_qos", roce_qos_fields, "RoCE QoS: trust, PFC, ECN", check_roce_qos},
+	{"command", command_fields, "explicit escape hatch", check_command},
+	{0}};
+/* clang-format on */
 
 int pb_params_check(const struct pb_step_schema *s, const json_t *params, bool plan,
 		    const char **ret_key, char *buf, size_t len)
@@ -547,7 +601,7 @@ int pb_params_check(const struct pb_step_schema *s, const json_t *params, bool p
 			return fail(ret_key, f->key, buf, len, "missing required key \"%s\"",
 				    f->key);
 	}
-	return pb_params_semantic(s->type, params, plan, ret_key, buf, len);
+	return s->check ? s->check(params, plan, ret_key, buf, len) : 0;
 }
 
 int playbook_plan_validate(const json_t *plan, char *errbuf, size_t len)

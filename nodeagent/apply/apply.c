@@ -107,12 +107,28 @@ int apply_backups_prune(const char *state_dir, size_t keep)
 		closedir(d);
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_backup_run);
+	/* Empty ones first (a run killed before it could remove its own): rmdir() only removes
+	 * those. Then the oldest beyond `keep`. */
 	for (size_t i = 0; i < n; i++) {
 		char *p = NULL;
 
-		if (n - i > keep && asprintf(&p, "%s/%s", dir, v[i].name) >= 0 &&
-		    nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0)
+		if (asprintf(&p, "%s/%s", dir, v[i].name) >= 0 && rmdir(p) == 0) {
 			removed++;
+			free(v[i].name);
+			v[i].name = NULL;
+		}
+		free(p);
+	}
+	for (size_t i = 0, left = n - (size_t)removed; i < n; i++) {
+		char *p = NULL;
+
+		if (!v[i].name)
+			continue;
+		if (left > keep && asprintf(&p, "%s/%s", dir, v[i].name) >= 0 &&
+		    nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0) {
+			removed++;
+			left--;
+		}
 		free(p);
 		free(v[i].name);
 	}

@@ -74,7 +74,9 @@ struct apply_opts {
 };
 
 /* Keep the newest `keep` run directories under <state_dir>/backups (each run that changed a
- * file keeps its originals there), removing older ones. Returns how many were removed. */
+ * file keeps its originals there), removing older ones and every empty one (a run that was
+ * killed). Not while a run on this state directory is in progress. Returns how many were
+ * removed. */
 int apply_backups_prune(const char *state_dir, size_t keep);
 
 /* Validate plan (network input: the playbook module's plan validator) and run its steps in

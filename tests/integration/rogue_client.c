@@ -1,9 +1,24 @@
-/* A misbehaving agent for the integration tests: opens Controller.Connect with the given
- * certificate (or none) and sends what a broken or hostile client would, then checks the status
- * the controller ends the stream with.
- *   rogue_client --target H:P --ca CA.pem [--cert C --key K] --mode M --expect STATUS
- * modes: hello (a well-formed Hello), garbage, no-hello, bad-seq, no-body, huge-facts,
- * bad-facts. Exit 0 when the final status name equals --expect. */
+/* A misbehaving (or scripted) node for the integration tests, speaking the protocol with the
+ * certificate it is given.
+ *   rogue_client --target H:P --ca CA.pem [--cert C --key K] --mode M [options]
+ * Stream modes, checked by the status the controller ends the stream with (--expect):
+ *   hello (a well-formed Hello, with --facts FILE if given), garbage, no-hello, bad-seq,
+ *   no-body, huge-facts, bad-facts.
+ * Scripted modes (exit 0 when the script ran; output lines for the test to read):
+ *   agent   an honest member: Hello, then every ApplyPlan is answered with a StepEvent "ok" per
+ *           step and ApplyDone "succeeded" (--done-message M). After --plans N plans (default 1)
+ *           it goes on with --forge, if given, or exits. Prints "PLAN <deployment> <steps>".
+ *   forge   Hello, then --forge right away.
+ *   flood   --count N Enroll calls with a token that does not exist; prints how each ended:
+ *           "<STATUS> <count>" lines.
+ * --forge KIND about --deployment D (default: the last plan answered):
+ *   step-failed      StepEvent index 0 (the plan's first step name) status "failed"
+ *   done-succeeded   ApplyDone "succeeded", zero counts
+ *   done-failed      ApplyDone "failed", zero counts
+ *   big-steps:N      N StepEvents, indexes 0..N-1, each with a 1 MiB diff
+ *   bench-ready      BenchReady for bench D (port 18515)
+ *   bench-result     BenchResult "ok" for bench D
+ * Each forged message gets one answer, printed as "RECEIPT" or "ERROR <code>: <message>". */
 #include "common/rpc/rpc.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
@@ -11,6 +26,7 @@
 #include "railyard/v1/railyard.pb-c.h"
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +40,21 @@ static char *slurp(const char *path)
 		exit(2);
 	}
 	return buf;
+}
+
+struct rogue {
+	struct rpc_client_stream *cs;
+	uint64_t seq, ack;
+	char last_plan[65];
+	char first_step[256];
+	const char *done_message;
+};
+
+static int send_msg(struct rogue *g, Railyard__V1__AgentMessage *m)
+{
+	m->seq = ++g->seq;
+	m->ack = g->ack;
+	return rpc_client_stream_send(g->cs, &m->base);
 }
 
 static int send_agent(struct rpc_client_stream *cs, uint64_t seq, int body, const char *facts)
@@ -45,6 +76,232 @@ static int send_agent(struct rpc_client_stream *cs, uint64_t seq, int body, cons
 	return rpc_client_stream_send(cs, &m.base);
 }
 
+static int send_step(struct rogue *g, const char *dep, uint32_t idx, const char *name,
+		     const char *status, const char *diff)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__StepEvent se = RAILYARD__V1__STEP_EVENT__INIT;
+
+	se.deployment_id = (char *)dep;
+	se.index = idx;
+	se.name = (char *)name;
+	se.status = (char *)status;
+	se.diff = (char *)diff;
+	se.message = (char *)"";
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT;
+	m.step_event = &se;
+	return send_msg(g, &m);
+}
+
+static int send_done(struct rogue *g, const char *dep, const char *status, const uint32_t c[4],
+		     const char *message)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__ApplyDone ad = RAILYARD__V1__APPLY_DONE__INIT;
+
+	ad.deployment_id = (char *)dep;
+	ad.status = (char *)status;
+	ad.ok = c[0];
+	ad.changed = c[1];
+	ad.failed = c[2];
+	ad.skipped = c[3];
+	ad.message = (char *)(message ? message : "");
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE;
+	m.apply_done = &ad;
+	return send_msg(g, &m);
+}
+
+/* Next controller message (owned by the caller), or NULL at the end of the stream. */
+static Railyard__V1__ControllerMessage *next_msg(struct rogue *g, int timeout_ms)
+{
+	ProtobufCMessage *msg = NULL;
+	int r = rpc_client_stream_next(g->cs, util_now_mono_ms() + timeout_ms, &msg);
+
+	if (r != 1)
+		return NULL;
+	g->ack = ((Railyard__V1__ControllerMessage *)msg)->seq;
+	return (Railyard__V1__ControllerMessage *)msg;
+}
+
+/* Answer one ApplyPlan honestly: every step ok, then succeeded. */
+static int answer_plan(struct rogue *g, const Railyard__V1__ApplyPlan *ap)
+{
+	json_t *plan = json_loads(ap->plan_json, 0, NULL);
+	json_t *steps = json_object_get(plan, "steps"), *st;
+	uint32_t counts[4] = {0};
+	size_t i;
+	int r = 0;
+
+	snprintf(g->last_plan, sizeof(g->last_plan), "%s", ap->deployment_id);
+	json_array_foreach(steps, i, st)
+	{
+		const char *name = json_string_value(json_object_get(st, "name"));
+
+		if (i == 0)
+			snprintf(g->first_step, sizeof(g->first_step), "%s", name);
+		r = send_step(g, ap->deployment_id, (uint32_t)i, name, "ok", "");
+		if (r < 0)
+			break;
+		counts[0]++;
+	}
+	if (r >= 0)
+		r = send_done(g, ap->deployment_id, "succeeded", counts, g->done_message);
+	printf("PLAN %s %zu\n", ap->deployment_id, json_array_size(steps));
+	fflush(stdout);
+	json_decref(plan);
+	return r;
+}
+
+/* Send the forged messages; return how many answers to expect. */
+static int forge(struct rogue *g, const char *kind, const char *dep)
+{
+	static const uint32_t zero[4] = {0};
+
+	if (strcmp(kind, "step-failed") == 0)
+		return send_step(g, dep, 0, g->first_step[0] ? g->first_step : "s0", "failed", "") <
+				       0
+			       ? -1
+			       : 1;
+	if (strcmp(kind, "done-succeeded") == 0 || strcmp(kind, "done-failed") == 0)
+		return send_done(g, dep, kind + 5, zero, "forged") < 0 ? -1 : 1;
+	if (strcmp(kind, "bench-ready") == 0 || strcmp(kind, "bench-result") == 0) {
+		Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+		Railyard__V1__BenchReady br = RAILYARD__V1__BENCH_READY__INIT;
+		Railyard__V1__BenchResult res = RAILYARD__V1__BENCH_RESULT__INIT;
+
+		if (strcmp(kind, "bench-ready") == 0) {
+			br.bench_id = (char *)dep;
+			br.port = 18515;
+			m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY;
+			m.bench_ready = &br;
+		} else {
+			res.bench_id = (char *)dep;
+			res.ok = true;
+			res.result_json = (char *)"{\"ok\":true,\"results\":[]}";
+			m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT;
+			m.bench_result = &res;
+		}
+		return send_msg(g, &m) < 0 ? -1 : 1;
+	}
+	if (strncmp(kind, "big-steps:", 10) == 0) {
+		int n = atoi(kind + 10);
+		size_t size = 1024 * 1024;
+		char *diff = malloc(size + 1), name[32];
+
+		if (!diff)
+			return -1;
+		memset(diff, '+', size);
+		diff[size] = '\0';
+		for (int i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "big %d", i);
+			if (send_step(g, dep, (uint32_t)i, name, "changed", diff) < 0) {
+				free(diff);
+				return -1;
+			}
+		}
+		free(diff);
+		return n;
+	}
+	fprintf(stderr, "rogue_client: unknown --forge %s\n", kind);
+	return -1;
+}
+
+static int flood(struct rpc_channel *ch, int count)
+{
+	static const char *const names[] = {"OK", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+					    "UNAVAILABLE", "OTHER"};
+	int tally[5] = {0};
+
+	for (int i = 0; i < count; i++) {
+		Railyard__V1__EnrollRequest rq = RAILYARD__V1__ENROLL_REQUEST__INIT;
+		struct rpc_status st = {0};
+		ProtobufCMessage *resp = NULL;
+		char host[32];
+		int k;
+
+		snprintf(host, sizeof(host), "flood-%d", i);
+		rq.token =
+			(char *)"ry1."
+				"0000000000000000000000000000000000000000000000000000000000000bad";
+		rq.hostname = host;
+		rq.csr_pem = (char *)"";
+		if (rpc_unary_call(ch, "/railyard.v1.Controller/Enroll", &rq.base,
+				   &railyard__v1__enroll_response__descriptor, 10000, &resp,
+				   &st) < 0)
+			return 2;
+		if (resp)
+			protobuf_c_message_free_unpacked(resp, NULL);
+		k = st.code == GRPC_STATUS_OK			? 0
+		    : st.code == GRPC_STATUS_PERMISSION_DENIED	? 1
+		    : st.code == GRPC_STATUS_RESOURCE_EXHAUSTED ? 2
+		    : st.code == GRPC_STATUS_UNAVAILABLE	? 3
+								: 4;
+		tally[k]++;
+		if (k == 2 && tally[2] == 1)
+			printf("first RESOURCE_EXHAUSTED after %d calls: %s\n", i, st.details);
+	}
+	for (int k = 0; k < 5; k++)
+		printf("%s %d\n", names[k], tally[k]);
+	return 0;
+}
+
+/* The scripted modes after the stream is open. */
+static int script(struct rogue *g, const char *mode, const char *facts, const char *forge_kind,
+		  const char *dep, int plans)
+{
+	Railyard__V1__ControllerMessage *m;
+	int answered = 0, expect = 0;
+	Railyard__V1__AgentMessage hm = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__Hello h = RAILYARD__V1__HELLO__INIT;
+
+	h.agent_version = (char *)"rogue-1";
+	h.facts_json = (char *)(facts ? facts : "{}");
+	hm.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO;
+	hm.hello = &h;
+	if (send_msg(g, &hm) < 0)
+		return 2;
+	while ((m = next_msg(g, 30000))) {
+		int body = m->body_case;
+
+		if (body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME &&
+		    strcmp(mode, "forge") == 0) {
+			expect = forge(g, forge_kind, dep);
+		} else if (body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_APPLY_PLAN &&
+			   answered < plans) {
+			if (answer_plan(g, m->apply_plan) < 0)
+				break;
+			answered++;
+		} else if (body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_RECEIPT ||
+			   body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_ERROR) {
+			bool forged = expect > 0;
+
+			if (forged && body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_ERROR)
+				printf("ERROR %s: %s\n", m->error->code, m->error->message);
+			else if (forged)
+				printf("RECEIPT\n");
+			fflush(stdout);
+			if (forged && --expect == 0) {
+				protobuf_c_message_free_unpacked(&m->base, NULL);
+				return 0;
+			}
+			/* The honest part is over once the last plan's end is acknowledged. */
+			if (!forged && answered == plans && m->ack == g->seq) {
+				if (!forge_kind) {
+					protobuf_c_message_free_unpacked(&m->base, NULL);
+					return 0;
+				}
+				expect = forge(g, forge_kind, dep ? dep : g->last_plan);
+			}
+		}
+		protobuf_c_message_free_unpacked(&m->base, NULL);
+		if (expect < 0)
+			return 2;
+	}
+	printf("STREAM ENDED %s: %s\n", rpc_status_name(rpc_client_stream_status(g->cs)->code),
+	       rpc_client_stream_status(g->cs)->details);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -54,15 +311,22 @@ int main(int argc, char **argv)
 		{"key", required_argument, NULL, 'k'},
 		{"mode", required_argument, NULL, 'm'},
 		{"expect", required_argument, NULL, 'e'},
+		{"facts", required_argument, NULL, 'f'},
+		{"forge", required_argument, NULL, 'F'},
+		{"deployment", required_argument, NULL, 'd'},
+		{"plans", required_argument, NULL, 'p'},
+		{"count", required_argument, NULL, 'n'},
+		{"done-message", required_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *target = NULL, *ca = NULL, *cert = NULL, *key = NULL, *mode = "hello";
-	const char *expect = NULL, *got;
+	const char *expect = NULL, *got, *facts_file = NULL, *forge_kind = NULL, *dep = NULL;
 	struct rpc_channel_config cc = {0};
 	struct rpc_channel *ch = NULL;
 	struct rpc_client_stream *cs = NULL;
-	char *huge = NULL;
-	int c, r = 0, welcomed = 0;
+	struct rogue g = {0};
+	char *huge = NULL, *facts = NULL;
+	int c, r = 0, welcomed = 0, plans = 1, count = 100, rc;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -84,11 +348,29 @@ int main(int argc, char **argv)
 		case 'e':
 			expect = optarg;
 			break;
+		case 'f':
+			facts_file = optarg;
+			break;
+		case 'F':
+			forge_kind = optarg;
+			break;
+		case 'd':
+			dep = optarg;
+			break;
+		case 'p':
+			plans = atoi(optarg);
+			break;
+		case 'n':
+			count = atoi(optarg);
+			break;
+		case 'D':
+			g.done_message = optarg;
+			break;
 		default:
 			return 2;
 		}
 	}
-	if (!target || !ca || !expect)
+	if (!target || !ca)
 		return 2;
 	rpc_init();
 	cc.target = target;
@@ -96,9 +378,14 @@ int main(int argc, char **argv)
 	cc.tls.cert_pem = slurp(cert);
 	cc.tls.key_pem = slurp(key);
 	cc.server_name = "railyard-controller";
+	facts = slurp(facts_file);
 	if (rpc_channel_new(&cc, &ch) < 0) {
 		fprintf(stderr, "rogue_client: cannot create the channel\n");
 		return 2;
+	}
+	if (strcmp(mode, "flood") == 0) {
+		rc = flood(ch, count);
+		goto done;
 	}
 	/* A refused TLS handshake leaves the channel failing to connect: what a fail-fast
 	 * client sees then is UNAVAILABLE. */
@@ -112,9 +399,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rogue_client: cannot open the stream\n");
 		return 2;
 	}
+	if (strcmp(mode, "agent") == 0 || strcmp(mode, "forge") == 0) {
+		g.cs = cs;
+		rc = script(&g, mode, facts, forge_kind, dep, plans);
+		goto done;
+	}
 
 	if (strcmp(mode, "hello") == 0) {
-		r = send_agent(cs, 1, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, "{}");
+		r = send_agent(cs, 1, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO,
+			       facts ? facts : "{}");
 	} else if (strcmp(mode, "garbage") == 0) {
 		static const unsigned char junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x08, 0x96};
 
@@ -171,12 +464,15 @@ int main(int argc, char **argv)
 	printf("rogue_client: mode %s -> %s (%s)\n", mode, got,
 	       r == 1 || r == 0 ? "" : rpc_client_stream_status(cs)->details);
 out:
+	rc = expect && strcmp(got, expect) == 0 ? 0 : 1;
+done:
 	rpc_client_stream_free(cs);
 	rpc_channel_free(ch);
 	free(huge);
+	free(facts);
 	free((char *)cc.tls.ca_pem);
 	free((char *)cc.tls.cert_pem);
 	free((char *)cc.tls.key_pem);
 	rpc_shutdown();
-	return strcmp(got, expect) == 0 ? 0 : 1;
+	return rc;
 }

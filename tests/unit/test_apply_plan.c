@@ -306,6 +306,133 @@ static void test_backups_kept_in_state_dir(void **state)
 	tu_rm(root);
 }
 
+struct stop_at {
+	size_t at, calls, events;
+	size_t first_event;
+};
+
+static bool stop_before(size_t index, void *ud)
+{
+	struct stop_at *c = ud;
+
+	c->calls++;
+	return index != c->at;
+}
+
+static void count_event(const struct apply_step_result *r, size_t index, size_t total, void *ud)
+{
+	struct stop_at *c = ud;
+
+	if (c->events++ == 0)
+		c->first_event = index;
+}
+
+/* A plan stopped before a step (the agent stopping) and resumed there later: every step runs
+ * once, the summary counts the earlier outcomes, events come only for the steps run now. */
+static void test_stop_and_resume(void **state)
+{
+	char *root = tu_sysroot("h200-ib");
+	struct stop_at c = {.at = 2};
+	struct apply_summary s, s2;
+	struct apply_step_result prior[2];
+	json_t *plan = tu_plan();
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		char name[16], params[128];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		snprintf(params, sizeof(params),
+			 "{\"path\":\"/etc/ry-resume/f%d\",\"content\":\"%d\\n\"}", i, i);
+		tu_plan_add(plan, name, "file", params, false);
+	}
+	assert_int_equal(apply_plan(plan,
+				    &(struct apply_opts){.sysroot = root,
+							 .before_step = stop_before,
+							 .on_step = count_event,
+							 .userdata = &c},
+				    &s),
+			 0);
+	assert_true(s.interrupted);
+	assert_int_equal(s.n_done, 2);
+	assert_int_equal(s.n_changed, 2);
+	assert_int_equal(c.events, 2);
+	assert_true(tu_exists(root, "etc/ry-resume/f1"));
+	assert_false(tu_exists(root, "etc/ry-resume/f2"));
+
+	/* Resume at step 2 with the outcomes of steps 0 and 1. */
+	for (int i = 0; i < 2; i++)
+		prior[i] = (struct apply_step_result){
+			.status = s.steps[i].status, .diff = s.steps[i].diff, .message = "earlier"};
+	c = (struct stop_at){.at = 99};
+	assert_int_equal(apply_plan(plan,
+				    &(struct apply_opts){.sysroot = root,
+							 .before_step = stop_before,
+							 .on_step = count_event,
+							 .userdata = &c,
+							 .resume_from = 2,
+							 .prior = prior},
+				    &s2),
+			 0);
+	assert_false(s2.interrupted);
+	assert_int_equal(s2.n_done, 4);
+	assert_int_equal(s2.n_changed, 4);
+	assert_int_equal(c.calls, 2);	    /* only the steps run now */
+	assert_int_equal(c.first_event, 2); /* events for those only */
+	assert_string_equal(s2.steps[0].message, "earlier");
+	assert_string_equal(s2.steps[0].name, "f0");
+	assert_true(tu_exists(root, "etc/ry-resume/f3"));
+	apply_summary_done(&s);
+	apply_summary_done(&s2);
+	json_decref(plan);
+	tu_rm(root);
+}
+
+/* A run that changes nothing leaves no backup directory; old ones are pruned. */
+static void test_backups_pruned(void **state)
+{
+	char *root = tu_sysroot("h200-ib"), *statedir = tu_sysroot("");
+	struct apply_summary s;
+	json_t *plan = tu_plan();
+	char content[64], path[4200], params[128];
+
+	(void)state;
+	tu_plan_add(plan, "nccl", "file", "{\"path\":\"/etc/ry-prune\",\"content\":\"x\\n\"}",
+		    false);
+	for (int i = 0; i < 2; i++) { /* the second run has nothing to do */
+		assert_int_equal(
+			apply_plan(plan,
+				   &(struct apply_opts){.sysroot = root, .state_dir = statedir},
+				   &s),
+			0);
+		apply_summary_done(&s);
+	}
+	snprintf(path, sizeof(path), "%s/backups", statedir);
+	/* A new file backs nothing up either: no run directory at all. */
+	assert_int_equal(rmdir(path), 0);
+	json_decref(plan);
+	for (int i = 0; i < 6; i++) {
+		plan = tu_plan();
+		snprintf(content, sizeof(content), "v%d\\n", i);
+		snprintf(params, sizeof(params), "{\"path\":\"/etc/ry-prune\",\"content\":\"%s\"}",
+			 content);
+		tu_plan_add(plan, "f", "file", params, false);
+		assert_int_equal(
+			apply_plan(plan,
+				   &(struct apply_opts){.sysroot = root, .state_dir = statedir},
+				   &s),
+			0);
+		assert_non_null(s.backup_dir);
+		apply_summary_done(&s);
+		json_decref(plan);
+		usleep(2000); /* run directories are named by the millisecond */
+	}
+	assert_int_equal(apply_backups_prune(statedir, 4), 2);
+	assert_int_equal(apply_backups_prune(statedir, 4), 0);
+	tu_rm(statedir);
+	tu_rm(root);
+}
+
 static char *run_cmd(const char *pb, const char *root, bool check, bool json, int *ret_code)
 {
 	char *buf = NULL;
@@ -382,6 +509,8 @@ int main(void)
 		cmocka_unit_test(test_verify_failure_rolls_back),
 		cmocka_unit_test(test_when_and_escape_and_invalid),
 		cmocka_unit_test(test_backups_kept_in_state_dir),
+		cmocka_unit_test(test_stop_and_resume),
+		cmocka_unit_test(test_backups_pruned),
 		cmocka_unit_test(test_apply_cmd),
 	};
 

@@ -1,5 +1,5 @@
 /* Unit tests: protocol codec round trips and rejects, reconnect backoff, agent.conf parsing,
- * duration and path helpers. */
+ * duration, path, HOST:PORT, escaping, CRC-32, atomic-write and lock helpers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,8 +7,11 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/rpc/rpc.h"
 #include "common/util/error.h"
@@ -178,6 +181,128 @@ static void test_durations_and_paths(void **state)
 	free(p);
 }
 
+static void test_hostport(void **state)
+{
+	char host[64];
+	uint16_t port = 0;
+
+	assert_int_equal(util_parse_hostport("127.0.0.1:7443", false, host, sizeof(host), &port),
+			 0);
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 7443);
+	assert_int_equal(util_parse_hostport("[fd00::5]:65535", false, host, sizeof(host), &port),
+			 0);
+	assert_string_equal(host, "fd00::5");
+	assert_int_equal(port, 65535);
+	assert_int_equal(util_parse_hostport("ctl.example:0", true, host, sizeof(host), &port), 0);
+	assert_int_equal(port, 0);
+	/* What used to listen on 99999 - 65536 = 34463 and exit 0. */
+	assert_int_equal(util_parse_hostport("127.0.0.1:99999", true, host, sizeof(host), &port),
+			 -EINVAL);
+	assert_int_equal(util_parse_hostport("127.0.0.1:0", false, host, sizeof(host), &port),
+			 -EINVAL);
+	assert_int_equal(util_parse_hostport("127.0.0.1", false, host, sizeof(host), &port),
+			 -EINVAL);
+	assert_int_equal(util_parse_hostport(":80", false, host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(util_parse_hostport("h:8x", false, host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(util_parse_hostport("h:-1", false, host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(util_parse_hostport("fd00::5:80", false, host, sizeof(host), &port),
+			 -EINVAL);
+	assert_int_equal(util_parse_hostport("a b:80", false, host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(util_parse_hostport("h:000080", false, host, sizeof(host), &port),
+			 -EINVAL);
+}
+
+static void test_escape(void **state)
+{
+	char *e;
+
+	e = util_escape("gpu-01 \xc3\xa9t\xc3\xa9 \xe2\x9c\x93", false); /* valid UTF-8 stays */
+	assert_string_equal(e, "gpu-01 \xc3\xa9t\xc3\xa9 \xe2\x9c\x93");
+	free(e);
+	e = util_escape("a\n\x1b[31mred\r\t\x7f", false);
+	assert_string_equal(e, "a\\n\\x1b[31mred\\r\\t\\x7f");
+	free(e);
+	e = util_escape("line1\nline2\x1b", true);
+	assert_string_equal(e, "line1\nline2\\x1b");
+	free(e);
+	/* C1 controls (U+009B is CSI) and bytes that are not UTF-8. */
+	e = util_escape("x\xc2\x9b"
+			"2J y\xff z\xc3",
+			false);
+	assert_string_equal(e, "x\\xc2\\x9b2J y\\xff z\\xc3");
+	free(e);
+	assert_true(util_has_control("a\x1b"));
+	assert_false(util_has_control("plain \xc3\xa9"));
+}
+
+static void test_crc32(void **state)
+{
+	/* The check value of CRC-32/ISO-HDLC. */
+	assert_int_equal(util_crc32(0, "123456789", 9), 0xcbf43926u);
+	assert_int_equal(util_crc32(util_crc32(0, "1234", 4), "56789", 5), 0xcbf43926u);
+	assert_int_equal(util_crc32(0, "", 0), 0);
+}
+
+/* An atomic write killed half-way leaves its temporary file; the next write of the path
+ * removes it. */
+static void test_atomic_write_leftovers(void **state)
+{
+	char dir[] = "/tmp/ry-fs-XXXXXX", path[64], stale[96], other[96];
+	char *text = NULL;
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/nccl.conf", dir);
+	snprintf(stale, sizeof(stale), "%s/.nccl.conf.ry-tmpAbC123", dir);
+	snprintf(other, sizeof(other), "%s/.ucx.conf.ry-tmpAbC123", dir);
+	fd = open(stale, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = open(other, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fs_write_file_atomic(path, "x=1\n", 4, 0644), 0);
+	assert_int_equal(access(stale, F_OK), -1);
+	assert_int_equal(access(other, F_OK), 0); /* another file's: not ours to remove */
+	assert_int_equal(fs_read_file(path, 100, &text, NULL), 0);
+	assert_string_equal(text, "x=1\n");
+	free(text);
+	unlink(other);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_dir_lock(void **state)
+{
+	char dir[] = "/tmp/ry-lock-XXXXXX", path[64];
+	long holder = 0;
+	int fd = -1, fd2 = -1;
+	pid_t child;
+	int status;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fs_lock_dir(dir, "x.lock", &fd, NULL), 0);
+	/* Another process is refused and told who holds it (flock locks are per open file, so
+	 * a second open in this process would be refused as well; a child shows it plainly). */
+	child = fork();
+	if (child == 0)
+		_exit(fs_lock_dir(dir, "x.lock", &fd2, &holder) == -RY_E_LOCKED &&
+				      holder == (long)getppid()
+			      ? 0
+			      : 1);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(fd);
+	/* Released with the descriptor (and with the process, kill -9 included). */
+	assert_int_equal(fs_lock_dir(dir, "x.lock", &fd, NULL), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/x.lock", dir);
+	unlink(path);
+	assert_int_equal(fs_lock_dir("/nonexistent-ry", "x.lock", &fd, NULL), -ENOENT);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -187,6 +312,11 @@ int main(void)
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_agent_config),
 		cmocka_unit_test(test_durations_and_paths),
+		cmocka_unit_test(test_hostport),
+		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_crc32),
+		cmocka_unit_test(test_atomic_write_leftovers),
+		cmocka_unit_test(test_dir_lock),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Integration: what a node may report, and what outsiders get. Enrolled nodes speaking the
+# protocol with their own certificates (rogue_client) try to write into a deployment they are not
+# part of, rewrite a step after the deployment succeeded, finish a plan they were never sent, and
+# send 150 StepEvents of 1 MiB; a flood of bad-token enrollments; values with terminal controls
+# in facts, messages and names; and the smaller defects (same node twice in a benchmark, a node
+# without facts, a playbook naming a module "--version").
+. "$(dirname "$0")/lib.sh"
+
+PREP=$SRC/tests/fixtures/prepare-sysroot.sh
+dep_field() { "$CTL" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
+last_id() { awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$1"; }
+rogue() { # rogue NAME [options]: rogue_client with NAME's certificate
+	local name=$1; shift
+	"$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/$name/node.crt" --key "$T/$name/node.key" "$@"
+}
+no_esc() { ! LC_ALL=C grep -q $'\e' "$@"; }
+audit_refusals() { "$CTL" audit --state-dir "$T/ctl" --limit 100000 | grep -c "$1"; }
+
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms --heartbeat-timeout 1500ms
+
+# --- names with terminal controls are refused ---------------------------------------------------------
+out=$("$CTL" token create --state-dir "$T/ctl" --cluster $'a\n\e[31mevil' 2>&1); rc=$?
+check "a cluster name with control characters is refused (exit $rc)" test "$rc" -eq 2
+check "the refusal shows the name escaped" grep -q 'a\\n\\x1b\[31mevil' <<<"$out"
+check "... and carries no raw escape" no_esc <<<"$out"
+check "nothing was stored for it" bash -c "! '$CTL' audit --state-dir '$T/ctl' | grep -q evil"
+
+# --- nodes: a real agent, two scripted members, one node of another cluster ---------------------------
+new_token 4
+"$PREP" "$FIXTURES/h200-ib" "$T/root-a" >/dev/null || die "prepare a"
+enroll a "$T/root-a" --hostname node-a || die "enroll a"
+enroll m "$FIXTURES/h200-ib-2" --hostname rogue-m || die "enroll m"
+enroll w "$FIXTURES/h200-ib-2" --hostname rogue-w || die "enroll w"
+enroll silent "$FIXTURES/h200-ib-2" --hostname silent-node || die "enroll silent"
+"$CTL" token create --state-dir "$T/ctl" --cluster other >"$T/token-other.out" || die "token other"
+TOKEN=$(awk '/^token:/ {print $2}' "$T/token-other.out")
+enroll o "$FIXTURES/h200-roce" --hostname outsider || die "enroll outsider"
+start_agent a "$T/root-a"
+check "node-a online" wait_for 20 node_state_is node-a online
+
+cat >"$T/small.yaml" <<'EOF'
+name: small
+version: "1"
+steps:
+  - name: first
+    type: file
+    params:
+      path: /etc/ry-small/one
+      content: "1\n"
+  - name: second
+    type: file
+    params:
+      path: /etc/ry-small/two
+      content: "2\n"
+EOF
+
+# rogue-m answers its plan honestly (with a message full of terminal controls), then tries to
+# rewrite its first step as failed once the deployment has succeeded.
+rogue m --mode agent --plans 1 --forge step-failed --done-message $'done\e[2J\nFORGED ROW  node-z  succeeded' >"$T/m.out" 2>&1 &
+M_PID=$!
+PIDS+=("$M_PID")
+check "rogue-m online" wait_for 20 node_state_is rogue-m online
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/small.yaml" --canary 0 --pause 0 \
+	--timeout 60s >"$T/d1.out" 2>&1
+D1=$(last_id "$T/d1.out")
+check "a node without facts is not targeted, and the reason is right" \
+	grep -q "silent-node .*not targeted: no facts yet (its agent has never connected)" "$T/d1.out"
+check "deployment with the honest member succeeded" test "$(dep_field "$D1" .state)" = succeeded
+wait "$M_PID"
+check "rogue-m's rewrite of step 0 after success was refused" \
+	grep -q "^ERROR report_refused: step 0 of deployment $D1 was already reported as ok" "$T/m.out"
+check "its step 0 still says ok" \
+	test "$(dep_field "$D1" '.nodes[] | select(.hostname=="rogue-m") | .steps[0].status')" = ok
+check "the deployment still says succeeded" test "$(dep_field "$D1" .state)" = succeeded
+check "the refusal is audited, naming the deployment" \
+	bash -c "'$CTL' audit --state-dir '$T/ctl' | grep report.refuse | grep -q '$D1'"
+check "and logged with a count" log_has "$T/controller.log" "StepEvent refused: step 0 of deployment $D1 was already reported as ok; a result is never overwritten (1 refused in this session)"
+
+# --- terminal controls from a node never reach a terminal raw ---------------------------------------------
+"$CTL" deployments "$D1" --state-dir "$T/ctl" >"$T/d1-show.out"
+check "deployments ID: the node's message is shown escaped" grep -q 'done\\x1b\[2J\\nFORGED ROW' "$T/d1-show.out"
+check "deployments ID: no raw escape" no_esc "$T/d1-show.out"
+check "deployments ID: no forged row (one line per node)" test "$(grep -c 'FORGED ROW' "$T/d1-show.out")" = 1
+# An honest agent drops such a value from its facts (its collector says "not UTF-8 text"); a
+# node that sends it anyway gets it stored, and shown escaped.
+printf '{"kernel": {"release": "6.1.0\\u001b[31m\\nFORGED  node  online"}}' >"$T/evil-facts.json"
+rogue w --mode hello --facts "$T/evil-facts.json" --expect WELCOME >/dev/null 2>&1
+check "the controller stored rogue-w's odd facts" bash -c \
+	"'$CTL' nodes --json --state-dir '$T/ctl' | jq -r '.[] | select(.hostname==\"rogue-w\") | .facts.kernel.release' | grep -q FORGED"
+"$CTL" nodes --state-dir "$T/ctl" >"$T/nodes.out"
+check "nodes: no raw escape" no_esc "$T/nodes.out"
+check "nodes: one line per node and the header" test "$(wc -l <"$T/nodes.out")" = "$(("$("$CTL" nodes --json --state-dir "$T/ctl" | jq length)" + 1))"
+check "nodes: the value is shown escaped" grep -q '6.1.0\\x1b\[31m\\nFORGED' "$T/nodes.out"
+
+# --- an outsider writes into a deployment of another cluster --------------------------------------------
+rogue o --mode forge --forge step-failed --deployment "$D1" >"$T/o1.out" 2>&1
+check "a node of another cluster cannot add a step to the deployment" \
+	grep -q "^ERROR report_refused: node .* is not part of deployment $D1" "$T/o1.out"
+rogue o --mode forge --forge done-failed --deployment "$D1" >"$T/o2.out" 2>&1
+check "... nor end it" grep -q "^ERROR report_refused: node .* is not part of deployment $D1" "$T/o2.out"
+check "nothing of the outsider is stored in it" \
+	test "$(dep_field "$D1" '[.nodes[] | select(.hostname=="outsider")] | length')" = 0
+check "the deployment is unchanged" test "$(dep_field "$D1" '.state + " " + ([.nodes[].steps[]] | length | tostring)')" = "succeeded 4"
+
+# --- 150 StepEvents of 1 MiB --------------------------------------------------------------------------------
+size_before=$(stat -c %s "$T/ctl/controller.db")
+wal_before=$(stat -c %s "$T/ctl/controller.db-wal" 2>/dev/null || echo 0)
+rogue m --mode forge --forge big-steps:150 --deployment "$D1" >"$T/big.out" 2>&1
+check "150 StepEvents of 1 MiB: every one refused" test "$(grep -c '^ERROR invalid_field: StepEvent: diff over 256 KiB' "$T/big.out")" = 150
+size_after=$(stat -c %s "$T/ctl/controller.db")
+wal_after=$(stat -c %s "$T/ctl/controller.db-wal" 2>/dev/null || echo 0)
+grew=$((size_after + wal_after - size_before - wal_before))
+check "the database grew by less than 1 MB ($grew bytes)" test "$grew" -lt 1000000
+check "one audit row stands for the flood" test "$(audit_refusals 'more refused since the last entry')" -le 1
+check "the session survived the refusals" bash -c "! grep -q 'too many refused reports' '$T/controller.log'"
+
+# --- a node still waiting in a later batch ends a plan it was never sent ----------------------------------
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/small.yaml" --canary 0 --batch 1 \
+	--pause 120s --max-fail 0 --no-wait >"$T/d2.out" 2>&1 || fail "deploy d2"
+D2=$(last_id "$T/d2.out")
+w_state() { dep_field "$D2" '.nodes[] | select(.hostname=="rogue-w") | .state'; }
+check "node-a's batch finished; the rollout pauses" wait_for 30 bash -c \
+	"[ \"\$('$CTL' deployments $D2 --json --state-dir '$T/ctl' | jq -r '.nodes[] | select(.hostname==\"node-a\") | .state')\" = succeeded ]"
+check "rogue-w is waiting" test "$(w_state)" = waiting
+rogue w --mode forge --forge done-succeeded --deployment "$D2" >"$T/w1.out" 2>&1
+check "a waiting node's ApplyDone succeeded is refused" \
+	grep -q "^ERROR report_refused: deployment $D2 never sent its plan to node" "$T/w1.out"
+rogue w --mode forge --forge done-failed --deployment "$D2" >"$T/w2.out" 2>&1
+check "so is its ApplyDone failed" grep -q "^ERROR report_refused: deployment $D2 never sent its plan" "$T/w2.out"
+check "rogue-w is still waiting" test "$(w_state)" = waiting
+check "the rollout was not stopped by it (max_fail 0)" test "$(dep_field "$D2" .state)" = running
+
+# --- the same rules for benchmark reports -----------------------------------------------------------------
+"$CTL" bench run --state-dir "$T/ctl" --from node-a --to rogue-w --kind lat --timeout 60s --no-wait \
+	>"$T/b1.out" 2>&1 || fail "bench run"
+B1=$(awk '/^bench b-/ {sub(":", "", $2); print $2; exit}' "$T/b1.out")
+rogue o --mode forge --forge bench-result --deployment "$B1" >"$T/ob.out" 2>&1
+check "a node that is not part of a benchmark cannot report its result" \
+	grep -q "^ERROR report_refused: node .* is not part of bench $B1" "$T/ob.out"
+rogue w --mode forge --forge bench-ready --deployment "$B1" >"$T/wb.out" 2>&1
+check "its server cannot say it listens before it was sent the order" \
+	grep -q "^ERROR report_refused: bench $B1 has not been sent to node" "$T/wb.out"
+rogue w --mode forge --forge bench-result --deployment b-nosuch >"$T/wb2.out" 2>&1
+check "a result for a benchmark that does not exist is refused" \
+	grep -q "^ERROR report_refused: BenchResult for unknown bench b-nosuch" "$T/wb2.out"
+check "the run has no result from any of them" \
+	test "$("$CTL" bench show "$B1" --json --state-dir "$T/ctl" | jq -r '[.result, .server_result, .server_port] | map(select(. != null)) | length')" = 0
+"$CTL" bench cancel "$B1" --state-dir "$T/ctl" --no-wait >/dev/null 2>&1
+
+# --- the smaller defects --------------------------------------------------------------------------------------
+out=$("$CTL" bench run --state-dir "$T/ctl" --from node-a --to node-a --kind lat 2>&1); rc=$?
+check "bench run with --from and --to the same node is refused at once (exit $rc)" test "$rc" -eq 2
+check "... saying so" grep -q "name the same node" <<<"$out"
+check "... and stores nothing" test "$("$CTL" bench list --state-dir "$T/ctl" | wc -l)" = 1
+cat >"$T/dash.yaml" <<'EOF'
+name: dash
+version: "1"
+steps:
+  - name: load
+    type: kmod
+    params:
+      name: --version
+EOF
+out=$("$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/dash.yaml" 2>&1); rc=$?
+check "a kmod step named --version is refused before anything is stored (exit $rc)" test "$rc" -ne 0
+check "... naming the place" grep -q "dash.yaml:7:13: name: bad module name \"--version\"" <<<"$out"
+check "... and no deployment was created" test "$("$CTL" deployments --json --state-dir "$T/ctl" | jq '[.[] | select(.playbook=="dash")] | length')" = 0
+
+# --- a flood of bad-token enrollments (last: it blocks 127.0.0.1 for a while) ----------------------------------
+before=$(audit_refusals "node.enroll.*refused")
+start=$(date +%s%N)
+"$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --mode flood --count 3000 >"$T/flood.out" 2>&1
+ms=$((($(date +%s%N) - start) / 1000000))
+echo "3000 bad-token Enroll calls in $ms ms: $(tr '\n' ' ' <"$T/flood.out")"
+check "at most 10 reach the token check" test "$(awk '$1=="PERMISSION_DENIED" {print $2}' "$T/flood.out")" -le 10
+check "the rest are turned away (RESOURCE_EXHAUSTED)" test "$(awk '$1=="RESOURCE_EXHAUSTED" {print $2}' "$T/flood.out")" -ge 2990
+check "the refusal says when to retry" grep -q "too many refused enrollment attempts from 127.0.0.1; retry in" "$T/flood.out"
+after=$(audit_refusals "node.enroll.*refused")
+check "the audit log got at most 2 rows for 3000 refusals ($((after - before)))" test $((after - before)) -le 2
+check "the controller log too" test "$(grep -c "enrollment refused for" "$T/controller.log")" -le 4
+check "node-a's session was not disturbed" node_state_is node-a online
+
+# --- nothing raw anywhere -----------------------------------------------------------------------------------------------
+"$CTL" audit --state-dir "$T/ctl" --limit 1000 >"$T/audit.out"
+check "audit: no raw escape" no_esc "$T/audit.out"
+check "controller log: no raw escape" no_esc "$T/controller.log"
+
+kill -TERM "${AGENT_PID[a]}"
+wait "${AGENT_PID[a]}"
+kill -TERM "$CTL_PID"
+wait "$CTL_PID"
+check "controller exits 0" test $? -eq 0
+if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$T"/*.log; then
+	fail "sanitizer reports in the logs"
+	grep -h -A5 "ERROR: \|runtime error:" "$T"/*.log | head -60
+fi
+finish
