@@ -30,6 +30,7 @@ struct ctl_session {
 	_Atomic bool busy;	   /* a message is with the ingest worker (the stream waits) */
 	_Atomic uint64_t last_seq; /* highest agent seq received (order check) */
 	_Atomic uint64_t ack_seq;  /* highest agent seq committed: what acks say */
+	_Atomic uint64_t sent_ack; /* the ack_seq of the last message not a Hello (resume) */
 	_Atomic uint64_t out_seq;  /* last controller seq sent */
 	_Atomic int64_t last_heard_ms;
 	_Atomic int64_t seen_saved_ms; /* last_heard_ms when last_seen was last written */
@@ -201,6 +202,11 @@ out:
 	return code;
 }
 
+/* What Welcome.last_agent_seq tells the node's next session: the agent drops the outbox
+ * messages it sent at or below it. Only a session that committed something besides its Hello
+ * moves it: the agent sends its outbox only after a Welcome, so a session that stored just a
+ * Hello (its Welcome may never have arrived) says nothing about the messages sent before it,
+ * whose seqs are lower than that Hello's. */
 static void resume_remember(struct ctl_server *srv, const struct ctl_session *s)
 {
 	struct ctl_resume *r;
@@ -221,10 +227,12 @@ static void resume_remember(struct ctl_server *srv, const struct ctl_session *s)
 			srv->resume = r;
 		}
 	}
-	if (r) {
+	if (r && strcmp(r->boot_id, s->boot_id) != 0) {
 		snprintf(r->boot_id, sizeof(r->boot_id), "%s", s->boot_id);
-		r->last_seq = s->ack_seq;
+		r->last_seq = 0;
 	}
+	if (r && s->sent_ack > r->last_seq)
+		r->last_seq = s->sent_ack;
 	pthread_mutex_unlock(&srv->lock);
 }
 
@@ -418,6 +426,8 @@ void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,
 		return;
 	}
 	s->ack_seq = m->seq;
+	if (!hello)
+		s->sent_ack = m->seq;
 	if (o->verdict == CTL_REFUSE)
 		refuse(srv, s, m, o);
 	else if (hello)
