@@ -1887,7 +1887,9 @@ int store_deploy_node_sent(struct store *s, const char *id, const char *node_id,
  * part of the deployment. */
 struct dnode_row {
 	char state[16];
-	int64_t plan_steps, result_bytes;
+	bool sent;	    /* the plan was sent to it (it may have finished since) */
+	int64_t plan_steps; /* steps of that plan; -1: unknown (sent before schema v6) */
+	int64_t result_bytes;
 	int counts[4];
 };
 
@@ -1904,9 +1906,8 @@ static int dnode_get_locked(struct store_conn *c, const char *id, const char *no
 	if (r == 1) {
 		snprintf(row->state, sizeof(row->state), "%s",
 			 (const char *)sqlite3_column_text(st, 0));
-		row->plan_steps = sqlite3_column_type(st, 1) == SQLITE_NULL
-					  ? -1
-					  : sqlite3_column_int64(st, 1);
+		row->sent = sqlite3_column_type(st, 1) != SQLITE_NULL;
+		row->plan_steps = row->sent ? sqlite3_column_int64(st, 1) : -1;
 		row->result_bytes = sqlite3_column_int64(st, 2);
 		for (int i = 0; i < 4; i++)
 			row->counts[i] = sqlite3_column_int(st, 3 + i);
@@ -1979,7 +1980,7 @@ int store_report_step(struct store *s, const char *id, const char *node_id,
 	if (r < 0)
 		goto rollback;
 	if (strcmp(row.state, "sent") != 0) {
-		if (row.plan_steps < 0)
+		if (!row.sent)
 			snprintf(why, whylen, "deployment %s never sent its plan to node %s (%s)",
 				 id, node_id, row.state);
 		else
@@ -1990,7 +1991,7 @@ int store_report_step(struct store *s, const char *id, const char *node_id,
 		r = -RY_E_REFUSED;
 		goto rollback;
 	}
-	if (res->idx >= row.plan_steps) {
+	if (row.plan_steps >= 0 && res->idx >= row.plan_steps) {
 		snprintf(why, whylen, "step %d is not in the plan node %s was sent (%lld steps)",
 			 res->idx, node_id, (long long)row.plan_steps);
 		r = -RY_E_REFUSED;
@@ -2069,7 +2070,7 @@ int store_report_apply_done(struct store *s, const char *id, const char *node_id
 		if (strcmp(row.state, state) == 0 &&
 		    memcmp(row.counts, counts, sizeof(row.counts)) == 0)
 			r = STORE_REPORT_DUPLICATE;
-		else if (row.plan_steps < 0)
+		else if (!row.sent)
 			snprintf(why, whylen, "deployment %s never sent its plan to node %s (%s)",
 				 id, node_id, row.state);
 		else
@@ -2084,7 +2085,7 @@ int store_report_apply_done(struct store *s, const char *id, const char *node_id
 		goto rollback;
 	if (total == 0 && failed && !counts[0] && !counts[1] && !counts[2] && !counts[3]) {
 		/* The agent refused the plan as a whole: no step ran. */
-	} else if (total != row.plan_steps) {
+	} else if (row.plan_steps >= 0 && total != row.plan_steps) {
 		snprintf(
 			why, whylen,
 			"the end of deployment %s came before its step results (%d of %lld stored)",

@@ -170,10 +170,11 @@ static const char migration_v5[] =
 	"CREATE INDEX bench_runs_state ON bench_runs (state);";
 
 /* v6: what the controller needs to judge a node's reports: how many steps the plan it was sent
- * has (NULL: never sent), and how many diff and message bytes its results already hold (a
- * budget per node and deployment). */
+ * has (NULL: never sent; -1: sent before v6, count unknown), and how many diff and message
+ * bytes its results already hold (a budget per node and deployment). */
 static const char migration_v6[] =
 	"ALTER TABLE deployment_nodes ADD COLUMN plan_steps INTEGER;"
+	"UPDATE deployment_nodes SET plan_steps = -1 WHERE sent_at IS NOT NULL;"
 	"ALTER TABLE deployment_nodes ADD COLUMN result_bytes INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE deployment_nodes SET result_bytes = COALESCE((SELECT sum(length(diff) + "
 	"  length(message)) FROM step_results r WHERE r.deployment_id ="

@@ -1452,6 +1452,46 @@ static void test_migrate_bench_v4(void **state)
 		1);
 }
 
+/* A deployment in flight when the controller is upgraded to v6: its nodes' plans were sent
+ * without a step count, and their reports are still accepted (no count to check them against);
+ * a node that was never sent its plan still is not. */
+static void test_migrate_deploy_v5(void **state)
+{
+	struct fx *f = *state;
+	struct store_deploy_target t[] = {{"n-a", "gpu01", 0}, {"n-b", "gpu02", 1}};
+	struct store_deployment_new d = {
+		.id = "d-1",
+		.cluster = "c1",
+		.actor = "admin",
+		.playbook_name = "h200",
+		.playbook_version = "1.0",
+		.playbook_sha256 = "abc123",
+		.playbook_text = "name: h200\n",
+		.policy_json = "{}",
+	};
+	struct store_step_result s7 = {
+		.name = "s7", .status = "ok", .diff = "", .message = "", .idx = 7};
+	int counts[4] = {1, 0, 0, 0};
+	char why[512];
+
+	assert_int_equal(store_open_at_version(f->path, 5, &f->s), 0);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_deployment_create(f->s, &d, t, 2, T0), 0);
+	assert_int_equal(store_deploy_node_update(f->s, "d-1", "n-a", "sent", NULL, NULL, T0 + 1),
+			 1);
+	store_free(f->s);
+	f->s = NULL;
+	fx_open(f);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s7, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	assert_int_equal(store_report_apply_done(f->s, "d-1", "n-a", "succeeded", NULL, counts,
+						 T0 + 2, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-b", &s7, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	assert_non_null(strstr(why, "never sent its plan"));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1466,6 +1506,7 @@ int main(void)
 		T(test_deployments),
 		T(test_reports),
 		T(test_report_budget),
+		T(test_migrate_deploy_v5),
 		T(test_bench_runs),
 		T(test_bench_cancel),
 		T(test_migrate_bench_v4),
