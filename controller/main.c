@@ -188,15 +188,11 @@ int main(int argc, char **argv)
 			if (*end || uses < 1 || uses > 100000)
 				return bad("--uses", optarg);
 			break;
-		case 'l': {
-			char host[256];
-			uint16_t port;
-
-			if (util_parse_hostport(optarg, true, host, sizeof(host), &port) < 0)
+		case 'l':
+			if (!util_hostport_ok(optarg, true))
 				return bad("--listen (HOST:PORT with a port of 0-65535)", optarg);
 			cfg.listen = optarg;
 			break;
-		}
 		case 'i':
 			if (parse_ms("--heartbeat-interval", optarg, &interval_ms))
 				return 2;
@@ -222,16 +218,12 @@ int main(int argc, char **argv)
 			if (*end || limit < 1 || limit > 100000)
 				return bad("--limit", optarg);
 			break;
-		case 'C': {
-			char host[256];
-			uint16_t port;
-
-			if (util_parse_hostport(optarg, false, host, sizeof(host), &port) < 0)
+		case 'C':
+			if (!util_hostport_ok(optarg, false))
 				return bad("--controller (HOST:PORT with a port of 1-65535)",
 					   optarg);
 			controller = optarg;
 			break;
-		}
 		case 'f':
 			facts = optarg;
 			break;

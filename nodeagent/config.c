@@ -90,17 +90,12 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 		r = -RY_E_INVALID;
 		goto out;
 	}
-	{
-		char host[256];
-		uint16_t port;
-
-		if (util_parse_hostport(cfg.controller, false, host, sizeof(host), &port) < 0) {
-			snprintf(errbuf, errlen,
-				 "%s: controller '%s' is not HOST:PORT with a port of 1-65535",
-				 path, cfg.controller);
-			r = -RY_E_INVALID;
-			goto out;
-		}
+	if (!util_hostport_ok(cfg.controller, false)) {
+		snprintf(errbuf, errlen,
+			 "%s: controller '%s' is not HOST:PORT with a port of 1-65535", path,
+			 cfg.controller);
+		r = -RY_E_INVALID;
+		goto out;
 	}
 	*ret = cfg;
 	memset(&cfg, 0, sizeof(cfg));

@@ -481,6 +481,21 @@ static int recover(struct agent_jobs *j, char *err, size_t errlen)
 	return r;
 }
 
+/* Free the queue (its plans stay journaled: they run at the next start) and j; the worker is
+ * not running. */
+static void jobs_destroy(struct agent_jobs *j)
+{
+	while (j->head) {
+		struct job *jb = j->head;
+
+		j->head = jb->next;
+		job_free(jb);
+	}
+	pthread_mutex_destroy(&j->lock);
+	pthread_cond_destroy(&j->cond);
+	free(j);
+}
+
 int agent_jobs_new(const char *sysroot, const char *state_dir, struct outbox *ob,
 		   struct agent_jobs **ret, char *err, size_t errlen)
 {
@@ -510,15 +525,7 @@ int agent_jobs_new(const char *sysroot, const char *state_dir, struct outbox *ob
 	*ret = j;
 	return 0;
 fail:
-	while (j->head) {
-		struct job *jb = j->head;
-
-		j->head = jb->next;
-		job_free(jb);
-	}
-	pthread_mutex_destroy(&j->lock);
-	pthread_cond_destroy(&j->cond);
-	free(j);
+	jobs_destroy(j);
 	return r;
 }
 
@@ -531,16 +538,7 @@ void agent_jobs_free(struct agent_jobs *j)
 	pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	pthread_join(j->worker, NULL);
-	/* Queued plans stay journaled: they run at the next start. */
-	while (j->head) {
-		struct job *jb = j->head;
-
-		j->head = jb->next;
-		job_free(jb);
-	}
-	pthread_mutex_destroy(&j->lock);
-	pthread_cond_destroy(&j->cond);
-	free(j);
+	jobs_destroy(j);
 }
 
 int agent_jobs_submit(struct agent_jobs *j, const char *deployment_id, const char *plan_json,

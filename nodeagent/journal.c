@@ -79,25 +79,15 @@ int journal_exists(const char *state_dir, const char *id)
 static int append(struct journal *j, json_t *rec)
 {
 	char *line = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	size_t len, off = 0;
-	int r = 0;
+	size_t len;
+	int r;
 
 	json_decref(rec);
 	if (!line)
 		return -ENOMEM;
 	len = strlen(line);
 	line[len++] = '\n'; /* json_dumps' NUL becomes the newline; not a C string any more */
-	while (off < len) {
-		ssize_t n = write(j->fd, line + off, len - off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		off += (size_t)n;
-	}
+	r = fs_write_all(j->fd, line, len);
 	if (r == 0 && fdatasync(j->fd) < 0)
 		r = -errno;
 	free(line);

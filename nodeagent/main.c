@@ -218,16 +218,12 @@ int main(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'C': {
-			char host[256];
-			uint16_t port;
-
-			if (util_parse_hostport(optarg, false, host, sizeof(host), &port) < 0)
+		case 'C':
+			if (!util_hostport_ok(optarg, false))
 				return bad("--controller (HOST:PORT with a port of 1-65535)",
 					   optarg);
 			eo.controller = so.controller = optarg;
 			break;
-		}
 		case 't':
 			eo.token = optarg;
 			break;

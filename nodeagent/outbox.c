@@ -71,24 +71,6 @@ static int items_grow(struct outbox *ob)
 	return 0;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Append one record at the end of the file and sync it. Caller holds the lock. */
 static int append_record(struct outbox *ob, const uint8_t *buf, size_t len, off_t *ret_off)
 {
@@ -99,9 +81,9 @@ static int append_record(struct outbox *ob, const uint8_t *buf, size_t len, off_
 	put_u32(hdr + 4, util_crc32(0, buf, len));
 	if (lseek(ob->fd, ob->file_len, SEEK_SET) < 0)
 		return -errno;
-	r = write_all(ob->fd, hdr, sizeof(hdr));
+	r = fs_write_all(ob->fd, hdr, sizeof(hdr));
 	if (r >= 0)
-		r = write_all(ob->fd, buf, len);
+		r = fs_write_all(ob->fd, buf, len);
 	if (r >= 0 && fdatasync(ob->fd) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -319,9 +301,9 @@ static void compact(struct outbox *ob)
 
 		put_u32(hdr, (uint32_t)ob->items[i].len);
 		put_u32(hdr + 4, util_crc32(0, ob->items[i].buf, ob->items[i].len));
-		r = write_all(fd, hdr, sizeof(hdr));
+		r = fs_write_all(fd, hdr, sizeof(hdr));
 		if (r >= 0)
-			r = write_all(fd, ob->items[i].buf, ob->items[i].len);
+			r = fs_write_all(fd, ob->items[i].buf, ob->items[i].len);
 		ob->items[i].file_off = len;
 		len += (off_t)(REC_HEADER + ob->items[i].len);
 	}

@@ -206,18 +206,9 @@ int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 		r = -errno;
 		goto fail;
 	}
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			goto fail;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	r = fs_write_all(fd, p, len);
+	if (r < 0)
+		goto fail;
 	if (fsync(fd) < 0 || close(fd) < 0) {
 		fd = -1;
 		r = -errno;
@@ -237,6 +228,24 @@ fail:
 	unlink(tmp);
 	free(tmp);
 	return r;
+}
+
+int fs_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
 int fs_mkdir_p(const char *path, mode_t mode)

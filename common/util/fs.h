@@ -40,6 +40,9 @@ int fs_sync_parent(const char *path);
  * is the pid written there (0 if unknown). Other failures -errno. */
 RY_WUR int fs_lock_dir(const char *dir, const char *name, int *ret_fd, long *ret_holder);
 
+/* write() all of data to fd, retrying short writes and EINTR. 0 or -errno. */
+RY_WUR int fs_write_all(int fd, const void *data, size_t len);
+
 /* mkdir -p with mode for every created component; existing directories are fine. */
 RY_WUR int fs_mkdir_p(const char *path, mode_t mode);
 

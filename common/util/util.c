@@ -121,6 +121,14 @@ int util_parse_hostport(const char *s, bool allow_zero, char *host, size_t hostl
 	return 0;
 }
 
+bool util_hostport_ok(const char *s, bool allow_zero)
+{
+	char host[256];
+	uint16_t port;
+
+	return util_parse_hostport(s, allow_zero, host, sizeof(host), &port) == 0;
+}
+
 /* Length of the valid UTF-8 sequence at p (2..4), or 0. C1 controls (U+0080..U+009F) count
  * as invalid here: terminals act on them. */
 static size_t utf8_seq(const unsigned char *p)

@@ -30,6 +30,9 @@ __attribute__((warn_unused_result)) int util_parse_duration_ms(const char *s, in
 __attribute__((warn_unused_result)) int
 util_parse_hostport(const char *s, bool allow_zero, char *host, size_t hostlen, uint16_t *ret_port);
 
+/* Is s "HOST:PORT" as util_parse_hostport() takes it? */
+bool util_hostport_ok(const char *s, bool allow_zero);
+
 /* A copy of s that is safe to print on a terminal or in a line-oriented log: control characters
  * (C0, DEL, C1) and bytes that are not valid UTF-8 become escapes (\n, \r, \t, \xNN); with
  * keep_newlines, '\n' stays (multi-line text such as diffs). Caller frees; NULL when out of

@@ -450,6 +450,72 @@ static int q_collect(struct store_conn *c, sqlite3_stmt *st, size_t esz,
 	return r < 0 ? r : 0;
 }
 
+/* A listing: statement id (parameters from fmt, as q_start()) run on c under its lock, every
+ * row collected with row() into an array of esz-byte elements. On failure array_free releases
+ * what was collected; *ret_v and *ret_n are written only on success. */
+static int q_list(struct store_conn *c, enum stmt_id id, size_t esz,
+		  int (*row)(sqlite3_stmt *st, void *elem), void (*array_free)(void *v, size_t n),
+		  void **ret_v, size_t *ret_n, const char *fmt, ...)
+{
+	sqlite3_stmt *st = NULL;
+	void *v = NULL;
+	size_t n = 0;
+	va_list ap;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	va_start(ap, fmt);
+	r = q_vstart(c, id, &st, fmt, ap);
+	va_end(ap);
+	if (r >= 0)
+		r = q_collect(c, st, esz, row, &v, &n);
+	q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0) {
+		array_free(v, n);
+		return r;
+	}
+	*ret_v = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* The array free functions of the listings, with the type q_list() takes. */
+static void nodes_free_v(void *v, size_t n)
+{
+	store_nodes_free(v, n);
+}
+
+static void ids_free_v(void *v, size_t n)
+{
+	store_ids_free(v, n);
+}
+
+static void audit_free_v(void *v, size_t n)
+{
+	store_audit_entries_free(v, n);
+}
+
+static void deployments_free_v(void *v, size_t n)
+{
+	store_deployments_free(v, n);
+}
+
+static void deploy_nodes_free_v(void *v, size_t n)
+{
+	store_deploy_nodes_free(v, n);
+}
+
+static void step_results_free_v(void *v, size_t n)
+{
+	store_step_results_free(v, n);
+}
+
+static void bench_runs_free_v(void *v, size_t n)
+{
+	store_bench_runs_free(v, n);
+}
+
 static bool text_ok(const char *v, size_t max)
 {
 	return v && v[0] && strnlen(v, max + 1) <= max;
@@ -1176,27 +1242,10 @@ static int node_row(sqlite3_stmt *st, void *elem)
 
 int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	void *v = NULL;
-	size_t n = 0;
-	int r;
-
 	if (!s || !ret_nodes || !ret_n)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = q_start(c, STMT_NODE_LIST, &st, "");
-	if (r >= 0)
-		r = q_collect(c, st, sizeof(struct store_node *), node_row, &v, &n);
-	q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0) {
-		store_nodes_free(v, n);
-		return r;
-	}
-	*ret_nodes = v;
-	*ret_n = n;
-	return 0;
+	return q_list(&s->r, STMT_NODE_LIST, sizeof(struct store_node *), node_row, nodes_free_v,
+		      (void **)ret_nodes, ret_n, "");
 }
 
 /* After an UPDATE guarded by "state != 'revoked'" changed nothing: say why. */
@@ -1378,27 +1427,10 @@ static int id_row(sqlite3_stmt *st, void *elem)
 
 int store_nodes_revoked(struct store *s, char ***ret_ids, size_t *ret_n)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	void *v = NULL;
-	size_t n = 0;
-	int r;
-
 	if (!s || !ret_ids || !ret_n)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = q_start(c, STMT_NODES_REVOKED, &st, "");
-	if (r >= 0)
-		r = q_collect(c, st, sizeof(char *), id_row, &v, &n);
-	q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0) {
-		store_ids_free(v, n);
-		return r;
-	}
-	*ret_ids = v;
-	*ret_n = n;
-	return 0;
+	return q_list(&s->r, STMT_NODES_REVOKED, sizeof(char *), id_row, ids_free_v,
+		      (void **)ret_ids, ret_n, "");
 }
 
 int store_data_version(struct store *s, int64_t *ret)
@@ -1522,29 +1554,12 @@ static int audit_row(sqlite3_stmt *st, void *elem)
 
 int store_audit_list(struct store *s, size_t limit, struct store_audit_entry **ret, size_t *ret_n)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	void *v = NULL;
-	size_t n = 0;
-	int r;
-
 	if (!s || !ret || !ret_n)
 		return -EINVAL;
 	if (limit > STORE_AUDIT_LIST_MAX)
 		limit = STORE_AUDIT_LIST_MAX;
-	pthread_mutex_lock(&c->lock);
-	r = q_start(c, STMT_AUDIT_LIST, &st, "l", (int64_t)limit);
-	if (r >= 0)
-		r = q_collect(c, st, sizeof(struct store_audit_entry), audit_row, &v, &n);
-	q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0) {
-		store_audit_entries_free(v, n);
-		return r;
-	}
-	*ret = v;
-	*ret_n = n;
-	return 0;
+	return q_list(&s->r, STMT_AUDIT_LIST, sizeof(struct store_audit_entry), audit_row,
+		      audit_free_v, (void **)ret, ret_n, "l", (int64_t)limit);
 }
 
 /* ---- deployments ---------------------------------------------------------------------------- */
@@ -1712,30 +1727,13 @@ static int deployment_row(sqlite3_stmt *st, void *elem)
 int store_deployments_list(struct store *s, bool active_only, size_t limit,
 			   struct store_deployment ***ret, size_t *ret_n)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	void *v = NULL;
-	size_t n = 0;
-	int r;
-
 	if (!s || !ret || !ret_n)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
 	if (active_only)
-		r = q_start(c, STMT_DEPLOY_LIST_ACTIVE, &st, "");
-	else
-		r = q_start(c, STMT_DEPLOY_LIST, &st, "l", (int64_t)(limit ? limit : 50));
-	if (r >= 0)
-		r = q_collect(c, st, sizeof(struct store_deployment *), deployment_row, &v, &n);
-	q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0) {
-		store_deployments_free(v, n);
-		return r;
-	}
-	*ret = v;
-	*ret_n = n;
-	return 0;
+		return q_list(&s->r, STMT_DEPLOY_LIST_ACTIVE, sizeof(struct store_deployment *),
+			      deployment_row, deployments_free_v, (void **)ret, ret_n, "");
+	return q_list(&s->r, STMT_DEPLOY_LIST, sizeof(struct store_deployment *), deployment_row,
+		      deployments_free_v, (void **)ret, ret_n, "l", (int64_t)(limit ? limit : 50));
 }
 
 int store_deployment_playbook_text(struct store *s, const char *id, char **ret_text)
@@ -1812,27 +1810,10 @@ static int deploy_node_row(sqlite3_stmt *st, void *elem)
 int store_deploy_nodes(struct store *s, const char *id, struct store_deploy_node **ret,
 		       size_t *ret_n)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	void *v = NULL;
-	size_t n = 0;
-	int r;
-
 	if (!s || !id || !ret || !ret_n)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = q_start(c, STMT_DEPLOY_NODES, &st, "t", id);
-	if (r >= 0)
-		r = q_collect(c, st, sizeof(struct store_deploy_node), deploy_node_row, &v, &n);
-	q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0) {
-		store_deploy_nodes_free(v, n);
-		return r;
-	}
-	*ret = v;
-	*ret_n = n;
-	return 0;
+	return q_list(&s->r, STMT_DEPLOY_NODES, sizeof(struct store_deploy_node), deploy_node_row,
+		      deploy_nodes_free_v, (void **)ret, ret_n, "t", id);
 }
 
 int store_deploy_node_update(struct store *s, const char *id, const char *node_id,
@@ -2148,27 +2129,10 @@ static int step_row(sqlite3_stmt *st, void *elem)
 int store_step_results(struct store *s, const char *id, struct store_step_result **ret,
 		       size_t *ret_n)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	void *v = NULL;
-	size_t n = 0;
-	int r;
-
 	if (!s || !id || !ret || !ret_n)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = q_start(c, STMT_STEP_LIST, &st, "t", id);
-	if (r >= 0)
-		r = q_collect(c, st, sizeof(struct store_step_result), step_row, &v, &n);
-	q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0) {
-		store_step_results_free(v, n);
-		return r;
-	}
-	*ret = v;
-	*ret_n = n;
-	return 0;
+	return q_list(&s->r, STMT_STEP_LIST, sizeof(struct store_step_result), step_row,
+		      step_results_free_v, (void **)ret, ret_n, "t", id);
 }
 
 /* ---- benchmark runs -------------------------------------------------------------------------- */
@@ -2272,30 +2236,13 @@ static int bench_row(sqlite3_stmt *st, void *elem)
 int store_bench_list(struct store *s, bool active_only, size_t limit, struct store_bench_run ***ret,
 		     size_t *ret_n)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	void *v = NULL;
-	size_t n = 0;
-	int r;
-
 	if (!s || !ret || !ret_n)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
 	if (active_only)
-		r = q_start(c, STMT_BENCH_LIST_ACTIVE, &st, "");
-	else
-		r = q_start(c, STMT_BENCH_LIST, &st, "l", (int64_t)(limit ? limit : 50));
-	if (r >= 0)
-		r = q_collect(c, st, sizeof(struct store_bench_run *), bench_row, &v, &n);
-	q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0) {
-		store_bench_runs_free(v, n);
-		return r;
-	}
-	*ret = v;
-	*ret_n = n;
-	return 0;
+		return q_list(&s->r, STMT_BENCH_LIST_ACTIVE, sizeof(struct store_bench_run *),
+			      bench_row, bench_runs_free_v, (void **)ret, ret_n, "");
+	return q_list(&s->r, STMT_BENCH_LIST, sizeof(struct store_bench_run *), bench_row,
+		      bench_runs_free_v, (void **)ret, ret_n, "l", (int64_t)(limit ? limit : 50));
 }
 
 int store_bench_update(struct store *s, const char *id, const char *state,

@@ -88,3 +88,11 @@ start_agent() { # start_agent NAME SYSROOT [run options...]
 	AGENT_PID[$1]=$!
 	PIDS+=("$!")
 }
+
+# check_sanitizers: fail when any log of this test holds an ASan/UBSan/LSan report.
+check_sanitizers() {
+	if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$T"/*.log; then
+		fail "sanitizer reports in the logs"
+		grep -h -A5 "ERROR: \|runtime error:" "$T"/*.log | head -60
+	fi
+}

@@ -126,8 +126,5 @@ for n in a b; do kill -TERM "${AGENT_PID[$n]}"; wait "${AGENT_PID[$n]}"; done
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
 check "controller exits 0" test $? -eq 0
-if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$T"/*.log; then
-	fail "sanitizer reports in the logs"
-	grep -h -A5 "ERROR: \|runtime error:" "$T"/*.log | head -60
-fi
+check_sanitizers
 finish

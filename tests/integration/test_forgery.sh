@@ -193,8 +193,5 @@ wait "${AGENT_PID[a]}"
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
 check "controller exits 0" test $? -eq 0
-if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$T"/*.log; then
-	fail "sanitizer reports in the logs"
-	grep -h -A5 "ERROR: \|runtime error:" "$T"/*.log | head -60
-fi
+check_sanitizers
 finish

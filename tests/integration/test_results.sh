@@ -231,8 +231,5 @@ check "... saying why" log_has "$T/ctl3.log" "was truncated while serving"
 
 for name in a b; do kill -TERM "${AGENT_PID[$name]}"; done
 for name in a b; do wait "${AGENT_PID[$name]}"; done
-if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$T"/*.log; then
-	fail "sanitizer reports in the logs"
-	grep -h -A5 "ERROR: \|runtime error:" "$T"/*.log | head -60
-fi
+check_sanitizers
 finish
