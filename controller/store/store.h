@@ -1,5 +1,6 @@
 /* The controller's persistent state in one SQLite database: clusters, nodes, enrollment tokens,
- * revoked certificates and the audit log. One connection behind an internal mutex; schema
+ * revoked certificates, the audit log, playbooks, deployments and their results, benchmark
+ * runs. Two connections (a writer and a query-only reader), each behind its own mutex; schema
  * migrations by PRAGMA user_version. Times are unix milliseconds supplied by the caller. */
 #ifndef RAILYARD_CONTROLLER_STORE_H
 #define RAILYARD_CONTROLLER_STORE_H

@@ -1,9 +1,87 @@
-/* Internals of the store shared by store.c, store_migrations.c and the unit tests: the
- * migration table and opening a database at an older schema version. */
+/* Internals of the store shared by its files (store.c: connections, statements, transactions,
+ * opening and migrating; one file per table group: store_nodes.c, store_audit.c,
+ * store_deploy.c, store_bench.c), store_migrations.c and the unit tests. */
 #ifndef RAILYARD_CONTROLLER_STORE_INT_H
 #define RAILYARD_CONTROLLER_STORE_INT_H
 
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
 #include "controller/store/store.h"
+
+/* Statements prepared by one connection and kept, at most this many kinds in the program. */
+#define STORE_STMT_MAX 256
+
+/* One SQL statement of the store, declared next to the code that runs it with STORE_SQL();
+ * each connection prepares it on first use and caches it in the slot the statement gets then
+ * (the same slot in every connection). */
+struct store_sql {
+	const char *text;
+	_Atomic int slot; /* 1 + index in store_conn.stmts; 0 until first used */
+};
+#define STORE_SQL(sql_text)                                                                        \
+	{                                                                                          \
+		(sql_text), 0                                                                      \
+	}
+
+/* One SQLite connection with its own statement cache, used under its own mutex. */
+struct store_conn {
+	struct store *s;
+	pthread_mutex_t lock;
+	sqlite3 *db;
+	sqlite3_stmt *stmts[STORE_STMT_MAX];
+};
+
+/* Two connections to one file: the writer runs every write transaction (and the reads inside
+ * them); the reader (query_only) serves the reads that stand alone. Under WAL a reader never
+ * waits for a writer, so lookups on latency-sensitive paths (a session opening, a listing) do
+ * not queue behind a write that waits for another process's lock or a slow fsync. */
+struct store {
+	struct store_conn w, r;
+	pthread_mutex_t errlock; /* errmsg */
+	char errmsg[256];
+	char *path;
+};
+
+/* Record SQLite's message for a failed call and map rc to a project error (-ENOMEM,
+ * -RY_E_CORRUPT, -RY_E_DISK_FULL, -RY_E_BUSY, -EACCES, -RY_E_DB). Caller holds c->lock. */
+int store_db_fail(struct store_conn *c, int rc, const char *what);
+/* Record an inconsistency found by the store itself; -RY_E_DB. */
+int store_db_fail_msg(struct store_conn *c, const char *msg);
+
+/* Statement q, prepared on c once and cached, with parameters bound from fmt: 't' const char *
+ * (NULL binds NULL), 'l' int64_t. Text is bound SQLITE_STATIC: the caller keeps it alive until
+ * store_q_end(). Caller holds c->lock. */
+int store_q_vstart(struct store_conn *c, struct store_sql *q, sqlite3_stmt **ret, const char *fmt,
+		   va_list ap);
+int store_q_start(struct store_conn *c, struct store_sql *q, sqlite3_stmt **ret, const char *fmt,
+		  ...);
+/* Step st: 1 for a row, 0 when done, negative error. */
+int store_q_step(struct store_conn *c, sqlite3_stmt *st);
+/* Make st ready for its next use; NULL is fine. */
+void store_q_end(sqlite3_stmt *st);
+/* Run a statement that returns no rows; *ret_changes (if not NULL) gets the rows changed. */
+int store_q_exec(struct store_conn *c, int *ret_changes, struct store_sql *q, const char *fmt, ...);
+/* A listing: q (parameters from fmt) run on c under its lock, every row collected with row()
+ * into an array of esz-byte elements. On failure array_free releases what was collected;
+ * *ret_v and *ret_n are written only on success. Cost: O(rows), doubling reallocations. */
+int store_q_list(struct store_conn *c, struct store_sql *q, size_t esz,
+		 int (*row)(sqlite3_stmt *st, void *elem), void (*array_free)(void *v, size_t n),
+		 void **ret_v, size_t *ret_n, const char *fmt, ...);
+/* BEGIN IMMEDIATE / ROLLBACK (when a transaction is open) / COMMIT (rolls back on failure).
+ * Caller holds c->lock. */
+int store_tx_begin(struct store_conn *c);
+void store_tx_rollback(struct store_conn *c);
+int store_tx_commit(struct store_conn *c);
+/* Copy a text column into *ret (NULL stays NULL); -ENOMEM. */
+int store_col_dup(sqlite3_stmt *st, int col, char **ret);
+/* v is 1..max bytes. */
+bool store_text_ok(const char *v, size_t max);
+/* Append an audit row inside the caller's transaction (store_audit.c). */
+int store_audit_locked(struct store_conn *c, int64_t now_ms, const char *actor, const char *action,
+		       const char *target, const char *outcome, const char *detail);
 
 /* One schema step: run sql (constant text, several statements) to go from version - 1 to
  * version. */

@@ -1,0 +1,778 @@
+/* The store: clusters, enrollment tokens, enrollment, nodes and their states, revocation. */
+#include "controller/store/store_int.h"
+
+#include "common/util/error.h"
+#include "common/util/util.h"
+#include "common/log/log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STORE_TOKEN_RANDOM 32 /* bytes: 256 bits */
+
+/* Columns read by node_from_row(), in this order. */
+#define NODE_COLUMNS                                                                               \
+	"SELECT n.id, c.name, n.hostname, n.state, n.cert_serial, n.cert_fingerprint, "            \
+	"n.agent_version, n.facts, n.enrolled_at, n.last_seen "                                    \
+	"FROM nodes n JOIN clusters c ON c.id = n.cluster_id "
+
+static struct store_sql SQL_CLUSTER_ENSURE =
+	STORE_SQL("INSERT INTO clusters (name, created_at) VALUES (?1, ?2) "
+		  "ON CONFLICT (name) DO NOTHING");
+static struct store_sql SQL_CLUSTER_ID = STORE_SQL("SELECT id FROM clusters WHERE name = ?1");
+static struct store_sql SQL_NODES_ALL_OFFLINE =
+	STORE_SQL("UPDATE nodes SET state = 'offline' WHERE state = 'online'");
+static struct store_sql SQL_NODES_EXPIRE = STORE_SQL("UPDATE nodes SET state = 'offline' "
+						     "WHERE state = 'online' AND last_seen < ?1");
+static struct store_sql SQL_NODES_REVOKED =
+	STORE_SQL("SELECT id FROM nodes WHERE state = 'revoked'");
+static struct store_sql SQL_NODE_BY_HOSTNAME =
+	STORE_SQL(NODE_COLUMNS "WHERE n.hostname = ?1 LIMIT 2");
+static struct store_sql SQL_NODE_BY_ID = STORE_SQL(NODE_COLUMNS "WHERE n.id = ?1");
+static struct store_sql SQL_NODE_DELETE = STORE_SQL("DELETE FROM nodes WHERE id = ?1");
+static struct store_sql SQL_NODE_FACTS =
+	STORE_SQL("UPDATE nodes SET facts = ?3, last_seen = MAX(last_seen, ?2) "
+		  "WHERE id = ?1 AND state != 'revoked'");
+static struct store_sql SQL_NODE_INSERT =
+	STORE_SQL("INSERT INTO nodes (id, cluster_id, hostname, cert_serial, "
+		  "cert_fingerprint, state, enrolled_at, last_seen) "
+		  "VALUES (?1, ?2, ?3, ?4, ?5, 'enrolled', ?6, 0)");
+static struct store_sql SQL_NODE_IN_CLUSTER = STORE_SQL("SELECT id, state, cert_serial FROM nodes "
+							"WHERE cluster_id = ?1 AND hostname = ?2");
+static struct store_sql SQL_NODE_LIST = STORE_SQL(NODE_COLUMNS "ORDER BY c.name, n.hostname");
+static struct store_sql SQL_NODE_OFFLINE =
+	STORE_SQL("UPDATE nodes SET state = 'offline', last_seen = MAX(last_seen, ?2) "
+		  "WHERE id = ?1 AND state != 'revoked'");
+static struct store_sql SQL_NODE_ONLINE =
+	STORE_SQL("UPDATE nodes SET state = 'online', last_seen = MAX(last_seen, ?2), "
+		  "agent_version = COALESCE(?3, agent_version), "
+		  "facts = COALESCE(?4, facts) WHERE id = ?1 AND state != 'revoked'");
+static struct store_sql SQL_NODE_REVOKE =
+	STORE_SQL("UPDATE nodes SET state = 'revoked', revoked_at = ?2 WHERE id = ?1");
+static struct store_sql SQL_NODE_SEEN = STORE_SQL("UPDATE nodes SET last_seen = MAX(last_seen, ?2) "
+						  "WHERE id = ?1 AND state != 'revoked'");
+static struct store_sql SQL_NODE_STATE = STORE_SQL("SELECT state FROM nodes WHERE id = ?1");
+static struct store_sql SQL_NODE_TOUCH =
+	STORE_SQL("UPDATE nodes SET last_seen = MAX(last_seen, ?2), "
+		  "state = CASE state WHEN 'offline' THEN 'online' ELSE state END "
+		  "WHERE id = ?1 AND state != 'revoked'");
+static struct store_sql SQL_REVOKED_GET =
+	STORE_SQL("SELECT 1 FROM revoked_certs WHERE serial = ?1");
+static struct store_sql SQL_REVOKED_INSERT =
+	STORE_SQL("INSERT OR IGNORE INTO revoked_certs (serial, node_id, revoked_at) "
+		  "VALUES (?1, ?2, ?3)");
+static struct store_sql SQL_TOKEN_GET =
+	STORE_SQL("SELECT t.id, t.cluster_id, c.name, t.expires_at, t.uses_left "
+		  "FROM enroll_tokens t JOIN clusters c ON c.id = t.cluster_id "
+		  "WHERE t.token_hash = ?1");
+static struct store_sql SQL_TOKEN_INSERT =
+	STORE_SQL("INSERT INTO enroll_tokens (cluster_id, token_hash, created_at, "
+		  "expires_at, uses_left, uses_total) VALUES (?1, ?2, ?3, ?4, ?5, ?5)");
+static struct store_sql SQL_TOKEN_USE =
+	STORE_SQL("UPDATE enroll_tokens SET uses_left = uses_left - 1 "
+		  "WHERE id = ?1 AND uses_left > 0");
+
+/* The array free functions of the listings, with the type store_q_list() takes. */
+static void nodes_free_v(void *v, size_t n)
+{
+	store_nodes_free(v, n);
+}
+
+static void ids_free_v(void *v, size_t n)
+{
+	store_ids_free(v, n);
+}
+
+/* Facts must be a JSON object of bounded size; checked before anything is written. */
+static int facts_validate(const char *facts_json)
+{
+	json_error_t err;
+	json_t *root;
+	size_t len = strnlen(facts_json, (size_t)STORE_FACTS_MAX + 1);
+	bool ok;
+
+	if (len > STORE_FACTS_MAX)
+		return -RY_E_INVALID;
+	root = json_loadb(facts_json, len, JSON_REJECT_DUPLICATES, &err);
+	if (!root) {
+		log_debug("store: facts rejected: %s at line %d", err.text, err.line);
+		return -RY_E_INVALID;
+	}
+	ok = json_is_object(root);
+	json_decref(root);
+	return ok ? 0 : -RY_E_INVALID;
+}
+
+/* SHA-256 of the token as lower-case hex: the only form in which tokens are stored. */
+static int token_hash(const char *token, char out[2 * 32 + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(token, strlen(token), md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+		return -RY_E_CRYPTO;
+	util_hex(md, mdlen, out);
+	return 0;
+}
+
+/* Ensure the cluster exists and return its row id. */
+static int cluster_ensure_locked(struct store_conn *c, const char *name, int64_t now_ms,
+				 int64_t *ret_id)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	r = store_q_exec(c, NULL, &SQL_CLUSTER_ENSURE, "tl", name, now_ms);
+	if (r < 0)
+		return r;
+	r = store_q_start(c, &SQL_CLUSTER_ID, &st, "t", name);
+	if (r < 0)
+		return r;
+	r = store_q_step(c, st);
+	if (r == 1) {
+		if (ret_id)
+			*ret_id = sqlite3_column_int64(st, 0);
+		r = 0;
+	} else if (r == 0) {
+		r = store_db_fail_msg(c, "cluster vanished");
+	}
+	store_q_end(st);
+	return r;
+}
+
+int store_cluster_ensure(struct store *s, const char *name, int64_t now_ms)
+{
+	struct store_conn *c = &s->w;
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	if (!store_text_ok(name, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+	pthread_mutex_lock(&c->lock);
+	r = cluster_ensure_locked(c, name, now_ms, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int store_token_create_as(struct store *s, const char *actor, const char *cluster, int64_t ttl_ms,
+			  int uses, int64_t now_ms, char **ret_token)
+{
+	struct store_conn *c = &s->w;
+	unsigned char rnd[STORE_TOKEN_RANDOM];
+	char hex[2 * STORE_TOKEN_RANDOM + 1], hash[2 * 32 + 1];
+	char *token = NULL, *detail = NULL;
+	int64_t cluster_id;
+	int r;
+
+	if (!s || !ret_token || ttl_ms <= 0 || uses < 1 || now_ms > INT64_MAX - ttl_ms)
+		return -EINVAL;
+	if (!store_text_ok(cluster, STORE_TEXT_MAX) || !store_text_ok(actor, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+	r = util_random_bytes(rnd, sizeof(rnd));
+	if (r < 0)
+		return r;
+	util_hex(rnd, sizeof(rnd), hex);
+	if (asprintf(&token, STORE_TOKEN_PREFIX "%s", hex) < 0)
+		return -ENOMEM;
+	r = token_hash(token, hash);
+	if (r < 0)
+		goto out;
+	/* The audit names the token by a prefix of its hash, never by the token. */
+	if (asprintf(&detail, "token=%.12s uses=%d expires_at=%lld", hash, uses,
+		     (long long)(now_ms + ttl_ms)) < 0) {
+		detail = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto unlock;
+	r = cluster_ensure_locked(c, cluster, now_ms, &cluster_id);
+	if (r < 0)
+		goto rollback;
+	r = store_q_exec(c, NULL, &SQL_TOKEN_INSERT, "ltlll", cluster_id, hash, now_ms,
+			 now_ms + ttl_ms, (int64_t)uses);
+	if (r < 0)
+		goto rollback;
+	r = store_audit_locked(c, now_ms, actor, "token.create", cluster, "success", detail);
+	if (r < 0)
+		goto rollback;
+	r = store_tx_commit(c);
+	goto unlock;
+rollback:
+	store_tx_rollback(c);
+unlock:
+	pthread_mutex_unlock(&c->lock);
+out:
+	explicit_bzero(rnd, sizeof(rnd));
+	explicit_bzero(hex, sizeof(hex));
+	free(detail);
+	if (r < 0) {
+		if (token)
+			explicit_bzero(token, strlen(token));
+		free(token);
+		return r;
+	}
+	*ret_token = token;
+	return 0;
+}
+
+int store_token_create(struct store *s, const char *cluster, int64_t ttl_ms, int uses,
+		       int64_t now_ms, char **ret_token)
+{
+	return store_token_create_as(s, "admin", cluster, ttl_ms, uses, now_ms, ret_token);
+}
+
+struct token_row {
+	int64_t id, cluster_id;
+	char *cluster;
+};
+
+/* Look a token up and apply the rules (unknown, expired, used up). On success the row is
+ * filled (row->cluster owned by the caller). */
+static int token_lookup_locked(struct store_conn *c, const char *token, int64_t now_ms,
+			       struct token_row *row)
+{
+	char hash[2 * 32 + 1];
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	/* Anything longer than a token cannot be one; no need to hash it. */
+	if (strnlen(token, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
+		return -RY_E_TOKEN_UNKNOWN;
+	r = token_hash(token, hash);
+	if (r < 0)
+		return r;
+	r = store_q_start(c, &SQL_TOKEN_GET, &st, "t", hash);
+	if (r < 0)
+		return r;
+	r = store_q_step(c, st);
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		r = -RY_E_TOKEN_UNKNOWN;
+		goto out;
+	}
+	if (now_ms >= sqlite3_column_int64(st, 3)) {
+		r = -RY_E_TOKEN_EXPIRED;
+		goto out;
+	}
+	if (sqlite3_column_int64(st, 4) <= 0) {
+		r = -RY_E_TOKEN_USED;
+		goto out;
+	}
+	r = store_col_dup(st, 2, &row->cluster);
+	if (r < 0)
+		goto out;
+	row->id = sqlite3_column_int64(st, 0);
+	row->cluster_id = sqlite3_column_int64(st, 1);
+out:
+	store_q_end(st);
+	return r;
+}
+
+int store_token_check(struct store *s, const char *token, int64_t now_ms, char **ret_cluster)
+{
+	struct store_conn *c = &s->r;
+	struct token_row row = {0};
+	int r;
+
+	if (!s || !token || !ret_cluster)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = token_lookup_locked(c, token, now_ms, &row);
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0)
+		return r;
+	*ret_cluster = row.cluster;
+	return 0;
+}
+
+/* Make room for a new node of hostname in the cluster: -RY_E_EXISTS if a live node has it; a
+ * revoked one is deleted (its serial is kept in the revocation list). */
+static int enroll_clear_hostname_locked(struct store_conn *c, int64_t cluster_id,
+					const char *hostname, int64_t now_ms)
+{
+	sqlite3_stmt *st = NULL;
+	char *id = NULL, *serial = NULL;
+	int r;
+
+	r = store_q_start(c, &SQL_NODE_IN_CLUSTER, &st, "lt", cluster_id, hostname);
+	if (r < 0)
+		return r;
+	r = store_q_step(c, st);
+	if (r <= 0)
+		goto out;
+	if (strcmp((const char *)sqlite3_column_text(st, 1), "revoked") != 0) {
+		r = -RY_E_EXISTS;
+		goto out;
+	}
+	r = store_col_dup(st, 0, &id);
+	if (r < 0)
+		goto out;
+	r = store_col_dup(st, 2, &serial);
+	if (r < 0)
+		goto out;
+	store_q_end(st);
+	st = NULL;
+	r = store_q_exec(c, NULL, &SQL_REVOKED_INSERT, "ttl", serial, id, now_ms);
+	if (r < 0)
+		goto out;
+	r = store_q_exec(c, NULL, &SQL_NODE_DELETE, "t", id);
+out:
+	store_q_end(st);
+	free(id);
+	free(serial);
+	return r;
+}
+
+int store_enroll_node(struct store *s, const struct store_enroll *e, int64_t now_ms,
+		      char **ret_cluster)
+{
+	struct store_conn *c = &s->w;
+	struct token_row row = {0};
+	char *detail = NULL;
+	int r, changed = 0;
+
+	if (!s || !e || !e->token || !e->node_id || !e->hostname || !e->cert_serial ||
+	    !e->cert_fingerprint)
+		return -EINVAL;
+	if (!store_text_ok(e->node_id, STORE_TEXT_MAX) ||
+	    !store_text_ok(e->hostname, STORE_TEXT_MAX) ||
+	    !store_text_ok(e->cert_serial, STORE_TEXT_MAX) ||
+	    !store_text_ok(e->cert_fingerprint, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto unlock;
+	r = token_lookup_locked(c, e->token, now_ms, &row);
+	if (r < 0)
+		goto rollback;
+	r = enroll_clear_hostname_locked(c, row.cluster_id, e->hostname, now_ms);
+	if (r < 0)
+		goto rollback;
+	r = store_q_exec(c, &changed, &SQL_TOKEN_USE, "l", row.id);
+	if (r < 0)
+		goto rollback;
+	if (changed != 1) {
+		r = -RY_E_TOKEN_USED;
+		goto rollback;
+	}
+	r = store_q_exec(c, NULL, &SQL_NODE_INSERT, "tltttl", e->node_id, row.cluster_id,
+			 e->hostname, e->cert_serial, e->cert_fingerprint, now_ms);
+	if (r < 0) {
+		/* The id is chosen by the controller; a clash is a duplicate, not a DB fault. */
+		if (sqlite3_extended_errcode(c->db) == SQLITE_CONSTRAINT_PRIMARYKEY ||
+		    sqlite3_extended_errcode(c->db) == SQLITE_CONSTRAINT_UNIQUE)
+			r = -RY_E_EXISTS;
+		goto rollback;
+	}
+	/* The peer is only recorded, so a long one is cut rather than refused. */
+	if (asprintf(&detail, "cluster=%s hostname=%s serial=%s peer=%.255s", row.cluster,
+		     e->hostname, e->cert_serial,
+		     e->peer && e->peer[0] ? e->peer : "unknown") < 0) {
+		detail = NULL;
+		r = -ENOMEM;
+		goto rollback;
+	}
+	r = store_audit_locked(c, now_ms, "agent", "node.enroll", e->node_id, "success", detail);
+	if (r < 0)
+		goto rollback;
+	r = store_tx_commit(c);
+	goto unlock;
+rollback:
+	store_tx_rollback(c);
+unlock:
+	pthread_mutex_unlock(&c->lock);
+	free(detail);
+	if (r < 0 || !ret_cluster) {
+		free(row.cluster);
+		return r;
+	}
+	*ret_cluster = row.cluster;
+	return 0;
+}
+
+void store_node_free(struct store_node *n)
+{
+	if (!n)
+		return;
+	free(n->id);
+	free(n->cluster);
+	free(n->hostname);
+	free(n->state);
+	free(n->cert_serial);
+	free(n->cert_fingerprint);
+	free(n->agent_version);
+	free(n->facts_json);
+	free(n);
+}
+
+void store_nodes_free(struct store_node **nodes, size_t n)
+{
+	if (!nodes)
+		return;
+	for (size_t i = 0; i < n; i++)
+		store_node_free(nodes[i]);
+	free(nodes);
+}
+
+/* Build a node from a row of NODE_COLUMNS. */
+static int node_from_row(sqlite3_stmt *st, struct store_node **ret)
+{
+	struct store_node *n = calloc(1, sizeof(*n));
+	char **cols[] = {&n->id,	  &n->cluster,		&n->hostname,	   &n->state,
+			 &n->cert_serial, &n->cert_fingerprint, &n->agent_version, &n->facts_json};
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < RY_ARRAY_SIZE(cols); i++) {
+		if (store_col_dup(st, (int)i, cols[i]) < 0) {
+			store_node_free(n);
+			return -ENOMEM;
+		}
+	}
+	n->enrolled_at_ms = sqlite3_column_int64(st, 8);
+	n->last_seen_ms = sqlite3_column_int64(st, 9);
+	*ret = n;
+	return 0;
+}
+
+/* By id, or else by hostname when unique across clusters. */
+static int node_lookup_locked(struct store_conn *c, const char *key, struct store_node **ret)
+{
+	struct store_node *n = NULL;
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	r = store_q_start(c, &SQL_NODE_BY_ID, &st, "t", key);
+	if (r < 0)
+		return r;
+	r = store_q_step(c, st);
+	if (r == 1) {
+		r = node_from_row(st, ret);
+		store_q_end(st);
+		return r;
+	}
+	store_q_end(st);
+	if (r < 0)
+		return r;
+
+	r = store_q_start(c, &SQL_NODE_BY_HOSTNAME, &st, "t", key);
+	if (r < 0)
+		return r;
+	r = store_q_step(c, st);
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		r = -RY_E_NOT_FOUND;
+		goto out;
+	}
+	r = node_from_row(st, &n);
+	if (r < 0)
+		goto out;
+	r = store_q_step(c, st);
+	if (r < 0)
+		goto out;
+	if (r == 1) {
+		r = -ENOTUNIQ;
+		goto out;
+	}
+	*ret = n;
+	n = NULL;
+out:
+	store_q_end(st);
+	store_node_free(n);
+	return r;
+}
+
+int store_node_get(struct store *s, const char *id_or_hostname, struct store_node **ret)
+{
+	struct store_conn *c = &s->r;
+	struct store_node *n = NULL;
+	int r;
+
+	if (!s || !id_or_hostname || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = node_lookup_locked(c, id_or_hostname, &n);
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0)
+		return r;
+	*ret = n;
+	return 0;
+}
+
+static int node_row(sqlite3_stmt *st, void *elem)
+{
+	return node_from_row(st, elem);
+}
+
+int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)
+{
+	if (!s || !ret_nodes || !ret_n)
+		return -EINVAL;
+	return store_q_list(&s->r, &SQL_NODE_LIST, sizeof(struct store_node *), node_row,
+			    nodes_free_v, (void **)ret_nodes, ret_n, "");
+}
+
+/* After an UPDATE guarded by "state != 'revoked'" changed nothing: say why. */
+/* 0 when the node exists and is not revoked; -RY_E_REVOKED, -RY_E_NOT_FOUND, -RY_E_DB. */
+static int node_state_locked(struct store_conn *c, const char *id)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	r = store_q_start(c, &SQL_NODE_STATE, &st, "t", id);
+	if (r < 0)
+		return r;
+	r = store_q_step(c, st);
+	if (r == 0)
+		r = -RY_E_NOT_FOUND;
+	else if (r == 1)
+		r = strcmp((const char *)sqlite3_column_text(st, 0), "revoked") == 0 ? -RY_E_REVOKED
+										     : 0;
+	store_q_end(st);
+	return r;
+}
+
+static int node_why_unchanged_locked(struct store_conn *c, const char *id)
+{
+	int r = node_state_locked(c, id);
+
+	return r == 0 ? store_db_fail_msg(c, "node update matched nothing") : r;
+}
+
+/* Run one of the per-node updates (each a single autocommit statement, so one transaction). */
+static int node_update(struct store *s, const char *id, struct store_sql *stmt, int64_t now_ms,
+		       const char *a, const char *b)
+{
+	struct store_conn *c = &s->w;
+	int r, changed = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (stmt == &SQL_NODE_ONLINE)
+		r = store_q_exec(c, &changed, stmt, "tltt", id, now_ms, a, b);
+	else if (stmt == &SQL_NODE_FACTS)
+		r = store_q_exec(c, &changed, stmt, "tlt", id, now_ms, a);
+	else
+		r = store_q_exec(c, &changed, stmt, "tl", id, now_ms);
+	if (r == 0 && changed == 0)
+		r = node_why_unchanged_locked(c, id);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int store_node_online(struct store *s, const char *id, const char *agent_version,
+		      const char *facts_json, int64_t now_ms)
+{
+	int r;
+
+	if (!s || !id)
+		return -EINVAL;
+	if (agent_version && strnlen(agent_version, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
+		return -RY_E_INVALID;
+	if (facts_json) {
+		r = facts_validate(facts_json);
+		if (r < 0)
+			return r;
+	}
+	return node_update(s, id, &SQL_NODE_ONLINE, now_ms, agent_version, facts_json);
+}
+
+int store_node_touch(struct store *s, const char *id, int64_t now_ms)
+{
+	if (!s || !id)
+		return -EINVAL;
+	return node_update(s, id, &SQL_NODE_TOUCH, now_ms, NULL, NULL);
+}
+
+int store_node_check(struct store *s, const char *id)
+{
+	struct store_conn *c = &s->r;
+	int r;
+
+	if (!s || !id)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = node_state_locked(c, id);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int store_node_set_facts(struct store *s, const char *id, const char *facts_json, int64_t now_ms)
+{
+	int r;
+
+	if (!s || !id || !facts_json)
+		return -EINVAL;
+	r = facts_validate(facts_json);
+	if (r < 0)
+		return r;
+	return node_update(s, id, &SQL_NODE_FACTS, now_ms, facts_json, NULL);
+}
+
+int store_node_offline(struct store *s, const char *id, int64_t now_ms)
+{
+	int r;
+
+	if (!s || !id)
+		return -EINVAL;
+	r = node_update(s, id, &SQL_NODE_OFFLINE, now_ms, NULL, NULL);
+	/* The session of a revoked node ending is expected; it stays revoked. */
+	return r == -RY_E_REVOKED ? 0 : r;
+}
+
+int store_nodes_expire(struct store *s, int64_t older_than_ms, int64_t now_ms, int *ret_count)
+{
+	struct store_conn *c = &s->w;
+	int r, changed = 0;
+
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_q_exec(c, &changed, &SQL_NODES_EXPIRE, "l", older_than_ms);
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0)
+		return r;
+	if (ret_count)
+		*ret_count = changed;
+	return 0;
+}
+
+int store_nodes_all_offline(struct store *s, int64_t now_ms)
+{
+	struct store_conn *c = &s->w;
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_q_exec(c, NULL, &SQL_NODES_ALL_OFFLINE, "");
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int store_nodes_seen(struct store *s, const char *const *ids, const int64_t *times_ms, size_t n)
+{
+	struct store_conn *c = &s->w;
+	int r;
+
+	if (!s || (n && (!ids || !times_ms)))
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = store_q_exec(c, NULL, &SQL_NODE_SEEN, "tl", ids[i], times_ms[i]);
+	if (r >= 0)
+		r = store_tx_commit(c);
+	else
+		store_tx_rollback(c);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+void store_ids_free(char **ids, size_t n)
+{
+	if (!ids)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+static int id_row(sqlite3_stmt *st, void *elem)
+{
+	return store_col_dup(st, 0, elem);
+}
+
+int store_nodes_revoked(struct store *s, char ***ret_ids, size_t *ret_n)
+{
+	if (!s || !ret_ids || !ret_n)
+		return -EINVAL;
+	return store_q_list(&s->r, &SQL_NODES_REVOKED, sizeof(char *), id_row, ids_free_v,
+			    (void **)ret_ids, ret_n, "");
+}
+
+int store_node_revoke(struct store *s, const char *id_or_hostname, const char *actor,
+		      int64_t now_ms, char **ret_node_id)
+{
+	struct store_conn *c = &s->w;
+	struct store_node *n = NULL;
+	char *detail = NULL;
+	int r;
+
+	if (!s || !id_or_hostname || !actor)
+		return -EINVAL;
+	if (!store_text_ok(actor, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto unlock;
+	r = node_lookup_locked(c, id_or_hostname, &n);
+	if (r < 0)
+		goto rollback;
+	if (strcmp(n->state, "revoked") == 0) {
+		r = store_tx_commit(c);
+		goto unlock;
+	}
+	r = store_q_exec(c, NULL, &SQL_NODE_REVOKE, "tl", n->id, now_ms);
+	if (r < 0)
+		goto rollback;
+	r = store_q_exec(c, NULL, &SQL_REVOKED_INSERT, "ttl", n->cert_serial, n->id, now_ms);
+	if (r < 0)
+		goto rollback;
+	if (asprintf(&detail, "cluster=%s hostname=%s serial=%s", n->cluster, n->hostname,
+		     n->cert_serial) < 0) {
+		detail = NULL;
+		r = -ENOMEM;
+		goto rollback;
+	}
+	r = store_audit_locked(c, now_ms, actor, "node.revoke", n->id, "success", detail);
+	if (r < 0)
+		goto rollback;
+	r = store_tx_commit(c);
+	goto unlock;
+rollback:
+	store_tx_rollback(c);
+unlock:
+	pthread_mutex_unlock(&c->lock);
+	free(detail);
+	if (r == 0 && ret_node_id) {
+		*ret_node_id = n->id;
+		n->id = NULL;
+	}
+	store_node_free(n);
+	return r;
+}
+
+int store_cert_is_revoked(struct store *s, const char *serial_hex)
+{
+	struct store_conn *c = &s->r;
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !serial_hex)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_q_start(c, &SQL_REVOKED_GET, &st, "t", serial_hex);
+	if (r == 0)
+		r = store_q_step(c, st);
+	store_q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
