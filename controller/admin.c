@@ -6,7 +6,7 @@
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"
-#include "nodeagent/facts/facts.h"
+#include "common/facts/facts_doc.h"
 
 #include <ctype.h>
 #include <errno.h>

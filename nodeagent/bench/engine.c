@@ -2,7 +2,7 @@
  * buffers from the memory backend, the latency and bandwidth loops over a transport's
  * primitives, data-integrity checks, and the result document. */
 #include "nodeagent/bench/bench.h"
-#include "nodeagent/bench/stats.h"
+#include "common/stats/stats.h"
 
 #include "common/log/log.h"
 #include "common/util/error.h"

@@ -21,11 +21,7 @@
  * the same or different sysroots are fine. */
 __attribute__((warn_unused_result)) int facts_collect(const char *sysroot, json_t **ret_facts);
 
-/* One-line human summary of a facts document for tables, e.g.
- * "Debian 12 | 6.1.0-28-amd64 | 224 cpu/2 numa | 2015 GiB | 8 HCA 8/8 active IB 400G |
- *  8 GPU H200". Missing facts show as "?" (or "no HCA" / "no GPU" for empty lists).
- * facts is borrowed (any JSON value; non-objects give an all-"?" line). Returns a new string the
- * caller frees with free(), or NULL on allocation failure. Thread-safe. */
-char *facts_summary(const json_t *facts);
+/* facts_summary() and the other readers of a facts document are in common/facts. */
+#include "common/facts/facts_doc.h"
 
 #endif

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "nodeagent/bench/stats.h"
+#include "common/stats/stats.h"
 
 #include "common/util/error.h"
 

@@ -2,8 +2,8 @@
  * log-linear histogram), percentiles, mean/stddev in double, bandwidth and interval series.
  * Percentiles use the nearest-rank definition: p-th percentile of n sorted samples is the
  * sample of rank ceil(p/100 * n) (1-based; rank 1 for p = 0). */
-#ifndef RAILYARD_BENCH_STATS_H
-#define RAILYARD_BENCH_STATS_H
+#ifndef RAILYARD_STATS_H
+#define RAILYARD_STATS_H
 
 #include <stdbool.h>
 #include <stddef.h>

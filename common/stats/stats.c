@@ -1,6 +1,6 @@
 /* Benchmark statistics: exact samples up to a bound, an HDR-style log-linear histogram beyond,
  * Welford mean/variance in double, nearest-rank percentiles, bandwidth and interval series. */
-#include "nodeagent/bench/stats.h"
+#include "common/stats/stats.h"
 
 #include "common/util/error.h"
 
