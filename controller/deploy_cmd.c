@@ -1,7 +1,7 @@
 /* `railyard-controller deploy` and `deployments`: validate a playbook, choose the target nodes
  * and their batches, store the deployment for the serving controller to run, and follow it. */
 #include "controller/admin.h"
-#include "controller/deploy.h"
+#include "controller/rollout/policy.h"
 #include "controller/state.h"
 #include "common/log/log.h"
 #include "common/playbook/playbook.h"
@@ -211,7 +211,7 @@ int ctl_cmd_deploy(const char *state_dir, const struct ctl_deploy_opts *o, FILE 
 		goto out;
 	util_hex(rnd, sizeof(rnd), hex);
 	snprintf(id, sizeof(id), "d-%s", hex);
-	policy_json = ctl_policy_to_json(&pol);
+	policy_json = rollout_policy_to_json(&pol);
 	if (!policy_json)
 		goto out;
 	dn.id = id;

@@ -1,6 +1,8 @@
 /* The controller's gRPC service: method table, start-up and shutdown, the reaper thread. */
 #include "controller/server_int.h"
-#include "controller/deploy.h"
+#include "controller/bench/bench.h"
+#include "controller/engine/engine.h"
+#include "controller/rollout/rollout.h"
 #include "controller/throttle.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
@@ -216,11 +218,23 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		r = ctl_throttle_new(&et, &srv->enroll_throttle);
 		if (r >= 0)
 			r = ctl_throttle_new(&rt, &srv->report_throttle);
+		/* The engine with its passes and message handlers; it runs before the first
+		 * session opens (sessions hand it their messages). */
 		if (r >= 0)
-			r = ctl_ingest_start(srv, &srv->ingest);
+			r = ctl_engine_new(srv, &srv->engine);
+		if (r >= 0)
+			r = ctl_rollout_new(srv, cfg->apply_timeout_ms, cfg->reconnect_grace_ms,
+					    &srv->rollout);
+		if (r >= 0)
+			r = ctl_sessions_register(srv->engine);
+		if (r >= 0)
+			r = ctl_rollout_register(srv->rollout, srv->engine);
+		if (r >= 0)
+			r = ctl_bench_register(srv, srv->engine);
+		if (r >= 0)
+			r = ctl_engine_start(srv->engine);
 		if (r < 0) {
-			snprintf(errbuf, errlen, "cannot start the ingest worker: %s",
-				 ry_strerror(r));
+			snprintf(errbuf, errlen, "cannot start the engine: %s", ry_strerror(r));
 			goto fail;
 		}
 	}
@@ -249,11 +263,6 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		goto fail;
 	}
 	srv->reaper_started = true;
-	r = ctl_deployer_start(srv, cfg->apply_timeout_ms, cfg->reconnect_grace_ms, &srv->deployer);
-	if (r < 0) {
-		snprintf(errbuf, errlen, "cannot start the rollout engine");
-		goto fail;
-	}
 	log_info("listening on %s (port %d), CA %s", cfg->listen, port, state->ca_fingerprint);
 	*ret = srv;
 	return 0;
@@ -272,15 +281,15 @@ void ctl_server_free(struct ctl_server *srv)
 	pthread_mutex_unlock(&srv->lock);
 	if (srv->reaper_started)
 		pthread_join(srv->reaper, NULL);
-	/* The engine first: it sends over sessions that the server is about to end. */
-	ctl_deployer_free(srv->deployer);
-	srv->deployer = NULL;
+	/* The passes first: they send over sessions that the server is about to end. */
+	ctl_engine_stop_passes(srv->engine);
 	/* Cancel every call (each session's closed() queues its node's offline mark), store what
 	 * the ingest worker holds, then release the streams before the server goes. */
 	rpc_server_stop(srv->rpc);
-	ctl_ingest_stop(srv->ingest);
+	ctl_engine_stop_ingest(srv->engine);
 	rpc_server_free(srv->rpc);
-	ctl_ingest_free(srv->ingest);
+	ctl_engine_free(srv->engine);
+	ctl_rollout_free(srv->rollout);
 	ctl_throttle_free(srv->enroll_throttle);
 	ctl_throttle_free(srv->report_throttle);
 	ctl_sessions_done(srv);

@@ -30,7 +30,8 @@
 #define CTL_SESSION_REFUSALS_MAX 1000
 
 struct ctl_session;
-struct ctl_ingest;
+struct ctl_engine;
+struct ctl_rollout;
 struct ctl_throttle;
 
 struct ctl_server {
@@ -44,8 +45,8 @@ struct ctl_server {
 	bool stopping;
 	pthread_t reaper;
 	bool reaper_started;
-	struct ctl_deployer *deployer;
-	struct ctl_ingest *ingest;
+	struct ctl_engine *engine;	      /* tick thread with the passes, ingest worker */
+	struct ctl_rollout *rollout;	      /* the rollout pass's state */
 	struct ctl_throttle *enroll_throttle; /* refused enrollments per source address */
 	struct ctl_throttle *report_throttle; /* refused reports per node (audit rows) */
 	_Atomic int enroll_active;	      /* Enroll calls working on the database now */
@@ -54,7 +55,7 @@ struct ctl_server {
 	_Atomic bool failed; /* a fatal condition: serve stops and exits 1 */
 };
 
-/* What handling an agent's message came to (the ingest worker acts on it). */
+/* What handling an agent's message came to (the engine's ingest worker acts on it). */
 enum ctl_verdict {
 	CTL_DONE,   /* committed (or nothing to commit): acknowledge, read on */
 	CTL_REFUSE, /* refused for good: acknowledge with an Error, audit, read on */
@@ -93,19 +94,6 @@ int ctl_session_send(struct ctl_server *srv, const char *node_id,
 /* The host part of a node's session address (as the controller sees it). -ENOTCONN. */
 int ctl_session_peer_host(struct ctl_server *srv, const char *node_id, char *buf, size_t len);
 
-/* Benchmark runs (bench.c): a pass of the engine, and the agents' reports (ingest worker). */
-void ctl_bench_pass(struct ctl_server *srv);
-void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id,
-			const Railyard__V1__BenchReady *m, struct ctl_outcome *o);
-void ctl_bench_on_result(struct ctl_server *srv, const char *node_id,
-			 const Railyard__V1__BenchResult *m, struct ctl_outcome *o);
-
-/* Plan results (deploy.c, ingest worker). */
-void ctl_deploy_on_step_event(struct ctl_server *srv, const char *node_id, const char *hostname,
-			      const Railyard__V1__StepEvent *ev, struct ctl_outcome *o);
-void ctl_deploy_on_apply_done(struct ctl_server *srv, const char *node_id, const char *hostname,
-			      const Railyard__V1__ApplyDone *d, struct ctl_outcome *o);
-
 /* Send a node its plan over its session; -ENOTCONN when it has none. Thread-safe. */
 int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const char *deployment_id,
 			  const char *plan_json, bool check_mode);
@@ -115,33 +103,17 @@ bool ctl_session_online(struct ctl_server *srv, const char *node_id);
 void ctl_session_end(struct ctl_server *srv, const char *node_id, grpc_status_code code,
 		     const char *why);
 
-/* ---- The ingest worker (ingest.c): one thread that stores what sessions hand it, in order.
- * A session hands over every message that needs the database and reads nothing more from its
- * stream until the message is committed (or refused, or ends the session): acknowledgements
- * cover only what is stored, completion-queue threads never wait for the database, and a node
- * whose messages cannot be stored yet (disk full, a lock held elsewhere) is held back through
- * gRPC's flow control rather than dropped. */
-__attribute__((warn_unused_result)) int ctl_ingest_start(struct ctl_server *srv,
-							 struct ctl_ingest **ret);
-/* Store what is queued (best effort) and stop the thread; what is submitted afterwards is
- * handled on the caller's thread (sessions that end during shutdown). Idempotent. */
-void ctl_ingest_stop(struct ctl_ingest *in);
-/* ctl_ingest_stop(), then free. NULL is fine. */
-void ctl_ingest_free(struct ctl_ingest *in);
-/* Queue a message of s (takes msg and a reference on s). */
-void ctl_ingest_submit(struct ctl_ingest *in, struct ctl_session *s, ProtobufCMessage *msg);
-/* Queue "s ended: its node is offline" (takes a reference on s). */
-void ctl_ingest_offline(struct ctl_ingest *in, struct ctl_session *s);
-
-/* ---- Session side of the ingest worker (session.c). */
+/* ---- Sessions and the engine's ingest worker (session.c). A session hands every message of a
+ * kind the engine has a handler for to the ingest worker and reads nothing more from its stream
+ * until it is committed (or refused, or ends the session): acknowledgements cover only what is
+ * stored, completion-queue threads never wait for the database, and a node whose messages
+ * cannot be stored yet is held back through gRPC's flow control rather than dropped. */
 void ctl_session_ref(struct ctl_server *srv, struct ctl_session *s);
 void ctl_session_unref(struct ctl_server *srv, struct ctl_session *s);
 const char *ctl_session_node_id(const struct ctl_session *s);
 const char *ctl_session_hostname(const struct ctl_session *s);
-void ctl_session_on_hello(struct ctl_server *srv, struct ctl_session *s,
-			  const Railyard__V1__Hello *h, struct ctl_outcome *o);
-void ctl_session_on_facts(struct ctl_server *srv, struct ctl_session *s,
-			  const Railyard__V1__FactsUpdate *fu, struct ctl_outcome *o);
+/* Register the Hello and FactsUpdate handlers with the engine, before it starts. */
+__attribute__((warn_unused_result)) int ctl_sessions_register(struct ctl_engine *e);
 /* The message seq of s was handled with outcome o (not CTL_RETRY): acknowledge it (Welcome
  * after Hello, Receipt, or Error for a refusal), or end the session; then read on. */
 void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,

@@ -4,7 +4,7 @@
  * more from the stream until it is stored: acknowledgements ("ack") cover only committed
  * messages. Liveness is in memory; sessions that fall silent are ended by the reaper. */
 #include "controller/server_int.h"
-#include "controller/deploy.h"
+#include "controller/engine/engine.h"
 #include "controller/throttle.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
@@ -258,9 +258,10 @@ void ctl_sessions_done(struct ctl_server *srv)
 	}
 }
 
-void ctl_session_on_hello(struct ctl_server *srv, struct ctl_session *s,
-			  const Railyard__V1__Hello *h, struct ctl_outcome *o)
+static void on_hello(struct ctl_server *srv, struct ctl_session *s,
+		     const Railyard__V1__AgentMessage *m, struct ctl_outcome *o)
 {
+	const Railyard__V1__Hello *h = m->hello;
 	int r;
 
 	if (!ctl_valid_text(h->agent_version, CTL_VERSION_MAX) ||
@@ -302,9 +303,10 @@ void ctl_session_on_hello(struct ctl_server *srv, struct ctl_session *s,
 		 h->agent_version, rpc_stream_peer(s->st)->address);
 }
 
-void ctl_session_on_facts(struct ctl_server *srv, struct ctl_session *s,
-			  const Railyard__V1__FactsUpdate *fu, struct ctl_outcome *o)
+static void on_facts(struct ctl_server *srv, struct ctl_session *s,
+		     const Railyard__V1__AgentMessage *m, struct ctl_outcome *o)
 {
+	const Railyard__V1__FactsUpdate *fu = m->facts_update;
 	int r;
 
 	if (strlen(fu->facts_json) > CTL_FACTS_MAX) {
@@ -448,10 +450,10 @@ void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,
 			/* The stream ended while its Hello was being stored: closed() saw no
 			 * Hello, so the node that Hello just marked online goes offline here. */
 			ctl_session_ref(srv, s);
-			ctl_ingest_offline(srv->ingest, s);
+			ctl_engine_offline(srv->engine, s);
 		} else {
 			/* After the Welcome: plans it was sent but has not finished follow it. */
-			ctl_deployer_node_online(srv->deployer, s->node_id);
+			ctl_engine_node_online(srv->engine, s->node_id);
 		}
 	}
 	rpc_stream_resume(s->st);
@@ -582,20 +584,18 @@ static int session_message(void *userdata, struct rpc_stream *st, ProtobufCMessa
 			session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "duplicate Hello");
 			return RPC_MSG_DONE;
 		}
-		/* fall through */
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE:
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT:
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE:
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY:
-	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT:
-		s->busy = true;
-		ctl_session_ref(srv, s);
-		ctl_ingest_submit(srv->ingest, s, msg);
-		return RPC_MSG_HELD;
+		break;
 	default:
+		break;
+	}
+	if (!ctl_engine_handles(srv->engine, m->body_case)) {
 		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "message without a known body");
 		return RPC_MSG_DONE;
 	}
+	s->busy = true;
+	ctl_session_ref(srv, s);
+	ctl_engine_submit(srv->engine, s, msg);
+	return RPC_MSG_HELD;
 }
 
 static void session_closed(void *userdata, struct rpc_stream *st, bool cancelled)
@@ -626,7 +626,7 @@ static void session_closed(void *userdata, struct rpc_stream *st, bool cancelled
 		log_info("node %s (%s) offline (%s)", s->node_id, s->hostname,
 			 cancelled ? "connection lost" : "session ended");
 		ctl_session_ref(srv, s);
-		ctl_ingest_offline(srv->ingest, s);
+		ctl_engine_offline(srv->engine, s);
 	}
 	rpc_stream_set_data(st, NULL);
 	ctl_session_unref(srv, s);
@@ -812,4 +812,13 @@ int ctl_server_online_count(struct ctl_server *srv)
 		n += s->hello_done ? 1 : 0;
 	pthread_mutex_unlock(&srv->lock);
 	return n;
+}
+
+int ctl_sessions_register(struct ctl_engine *e)
+{
+	int r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, on_hello);
+
+	if (r >= 0)
+		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE, on_facts);
+	return r;
 }

@@ -1,5 +1,8 @@
 /* Rollout policy arithmetic (see policy.h and docs/rollout.md). */
 #include "controller/rollout/policy.h"
+#include "common/util/error.h"
+
+#include <jansson.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -79,4 +82,42 @@ bool rollout_should_stop(const struct rollout_policy *p, size_t n, size_t failed
 		return true;
 	}
 	return false;
+}
+
+int rollout_policy_from_json(const char *policy_json, struct rollout_policy *ret)
+{
+	struct rollout_policy p = {0};
+	json_error_t err;
+	json_t *o = json_loads(policy_json, 0, &err);
+	int r = 0;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return -RY_E_INVALID;
+	}
+	p.batch_count = (int)json_integer_value(json_object_get(o, "batch_count"));
+	p.batch_percent = (int)json_integer_value(json_object_get(o, "batch_percent"));
+	p.max_fail_count = (int)json_integer_value(json_object_get(o, "max_fail_count"));
+	p.max_fail_percent = (int)json_integer_value(json_object_get(o, "max_fail_percent"));
+	p.canary = (int)json_integer_value(json_object_get(o, "canary"));
+	p.pause_ms = json_integer_value(json_object_get(o, "pause_ms"));
+	json_decref(o);
+	if (p.batch_count < 0 || p.batch_percent < 0 || p.max_fail_count < 0 ||
+	    p.max_fail_percent < 0 || p.canary < 0 || p.pause_ms < 0)
+		r = -RY_E_INVALID;
+	if (r == 0)
+		*ret = p;
+	return r;
+}
+
+char *rollout_policy_to_json(const struct rollout_policy *p)
+{
+	json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I}", "batch_count", p->batch_count,
+			      "batch_percent", p->batch_percent, "max_fail_count",
+			      p->max_fail_count, "max_fail_percent", p->max_fail_percent, "canary",
+			      p->canary, "pause_ms", (json_int_t)p->pause_ms);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	json_decref(o);
+	return s;
 }

@@ -34,4 +34,10 @@ size_t rollout_max_failures(const struct rollout_policy *p, size_t n);
 bool rollout_should_stop(const struct rollout_policy *p, size_t n, size_t failed_total,
 			 bool canary_batch, size_t failed_in_batch, char *reason, size_t len);
 
+/* The policy as stored with a deployment (a JSON object of its fields; caller frees; NULL when
+ * out of memory) and back (-RY_E_INVALID for anything else). */
+char *rollout_policy_to_json(const struct rollout_policy *p);
+__attribute__((warn_unused_result)) int rollout_policy_from_json(const char *policy_json,
+								 struct rollout_policy *ret);
+
 #endif

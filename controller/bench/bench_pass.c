@@ -1,9 +1,10 @@
 /* Benchmark runs between two nodes, driven by the serving controller from the database: send
  * the server side its RunBench, wait for BenchReady with the port, send the client side its
  * RunBench pointing at that port, store both results. A cancel request (`bench cancel`) or a
- * failed side sends Cancel to the sides still running. Runs on the engine thread (deploy.c);
- * the agents' reports arrive on completion-queue threads. */
-#include "controller/deploy.h"
+ * failed side sends Cancel to the sides still running. A pass of the engine's tick thread; the
+ * agents' reports arrive on its ingest worker. */
+#include "controller/bench/bench.h"
+#include "controller/engine/engine.h"
 #include "controller/server_int.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
@@ -136,8 +137,9 @@ static void advance(struct ctl_server *srv, const struct store_bench_run *b)
 	}
 }
 
-void ctl_bench_pass(struct ctl_server *srv)
+static void pass(void *ud)
 {
+	struct ctl_server *srv = ud;
 	struct store_bench_run **runs = NULL;
 	size_t n = 0;
 
@@ -191,9 +193,11 @@ static int participant(struct ctl_server *srv, const char *node_id, const char *
 	return 0;
 }
 
-void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id,
-			const Railyard__V1__BenchReady *m, struct ctl_outcome *o)
+static void on_ready(struct ctl_server *srv, struct ctl_session *s,
+		     const Railyard__V1__AgentMessage *msg, struct ctl_outcome *o)
 {
+	const Railyard__V1__BenchReady *m = msg->bench_ready;
+	const char *node_id = ctl_session_node_id(s);
 	struct store_bench_run *b = NULL;
 	int r;
 
@@ -215,7 +219,7 @@ void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id,
 		} else if (r == 1) {
 			log_info("bench %s: server %s listening on port %u", m->bench_id, node_id,
 				 m->port);
-			ctl_deployer_kick(srv->deployer);
+			ctl_engine_kick(srv->engine);
 		}
 	} else if (strcmp(b->state, "pending") == 0) {
 		refuse(o, m->bench_id, "report_refused",
@@ -231,9 +235,11 @@ void ctl_bench_on_ready(struct ctl_server *srv, const char *node_id,
 	store_bench_run_free(b);
 }
 
-void ctl_bench_on_result(struct ctl_server *srv, const char *node_id,
-			 const Railyard__V1__BenchResult *m, struct ctl_outcome *o)
+static void on_result(struct ctl_server *srv, struct ctl_session *s,
+		      const Railyard__V1__AgentMessage *am, struct ctl_outcome *o)
 {
+	const Railyard__V1__BenchResult *m = am->bench_result;
+	const char *node_id = ctl_session_node_id(s);
 	struct store *store = srv->state->store;
 	struct store_bench_run *b = NULL;
 	const char *bench_id = m->bench_id, *result_json = m->result_json, *stored;
@@ -311,8 +317,24 @@ void ctl_bench_on_result(struct ctl_server *srv, const char *node_id,
 	 * for a dead server's data) until the deadline; stop it now. */
 	if (r == 1 && !ok)
 		send_cancel(srv, client ? b->server_node : b->client_node, bench_id);
-	ctl_deployer_kick(srv->deployer);
+	ctl_engine_kick(srv->engine);
 out:
 	store_bench_run_free(b);
 	json_decref(doc);
+}
+
+static const struct ctl_pass bench_pass = {
+	.name = "bench",
+	.run = pass,
+};
+
+int ctl_bench_register(struct ctl_server *srv, struct ctl_engine *e)
+{
+	int r = ctl_engine_add_pass(e, &bench_pass, srv);
+
+	if (r >= 0)
+		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY, on_ready);
+	if (r >= 0)
+		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT, on_result);
+	return r;
 }

@@ -1,9 +1,10 @@
-/* The rollout engine of a serving controller: drives every pending or running deployment from
- * the database, batch by batch, sending each node its rendered plan over its session and
- * applying the rollout policy to the results. The database is the only state that matters: a
- * restarted controller picks up where the last one stopped. Runs on its own thread; sessions
- * wake it when a result arrives or a node comes online. */
-#include "controller/deploy.h"
+/* The rollout pass of the engine: drives every pending or running deployment from the database,
+ * batch by batch, sending each node its rendered plan over its session and applying the
+ * rollout policy to the results; and the handlers that store the nodes' reports on them. The
+ * database is the only state that matters: a restarted controller picks up where the last one
+ * stopped. Runs on the engine's tick thread; reports arrive on its ingest worker. */
+#include "controller/rollout/rollout.h"
+#include "controller/engine/engine.h"
 #include "controller/rollout/policy.h"
 #include "controller/server_int.h"
 #include "common/log/log.h"
@@ -17,8 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-#define DEPLOY_TICK_MS 250
-
 /* In-memory only: when the pause after a batch ends. Lost on restart, which just ends the
  * pause early. */
 struct deploy_pause {
@@ -28,62 +27,14 @@ struct deploy_pause {
 	int64_t until_mono_ms;
 };
 
-struct node_online {
-	struct node_online *next;
-	char node_id[64];
-};
-
-struct ctl_deployer {
+struct ctl_rollout {
 	struct ctl_server *srv;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool stop, kicked;
-	struct deploy_pause *pauses;
-	struct node_online *online; /* under lock: nodes that came online, for resend() */
+	struct deploy_pause *pauses; /* tick thread only */
 	int64_t apply_timeout_ms;
 	/* Until then an offline node is waited for, not failed: after a controller restart the
 	 * agents need a moment (their reconnect backoff) to come back. */
 	int64_t grace_until_mono_ms;
 };
-
-int ctl_policy_from_json(const char *policy_json, struct rollout_policy *ret)
-{
-	struct rollout_policy p = {0};
-	json_error_t err;
-	json_t *o = json_loads(policy_json, 0, &err);
-	int r = 0;
-
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return -RY_E_INVALID;
-	}
-	p.batch_count = (int)json_integer_value(json_object_get(o, "batch_count"));
-	p.batch_percent = (int)json_integer_value(json_object_get(o, "batch_percent"));
-	p.max_fail_count = (int)json_integer_value(json_object_get(o, "max_fail_count"));
-	p.max_fail_percent = (int)json_integer_value(json_object_get(o, "max_fail_percent"));
-	p.canary = (int)json_integer_value(json_object_get(o, "canary"));
-	p.pause_ms = json_integer_value(json_object_get(o, "pause_ms"));
-	json_decref(o);
-	if (p.batch_count < 0 || p.batch_percent < 0 || p.max_fail_count < 0 ||
-	    p.max_fail_percent < 0 || p.canary < 0 || p.pause_ms < 0)
-		r = -RY_E_INVALID;
-	if (r == 0)
-		*ret = p;
-	return r;
-}
-
-char *ctl_policy_to_json(const struct rollout_policy *p)
-{
-	json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I}", "batch_count", p->batch_count,
-			      "batch_percent", p->batch_percent, "max_fail_count",
-			      p->max_fail_count, "max_fail_percent", p->max_fail_percent, "canary",
-			      p->canary, "pause_ms", (json_int_t)p->pause_ms);
-	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-
-	json_decref(o);
-	return s;
-}
 
 /* Render the deployment's playbook for one node. *ret_plan_json (caller frees) on success;
  * otherwise a one-line reason in why. */
@@ -142,7 +93,7 @@ out:
 /* Send one waiting (or, on reconnect, already sent) node its plan. The node is marked sent,
  * with its plan's step count, before the plan leaves: its first report may arrive before this
  * function returns, and reports are accepted only from nodes that were sent the plan. */
-static void dispatch(struct ctl_deployer *dp, const struct store_deployment *dep,
+static void dispatch(struct ctl_rollout *dp, const struct store_deployment *dep,
 		     const struct store_deploy_node *n, struct playbook **pb_cache)
 {
 	struct store *store = dp->srv->state->store;
@@ -206,7 +157,7 @@ static void dispatch(struct ctl_deployer *dp, const struct store_deployment *dep
 		 dep->check_mode ? ", check mode" : "", waiting ? "" : ", again after a reconnect");
 }
 
-static struct deploy_pause *pause_find(struct ctl_deployer *dp, const char *id)
+static struct deploy_pause *pause_find(struct ctl_rollout *dp, const char *id)
 {
 	for (struct deploy_pause *p = dp->pauses; p; p = p->next)
 		if (strcmp(p->id, id) == 0)
@@ -214,7 +165,7 @@ static struct deploy_pause *pause_find(struct ctl_deployer *dp, const char *id)
 	return NULL;
 }
 
-static void pause_drop(struct ctl_deployer *dp, const char *id)
+static void pause_drop(struct ctl_rollout *dp, const char *id)
 {
 	for (struct deploy_pause **pp = &dp->pauses; *pp; pp = &(*pp)->next) {
 		if (strcmp((*pp)->id, id) == 0) {
@@ -237,7 +188,7 @@ static bool node_failed(const char *state)
 	return strcmp(state, "failed") == 0 || strcmp(state, "unreachable") == 0;
 }
 
-static void finish(struct ctl_deployer *dp, const struct store_deployment *dep, const char *state,
+static void finish(struct ctl_rollout *dp, const struct store_deployment *dep, const char *state,
 		   const char *reason, int batch)
 {
 	int r = store_deployment_update(dp->srv->state->store, dep->id, state, reason, batch,
@@ -250,7 +201,7 @@ static void finish(struct ctl_deployer *dp, const struct store_deployment *dep, 
 }
 
 /* One pass over one deployment. Cost: O(nodes) reads, writes only on transitions. */
-static void advance(struct ctl_deployer *dp, const struct store_deployment *dep)
+static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 {
 	struct store *store = dp->srv->state->store;
 	struct store_deploy_node *nodes = NULL;
@@ -261,7 +212,7 @@ static void advance(struct ctl_deployer *dp, const struct store_deployment *dep)
 	int64_t now = util_now_unix_ms();
 	char reason[256];
 
-	if (ctl_policy_from_json(dep->policy_json, &pol) < 0) {
+	if (rollout_policy_from_json(dep->policy_json, &pol) < 0) {
 		finish(dp, dep, "failed", "stored rollout policy is unreadable", cur);
 		return;
 	}
@@ -351,7 +302,7 @@ static void advance(struct ctl_deployer *dp, const struct store_deployment *dep)
 		else
 			log_info("deployment %s: batch %d done, %zu failed so far; next batch %d",
 				 dep->id, cur, failed_total, cur + 1);
-		ctl_deployer_kick(dp);
+		ctl_engine_kick(dp->srv->engine);
 		goto out;
 	}
 	if (failed_total > 0) {
@@ -366,131 +317,27 @@ out:
 	store_deploy_nodes_free(nodes, n);
 }
 
-static void resend(struct ctl_deployer *dp, const char *node_id);
-
-static void pass(struct ctl_deployer *dp)
+static void pass(void *ud)
 {
+	struct ctl_rollout *dp = ud;
 	struct store_deployment **deps = NULL;
 	size_t n = 0;
 
-	/* Nodes that came online first: their plans follow their Welcome without delay. */
-	for (;;) {
-		struct node_online *o;
-
-		pthread_mutex_lock(&dp->lock);
-		o = dp->online;
-		if (o)
-			dp->online = o->next;
-		pthread_mutex_unlock(&dp->lock);
-		if (!o)
-			break;
-		resend(dp, o->node_id);
-		free(o);
-	}
-
 	if (store_deployments_list(dp->srv->state->store, true, 0, &deps, &n) < 0) {
-		log_error("rollout engine: listing deployments failed: %s",
+		log_error("rollout: listing deployments failed: %s",
 			  store_errmsg(dp->srv->state->store));
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
 		advance(dp, deps[i]);
 	store_deployments_free(deps, n);
-	/* The same thread drives benchmark runs between nodes. */
-	ctl_bench_pass(dp->srv);
-}
-
-static void *deployer_main(void *arg)
-{
-	struct ctl_deployer *dp = arg;
-
-	pthread_mutex_lock(&dp->lock);
-	while (!dp->stop) {
-		struct timespec ts;
-
-		if (!dp->kicked) {
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += DEPLOY_TICK_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&dp->cond, &dp->lock, &ts);
-		}
-		if (dp->stop)
-			break;
-		dp->kicked = false;
-		pthread_mutex_unlock(&dp->lock);
-		pass(dp);
-		pthread_mutex_lock(&dp->lock);
-	}
-	pthread_mutex_unlock(&dp->lock);
-	return NULL;
-}
-
-int ctl_deployer_start(struct ctl_server *srv, int64_t apply_timeout_ms, int64_t grace_ms,
-		       struct ctl_deployer **ret)
-{
-	struct ctl_deployer *dp = calloc(1, sizeof(*dp));
-	pthread_condattr_t ca;
-
-	if (!dp)
-		return -ENOMEM;
-	dp->srv = srv;
-	dp->apply_timeout_ms = apply_timeout_ms > 0 ? apply_timeout_ms : 30 * 60 * 1000;
-	dp->kicked = true; /* resume what a previous run left at once */
-	dp->grace_until_mono_ms = util_now_mono_ms() + grace_ms;
-	pthread_mutex_init(&dp->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&dp->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&dp->thread, NULL, deployer_main, dp) != 0) {
-		pthread_mutex_destroy(&dp->lock);
-		pthread_cond_destroy(&dp->cond);
-		free(dp);
-		return -EAGAIN;
-	}
-	*ret = dp;
-	return 0;
-}
-
-void ctl_deployer_kick(struct ctl_deployer *dp)
-{
-	if (!dp)
-		return;
-	pthread_mutex_lock(&dp->lock);
-	dp->kicked = true;
-	pthread_cond_signal(&dp->cond);
-	pthread_mutex_unlock(&dp->lock);
-}
-
-void ctl_deployer_node_online(struct ctl_deployer *dp, const char *node_id)
-{
-	struct node_online *o;
-
-	if (!dp)
-		return;
-	o = calloc(1, sizeof(*o));
-	if (!o) {
-		log_error("rollout engine: out of memory; plans of %s are re-sent at its next "
-			  "reconnect",
-			  node_id);
-		return;
-	}
-	snprintf(o->node_id, sizeof(o->node_id), "%s", node_id);
-	pthread_mutex_lock(&dp->lock);
-	o->next = dp->online;
-	dp->online = o;
-	dp->kicked = true;
-	pthread_cond_signal(&dp->cond);
-	pthread_mutex_unlock(&dp->lock);
 }
 
 /* A node that reconnects may have lost its plan (agent restart) or its results (session lost
  * mid-plan): send the plan again; the agent runs it once and re-reports. */
-static void resend(struct ctl_deployer *dp, const char *node_id)
+static void node_online(void *ud, const char *node_id)
 {
+	struct ctl_rollout *dp = ud;
 	struct store *store = dp->srv->state->store;
 	struct store_deployment **deps = NULL;
 	size_t n = 0;
@@ -514,29 +361,30 @@ static void resend(struct ctl_deployer *dp, const char *node_id)
 	store_deployments_free(deps, n);
 }
 
-void ctl_deployer_free(struct ctl_deployer *dp)
+int ctl_rollout_new(struct ctl_server *srv, int64_t apply_timeout_ms, int64_t grace_ms,
+		    struct ctl_rollout **ret)
+{
+	struct ctl_rollout *dp = calloc(1, sizeof(*dp));
+
+	if (!dp)
+		return -ENOMEM;
+	dp->srv = srv;
+	dp->apply_timeout_ms = apply_timeout_ms > 0 ? apply_timeout_ms : 30 * 60 * 1000;
+	dp->grace_until_mono_ms = util_now_mono_ms() + grace_ms;
+	*ret = dp;
+	return 0;
+}
+
+void ctl_rollout_free(struct ctl_rollout *dp)
 {
 	if (!dp)
 		return;
-	pthread_mutex_lock(&dp->lock);
-	dp->stop = true;
-	pthread_cond_signal(&dp->cond);
-	pthread_mutex_unlock(&dp->lock);
-	pthread_join(dp->thread, NULL);
 	while (dp->pauses) {
 		struct deploy_pause *p = dp->pauses;
 
 		dp->pauses = p->next;
 		free(p);
 	}
-	while (dp->online) {
-		struct node_online *o = dp->online;
-
-		dp->online = o->next;
-		free(o);
-	}
-	pthread_mutex_destroy(&dp->lock);
-	pthread_cond_destroy(&dp->cond);
 	free(dp);
 }
 
@@ -573,9 +421,11 @@ static void report_outcome(struct ctl_server *srv, struct ctl_outcome *o, int r,
 	}
 }
 
-void ctl_deploy_on_step_event(struct ctl_server *srv, const char *node_id, const char *hostname,
-			      const Railyard__V1__StepEvent *ev, struct ctl_outcome *o)
+static void on_step_event(struct ctl_server *srv, struct ctl_session *s,
+			  const Railyard__V1__AgentMessage *m, struct ctl_outcome *o)
 {
+	const Railyard__V1__StepEvent *ev = m->step_event;
+	const char *node_id = ctl_session_node_id(s), *hostname = ctl_session_hostname(s);
 	static const char *const statuses[] = {"ok", "changed", "failed", "skipped", NULL};
 	struct store_step_result res = {0};
 	char why[512] = "";
@@ -612,9 +462,11 @@ void ctl_deploy_on_step_event(struct ctl_server *srv, const char *node_id, const
 	report_outcome(srv, o, r, ev->deployment_id, why, "storing a step result");
 }
 
-void ctl_deploy_on_apply_done(struct ctl_server *srv, const char *node_id, const char *hostname,
-			      const Railyard__V1__ApplyDone *d, struct ctl_outcome *o)
+static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
+			  const Railyard__V1__AgentMessage *m, struct ctl_outcome *o)
 {
+	const Railyard__V1__ApplyDone *d = m->apply_done;
+	const char *node_id = ctl_session_node_id(s), *hostname = ctl_session_hostname(s);
 	static const char *const statuses[] = {"succeeded", "failed", NULL};
 	char why[512] = "";
 	int counts[4];
@@ -645,10 +497,29 @@ void ctl_deploy_on_apply_done(struct ctl_server *srv, const char *node_id, const
 			 "%u)%s%s",
 			 d->deployment_id, hostname, d->status, d->ok, d->changed, d->failed,
 			 d->skipped, d->message[0] ? ": " : "", d->message);
-		ctl_deployer_kick(srv->deployer);
+		ctl_engine_kick(srv->engine);
 	} else if (r == STORE_REPORT_DUPLICATE) {
 		log_debug("node %s: the end of %s again (a re-send): already stored", hostname,
 			  d->deployment_id);
 	}
 	report_outcome(srv, o, r, d->deployment_id, why, "storing the end of a plan");
+}
+
+static const struct ctl_pass rollout_pass = {
+	.name = "rollout",
+	.run = pass,
+	.node_online = node_online,
+};
+
+int ctl_rollout_register(struct ctl_rollout *dp, struct ctl_engine *e)
+{
+	int r = ctl_engine_add_pass(e, &rollout_pass, dp);
+
+	if (r >= 0)
+		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT,
+				      on_step_event);
+	if (r >= 0)
+		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE,
+				      on_apply_done);
+	return r;
 }

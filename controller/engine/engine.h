@@ -1,0 +1,67 @@
+/* The serving controller's engine. One tick thread runs the registered passes (the rollout,
+ * benchmark runs; campaigns next) when kicked or every CTL_ENGINE_TICK_MS and tells them when a
+ * node comes online; one ingest worker stores what sessions hand it, in order, through a
+ * dispatch table of message handlers that the modules register. Modules know the engine and the
+ * session registry; sessions know only the engine. */
+#ifndef RAILYARD_CONTROLLER_ENGINE_H
+#define RAILYARD_CONTROLLER_ENGINE_H
+
+#include "railyard/v1/railyard.pb-c.h"
+
+#include <protobuf-c/protobuf-c.h>
+
+/* Passes run at least this often. */
+#define CTL_ENGINE_TICK_MS 250
+
+struct ctl_server;
+struct ctl_session;
+struct ctl_outcome;
+struct ctl_engine;
+
+/* A pass: run() goes over its work once; node_online() (optional) hears that a node completed
+ * its Hello. Both on the tick thread, never concurrently. */
+struct ctl_pass {
+	const char *name;
+	void (*run)(void *ud);
+	void (*node_online)(void *ud, const char *node_id);
+};
+
+/* Store one message of a session (borrowed) and say what it came to in o (zeroed). On the
+ * ingest worker. */
+typedef void (*ctl_msg_handler)(struct ctl_server *srv, struct ctl_session *s,
+				const Railyard__V1__AgentMessage *m, struct ctl_outcome *o);
+
+__attribute__((warn_unused_result)) int ctl_engine_new(struct ctl_server *srv,
+						       struct ctl_engine **ret);
+/* Register, before ctl_engine_start(): a pass (ud borrowed; up to 8), and the handler of one
+ * kind of agent message (each kind once). -ENOSPC, -EEXIST, -EINVAL. */
+__attribute__((warn_unused_result)) int ctl_engine_add_pass(struct ctl_engine *e,
+							    const struct ctl_pass *p, void *ud);
+__attribute__((warn_unused_result)) int ctl_engine_handle(struct ctl_engine *e,
+							  Railyard__V1__AgentMessage__BodyCase body,
+							  ctl_msg_handler fn);
+/* Start the tick thread and the ingest worker; the passes run at once (resuming what the
+ * database says was in progress). */
+__attribute__((warn_unused_result)) int ctl_engine_start(struct ctl_engine *e);
+
+/* Run the passes now (a result arrived, something was created). Thread-safe; NULL is fine. */
+void ctl_engine_kick(struct ctl_engine *e);
+/* A node completed its Hello: the passes hear it on the tick thread. Thread-safe; NULL is
+ * fine. */
+void ctl_engine_node_online(struct ctl_engine *e, const char *node_id);
+
+/* Does the engine store messages of this kind (a handler is registered)? */
+int ctl_engine_handles(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase body);
+/* Queue a message of s for its handler (takes msg and a reference on s). */
+void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg);
+/* Queue "s ended: mark its node offline" (takes a reference on s). */
+void ctl_engine_offline(struct ctl_engine *e, struct ctl_session *s);
+
+/* Shutdown, in this order around the RPC server's: stop the tick thread (before the sessions
+ * end); store what the ingest worker holds and stop it (after every session ended; later
+ * submissions are handled on the caller's thread); free. NULL is fine. */
+void ctl_engine_stop_passes(struct ctl_engine *e);
+void ctl_engine_stop_ingest(struct ctl_engine *e);
+void ctl_engine_free(struct ctl_engine *e);
+
+#endif

@@ -1,0 +1,50 @@
+/* Internals of the engine shared by engine.c (the tick thread and its passes) and ingest.c
+ * (the ingest worker and its dispatch table). */
+#ifndef RAILYARD_CONTROLLER_ENGINE_INT_H
+#define RAILYARD_CONTROLLER_ENGINE_INT_H
+
+#include "controller/engine/engine.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ENGINE_PASSES_MAX   8
+#define ENGINE_HANDLERS_MAX 32 /* AgentMessage body cases are small numbers */
+
+struct engine_item;
+struct engine_online;
+
+struct ctl_engine {
+	struct ctl_server *srv;
+
+	/* The tick thread (engine.c). */
+	pthread_t tick;
+	bool tick_started;
+	pthread_mutex_t lock; /* stop, kicked, online */
+	pthread_cond_t cond;
+	bool stop, kicked;
+	struct {
+		const struct ctl_pass *p;
+		void *ud;
+	} passes[ENGINE_PASSES_MAX];
+	size_t n_passes;
+	struct engine_online *online;
+
+	/* The ingest worker (ingest.c). */
+	ctl_msg_handler handlers[ENGINE_HANDLERS_MAX];
+	pthread_t ingest;
+	bool ingest_started;
+	pthread_mutex_t ilock; /* head, tail, istop, joined */
+	pthread_cond_t icond;
+	struct engine_item *head, *tail;
+	bool istop, joined;
+	int64_t next_chores_ms, data_version;
+};
+
+/* ingest.c */
+int engine_ingest_start(struct ctl_engine *e);
+void engine_ingest_init(struct ctl_engine *e);
+void engine_ingest_done(struct ctl_engine *e);
+
+#endif

@@ -1,0 +1,271 @@
+/* The engine's ingest worker: one thread that stores, in arrival order, the messages sessions
+ * hand it (through the dispatch table of registered handlers), then acknowledges each or ends
+ * its session, and marks ended sessions' nodes offline. A message that cannot be stored yet (the
+ * database is locked by another process, the disk is full) stays at the head and is retried with
+ * backoff; its stream waits meanwhile, so nothing is acknowledged that is not committed and
+ * nothing is dropped. Between messages it runs the periodic session chores that need the
+ * database (last_seen, revocations made by other processes). */
+#include "controller/engine/engine_int.h"
+#include "controller/server_int.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define INGEST_CHORES_MS    1000 /* revocation watch and last_seen, at most this often */
+#define INGEST_RETRY_MIN_MS 50
+#define INGEST_RETRY_MAX_MS 2000
+
+struct engine_item {
+	struct engine_item *next;
+	struct ctl_session *s;
+	ProtobufCMessage *msg; /* NULL: the session ended; mark its node offline */
+};
+
+void ctl_outcome_store_error(struct ctl_server *srv, struct ctl_outcome *o, int r, const char *what)
+{
+	o->verdict = CTL_RETRY;
+	snprintf(o->why, sizeof(o->why), "%s: %s (%s)", what, ry_strerror(r),
+		 store_errmsg(srv->state->store));
+	if (r == -RY_E_CORRUPT)
+		ctl_server_fail(srv, "the database %s is corrupt (%s); stopping",
+				store_path(srv->state->store), store_errmsg(srv->state->store));
+}
+
+static void handle(struct ctl_engine *e, struct engine_item *it, struct ctl_outcome *o)
+{
+	struct ctl_server *srv = e->srv;
+	const Railyard__V1__AgentMessage *m = (const Railyard__V1__AgentMessage *)it->msg;
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	if (!m) {
+		r = ctl_session_store_offline(srv, it->s);
+		if (r < 0)
+			ctl_outcome_store_error(srv, o, r, "marking the node offline");
+		else
+			o->verdict = CTL_DONE;
+		return;
+	}
+	if (ctl_engine_handles(e, m->body_case)) {
+		e->handlers[m->body_case](srv, it->s, m, o);
+		return;
+	}
+	/* The session only hands over the kinds that have a handler. */
+	o->verdict = CTL_END;
+	o->code = GRPC_STATUS_INTERNAL;
+	snprintf(o->why, sizeof(o->why), "no handler for message kind %d", (int)m->body_case);
+}
+
+static void item_free(struct ctl_server *srv, struct engine_item *it)
+{
+	if (it->msg)
+		protobuf_c_message_free_unpacked(it->msg, NULL);
+	ctl_session_unref(srv, it->s);
+	free(it);
+}
+
+static void chores(struct ctl_engine *in)
+{
+	struct ctl_server *srv = in->srv;
+	int64_t now = util_now_mono_ms(), v;
+
+	if (now < in->next_chores_ms)
+		return;
+	in->next_chores_ms = now + INGEST_CHORES_MS;
+	/* Revocations are written by `node revoke` (another process, for now): look only when
+	 * the database changed. */
+	if (store_data_version(srv->state->store, &v) == 0 && v != in->data_version) {
+		in->data_version = v;
+		ctl_sessions_end_revoked(srv);
+	}
+	ctl_sessions_save_last_seen(srv, now);
+}
+
+/* Wait up to ms or until stopped. Caller holds in->lock. */
+static void wait_locked(struct ctl_engine *in, int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&in->icond, &in->ilock, &ts);
+}
+
+static void *ingest_main(void *arg)
+{
+	struct ctl_engine *in = arg;
+	struct ctl_server *srv = in->srv;
+	int64_t backoff = 0, held_since = 0;
+
+	pthread_mutex_lock(&in->ilock);
+	for (;;) {
+		struct engine_item *it = in->head;
+		struct ctl_outcome o;
+		bool stopping = in->istop;
+
+		if (!it) {
+			if (stopping)
+				break;
+			wait_locked(in, INGEST_CHORES_MS);
+			pthread_mutex_unlock(&in->ilock);
+			chores(in);
+			pthread_mutex_lock(&in->ilock);
+			continue;
+		}
+		pthread_mutex_unlock(&in->ilock);
+		handle(in, it, &o);
+		if (o.verdict == CTL_RETRY && !stopping) {
+			if (!held_since) {
+				held_since = util_now_mono_ms();
+				log_error("node %s: not stored yet: %s; holding its messages and "
+					  "retrying",
+					  ctl_session_node_id(it->s), o.why);
+			}
+			backoff = backoff ? backoff * 2 : INGEST_RETRY_MIN_MS;
+			if (backoff > INGEST_RETRY_MAX_MS)
+				backoff = INGEST_RETRY_MAX_MS;
+			chores(in);
+			pthread_mutex_lock(&in->ilock);
+			if (!in->istop)
+				wait_locked(in, backoff);
+			continue;
+		}
+		if (held_since) {
+			log_info("database writable again after %lld ms; storing the held messages",
+				 (long long)(util_now_mono_ms() - held_since));
+			held_since = 0;
+		}
+		backoff = 0;
+		if (it->msg) {
+			if (o.verdict == CTL_RETRY)
+				log_warn("node %s: a message not stored before shutdown (%s); the "
+					 "node sends it again",
+					 ctl_session_node_id(it->s), o.why);
+			else
+				ctl_session_processed(srv, it->s,
+						      (const Railyard__V1__AgentMessage *)it->msg,
+						      &o);
+		}
+		pthread_mutex_lock(&in->ilock);
+		in->head = it->next;
+		if (!in->head)
+			in->tail = NULL;
+		pthread_mutex_unlock(&in->ilock);
+		item_free(srv, it);
+		chores(in);
+		pthread_mutex_lock(&in->ilock);
+	}
+	pthread_mutex_unlock(&in->ilock);
+	return NULL;
+}
+
+void engine_ingest_init(struct ctl_engine *e)
+{
+	pthread_condattr_t ca;
+
+	e->data_version = -1;
+	pthread_mutex_init(&e->ilock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->icond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+int engine_ingest_start(struct ctl_engine *e)
+{
+	if (pthread_create(&e->ingest, NULL, ingest_main, e) != 0)
+		return -EAGAIN;
+	e->ingest_started = true;
+	return 0;
+}
+
+void ctl_engine_stop_ingest(struct ctl_engine *e)
+{
+	bool joined;
+
+	if (!e || !e->ingest_started)
+		return;
+	pthread_mutex_lock(&e->ilock);
+	joined = e->joined;
+	e->istop = true;
+	pthread_cond_signal(&e->icond);
+	pthread_mutex_unlock(&e->ilock);
+	if (joined)
+		return;
+	pthread_join(e->ingest, NULL);
+	pthread_mutex_lock(&e->ilock);
+	e->joined = true;
+	pthread_mutex_unlock(&e->ilock);
+}
+
+void engine_ingest_done(struct ctl_engine *e)
+{
+	while (e->head) {
+		struct engine_item *it = e->head;
+
+		e->head = it->next;
+		item_free(e->srv, it);
+	}
+	pthread_mutex_destroy(&e->ilock);
+	pthread_cond_destroy(&e->icond);
+}
+
+static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessage *msg)
+{
+	struct engine_item *it = calloc(1, sizeof(*it));
+
+	if (!it) {
+		/* Not acknowledged: the node sends it again on its next session. */
+		log_error("node %s: out of memory queueing a message; ending its session",
+			  ctl_session_node_id(s));
+		if (msg) {
+			protobuf_c_message_free_unpacked(msg, NULL);
+			ctl_session_end(in->srv, ctl_session_node_id(s), GRPC_STATUS_UNAVAILABLE,
+					"controller out of memory");
+		}
+		ctl_session_unref(in->srv, s);
+		return;
+	}
+	it->s = s;
+	it->msg = msg;
+	pthread_mutex_lock(&in->ilock);
+	if (in->joined) {
+		/* Shutting down, the worker is gone: a session that ends late is handled here. */
+		struct ctl_outcome o;
+
+		pthread_mutex_unlock(&in->ilock);
+		handle(in, it, &o);
+		if (msg && o.verdict != CTL_RETRY)
+			ctl_session_processed(in->srv, s, (const Railyard__V1__AgentMessage *)msg,
+					      &o);
+		item_free(in->srv, it);
+		return;
+	}
+	if (in->tail)
+		in->tail->next = it;
+	else
+		in->head = it;
+	in->tail = it;
+	pthread_cond_signal(&in->icond);
+	pthread_mutex_unlock(&in->ilock);
+}
+
+void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg)
+{
+	enqueue(e, s, msg);
+}
+
+void ctl_engine_offline(struct ctl_engine *e, struct ctl_session *s)
+{
+	enqueue(e, s, NULL);
+}
