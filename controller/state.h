@@ -13,6 +13,10 @@
 #include "controller/store/store.h"
 
 #define CTL_DEFAULT_STATE_DIR "/var/lib/railyard/controller"
+/* The lock file of a serving controller, in its state directory (flock; a second serve exits
+ * CTL_EXIT_LOCKED). */
+#define CTL_SERVE_LOCK	"serve.lock"
+#define CTL_EXIT_LOCKED 4
 /* Name every agent checks in the controller's certificate, whatever address it dials. */
 #define CTL_SERVER_NAME "railyard-controller"
 

@@ -20,6 +20,15 @@ expect_fail "init under a file" "Not a directory" "$CTL" init --state-dir "$T/fi
 expect_fail "bad duration" "invalid --heartbeat-interval" \
 	"$CTL" serve --state-dir "$T/ctl" --heartbeat-interval 5parsecs
 expect_fail "unknown command" "unknown command" "$CTL" frobnicate
+expect_fail "unknown subcommand" "unknown command 'bench frob'" "$CTL" bench frob
+expect_fail "a command refuses another command's option" "unrecognized option '--san'" "$CTL" version --san x
+expect_fail "unknown flag" "unrecognized option '--frobnicate'" "$CTL" nodes --frobnicate
+expect_fail "an extra argument" "unexpected argument 'extra'" "$CTL" nodes extra
+for args in "--help" "-h" "bench --help" "token -h" "deploy --help" "bench run --help" "serve -h" "version --help"; do
+	# shellcheck disable=SC2086
+	out=$("$CTL" $args 2>&1); rc=$?
+	check "'$args' prints usage and exits 0 ($rc)" bash -c "[ $rc -eq 0 ] && grep -q '^usage: railyard-controller' <<<\"\$1\"" _ "$out"
+done
 
 "$CTL" init --state-dir "$T/ctl" >/dev/null || die "init"
 expect_fail "init twice" "already initialised" "$CTL" init --state-dir "$T/ctl"

@@ -1,0 +1,204 @@
+/* The subcommand table of railyard-controller and what its commands share: global options,
+ * usage at every level, option helpers, error printing. */
+#include "controller/cli/cli.h"
+#include "controller/service.h"
+#include "controller/state.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PROG "railyard-controller"
+
+static const struct cli_command *const tables[] = {
+	cli_admin_commands,
+	cli_deploy_commands,
+	cli_bench_commands,
+};
+
+int cli_usage(const struct cli_command *cmd, FILE *f)
+{
+	fprintf(f, "usage: " PROG " %s%s%s\n  %s\n", cmd->name, cmd->synopsis[0] ? " " : "",
+		cmd->synopsis, cmd->help);
+	fprintf(f, "--state-dir defaults to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, "
+		   "d.\n");
+	return f == stdout ? 0 : 2;
+}
+
+/* Every command whose name starts with prefix ("" for all). */
+static void usage_all(const char *prefix, FILE *f)
+{
+	size_t plen = strlen(prefix);
+
+	fprintf(f, "usage: " PROG " [--log-level error|warn|info|debug] COMMAND [options]\n\n");
+	for (size_t t = 0; t < RY_ARRAY_SIZE(tables); t++)
+		for (const struct cli_command *c = tables[t]; c->name; c++)
+			if (strncmp(c->name, prefix, plen) == 0)
+				fprintf(f, "  %-16s %s\n", c->name, c->help);
+	fprintf(f, "\n" PROG " COMMAND --help shows a command's options.\n--state-dir defaults "
+		   "to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, d.\n");
+}
+
+int cli_bad(const char *what, const char *value)
+{
+	char *safe = util_escape(value ? value : "", false);
+
+	fprintf(stderr, PROG ": invalid %s '%s'\n", what, safe ? safe : "");
+	free(safe);
+	return 2;
+}
+
+int cli_parse_ms(const char *what, const char *s, int64_t *ret)
+{
+	if (util_parse_duration_ms(s, ret) < 0 || *ret <= 0 || *ret > INT32_MAX)
+		return cli_bad(what, s);
+	return 0;
+}
+
+int cli_positionals(const struct cli_command *cmd, int argc, char **argv, int n)
+{
+	if (argc - optind == n)
+		return 0;
+	if (argc - optind > n) {
+		fprintf(stderr, PROG " %s: unexpected argument '%s'\n", cmd->name,
+			argv[optind + n]);
+		return cli_usage(cmd, stderr);
+	}
+	fprintf(stderr, PROG " %s: missing argument\n", cmd->name);
+	return cli_usage(cmd, stderr);
+}
+
+int cli_open_state(const char *dir, bool server, struct ctl_state **ret)
+{
+	char err[512] = "";
+	int r = ctl_state_open(dir, server, ret, err, sizeof(err));
+
+	if (r < 0)
+		log_error("%s", err[0] ? err : ry_strerror(r));
+	return r;
+}
+
+void cli_error(const struct ctl_error *e)
+{
+	ctl_error_print(e, PROG, stderr);
+}
+
+void cli_format_time(int64_t unix_ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+
+	if (unix_ms <= 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int cli_print_json(FILE *f, const void *json)
+{
+	char *s = json_dumps(json, JSON_INDENT(2));
+
+	if (!s)
+		return 1;
+	fprintf(f, "%s\n", s);
+	free(s);
+	return 0;
+}
+
+/* The command named by argv[0] (and argv[1] for a group: "bench run"). *ret_words: 1 or 2. */
+static const struct cli_command *find(int argc, char **argv, int *ret_words, bool *ret_group)
+{
+	*ret_group = false;
+	for (size_t t = 0; t < RY_ARRAY_SIZE(tables); t++) {
+		for (const struct cli_command *c = tables[t]; c->name; c++) {
+			size_t len = strlen(argv[0]);
+
+			if (strcmp(c->name, argv[0]) == 0) {
+				*ret_words = 1;
+				return c;
+			}
+			if (strncmp(c->name, argv[0], len) == 0 && c->name[len] == ' ') {
+				*ret_group = true;
+				if (argc > 1 && strcmp(c->name + len + 1, argv[1]) == 0) {
+					*ret_words = 2;
+					return c;
+				}
+			}
+		}
+	}
+	return NULL;
+}
+
+int cli_main(int argc, char **argv)
+{
+	const struct cli_command *cmd;
+	enum log_level level;
+	bool group;
+	int words;
+
+	log_set_ident(PROG);
+	argc--;
+	argv++;
+	/* Global options come before the command. */
+	while (argc > 0 && strncmp(argv[0], "--log-level", 11) == 0 &&
+	       (argv[0][11] == '=' || argv[0][11] == '\0')) {
+		const char *v = argv[0][11] == '=' ? argv[0] + 12 : (argc > 1 ? argv[1] : NULL);
+		int used = argv[0][11] == '=' ? 1 : 2;
+
+		if (log_level_parse(v, &level) < 0)
+			return cli_bad("--log-level", v);
+		log_set_level(level);
+		argc -= used;
+		argv += used;
+	}
+	if (argc < 1) {
+		usage_all("", stderr);
+		return 2;
+	}
+	if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0 ||
+	    strcmp(argv[0], "help") == 0) {
+		usage_all("", stdout);
+		return 0;
+	}
+	cmd = find(argc, argv, &words, &group);
+	if (!cmd) {
+		char prefix[64];
+		bool help =
+			argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+
+		if (group) {
+			/* "bench" alone, "bench --help", "bench frobnicate". */
+			snprintf(prefix, sizeof(prefix), "%s ", argv[0]);
+			if (argc > 1 && !help) {
+				char *safe = util_escape(argv[1], false);
+
+				fprintf(stderr, PROG ": unknown command '%s %s'\n", argv[0],
+					safe ? safe : "");
+				free(safe);
+			}
+			usage_all(prefix, help ? stdout : stderr);
+			return help ? 0 : 2;
+		}
+		{
+			char *safe = util_escape(argv[0], false);
+
+			fprintf(stderr, PROG ": unknown command '%s'\n", safe ? safe : "");
+			free(safe);
+		}
+		usage_all("", stderr);
+		return 2;
+	}
+	/* The command parses the rest; argv[0] stays its name for getopt's messages. */
+	argc -= words - 1;
+	argv += words - 1;
+	optind = 1;
+	opterr = 1;
+	return cmd->run(cmd, argc, argv);
+}

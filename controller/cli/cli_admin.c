@@ -1,0 +1,520 @@
+/* railyard-controller's administrative commands: init, token create, serve, nodes, node revoke,
+ * audit, playbook check, version. */
+#include "controller/cli/cli.h"
+#include "controller/server.h"
+#include "controller/service.h"
+#include "controller/state.h"
+#include "common/facts/facts_doc.h"
+#include "common/log/log.h"
+#include "common/playbook/playbook.h"
+#include "common/rpc/rpc.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SANS 32
+
+/* Options of each command, in the order of its getopt table. */
+enum { OPT_STATE_DIR = 1000, OPT_JSON, OPT_LIMIT };
+
+static const struct option opt_state_dir = {"state-dir", required_argument, NULL, OPT_STATE_DIR};
+static const struct option opt_help = {"help", no_argument, NULL, 'h'};
+
+static int cmd_init(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		opt_state_dir,
+		{"san", required_argument, NULL, 'S'},
+		opt_help,
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *sans[MAX_SANS];
+	struct ctl_state *st = NULL;
+	size_t n_sans = 0;
+	char err[512] = "";
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case 'S':
+			if (n_sans == MAX_SANS)
+				return cli_bad("--san (too many)", optarg);
+			sans[n_sans++] = optarg;
+			break;
+		case 'h':
+			return cli_usage(cmd, stdout);
+		default:
+			return cli_usage(cmd, stderr);
+		}
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
+		return r;
+	r = ctl_state_init(state_dir, sans, n_sans, err, sizeof(err));
+	if (r < 0) {
+		log_error("init: %s", err[0] ? err : ry_strerror(r));
+		return 1;
+	}
+	if (cli_open_state(state_dir, false, &st) < 0)
+		return 1;
+	printf("initialised %s\nca-fingerprint: %s\n", state_dir, st->ca_fingerprint);
+	ctl_state_free(st);
+	return 0;
+}
+
+static int cmd_token_create(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		opt_state_dir,
+		{"cluster", required_argument, NULL, 'c'},
+		{"ttl", required_argument, NULL, 't'},
+		{"uses", required_argument, NULL, 'u'},
+		{"controller", required_argument, NULL, 'C'},
+		opt_help,
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL, *controller = NULL;
+	int64_t ttl_ms = 3600 * 1000, now = util_now_unix_ms();
+	struct ctl_state *st = NULL;
+	char *token = NULL, when[64], *end;
+	long uses = 1;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case 'c':
+			cluster = optarg;
+			break;
+		case 't':
+			if (cli_parse_ms("--ttl", optarg, &ttl_ms))
+				return 2;
+			break;
+		case 'u':
+			uses = strtol(optarg, &end, 10);
+			if (*end || uses < 1 || uses > 100000)
+				return cli_bad("--uses", optarg);
+			break;
+		case 'C':
+			if (!util_hostport_ok(optarg, false))
+				return cli_bad("--controller (HOST:PORT with a port of 1-65535)",
+					       optarg);
+			controller = optarg;
+			break;
+		case 'h':
+			return cli_usage(cmd, stdout);
+		default:
+			return cli_usage(cmd, stderr);
+		}
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
+		return r;
+	if (!cluster)
+		return cli_bad("--cluster", "(missing)");
+	if (!ctl_valid_cluster_name(cluster)) {
+		cli_bad("cluster name (1-64 letters, digits, '.', '_' or '-', starting with a "
+			"letter or digit)",
+			cluster);
+		return 2;
+	}
+	if (cli_open_state(state_dir, false, &st) < 0)
+		return 1;
+	r = store_token_create(st->store, cluster, ttl_ms, (int)uses, now, &token);
+	if (r < 0) {
+		log_error("token create: %s", ry_strerror(r));
+		ctl_state_free(st);
+		return 1;
+	}
+	cli_format_time(now + ttl_ms, when, sizeof(when));
+	printf("token: %s\nca-fingerprint: %s\ncluster: %s\nexpires: %s\nuses: %ld\n", token,
+	       st->ca_fingerprint, cluster, when, uses);
+	printf("\nOn each node:\n  railyard-agent enroll --controller %s --token %s "
+	       "--ca-fingerprint %s\n",
+	       controller ? controller : "CONTROLLER:7443", token, st->ca_fingerprint);
+	free(token);
+	ctl_state_free(st);
+	return 0;
+}
+
+static int serve(const char *state_dir, const struct ctl_server_config *cfg)
+{
+	struct ctl_state *st = NULL;
+	struct ctl_server *srv = NULL;
+	char err[512] = "";
+	long holder = 0;
+	sigset_t set;
+	int sig, rc = 1, lock_fd = -1, r;
+
+	/* One serving controller per state directory: a second one would mark every node offline,
+	 * overwrite controller.addr and race the first on the database. */
+	r = fs_lock_dir(state_dir, CTL_SERVE_LOCK, &lock_fd, &holder);
+	if (r == -RY_E_LOCKED) {
+		log_error("serve: %s is already served by another railyard-controller (pid %ld); "
+			  "stop it first",
+			  state_dir, holder);
+		return CTL_EXIT_LOCKED;
+	}
+	if (r < 0) {
+		log_error("serve: cannot lock %s/%s: %s%s", state_dir, CTL_SERVE_LOCK,
+			  ry_strerror(r),
+			  r == -ENOENT ? " (run `railyard-controller init` first)" : "");
+		return 1;
+	}
+	if (cli_open_state(state_dir, true, &st) < 0)
+		goto out;
+	rpc_log_init();
+	rpc_init();
+	if (ctl_server_start(st, cfg, &srv, err, sizeof(err)) < 0) {
+		log_error("serve: %s", err);
+		goto out_rpc;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (sig == SIGHUP) {
+			log_info("SIGHUP: asked %d agents for fresh facts",
+				 ctl_server_refresh_facts(srv));
+			continue;
+		}
+		if (!ctl_server_failed(srv))
+			log_info("received %s, shutting down",
+				 sig == SIGINT ? "SIGINT" : "SIGTERM");
+		break;
+	}
+	rc = ctl_server_failed(srv) ? 1 : 0;
+out_rpc:
+	ctl_server_free(srv);
+	rpc_shutdown();
+out:
+	ctl_state_free(st);
+	close(lock_fd);
+	return rc;
+}
+
+static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		opt_state_dir,
+		{"listen", required_argument, NULL, 'l'},
+		{"heartbeat-interval", required_argument, NULL, 'i'},
+		{"heartbeat-timeout", required_argument, NULL, 'T'},
+		{"facts-refresh", required_argument, NULL, 'F'},
+		{"threads", required_argument, NULL, 'n'},
+		{"apply-timeout", required_argument, NULL, 'A'},
+		{"reconnect-grace", required_argument, NULL, 'G'},
+		opt_help,
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR;
+	int64_t interval_ms = 5000, timeout_ms = 0, refresh_ms = 0, apply_timeout_ms = 0;
+	int64_t grace_ms = 30000;
+	struct ctl_server_config cfg = {.listen = "0.0.0.0:7443"};
+	long threads = 4;
+	sigset_t set;
+	char *end;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case 'l':
+			if (!util_hostport_ok(optarg, true))
+				return cli_bad("--listen (HOST:PORT with a port of 0-65535)",
+					       optarg);
+			cfg.listen = optarg;
+			break;
+		case 'i':
+			if (cli_parse_ms("--heartbeat-interval", optarg, &interval_ms))
+				return 2;
+			break;
+		case 'T':
+			if (cli_parse_ms("--heartbeat-timeout", optarg, &timeout_ms))
+				return 2;
+			break;
+		case 'F':
+			if (cli_parse_ms("--facts-refresh", optarg, &refresh_ms))
+				return 2;
+			break;
+		case 'n':
+			threads = strtol(optarg, &end, 10);
+			if (*end || threads < 1 || threads > 64)
+				return cli_bad("--threads", optarg);
+			break;
+		case 'A':
+			if (cli_parse_ms("--apply-timeout", optarg, &apply_timeout_ms))
+				return 2;
+			break;
+		case 'G':
+			if (cli_parse_ms("--reconnect-grace", optarg, &grace_ms))
+				return 2;
+			break;
+		case 'h':
+			return cli_usage(cmd, stdout);
+		default:
+			return cli_usage(cmd, stderr);
+		}
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
+		return r;
+	/* Block before any thread exists so gRPC's threads inherit the mask; serve() takes the
+	 * signals with sigwait. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	cfg.heartbeat_interval_ms = (int)interval_ms;
+	cfg.heartbeat_timeout_ms = (int)(timeout_ms ? timeout_ms : 3 * interval_ms);
+	cfg.facts_refresh_ms = (int)refresh_ms;
+	cfg.threads = (int)threads;
+	cfg.cert_days = 365;
+	cfg.apply_timeout_ms = apply_timeout_ms;
+	cfg.reconnect_grace_ms = grace_ms;
+	return serve(state_dir, &cfg);
+}
+
+static json_t *node_json(const struct store_node *n)
+{
+	json_t *o = json_object(), *facts = NULL;
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "id", json_string(n->id));
+	json_object_set_new(o, "hostname", json_string(n->hostname));
+	json_object_set_new(o, "cluster", json_string(n->cluster));
+	json_object_set_new(o, "state", json_string(n->state));
+	json_object_set_new(o, "cert_serial", json_string(n->cert_serial));
+	json_object_set_new(o, "cert_fingerprint", json_string(n->cert_fingerprint));
+	json_object_set_new(o, "enrolled_at_ms", json_integer(n->enrolled_at_ms));
+	json_object_set_new(o, "last_seen_ms", json_integer(n->last_seen_ms));
+	json_object_set_new(o, "agent_version",
+			    n->agent_version ? json_string(n->agent_version) : json_null());
+	if (n->facts_json)
+		facts = json_loads(n->facts_json, 0, NULL);
+	json_object_set_new(o, "facts", facts ? facts : json_null());
+	return o;
+}
+
+/* --state-dir and --json, for the listing commands. */
+static int list_opts(const struct cli_command *cmd, int argc, char **argv, const char **state_dir,
+		     bool *json, long *limit, int positionals)
+{
+	static const struct option opts[] = {
+		opt_state_dir,
+		{"json", no_argument, NULL, OPT_JSON},
+		{"limit", required_argument, NULL, OPT_LIMIT},
+		opt_help,
+		{0},
+	};
+	char *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_STATE_DIR:
+			*state_dir = optarg;
+			break;
+		case OPT_JSON:
+			if (!json)
+				return cli_usage(cmd, stderr);
+			*json = true;
+			break;
+		case OPT_LIMIT:
+			if (!limit)
+				return cli_usage(cmd, stderr);
+			*limit = strtol(optarg, &end, 10);
+			if (*end || *limit < 1 || *limit > 100000)
+				return cli_bad("--limit", optarg);
+			break;
+		case 'h':
+			return cli_usage(cmd, stdout);
+		default:
+			return cli_usage(cmd, stderr);
+		}
+	}
+	return cli_positionals(cmd, argc, argv, positionals);
+}
+
+static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
+{
+	const char *state_dir = CTL_DEFAULT_STATE_DIR;
+	struct ctl_state *st = NULL;
+	struct store_node **nodes = NULL;
+	size_t n = 0;
+	bool json = false;
+	int r, rc = 1;
+
+	if ((r = list_opts(cmd, argc, argv, &state_dir, &json, NULL, 0)) != 0)
+		return r;
+	if (cli_open_state(state_dir, false, &st) < 0)
+		return 1;
+	r = store_nodes_list(st->store, &nodes, &n);
+	if (r < 0) {
+		log_error("nodes: %s", ry_strerror(r));
+		goto out;
+	}
+	if (json) {
+		json_t *arr = json_array();
+
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, node_json(nodes[i]));
+		rc = cli_print_json(stdout, arr);
+		json_decref(arr);
+		goto out;
+	}
+	printf("%-16s %-14s %-10s %-8s %-20s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER", "STATE",
+	       "LAST SEEN", "AGENT", "FACTS");
+	/* Host names, versions and facts come from the nodes: printed escaped. */
+	for (size_t i = 0; i < n; i++) {
+		char when[64], *summary = NULL;
+		json_t *facts =
+			nodes[i]->facts_json ? json_loads(nodes[i]->facts_json, 0, NULL) : NULL;
+
+		if (facts)
+			summary = facts_summary(facts);
+		json_decref(facts);
+		cli_format_time(nodes[i]->last_seen_ms, when, sizeof(when));
+		util_fprintf_safe(stdout, "%-16s %-14s %-10s %-8s %-20s %-8s %s\n", nodes[i]->id,
+				  nodes[i]->hostname, nodes[i]->cluster, nodes[i]->state, when,
+				  nodes[i]->agent_version ? nodes[i]->agent_version : "-",
+				  summary ? summary : "-");
+		free(summary);
+	}
+	rc = 0;
+out:
+	store_nodes_free(nodes, n);
+	ctl_state_free(st);
+	return rc;
+}
+
+static int cmd_node_revoke(const struct cli_command *cmd, int argc, char **argv)
+{
+	const char *state_dir = CTL_DEFAULT_STATE_DIR;
+	struct ctl_state *st = NULL;
+	char *id = NULL;
+	int r;
+
+	if ((r = list_opts(cmd, argc, argv, &state_dir, NULL, NULL, 1)) != 0)
+		return r;
+	if (cli_open_state(state_dir, false, &st) < 0)
+		return 1;
+	r = store_node_revoke(st->store, argv[optind], "admin", util_now_unix_ms(), &id);
+	if (r < 0) {
+		log_error("node revoke %s: %s", argv[optind], ry_strerror(r));
+		ctl_state_free(st);
+		return 1;
+	}
+	util_fprintf_safe(stdout, "revoked node %s\n", id);
+	free(id);
+	ctl_state_free(st);
+	return 0;
+}
+
+static int cmd_audit(const struct cli_command *cmd, int argc, char **argv)
+{
+	const char *state_dir = CTL_DEFAULT_STATE_DIR;
+	struct ctl_state *st = NULL;
+	struct store_audit_entry *e = NULL;
+	long limit = 50;
+	size_t n = 0;
+	int r;
+
+	if ((r = list_opts(cmd, argc, argv, &state_dir, NULL, &limit, 0)) != 0)
+		return r;
+	if (cli_open_state(state_dir, false, &st) < 0)
+		return 1;
+	r = store_audit_list(st->store, (size_t)limit, &e, &n);
+	if (r < 0) {
+		log_error("audit: %s", ry_strerror(r));
+		ctl_state_free(st);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char when[64];
+
+		cli_format_time(e[i].at_ms, when, sizeof(when));
+		util_fprintf_safe(stdout, "%s %-8s %-14s %-16s %-8s %s\n", when, e[i].actor,
+				  e[i].action, e[i].target ? e[i].target : "-", e[i].outcome,
+				  e[i].detail ? e[i].detail : "");
+	}
+	store_audit_entries_free(e, n);
+	ctl_state_free(st);
+	return 0;
+}
+
+static int cmd_playbook_check(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"facts", required_argument, NULL, 'f'},
+		opt_help,
+		{0},
+	};
+	const char *facts = NULL;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			facts = optarg;
+			break;
+		case 'h':
+			return cli_usage(cmd, stdout);
+		default:
+			return cli_usage(cmd, stderr);
+		}
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 1)) != 0)
+		return r;
+	return playbook_cmd_check(argv[optind], facts, stdout, stderr);
+}
+
+static int cmd_version(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {opt_help, {0}};
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
+		return c == 'h' ? cli_usage(cmd, stdout) : cli_usage(cmd, stderr);
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
+		return r;
+	printf("railyard-controller %s\n", RAILYARD_VERSION);
+	return 0;
+}
+
+const struct cli_command cli_admin_commands[] = {
+	{"init", "[--state-dir D] [--san NAME|IP]...",
+	 "create the state directory: database, CA and server certificate", cmd_init},
+	{"token create",
+	 "--cluster NAME [--ttl 1h] [--uses 1] [--controller HOST:PORT] [--state-dir D]",
+	 "make an enrollment token for a cluster (shown once)", cmd_token_create},
+	{"serve",
+	 "[--state-dir D] [--listen HOST:PORT] [--heartbeat-interval 5s]\n"
+	 "        [--heartbeat-timeout 15s] [--facts-refresh 1h] [--threads 4]\n"
+	 "        [--apply-timeout 30m] [--reconnect-grace 30s]",
+	 "serve the agents (gRPC with mutual TLS) and run deployments and benchmarks", cmd_serve},
+	{"nodes", "[--json] [--state-dir D]", "list the enrolled nodes", cmd_nodes},
+	{"node revoke", "NODE [--state-dir D]", "revoke a node (id or host name)", cmd_node_revoke},
+	{"audit", "[--limit 50] [--state-dir D]", "show the audit log, newest first", cmd_audit},
+	{"playbook check", "FILE [--facts FACTS.json]",
+	 "validate a playbook (and render it with a node's facts)", cmd_playbook_check},
+	{"version", "", "print the version", cmd_version},
+	{0},
+};

@@ -1,0 +1,345 @@
+/* The deployment service: a playbook and a cluster become a stored deployment (targets in
+ * deterministic batches), and stored deployments become JSON. */
+#include "controller/rollout/deploy.h"
+#include "controller/rollout/policy.h"
+#include "common/playbook/playbook.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "N" or "P%" into a count or a percentage; -EINVAL otherwise. */
+static int count_or_percent(const char *s, bool allow_zero, int *ret_count, int *ret_percent)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (end == s || v < (allow_zero ? 0 : 1) || (*end && strcmp(end, "%") != 0) ||
+	    (*end && v > 100) || v > 100000)
+		return -EINVAL;
+	*ret_count = *end ? 0 : (int)v;
+	*ret_percent = *end ? (int)v : 0;
+	return 0;
+}
+
+/* The playbook's policy with the request's overrides. */
+static int policy_from(const struct pb_rollout *pr, const struct ctl_deploy_request *rq,
+		       struct rollout_policy *ret, struct ctl_error *err)
+{
+	struct rollout_policy p = {0};
+
+	p.batch_count = pr->batch_count > 0 ? pr->batch_count : 0;
+	p.batch_percent = pr->batch_percent > 0 ? pr->batch_percent : 0;
+	p.max_fail_count = pr->max_fail_count > 0 ? pr->max_fail_count : 0;
+	p.max_fail_percent = pr->max_fail_percent > 0 ? pr->max_fail_percent : 0;
+	p.canary = pr->canary;
+	p.pause_ms = pr->pause_ms;
+	if (rq->batch && count_or_percent(rq->batch, false, &p.batch_count, &p.batch_percent) < 0)
+		return ctl_error_set(err, -EINVAL, CTL_ERR_INVALID, "batch",
+				     "invalid batch '%s' (use N or P%%)", rq->batch);
+	if (rq->max_fail &&
+	    count_or_percent(rq->max_fail, true, &p.max_fail_count, &p.max_fail_percent) < 0)
+		return ctl_error_set(err, -EINVAL, CTL_ERR_INVALID, "max_fail",
+				     "invalid max_fail '%s' (use N or P%%)", rq->max_fail);
+	if (rq->canary >= 0)
+		p.canary = rq->canary;
+	if (rq->pause_ms >= 0)
+		p.pause_ms = rq->pause_ms;
+	*ret = p;
+	return 0;
+}
+
+static int add_skip(struct ctl_deploy_created *c, const struct store_node *n, const char *reason)
+{
+	struct ctl_deploy_skip *v = realloc(c->skipped, (c->n_skipped + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	c->skipped = v;
+	v[c->n_skipped].node_id = strdup(n->id);
+	v[c->n_skipped].hostname = strdup(n->hostname);
+	v[c->n_skipped].reason = strdup(reason);
+	c->n_skipped++;
+	if (!v[c->n_skipped - 1].node_id || !v[c->n_skipped - 1].hostname ||
+	    !v[c->n_skipped - 1].reason)
+		return -ENOMEM;
+	return 0;
+}
+
+void ctl_deploy_created_done(struct ctl_deploy_created *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_skipped; i++) {
+		free(c->skipped[i].node_id);
+		free(c->skipped[i].hostname);
+		free(c->skipped[i].reason);
+	}
+	free(c->skipped);
+	free(c->playbook);
+	free(c->version);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The cluster's nodes the playbook targets (ordered by host name: batches are deterministic),
+ * and the others with the reason. targets borrows from nodes. */
+static int pick_targets(struct playbook *pb, const char *cluster, struct store_node **nodes,
+			size_t n_nodes, struct store_deploy_target *targets, size_t *ret_n,
+			struct ctl_deploy_created *c)
+{
+	size_t n = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < n_nodes && r >= 0; i++) {
+		json_t *facts;
+		bool match;
+
+		if (strcmp(nodes[i]->cluster, cluster) != 0 ||
+		    strcmp(nodes[i]->state, "revoked") == 0)
+			continue;
+		if (!nodes[i]->facts_json) {
+			r = add_skip(c, nodes[i], "no facts yet (its agent has never connected)");
+			continue;
+		}
+		facts = json_loads(nodes[i]->facts_json, 0, NULL);
+		match = facts && playbook_target_matches(pb, nodes[i]->cluster, facts);
+		json_decref(facts);
+		if (!match) {
+			r = add_skip(c, nodes[i], "selector does not match its facts");
+			continue;
+		}
+		targets[n].node_id = nodes[i]->id;
+		targets[n].hostname = nodes[i]->hostname;
+		n++;
+	}
+	*ret_n = n;
+	return r;
+}
+
+int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
+		      struct ctl_deploy_created *ret, struct ctl_error *err)
+{
+	struct ctl_deploy_created c = {0};
+	struct playbook *pb = NULL;
+	struct store_node **nodes = NULL;
+	struct store_deploy_target *targets = NULL;
+	struct store_deployment_new dn = {0};
+	struct rollout_policy pol;
+	size_t n_nodes = 0, n_targets = 0, *sizes = NULL, n_batches = 0;
+	char hex[9], *policy_json = NULL;
+	unsigned char rnd[4];
+	int r;
+
+	r = playbook_parse(rq->playbook_text, rq->playbook_len, rq->playbook_file, &pb,
+			   &err->diags);
+	if (r < 0) {
+		ctl_error_set(err, r, CTL_ERR_PLAYBOOK, "playbook", "%s: invalid playbook",
+			      rq->playbook_file);
+		goto out;
+	}
+	if (playbook_target_cluster(pb) && strcmp(playbook_target_cluster(pb), rq->cluster) != 0) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "cluster",
+				  "playbook %s targets cluster %s, not %s", rq->playbook_file,
+				  playbook_target_cluster(pb), rq->cluster);
+		goto out;
+	}
+	r = policy_from(playbook_rollout(pb), rq, &pol, err);
+	if (r < 0)
+		goto out;
+	r = store_nodes_list(st, &nodes, &n_nodes);
+	if (r < 0) {
+		ctl_error_store(err, r, "listing nodes");
+		goto out;
+	}
+	targets = calloc(n_nodes + 1, sizeof(*targets));
+	if (!targets) {
+		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	r = pick_targets(pb, rq->cluster, nodes, n_nodes, targets, &n_targets, &c);
+	if (r >= 0)
+		r = rollout_batches(&pol, n_targets, &sizes, &n_batches);
+	if (r < 0) {
+		ctl_error_set(err, r, CTL_ERR_INTERNAL, NULL, "choosing batches: %s",
+			      ry_strerror(r));
+		goto out;
+	}
+	for (size_t b = 0, k = 0; b < n_batches; b++)
+		for (size_t j = 0; j < sizes[b]; j++)
+			targets[k++].batch = (int)b;
+	r = util_random_bytes(rnd, sizeof(rnd));
+	policy_json = r >= 0 ? rollout_policy_to_json(&pol) : NULL;
+	if (!policy_json) {
+		r = ctl_error_set(err, r < 0 ? r : -ENOMEM, CTL_ERR_INTERNAL, NULL,
+				  "cannot make a deployment id");
+		goto out;
+	}
+	util_hex(rnd, sizeof(rnd), hex);
+	snprintf(c.id, sizeof(c.id), "d-%s", hex);
+	dn.id = c.id;
+	dn.cluster = rq->cluster;
+	dn.actor = rq->actor ? rq->actor : "admin";
+	dn.playbook_name = playbook_name(pb);
+	dn.playbook_version = playbook_version(pb);
+	dn.playbook_sha256 = playbook_sha256(pb);
+	dn.playbook_text = rq->playbook_text;
+	dn.policy_json = policy_json;
+	dn.check_mode = rq->check;
+	r = store_deployment_create(st, &dn, targets, n_targets, util_now_unix_ms());
+	if (r == -RY_E_NOT_FOUND) {
+		ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "cluster", "unknown cluster %s",
+			      rq->cluster);
+		goto out;
+	}
+	if (r < 0) {
+		ctl_error_store(err, r, "storing the deployment");
+		goto out;
+	}
+	c.playbook = strdup(playbook_name(pb));
+	c.version = strdup(playbook_version(pb));
+	c.n_targets = n_targets;
+	c.n_batches = n_batches;
+	*ret = c;
+	memset(&c, 0, sizeof(c));
+out:
+	ctl_deploy_created_done(&c);
+	playbook_free(pb);
+	store_nodes_free(nodes, n_nodes);
+	free(targets);
+	free(sizes);
+	free(policy_json);
+	return r;
+}
+
+bool ctl_deploy_state_final(const char *state)
+{
+	return strcmp(state, "pending") != 0 && strcmp(state, "running") != 0;
+}
+
+static json_t *node_json(const struct store_deploy_node *n)
+{
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i, s:i, s:i, s:I, s:I}", "node_id",
+			      n->node_id, "hostname", n->hostname, "batch", n->batch, "state",
+			      n->state, "ok", n->ok, "changed", n->changed, "failed", n->failed,
+			      "skipped", n->skipped, "sent_at_ms", (json_int_t)n->sent_at_ms,
+			      "finished_at_ms", (json_int_t)n->finished_at_ms);
+
+	json_object_set_new(o, "message", n->message ? json_string(n->message) : json_null());
+	return o;
+}
+
+static json_t *step_json(const struct store_step_result *s)
+{
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:I}", "index", s->idx, "name", s->name,
+			 "status", s->status, "diff", s->diff ? s->diff : "", "message",
+			 s->message ? s->message : "", "duration_ms", (json_int_t)s->duration_ms);
+}
+
+/* The first of res[0..m) (sorted by node id) that belongs to node_id, or m. O(log m). */
+static size_t first_result(const struct store_step_result *res, size_t m, const char *node_id)
+{
+	size_t lo = 0, hi = m;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(res[mid].node_id, node_id) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static json_t *summary_json(const struct store_deployment *d)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:I, s:I, s:i}", "id", d->id,
+			      "cluster", d->cluster, "playbook", d->playbook_name, "version",
+			      d->playbook_version, "sha256", d->playbook_sha256, "check_mode",
+			      d->check_mode, "state", d->state, "created_at_ms",
+			      (json_int_t)d->created_at_ms, "finished_at_ms",
+			      (json_int_t)d->finished_at_ms, "current_batch", d->current_batch);
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "reason", d->reason ? json_string(d->reason) : json_null());
+	json_object_set_new(o, "policy", json_loads(d->policy_json, 0, NULL));
+	return o;
+}
+
+int ctl_deploy_get(struct store *st, const char *id, enum ctl_deploy_detail detail, json_t **ret,
+		   struct ctl_error *err)
+{
+	struct store_deployment *d = NULL;
+	struct store_deploy_node *nodes = NULL;
+	struct store_step_result *res = NULL;
+	size_t n = 0, m = 0;
+	json_t *o = NULL, *arr;
+	int r;
+
+	r = store_deployment_get(st, id, &d);
+	if (r == -RY_E_NOT_FOUND)
+		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "id", "no deployment %s", id);
+	if (r < 0)
+		return ctl_error_store(err, r, "reading the deployment");
+	o = summary_json(d);
+	if (o && detail >= CTL_DEPLOY_NODES) {
+		r = store_deploy_nodes(st, id, &nodes, &n);
+		if (r >= 0 && detail >= CTL_DEPLOY_STEPS)
+			r = store_step_results(st, id, &res, &m);
+		if (r < 0) {
+			ctl_error_store(err, r, "reading the deployment's nodes");
+			goto out;
+		}
+		arr = json_array();
+		for (size_t i = 0; i < n; i++) {
+			json_t *no = node_json(&nodes[i]), *steps = json_array();
+
+			/* Results come ordered by node id, then index: find the node's run. */
+			for (size_t k = first_result(res, m, nodes[i].node_id);
+			     k < m && strcmp(res[k].node_id, nodes[i].node_id) == 0; k++)
+				json_array_append_new(steps, step_json(&res[k]));
+			if (detail >= CTL_DEPLOY_STEPS)
+				json_object_set_new(no, "steps", steps);
+			else
+				json_decref(steps);
+			json_array_append_new(arr, no);
+		}
+		json_object_set_new(o, "nodes", arr);
+	}
+	if (!o) {
+		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	*ret = o;
+	o = NULL;
+	r = 0;
+out:
+	json_decref(o);
+	store_step_results_free(res, m);
+	store_deploy_nodes_free(nodes, n);
+	store_deployment_free(d);
+	return r;
+}
+
+int ctl_deploy_list(struct store *st, size_t limit, json_t **ret, struct ctl_error *err)
+{
+	struct store_deployment **deps = NULL;
+	size_t n = 0;
+	json_t *arr;
+	int r;
+
+	r = store_deployments_list(st, false, limit ? limit : 50, &deps, &n);
+	if (r < 0)
+		return ctl_error_store(err, r, "listing deployments");
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, summary_json(deps[i]));
+	store_deployments_free(deps, n);
+	if (!arr)
+		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	*ret = arr;
+	return 0;
+}

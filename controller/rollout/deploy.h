@@ -1,0 +1,72 @@
+/* The deployment service: create a deployment (validate the playbook, pick the target nodes and
+ * their batches, store it for the serving controller's rollout pass), and read deployments
+ * back as JSON. Returns data; never prints. Thread-safe over a thread-safe store. */
+#ifndef RAILYARD_CONTROLLER_DEPLOY_H
+#define RAILYARD_CONTROLLER_DEPLOY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/service.h"
+#include "controller/store/store.h"
+
+/* A deployment to create; every pointer borrowed. */
+struct ctl_deploy_request {
+	const char *cluster;
+	const char *playbook_text; /* the playbook exactly as it is stored and hashed */
+	size_t playbook_len;
+	const char *playbook_file; /* its name in diagnostics (FILE:LINE:COL) */
+	const char *batch;	   /* "N" or "P%"; NULL: the playbook's */
+	const char *max_fail;	   /* "N" or "P%"; NULL: the playbook's */
+	int canary;		   /* -1: the playbook's */
+	int64_t pause_ms;	   /* -1: the playbook's */
+	bool check;
+	const char *actor; /* for the audit log */
+};
+
+/* A node of the cluster the deployment does not target, and why. */
+struct ctl_deploy_skip {
+	char *node_id, *hostname, *reason;
+};
+
+/* What was created; release with ctl_deploy_created_done(). */
+struct ctl_deploy_created {
+	char id[20];
+	char *playbook, *version;
+	size_t n_targets, n_batches;
+	struct ctl_deploy_skip *skipped;
+	size_t n_skipped;
+};
+
+/* Create a deployment: nothing is stored unless all of it is. Errors (err filled): a playbook
+ * that does not parse (CTL_ERR_PLAYBOOK, with every FILE:LINE:COL), one that targets another
+ * cluster, a bad batch/max_fail (CTL_ERR_INVALID, field set), an unknown cluster
+ * (CTL_ERR_NOT_FOUND), the store (CTL_ERR_UNAVAILABLE / CTL_ERR_INTERNAL). */
+__attribute__((warn_unused_result)) int ctl_deploy_create(struct store *st,
+							  const struct ctl_deploy_request *rq,
+							  struct ctl_deploy_created *ret,
+							  struct ctl_error *err);
+void ctl_deploy_created_done(struct ctl_deploy_created *c);
+
+/* How much of a deployment ctl_deploy_get() returns. */
+enum ctl_deploy_detail {
+	CTL_DEPLOY_SUMMARY, /* the deployment */
+	CTL_DEPLOY_NODES,   /* and its nodes */
+	CTL_DEPLOY_STEPS,   /* and each node's step results */
+};
+
+/* One deployment as JSON (the document `deployments ID --json` prints: id, cluster,
+ * playbook, version, check_mode, state, reason, policy, current_batch, times; nodes with their
+ * state and counts; steps with status, diff, message, duration). New reference. */
+__attribute__((warn_unused_result)) int ctl_deploy_get(struct store *st, const char *id,
+						       enum ctl_deploy_detail detail, json_t **ret,
+						       struct ctl_error *err);
+/* The newest deployments (limit 0: 50), summaries, newest first. New reference (an array). */
+__attribute__((warn_unused_result)) int ctl_deploy_list(struct store *st, size_t limit,
+							json_t **ret, struct ctl_error *err);
+/* Is this deployment state final (succeeded, partial, failed)? */
+bool ctl_deploy_state_final(const char *state);
+
+#endif

@@ -1,0 +1,67 @@
+/* The services' error: set, print, release. */
+#include "controller/service.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <string.h>
+
+void ctl_error_init(struct ctl_error *e)
+{
+	memset(e, 0, sizeof(*e));
+	pb_diags_init(&e->diags);
+}
+
+void ctl_error_done(struct ctl_error *e)
+{
+	if (!e)
+		return;
+	pb_diags_done(&e->diags);
+	e->code = NULL;
+}
+
+int ctl_error_set(struct ctl_error *e, int r, const char *code, const char *field, const char *fmt,
+		  ...)
+{
+	va_list ap;
+
+	e->code = code;
+	snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int ctl_error_store(struct ctl_error *e, int r, const char *what)
+{
+	bool again = r == -RY_E_BUSY || r == -RY_E_DISK_FULL;
+
+	return ctl_error_set(e, r, again ? CTL_ERR_UNAVAILABLE : CTL_ERR_INTERNAL, NULL, "%s: %s",
+			     what, ry_strerror(r));
+}
+
+void ctl_error_print(const struct ctl_error *e, const char *prog, FILE *f)
+{
+	for (size_t i = 0; i < e->diags.count; i++)
+		util_fprintf_safe(f, "%s:%d:%d: %s\n", e->diags.items[i].file,
+				  e->diags.items[i].line, e->diags.items[i].col,
+				  e->diags.items[i].message);
+	if (e->diags.dropped)
+		fprintf(f, "(%zu more errors)\n", e->diags.dropped);
+	if (!e->diags.count)
+		util_fprintf_safe(f, "%s: %s\n", prog, e->message);
+}
+
+bool ctl_valid_cluster_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 64 || !isalnum((unsigned char)name[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			return false;
+	return true;
+}

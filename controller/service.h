@@ -1,0 +1,42 @@
+/* What the controller's services (rollout, bench, and next campaigns) share: the error they
+ * return, for any front end to show. Services validate, store in one transaction and return
+ * data; they never print. The command line prints an error; the REST API sends it as
+ * {"error": {"code", "message", "field"}}. */
+#ifndef RAILYARD_CONTROLLER_SERVICE_H
+#define RAILYARD_CONTROLLER_SERVICE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "common/playbook/playbook.h"
+
+/* Error codes (ctl_error.code). */
+#define CTL_ERR_INVALID	    "invalid_argument" /* a field of the request is wrong */
+#define CTL_ERR_PLAYBOOK    "invalid_playbook" /* the playbook does not parse or validate */
+#define CTL_ERR_NOT_FOUND   "not_found"
+#define CTL_ERR_CONFLICT    "conflict"	  /* the object is in a state that refuses it */
+#define CTL_ERR_UNAVAILABLE "unavailable" /* the database, for now: try again */
+#define CTL_ERR_INTERNAL    "internal"
+
+struct ctl_error {
+	const char *code;      /* one of CTL_ERR_*; NULL while no error */
+	char field[64];	       /* the request field at fault ("" when none) */
+	char message[1024];    /* one line for a human */
+	struct pb_diags diags; /* with CTL_ERR_PLAYBOOK: every FILE:LINE:COL problem */
+};
+
+void ctl_error_init(struct ctl_error *e);
+void ctl_error_done(struct ctl_error *e);
+/* Fill e (code static; field may be NULL) and return r (a negative error), for
+ * `return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "batch", "...")`. */
+int ctl_error_set(struct ctl_error *e, int r, const char *code, const char *field, const char *fmt,
+		  ...) __attribute__((format(printf, 5, 6)));
+/* An error of the store: unavailable (busy, disk full) or internal. */
+int ctl_error_store(struct ctl_error *e, int r, const char *what);
+/* A cluster name: 1-64 of [A-Za-z0-9._-], starting with a letter or digit. */
+bool ctl_valid_cluster_name(const char *name);
+
+/* One line "prog: message" (and the playbook diagnostics, one per line) on f, escaped. */
+void ctl_error_print(const struct ctl_error *e, const char *prog, FILE *f);
+
+#endif
