@@ -313,50 +313,18 @@ static void parse_target(struct parse_ctx *c, struct pb_render *r, const struct 
 	}
 }
 
-/* validation: { benchmarks: [ {name, ...} ], acceptance: [ {metric, op, value, ...} ] } */
-static void parse_validation(struct parse_ctx *c, struct pb_render *r, const struct pb_node *n)
+/* validation: the campaign's tests and acceptance rules (playbook_validation.c). */
+static void parse_validation(struct parse_ctx *c, const struct pb_node *n)
 {
-	static const char *const keys[] = {"benchmarks", "acceptance", NULL};
-	static const struct {
-		const char *key, *member;
-	} lists[] = {{"benchmarks", "name"}, {"acceptance", "metric"}};
+	json_t *v = NULL;
+	int e = pb_validation_parse(c->pb->file, n, &v, c->d);
 
-	if (n->kind != PBN_MAP) {
-		perr(c, n, "validation: expected a mapping, got %s", kind_name(n));
+	if (e) {
+		c->errors += e;
 		return;
 	}
-	check_keys(c, n, keys, "validation");
-	for (size_t l = 0; l < RY_ARRAY_SIZE(lists); l++) {
-		const struct pb_node *list = pb_node_get(n, lists[l].key);
-		json_t *arr;
-
-		if (!list)
-			continue;
-		if (list->kind != PBN_SEQ) {
-			perr(c, list, "%s: expected a list, got %s", lists[l].key, kind_name(list));
-			continue;
-		}
-		for (size_t i = 0; i < list->n; i++) {
-			const struct pb_node *it = list->items[i];
-
-			if (it->kind != PBN_MAP) {
-				perr(c, it, "%s[%zu]: expected a mapping, got %s", lists[l].key, i,
-				     kind_name(it));
-				continue;
-			}
-			(void)get_string(c, it, lists[l].member, true, NULL);
-			if (l == 1 && !pb_node_get(it, "op"))
-				perr(c, it, "missing required key \"op\"");
-			if (l == 1 && !pb_node_get(it, "value"))
-				perr(c, it, "missing required key \"value\"");
-		}
-		arr = NULL;
-		if (pb_render_any(r, list, &arr) < 0) {
-			c->errors++;
-			continue;
-		}
-		json_object_set_new(c->pb->validation, lists[l].key, arr);
-	}
+	json_decref(c->pb->validation);
+	c->pb->validation = v;
 }
 
 static void parse_steps(struct parse_ctx *c, struct pb_render *r, const struct pb_node *n)
@@ -500,7 +468,7 @@ int playbook_parse(const char *text, size_t len, const char *display_name, struc
 	if ((n = pb_node_get(root, "rollout")))
 		parse_rollout(&c, n);
 	if ((n = pb_node_get(root, "validation")))
-		parse_validation(&c, r, n);
+		parse_validation(&c, n);
 	if ((n = pb_node_get(root, "steps")))
 		parse_steps(&c, r, n);
 	else

@@ -98,4 +98,9 @@ int pb_step_build(struct pb_render *r, const struct playbook *pb, const struct p
 int pb_cond_convert(struct pb_render *r, const char *file, const struct pb_node *n, json_t **ret,
 		    struct pb_diags *d);
 
+/* The validation section into its normalized spec (docs/playbooks.md, "validation"); returns
+ * the number of errors added to d (0: *ret set). */
+int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret,
+			struct pb_diags *d);
+
 #endif

@@ -246,8 +246,8 @@ static void test_revalidate_changes_nothing(void **state)
 	(void)state;
 	for (size_t i = 0; i < playbook_step_count(pb); i++)
 		assert_string_equal(playbook_step_type(pb, i), "assert");
-	assert_int_equal(json_array_size(json_object_get(val, "benchmarks")), 2);
-	assert_int_equal(json_array_size(json_object_get(val, "acceptance")), 2);
+	assert_int_equal(json_array_size(json_object_get(val, "tests")), 2);
+	assert_int_equal(json_array_size(json_object_get(val, "acceptance")), 4);
 	assert_int_equal(playbook_rollout(pb)->batch_percent, 10);
 	assert_int_equal(playbook_rollout(pb)->batch_count, -1);
 	assert_int_equal(playbook_rollout(pb)->max_fail_percent, 100);

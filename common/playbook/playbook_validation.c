@@ -1,0 +1,409 @@
+/* A playbook's validation section: the tests a validation campaign runs (kind, pattern,
+ * parameters) and the acceptance rules its verdict applies, checked with FILE:LINE:COL
+ * diagnostics and turned into a normalized JSON spec (every default filled in, sizes in bytes,
+ * durations in seconds). Reference: docs/playbooks.md, "validation". */
+#include "common/playbook/playbook_int.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Metrics each kind of test measures (rules name them as TEST.FIELD); counters.NAME is valid
+ * for every kind. */
+static const char *const lat_fields[] = {"min_us", "p50_us", "p90_us", "p99_us", "p999_us",
+					 "max_us", "mean_us", "stddev_us", NULL};
+static const char *const bw_fields[] = {"gbps", "msg_rate", NULL};
+static const char *const congestion_fields[] = {"impact_avg", "impact_p99", "impact_bw",
+						"isolated_p99_us", "congested_p99_us",
+						"isolated_gbps", "congested_gbps", NULL};
+
+static bool in(const char *s, const char *const *set)
+{
+	for (size_t i = 0; s && set[i]; i++)
+		if (strcmp(s, set[i]) == 0)
+			return true;
+	return false;
+}
+
+bool pb_metric_ok(const char *kind, const char *field)
+{
+	if (!kind || !field)
+		return false;
+	if (strncmp(field, "counters.", 9) == 0)
+		return field[9] != '\0' && strspn(field + 9, "abcdefghijklmnopqrstuvwxyz"
+							     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+						   strlen(field + 9);
+	if (strcmp(kind, "lat") == 0)
+		return in(field, lat_fields);
+	if (strcmp(kind, "bw") == 0)
+		return in(field, bw_fields);
+	if (strcmp(kind, "congestion") == 0)
+		return in(field, congestion_fields);
+	return false;
+}
+
+struct vctx {
+	const char *file;
+	struct pb_diags *d;
+	int errors;
+};
+
+static void verr(struct vctx *c, const struct pb_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void verr(struct vctx *c, const struct pb_node *n, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pb_diags_add(c->d, c->file, n ? n->line : 1, n ? n->col : 1, "%s", msg);
+	c->errors++;
+}
+
+static const struct pb_node *scalar(struct vctx *c, const struct pb_node *map, const char *key,
+				    const char *where)
+{
+	const struct pb_node *n = pb_node_get(map, key);
+
+	if (n && (n->kind != PBN_SCALAR || pb_scalar_is_null(n))) {
+		verr(c, n, "%s.%s: expected a scalar", where, key);
+		return NULL;
+	}
+	return n;
+}
+
+/* "8", "128K", "1M", "2G" (powers of 1024) into bytes. */
+static int parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (strcmp(end, "K") == 0 || strcmp(end, "KiB") == 0)
+		mult = 1024;
+	else if (strcmp(end, "M") == 0 || strcmp(end, "MiB") == 0)
+		mult = 1024 * 1024;
+	else if (strcmp(end, "G") == 0 || strcmp(end, "GiB") == 0)
+		mult = 1024ULL * 1024 * 1024;
+	else if (*end)
+		return -EINVAL;
+	if (v == 0 || v > (1ULL << 32) / mult)
+		return -EINVAL;
+	*ret = v * mult;
+	return 0;
+}
+
+/* One test: {name, kind, pattern, per_rail, op, size, duration, iters, qps, bidir} or, for
+ * kind congestion, {name, kind, congestors, victims, fraction, size, duration}. */
+static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
+{
+	static const char *const keys[] = {"name",   "kind",  "pattern",  "per_rail",
+					   "op",     "size",  "duration", "iters",
+					   "qps",    "bidir", "congestors", "victims",
+					   "fraction", "traffic_class", NULL};
+	static const char *const kinds[] = {"lat", "bw", "congestion", NULL};
+	static const char *const patterns[] = {"loopback", "pairs", "ring", "random-ring", NULL};
+	static const char *const ops[] = {"write", "send", "read", NULL};
+	static const char *const congestors[] = {"incast", "all-to-all", NULL};
+	const struct pb_node *n, *name = NULL, *kind = NULL;
+	char where[64];
+	json_t *o = json_object();
+	bool congestion;
+	int errors = c->errors;
+
+	snprintf(where, sizeof(where), "tests[%zu]", i);
+	for (size_t k = 0; k < t->n; k++)
+		if (!in(t->keys[k]->text, keys))
+			verr(c, t->keys[k], "%s: unknown key \"%s\"", where, t->keys[k]->text);
+	name = scalar(c, t, "name", where);
+	kind = scalar(c, t, "kind", where);
+	if (!name)
+		verr(c, t, "%s: missing required key \"name\"", where);
+	else if (strspn(name->text, "abcdefghijklmnopqrstuvwxyz0123456789_-") != name->len ||
+		 name->len > 48 || !name->len)
+		verr(c, name, "%s.name: \"%s\" may only use a-z, 0-9, '-' and '_' (48 at most)",
+		     where, name->text);
+	if (!kind)
+		verr(c, t, "%s: missing required key \"kind\"", where);
+	else if (!in(kind->text, kinds))
+		verr(c, kind, "%s.kind: unknown kind \"%s\" (expected lat, bw or congestion)",
+		     where, kind->text);
+	if (c->errors > errors) {
+		json_decref(o);
+		return NULL;
+	}
+	congestion = strcmp(kind->text, "congestion") == 0;
+	json_object_set_new(o, "name", json_string(name->text));
+	json_object_set_new(o, "kind", json_string(kind->text));
+	json_object_set_new(o, "line", json_integer(t->line));
+
+	if (congestion) {
+		const struct pb_node *v = pb_node_get(t, "victims");
+		json_t *victims = json_array();
+
+		for (const char *const *k = (const char *const[]){"pattern", "per_rail", "op", "iters",
+								  "qps", "bidir", NULL};
+		     *k; k++)
+			if ((n = pb_node_get(t, *k)))
+				verr(c, n, "%s.%s: not a key of a congestion test", where, *k);
+		n = scalar(c, t, "congestors", where);
+		if (n && !in(n->text, congestors))
+			verr(c, n, "%s.congestors: expected incast or all-to-all, got \"%s\"", where,
+			     n->text);
+		json_object_set_new(o, "congestors", json_string(n ? n->text : "incast"));
+		if (v && v->kind != PBN_SEQ)
+			verr(c, v, "%s.victims: expected a list of lat and bw", where);
+		for (size_t k = 0; v && v->kind == PBN_SEQ && k < v->n; k++) {
+			if (v->items[k]->kind != PBN_SCALAR ||
+			    (strcmp(v->items[k]->text, "lat") != 0 &&
+			     strcmp(v->items[k]->text, "bw") != 0))
+				verr(c, v->items[k], "%s.victims[%zu]: expected lat or bw", where, k);
+			else
+				json_array_append_new(victims, json_string(v->items[k]->text));
+		}
+		if (json_array_size(victims) == 0) {
+			json_array_append_new(victims, json_string("lat"));
+			json_array_append_new(victims, json_string("bw"));
+		}
+		json_object_set_new(o, "victims", victims);
+		n = scalar(c, t, "fraction", where);
+		if (n) {
+			char *end;
+			double f = strtod(n->text, &end);
+
+			if (*end || !(f > 0 && f < 1))
+				verr(c, n, "%s.fraction: expected a number between 0 and 1 (the share "
+					   "of nodes that congest), got \"%s\"",
+				     where, n->text);
+			json_object_set_new(o, "fraction", json_real(f));
+		} else {
+			json_object_set_new(o, "fraction", json_real(0.5));
+		}
+	} else {
+		long long v;
+
+		n = scalar(c, t, "pattern", where);
+		if (!n)
+			verr(c, t, "%s: missing required key \"pattern\"", where);
+		else if (!in(n->text, patterns))
+			verr(c, n,
+			     "%s.pattern: unknown pattern \"%s\" (expected loopback, pairs, ring or "
+			     "random-ring)",
+			     where, n->text);
+		json_object_set_new(o, "pattern", json_string(n ? n->text : "pairs"));
+		n = scalar(c, t, "per_rail", where);
+		{
+			bool b = false;
+
+			if (n && pb_scalar_bool(n, &b) < 0)
+				verr(c, n, "%s.per_rail: expected true or false", where);
+			json_object_set_new(o, "per_rail", json_boolean(b));
+		}
+		n = scalar(c, t, "op", where);
+		if (n && !in(n->text, ops))
+			verr(c, n, "%s.op: expected write, send or read, got \"%s\"", where,
+			     n->text);
+		json_object_set_new(o, "op", json_string(n ? n->text : "write"));
+		n = scalar(c, t, "iters", where);
+		if (n && (pb_scalar_int(n, &v) < 0 || v < 1 || v > 100000000))
+			verr(c, n, "%s.iters: expected a count of 1 or more", where);
+		json_object_set_new(o, "iters", json_integer(n ? v : 0));
+		n = scalar(c, t, "qps", where);
+		if (n && (pb_scalar_int(n, &v) < 0 || v < 1 || v > 64))
+			verr(c, n, "%s.qps: expected 1-64", where);
+		json_object_set_new(o, "qps", json_integer(n ? v : 1));
+		n = scalar(c, t, "bidir", where);
+		{
+			bool b = false;
+
+			if (n && pb_scalar_bool(n, &b) < 0)
+				verr(c, n, "%s.bidir: expected true or false", where);
+			json_object_set_new(o, "bidir", json_boolean(b));
+		}
+	}
+	n = scalar(c, t, "size", where);
+	{
+		uint64_t size = strcmp(kind->text, "lat") == 0 ? 8 : 1024 * 1024;
+
+		if (n && parse_size(n->text, &size) < 0)
+			verr(c, n, "%s.size: expected bytes like 8, 128K or 1M, got \"%s\"", where,
+			     n->text);
+		json_object_set_new(o, "size", json_integer((json_int_t)size));
+	}
+	n = scalar(c, t, "duration", where);
+	{
+		int64_t ms = strcmp(kind->text, "lat") == 0 ? 0 : 5000;
+
+		if (n && (util_parse_duration_ms(n->text, &ms) < 0 || ms < 1000 || ms > 3600000 ||
+			  ms % 1000))
+			verr(c, n, "%s.duration: expected whole seconds from 1s to 1h, got \"%s\"",
+			     where, n->text);
+		json_object_set_new(o, "duration_s", json_integer(ms / 1000));
+	}
+	n = scalar(c, t, "traffic_class", where);
+	if (n) {
+		long long tc;
+
+		if (pb_scalar_int(n, &tc) < 0 || tc < 0 || tc > 255)
+			verr(c, n, "%s.traffic_class: expected 0-255 (the GRH traffic class / ToS)",
+			     where);
+		else
+			json_object_set_new(o, "traffic_class", json_integer(tc));
+	}
+	if (strcmp(kind->text, "lat") == 0 && json_integer_value(json_object_get(o, "iters")) == 0 &&
+	    json_integer_value(json_object_get(o, "duration_s")) == 0)
+		json_object_set_new(o, "iters", json_integer(1000));
+	return o;
+}
+
+static const char *const rule_ops[] = {">=", "<=", ">", "<", "==", "!=", NULL};
+
+/* One rule: {metric: TEST.FIELD, op, value, relative: median|min|max}. */
+static json_t *parse_rule(struct vctx *c, const struct pb_node *r, size_t i, const json_t *tests)
+{
+	static const char *const keys[] = {"metric", "op", "value", "relative", "message", NULL};
+	static const char *const relatives[] = {"median", "min", "max", NULL};
+	const struct pb_node *metric, *op, *value, *rel, *msg;
+	const json_t *test = NULL, *t;
+	char where[64], test_name[64];
+	const char *dot;
+	double v = 0;
+	size_t k;
+	int errors = c->errors;
+
+	snprintf(where, sizeof(where), "acceptance[%zu]", i);
+	for (k = 0; k < r->n; k++)
+		if (!in(r->keys[k]->text, keys))
+			verr(c, r->keys[k], "%s: unknown key \"%s\"", where, r->keys[k]->text);
+	metric = scalar(c, r, "metric", where);
+	op = scalar(c, r, "op", where);
+	value = scalar(c, r, "value", where);
+	rel = scalar(c, r, "relative", where);
+	msg = scalar(c, r, "message", where);
+	if (!metric)
+		verr(c, r, "%s: missing required key \"metric\"", where);
+	if (!op)
+		verr(c, r, "%s: missing required key \"op\"", where);
+	if (!value)
+		verr(c, r, "%s: missing required key \"value\"", where);
+	if (c->errors > errors)
+		return NULL;
+	dot = strchr(metric->text, '.');
+	if (!dot || (size_t)(dot - metric->text) >= sizeof(test_name)) {
+		verr(c, metric, "%s.metric: expected TEST.FIELD (e.g. pair-bw.gbps), got \"%s\"",
+		     where, metric->text);
+		return NULL;
+	}
+	snprintf(test_name, sizeof(test_name), "%.*s", (int)(dot - metric->text), metric->text);
+	json_array_foreach(tests, k, t)
+		if (strcmp(json_string_value(json_object_get(t, "name")), test_name) == 0)
+			test = t;
+	if (!test) {
+		verr(c, metric, "%s.metric: no test named \"%s\" in tests", where, test_name);
+		return NULL;
+	}
+	if (!pb_metric_ok(json_string_value(json_object_get(test, "kind")), dot + 1))
+		verr(c, metric, "%s.metric: \"%s\" is not a metric of a %s test", where, dot + 1,
+		     json_string_value(json_object_get(test, "kind")));
+	if (!in(op->text, rule_ops))
+		verr(c, op, "%s.op: expected >=, <=, >, <, == or !=, got \"%s\"", where, op->text);
+	{
+		char *end;
+
+		v = strtod(value->text, &end);
+		if (*end || !isfinite(v))
+			verr(c, value, "%s.value: expected a number, got \"%s\"", where, value->text);
+	}
+	if (rel && !in(rel->text, relatives))
+		verr(c, rel, "%s.relative: expected median, min or max, got \"%s\"", where,
+		     rel->text);
+	if (rel && strcmp(json_string_value(json_object_get(test, "kind")), "congestion") == 0)
+		verr(c, rel, "%s.relative: a congestion impact is already a ratio (congested over "
+			     "isolated); use an absolute value",
+		     where);
+	if (c->errors > errors)
+		return NULL;
+	return json_pack("{s:s, s:s, s:s, s:s, s:f, s:s?, s:s?, s:i}", "metric", metric->text,
+			 "test", test_name, "field", dot + 1, "op", op->text, "value", v, "relative",
+			 rel ? rel->text : NULL, "message", msg ? msg->text : NULL, "line",
+			 r->line);
+}
+
+int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret,
+			struct pb_diags *d)
+{
+	static const char *const keys[] = {"transport", "tests", "acceptance", NULL};
+	struct vctx c = {file, d, 0};
+	const struct pb_node *tests, *rules, *tr;
+	json_t *o = json_object(), *tarr = json_array(), *rarr = json_array();
+
+	if (n->kind != PBN_MAP) {
+		verr(&c, n, "validation: expected a mapping, got %s",
+		     n->kind == PBN_SEQ ? "a list" : "a scalar");
+		goto out;
+	}
+	for (size_t k = 0; k < n->n; k++)
+		if (!in(n->keys[k]->text, keys))
+			verr(&c, n->keys[k], "validation: unknown key \"%s\"%s", n->keys[k]->text,
+			     strcmp(n->keys[k]->text, "benchmarks") == 0 ? " (the tests are under "
+									   "\"tests\")"
+									 : "");
+	tr = scalar(&c, n, "transport", "validation");
+	if (tr && strcmp(tr->text, "verbs") != 0 && strcmp(tr->text, "tcp") != 0)
+		verr(&c, tr, "validation.transport: expected verbs or tcp, got \"%s\"", tr->text);
+	json_object_set_new(o, "transport", json_string(tr ? tr->text : "verbs"));
+	tests = pb_node_get(n, "tests");
+	if (!tests || tests->kind != PBN_SEQ || tests->n == 0)
+		verr(&c, tests ? tests : n, "validation.tests: expected a list of at least one test");
+	for (size_t i = 0; tests && tests->kind == PBN_SEQ && i < tests->n; i++) {
+		json_t *t;
+
+		if (tests->items[i]->kind != PBN_MAP) {
+			verr(&c, tests->items[i], "tests[%zu]: expected a mapping", i);
+			continue;
+		}
+		t = parse_test(&c, tests->items[i], i);
+		if (!t)
+			continue;
+		for (size_t k = 0; k < json_array_size(tarr); k++)
+			if (strcmp(json_string_value(json_object_get(json_array_get(tarr, k), "name")),
+				   json_string_value(json_object_get(t, "name"))) == 0)
+				verr(&c, tests->items[i], "tests[%zu]: duplicate test name \"%s\"", i,
+				     json_string_value(json_object_get(t, "name")));
+		json_array_append_new(tarr, t);
+	}
+	rules = pb_node_get(n, "acceptance");
+	if (rules && rules->kind != PBN_SEQ)
+		verr(&c, rules, "validation.acceptance: expected a list of rules");
+	for (size_t i = 0; rules && rules->kind == PBN_SEQ && i < rules->n; i++) {
+		json_t *r;
+
+		if (rules->items[i]->kind != PBN_MAP) {
+			verr(&c, rules->items[i], "acceptance[%zu]: expected a mapping", i);
+			continue;
+		}
+		r = parse_rule(&c, rules->items[i], i, tarr);
+		if (r)
+			json_array_append_new(rarr, r);
+	}
+out:
+	json_object_set_new(o, "tests", tarr);
+	json_object_set_new(o, "acceptance", rarr);
+	if (c.errors) {
+		json_decref(o);
+		return c.errors;
+	}
+	*ret = o;
+	return 0;
+}
