@@ -1,16 +1,34 @@
-/* Agent benchmark runs: parse the order, run the engine on a thread, report through the
- * outbox. */
+/* Agent benchmark runs: parse the order, run the engine on a thread with the fabric port
+ * counters sampled around it, report through the outbox. */
 #include "nodeagent/benchjob.h"
+#include "nodeagent/counters.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
+#include "proto/railyard/v1/limits.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BENCH_IDS_KEPT 64
+/* Orders remembered against a re-sent RunBench: (bench id, role) pairs, a loopback run takes
+ * two. Several times what can run at once, so an order is forgotten long after it finished. */
+#define BENCH_IDS_KEPT (8 * AGENT_BENCH_MAX)
+
+/* Bytes the "counters" member may add to a result: a tcp run reports every port of the node,
+ * and the whole document must stay under RY_PROTO_BENCH_RESULT_MAX. */
+#define COUNTERS_JSON_MAX (RY_PROTO_BENCH_RESULT_MAX / 4)
+
+/* The key of an order beside its id; an invalid role is a key of its own (it is refused, once). */
+enum bench_side { SIDE_SERVER, SIDE_CLIENT, SIDE_INVALID };
+
+static enum bench_side side_parse(const char *role)
+{
+	if (strcmp(role, "server") == 0)
+		return SIDE_SERVER;
+	return strcmp(role, "client") == 0 ? SIDE_CLIENT : SIDE_INVALID;
+}
 
 struct bench_run {
 	struct agent_bench *owner;
@@ -28,10 +46,14 @@ struct bench_run {
 
 struct agent_bench {
 	struct outbox *ob;
+	char *sysroot; /* where the port counters are read */
 	pthread_mutex_t lock;
 	uint16_t port_lo, port_hi, port_next; /* lease range (0: ephemeral), next to try */
 	struct bench_run runs[AGENT_BENCH_MAX];
-	char seen[BENCH_IDS_KEPT][65]; /* ring of ids already started */
+	struct {
+		char id[65];
+		enum bench_side side;
+	} seen[BENCH_IDS_KEPT]; /* ring of orders already started */
 	size_t seen_next;
 };
 
@@ -124,7 +146,7 @@ static int split_peer(const char *peer, char *host, size_t hostlen, uint16_t *re
 	return 0;
 }
 
-static void push_result(struct agent_bench *b, const char *id, json_t *result, bool ok)
+static void push_result(struct agent_bench *b, const char *id, bool server, json_t *result, bool ok)
 {
 	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
 	Railyard__V1__BenchResult br = RAILYARD__V1__BENCH_RESULT__INIT;
@@ -132,6 +154,7 @@ static void push_result(struct agent_bench *b, const char *id, json_t *result, b
 	int r;
 
 	br.bench_id = (char *)id;
+	br.role = (char *)(server ? "server" : "client");
 	br.ok = ok && text;
 	br.result_json = text ? text : (char *)"{\"ok\":false}";
 	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT;
@@ -217,9 +240,96 @@ static int serve(struct bench_run *run, struct bench_run_opts *o, json_t **ret_r
 	}
 }
 
+/* The device whose counters a run samples: the one a verbs run names; NULL (every device) for
+ * tcp, and for verbs on the first device, which only the transport resolves. */
+static const char *counters_device(const struct bench_run *run)
+{
+	return strcmp(run->p.transport, "verbs") == 0 && run->p.device[0] ? run->p.device : NULL;
+}
+
+/* Which ports a run's deltas cover: the device and HCA port it really used when its result says
+ * (environment.<its role>: on both sides once the run got that far, since the server's document
+ * is the client's); else the device its parameters name, on the port they name (with rdma_cm
+ * every port of it: the address chooses the port); else, for tcp and for a verbs run on the
+ * first device that failed before saying which, every port (NULL, 0). */
+static void counters_scope(const struct bench_run *run, const json_t *result,
+			   const char **ret_device, uint32_t *ret_port)
+{
+	const json_t *env = json_object_get(json_object_get(result, "environment"),
+					    run->server ? "server" : "client");
+	const char *dev = json_string_value(json_object_get(env, "device"));
+	json_int_t port = json_integer_value(json_object_get(env, "port"));
+
+	*ret_device = NULL;
+	*ret_port = 0;
+	if (dev && dev[0] && port > 0 && port <= UINT32_MAX) {
+		*ret_device = dev;
+		*ret_port = (uint32_t)port;
+	} else if (counters_device(run)) {
+		*ret_device = run->p.device;
+		if (!run->p.rdma_cm)
+			*ret_port = run->p.ib_port ? run->p.ib_port : BENCH_IB_PORT_DEF;
+	}
+}
+
+/* Set result's "counters": the deltas from before to after over the ports the run used, or,
+ * when a snapshot is missing (out of memory) or the deltas are too large to send, no ports and
+ * "sampled": false with the reason. */
+static void add_counters(const struct bench_run *run, json_t *result,
+			 const struct counters_snap *before, const struct counters_snap *after)
+{
+	char why[128] = "";
+	json_t *delta = NULL;
+	const char *device;
+	char *text = NULL;
+	uint32_t port;
+
+	if (!result)
+		return;
+	counters_scope(run, result, &device, &port);
+	if (before && after)
+		delta = counters_delta_json(before, after, device, port);
+	if (delta)
+		text = json_dumps(delta, JSON_COMPACT);
+	if (!text)
+		snprintf(why, sizeof(why), "out of memory");
+	else if (strlen(text) > COUNTERS_JSON_MAX)
+		snprintf(why, sizeof(why), "the deltas of %zu ports take more than %d bytes",
+			 json_array_size(json_object_get(delta, "ports")), COUNTERS_JSON_MAX);
+	if (why[0]) {
+		log_warn("bench %s: port counters not reported: %s", run->id, why);
+		json_decref(delta);
+		delta = json_pack("{s[] sb ss}", "ports", "sampled", false, "error", why);
+	}
+	(void)json_object_set_new(result, "counters", delta);
+	free(text);
+}
+
+/* A snapshot of the counters the run may touch; NULL when out of memory (said in the log and,
+ * as "sampled": false, in the result). */
+static struct counters_snap *snapshot(const struct bench_run *run, const char *when)
+{
+	struct counters_snap *snap = NULL;
+	int64_t t0 = util_now_mono_ms();
+	size_t ports = 0, n = 0;
+	int r;
+
+	r = counters_snapshot(run->owner->sysroot, counters_device(run), &snap);
+	if (r < 0) {
+		log_warn("bench %s: port counters %s the run not read: %s", run->id, when,
+			 ry_strerror(r));
+		return NULL;
+	}
+	counters_snap_size(snap, &ports, &n);
+	log_debug("bench %s: %zu counters of %zu ports read %s the run in %lld ms", run->id, n,
+		  ports, when, (long long)(util_now_mono_ms() - t0));
+	return snap;
+}
+
 static void *run_main(void *arg)
 {
 	struct bench_run *run = arg;
+	struct counters_snap *before, *after;
 	struct bench_run_opts o = {0};
 	char err[BENCH_ERR_LEN] = "";
 	json_t *result = NULL;
@@ -234,10 +344,14 @@ static void *run_main(void *arg)
 	log_info("bench %s: %s %s over %s%s%s", run->id, run->server ? "serving" : "running",
 		 bench_kind_name(run->p.kind), run->p.transport, run->server ? "" : " against ",
 		 run->server ? "" : run->peer);
+	/* On this thread, not the session's: a snapshot is a few hundred file reads, each a
+	 * firmware query or a MAD on mlx5. */
+	before = snapshot(run, "before");
 	if (run->server)
 		r = serve(run, &o, &result);
 	else
 		r = bench_run_client(&run->p, run->peer, &o, &result);
+	after = before ? snapshot(run, "after") : NULL;
 	if (r < 0) {
 		log_warn("bench %s: %s", run->id, err[0] ? err : ry_strerror(r));
 		result = bench_result_error(&run->p, run->server ? BENCH_SERVER : BENCH_CLIENT, r,
@@ -245,7 +359,10 @@ static void *run_main(void *arg)
 	} else {
 		log_info("bench %s: done", run->id);
 	}
-	push_result(run->owner, run->id, result, r >= 0);
+	add_counters(run, result, before, after);
+	counters_snap_free(before);
+	counters_snap_free(after);
+	push_result(run->owner, run->id, run->server, result, r >= 0);
 	json_decref(result);
 	pthread_mutex_lock(&run->owner->lock);
 	run->finished = true;
@@ -253,7 +370,8 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
-int agent_bench_new(struct outbox *ob, uint16_t port_lo, uint16_t port_hi, struct agent_bench **ret)
+int agent_bench_new(struct outbox *ob, const char *sysroot, uint16_t port_lo, uint16_t port_hi,
+		    struct agent_bench **ret)
 {
 	struct agent_bench *b;
 
@@ -262,6 +380,11 @@ int agent_bench_new(struct outbox *ob, uint16_t port_lo, uint16_t port_hi, struc
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	b->sysroot = strdup(sysroot && sysroot[0] ? sysroot : "/");
+	if (!b->sysroot) {
+		free(b);
+		return -ENOMEM;
+	}
 	b->ob = ob;
 	b->port_lo = b->port_next = port_lo;
 	b->port_hi = port_hi;
@@ -299,11 +422,13 @@ void agent_bench_free(struct agent_bench *b)
 	pthread_mutex_unlock(&b->lock);
 	reap(b, true);
 	pthread_mutex_destroy(&b->lock);
+	free(b->sysroot);
 	free(b);
 }
 
 int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 {
+	enum bench_side side = side_parse(rb->role);
 	struct bench_run *run = NULL;
 	char err[BENCH_ERR_LEN] = "", host[256] = "";
 	struct bench_params p;
@@ -313,14 +438,16 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	if (!rb->bench_id[0] || strlen(rb->bench_id) > 64)
 		return -RY_E_INVALID;
 	reap(b, false);
+	/* Keyed by id and role: a loopback run sends this node both sides of one id. */
 	pthread_mutex_lock(&b->lock);
 	for (size_t i = 0; i < BENCH_IDS_KEPT; i++) {
-		if (strcmp(b->seen[i], rb->bench_id) == 0) {
+		if (b->seen[i].side == side && strcmp(b->seen[i].id, rb->bench_id) == 0) {
 			pthread_mutex_unlock(&b->lock);
 			return 1;
 		}
 	}
-	snprintf(b->seen[b->seen_next], sizeof(b->seen[0]), "%s", rb->bench_id);
+	snprintf(b->seen[b->seen_next].id, sizeof(b->seen[0].id), "%s", rb->bench_id);
+	b->seen[b->seen_next].side = side;
 	b->seen_next = (b->seen_next + 1) % BENCH_IDS_KEPT;
 	pthread_mutex_unlock(&b->lock);
 
@@ -329,9 +456,9 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	r = agent_bench_params_from_json(params, &p, err, sizeof(err));
 	json_decref(params);
 	if (r >= 0) {
-		bool server = strcmp(rb->role, "server") == 0;
+		bool server = side == SIDE_SERVER;
 
-		if (!server && strcmp(rb->role, "client") != 0) {
+		if (side == SIDE_INVALID) {
 			snprintf(err, sizeof(err), "role must be server or client");
 			r = -RY_E_INVALID;
 		} else if (!server && (!rb->peer[0] || strlen(rb->peer) >= sizeof(run->peer))) {
@@ -354,10 +481,10 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	}
 	if (r < 0) {
 		json_t *res = bench_result_error(
-			&p, strcmp(rb->role, "server") == 0 ? BENCH_SERVER : BENCH_CLIENT, r, err);
+			&p, side == SIDE_SERVER ? BENCH_SERVER : BENCH_CLIENT, r, err);
 
 		log_warn("bench %s refused: %s", rb->bench_id, err);
-		push_result(b, rb->bench_id, res, false);
+		push_result(b, rb->bench_id, side == SIDE_SERVER, res, false);
 		json_decref(res);
 		return 0;
 	}
@@ -375,7 +502,7 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	run->used = true;
 	snprintf(run->id, sizeof(run->id), "%s", rb->bench_id);
 	snprintf(run->peer, sizeof(run->peer), "%s", host);
-	run->server = strcmp(rb->role, "server") == 0;
+	run->server = side == SIDE_SERVER;
 	run->p = p;
 	run->deadline_ms = rb->deadline_ms;
 	if (pthread_create(&run->thread, NULL, run_main, run) != 0) {
@@ -391,8 +518,9 @@ int agent_bench_cancel(struct agent_bench *b, const char *bench_id)
 {
 	int found = 0;
 
+	/* Every side with the id: a loopback run is both on this node. */
 	pthread_mutex_lock(&b->lock);
-	for (size_t i = 0; i < AGENT_BENCH_MAX && !found; i++) {
+	for (size_t i = 0; i < AGENT_BENCH_MAX; i++) {
 		struct bench_run *run = &b->runs[i];
 
 		if (run->used && !run->finished && strcmp(run->id, bench_id) == 0) {

@@ -115,7 +115,8 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 	r = agent_jobs_new(s->o.sysroot, s->o.state_dir, s->outbox, &s->jobs, errbuf, errlen);
 	if (r < 0)
 		goto fail;
-	r = agent_bench_new(s->outbox, s->o.bench_port_lo, s->o.bench_port_hi, &s->bench);
+	r = agent_bench_new(s->outbox, s->o.sysroot, s->o.bench_port_lo, s->o.bench_port_hi,
+			    &s->bench);
 	if (r < 0) {
 		snprintf(errbuf, errlen, "cannot start the benchmark workers: %s", ry_strerror(r));
 		goto fail;
@@ -346,8 +347,8 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 		int r = agent_bench_submit(s->bench, m->run_bench);
 
 		if (r == 1)
-			log_info("bench %s seen before: its results follow",
-				 m->run_bench->bench_id);
+			log_info("bench %s (%.16s) seen before: its results follow",
+				 m->run_bench->bench_id, m->run_bench->role);
 		else if (r < 0)
 			log_warn("bench %.64s not started: %s", m->run_bench->bench_id,
 				 ry_strerror(r));

@@ -1,3 +1,8 @@
 # nodeagent: the outbox and the plan journals (the agent's durable state).
 railyard_test(test_agent_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_agent_state.c
 	LIBS ry_agent Threads::Threads LABELS unit)
+# nodeagent: fabric port counters around benchmarks, and the benchmark job layer (loopback runs).
+railyard_test(test_counters SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_counters.c
+	LIBS ry_agent LABELS unit)
+railyard_test(test_benchjob SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_benchjob.c
+	LIBS ry_agent Threads::Threads LABELS unit)
