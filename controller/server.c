@@ -1,6 +1,7 @@
 /* The controller's gRPC service: method table, start-up and shutdown, the reaper thread. */
 #include "controller/server_int.h"
 #include "controller/bench/bench.h"
+#include "controller/campaign/campaign.h"
 #include "controller/engine/engine.h"
 #include "controller/rollout/rollout.h"
 #include "controller/throttle.h"
@@ -232,6 +233,10 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		if (r >= 0)
 			r = ctl_bench_register(srv, srv->engine);
 		if (r >= 0)
+			r = ctl_campaigns_new(srv, &srv->campaigns);
+		if (r >= 0)
+			r = ctl_campaigns_register(srv->campaigns, srv->engine);
+		if (r >= 0)
 			r = ctl_engine_start(srv->engine);
 		if (r < 0) {
 			snprintf(errbuf, errlen, "cannot start the engine: %s", ry_strerror(r));
@@ -290,6 +295,7 @@ void ctl_server_free(struct ctl_server *srv)
 	rpc_server_free(srv->rpc);
 	ctl_engine_free(srv->engine);
 	ctl_rollout_free(srv->rollout);
+	ctl_campaigns_free(srv->campaigns);
 	ctl_throttle_free(srv->enroll_throttle);
 	ctl_throttle_free(srv->report_throttle);
 	ctl_sessions_done(srv);

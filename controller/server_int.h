@@ -32,6 +32,7 @@
 struct ctl_session;
 struct ctl_engine;
 struct ctl_rollout;
+struct ctl_campaigns;
 struct ctl_throttle;
 
 struct ctl_server {
@@ -47,6 +48,7 @@ struct ctl_server {
 	bool reaper_started;
 	struct ctl_engine *engine;	      /* tick thread with the passes, ingest worker */
 	struct ctl_rollout *rollout;	      /* the rollout pass's state */
+	struct ctl_campaigns *campaigns;      /* the campaign pass's state */
 	struct ctl_throttle *enroll_throttle; /* refused enrollments per source address */
 	struct ctl_throttle *report_throttle; /* refused reports per node (audit rows) */
 	_Atomic int enroll_active;	      /* Enroll calls working on the database now */

@@ -13,12 +13,12 @@
 
 /* Metrics each kind of test measures (rules name them as TEST.FIELD); counters.NAME is valid
  * for every kind. */
-static const char *const lat_fields[] = {"min_us", "p50_us", "p90_us", "p99_us", "p999_us",
+static const char *const lat_fields[] = {"min_us", "p50_us",  "p90_us",	   "p99_us", "p999_us",
 					 "max_us", "mean_us", "stddev_us", NULL};
 static const char *const bw_fields[] = {"gbps", "msg_rate", NULL};
-static const char *const congestion_fields[] = {"impact_avg", "impact_p99", "impact_bw",
-						"isolated_p99_us", "congested_p99_us",
-						"isolated_gbps", "congested_gbps", NULL};
+static const char *const congestion_fields[] = {
+	"impact_avg",	    "impact_p99",    "impact_bw",      "isolated_p99_us",
+	"congested_p99_us", "isolated_gbps", "congested_gbps", NULL};
 
 static bool in(const char *s, const char *const *set)
 {
@@ -33,9 +33,10 @@ bool pb_metric_ok(const char *kind, const char *field)
 	if (!kind || !field)
 		return false;
 	if (strncmp(field, "counters.", 9) == 0)
-		return field[9] != '\0' && strspn(field + 9, "abcdefghijklmnopqrstuvwxyz"
-							     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
-						   strlen(field + 9);
+		return field[9] != '\0' &&
+		       strspn(field + 9,
+			      "abcdefghijklmnopqrstuvwxyz"
+			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(field + 9);
 	if (strcmp(kind, "lat") == 0)
 		return in(field, lat_fields);
 	if (strcmp(kind, "bw") == 0)
@@ -108,9 +109,9 @@ static int parse_size(const char *s, uint64_t *ret)
  * kind congestion, {name, kind, congestors, victims, fraction, size, duration}. */
 static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 {
-	static const char *const keys[] = {"name",   "kind",  "pattern",  "per_rail",
-					   "op",     "size",  "duration", "iters",
-					   "qps",    "bidir", "congestors", "victims",
+	static const char *const keys[] = {"name",     "kind",		"pattern",    "per_rail",
+					   "op",       "size",		"duration",   "iters",
+					   "qps",      "bidir",		"congestors", "victims",
 					   "fraction", "traffic_class", NULL};
 	static const char *const kinds[] = {"lat", "bw", "congestion", NULL};
 	static const char *const patterns[] = {"loopback", "pairs", "ring", "random-ring", NULL};
@@ -147,20 +148,21 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 	json_object_set_new(o, "name", json_string(name->text));
 	json_object_set_new(o, "kind", json_string(kind->text));
 	json_object_set_new(o, "line", json_integer(t->line));
+	json_object_set_new(o, "col", json_integer(t->col));
 
 	if (congestion) {
 		const struct pb_node *v = pb_node_get(t, "victims");
 		json_t *victims = json_array();
 
-		for (const char *const *k = (const char *const[]){"pattern", "per_rail", "op", "iters",
-								  "qps", "bidir", NULL};
+		for (const char *const *k = (const char *const[]){"pattern", "per_rail", "op",
+								  "iters", "qps", "bidir", NULL};
 		     *k; k++)
 			if ((n = pb_node_get(t, *k)))
 				verr(c, n, "%s.%s: not a key of a congestion test", where, *k);
 		n = scalar(c, t, "congestors", where);
 		if (n && !in(n->text, congestors))
-			verr(c, n, "%s.congestors: expected incast or all-to-all, got \"%s\"", where,
-			     n->text);
+			verr(c, n, "%s.congestors: expected incast or all-to-all, got \"%s\"",
+			     where, n->text);
 		json_object_set_new(o, "congestors", json_string(n ? n->text : "incast"));
 		if (v && v->kind != PBN_SEQ)
 			verr(c, v, "%s.victims: expected a list of lat and bw", where);
@@ -168,7 +170,8 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 			if (v->items[k]->kind != PBN_SCALAR ||
 			    (strcmp(v->items[k]->text, "lat") != 0 &&
 			     strcmp(v->items[k]->text, "bw") != 0))
-				verr(c, v->items[k], "%s.victims[%zu]: expected lat or bw", where, k);
+				verr(c, v->items[k], "%s.victims[%zu]: expected lat or bw", where,
+				     k);
 			else
 				json_array_append_new(victims, json_string(v->items[k]->text));
 		}
@@ -183,8 +186,9 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 			double f = strtod(n->text, &end);
 
 			if (*end || !(f > 0 && f < 1))
-				verr(c, n, "%s.fraction: expected a number between 0 and 1 (the share "
-					   "of nodes that congest), got \"%s\"",
+				verr(c, n,
+				     "%s.fraction: expected a number between 0 and 1 (the share "
+				     "of nodes that congest), got \"%s\"",
 				     where, n->text);
 			json_object_set_new(o, "fraction", json_real(f));
 		} else {
@@ -198,7 +202,8 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 			verr(c, t, "%s: missing required key \"pattern\"", where);
 		else if (!in(n->text, patterns))
 			verr(c, n,
-			     "%s.pattern: unknown pattern \"%s\" (expected loopback, pairs, ring or "
+			     "%s.pattern: unknown pattern \"%s\" (expected loopback, pairs, ring "
+			     "or "
 			     "random-ring)",
 			     where, n->text);
 		json_object_set_new(o, "pattern", json_string(n ? n->text : "pairs"));
@@ -261,7 +266,8 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 		else
 			json_object_set_new(o, "traffic_class", json_integer(tc));
 	}
-	if (strcmp(kind->text, "lat") == 0 && json_integer_value(json_object_get(o, "iters")) == 0 &&
+	if (strcmp(kind->text, "lat") == 0 &&
+	    json_integer_value(json_object_get(o, "iters")) == 0 &&
 	    json_integer_value(json_object_get(o, "duration_s")) == 0)
 		json_object_set_new(o, "iters", json_integer(1000));
 	return o;
@@ -273,7 +279,7 @@ static const char *const rule_ops[] = {">=", "<=", ">", "<", "==", "!=", NULL};
 static json_t *parse_rule(struct vctx *c, const struct pb_node *r, size_t i, const json_t *tests)
 {
 	static const char *const keys[] = {"metric", "op", "value", "relative", "message", NULL};
-	static const char *const relatives[] = {"median", "min", "max", NULL};
+	static const char *const relatives[] = {"median", "mad", "min", "max", NULL};
 	const struct pb_node *metric, *op, *value, *rel, *msg;
 	const json_t *test = NULL, *t;
 	char where[64], test_name[64];
@@ -306,9 +312,8 @@ static json_t *parse_rule(struct vctx *c, const struct pb_node *r, size_t i, con
 		return NULL;
 	}
 	snprintf(test_name, sizeof(test_name), "%.*s", (int)(dot - metric->text), metric->text);
-	json_array_foreach(tests, k, t)
-		if (strcmp(json_string_value(json_object_get(t, "name")), test_name) == 0)
-			test = t;
+	json_array_foreach(tests, k, t) if (strcmp(json_string_value(json_object_get(t, "name")),
+						   test_name) == 0) test = t;
 	if (!test) {
 		verr(c, metric, "%s.metric: no test named \"%s\" in tests", where, test_name);
 		return NULL;
@@ -323,25 +328,26 @@ static json_t *parse_rule(struct vctx *c, const struct pb_node *r, size_t i, con
 
 		v = strtod(value->text, &end);
 		if (*end || !isfinite(v))
-			verr(c, value, "%s.value: expected a number, got \"%s\"", where, value->text);
+			verr(c, value, "%s.value: expected a number, got \"%s\"", where,
+			     value->text);
 	}
 	if (rel && !in(rel->text, relatives))
-		verr(c, rel, "%s.relative: expected median, min or max, got \"%s\"", where,
+		verr(c, rel, "%s.relative: expected median, mad, min or max, got \"%s\"", where,
 		     rel->text);
 	if (rel && strcmp(json_string_value(json_object_get(test, "kind")), "congestion") == 0)
-		verr(c, rel, "%s.relative: a congestion impact is already a ratio (congested over "
-			     "isolated); use an absolute value",
+		verr(c, rel,
+		     "%s.relative: a congestion impact is already a ratio (congested over "
+		     "isolated); use an absolute value",
 		     where);
 	if (c->errors > errors)
 		return NULL;
 	return json_pack("{s:s, s:s, s:s, s:s, s:f, s:s?, s:s?, s:i}", "metric", metric->text,
-			 "test", test_name, "field", dot + 1, "op", op->text, "value", v, "relative",
-			 rel ? rel->text : NULL, "message", msg ? msg->text : NULL, "line",
-			 r->line);
+			 "test", test_name, "field", dot + 1, "op", op->text, "value", v,
+			 "relative", rel ? rel->text : NULL, "message", msg ? msg->text : NULL,
+			 "line", r->line);
 }
 
-int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret,
-			struct pb_diags *d)
+int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret, struct pb_diags *d)
 {
 	static const char *const keys[] = {"transport", "tests", "acceptance", NULL};
 	struct vctx c = {file, d, 0};
@@ -365,7 +371,8 @@ int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret,
 	json_object_set_new(o, "transport", json_string(tr ? tr->text : "verbs"));
 	tests = pb_node_get(n, "tests");
 	if (!tests || tests->kind != PBN_SEQ || tests->n == 0)
-		verr(&c, tests ? tests : n, "validation.tests: expected a list of at least one test");
+		verr(&c, tests ? tests : n,
+		     "validation.tests: expected a list of at least one test");
 	for (size_t i = 0; tests && tests->kind == PBN_SEQ && i < tests->n; i++) {
 		json_t *t;
 
@@ -377,10 +384,11 @@ int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret,
 		if (!t)
 			continue;
 		for (size_t k = 0; k < json_array_size(tarr); k++)
-			if (strcmp(json_string_value(json_object_get(json_array_get(tarr, k), "name")),
+			if (strcmp(json_string_value(
+					   json_object_get(json_array_get(tarr, k), "name")),
 				   json_string_value(json_object_get(t, "name"))) == 0)
-				verr(&c, tests->items[i], "tests[%zu]: duplicate test name \"%s\"", i,
-				     json_string_value(json_object_get(t, "name")));
+				verr(&c, tests->items[i], "tests[%zu]: duplicate test name \"%s\"",
+				     i, json_string_value(json_object_get(t, "name")));
 		json_array_append_new(tarr, t);
 	}
 	rules = pb_node_get(n, "acceptance");

@@ -10,6 +10,7 @@
 #include "common/util/error.h"
 #include "common/util/util.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -18,6 +19,29 @@
 /* Beyond the run's own deadline (which the agents enforce), how long the controller waits for
  * their reports before it gives up on them. */
 #define BENCH_REPORT_GRACE_MS 5000
+/* A side whose agent has been disconnected this long fails the run (a reconnect within it
+ * carries on: the agent keeps running its side and its outbox keeps the reports). */
+#define BENCH_OFFLINE_GRACE_MS 15000
+
+/* The parameters one side is sent: params_json with its "sides" entry (per-side device and
+ * port, e.g. rail i of each node) merged in. New string (caller frees); NULL on failure. */
+static char *side_params(const char *params_json, bool server)
+{
+	json_t *p = json_loads(params_json, 0, NULL), *sides, *mine;
+	char *s = NULL;
+
+	if (!json_is_object(p))
+		goto out;
+	sides = json_object_get(p, "sides");
+	mine = json_object_get(sides, server ? "server" : "client");
+	if (json_is_object(mine))
+		json_object_update(p, mine);
+	json_object_del(p, "sides");
+	s = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
+out:
+	json_decref(p);
+	return s;
+}
 
 /* Does a stored result document say ok? */
 static bool result_ok(const char *result_json)
@@ -35,15 +59,21 @@ static int send_run(struct ctl_server *srv, const struct store_bench_run *b, boo
 	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
 	Railyard__V1__RunBench rb = RAILYARD__V1__RUN_BENCH__INIT;
 	int64_t left = b->created_at_ms + b->deadline_ms - util_now_unix_ms();
+	char *params = side_params(b->params_json, server);
+	int r;
 
+	if (!params)
+		return -ENOMEM;
 	rb.bench_id = b->id;
 	rb.role = (char *)(server ? "server" : "client");
 	rb.peer = (char *)(peer ? peer : "");
-	rb.params_json = b->params_json;
+	rb.params_json = params;
 	rb.deadline_ms = (uint32_t)(left > 1000 ? left : 1000);
 	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_RUN_BENCH;
 	m.run_bench = &rb;
-	return ctl_session_send(srv, server ? b->server_node : b->client_node, &m);
+	r = ctl_session_send(srv, server ? b->server_node : b->client_node, &m);
+	free(params);
+	return r;
 }
 
 /* Tell a node to stop its side of a run. Best effort: a node that is offline has its own
@@ -79,6 +109,30 @@ static void fail_run(struct ctl_server *srv, const struct store_bench_run *b, co
 	}
 }
 
+/* A side that was told to run and whose agent has been gone for BENCH_OFFLINE_GRACE_MS: its
+ * host name, for the failure. */
+static bool side_lost(struct ctl_server *srv, const struct store_bench_run *b, int64_t now,
+		      char *who, size_t len)
+{
+	const char *sides[2] = {b->server_node, b->client_node};
+	int told = strcmp(b->state, "client_sent") == 0 ? 2 : 1;
+
+	for (int i = 0; i < told; i++) {
+		struct store_node *n = NULL;
+		bool lost;
+
+		if (ctl_session_online(srv, sides[i]) ||
+		    store_node_get(srv->state->store, sides[i], &n) < 0)
+			continue;
+		lost = now - n->last_seen_ms > BENCH_OFFLINE_GRACE_MS;
+		snprintf(who, len, "%s", n->hostname);
+		store_node_free(n);
+		if (lost)
+			return true;
+	}
+	return false;
+}
+
 static void advance(struct ctl_server *srv, const struct store_bench_run *b)
 {
 	struct store *store = srv->state->store;
@@ -102,6 +156,13 @@ static void advance(struct ctl_server *srv, const struct store_bench_run *b)
 		} else {
 			fail_run(srv, b, "no result before the deadline");
 		}
+		return;
+	}
+	if (strcmp(b->state, "pending") != 0 && side_lost(srv, b, now, host, sizeof(host))) {
+		char why[320];
+
+		snprintf(why, sizeof(why), "offline: %s disconnected during the run", host);
+		fail_run(srv, b, why);
 		return;
 	}
 	if (strcmp(b->state, "pending") == 0) {
@@ -264,7 +325,22 @@ static void on_result(struct ctl_server *srv, struct ctl_session *s,
 		goto out;
 	o->verdict = CTL_DONE;
 	msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+	/* A node that is both sides (a loopback) says which one reports; otherwise its node
+	 * does, and a role that contradicts it is refused. */
 	client = strcmp(node_id, b->client_node) == 0;
+	if (m->role && m->role[0]) {
+		bool says_client = strcmp(m->role, "client") == 0;
+
+		if ((!says_client && strcmp(m->role, "server") != 0) ||
+		    (says_client ? strcmp(node_id, b->client_node) != 0
+				 : strcmp(node_id, b->server_node) != 0)) {
+			refuse(o, bench_id, "report_refused",
+			       "bench %s: node %s is not its %.16s side", bench_id, node_id,
+			       m->role);
+			goto out;
+		}
+		client = says_client;
+	}
 	stored = client ? b->result_json : b->server_result_json;
 	if (stored) {
 		/* Each side reports once; the same report again is a re-send. */

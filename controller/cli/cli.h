@@ -23,6 +23,7 @@ struct cli_command {
 extern const struct cli_command cli_admin_commands[];
 extern const struct cli_command cli_deploy_commands[];
 extern const struct cli_command cli_bench_commands[];
+extern const struct cli_command cli_campaign_commands[];
 
 /* Parse argv (global options, then a command), run it, return the exit code. */
 int cli_main(int argc, char **argv);

@@ -14,7 +14,7 @@
 #define BENCH_COLUMNS                                                                              \
 	"SELECT id, kind, transport, client_node, server_node, server_address, params, state, "    \
 	"server_port, result, server_result, error, deadline_ms, created_at, finished_at, "        \
-	"cancel_requested_at FROM bench_runs "
+	"cancel_requested_at, campaign_id FROM bench_runs "
 
 static struct store_sql SQL_BENCH_CANCEL =
 	STORE_SQL("UPDATE bench_runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?2) "
@@ -22,8 +22,8 @@ static struct store_sql SQL_BENCH_CANCEL =
 static struct store_sql SQL_BENCH_GET = STORE_SQL(BENCH_COLUMNS "WHERE id = ?1");
 static struct store_sql SQL_BENCH_INSERT =
 	STORE_SQL("INSERT INTO bench_runs (id, kind, transport, client_node, "
-		  "server_node, params, state, deadline_ms, created_at) "
-		  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8)");
+		  "server_node, params, state, deadline_ms, created_at, campaign_id, "
+		  "server_address) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?10)");
 static struct store_sql SQL_BENCH_LIST =
 	STORE_SQL(BENCH_COLUMNS "ORDER BY created_at DESC, id LIMIT ?1");
 static struct store_sql SQL_BENCH_LIST_ACTIVE = STORE_SQL(
@@ -44,21 +44,33 @@ static void bench_runs_free_v(void *v, size_t n)
 
 /* ---- benchmark runs -------------------------------------------------------------------------- */
 
+int store_bench_insert_locked(struct store_conn *c, const struct store_bench_new *b,
+			      const char *campaign_id, int64_t now_ms)
+{
+	if (!store_text_ok(b->id, STORE_TEXT_MAX) || !store_text_ok(b->kind, STORE_TEXT_MAX) ||
+	    !store_text_ok(b->transport, STORE_TEXT_MAX) ||
+	    !store_text_ok(b->client_node, STORE_TEXT_MAX) ||
+	    !store_text_ok(b->server_node, STORE_TEXT_MAX) || !b->params_json ||
+	    b->deadline_ms <= 0 || (b->server_address && !store_text_ok(b->server_address, 300)))
+		return -EINVAL;
+	return store_q_exec(c, NULL, &SQL_BENCH_INSERT, "ttttttlltt", b->id, b->kind, b->transport,
+			    b->client_node, b->server_node, b->params_json, b->deadline_ms, now_ms,
+			    campaign_id, b->server_address);
+}
+
 int store_bench_create(struct store *s, const char *id, const char *kind, const char *transport,
 		       const char *client_node, const char *server_node, const char *params_json,
 		       int64_t deadline_ms, int64_t now_ms)
 {
+	struct store_bench_new b = {id,		 kind,	      transport, client_node,
+				    server_node, params_json, NULL,	 deadline_ms};
 	struct store_conn *c = &s->w;
 	int r;
 
-	if (!s || !store_text_ok(id, STORE_TEXT_MAX) || !store_text_ok(kind, STORE_TEXT_MAX) ||
-	    !store_text_ok(transport, STORE_TEXT_MAX) ||
-	    !store_text_ok(client_node, STORE_TEXT_MAX) ||
-	    !store_text_ok(server_node, STORE_TEXT_MAX) || !params_json || deadline_ms <= 0)
+	if (!s)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	r = store_q_exec(c, NULL, &SQL_BENCH_INSERT, "ttttttll", id, kind, transport, client_node,
-			 server_node, params_json, deadline_ms, now_ms);
+	r = store_bench_insert_locked(c, &b, NULL, now_ms);
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
@@ -78,6 +90,7 @@ void store_bench_run_free(struct store_bench_run *b)
 	free(b->result_json);
 	free(b->server_result_json);
 	free(b->error);
+	free(b->campaign_id);
 	free(b);
 }
 
@@ -103,7 +116,7 @@ static int bench_from_row(sqlite3_stmt *st, struct store_bench_run **ret)
 	    store_col_dup(st, 6, &b->params_json) < 0 || store_col_dup(st, 7, &b->state) < 0 ||
 	    store_col_dup(st, 9, &b->result_json) < 0 ||
 	    store_col_dup(st, 10, &b->server_result_json) < 0 ||
-	    store_col_dup(st, 11, &b->error) < 0) {
+	    store_col_dup(st, 11, &b->error) < 0 || store_col_dup(st, 16, &b->campaign_id) < 0) {
 		store_bench_run_free(b);
 		return -ENOMEM;
 	}

@@ -21,7 +21,6 @@
 	"FROM deployments d JOIN clusters c ON c.id = d.cluster_id "                               \
 	"JOIN playbooks p ON p.id = d.playbook_id "
 
-static struct store_sql SQL_CLUSTER_ID = STORE_SQL("SELECT id FROM clusters WHERE name = ?1");
 static struct store_sql SQL_DEPLOY_GET = STORE_SQL(DEPLOY_COLUMNS "WHERE d.id = ?1");
 static struct store_sql SQL_DEPLOY_INSERT =
 	STORE_SQL("INSERT INTO deployments (id, cluster_id, playbook_id, check_mode, "
@@ -124,11 +123,29 @@ static bool deploy_node_state_ok(const char *st)
 	return false;
 }
 
+int store_playbook_put_locked(struct store_conn *c, const char *name, const char *version,
+			      const char *sha256, const char *text, int64_t now_ms, int64_t *ret_id)
+{
+	sqlite3_stmt *st = NULL;
+	int r = store_q_exec(c, NULL, &SQL_PLAYBOOK_PUT, "ttttl", name, version, sha256, text,
+			     now_ms);
+
+	if (r >= 0)
+		r = store_q_start(c, &SQL_PLAYBOOK_ID, &st, "t", sha256);
+	if (r >= 0) {
+		r = store_q_step(c, st);
+		if (r == 1)
+			*ret_id = sqlite3_column_int64(st, 0);
+		r = r == 1 ? 0 : r == 0 ? store_db_fail_msg(c, "playbook vanished") : r;
+	}
+	store_q_end(st);
+	return r;
+}
+
 int store_deployment_create(struct store *s, const struct store_deployment_new *d,
 			    const struct store_deploy_target *targets, size_t n, int64_t now_ms)
 {
 	struct store_conn *c = &s->w;
-	sqlite3_stmt *st = NULL;
 	int64_t cluster_id = 0, playbook_id = 0;
 	int r;
 
@@ -147,28 +164,11 @@ int store_deployment_create(struct store *s, const struct store_deployment_new *
 	r = store_tx_begin(c);
 	if (r < 0)
 		goto out;
-	r = store_q_start(c, &SQL_CLUSTER_ID, &st, "t", d->cluster);
-	if (r >= 0) {
-		r = store_q_step(c, st);
-		if (r == 1)
-			cluster_id = sqlite3_column_int64(st, 0);
-		r = r == 1 ? 0 : r == 0 ? -RY_E_NOT_FOUND : r;
-	}
-	store_q_end(st);
-	st = NULL;
-	if (r < 0)
-		goto fail;
-	r = store_q_exec(c, NULL, &SQL_PLAYBOOK_PUT, "ttttl", d->playbook_name, d->playbook_version,
-			 d->playbook_sha256, d->playbook_text, now_ms);
+	r = store_cluster_id_locked(c, d->cluster, &cluster_id);
 	if (r >= 0)
-		r = store_q_start(c, &SQL_PLAYBOOK_ID, &st, "t", d->playbook_sha256);
-	if (r >= 0) {
-		r = store_q_step(c, st);
-		if (r == 1)
-			playbook_id = sqlite3_column_int64(st, 0);
-		r = r == 1 ? 0 : r == 0 ? store_db_fail_msg(c, "playbook vanished") : r;
-	}
-	store_q_end(st);
+		r = store_playbook_put_locked(c, d->playbook_name, d->playbook_version,
+					      d->playbook_sha256, d->playbook_text, now_ms,
+					      &playbook_id);
 	if (r < 0)
 		goto fail;
 	r = store_q_exec(c, NULL, &SQL_DEPLOY_INSERT, "tllltl", d->id, cluster_id, playbook_id,

@@ -83,6 +83,19 @@ bool store_text_ok(const char *v, size_t max);
 int store_audit_locked(struct store_conn *c, int64_t now_ms, const char *actor, const char *action,
 		       const char *target, const char *outcome, const char *detail);
 
+/* The row id of cluster name (-RY_E_NOT_FOUND), under the caller's lock (store_nodes.c). */
+int store_cluster_id_locked(struct store_conn *c, const char *name, int64_t *ret_id);
+/* Store a playbook by its content hash (once) and return its row id, inside the caller's
+ * transaction (store_deploy.c). */
+int store_playbook_put_locked(struct store_conn *c, const char *name, const char *version,
+			      const char *sha256, const char *text, int64_t now_ms,
+			      int64_t *ret_id);
+
+/* Insert a pending benchmark run (campaign_id may be NULL), under the caller's lock
+ * (store_bench.c). */
+int store_bench_insert_locked(struct store_conn *c, const struct store_bench_new *b,
+			      const char *campaign_id, int64_t now_ms);
+
 /* One schema step: run sql (constant text, several statements) to go from version - 1 to
  * version. */
 struct store_migration {

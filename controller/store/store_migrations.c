@@ -180,9 +180,60 @@ static const char migration_v6[] =
 	"  length(message)) FROM step_results r WHERE r.deployment_id ="
 	"  deployment_nodes.deployment_id AND r.node_id = deployment_nodes.node_id), 0);";
 
+/* v7: validation campaigns. A campaign keeps what its schedule is regenerated from (the nodes
+ * with their rails, the spec, the seed) and a cursor (test, round); its results are one row per
+ * scheduled slot, inserted when the slot's round starts, each tied to the benchmark run that
+ * measured it. The verdict is stored with the campaign when it ends. */
+static const char migration_v7[] =
+	"CREATE TABLE campaigns ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  playbook_id INTEGER NOT NULL REFERENCES playbooks(id),"
+	"  actor TEXT NOT NULL,"
+	"  spec TEXT NOT NULL,"
+	"  nodes TEXT NOT NULL,"
+	"  left_out TEXT NOT NULL,"
+	"  options TEXT NOT NULL,"
+	"  progress TEXT NOT NULL,"
+	"  seed INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('running', 'passed', 'failed', 'cancelled',"
+	"    'error')),"
+	"  test_idx INTEGER NOT NULL DEFAULT 0,"
+	"  round INTEGER NOT NULL DEFAULT 0,"
+	"  round_started_at INTEGER,"
+	"  verdict TEXT,"
+	"  error TEXT,"
+	"  cancel_requested_at INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  finished_at INTEGER"
+	");"
+	"CREATE INDEX campaigns_state ON campaigns (state);"
+	"CREATE TABLE campaign_results ("
+	"  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+	"  test_idx INTEGER NOT NULL,"
+	"  round INTEGER NOT NULL,"
+	"  slot INTEGER NOT NULL,"
+	"  phase TEXT NOT NULL,"
+	"  role TEXT NOT NULL CHECK (role IN ('measure', 'congestor')),"
+	"  node_a TEXT NOT NULL,"
+	"  node_b TEXT NOT NULL,"
+	"  rail INTEGER,"
+	"  bench_id TEXT,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'done', 'failed',"
+	"    'missing', 'cancelled')),"
+	"  summary TEXT,"
+	"  error TEXT,"
+	"  started_at INTEGER,"
+	"  live_at INTEGER,"
+	"  finished_at INTEGER,"
+	"  PRIMARY KEY (campaign_id, test_idx, round, slot)"
+	");"
+	"ALTER TABLE bench_runs ADD COLUMN campaign_id TEXT;"
+	"CREATE INDEX bench_runs_campaign ON bench_runs (campaign_id);";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1}, {2, migration_v2}, {3, migration_v3},
-	{4, migration_v4}, {5, migration_v5}, {6, migration_v6},
+	{1, migration_v1}, {2, migration_v2}, {3, migration_v3}, {4, migration_v4},
+	{5, migration_v5}, {6, migration_v6}, {7, migration_v7},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

@@ -146,6 +146,21 @@ static int cluster_ensure_locked(struct store_conn *c, const char *name, int64_t
 	return r;
 }
 
+int store_cluster_id_locked(struct store_conn *c, const char *name, int64_t *ret_id)
+{
+	sqlite3_stmt *st = NULL;
+	int r = store_q_start(c, &SQL_CLUSTER_ID, &st, "t", name);
+
+	if (r >= 0) {
+		r = store_q_step(c, st);
+		if (r == 1)
+			*ret_id = sqlite3_column_int64(st, 0);
+		r = r == 1 ? 0 : r == 0 ? -RY_E_NOT_FOUND : r;
+	}
+	store_q_end(st);
+	return r;
+}
+
 int store_cluster_ensure(struct store *s, const char *name, int64_t now_ms)
 {
 	struct store_conn *c = &s->w;

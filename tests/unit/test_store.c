@@ -1431,12 +1431,17 @@ static void test_migrate_bench_v4(void **state)
 	struct fx *f = *state;
 	struct store_bench_run *b = NULL;
 
+	sqlite3 *db;
+
+	/* A row as a v4 program wrote it (today's insert names columns v4 does not have). */
 	assert_int_equal(store_open_at_version(f->path, 4, &f->s), 0);
-	assert_int_equal(store_bench_create(f->s, "b-old", "lat", "verbs", "n-a", "n-b",
-					    "{\"size\":2}", 30000, T0),
-			 0);
 	store_free(f->s);
 	f->s = NULL;
+	db = raw_open(f->path);
+	raw_exec(db, "INSERT INTO bench_runs (id, kind, transport, client_node, server_node, "
+		     "params, state, deadline_ms, created_at) VALUES ('b-old', 'lat', 'verbs', "
+		     "'n-a', 'n-b', '{\"size\":2}', 'pending', 30000, 1000)");
+	sqlite3_close(db);
 	fx_open(f);
 	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
 	assert_int_equal(store_bench_get(f->s, "b-old", &b), 0);

@@ -1,0 +1,575 @@
+/* The campaign pass of a serving controller: each running campaign's current round is turned
+ * into benchmark runs (the bench pass drives them), their results into summaries; a round that
+ * is complete moves the cursor; after a test's rounds its suspects get retest rounds; after the
+ * last test the verdict is stored. Everything it knows is in the database, so a restarted
+ * controller resumes at the first unfinished round, and a row holds its run's id from the
+ * moment the run exists: nothing runs twice, nothing is lost. */
+#include "controller/campaign/campaign_int.h"
+#include "controller/engine/engine.h"
+#include "controller/server_int.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Cursor moves one pass may make for a campaign (rounds that complete at once: every slot
+ * missing, or everything already stored before a restart). */
+#define PASS_STEPS_MAX 64
+
+/* A running campaign as the pass keeps it between ticks: loaded once, and the rounds of the test
+ * at the cursor regenerated once. */
+struct entry {
+	char id[64];
+	struct cp_campaign c;
+	struct cp_rounds r;
+	long rounds_test; /* test whose rounds r holds; -1: none */
+	uint64_t gen;
+};
+
+struct ctl_campaigns {
+	struct ctl_server *srv;
+	struct entry *v;
+	size_t n;
+	uint64_t gen;
+};
+
+static void entry_done(struct entry *e)
+{
+	cp_rounds_done(&e->r);
+	cp_done(&e->c);
+}
+
+static struct store *store_of(struct ctl_campaigns *cs)
+{
+	return cs->srv->state->store;
+}
+
+/* The campaign ends now (state, verdict and error may be NULL). */
+static void finish(struct ctl_campaigns *cs, const char *id, const char *state, json_t *verdict,
+		   const char *error)
+{
+	char *text = verdict ? json_dumps(verdict, JSON_COMPACT) : NULL;
+	int r = store_campaign_finish(store_of(cs), id, state, text, error, util_now_unix_ms());
+
+	if (r == 1)
+		log_info("campaign %s: %s%s%s", id, state, error ? ": " : "", error ? error : "");
+	else if (r < 0)
+		log_error("campaign %s: storing its end failed: %s", id, ry_strerror(r));
+	free(text);
+}
+
+/* The verdict over every row, with the nodes left out; then the end. */
+static void conclude(struct ctl_campaigns *cs, struct entry *e, const struct store_campaign *m,
+		     bool cancelled)
+{
+	struct store_campaign_row *rows = NULL;
+	json_t *verdict = NULL, *left = json_loads(m->left_out_json, 0, NULL), *l;
+	size_t n = 0, i;
+	int r = store_campaign_rows(store_of(cs), m->id, -1, -1, &rows, &n);
+
+	if (r >= 0)
+		r = cp_verdict(&e->c, rows, n, cancelled, &verdict);
+	store_campaign_rows_free(rows, n);
+	if (r == -RY_E_DB || r == -RY_E_BUSY) {
+		json_decref(left);
+		return; /* next pass */
+	}
+	if (r < 0) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "the verdict could not be computed: %s", ry_strerror(r));
+		finish(cs, m->id, "error", NULL, why);
+		json_decref(left);
+		return;
+	}
+	json_object_set(verdict, "left_out", json_is_array(left) ? left : json_array());
+	json_array_foreach(left, i, l)
+	{
+		char *line = NULL;
+
+		if (asprintf(&line, "left out: %s (%s)",
+			     json_string_value(json_object_get(l, "hostname")),
+			     json_string_value(json_object_get(l, "reason"))) > 0)
+			json_array_append_new(json_object_get(verdict, "findings"),
+					      json_string(line));
+		free(line);
+	}
+	finish(cs, m->id,
+	       cancelled ? "cancelled"
+	       : strcmp(json_string_value(json_object_get(verdict, "result")), "pass") == 0
+		       ? "passed"
+		       : "failed",
+	       verdict, cancelled ? "cancelled by operator" : NULL);
+	json_decref(verdict);
+	json_decref(left);
+}
+
+/* ---- one round ----------------------------------------------------------------------------- */
+
+/* Move a row (store_campaign_row_update); a failure is logged and retried on the next pass,
+ * which finds the row as it was. */
+static void row_set(struct store *st, const char *id, const struct store_campaign_row *w,
+		    const char *state, const char *summary, const char *error, bool live)
+{
+	int r = store_campaign_row_update(st, id, w->test_idx, w->round, w->slot, state, summary,
+					  error, live, util_now_unix_ms());
+
+	if (r < 0)
+		log_warn("campaign %s: storing slot %d of round %d failed: %s (next pass)", id,
+			 w->slot, w->round + 1, ry_strerror(r));
+}
+
+/* The slot a row stands for. */
+static int slot_of_row(const struct entry *e, const struct store_campaign_row *w,
+		       struct cp_slot *ret)
+{
+	long a = cp_node_index(&e->c, w->node_a), b = cp_node_index(&e->c, w->node_b);
+	enum vd_phase ph;
+
+	if (a < 0 || b < 0 || vd_phase_parse(w->phase, &ph) < 0)
+		return -RY_E_INVALID;
+	*ret = (struct cp_slot){
+		(uint32_t)a, (uint32_t)b,
+		w->rail,     0,
+		(uint8_t)ph, strcmp(w->role, "congestor") == 0 ? CP_CONGESTOR : CP_MEASURE};
+	return 0;
+}
+
+/* The rows of round k of test t as scheduled: from the regenerated rounds, or (beyond the
+ * test's own rounds) from its retest plan in progress. */
+static int round_rows(struct entry *e, const json_t *progress, size_t t, size_t k,
+		      struct store_campaign_row **ret, size_t *ret_n)
+{
+	const json_t *pe = json_array_get(json_object_get(progress, "tests"), t);
+	size_t base = (size_t)json_integer_value(json_object_get(pe, "rounds")), n = 0;
+	struct cp_slot *slots = NULL;
+	struct store_campaign_row *rows;
+	char why[256];
+
+	if (k < base) {
+		if (e->rounds_test != (long)t) {
+			cp_rounds_done(&e->r);
+			e->rounds_test = -1;
+			if (cp_test_rounds(&e->c, t, &e->r, why, sizeof(why)) < 0 ||
+			    e->r.nrounds != base)
+				return -RY_E_INVALID;
+			e->rounds_test = (long)t;
+		}
+		slots = e->r.slots + e->r.start[k];
+		n = e->r.start[k + 1] - e->r.start[k];
+	}
+	rows = calloc(n ? n : 64, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	if (k >= base) {
+		const json_t *round = json_array_get(json_object_get(pe, "retest"), k - base), *s;
+		size_t i;
+
+		json_array_foreach(round, i, s)
+		{
+			json_int_t a = json_integer_value(json_object_get(s, "a"));
+			json_int_t b = json_integer_value(json_object_get(s, "b"));
+			json_int_t rail = json_integer_value(json_object_get(s, "rail"));
+			struct store_campaign_row *x;
+
+			if (a < 0 || b < 0 || (size_t)a >= e->c.n || (size_t)b >= e->c.n ||
+			    rail < -1 || rail >= SCHED_RAILS_MAX || i >= 64) {
+				free(rows);
+				return -RY_E_INVALID;
+			}
+			x = &rows[n++];
+			x->node_a = (char *)e->c.v[a].id;
+			x->node_b = (char *)e->c.v[b].id;
+			x->rail = (int)rail;
+			x->phase = (char *)"retest";
+			x->role = (char *)"measure";
+			x->state = (char *)"pending";
+			x->slot = (int)i;
+		}
+		*ret = rows;
+		*ret_n = n;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct cp_slot *s = &slots[i];
+		struct store_campaign_row *x = &rows[i];
+
+		x->slot = (int)i;
+		x->node_a = (char *)e->c.v[s->a].id;
+		x->node_b = (char *)e->c.v[s->b].id;
+		x->rail = s->rail;
+		x->phase = (char *)vd_phase_name((enum vd_phase)s->phase);
+		x->role = (char *)(s->role == CP_CONGESTOR ? "congestor" : "measure");
+		x->state = (char *)(s->missing ? "missing" : "pending");
+		if (s->missing) {
+			const struct cp_node *o = &e->c.v[(s->missing & 1) ? s->a : s->b];
+
+			x->error = NULL;
+			if (asprintf(&x->error, "rail %d missing on %s (no active port)",
+				     (int)s->rail, o->hostname) < 0)
+				x->error = NULL;
+		}
+	}
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}
+
+static void round_rows_free(struct store_campaign_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].error);
+	free(rows);
+}
+
+/* Start a pending row: both ends connected, then its benchmark run stored with it. */
+static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct store_campaign *m,
+		      const struct store_campaign_row *w)
+{
+	struct store *st = store_of(cs);
+	struct cp_slot s;
+	const char *kind;
+	json_t *params = NULL;
+	char *params_s = NULL, host[256], id[16], hex[9];
+	unsigned char rnd[4];
+	int64_t deadline, now = util_now_unix_ms();
+	struct store_bench_new b;
+	int r;
+
+	if (slot_of_row(e, w, &s) < 0) {
+		row_set(st, m->id, w, "failed", NULL, "the row names an unknown node", false);
+		return;
+	}
+	for (int end = 0; end < 2; end++) {
+		const char *node = end ? w->node_b : w->node_a;
+		char why[320];
+
+		if (ctl_session_peer_host(cs->srv, node, host, sizeof(host)) >= 0)
+			continue;
+		snprintf(why, sizeof(why), "offline: %s is not connected",
+			 e->c.v[end ? s.b : s.a].hostname);
+		log_warn("campaign %s: %s", m->id, why);
+		row_set(st, m->id, w, "failed", NULL, why, false);
+		return;
+	}
+	r = cp_slot_bench(&e->c, (size_t)w->test_idx, &s, &kind, &params, &deadline);
+	params_s = r >= 0 ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (params_s)
+		r = util_random_bytes(rnd, sizeof(rnd));
+	if (!params_s || r < 0) {
+		log_error("campaign %s: cannot order a run: %s", m->id, ry_strerror(r));
+		goto out;
+	}
+	util_hex(rnd, sizeof(rnd), hex);
+	snprintf(id, sizeof(id), "b-%s", hex);
+	b = (struct store_bench_new){id,	kind,	  e->c.transport, w->node_a,
+				     w->node_b, params_s, NULL,		  deadline};
+	r = store_campaign_row_start(st, m->id, w->test_idx, w->round, w->slot, &b, now);
+	if (r == 1) {
+		ctl_engine_kick(cs->srv->engine);
+	} else if (r == -RY_E_BUSY || r == -RY_E_DB || r == -RY_E_DISK_FULL) {
+		log_warn("campaign %s: storing a run failed: %s (next pass)", m->id,
+			 ry_strerror(r));
+	} else if (r < 0) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "its benchmark run could not be stored: %s",
+			 ry_strerror(r));
+		row_set(st, m->id, w, "failed", NULL, why, false);
+	}
+out:
+	json_decref(params);
+	free(params_s);
+}
+
+/* A running row: its run ended (summary or error), or a congestor is confirmed running. */
+static void follow_row(struct ctl_campaigns *cs, const struct store_campaign *m,
+		       const struct store_campaign_row *w, bool stop_congestor)
+{
+	struct store *st = store_of(cs);
+	struct store_bench_run *b = NULL;
+	bool congestor = strcmp(w->role, "congestor") == 0;
+	int64_t now = util_now_unix_ms();
+	json_t *sum = NULL;
+	char *text = NULL;
+	int r = w->bench_id ? store_bench_get(st, w->bench_id, &b) : -RY_E_NOT_FOUND;
+
+	if (r == -RY_E_NOT_FOUND) {
+		row_set(st, m->id, w, "failed", NULL, "its benchmark run vanished", false);
+		return;
+	}
+	if (r < 0)
+		return;
+	if (strcmp(b->state, "succeeded") == 0 ||
+	    (congestor && stop_congestor && store_bench_state_final(b->state))) {
+		/* A congestor stopped by us is done; what it measured is kept when it has any. */
+		sum = cp_summary(b);
+		text = sum ? json_dumps(sum, JSON_COMPACT) : NULL;
+		row_set(st, m->id, w, "done", text, NULL, false);
+	} else if (store_bench_state_final(b->state)) {
+		row_set(st, m->id, w, "failed", NULL, b->error ? b->error : b->state, false);
+	} else if (congestor && stop_congestor) {
+		if (store_bench_request_cancel(st, b->id, now) == 1)
+			ctl_engine_kick(cs->srv->engine);
+	} else if (congestor && !w->live_at_ms && strcmp(b->state, "client_sent") == 0) {
+		row_set(st, m->id, w, "running", NULL, NULL, true);
+	}
+	json_decref(sum);
+	free(text);
+	store_bench_run_free(b);
+}
+
+/* Drive round k of test t: 1 when every row of it is final, 0 while it runs, <0 on error. */
+static int drive_round(struct ctl_campaigns *cs, struct entry *e, const struct store_campaign *m,
+		       const json_t *progress, size_t t, size_t k)
+{
+	struct store *st = store_of(cs);
+	struct store_campaign_row *rows = NULL;
+	size_t n = 0, nfinal = 0;
+	bool congested = false, congestors_live = true, measures_final = true;
+	int64_t ready_at = 0, now = util_now_unix_ms();
+	int r = store_campaign_rows(st, m->id, (int)t, (int)k, &rows, &n);
+
+	if (r < 0)
+		return r;
+	if (n == 0) {
+		struct store_campaign_row *plan = NULL;
+		size_t np = 0;
+
+		r = round_rows(e, progress, t, k, &plan, &np);
+		if (r < 0)
+			return r;
+		r = store_campaign_round_insert(st, m->id, (int)t, (int)k, plan, np, now);
+		round_rows_free(plan, np);
+		if (r < 0)
+			return r;
+		if (np == 0)
+			return 1;
+		log_info("campaign %s: test %s round %zu: %zu slot(s)", m->id,
+			 json_string_value(json_object_get(cp_test(&e->c, t), "name")), k + 1, np);
+		r = store_campaign_rows(st, m->id, (int)t, (int)k, &rows, &n);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct store_campaign_row *w = &rows[i];
+		bool final = store_campaign_row_final(w->state);
+
+		if (strcmp(w->role, "congestor") == 0) {
+			congested = true;
+			if (!final && !w->live_at_ms)
+				congestors_live = false;
+			if (w->live_at_ms + CP_CONGESTOR_WARMUP_MS > ready_at)
+				ready_at = w->live_at_ms + CP_CONGESTOR_WARMUP_MS;
+		} else if (!final) {
+			measures_final = false;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct store_campaign_row *w = &rows[i];
+		bool congestor = strcmp(w->role, "congestor") == 0;
+
+		if (store_campaign_row_final(w->state)) {
+			nfinal++;
+			continue;
+		}
+		if (strcmp(w->state, "pending") == 0) {
+			/* Victims of a congested round wait for every congestor to run. */
+			if (!congestor && congested && (!congestors_live || now < ready_at))
+				continue;
+			if (congestor && measures_final)
+				row_set(st, m->id, w, "cancelled", NULL,
+					"not started: the victims were done", false);
+			else
+				start_row(cs, e, m, w);
+		} else {
+			follow_row(cs, m, w, congestor && measures_final);
+		}
+	}
+	store_campaign_rows_free(rows, n);
+	return nfinal == n ? 1 : 0;
+}
+
+/* ---- a campaign ---------------------------------------------------------------------------- */
+
+/* Stop everything and conclude as cancelled. */
+static void cancel(struct ctl_campaigns *cs, struct entry *e, const struct store_campaign *m)
+{
+	struct store *st = store_of(cs);
+	struct store_campaign_row *rows = NULL;
+	size_t n = 0;
+	int64_t now = util_now_unix_ms();
+
+	if (store_campaign_rows(st, m->id, m->test_idx, m->round, &rows, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct store_campaign_row *w = &rows[i];
+
+		if (store_campaign_row_final(w->state))
+			continue;
+		if (w->bench_id && store_bench_request_cancel(st, w->bench_id, now) == 1)
+			ctl_engine_kick(cs->srv->engine);
+		row_set(st, m->id, w, "cancelled", NULL, "campaign cancelled", false);
+	}
+	store_campaign_rows_free(rows, n);
+	conclude(cs, e, m, true);
+}
+
+static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campaign *m)
+{
+	struct store *st = store_of(cs);
+
+	if (m->cancel_requested_ms) {
+		cancel(cs, e, m);
+		return;
+	}
+	for (int step = 0; step < PASS_STEPS_MAX; step++) {
+		size_t t = (size_t)m->test_idx, k = (size_t)m->round, total;
+		json_t *progress;
+		bool known;
+		int r;
+
+		if (t >= cp_ntests(&e->c)) {
+			conclude(cs, e, m, false);
+			return;
+		}
+		progress = json_loads(m->progress_json, 0, NULL);
+		total = cp_progress_rounds(progress, t, &known);
+		if (k < total) {
+			r = drive_round(cs, e, m, progress, t, k);
+			json_decref(progress);
+			if (r < 0 && r != -RY_E_DB && r != -RY_E_BUSY) {
+				char why[128];
+
+				snprintf(why, sizeof(why), "round %zu of test %zu: %s", k + 1,
+					 t + 1, ry_strerror(r));
+				finish(cs, m->id, "error", NULL, why);
+			}
+			if (r != 1)
+				return;
+			if (store_campaign_advance(st, m->id, (int)t, (int)k + 1, NULL,
+						   util_now_unix_ms()) != 1)
+				return;
+			m->round++;
+		} else if (!known) {
+			struct store_campaign_row *rows = NULL;
+			size_t n = 0;
+			json_t *retest = NULL;
+			char *text = NULL;
+
+			r = store_campaign_rows(st, m->id, (int)t, -1, &rows, &n);
+			if (r >= 0)
+				r = cp_retests(&e->c, t, rows, n, &retest);
+			store_campaign_rows_free(rows, n);
+			if (r >= 0) {
+				json_object_set_new(
+					json_array_get(json_object_get(progress, "tests"), t),
+					"retest", retest);
+				text = json_dumps(progress, JSON_COMPACT);
+			}
+			json_decref(progress);
+			if (!text || store_campaign_advance(st, m->id, (int)t, (int)k, text,
+							    util_now_unix_ms()) != 1) {
+				free(text);
+				return;
+			}
+			if (json_array_size(retest))
+				log_info("campaign %s: test %zu: %zu retest round(s) for suspects",
+					 m->id, t + 1, json_array_size(retest));
+			free(m->progress_json);
+			m->progress_json = text;
+		} else {
+			json_decref(progress);
+			if (store_campaign_advance(st, m->id, (int)t + 1, 0, NULL,
+						   util_now_unix_ms()) != 1)
+				return;
+			m->test_idx++;
+			m->round = 0;
+		}
+	}
+}
+
+static struct entry *entry_for(struct ctl_campaigns *cs, const struct store_campaign *m)
+{
+	struct entry *v;
+
+	for (size_t i = 0; i < cs->n; i++)
+		if (strcmp(cs->v[i].id, m->id) == 0)
+			return &cs->v[i];
+	v = realloc(cs->v, (cs->n + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	cs->v = v;
+	v = &cs->v[cs->n];
+	memset(v, 0, sizeof(*v));
+	v->rounds_test = -1;
+	snprintf(v->id, sizeof(v->id), "%s", m->id);
+	if (cp_load(m->spec_json, m->nodes_json, m->seed, &v->c) < 0) {
+		finish(cs, m->id, "error", NULL, "its stored spec or nodes do not load");
+		return NULL;
+	}
+	cs->n++;
+	return v;
+}
+
+static void pass(void *ud)
+{
+	struct ctl_campaigns *cs = ud;
+	struct store_campaign **v = NULL;
+	size_t n = 0, keep = 0;
+
+	if (store_campaigns_list(store_of(cs), true, 0, &v, &n) < 0)
+		return;
+	cs->gen++;
+	for (size_t i = 0; i < n; i++) {
+		struct entry *e = entry_for(cs, v[i]);
+
+		if (!e)
+			continue;
+		e->gen = cs->gen;
+		drive(cs, e, v[i]);
+	}
+	store_campaigns_free(v, n);
+	/* Forget campaigns that are no longer running. */
+	for (size_t i = 0; i < cs->n; i++) {
+		if (cs->v[i].gen == cs->gen)
+			cs->v[keep++] = cs->v[i];
+		else
+			entry_done(&cs->v[i]);
+	}
+	cs->n = keep;
+}
+
+static const struct ctl_pass campaign_pass = {
+	.name = "campaign",
+	.run = pass,
+};
+
+int ctl_campaigns_new(struct ctl_server *srv, struct ctl_campaigns **ret)
+{
+	struct ctl_campaigns *cs = calloc(1, sizeof(*cs));
+
+	if (!cs)
+		return -ENOMEM;
+	cs->srv = srv;
+	*ret = cs;
+	return 0;
+}
+
+int ctl_campaigns_register(struct ctl_campaigns *cs, struct ctl_engine *e)
+{
+	return ctl_engine_add_pass(e, &campaign_pass, cs);
+}
+
+void ctl_campaigns_free(struct ctl_campaigns *cs)
+{
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->n; i++)
+		entry_done(&cs->v[i]);
+	free(cs->v);
+	free(cs);
+}
