@@ -186,6 +186,7 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		return -ENOMEM;
 	srv->state = state;
 	srv->cfg = *cfg;
+	srv->started_ms = util_now_unix_ms();
 	pthread_mutex_init(&srv->lock, NULL);
 	{
 		pthread_condattr_t ca;

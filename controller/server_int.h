@@ -55,6 +55,7 @@ struct ctl_server {
 	/* The database file as opened, watched by the reaper (deleted, replaced, truncated). */
 	unsigned long long db_dev, db_ino;
 	_Atomic bool failed; /* a fatal condition: serve stops and exits 1 */
+	int64_t started_ms;  /* unix ms when this process started serving */
 };
 
 /* What handling an agent's message came to (the engine's ingest worker acts on it). */
@@ -101,6 +102,11 @@ int ctl_session_send_plan(struct ctl_server *srv, const char *node_id, const cha
 			  const char *plan_json, bool check_mode);
 /* Is the node connected (its Hello done)? Thread-safe. */
 bool ctl_session_online(struct ctl_server *srv, const char *node_id);
+/* How long the node has been without a session, in ms at now_ms: 0 when connected; otherwise
+ * since it was last heard, but never before this process started serving (agents reconnect
+ * after a controller restart within their reconnect back-off). A node the store does not know
+ * counts as gone since the start. Thread-safe. */
+int64_t ctl_node_offline_ms(struct ctl_server *srv, const char *node_id, int64_t now_ms);
 /* End a node's session, if it has one (thread-safe). */
 void ctl_session_end(struct ctl_server *srv, const char *node_id, grpc_status_code code,
 		     const char *why);

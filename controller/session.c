@@ -485,6 +485,19 @@ bool ctl_session_online(struct ctl_server *srv, const char *node_id)
 	return s != NULL;
 }
 
+int64_t ctl_node_offline_ms(struct ctl_server *srv, const char *node_id, int64_t now_ms)
+{
+	struct store_node *n = NULL;
+	int64_t since = srv->started_ms;
+
+	if (ctl_session_online(srv, node_id))
+		return 0;
+	if (store_node_get(srv->state->store, node_id, &n) == 0 && n->last_seen_ms > since)
+		since = n->last_seen_ms;
+	store_node_free(n);
+	return now_ms > since ? now_ms - since : 1;
+}
+
 void ctl_session_end(struct ctl_server *srv, const char *node_id, grpc_status_code code,
 		     const char *why)
 {

@@ -20,8 +20,9 @@
  * their reports before it gives up on them. */
 #define BENCH_REPORT_GRACE_MS 5000
 /* A side whose agent has been disconnected this long fails the run (a reconnect within it
- * carries on: the agent keeps running its side and its outbox keeps the reports). */
-#define BENCH_OFFLINE_GRACE_MS 15000
+ * carries on: the agent keeps running its side and its outbox keeps the reports). Longer than
+ * an agent's reconnect back-off (30 s by default), so a controller restart loses no run. */
+#define BENCH_OFFLINE_GRACE_MS 45000
 
 /* The parameters one side is sent: params_json with its "sides" entry (per-side device and
  * port, e.g. rail i of each node) merged in. New string (caller frees); NULL on failure. */
@@ -119,16 +120,14 @@ static bool side_lost(struct ctl_server *srv, const struct store_bench_run *b, i
 
 	for (int i = 0; i < told; i++) {
 		struct store_node *n = NULL;
-		bool lost;
 
-		if (ctl_session_online(srv, sides[i]) ||
-		    store_node_get(srv->state->store, sides[i], &n) < 0)
+		if (ctl_node_offline_ms(srv, sides[i], now) <= BENCH_OFFLINE_GRACE_MS)
 			continue;
-		lost = now - n->last_seen_ms > BENCH_OFFLINE_GRACE_MS;
-		snprintf(who, len, "%s", n->hostname);
+		snprintf(who, len, "%s", sides[i]);
+		if (store_node_get(srv->state->store, sides[i], &n) == 0)
+			snprintf(who, len, "%s", n->hostname);
 		store_node_free(n);
-		if (lost)
-			return true;
+		return true;
 	}
 	return false;
 }

@@ -439,8 +439,9 @@ static int plan_tests(const struct cp_campaign *c, bool with_rounds, const char 
 		o = json_pack("{s:O, s:O, s:O?, s:b, s:I, s:I, s:I}", "name",
 			      json_object_get(test, "name"), "kind", json_object_get(test, "kind"),
 			      "pattern", json_object_get(test, "pattern"), "per_rail",
-			      r.nslots && r.slots[0].rail >= 0, "round_count", (json_int_t)r.nrounds,
-			      "slots", (json_int_t)r.nslots, "seed", (json_int_t)(r.seed >> 11));
+			      r.nslots && r.slots[0].rail >= 0, "round_count",
+			      (json_int_t)r.nrounds, "slots", (json_int_t)r.nslots, "seed",
+			      (json_int_t)(r.seed >> 11));
 		if (strcmp(json_string_value(json_object_get(test, "kind")), "congestion") == 0)
 			json_object_set(o, "congestors", json_object_get(test, "congestors"));
 		if (r.order) {

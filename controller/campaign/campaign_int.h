@@ -18,6 +18,9 @@
 /* Congestors run this much longer than the victims' measurement; they are stopped once the
  * victims are done. */
 #define CP_CONGESTOR_EXTRA_S 30
+/* A slot waits this long for a node that is not connected (an agent reconnecting after a
+ * controller restart, within its back-off) before it fails as offline. */
+#define CP_OFFLINE_GRACE_MS 45000
 /* Victims start this long after every congestor is running (its warm-up margin). */
 #define CP_CONGESTOR_WARMUP_MS 1000
 

@@ -233,7 +233,7 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 	struct cp_slot s;
 	const char *kind;
 	json_t *params = NULL;
-	char *params_s = NULL, host[256], id[16], hex[9];
+	char *params_s = NULL, id[16], hex[9];
 	unsigned char rnd[4];
 	int64_t deadline, now = util_now_unix_ms();
 	struct store_bench_new b;
@@ -245,10 +245,13 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 	}
 	for (int end = 0; end < 2; end++) {
 		const char *node = end ? w->node_b : w->node_a;
+		int64_t gone = ctl_node_offline_ms(cs->srv, node, now);
 		char why[320];
 
-		if (ctl_session_peer_host(cs->srv, node, host, sizeof(host)) >= 0)
+		if (gone == 0)
 			continue;
+		if (gone <= CP_OFFLINE_GRACE_MS)
+			return; /* it may be reconnecting: next pass */
 		snprintf(why, sizeof(why), "offline: %s is not connected",
 			 e->c.v[end ? s.b : s.a].hostname);
 		log_warn("campaign %s: %s", m->id, why);

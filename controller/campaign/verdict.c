@@ -1172,7 +1172,7 @@ static int check_input(const struct vd_input *in)
 
 		if (w->test >= in->ntests || w->a >= in->nnodes || w->b >= in->nnodes ||
 		    w->rail >= VD_RAILS_MAX || w->phase >= VD_PHASE_COUNT ||
-		    (w->state == VD_OK && !w->v))
+		    w->state > VD_CANCELLED || (w->state == VD_OK && !w->v))
 			return -EINVAL;
 	}
 	return 0;

@@ -18,6 +18,7 @@
  *   big-steps:N      N StepEvents, indexes 0..N-1, each with a 1 MiB diff
  *   bench-ready      BenchReady for bench D (port 18515)
  *   bench-result     BenchResult "ok" for bench D
+ *   bench-result:R   the same, saying it is side R ("client" or "server") of the run
  * Each forged message gets one answer, printed as "RECEIPT" or "ERROR <code>: <message>". */
 #include "common/rpc/rpc.h"
 #include "common/util/error.h"
@@ -164,7 +165,7 @@ static int forge(struct rogue *g, const char *kind, const char *dep)
 			       : 1;
 	if (strcmp(kind, "done-succeeded") == 0 || strcmp(kind, "done-failed") == 0)
 		return send_done(g, dep, kind + 5, zero, "forged") < 0 ? -1 : 1;
-	if (strcmp(kind, "bench-ready") == 0 || strcmp(kind, "bench-result") == 0) {
+	if (strcmp(kind, "bench-ready") == 0 || strncmp(kind, "bench-result", 12) == 0) {
 		Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
 		Railyard__V1__BenchReady br = RAILYARD__V1__BENCH_READY__INIT;
 		Railyard__V1__BenchResult res = RAILYARD__V1__BENCH_RESULT__INIT;
@@ -178,6 +179,8 @@ static int forge(struct rogue *g, const char *kind, const char *dep)
 			res.bench_id = (char *)dep;
 			res.ok = true;
 			res.result_json = (char *)"{\"ok\":true,\"results\":[]}";
+			if (kind[12] == ':')
+				res.role = (char *)kind + 13;
 			m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT;
 			m.bench_result = &res;
 		}

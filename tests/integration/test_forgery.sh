@@ -143,6 +143,9 @@ check "a node that is not part of a benchmark cannot report its result" \
 rogue w --mode forge --forge bench-ready --deployment "$B1" >"$T/wb.out" 2>&1
 check "its server cannot say it listens before it was sent the order" \
 	grep -q "^ERROR report_refused: bench $B1 has not been sent to node" "$T/wb.out"
+rogue w --mode forge --forge bench-result:client --deployment "$B1" >"$T/wb3.out" 2>&1
+check "its server cannot report as its client (the role must be the node's)" \
+	grep -q "^ERROR report_refused: bench $B1: node .* is not its client side" "$T/wb3.out"
 rogue w --mode forge --forge bench-result --deployment b-nosuch >"$T/wb2.out" 2>&1
 check "a result for a benchmark that does not exist is refused" \
 	grep -q "^ERROR report_refused: BenchResult for unknown bench b-nosuch" "$T/wb2.out"

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Integration: validation campaigns over four agents on 127.0.0.1 (TCP transport; verbs runs in
+# the soft-RoCE guests, tests/rdma-vm/campaign-verbs.sh). The schedule a dry run prints, bad
+# requests refused with nothing stored, a quick campaign that passes with every result stored
+# once, rule failures naming every node, cancel, an agent lost mid-campaign (named, the others
+# pass), and a controller killed with kill -9 mid-campaign that resumes without losing or
+# repeating a result.
+. "$(dirname "$0")/lib.sh"
+
+PB=$SRC/playbooks/tcp-baseline.yaml
+BAD=$SRC/tests/fixtures/playbooks/bad
+
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms
+new_token 4
+for n in a:h200-ib b:h200-ib-2 c:h200-roce d:h200-degraded; do
+	enroll "${n%%:*}" "$FIXTURES/${n#*:}" || die "enroll ${n%%:*}"
+	start_agent "${n%%:*}" "$FIXTURES/${n#*:}"
+done
+check "four agents online" wait_for 30 count_is online 4
+"$CTL" nodes --json --state-dir "$T/ctl" >"$T/nodes.json"
+host_c=gpu-node-02 # agent c's fixture (h200-roce)
+id_of() { jq -r --arg h "$1" '.[] | select(.hostname == $h) | .id' "$T/nodes.json"; }
+
+val() { "$CTL" validate --state-dir "$T/ctl" --cluster it "$@"; }
+ncamp() { "$CTL" campaigns --json --state-dir "$T/ctl" | jq length; }
+show() { "$CTL" campaign show "$1" --json --state-dir "$T/ctl" "${@:2}"; }
+cstate() { show "$1" | jq -r .state; }
+ended() { [ "$(cstate "$1")" != running ]; }
+# playbook NAME TESTS-YAML RULES-YAML: a validation-only playbook in $T.
+playbook() {
+	cat >"$T/$1.yaml" <<EOF
+name: $1
+version: "1"
+steps:
+  - {name: facts readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}
+validation:
+  transport: tcp
+  tests:
+$2
+  acceptance:
+$3
+EOF
+}
+
+# ---- the schedule ---------------------------------------------------------------------------
+val --playbook "$PB" --dry-run --json --seed 42 >"$T/dry.json"
+check "dry run succeeds" test $? -eq 0
+check "pairs: n-1 = 3 rounds of 2 pairs" jqt '.tests[] | select(.name == "pair-lat") |
+	(.rounds | length) == 3 and all(.rounds[]; length == 2)' "$T/dry.json"
+check "pairs: every pair exactly once" jqt '.tests[] | select(.name == "pair-lat") |
+	[.rounds[][] | [.a, .b] | sort] | (length == 6) and (unique | length == 6)' "$T/dry.json"
+check "pairs: no node twice in a round" jqt '.tests[] | select(.name == "pair-bw") |
+	all(.rounds[]; ([.[].a, .[].b] | length) == ([.[].a, .[].b] | unique | length))' "$T/dry.json"
+check "slots name nodes as nodes --json does" test \
+	"$(jq -c '[.tests[0].rounds[][] | .a, .b] | unique' "$T/dry.json")" = \
+	"$(jq -c '[.[].id] | sort' "$T/nodes.json")"
+check "tcp tests are not per rail (rail null)" jqt \
+	'all(.tests[] | select(.rounds) | .rounds[][]; .rail == null)' "$T/dry.json"
+check "random ring: one round, a Hamiltonian cycle over the 4 nodes" jqt '.tests[] |
+	select(.name == "ring-bw") | (.rounds | length) == 1 and (.order | length) == 4 and
+	([.rounds[0][] | .a] | sort) == (.order | sort) and ([.rounds[0][] | .b] | sort) == (.order | sort) and
+	all(.rounds[0][]; .a != .b)' "$T/dry.json"
+val --playbook "$PB" --dry-run --json --seed 42 >"$T/dry2.json"
+check "the same seed draws the same ring" test \
+	"$(jq -c '.tests[] | select(.name == "ring-bw") | .order' "$T/dry.json")" = \
+	"$(jq -c '.tests[] | select(.name == "ring-bw") | .order' "$T/dry2.json")"
+check "incast: isolated then congested rounds, congestors only while congested" jqt '.tests[] |
+	select(.name == "incast") | (.rounds | length) == 4 and
+	([.rounds[0][], .rounds[1][] | .role] | unique) == ["measure"] and
+	([.rounds[2][], .rounds[3][] | .role] | unique) == ["congestor", "measure"] and
+	([.rounds[][] | .phase] | unique | sort) ==
+	["congested-bw", "congested-lat", "congestor", "isolated-bw", "isolated-lat"]' "$T/dry.json"
+val --playbook "$SRC/playbooks/h200-ndr-ib.yaml" --tests pair-lat,loopback-bw --dry-run --json \
+	--seed 1 >"$T/rails.json"
+check "verbs per rail: n(n-1)/2 pairs x R rails, rails 0..R-1 of a pair in one round" jqt '
+	([.nodes[].rails | length] | max) as $r | (.nodes | length) as $n | .tests[] |
+	select(.name == "pair-lat") | ([.rounds[][]] | length) == ($n * ($n - 1) / 2) * $r and
+	all(.rounds[]; (group_by([.a, .b] | sort) | all(.[]; ([.[].rail] | sort) == [range($r)])))' \
+	"$T/rails.json"
+check "verbs per rail: a node without rail i has its slots marked missing" jqt '
+	([.nodes[].rails | length] | max) as $r | [.nodes[] | select((.rails | length) < $r) | .id] as $short |
+	.tests[] | select(.name == "pair-lat") | [.rounds[][] | select(.missing)] as $m |
+	($short | length) == 0 or (($m | length) > 0 and all($m[]; (.a as $a | $short | index($a)) or
+	(.b as $b | $short | index($b))))' "$T/rails.json"
+check "loopback: one round, each node against itself" jqt '.tests[] | select(.name == "loopback-bw") |
+	(.rounds | length) == 1 and all(.rounds[0][]; .a == .b)' "$T/rails.json"
+check "a dry run stores nothing" test "$(ncamp)" = 0
+
+# ---- bad requests: a clear error, exit status, nothing stored --------------------------------
+refused val --playbook "$BAD/validation-unknown-metric.yaml" >"$T/e1.out" 2>&1
+check "a bad validation section: FILE:LINE:COL" grep -q "validation-unknown-metric.yaml:9:16: acceptance\[0\].metric" "$T/e1.out"
+refused val --playbook "$PB" --tests pair-lat,nope >"$T/e2.out" 2>&1
+check "an unknown test is named, with the ones there are" grep -q "no test named 'nope'.*pair-lat" "$T/e2.out"
+refused val --playbook "$PB" --nodes 'nomatch*' >"$T/e3.out" 2>&1
+check "a selector matching no node" grep -q "matches none of the 4 nodes" "$T/e3.out"
+refused val --playbook "$PB" --nodes 'gpu node' >"$T/e4.out" 2>&1
+check "a malformed selector" grep -q "bad node selector item" "$T/e4.out"
+two=$(jq -r '[.[].hostname] | sort | .[0:2] | join(",")' "$T/nodes.json")
+refused val --playbook "$PB" --nodes "$two" >"$T/e5.out" 2>&1
+check "incast over 2 nodes: needs 3, at the test's line in the playbook" \
+	grep -q "tcp-baseline.yaml:[0-9]*:[0-9]*: incast: a congestion test with incast congestors needs at least 3 nodes; 2 selected" "$T/e5.out"
+refused val --playbook "$PB" --cluster other >"$T/e6.out" 2>&1
+check "an unknown cluster" grep -q "cluster other has no nodes" "$T/e6.out"
+val --playbook "$PB" --transport carrier-pigeon >"$T/e7.out" 2>&1
+check "a bad transport is a usage error (2)" test $? -eq 2 -a -n "$(grep "invalid --transport" "$T/e7.out")"
+"$CTL" validate --state-dir "$T/ctl" --cluster it --playbook "$PB" --bogus >"$T/e8.out" 2>&1
+check "an unknown flag is a usage error (2)" test $? -eq 2
+check "nothing was stored by any of them" test "$(ncamp)" = 0
+
+# ---- a quick campaign passes; every slot measured once ---------------------------------------
+val --playbook "$PB" --quick --seed 7 --json >"$T/quick.json" 2>"$T/quick.err"
+check "a quick tcp campaign passes (exit 0)" test $? -eq 0
+check "  ... its verdict says pass, tcp baseline, quick" jqt '.state == "passed" and
+	.result == "pass" and .transport == "tcp" and .quick == true' "$T/quick.json"
+check "  ... progress lines were printed while it ran" grep -q "round 1 of" "$T/quick.err"
+qid=$(jq -r .id "$T/quick.json")
+show "$qid" --results >"$T/quick-full.json"
+check "  ... verdict: every test and node pass, baseline labelled" jqt '.verdict.baseline == true and
+	all(.verdict.tests[]; .result == "pass") and all(.verdict.nodes[]; .result == "pass") and
+	(.verdict.findings | any(test("quick run"))) and (.verdict.findings | any(test("baseline")))' "$T/quick-full.json"
+check "  ... pairs: 6 rows per pair test, ring 4, all done" jqt '[.results[] | select(.test_index == 0)] |
+	length == 6 and all(.[]; .state == "done")' "$T/quick-full.json"
+check "  ... every row has its own benchmark run" jqt '[.results[] | select(.bench_id) | .bench_id] |
+	length == (unique | length)' "$T/quick-full.json"
+check "  ... summaries hold the figures and the counters" jqt '[.results[] | select(.test_index == 0)] |
+	all(.[]; .summary.metrics.p50_us > 0 and (.summary.counters | type) == "object")' "$T/quick-full.json"
+check "  ... incast victims measured alone and congested, impact computed" jqt '.verdict.tests[] |
+	select(.name == "incast") | .victim_pairs >= 1 and .stats.impact_p99.n >= 1' "$T/quick-full.json"
+runs=$(sqlite3 "$T/ctl/controller.db" "SELECT count(*) FROM bench_runs WHERE campaign_id = '$qid'")
+rows=$(jq '[.results[] | select(.bench_id)] | length' "$T/quick-full.json")
+check "  ... as many benchmark runs stored as rows started ($runs = $rows)" test "$runs" = "$rows"
+check "campaigns lists it" bash -c "'$CTL' campaigns --state-dir '$T/ctl' | grep -q '$qid.*passed'"
+
+# ---- a rule every pair fails: every node named ---------------------------------------------
+playbook impossible "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, duration: 1s}" \
+	"    - {metric: pair-bw.gbps, op: \">=\", value: 100000}"
+val --playbook "$T/impossible.yaml" --json >"$T/imp.json" 2>/dev/null
+check "a failed verdict exits 1" test $? -eq 1
+check "  ... the rule failed for all 6 pairs, every node named with the rule" jqt '
+	.verdict.tests[0].rules[0].failed == 6 and .verdict.tests[0].rules[0].evaluated == 6 and
+	all(.verdict.nodes[]; .result == "fail" and (.reasons | any(test("fails with 3 of 3 peers.*gbps"))))' \
+	<(show "$(jq -r .id "$T/imp.json")")
+
+# ---- cancel -------------------------------------------------------------------------------
+playbook long "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, duration: 60s}" \
+	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.25}"
+val --playbook "$T/long.yaml" --no-wait >"$T/long.out" 2>&1
+lid=$(sed -n 's/^campaign \(c-[0-9a-f]*\):.*/\1/p' "$T/long.out" | head -1)
+check "validate --no-wait prints the campaign id" test -n "$lid"
+check "  ... its first round is measuring" wait_for 30 bash -c \
+	"'$CTL' campaign show $lid --json --results --state-dir '$T/ctl' | jq -e '[.results[] | select(.state == \"running\")] | length == 2' >/dev/null"
+"$CTL" campaign cancel "$lid" --state-dir "$T/ctl" >"$T/cancel.out" 2>&1
+check "campaign cancel reports it cancelled" grep -q "campaign $lid: cancelled" "$T/cancel.out"
+check "  ... its verdict is incomplete, its runs are stopped" jqt '.state == "cancelled" and
+	.verdict.result == "incomplete" and all(.results[]; .state == "cancelled" or .state == "done")' \
+	<(show "$lid" --results)
+check "  ... no run of it is left going" test "$(sqlite3 "$T/ctl/controller.db" \
+	"SELECT count(*) FROM bench_runs WHERE campaign_id = '$lid' AND state NOT IN ('cancelled', 'failed', 'succeeded')")" = 0
+check "  ... the agents are free again (a new campaign runs)" bash -c \
+	"'$CTL' validate --state-dir '$T/ctl' --cluster it --playbook '$PB' --tests pair-lat --quick >/dev/null"
+refused "$CTL" campaign cancel "$lid" --state-dir "$T/ctl" >"$T/cancel2.out" 2>&1
+check "cancelling it again says it has ended" grep -q "already ended (cancelled)" "$T/cancel2.out"
+
+# ---- an agent lost mid-campaign: its tests fail with that reason, the others pass -------------
+playbook lost "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, duration: 3s}
+    - {name: pair-lat, kind: lat, pattern: pairs, size: 8, iters: 500}" \
+	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.1}"
+val --playbook "$T/lost.yaml" --no-wait >"$T/lost.out" 2>&1
+xid=$(sed -n 's/^campaign \(c-[0-9a-f]*\):.*/\1/p' "$T/lost.out" | head -1)
+check "a campaign for the lost-agent case started" wait_for 30 bash -c \
+	"'$CTL' campaign show $xid --json --results --state-dir '$T/ctl' | jq -e '[.results[] | select(.state == \"running\")] | length >= 1' >/dev/null"
+kill -9 "${AGENT_PID[c]}"
+check "  ... the campaign goes on and ends (failed)" wait_for 120 ended "$xid"
+show "$xid" --results >"$T/lost.json"
+check "  ... the lost node is named, with an offline or lost-peer reason" jqt --arg h "$host_c" '
+	.state == "failed" and (.verdict.nodes[] | select(.hostname == $h) | .result == "fail")' "$T/lost.json"
+check "  ... its later runs failed as offline" jqt --arg id "$(id_of "$host_c")" '
+	[.results[] | select((.a == $id or .b == $id) and .state == "failed") | .error] |
+	any(test("^offline"))' "$T/lost.json"
+check "  ... the other three nodes pass" jqt --arg h "$host_c" '
+	[.verdict.nodes[] | select(.hostname != $h) | .result] == ["pass", "pass", "pass"]' "$T/lost.json"
+start_agent c "$FIXTURES/h200-roce"
+check "the agent is back" wait_for 30 count_is online 4
+
+# ---- controller killed mid-campaign: resumes, nothing lost or run twice -----------------------
+playbook resume "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, duration: 2s}" \
+	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.1}"
+val --playbook "$T/resume.yaml" --no-wait >"$T/resume.out" 2>&1
+rid=$(sed -n 's/^campaign \(c-[0-9a-f]*\):.*/\1/p' "$T/resume.out" | head -1)
+check "a campaign for the restart case is in its second round" wait_for 60 bash -c \
+	"'$CTL' campaign show $rid --json --state-dir '$T/ctl' | jq -e '.progress.round >= 1' >/dev/null"
+kill -9 "$CTL_PID"
+wait "$CTL_PID" 2>/dev/null
+start_controller --heartbeat-interval 300ms
+check "  ... the restarted controller finishes it" wait_for 120 ended "$rid"
+show "$rid" --results >"$T/resume.json"
+check "  ... passed, all 6 pairs measured once" jqt '.state == "passed" and (.results | length) == 6 and
+	all(.results[]; .state == "done") and ([.results[] | [.a, .b] | sort] | unique | length) == 6' "$T/resume.json"
+check "  ... exactly one benchmark run per row" test "$(sqlite3 "$T/ctl/controller.db" \
+	"SELECT count(*) FROM bench_runs WHERE campaign_id = '$rid'")" = 6
+check "  ... the database is intact" test "$(sqlite3 "$T/ctl/controller.db" "PRAGMA integrity_check")" = ok
+check "  ... the log says it resumed where it was" log_has "$T/controller.log" "campaign $rid"
+
+check "controller and agents still up" wait_for 30 count_is online 4
+check_sanitizers
+finish
