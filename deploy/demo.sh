@@ -121,6 +121,12 @@ echo "== benchmarks over the agents' sessions (TCP baseline on loopback; verbs r
 "$CTL" bench run --state-dir "$DEMO/ctl" --from gpu-node-01 --to gpu-node-04 --kind bw \
 	--size 65536 --iters 5000 --check-data --timeout 60s | sed 's/^/   /' || true
 
+echo "== validation campaign: tcp-baseline over the four nodes, quick (every pair, a random ring,"
+echo "   incast; a TCP baseline here, verbs campaigns run in tests/rdma-vm)"
+"$CTL" validate --state-dir "$DEMO/ctl" --cluster demo --playbook "$SRC/playbooks/tcp-baseline.yaml" \
+	--quick | sed 's/^/   /' || true
+"$CTL" campaigns --state-dir "$DEMO/ctl" | sed 's/^/   /'
+
 echo "== shutting down"
 for p in "${pids[@]:1}"; do kill -TERM "$p"; done
 for p in "${pids[@]:1}"; do wait "$p"; done

@@ -172,11 +172,20 @@ static int follow(struct store *st, const char *id, FILE *out, json_t **ret)
 		}
 		if (ended(c) || (deadline && util_now_mono_ms() > deadline))
 			break;
-		progress_line(c, line, sizeof(line));
-		if (strcmp(line, last) != 0) {
-			util_fprintf_safe(out, "campaign %s: %s\n", id, line);
-			fflush(out);
-			snprintf(last, sizeof(last), "%s", line);
+		/* A line per round (and when a round's results come in), not per poll. */
+		{
+			const json_t *p = json_object_get(c, "progress");
+			char key[64];
+
+			snprintf(key, sizeof(key), "%lld/%lld/%lld",
+				 (long long)JINT(p, "test_index"), (long long)JINT(p, "round"),
+				 (long long)(JINT(p, "rows_done") + JINT(p, "rows_failed")));
+			if (strcmp(key, last) != 0) {
+				progress_line(c, line, sizeof(line));
+				util_fprintf_safe(out, "campaign %s: %s\n", id, line);
+				fflush(out);
+				snprintf(last, sizeof(last), "%s", key);
+			}
 		}
 		if (interrupted && !asked) {
 			asked = true;
