@@ -303,13 +303,16 @@ int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s
 	int64_t duration = num_of(test, "duration_s"), iters = num_of(test, "iters");
 	int64_t size = num_of(test, "size"), qps = num_of(test, "qps");
 	bool bidir = json_is_true(json_object_get(test, "bidir"));
+	const char *op = verbs ? str(test, "op") : "send";
 	json_t *p;
 
 	if (!test || s->a >= c->n || s->b >= c->n)
 		return -EINVAL;
 	if (strcmp(kind, "congestion") == 0) {
-		/* Victims measure for the test's duration; latency with small messages. */
+		/* Victims measure for the test's duration; latency with small messages. A
+		 * congestion test names no op: RDMA writes over verbs, the lat/bw default. */
 		iters = 0;
+		op = verbs ? "write" : "send";
 		bidir = false;
 		qps = 1;
 		if (s->phase == VD_ISO_LAT || s->phase == VD_CON_LAT) {
@@ -323,8 +326,8 @@ int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s
 			qps = verbs ? 4 : 2;
 		}
 	}
-	p = json_pack("{s:s, s:s, s:s, s:I}", "kind", kind, "transport", c->transport, "op",
-		      verbs ? str(test, "op") : "send", "size", (json_int_t)size);
+	p = json_pack("{s:s, s:s, s:s, s:I}", "kind", kind, "transport", c->transport, "op", op,
+		      "size", (json_int_t)size);
 	if (!p)
 		return -ENOMEM;
 	if (iters > 0)
@@ -540,7 +543,7 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 	memset(x, 0, sizeof(*x));
 	x->tests = calloc(nt + 1, sizeof(*x->tests));
 	x->rules = calloc(nrules + 1, sizeof(*x->rules));
-	x->fields = calloc(nrules * 1 + nt * VD_RAW_N + 1, sizeof(*x->fields));
+	x->fields = calloc(nrules + nt * (VD_RAW_N + 2) + 1, sizeof(*x->fields));
 	x->nodes = calloc(c->n + 1, sizeof(*x->nodes));
 	x->rows = calloc(n + 1, sizeof(*x->rows));
 	x->notes = calloc(n + 1, sizeof(*x->notes));
@@ -571,6 +574,12 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 			fields[1] = "p99_us";
 			fields[2] = "gbps";
 			nfields = VD_RAW_N;
+		} else if (strcmp(T->kind, "lat") == 0) {
+			/* Every test's verdict shows its main figures, ruled on or not. */
+			fields[nfields++] = "p50_us";
+			fields[nfields++] = "p99_us";
+		} else {
+			fields[nfields++] = "gbps";
 		}
 		json_array_foreach(rules, i, rj)
 		{

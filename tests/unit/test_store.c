@@ -1497,6 +1497,185 @@ static void test_migrate_deploy_v5(void **state)
 	assert_non_null(strstr(why, "never sent its plan"));
 }
 
+static const struct store_campaign_new campaign_c1 = {
+	.id = "c-1",
+	.cluster = "c1",
+	.actor = "admin",
+	.playbook_name = "h200",
+	.playbook_version = "1.0",
+	.playbook_sha256 = "abc123",
+	.playbook_text = "name: h200\n",
+	.spec_json = "{\"transport\":\"tcp\",\"tests\":[]}",
+	.nodes_json = "[]",
+	.left_out_json = "[]",
+	.options_json = "{}",
+	.progress_json = "{\"tests\":[]}",
+	.seed = 42,
+};
+
+/* A campaign's life: created with its playbook, the cursor only ever moves while running, rows
+ * inserted once per round (and only for the round at the cursor), a row started together with
+ * its benchmark run (once), final rows stay final, the end stored once, counts per state. */
+static void test_campaigns(void **state)
+{
+	struct fx *f = *state;
+	struct store_campaign *m = NULL, **list = NULL;
+	struct store_campaign_row rows[3] = {
+		{.slot = 0, .phase = "run", .role = "measure", .node_a = "n-a", .node_b = "n-b",
+		 .rail = -1, .state = "pending"},
+		{.slot = 1, .phase = "run", .role = "measure", .node_a = "n-c", .node_b = "n-d",
+		 .rail = 3, .state = "pending"},
+		{.slot = 2, .phase = "run", .role = "measure", .node_a = "n-e", .node_b = "n-f",
+		 .rail = 7, .state = "missing", .error = "rail 7 missing on e"},
+	};
+	struct store_campaign_row *got = NULL;
+	struct store_campaign_count *k = NULL;
+	struct store_bench_new b = {"b-1", "lat", "tcp", "n-a", "n-b", "{\"kind\":\"lat\"}", NULL,
+				    30000};
+	struct store_bench_run *run = NULL;
+	size_t n = 0;
+
+	fx_open(f);
+	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), -RY_E_NOT_FOUND);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), 0);
+	assert_int_not_equal(store_campaign_create(f->s, &campaign_c1, T0), 0); /* same id */
+	assert_int_equal(store_campaign_get(f->s, "c-1", &m), 0);
+	assert_string_equal(m->state, "running");
+	assert_string_equal(m->cluster, "c1");
+	assert_string_equal(m->playbook_sha256, "abc123");
+	assert_int_equal(m->seed, 42);
+	assert_int_equal(m->test_idx, 0);
+	assert_int_equal(m->round, 0);
+	store_campaign_free(m);
+	assert_int_equal(store_campaign_get(f->s, "c-9", &m), -RY_E_NOT_FOUND);
+
+	/* Rows only for the round at the cursor. */
+	assert_int_equal(store_campaign_round_insert(f->s, "c-1", 0, 1, rows, 3, T0 + 1), 0);
+	assert_int_equal(store_campaign_round_insert(f->s, "c-1", 0, 0, rows, 3, T0 + 1), 1);
+	/* Again (a resumed round): the rows stay as they are. */
+	assert_int_equal(store_campaign_round_insert(f->s, "c-1", 0, 0, rows, 3, T0 + 2), 1);
+	assert_int_equal(store_campaign_rows(f->s, "c-1", 0, 0, &got, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(got[0].rail, -1);
+	assert_int_equal(got[1].rail, 3);
+	assert_string_equal(got[2].state, "missing");
+	assert_string_equal(got[2].error, "rail 7 missing on e");
+	assert_int_equal(got[2].finished_at_ms, T0 + 1);
+	assert_null(got[0].bench_id);
+	store_campaign_rows_free(got, n);
+	got = NULL;
+
+	/* A row starts with its run, once; the run knows its campaign. */
+	assert_int_equal(store_campaign_row_start(f->s, "c-1", 0, 0, 0, &b, T0 + 3), 1);
+	assert_int_equal(store_campaign_row_start(f->s, "c-1", 0, 0, 0, &b, T0 + 3), 0);
+	b.id = "b-2";
+	assert_int_equal(store_campaign_row_start(f->s, "c-1", 0, 0, 0, &b, T0 + 3), 0);
+	assert_int_equal(store_bench_get(f->s, "b-2", &run), -RY_E_NOT_FOUND);
+	assert_int_equal(store_bench_get(f->s, "b-1", &run), 0);
+	assert_string_equal(run->campaign_id, "c-1");
+	assert_string_equal(run->state, "pending");
+	store_bench_run_free(run);
+	/* A missing row never starts. */
+	b.id = "b-3";
+	assert_int_equal(store_campaign_row_start(f->s, "c-1", 0, 0, 2, &b, T0 + 3), 0);
+
+	/* Updates: live is stamped once; a final row stays final. */
+	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "running", NULL, NULL,
+						   true, T0 + 4),
+			 1);
+	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "running", NULL, NULL,
+						   true, T0 + 5),
+			 1);
+	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "done",
+						   "{\"metrics\":{}}", NULL, false, T0 + 6),
+			 1);
+	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "failed", NULL, "late",
+						   false, T0 + 7),
+			 0);
+	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "pending", NULL, NULL,
+						   false, T0 + 7),
+			 -EINVAL);
+	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 1, "failed", NULL,
+						   "offline: d", false, T0 + 8),
+			 1);
+	assert_int_equal(store_campaign_rows(f->s, "c-1", -1, -1, &got, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(got[0].state, "done");
+	assert_string_equal(got[0].bench_id, "b-1");
+	assert_string_equal(got[0].summary_json, "{\"metrics\":{}}");
+	assert_null(got[0].error);
+	assert_int_equal(got[0].live_at_ms, T0 + 4);
+	assert_int_equal(got[0].finished_at_ms, T0 + 6);
+	assert_string_equal(got[1].error, "offline: d");
+	store_campaign_rows_free(got, n);
+	assert_int_equal(store_campaign_counts(f->s, "c-1", &k, &n), 0);
+	assert_int_equal(n, 3); /* done, failed, missing */
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(k[i].n, 1);
+	free(k);
+
+	/* The cursor, then the end (once), then nothing moves. */
+	assert_int_equal(store_campaign_advance(f->s, "c-1", 0, 1, "{\"tests\":[1]}", T0 + 9), 1);
+	assert_int_equal(store_campaign_get(f->s, "c-1", &m), 0);
+	assert_int_equal(m->round, 1);
+	assert_string_equal(m->progress_json, "{\"tests\":[1]}");
+	store_campaign_free(m);
+	assert_int_equal(store_campaign_request_cancel(f->s, "c-1", T0 + 10), 1);
+	assert_int_equal(store_campaign_finish(f->s, "c-1", "running", NULL, NULL, T0), -EINVAL);
+	assert_int_equal(store_campaign_finish(f->s, "c-1", "cancelled", "{\"result\":\"incomplete\"}",
+					       "cancelled by operator", T0 + 11),
+			 1);
+	assert_int_equal(store_campaign_finish(f->s, "c-1", "failed", NULL, NULL, T0 + 12), 0);
+	assert_int_equal(store_campaign_advance(f->s, "c-1", 1, 0, NULL, T0 + 13), 0);
+	assert_int_equal(store_campaign_request_cancel(f->s, "c-1", T0 + 14), 0);
+	assert_int_equal(store_campaign_request_cancel(f->s, "c-9", T0 + 14), -RY_E_NOT_FOUND);
+	assert_int_equal(store_campaign_get(f->s, "c-1", &m), 0);
+	assert_string_equal(m->state, "cancelled");
+	assert_string_equal(m->verdict_json, "{\"result\":\"incomplete\"}");
+	assert_int_equal(m->cancel_requested_ms, T0 + 10);
+	assert_int_equal(m->finished_at_ms, T0 + 11);
+	store_campaign_free(m);
+	assert_int_equal(store_campaigns_list(f->s, true, 0, &list, &n), 0);
+	assert_int_equal(n, 0);
+	store_campaigns_free(list, n);
+	assert_int_equal(store_campaigns_list(f->s, false, 0, &list, &n), 0);
+	assert_int_equal(n, 1);
+	store_campaigns_free(list, n);
+	assert_true(store_campaign_state_final("passed"));
+	assert_false(store_campaign_state_final("running"));
+	assert_true(store_campaign_row_final("missing"));
+	assert_false(store_campaign_row_final("running"));
+}
+
+/* v6 -> v7: bench runs made before campaigns existed have no campaign; campaigns can be made. */
+static void test_migrate_campaign_v6(void **state)
+{
+	struct fx *f = *state;
+	struct store_bench_run *b = NULL;
+
+	assert_int_equal(store_open_at_version(f->path, 6, &f->s), 0);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	store_free(f->s);
+	f->s = NULL;
+	{
+		sqlite3 *db = raw_open(f->path);
+
+		raw_exec(db, "INSERT INTO bench_runs (id, kind, transport, client_node, "
+			     "server_node, params, state, deadline_ms, created_at) VALUES ('b-6', "
+			     "'bw', 'tcp', 'n-a', 'n-b', '{}', 'succeeded', 1000, 1000)");
+		sqlite3_close(db);
+	}
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
+	assert_int_equal(store_bench_get(f->s, "b-6", &b), 0);
+	assert_null(b->campaign_id);
+	assert_string_equal(b->state, "succeeded");
+	store_bench_run_free(b);
+	assert_true(has_table(f->path, "campaign_results"));
+	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1515,6 +1694,8 @@ int main(void)
 		T(test_bench_runs),
 		T(test_bench_cancel),
 		T(test_migrate_bench_v4),
+		T(test_campaigns),
+		T(test_migrate_campaign_v6),
 		T(test_garbage_refused),
 		T(test_quick_check_refused),
 		T(test_open_bad_args),
