@@ -767,8 +767,10 @@ int cp_retests(const struct cp_campaign *c, size_t t, const struct store_campaig
 	for (size_t i = 0; i < ns && taken < CP_RETEST_SUSPECTS_MAX; i++) {
 		uint32_t a = sv[i].a, b = sv[i].b, ends[2] = {a, b};
 
-		/* An end that fails with most of its peers is already named; no retest needed. */
-		if ((bad[a] >= 2 && 2 * bad[a] > tot[a]) || (bad[b] >= 2 && 2 * bad[b] > tot[b]))
+		/* An end that fails with most of its peers is already named, and a loopback has no
+		 * peer: no retest needed. */
+		if (a == b || (bad[a] >= 2 && 2 * bad[a] > tot[a]) ||
+		    (bad[b] >= 2 && 2 * bad[b] > tot[b]))
 			continue;
 		taken++;
 		place(rounds, busy, c->n, a, b, sv[i].rail);

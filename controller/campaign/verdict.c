@@ -16,6 +16,8 @@
 #define VD_FAILURES_LISTED 200
 /* Links listed (the count is always complete). */
 #define VD_LINKS_LISTED 500
+/* Findings listed (then one line says how many more there were). */
+#define VD_FINDINGS_LISTED 200
 /* Rails per node the attribution tracks. */
 #define VD_RAILS_MAX 32
 /* Scale of the MAD to a standard deviation under a normal distribution. */
@@ -248,6 +250,8 @@ struct rerun {
 
 struct vd {
 	const struct vd_input *in;
+	size_t *lo, *hi;	/* per test: its rows lie in [lo, hi) (rows of others may too) */
+	int32_t *maxrail;	/* per test: the largest rail of its rows (-1: none per rail) */
 	double *buf;		/* nrows doubles */
 	int16_t *fail_code;	/* per row of the current test */
 	size_t R;		/* rail slots of the current test (1 when not per rail) */
@@ -260,8 +264,13 @@ struct vd {
 	json_t **node_reasons;	/* per node: array of strings */
 	json_t **node_rails;	/* per node: object rail -> {device, reasons} */
 	json_t *links, *findings;
-	size_t nlinks;
+	size_t nlinks, nfindings;
 	bool any_fail;
+	bool loopback; /* the current test is a loopback: a node is its own peer */
+	/* Per rail: the value most nodes have (explanations compare a node with it); computed
+	 * once, on first use. */
+	double common_rate[VD_RAILS_MAX], common_mtu[VD_RAILS_MAX];
+	bool common_known;
 };
 
 static const char *node_name(const struct vd *v, uint32_t i)
@@ -334,16 +343,16 @@ static char *row_reason(const struct vd *v, const struct vd_test *T, const struc
 
 /* ---- explanations from facts ------------------------------------------------------------- */
 
-/* The most common value of rail k's member over the nodes (0 when none). O(nodes). */
-static double common_rail_value(const struct vd *v, int32_t k, const char *member)
+/* The value most nodes have for rail k's member (0 when none): Boyer-Moore majority vote,
+ * enough to tell the odd one out. O(nodes). */
+static double common_rail_value(const struct vd *v, size_t k, const char *member)
 {
-	double best = 0, cand = 0;
+	double cand = 0;
 	size_t cnt = 0;
 
-	/* Boyer-Moore majority vote: enough to tell the odd one out. */
 	for (size_t i = 0; i < v->in->nnodes; i++) {
 		const json_t *rail =
-			json_array_get(json_object_get(v->in->nodes[i].facts, "rails"), (size_t)k);
+			json_array_get(json_object_get(v->in->nodes[i].facts, "rails"), k);
 		const json_t *x = json_object_get(rail, member);
 
 		if (!json_is_number(x))
@@ -357,17 +366,39 @@ static double common_rail_value(const struct vd *v, int32_t k, const char *membe
 			cnt--;
 		}
 	}
-	best = cand;
-	return best;
+	return cand;
+}
+
+/* Fill the per-rail common values once: O(nodes x rails) instead of that per explanation. */
+static void common_values(struct vd *v)
+{
+	if (v->common_known)
+		return;
+	for (size_t k = 0; k < VD_RAILS_MAX; k++) {
+		v->common_rate[k] = common_rail_value(v, k, "rate_gbps");
+		v->common_mtu[k] = common_rail_value(v, k, "mtu");
+	}
+	v->common_known = true;
+}
+
+/* A finding (taken); past VD_FINDINGS_LISTED only counted. */
+static void finding(struct vd *v, char *line)
+{
+	if (v->nfindings++ < VD_FINDINGS_LISTED)
+		push_str(v->findings, line);
+	else
+		free(line);
 }
 
 /* Append to reasons what node i's facts say about rail k (k < 0: every rail) and the node. */
-static void explain(const struct vd *v, uint32_t i, int32_t k, json_t *reasons)
+static void explain(struct vd *v, uint32_t i, int32_t k, json_t *reasons)
 {
 	const json_t *facts = v->in->nodes[i].facts, *rails = json_object_get(facts, "rails");
 	const json_t *gpus = json_object_get(facts, "gpus"),
 		     *gd = json_object_get(facts, "gpudirect");
 	size_t lo = k < 0 ? 0 : (size_t)k, hi = k < 0 ? json_array_size(rails) : (size_t)k + 1;
+
+	common_values(v);
 
 	for (size_t r = lo; r < hi && r < json_array_size(rails); r++) {
 		const json_t *rail = json_array_get(rails, r),
@@ -375,8 +406,8 @@ static void explain(const struct vd *v, uint32_t i, int32_t k, json_t *reasons)
 		const char *dev = json_string_value(json_object_get(rail, "device"));
 		double rate = json_number_value(json_object_get(rail, "rate_gbps"));
 		double mtu = json_number_value(json_object_get(rail, "mtu"));
-		double crate = common_rail_value(v, (int32_t)r, "rate_gbps");
-		double cmtu = common_rail_value(v, (int32_t)r, "mtu");
+		double crate = r < VD_RAILS_MAX ? v->common_rate[r] : 0;
+		double cmtu = r < VD_RAILS_MAX ? v->common_mtu[r] : 0;
 		json_int_t w = json_integer_value(json_object_get(pcie, "width"));
 		json_int_t mw = json_integer_value(json_object_get(pcie, "max_width"));
 		const char *sp = json_string_value(json_object_get(pcie, "speed"));
@@ -452,7 +483,7 @@ static void thresholds(struct vd *v, uint32_t t, struct rule_eval *ev, json_t *s
 			needed = T->rules[r].field == f && T->rules[r].rel != VD_ABS;
 		if (!needed)
 			continue;
-		for (size_t i = 0; i < in->nrows; i++) {
+		for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
 			const struct vd_row *w = &in->rows[i];
 
 			if (row_in(w, t, false) && w->state == VD_OK && isfinite(w->v[f]))
@@ -506,7 +537,7 @@ static void judge_rows(struct vd *v, uint32_t t, struct rule_eval *ev)
 	const struct vd_input *in = v->in;
 	const struct vd_test *T = &in->tests[t];
 
-	for (size_t i = 0; i < in->nrows; i++) {
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
 		const struct vd_row *w = &in->rows[i];
 		int fc = FC_NONE;
 
@@ -559,7 +590,7 @@ static void count_runs(struct vd *v, uint32_t t)
 {
 	const struct vd_input *in = v->in;
 
-	for (size_t i = 0; i < in->nrows; i++) {
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
 		const struct vd_row *w = &in->rows[i];
 		int fc = v->fail_code[i];
 		uint32_t ends[2] = {w->a, w->b};
@@ -605,7 +636,7 @@ static int count_retests(struct vd *v, uint32_t t, struct rerun **ret_reruns, si
 	struct rerun *rr = NULL;
 	size_t n = 0, cap = 0;
 
-	for (size_t i = 0; i < in->nrows; i++) {
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
 		const struct vd_row *w = &in->rows[i];
 		int fc = v->fail_code[i];
 		bool good_a, good_b;
@@ -658,7 +689,7 @@ static int rerun_ok(const struct rerun *rr, size_t n, uint32_t a, uint32_t b, in
 static bool slot_bad(const struct vd *v, size_t s)
 {
 	return v->missing[s] || (v->bad[s] >= 2 && 2 * v->bad[s] > v->tot[s]) ||
-	       (v->conf[s] > 0 && v->clear[s] == 0);
+	       (v->conf[s] > 0 && v->clear[s] == 0) || (v->loopback && v->bad[s] > 0);
 }
 
 static json_t *rail_entry(struct vd *v, uint32_t i, int32_t k)
@@ -690,8 +721,8 @@ static void name_bad(struct vd *v, uint32_t t, const struct rule_eval *ev, uint3
 	if (v->missing[s]) {
 		push_str(reasons, fmt("%s: rail %d missing (no active port; other nodes have it)",
 				      T->name, (int)rail));
-		push_str(v->findings, fmt("%s: rail %d missing on %s (no active port)", T->name,
-					  (int)rail, node_name(v, i)));
+		finding(v, fmt("%s: rail %d missing on %s (no active port)", T->name, (int)rail,
+			       node_name(v, i)));
 		return;
 	}
 	if (v->first_fail[s] != SIZE_MAX)
@@ -707,10 +738,10 @@ static void name_bad(struct vd *v, uint32_t t, const struct rule_eval *ev, uint3
 	if (v->first_fail[s] != SIZE_MAX && v->in->rows[v->first_fail[s]].note)
 		push_str(reasons, fmt("%s", v->in->rows[v->first_fail[s]].note));
 	explain(v, i, whole ? -1 : rail, reasons);
-	push_str(v->findings, fmt("%s: %s %s is bad: fails with %u of %u peers%s%s%s", T->name,
-				  whole ? "node" : "rail", w, v->bad[s], v->tot[s],
-				  v->conf[s] ? " (confirmed on retest)" : "", why ? "; e.g. " : "",
-				  why ? why : ""));
+	finding(v, fmt("%s: %s %s is bad: fails with %u of %u peers%s%s%s", T->name,
+		       whole ? "node" : "rail", w, v->bad[s], v->tot[s],
+		       v->conf[s] ? " (confirmed on retest)" : "", why ? "; e.g. " : "",
+		       why ? why : ""));
 	free(why);
 }
 
@@ -766,7 +797,7 @@ static void links(struct vd *v, uint32_t t, const struct rule_eval *ev, const st
 	const struct vd_input *in = v->in;
 	const struct vd_test *T = &in->tests[t];
 
-	for (size_t i = 0; i < in->nrows; i++) {
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
 		const struct vd_row *w = &in->rows[i];
 		int fc = v->fail_code[i];
 		bool ends_bad;
@@ -795,10 +826,9 @@ static void links(struct vd *v, uint32_t t, const struct rule_eval *ev, const st
 			where(v, w->b, w->rail, wb, sizeof(wb));
 			if (ok == 1 && v->conf[slot_of(v, w->a, w->rail)] == 0 &&
 			    v->conf[slot_of(v, w->b, w->rail)] == 0) {
-				push_str(v->findings,
-					 fmt("%s: %s <-> %s failed once and passed on retest "
-					     "(transient): %s",
-					     T->name, wa, wb, why ? why : ""));
+				finding(v, fmt("%s: %s <-> %s failed once and passed on retest "
+					       "(transient): %s",
+					       T->name, wa, wb, why ? why : ""));
 				if (f)
 					json_object_set_new(f, "attributed",
 							    json_string("transient"));
@@ -825,10 +855,9 @@ static void links(struct vd *v, uint32_t t, const struct rule_eval *ev, const st
 				json_object_set_new(lk, "test", json_string(T->name));
 				json_array_append_new(v->links, lk);
 			}
-			push_str(v->findings,
-				 fmt("%s: link %s <-> %s is suspect (both ends pass with other "
-				     "peers): %s",
-				     T->name, wa, wb, why ? why : ""));
+			finding(v, fmt("%s: link %s <-> %s is suspect (both ends pass with other "
+				       "peers): %s",
+				       T->name, wa, wb, why ? why : ""));
 		}
 		free(why);
 	}
@@ -842,20 +871,18 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 	struct rerun *rr = NULL;
 	size_t nrr = 0, nslots, rows = 0, measured = 0, nfail = 0;
 	json_t *stats = json_object(), *rules = json_array(), *failures = json_array();
-	int32_t maxrail = -1;
+	int32_t maxrail = v->maxrail[t];
 	bool fail_before = v->any_fail;
 	int r = -ENOMEM;
 
 	if (!ev || !stats || !rules || !failures)
 		goto out;
-	for (size_t i = 0; i < in->nrows; i++)
-		if (in->rows[i].test == t && in->rows[i].rail > maxrail)
-			maxrail = in->rows[i].rail;
 	if (maxrail >= VD_RAILS_MAX) {
 		r = -EINVAL;
 		goto out;
 	}
 	v->R = (size_t)(maxrail < 0 ? 1 : maxrail + 1);
+	v->loopback = T->pattern && strcmp(T->pattern, "loopback") == 0;
 	nslots = in->nnodes * v->R;
 	memset(v->tot, 0, nslots * sizeof(*v->tot));
 	memset(v->bad, 0, nslots * sizeof(*v->bad));
@@ -875,7 +902,7 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 	v->any_fail = false;
 	attribute(v, t, ev);
 	links(v, t, ev, rr, nrr, failures, &nfail);
-	for (size_t i = 0; i < in->nrows; i++) {
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
 		if (in->rows[i].test == t && in->rows[i].phase == VD_RUN) {
 			rows++;
 			measured += in->rows[i].state == VD_OK;
@@ -956,7 +983,7 @@ static int eval_congestion(struct vd *v, uint32_t t, json_t *tj)
 
 	if (!stats || !rules || !failures || !evaluated || !failed)
 		goto out;
-	for (size_t i = 0; i < in->nrows; i++) {
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
 		const struct vd_row *w = &in->rows[i];
 		int ps = phase_slot(w->phase);
 		size_t k;
@@ -967,12 +994,12 @@ static int eval_congestion(struct vd *v, uint32_t t, json_t *tj)
 			if (w->state == VD_ERROR) {
 				cong_failed++;
 				if (cong_failed <= 5)
-					push_str(v->findings, fmt("%s: congestor %s -> %s failed "
-								  "(%s): the impact "
-								  "is understated",
-								  T->name, node_name(v, w->a),
-								  node_name(v, w->b),
-								  w->error ? w->error : "?"));
+					finding(v,
+						fmt("%s: congestor %s -> %s failed "
+						    "(%s): the impact "
+						    "is understated",
+						    T->name, node_name(v, w->a), node_name(v, w->b),
+						    w->error ? w->error : "?"));
 			}
 			continue;
 		}
@@ -1049,7 +1076,7 @@ static int eval_congestion(struct vd *v, uint32_t t, json_t *tj)
 							  in->nodes[p->b].id, "rail", "reason", why,
 							  "attributed", "fabric"));
 					if (failed[q] <= 5)
-						push_str(v->findings, fmt("%s", why ? why : ""));
+						finding(v, fmt("%s", why ? why : ""));
 					free(why);
 				}
 			}
@@ -1062,9 +1089,8 @@ static int eval_congestion(struct vd *v, uint32_t t, json_t *tj)
 			continue;
 		fail = true;
 		nfail++;
-		push_str(v->findings,
-			 fmt("%s: victim %s -> %s not measured: %s", T->name, node_name(v, vs[k].a),
-			     node_name(v, vs[k].b), vs[k].error));
+		finding(v, fmt("%s: victim %s -> %s not measured: %s", T->name,
+			       node_name(v, vs[k].a), node_name(v, vs[k].b), vs[k].error));
 	}
 	for (size_t q = 0; q < T->nrules; q++)
 		json_array_append_new(
@@ -1099,6 +1125,9 @@ out:
 
 static void vd_done(struct vd *v)
 {
+	free(v->lo);
+	free(v->hi);
+	free(v->maxrail);
 	free(v->buf);
 	free(v->fail_code);
 	free(v->tot);
@@ -1125,6 +1154,9 @@ static int vd_init(struct vd *v, const struct vd_input *in)
 
 	memset(v, 0, sizeof(*v));
 	v->in = in;
+	v->lo = calloc(in->ntests + 1, sizeof(*v->lo));
+	v->hi = calloc(in->ntests + 1, sizeof(*v->hi));
+	v->maxrail = malloc((in->ntests + 1) * sizeof(*v->maxrail));
 	v->buf = malloc((in->nrows ? in->nrows : 1) * sizeof(*v->buf));
 	v->fail_code = malloc((in->nrows ? in->nrows : 1) * sizeof(*v->fail_code));
 	v->tot = malloc(nslots * sizeof(*v->tot));
@@ -1139,15 +1171,30 @@ static int vd_init(struct vd *v, const struct vd_input *in)
 	v->node_rails = calloc(in->nnodes + 1, sizeof(*v->node_rails));
 	v->links = json_array();
 	v->findings = json_array();
-	if (!v->buf || !v->fail_code || !v->tot || !v->bad || !v->conf || !v->clear ||
-	    !v->missing || !v->bad_rail || !v->first_fail || !v->node_bad || !v->node_reasons ||
-	    !v->node_rails || !v->links || !v->findings)
+	if (!v->lo || !v->hi || !v->maxrail || !v->buf || !v->fail_code || !v->tot || !v->bad ||
+	    !v->conf || !v->clear || !v->missing || !v->bad_rail || !v->first_fail ||
+	    !v->node_bad || !v->node_reasons || !v->node_rails || !v->links || !v->findings)
 		return -ENOMEM;
 	for (size_t i = 0; i < in->nnodes; i++) {
 		v->node_reasons[i] = json_array();
 		v->node_rails[i] = json_object();
 		if (!v->node_reasons[i] || !v->node_rails[i])
 			return -ENOMEM;
+	}
+	/* Each test's span of rows, so that its passes skip the other tests' rows (a campaign's
+	 * rows come test by test: the spans do not overlap). check_input() ran: test < ntests. */
+	for (size_t t = 0; t < in->ntests; t++) {
+		v->lo[t] = in->nrows;
+		v->maxrail[t] = -1;
+	}
+	for (size_t i = 0; i < in->nrows; i++) {
+		const struct vd_row *w = &in->rows[i];
+
+		if (i < v->lo[w->test])
+			v->lo[w->test] = i;
+		v->hi[w->test] = i + 1;
+		if (w->rail > v->maxrail[w->test])
+			v->maxrail[w->test] = w->rail;
 	}
 	return 0;
 }
@@ -1195,11 +1242,11 @@ int vd_evaluate(const struct vd_input *in, json_t **ret)
 		goto out;
 	}
 	if (in->quick)
-		push_str(v.findings, fmt("quick run: every test shrunk to a smoke run; the "
-					 "thresholds are indicative, not a sign-off"));
+		finding(&v, fmt("quick run: every test shrunk to a smoke run; the "
+				"thresholds are indicative, not a sign-off"));
 	if (in->transport && strcmp(in->transport, "tcp") == 0)
-		push_str(v.findings, fmt("transport tcp: a baseline over the hosts' TCP stacks, "
-					 "not RDMA"));
+		finding(&v, fmt("transport tcp: a baseline over the hosts' TCP stacks, "
+				"not RDMA"));
 	for (uint32_t t = 0; t < in->ntests; t++) {
 		const struct vd_test *T = &in->tests[t];
 		json_t *tj = json_pack("{s:s, s:s, s:s?, s:b}", "name", T->name, "kind", T->kind,
@@ -1229,7 +1276,11 @@ int vd_evaluate(const struct vd_input *in, json_t **ret)
 		json_array_append_new(nodes, o);
 	}
 	if (!fail && !in->cancelled)
-		push_str(v.findings, fmt("every test passed on %zu nodes", in->nnodes));
+		finding(&v, fmt("every test passed on %zu nodes", in->nnodes));
+	if (v.nfindings > VD_FINDINGS_LISTED)
+		push_str(v.findings, fmt("... and %zu more findings (every node's and link's own "
+					 "reasons are complete)",
+					 v.nfindings - VD_FINDINGS_LISTED));
 	doc = json_pack("{s:s, s:s?, s:b, s:b, s:O, s:O, s:O, s:O, s:I}", "result",
 			in->cancelled ? "incomplete"
 			: fail	      ? "fail"
@@ -1275,7 +1326,7 @@ int vd_suspects(const struct vd_input *in, uint32_t t, struct vd_suspect **ret_v
 	judge_rows(&v, t, ev);
 	for (size_t i = 0; i < in->nnodes; i++)
 		good[i] = false;
-	for (size_t i = 0; i < in->nrows; i++) {
+	for (size_t i = v.lo[t]; i < v.hi[t]; i++) {
 		const struct vd_row *w = &in->rows[i];
 		int fc = v.fail_code[i];
 
@@ -1301,7 +1352,7 @@ int vd_suspects(const struct vd_input *in, uint32_t t, struct vd_suspect **ret_v
 		sv[n++] = (struct vd_suspect){w->a, w->b, w->rail};
 	}
 	/* A node in any failing row is not good. */
-	for (size_t i = 0; i < in->nrows; i++) {
+	for (size_t i = v.lo[t]; i < v.hi[t]; i++) {
 		const struct vd_row *w = &in->rows[i];
 
 		if (w->test == t && w->phase == VD_RUN && is_fail(v.fail_code[i]))

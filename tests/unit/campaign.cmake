@@ -1,3 +1,6 @@
 # controller/campaign: the scheduler (pure).
 railyard_test(test_schedule SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_schedule.c
 	LIBS ry_campaign LABELS unit TIMEOUT 120)
+# controller/campaign: the verdict (pure).
+railyard_test(test_verdict SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_verdict.c
+	LIBS ry_campaign PkgConfig::JANSSON LABELS unit TIMEOUT 120)
