@@ -1521,17 +1521,33 @@ static void test_campaigns(void **state)
 	struct fx *f = *state;
 	struct store_campaign *m = NULL, **list = NULL;
 	struct store_campaign_row rows[3] = {
-		{.slot = 0, .phase = "run", .role = "measure", .node_a = "n-a", .node_b = "n-b",
-		 .rail = -1, .state = "pending"},
-		{.slot = 1, .phase = "run", .role = "measure", .node_a = "n-c", .node_b = "n-d",
-		 .rail = 3, .state = "pending"},
-		{.slot = 2, .phase = "run", .role = "measure", .node_a = "n-e", .node_b = "n-f",
-		 .rail = 7, .state = "missing", .error = "rail 7 missing on e"},
+		{.slot = 0,
+		 .phase = "run",
+		 .role = "measure",
+		 .node_a = "n-a",
+		 .node_b = "n-b",
+		 .rail = -1,
+		 .state = "pending"},
+		{.slot = 1,
+		 .phase = "run",
+		 .role = "measure",
+		 .node_a = "n-c",
+		 .node_b = "n-d",
+		 .rail = 3,
+		 .state = "pending"},
+		{.slot = 2,
+		 .phase = "run",
+		 .role = "measure",
+		 .node_a = "n-e",
+		 .node_b = "n-f",
+		 .rail = 7,
+		 .state = "missing",
+		 .error = "rail 7 missing on e"},
 	};
 	struct store_campaign_row *got = NULL;
 	struct store_campaign_count *k = NULL;
-	struct store_bench_new b = {"b-1", "lat", "tcp", "n-a", "n-b", "{\"kind\":\"lat\"}", NULL,
-				    30000};
+	struct store_bench_new b = {"b-1", "lat", "tcp", "n-a", "n-b", "{\"kind\":\"lat\"}",
+				    NULL,  30000};
 	struct store_bench_run *run = NULL;
 	size_t n = 0;
 
@@ -1587,8 +1603,8 @@ static void test_campaigns(void **state)
 	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "running", NULL, NULL,
 						   true, T0 + 5),
 			 1);
-	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "done",
-						   "{\"metrics\":{}}", NULL, false, T0 + 6),
+	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "done", "{\"metrics\":{}}",
+						   NULL, false, T0 + 6),
 			 1);
 	assert_int_equal(store_campaign_row_update(f->s, "c-1", 0, 0, 0, "failed", NULL, "late",
 						   false, T0 + 7),
@@ -1623,7 +1639,8 @@ static void test_campaigns(void **state)
 	store_campaign_free(m);
 	assert_int_equal(store_campaign_request_cancel(f->s, "c-1", T0 + 10), 1);
 	assert_int_equal(store_campaign_finish(f->s, "c-1", "running", NULL, NULL, T0), -EINVAL);
-	assert_int_equal(store_campaign_finish(f->s, "c-1", "cancelled", "{\"result\":\"incomplete\"}",
+	assert_int_equal(store_campaign_finish(f->s, "c-1", "cancelled",
+					       "{\"result\":\"incomplete\"}",
 					       "cancelled by operator", T0 + 11),
 			 1);
 	assert_int_equal(store_campaign_finish(f->s, "c-1", "failed", NULL, NULL, T0 + 12), 0);
