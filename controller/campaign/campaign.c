@@ -669,7 +669,7 @@ static json_t *progress_json(const struct store_campaign *m, const json_t *spec,
 		else if ((int)t == m->test_idx)
 			done_rounds += (size_t)m->round < rounds ? (size_t)m->round : rounds;
 		json_array_append_new(tests,
-				      json_pack("{s:O, s:O, s:O?, s:I, s:O?, s:I, s:I, s:I}",
+				      json_pack("{s:O, s:O, s:O?, s:I, s:o?, s:I, s:I, s:I}",
 						"name", json_object_get(test, "name"), "kind",
 						json_object_get(test, "kind"), "pattern",
 						json_object_get(test, "pattern"), "rounds",

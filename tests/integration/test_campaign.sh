@@ -203,5 +203,11 @@ check "  ... the database is intact" test "$(sqlite3 "$T/ctl/controller.db" "PRA
 check "  ... the log says it resumed where it was" log_has "$T/controller.log" "campaign $rid"
 
 check "controller and agents still up" wait_for 30 count_is online 4
+# A clean stop, so that the sanitizers' leak check runs in every daemon.
+for n in a b c d; do kill -TERM "${AGENT_PID[$n]}"; done
+for n in a b c d; do wait "${AGENT_PID[$n]}"; done
+kill -TERM "$CTL_PID"
+wait "$CTL_PID"
+check "the controller stops cleanly on SIGTERM" test $? -eq 0
 check_sanitizers
 finish
