@@ -65,3 +65,23 @@ bool ctl_valid_cluster_name(const char *name)
 			return false;
 	return true;
 }
+
+int ctl_playbook_for_cluster(const char *text, size_t len, const char *file, const char *cluster,
+			     struct playbook **ret, struct ctl_error *err)
+{
+	struct playbook *pb = NULL;
+	int r = playbook_parse(text, len, file, &pb, &err->diags);
+
+	if (r < 0)
+		return ctl_error_set(err, r, CTL_ERR_PLAYBOOK, "playbook", "%s: invalid playbook",
+				     file);
+	if (playbook_target_cluster(pb) && strcmp(playbook_target_cluster(pb), cluster) != 0) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "cluster",
+				  "playbook %s targets cluster %s, not %s", file,
+				  playbook_target_cluster(pb), cluster);
+		playbook_free(pb);
+		return r;
+	}
+	*ret = pb;
+	return 0;
+}

@@ -36,6 +36,13 @@ int ctl_error_store(struct ctl_error *e, int r, const char *what);
 /* A cluster name: 1-64 of [A-Za-z0-9._-], starting with a letter or digit. */
 bool ctl_valid_cluster_name(const char *name);
 
+/* Parse a playbook for cluster: every problem into err's diags (CTL_ERR_PLAYBOOK), a playbook
+ * whose target names another cluster refused (CTL_ERR_INVALID, field cluster). *ret (free with
+ * playbook_free()) on success. */
+__attribute__((warn_unused_result)) int
+ctl_playbook_for_cluster(const char *text, size_t len, const char *file, const char *cluster,
+			 struct playbook **ret, struct ctl_error *err);
+
 /* One line "prog: message" (and the playbook diagnostics, one per line) on f, escaped. */
 void ctl_error_print(const struct ctl_error *e, const char *prog, FILE *f);
 

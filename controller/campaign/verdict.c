@@ -463,6 +463,19 @@ static void explain_link(const struct vd *v, uint32_t a, uint32_t b, int32_t k, 
 
 /* ---- lat / bw tests ---------------------------------------------------------------------- */
 
+/* A test's verdict entry gets its result, failure count, and (taking them) its stats, rules
+ * and listed failures. */
+static void test_done(json_t *tj, bool fail, size_t nfail, json_t *stats, json_t *rules,
+		      json_t *failures)
+{
+	json_object_set_new(tj, "result", json_string(fail ? "fail" : "pass"));
+	json_object_set_new(tj, "failed", json_integer((json_int_t)nfail));
+	json_object_set_new(tj, "stats", stats);
+	json_object_set_new(tj, "rules", rules);
+	json_object_set_new(tj, "failures", failures);
+	json_object_set_new(tj, "failures_total", json_integer((json_int_t)nfail));
+}
+
 static bool row_in(const struct vd_row *w, uint32_t t, bool retest_too)
 {
 	return w->test == t && (w->phase == VD_RUN || (retest_too && w->phase == VD_RETEST));
@@ -923,14 +936,9 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 				    ev[k].usable ? json_real(ev[k].threshold) : json_null());
 		json_array_append_new(rules, o);
 	}
-	json_object_set_new(tj, "result", json_string(v->any_fail ? "fail" : "pass"));
 	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
 	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
-	json_object_set_new(tj, "failed", json_integer((json_int_t)nfail));
-	json_object_set_new(tj, "stats", stats);
-	json_object_set_new(tj, "rules", rules);
-	json_object_set_new(tj, "failures", failures);
-	json_object_set_new(tj, "failures_total", json_integer((json_int_t)nfail));
+	test_done(tj, v->any_fail, nfail, stats, rules, failures);
 	stats = rules = failures = NULL;
 	v->any_fail = v->any_fail || fail_before;
 	r = 0;
@@ -1101,14 +1109,9 @@ static int eval_congestion(struct vd *v, uint32_t t, json_t *tj)
 					 (json_int_t)failed[q], "line", T->rules[q].line));
 	if (fail)
 		v->any_fail = true;
-	json_object_set_new(tj, "result", json_string(fail ? "fail" : "pass"));
 	json_object_set_new(tj, "victim_pairs", json_integer((json_int_t)nv));
 	json_object_set_new(tj, "congestors_failed", json_integer((json_int_t)cong_failed));
-	json_object_set_new(tj, "failed", json_integer((json_int_t)nfail));
-	json_object_set_new(tj, "stats", stats);
-	json_object_set_new(tj, "rules", rules);
-	json_object_set_new(tj, "failures", failures);
-	json_object_set_new(tj, "failures_total", json_integer((json_int_t)nfail));
+	test_done(tj, fail, nfail, stats, rules, failures);
 	stats = rules = failures = NULL;
 	r = 0;
 out:

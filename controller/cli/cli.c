@@ -5,6 +5,7 @@
 #include "controller/state.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
+#include "common/util/fs.h"
 #include "common/util/util.h"
 
 #include <getopt.h>
@@ -202,4 +203,46 @@ int cli_main(int argc, char **argv)
 	optind = 1;
 	opterr = 1;
 	return cmd->run(cmd, argc, argv);
+}
+
+int cli_simple_opts(const struct cli_command *cmd, int argc, char **argv, const char **state_dir,
+		    bool *json, bool *results, bool *no_wait, int n)
+{
+	enum { OPT_STATE_DIR = 900, OPT_JSON, OPT_RESULTS, OPT_NO_WAIT };
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"results", no_argument, NULL, OPT_RESULTS},
+		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == OPT_STATE_DIR)
+			*state_dir = optarg;
+		else if (c == OPT_JSON && json)
+			*json = true;
+		else if (c == OPT_RESULTS && results)
+			*results = true;
+		else if (c == OPT_NO_WAIT && no_wait)
+			*no_wait = true;
+		else if (c == 'h')
+			return cli_usage(cmd, stdout);
+		else
+			return cli_usage(cmd, stderr);
+	}
+	return cli_positionals(cmd, argc, argv, n);
+}
+
+int cli_read_playbook(const char *what, const char *path, char **ret_text, size_t *ret_len)
+{
+	int r = fs_read_file(path, PB_MAX_SIZE, ret_text, ret_len);
+
+	if (r < 0) {
+		log_error("%s: %s: %s", what, path, ry_strerror(r));
+		return 1;
+	}
+	return 0;
 }

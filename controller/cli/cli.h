@@ -37,6 +37,13 @@ int cli_bad(const char *what, const char *value);
 int cli_parse_ms(const char *what, const char *s, int64_t *ret);
 /* Exactly n positional arguments left after the options? Otherwise usage, 2. */
 int cli_positionals(const struct cli_command *cmd, int argc, char **argv, int n);
+/* The options of the small commands: --state-dir, and each of --json, --results, --no-wait
+ * whose flag is not NULL; then exactly n positionals. 0, or the exit code (usage, --help). */
+int cli_simple_opts(const struct cli_command *cmd, int argc, char **argv, const char **state_dir,
+		    bool *json, bool *results, bool *no_wait, int n);
+/* Read a playbook file once (the text parsed is the text stored and hashed): 0, or 1 with the
+ * reason logged as "WHAT: PATH: error". Caller frees *ret_text. */
+int cli_read_playbook(const char *what, const char *path, char **ret_text, size_t *ret_len);
 /* ctl_state_open() for a command: the reason of a failure is logged. */
 __attribute__((warn_unused_result)) int cli_open_state(const char *dir, bool server,
 						       struct ctl_state **ret);

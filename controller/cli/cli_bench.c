@@ -295,34 +295,6 @@ out:
 	return rc;
 }
 
-/* --state-dir, --json, --no-wait (cancel), and n positionals. */
-static int simple_opts(const struct cli_command *cmd, int argc, char **argv, const char **state_dir,
-		       bool *json, bool *no_wait, int n)
-{
-	static const struct option opts[] = {
-		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"no-wait", no_argument, NULL, 'W'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == OPT_STATE_DIR)
-			*state_dir = optarg;
-		else if (c == OPT_JSON && json)
-			*json = true;
-		else if (c == 'W' && no_wait)
-			*no_wait = true;
-		else if (c == 'h')
-			return cli_usage(cmd, stdout);
-		else
-			return cli_usage(cmd, stderr);
-	}
-	return cli_positionals(cmd, argc, argv, n);
-}
-
 static int cmd_show(const struct cli_command *cmd, int argc, char **argv)
 {
 	const char *state_dir = CTL_DEFAULT_STATE_DIR;
@@ -333,7 +305,8 @@ static int cmd_show(const struct cli_command *cmd, int argc, char **argv)
 	size_t i;
 	int r, rc = 1;
 
-	if ((r = simple_opts(cmd, argc, argv, &state_dir, &json, NULL, list ? 0 : 1)) != 0)
+	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, &json, NULL, NULL, list ? 0 : 1)) !=
+	    0)
 		return r;
 	ctl_error_init(&err);
 	if (cli_open_state(state_dir, false, &st) < 0)
@@ -376,7 +349,7 @@ static int cmd_cancel(const struct cli_command *cmd, int argc, char **argv)
 	json_t *b = NULL;
 	int r, rc = 1;
 
-	if ((r = simple_opts(cmd, argc, argv, &state_dir, NULL, &no_wait, 1)) != 0)
+	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, NULL, NULL, &no_wait, 1)) != 0)
 		return r;
 	id = argv[optind];
 	ctl_error_init(&err);

@@ -287,12 +287,8 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 		return r;
 	if (!rq.cluster || !playbook)
 		return cli_bad("validate", "(--cluster and --playbook are required)");
-	/* One read: the text parsed is the text stored (and hashed). */
-	r = fs_read_file(playbook, PB_MAX_SIZE, &text, &len);
-	if (r < 0) {
-		log_error("validate: %s: %s", playbook, ry_strerror(r));
+	if (cli_read_playbook("validate", playbook, &text, &len))
 		return 1;
-	}
 	rq.playbook_text = text;
 	rq.playbook_len = len;
 	rq.playbook_file = playbook;
@@ -365,37 +361,6 @@ out:
 	return rc;
 }
 
-/* --state-dir, --json, --results, --no-wait, and n positionals. */
-static int simple_opts(const struct cli_command *cmd, int argc, char **argv, const char **state_dir,
-		       bool *json, bool *results, bool *no_wait, int n)
-{
-	static const struct option opts[] = {
-		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"results", no_argument, NULL, 'R'},
-		{"no-wait", no_argument, NULL, 'W'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == OPT_STATE_DIR)
-			*state_dir = optarg;
-		else if (c == OPT_JSON && json)
-			*json = true;
-		else if (c == 'R' && results)
-			*results = true;
-		else if (c == 'W' && no_wait)
-			*no_wait = true;
-		else if (c == 'h')
-			return cli_usage(cmd, stdout);
-		else
-			return cli_usage(cmd, stderr);
-	}
-	return cli_positionals(cmd, argc, argv, n);
-}
-
 static int cmd_campaigns(const struct cli_command *cmd, int argc, char **argv)
 {
 	const char *state_dir = CTL_DEFAULT_STATE_DIR;
@@ -406,7 +371,7 @@ static int cmd_campaigns(const struct cli_command *cmd, int argc, char **argv)
 	size_t i;
 	int r, rc = 1;
 
-	if ((r = simple_opts(cmd, argc, argv, &state_dir, &json, NULL, NULL, 0)) != 0)
+	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, &json, NULL, NULL, 0)) != 0)
 		return r;
 	ctl_error_init(&err);
 	if (cli_open_state(state_dir, false, &st) < 0)
@@ -449,7 +414,7 @@ static int cmd_show(const struct cli_command *cmd, int argc, char **argv)
 	json_t *doc = NULL;
 	int r, rc = 1;
 
-	if ((r = simple_opts(cmd, argc, argv, &state_dir, &json, &results, NULL, 1)) != 0)
+	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, &json, &results, NULL, 1)) != 0)
 		return r;
 	ctl_error_init(&err);
 	if (cli_open_state(state_dir, false, &st) < 0)
@@ -486,7 +451,7 @@ static int cmd_cancel(const struct cli_command *cmd, int argc, char **argv)
 	int64_t deadline;
 	int r, rc = 1;
 
-	if ((r = simple_opts(cmd, argc, argv, &state_dir, NULL, NULL, &no_wait, 1)) != 0)
+	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, NULL, NULL, &no_wait, 1)) != 0)
 		return r;
 	id = argv[optind];
 	ctl_error_init(&err);

@@ -206,12 +206,8 @@ static int cmd_deploy(const struct cli_command *cmd, int argc, char **argv)
 		return r;
 	if (!rq.cluster || !playbook)
 		return cli_bad("deploy", "(--cluster and --playbook are required)");
-	/* One read: the text parsed is the text stored (and hashed). */
-	r = fs_read_file(playbook, PB_MAX_SIZE, &text, &len);
-	if (r < 0) {
-		log_error("deploy: %s: %s", playbook, ry_strerror(r));
+	if (cli_read_playbook("deploy", playbook, &text, &len))
 		return 1;
-	}
 	rq.playbook_text = text;
 	rq.playbook_len = len;
 	rq.playbook_file = playbook;

@@ -132,19 +132,10 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 	unsigned char rnd[4];
 	int r;
 
-	r = playbook_parse(rq->playbook_text, rq->playbook_len, rq->playbook_file, &pb,
-			   &err->diags);
-	if (r < 0) {
-		ctl_error_set(err, r, CTL_ERR_PLAYBOOK, "playbook", "%s: invalid playbook",
-			      rq->playbook_file);
+	r = ctl_playbook_for_cluster(rq->playbook_text, rq->playbook_len, rq->playbook_file,
+				     rq->cluster, &pb, err);
+	if (r < 0)
 		goto out;
-	}
-	if (playbook_target_cluster(pb) && strcmp(playbook_target_cluster(pb), rq->cluster) != 0) {
-		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "cluster",
-				  "playbook %s targets cluster %s, not %s", rq->playbook_file,
-				  playbook_target_cluster(pb), rq->cluster);
-		goto out;
-	}
 	r = policy_from(playbook_rollout(pb), rq, &pol, err);
 	if (r < 0)
 		goto out;
