@@ -308,7 +308,8 @@ static void follow_row(struct ctl_campaigns *cs, const struct store_campaign *m,
 		return;
 	if (strcmp(b->state, "succeeded") == 0 ||
 	    (congestor && stop_congestor && store_bench_state_final(b->state))) {
-		/* A congestor stopped by us is done; what it measured is kept when it has any. */
+		/* A congestor stopped by us is done: its run ends cancelled, with nothing to
+		 * measure (the victims measured); one that ended by itself keeps its figures. */
 		sum = cp_summary(b);
 		text = sum ? json_dumps(sum, JSON_COMPACT) : NULL;
 		row_set(st, m->id, w, "done", text, NULL, false);

@@ -57,7 +57,9 @@ static void progress_line(const json_t *c, char *buf, size_t len)
 	snprintf(buf, len,
 		 "test %s, round %lld of %lld%s | rounds %lld of %lld%s | %lld done, "
 		 "%lld failed%s",
-		 JSTR(p, "test") ? JSTR(p, "test") : "-", (long long)JINT(p, "round") + 1,
+		 JSTR(p, "test") ? JSTR(p, "test") : "-",
+		 /* Past its rounds, a test waits for its retests to be planned. */
+		 (long long)(JINT(p, "round") < rounds ? JINT(p, "round") + 1 : rounds),
 		 (long long)rounds,
 		 json_is_integer(json_object_get(test, "retest_rounds")) ? "" : "+retests",
 		 (long long)JINT(p, "rounds_done"), (long long)JINT(p, "rounds_total"),

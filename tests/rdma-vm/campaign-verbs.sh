@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# CTest rdma_vm_campaign_verbs: a validation campaign over verbs on a real kernel RDMA stack. A
+# controller on the host, an agent in each of 3 soft-RoCE guests (cluster mode), one guest made
+# slow on purpose (netem delay on its wire NIC), and `railyard-controller validate` with the
+# playbook playbooks/softroce-campaign.yaml: pairs latency and bandwidth per rail, a random ring
+# and incast. The campaign must fail naming the slow guest, and only it, by the relative latency
+# rule, with every result row stored once, port counter deltas from rxe's hw_counters in the
+# summaries, over verbs. Then the nodes are revoked, which ends the agents (the guests' pass).
+#
+# Addresses: the controller sends a benchmark client to the server's address as it sees the
+# server agent's session. Through qemu's user-mode NIC every guest would be 127.0.0.1, so the
+# host side runs in a network namespace of its own (unshare -rn) where 10.99.0.(10+i) is a local
+# address whose route prefers the source 192.168.77.(10+i): guest i dials the controller at
+# 10.99.0.(10+i) and the controller sees it at its wire address, as on a cluster.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+: "${RAILYARD_BUILD_DIR:?set RAILYARD_BUILD_DIR}"
+CTL=$RAILYARD_BUILD_DIR/controller/railyard-controller
+N=3
+SLOW=2             # the guest made slow: rdma-g2
+SLOW_DELAY=20ms    # netem delay of every packet it sends on the wire
+CAMPAIGN_S=300     # bound on the campaign itself (≈50 s)
+skip() {
+	echo "SKIP rdma-vm campaign-verbs: $*" >&2
+	exit 77
+}
+
+if [ -z "${RY_CAMPAIGN_NETNS:-}" ]; then
+	[ -x "$CTL" ] && [ -x "$RAILYARD_BUILD_DIR/nodeagent/railyard-agent" ] ||
+		{ echo "campaign-verbs: controller/agent not built" >&2; exit 1; }
+	command -v jq >/dev/null 2>&1 || skip "jq not found"
+	command -v qemu-system-x86_64 >/dev/null 2>&1 ||
+		skip "qemu-system-x86_64 not found (package qemu-system-x86; deploy/install-deps.sh)"
+	# The image first, in the foreground: its skip (no archive, no tool) is this test's.
+	rc=0
+	"$HERE/build-image.sh" || rc=$?
+	[ $rc = 0 ] || exit $rc
+	command -v unshare >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 ||
+		skip "unshare or ip not found (util-linux, iproute2)"
+	unshare -rn true 2>/dev/null ||
+		skip "cannot create a user and network namespace (unshare -rn): unprivileged user namespaces are off"
+	export RY_CAMPAIGN_NETNS=1
+	exec unshare -rn "$0" "$@"
+fi
+
+# ---- in the namespace -----------------------------------------------------------------------
+ip link set lo up
+for ((i = 0; i < N; i++)); do
+	ip addr add "192.168.77.$((10 + i))/32" dev lo
+	ip addr add "10.99.0.$((10 + i))/32" dev lo
+	ip route replace local "10.99.0.$((10 + i))" dev lo table local src "192.168.77.$((10 + i))"
+done
+
+W=$RAILYARD_BUILD_DIR/rdma-vm/campaign-verbs
+rm -rf "$W"
+mkdir -p "$W"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+fails=0
+check() { # check "what" command...
+	local what=$1
+	shift
+	if "$@" >/dev/null; then echo "ok   - $what"; else echo "FAIL - $what"; fails=$((fails + 1)); fi
+}
+jqt() { jq -e "$@" >/dev/null; }
+c() { "$CTL" "$@" --state-dir "$W/ctl"; }
+online() { [ "$(c nodes --json | jq '[.[] | select(.state == "online")] | length')" = "$1" ]; }
+t0=$(date +%s)
+
+c init >"$W/init.log" 2>&1
+"$CTL" serve --state-dir "$W/ctl" --listen 0.0.0.0:0 --heartbeat-interval 2s \
+	--heartbeat-timeout 20s >"$W/controller.log" 2>&1 &
+ctl_pid=$!
+pids+=("$ctl_pid")
+for _ in $(seq 200); do
+	[ -s "$W/ctl/controller.addr" ] && break
+	sleep 0.1
+done
+[ -s "$W/ctl/controller.addr" ] || { cat "$W/controller.log"; exit 1; }
+port=$(sed 's/.*://' "$W/ctl/controller.addr")
+c token create --cluster rdma --uses $N --ttl 10m >"$W/token"
+token=$(awk '/^token:/ {print $2}' "$W/token")
+fp=$(awk '/^ca-fingerprint:/ {print $2}' "$W/token")
+
+# The guests, in the background; they end when their agents are revoked (or at the timeout).
+"$HERE/run-vm.sh" --no-build --name campaign_verbs --timeout 540 --mem 768M \
+	--env "RY_CTL_PORT=$port" --env "RY_TOKEN=$token" --env "RY_FP=$fp" \
+	--env "RY_SLOW=$SLOW" --env "RY_SLOW_DELAY=$SLOW_DELAY" \
+	--script "$HERE/cases/campaign-verbs.sh" cluster $N >"$W/run-vm.log" 2>&1 &
+vm=$!
+pids+=("$vm")
+end=$(($(date +%s) + 150))
+until online $N; do
+	if ! kill -0 $vm 2>/dev/null; then
+		rc=0
+		wait $vm || rc=$?
+		cat "$W/run-vm.log"
+		[ $rc != 77 ] || exit 77
+		echo "campaign-verbs: the guests ended before their agents came online" >&2
+		exit 1
+	fi
+	if [ "$(date +%s)" -ge $end ]; then
+		echo "campaign-verbs: the guests' agents did not come online" >&2
+		cat "$W/run-vm.log" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+echo "ok   - $N guest agents enrolled and online ($(($(date +%s) - t0)) s)"
+c nodes --json >"$W/nodes.json"
+id_of() { jq -r --arg h "$1" '.[] | select(.hostname == $h) | .id' "$W/nodes.json"; }
+slow_id=$(id_of rdma-g$SLOW)
+
+# ---- the campaign ---------------------------------------------------------------------------
+PB=$HERE/playbooks/softroce-campaign.yaml
+c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --dry-run >"$W/plan.txt"
+cat "$W/plan.txt"
+c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --no-wait >"$W/validate.log"
+cat "$W/validate.log"
+id=$(c campaigns --json | jq -r '.[0].id')
+[ -n "$id" ] && [ "$id" != null ] || { echo "campaign-verbs: no campaign stored" >&2; exit 1; }
+tc=$(date +%s)
+end=$((tc + CAMPAIGN_S))
+last=
+while :; do
+	state=$(c campaign show "$id" --json | jq -r .state)
+	[ "$state" = running ] || break
+	line=$(c campaign show "$id")
+	[ "$line" = "$last" ] || echo "  [$(($(date +%s) - tc)) s] $line"
+	last=$line
+	if [ "$(date +%s)" -ge $end ]; then
+		echo "campaign-verbs: campaign $id still running after $CAMPAIGN_S s; cancelling" >&2
+		c campaign cancel "$id" || true
+		break
+	fi
+	sleep 2
+done
+echo "campaign $id ended ($state) after $(($(date +%s) - tc)) s"
+c campaign show "$id" | tee "$W/verdict.txt"
+c campaign show "$id" --json --results >"$W/campaign.json"
+J=$W/campaign.json
+
+check "the campaign ended failed (the slow guest), over verbs, not a tcp baseline" jqt '
+	.state == "failed" and .result == "fail" and .transport == "verbs" and
+	.verdict.transport == "verbs" and .verdict.baseline == false and .verdict.quick == false' "$J"
+check "exactly one node is named bad: the slow guest rdma-g$SLOW" jqt --arg s "$slow_id" '
+	[.verdict.nodes[] | select(.result != "pass") | .id] == [$s]' "$J"
+check "the others pass" jqt --arg s "$slow_id" --argjson n $N '
+	[.verdict.nodes[] | select(.id != $s and .result == "pass")] | length == $n - 1' "$J"
+check "its reason names the latency test and the relative rule" jqt --arg s "$slow_id" '
+	.verdict.nodes[] | select(.id == $s) | any(.reasons[];
+	test("^pair-lat: fails with 2 of 2 peers; e\\.g\\. pair-lat: p50_us [0-9.]+, not <= [0-9.]+ \\(3.0 x min [0-9.]+\\)"))' "$J"
+check "the rule failed on the 2 pairs through the slow guest, of 3" jqt '
+	.verdict.tests[] | select(.name == "pair-lat") | .rules[] |
+	select(.metric == "pair-lat.p50_us" and .relative == "min") | .evaluated == 3 and .failed == 2' "$J"
+check "a finding names the slow node; no link is suspected" jqt '
+	any(.verdict.findings[]; test("^pair-lat: node rdma-g'$SLOW' is bad")) and .verdict.links == []' "$J"
+check "the other tests pass" jqt '[.verdict.tests[] | select(.name != "pair-lat") | .result] ==
+	["pass", "pass", "pass"]' "$J"
+# Rows: test indexes follow the playbook (0 pair-lat, 1 pair-bw, 2 ring-bw, 3 incast).
+for t in 0:pair-lat 1:pair-bw; do
+	check "${t#*:}: every pair measured once (3 pairs), rail 0, over rxe0" jqt --argjson t "${t%%:*}" '
+		[.results[] | select(.test_index == $t)] as $r | ($r | length) == 3 and
+		([$r[] | [.a, .b] | sort] | unique | length) == 3 and all($r[]; .phase == "run" and
+		.state == "done" and .rail == 0 and .summary.env.a.device == "rxe0" and
+		.summary.env.b.device == "rxe0")' "$J"
+done
+check "random ring: $N slots in one round, every node sends once and receives once" jqt --argjson n $N '
+	[.results[] | select(.test_index == 2)] as $r | ($r | length) == $n and
+	([$r[].round] | unique) == [0] and ([$r[].a] | unique | length) == $n and
+	([$r[].b] | unique | length) == $n and all($r[]; .a != .b and .state == "done")' "$J"
+check "incast: isolated and congested victim rows measured, a congestor ran" jqt '
+	[.results[] | select(.test_index == 3)] as $r |
+	([$r[] | select(.role == "measure") | .phase] | unique) ==
+		["congested-bw", "congested-lat", "isolated-bw", "isolated-lat"] and
+	all($r[] | select(.role == "measure"); .state == "done") and
+	any($r[]; .role == "congestor" and .phase == "congestor")' "$J"
+check "incast: one victim pair with impact stats" jqt '.verdict.tests[] | select(.name == "incast") |
+	.victim_pairs == 1 and .stats.impact_p99.n == 1 and .stats.impact_bw.n == 1 and
+	.stats.impact_p99.median > 0 and .stats.impact_bw.median > 0' "$J"
+c bench list --json >"$W/runs.json"
+check "every benchmark run was served at the server guest's wire address" jqt '
+	length > 0 and all(.[]; .server_address != null and
+	(.server_address | test("^192\\.168\\.77\\.1[0-9]$")))' "$W/runs.json"
+check "every summary carries a counters object" jqt '
+	all(.results[] | select(.state == "done"); .summary.counters | type == "object")' "$J"
+check "verbs runs: rxe hw_counters deltas, packets sent and received" jqt '
+	all(.results[] | select(.state == "done" and .role == "measure"); .summary.counters |
+	length > 0 and .sent_pkts > 0 and .rcvd_pkts > 0)' "$J"
+# Figures for the log.
+jq -r '.verdict.tests[] | "stats \(.name): " + ([.stats | to_entries[] |
+	"\(.key) n \(.value.n) min \(.value.min) median \(.value.median) max \(.value.max)"] |
+	join("; "))' "$J"
+jq -r '.results[] | select(.role == "measure") | "row t\(.test_index) r\(.round) \(.phase) " +
+	"\(.a[0:8])->\(.b[0:8]) \(.state) " + (.summary.metrics // {} | tostring) + " " +
+	(.summary.counters // {} | with_entries(select(.value != 0)) | tostring)' "$J"
+
+for n in $(jq -r '.[].id' "$W/nodes.json"); do c node revoke "$n" >/dev/null; done
+rc=0
+wait "$vm" || rc=$?
+cat "$W/run-vm.log"
+grep -ah "\[g[0-9]" "$RAILYARD_BUILD_DIR"/rdma-vm/logs/campaign_verbs/guest*.log | tail -40 || true
+check "every guest ended with its agent revoked" test $rc = 0
+# The controller stops on SIGTERM (a sanitized build runs its leak check then).
+kill -TERM "$ctl_pid"
+for _ in $(seq 100); do
+	kill -0 "$ctl_pid" 2>/dev/null || break
+	sleep 0.2
+done
+kill -KILL "$ctl_pid" 2>/dev/null || true # still running after 20 s: a failure
+rc=0
+wait "$ctl_pid" || rc=$?
+check "the controller stopped cleanly on SIGTERM" test $rc = 0
+check "no sanitizer report from the controller" \
+	bash -c '! grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$1"' _ \
+	"$W/controller.log"
+echo "campaign-verbs: $(($(date +%s) - t0)) s in the namespace"
+[ $fails = 0 ] || { echo "campaign-verbs: $fails check(s) failed; logs in $W and $RAILYARD_BUILD_DIR/rdma-vm/logs/campaign_verbs"; exit 1; }
+echo "campaign-verbs: all passed"
