@@ -109,7 +109,14 @@ check "an unknown flag is a usage error (2)" test $? -eq 2
 check "nothing was stored by any of them" test "$(ncamp)" = 0
 
 # ---- a quick campaign passes; every slot measured once ---------------------------------------
-val --playbook "$PB" --quick --seed 7 --json >"$T/quick.json" 2>"$T/quick.err"
+# The shipped baseline's tests with lines that only a broken run crosses: the four agents share
+# two busy cores here (more so under ASan), so "4x the median" is not a property of the code.
+playbook loose "$(sed -n '/^  tests:/,/^  acceptance:/p' "$PB" | sed '1d;$d')" \
+	"    - {metric: pair-lat.p50_us, relative: median, op: \"<=\", value: 100}
+    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.01}
+    - {metric: ring-bw.gbps, relative: median, op: \">=\", value: 0.01}
+    - {metric: incast.impact_bw, op: \"<=\", value: 1000}"
+val --playbook "$T/loose.yaml" --quick --seed 7 --json >"$T/quick.json" 2>"$T/quick.err"
 check "a quick tcp campaign passes (exit 0)" test $? -eq 0
 check "  ... its verdict says pass, tcp baseline, quick" jqt '.state == "passed" and
 	.result == "pass" and .transport == "tcp" and .quick == true' "$T/quick.json"
@@ -119,11 +126,15 @@ show "$qid" --results >"$T/quick-full.json"
 check "  ... verdict: every test and node pass, baseline labelled" jqt '.verdict.baseline == true and
 	all(.verdict.tests[]; .result == "pass") and all(.verdict.nodes[]; .result == "pass") and
 	(.verdict.findings | any(test("quick run"))) and (.verdict.findings | any(test("baseline")))' "$T/quick-full.json"
-check "  ... pairs: 6 rows per pair test, ring 4, all done" jqt '[.results[] | select(.test_index == 0)] |
-	length == 6 and all(.[]; .state == "done")' "$T/quick-full.json"
+# (A pair off by chance on a busy machine is retested: retest rows come on top of the six.)
+check "  ... pairs: 6 rows of the pattern per pair test, all done" jqt '[.results[] |
+	select(.test_index == 0 and .phase == "run")] | length == 6 and all(.[]; .state == "done")' \
+	"$T/quick-full.json"
+check "  ... random ring: one row per node" jqt '[.results[] | select(.test_index == 2 and
+	.phase == "run")] | length == 4' "$T/quick-full.json"
 check "  ... every row has its own benchmark run" jqt '[.results[] | select(.bench_id) | .bench_id] |
 	length == (unique | length)' "$T/quick-full.json"
-check "  ... summaries hold the figures and the counters" jqt '[.results[] | select(.test_index == 0)] |
+check "  ... summaries hold the figures and the counters" jqt '[.results[] | select(.test_index == 0 and .state == "done")] |
 	all(.[]; .summary.metrics.p50_us > 0 and (.summary.counters | type) == "object")' "$T/quick-full.json"
 check "  ... incast victims measured alone and congested, impact computed" jqt '.verdict.tests[] |
 	select(.name == "incast") | .victim_pairs >= 1 and .stats.impact_p99.n >= 1' "$T/quick-full.json"
@@ -158,14 +169,14 @@ check "  ... its verdict is incomplete, its runs are stopped" jqt '.state == "ca
 check "  ... no run of it is left going" test "$(sqlite3 "$T/ctl/controller.db" \
 	"SELECT count(*) FROM bench_runs WHERE campaign_id = '$lid' AND state NOT IN ('cancelled', 'failed', 'succeeded')")" = 0
 check "  ... the agents are free again (a new campaign runs)" bash -c \
-	"'$CTL' validate --state-dir '$T/ctl' --cluster it --playbook '$PB' --tests pair-lat --quick >/dev/null"
+	"'$CTL' validate --state-dir '$T/ctl' --cluster it --playbook '$T/loose.yaml' --tests pair-lat --quick >/dev/null"
 refused "$CTL" campaign cancel "$lid" --state-dir "$T/ctl" >"$T/cancel2.out" 2>&1
 check "cancelling it again says it has ended" grep -q "already ended (cancelled)" "$T/cancel2.out"
 
 # ---- an agent lost mid-campaign: its tests fail with that reason, the others pass -------------
 playbook lost "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, duration: 3s}
     - {name: pair-lat, kind: lat, pattern: pairs, size: 8, iters: 500}" \
-	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.1}"
+	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.01}"
 val --playbook "$T/lost.yaml" --no-wait >"$T/lost.out" 2>&1
 xid=$(sed -n 's/^campaign \(c-[0-9a-f]*\):.*/\1/p' "$T/lost.out" | head -1)
 check "a campaign for the lost-agent case started" wait_for 30 bash -c \
@@ -185,7 +196,7 @@ check "the agent is back" wait_for 30 count_is online 4
 
 # ---- controller killed mid-campaign: resumes, nothing lost or run twice -----------------------
 playbook resume "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, duration: 2s}" \
-	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.1}"
+	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.01}"
 val --playbook "$T/resume.yaml" --no-wait >"$T/resume.out" 2>&1
 rid=$(sed -n 's/^campaign \(c-[0-9a-f]*\):.*/\1/p' "$T/resume.out" | head -1)
 check "a campaign for the restart case is in its second round" wait_for 60 bash -c \
