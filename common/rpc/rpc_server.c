@@ -31,6 +31,9 @@ struct rpc_server {
 	pthread_cond_t cond;
 	bool shutting_down;
 	bool shutdown_done;
+	/* Streams whose close batch has not finished (closed() not yet returned): the shutdown tag
+	 * can complete on one queue thread while another still runs a stream's closed(). */
+	int n_open_streams;
 };
 
 /* One outstanding grpc_server_request_registered_call. */
@@ -405,6 +408,14 @@ static void stream_recv_arm(struct rpc_stream *st)
 	}
 }
 
+static void stream_count_done(struct rpc_server *srv)
+{
+	pthread_mutex_lock(&srv->lock);
+	if (--srv->n_open_streams == 0)
+		pthread_cond_broadcast(&srv->cond);
+	pthread_mutex_unlock(&srv->lock);
+}
+
 static void stream_close_done(struct rpc_tag *tag, bool ok)
 {
 	struct rpc_stream *st = RPC_CONTAINER_OF(tag, struct rpc_stream, close_tag);
@@ -428,6 +439,7 @@ static void stream_close_done(struct rpc_tag *tag, bool ok)
 	 * message() can start after closed_called is set. */
 	if (was_open)
 		ops->closed(st->srv->userdata, st, st->cancelled != 0);
+	stream_count_done(st->srv);
 	rpc_stream_unref(st);
 }
 
@@ -456,6 +468,9 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_mutex_init(&st->cb_lock, NULL);
 	peer_fill(call, &st->peer);
+	pthread_mutex_lock(&srv->lock);
+	srv->n_open_streams++;
+	pthread_mutex_unlock(&srv->lock);
 
 	/* Initial metadata goes first: a refusal's status must follow it, not precede it. */
 	memset(ops_close, 0, sizeof(ops_close));
@@ -465,6 +480,7 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 	if (grpc_call_start_batch(call, ops_close, 2, &st->close_tag, NULL) != GRPC_CALL_OK) {
 		log_debug("rpc: start_batch(close) failed on %s", st->peer.address);
 		grpc_call_cancel(call, NULL);
+		stream_count_done(srv);
 		rpc_stream_unref(st);
 		return;
 	}
@@ -702,7 +718,9 @@ void rpc_server_stop(struct rpc_server *srv)
 		grpc_server_cancel_all_calls(srv->server);
 	}
 	pthread_mutex_lock(&srv->lock);
-	while (!srv->shutdown_done)
+	/* Every stream's closed() has returned once this ends: callers rely on it to have seen
+	 * each session's end before they tear down what closed() hands work to. */
+	while (!srv->shutdown_done || srv->n_open_streams > 0)
 		pthread_cond_wait(&srv->cond, &srv->lock);
 	pthread_mutex_unlock(&srv->lock);
 }
