@@ -1,5 +1,6 @@
-/* PKI over OpenSSL 3 (EVP/X509 only, no deprecated calls): key files, the controller CA,
- * server and node certificates, CSR signing, verification, fingerprints and serials. */
+/* PKI over OpenSSL 3 (EVP/X509/CMS only, no deprecated calls): key files, the controller CA,
+ * server, node and sign-off certificates, CSR signing, verification, fingerprints and serials,
+ * detached CMS signatures over sign-off reports. */
 #include "common/pki/pki.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
@@ -19,6 +20,8 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+/* After pem.h: cms.h declares PEM_read_bio_CMS() only when pem.h came first. */
+#include <openssl/cms.h>
 #include <openssl/x509v3.h>
 
 #define SERIAL_BYTES 16
@@ -455,7 +458,7 @@ out:
 	return r;
 }
 
-/* Node keys: EC of at least 256 bits, or RSA of at least 2048 bits. */
+/* Node and sign-off keys: EC of at least 256 bits, or RSA of at least 2048 bits. */
 static int check_node_key(EVP_PKEY *pub)
 {
 	int id = EVP_PKEY_get_base_id(pub);
@@ -531,6 +534,41 @@ out:
 	X509_free(x);
 	X509_REQ_free(req);
 	BIO_free(bio);
+	return r;
+}
+
+int pki_cert_issue_signing(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *key, const char *common_name,
+			   int days, X509 **ret_cert)
+{
+	X509 *x = NULL;
+	int r;
+
+	if (!ca || !ca_key || !key || !common_name || !ret_cert)
+		return -EINVAL;
+	ERR_clear_error();
+	if ((r = check_name(common_name)) < 0 || (r = check_days(days)) < 0 ||
+	    (r = check_node_key(key)) < 0)
+		return r;
+	r = ca_check(ca, ca_key);
+	if (r < 0)
+		return r;
+	r = cert_new(ca, common_name, "railyard", key, days, &x);
+	if (r < 0)
+		goto out;
+	/* documentSigning alone, critical: no TLS stack accepts this key for a handshake. */
+	if ((r = add_ext(x, ca, NID_basic_constraints, "critical,CA:FALSE")) < 0 ||
+	    (r = add_ext(x, ca, NID_key_usage, "critical,digitalSignature,nonRepudiation")) < 0 ||
+	    (r = add_ext(x, ca, NID_ext_key_usage, "critical," PKI_OID_DOCUMENT_SIGNING)) < 0 ||
+	    (r = add_ext(x, ca, NID_subject_key_identifier, "hash")) < 0 ||
+	    (r = add_ext(x, ca, NID_authority_key_identifier, "keyid")) < 0)
+		goto out;
+	r = cert_sign(x, ca_key);
+	if (r < 0)
+		goto out;
+	*ret_cert = x;
+	x = NULL;
+out:
+	X509_free(x);
 	return r;
 }
 
@@ -704,19 +742,21 @@ __attribute__((format(printf, 3, 4))) static void errbuf_set(char *errbuf, size_
 	va_end(ap);
 }
 
-int pki_cert_verify_at(X509 *ca, X509 *cert, time_t at, pki_revoked_fn is_revoked, void *userdata,
-		       char *errbuf, size_t errlen)
+/* Not an X509_V_ERR_* code: the verification context could not be set up. */
+#define CHAIN_SETUP_FAILED (-1)
+
+/* Verify that cert is issued by the self-signed ca (no intermediates; purpose any) and valid
+ * at time at. On -RY_E_CRYPTO, *ret_verr is OpenSSL's verification error, CHAIN_SETUP_FAILED,
+ * or X509_V_OK when the reason is only in the error queue; *ret_depth is where in the chain
+ * it failed (0: cert, 1: ca). */
+static int chain_check(X509 *ca, X509 *cert, time_t at, int *ret_verr, int *ret_depth)
 {
 	X509_STORE_CTX *ctx = NULL;
 	X509_STORE *store = NULL;
-	char serial[PKI_SERIAL_LEN];
-	int r, vr;
+	int r;
 
-	if (!ca || !cert || (errlen > 0 && !errbuf))
-		return -EINVAL;
-	if (errlen > 0)
-		errbuf[0] = '\0';
-	ERR_clear_error();
+	*ret_verr = X509_V_OK;
+	*ret_depth = 0;
 	store = X509_STORE_new();
 	ctx = X509_STORE_CTX_new();
 	if (!store || !ctx) {
@@ -725,20 +765,43 @@ int pki_cert_verify_at(X509 *ca, X509 *cert, time_t at, pki_revoked_fn is_revoke
 	}
 	if (!X509_STORE_add_cert(store, ca) || !X509_STORE_CTX_init(ctx, store, cert, NULL) ||
 	    !X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_ANY)) {
+		*ret_verr = CHAIN_SETUP_FAILED;
 		r = -RY_E_CRYPTO;
-		errbuf_set(errbuf, errlen, "%s", "cannot set up verification");
 		goto out;
 	}
 	X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx), at);
-	vr = X509_verify_cert(ctx);
-	if (vr != 1) {
-		int err = X509_STORE_CTX_get_error(ctx);
-
+	if (X509_verify_cert(ctx) != 1) {
+		*ret_verr = X509_STORE_CTX_get_error(ctx);
+		*ret_depth = X509_STORE_CTX_get_error_depth(ctx);
 		r = -RY_E_CRYPTO;
-		if (err != X509_V_OK)
+		goto out;
+	}
+	r = 0;
+out:
+	X509_STORE_CTX_free(ctx);
+	X509_STORE_free(store);
+	return r;
+}
+
+int pki_cert_verify_at(X509 *ca, X509 *cert, time_t at, pki_revoked_fn is_revoked, void *userdata,
+		       char *errbuf, size_t errlen)
+{
+	char serial[PKI_SERIAL_LEN];
+	int r, verr, depth;
+
+	if (!ca || !cert || (errlen > 0 && !errbuf))
+		return -EINVAL;
+	if (errlen > 0)
+		errbuf[0] = '\0';
+	ERR_clear_error();
+	r = chain_check(ca, cert, at, &verr, &depth);
+	if (r < 0) {
+		if (verr == CHAIN_SETUP_FAILED)
+			errbuf_set(errbuf, errlen, "%s", "cannot set up verification");
+		else if (verr != X509_V_OK)
 			errbuf_set(errbuf, errlen, "certificate verify failed: %s",
-				   X509_verify_cert_error_string(err));
-		else if (errbuf)
+				   X509_verify_cert_error_string(verr));
+		else if (r == -RY_E_CRYPTO && errbuf)
 			(void)pki_last_error(errbuf, errlen);
 		goto out;
 	}
@@ -763,8 +826,6 @@ int pki_cert_verify_at(X509 *ca, X509 *cert, time_t at, pki_revoked_fn is_revoke
 out:
 	/* The reason is in errbuf: leave nothing behind to confuse later TLS calls. */
 	ERR_clear_error();
-	X509_STORE_CTX_free(ctx);
-	X509_STORE_free(store);
 	return r;
 }
 
@@ -772,6 +833,353 @@ int pki_cert_verify(X509 *ca, X509 *cert, pki_revoked_fn is_revoked, void *userd
 		    size_t errlen)
 {
 	return pki_cert_verify_at(ca, cert, time(NULL), is_revoked, userdata, errbuf, errlen);
+}
+
+/* Why x is not a sign-off certificate (docs/signoff.md, "The sign-off key"): -RY_E_REFUSED
+ * with the reason in why (may be NULL when whylen is 0), or 0 when it is one:
+ * extendedKeyUsage exactly {documentSigning}, keyUsage with digitalSignature, not a CA. */
+static int signoff_cert_check(X509 *x, char *why, size_t whylen)
+{
+	EXTENDED_KEY_USAGE *eku = NULL;
+	ASN1_OBJECT *want = NULL;
+	uint32_t flags;
+	size_t off = 0;
+	int n, r;
+
+	flags = X509_get_extension_flags(x);
+	r = -RY_E_REFUSED;
+	if (flags & EXFLAG_INVALID) {
+		snprintf(why, whylen, "invalid or duplicate extensions");
+		goto out;
+	}
+	if (X509_check_ca(x) != 0) {
+		snprintf(why, whylen, "a CA certificate");
+		goto out;
+	}
+	if (!(flags & EXFLAG_KUSAGE) || !(X509_get_key_usage(x) & KU_DIGITAL_SIGNATURE)) {
+		snprintf(why, whylen, "key usage without digitalSignature");
+		goto out;
+	}
+	if (!(flags & EXFLAG_XKUSAGE)) {
+		snprintf(why, whylen, "no extended key usage");
+		goto out;
+	}
+	eku = X509_get_ext_d2i(x, NID_ext_key_usage, NULL, NULL);
+	want = OBJ_txt2obj(PKI_OID_DOCUMENT_SIGNING, 1);
+	if (!want) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!eku) {
+		snprintf(why, whylen, "unreadable extended key usage");
+		goto out;
+	}
+	if (sk_ASN1_OBJECT_num(eku) == 1 && OBJ_cmp(sk_ASN1_OBJECT_value(eku, 0), want) == 0) {
+		r = 0;
+		goto out;
+	}
+	/* Name what it is for, as `openssl x509 -ext extendedKeyUsage` would. */
+	n = snprintf(why, whylen, "extended key usage ");
+	off = n > 0 && (size_t)n < whylen ? (size_t)n : 0;
+	for (int i = 0; i < sk_ASN1_OBJECT_num(eku) && off + 1 < whylen; i++) {
+		const ASN1_OBJECT *obj = sk_ASN1_OBJECT_value(eku, i);
+		int nid = OBJ_obj2nid(obj);
+		char oid[80];
+
+		if (nid != NID_undef)
+			snprintf(oid, sizeof(oid), "%s", OBJ_nid2sn(nid));
+		else if (OBJ_obj2txt(oid, sizeof(oid), obj, 1) <= 0)
+			snprintf(oid, sizeof(oid), "?");
+		n = snprintf(why + off, whylen - off, "%s%s", i > 0 ? ", " : "", oid);
+		if (n < 0)
+			break;
+		off = (size_t)n >= whylen - off ? whylen - 1 : off + (size_t)n;
+	}
+out:
+	ASN1_OBJECT_free(want);
+	sk_ASN1_OBJECT_pop_free(eku, ASN1_OBJECT_free);
+	return r;
+}
+
+int pki_cms_sign(X509 *cert, EVP_PKEY *key, X509 *ca, const void *data, size_t len, char **ret_pem)
+{
+	/* Binary: the signature covers the bytes as they are, never a canonicalised copy. */
+	const unsigned int flags = CMS_DETACHED | CMS_BINARY | CMS_NOSMIMECAP;
+	CMS_ContentInfo *cms = NULL;
+	BIO *in = NULL, *out = NULL;
+	EVP_PKEY *pub;
+	char *pem;
+	int r, verr, depth;
+
+	if (!cert || !key || !ca || (!data && len > 0) || !ret_pem)
+		return -EINVAL;
+	ERR_clear_error();
+	if (len > INT_MAX)
+		return -RY_E_TOO_BIG;
+	/* No reason text: the caller chose the certificate, the error code says enough. */
+	r = signoff_cert_check(cert, NULL, 0);
+	if (r < 0)
+		return r == -RY_E_REFUSED ? -RY_E_INVALID : r;
+	pub = X509_get0_pubkey(cert);
+	if (!pub || EVP_PKEY_eq(pub, key) != 1) {
+		ERR_clear_error();
+		return -RY_E_INVALID;
+	}
+	/* A signature that pki_cms_verify() would refuse is not worth making. */
+	r = chain_check(ca, cert, time(NULL), &verr, &depth);
+	if (r < 0) {
+		ERR_clear_error();
+		return r == -ENOMEM ? r : -RY_E_INVALID;
+	}
+	in = BIO_new_mem_buf(len > 0 ? data : "", (int)len);
+	out = BIO_new(BIO_s_mem());
+	if (!in || !out) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* The default signed attributes: content type, signing time, message digest. */
+	cms = CMS_sign(NULL, NULL, NULL, NULL, flags | CMS_PARTIAL);
+	if (!cms || !CMS_add1_signer(cms, cert, key, EVP_sha256(), flags) ||
+	    CMS_final(cms, in, NULL, flags) != 1 || !PEM_write_bio_CMS(out, cms)) {
+		r = -RY_E_CRYPTO;
+		goto out;
+	}
+	r = bio_take_string(out, &pem);
+	if (r < 0)
+		goto out;
+	*ret_pem = pem;
+out:
+	CMS_ContentInfo_free(cms);
+	BIO_free(out);
+	BIO_free(in);
+	return r;
+}
+
+/* The signingTime signed attribute of si, in seconds since the epoch: -RY_E_INVALID when
+ * there is none, several, or it is not a valid time. */
+static int cms_signing_time(CMS_SignerInfo *si, time_t *ret)
+{
+	const ASN1_TIME *t;
+	X509_ATTRIBUTE *attr;
+	ASN1_TIME *epoch;
+	ASN1_TYPE *v;
+	int idx, day, sec, ok;
+
+	idx = CMS_signed_get_attr_by_NID(si, NID_pkcs9_signingTime, -1);
+	if (idx < 0 || CMS_signed_get_attr_by_NID(si, NID_pkcs9_signingTime, idx) >= 0)
+		return -RY_E_INVALID;
+	attr = CMS_signed_get_attr(si, idx);
+	if (!attr || X509_ATTRIBUTE_count(attr) != 1)
+		return -RY_E_INVALID;
+	v = X509_ATTRIBUTE_get0_type(attr, 0);
+	if (!v)
+		return -RY_E_INVALID;
+	if (v->type == V_ASN1_UTCTIME)
+		t = v->value.utctime;
+	else if (v->type == V_ASN1_GENERALIZEDTIME)
+		t = v->value.generalizedtime;
+	else
+		return -RY_E_INVALID;
+	epoch = ASN1_TIME_set(NULL, 0);
+	if (!epoch)
+		return -ENOMEM;
+	/* ASN1_TIME_diff() also validates t's syntax. */
+	ok = ASN1_TIME_diff(&day, &sec, epoch, t);
+	ASN1_TIME_free(epoch);
+	if (!ok)
+		return -RY_E_INVALID;
+	*ret = (time_t)day * 86400 + sec;
+	return 0;
+}
+
+static void format_utc(time_t t, char buf[32])
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, 32, "%lld", (long long)t);
+}
+
+/* The reason chain_check() failed for a signer, in the words of docs/signoff.md. */
+static void signer_chain_reason(int verr, int depth, time_t at, char *errbuf, size_t errlen)
+{
+	const char *whose = depth > 0 ? "CA" : "signer";
+	char when[32];
+
+	format_utc(at, when);
+	switch (verr) {
+	case CHAIN_SETUP_FAILED:
+		errbuf_set(errbuf, errlen, "%s", "cannot set up verification");
+		break;
+	case X509_V_OK:
+		errbuf_set(errbuf, errlen, "%s", "signer certificate verify failed");
+		break;
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+	case X509_V_ERR_CERT_SIGNATURE_FAILURE:
+	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+		errbuf_set(errbuf, errlen, "signer not issued by this CA (%s)",
+			   X509_verify_cert_error_string(verr));
+		break;
+	case X509_V_ERR_CERT_HAS_EXPIRED:
+		errbuf_set(errbuf, errlen, "%s certificate had expired at the signing time %s",
+			   whose, when);
+		break;
+	case X509_V_ERR_CERT_NOT_YET_VALID:
+		errbuf_set(errbuf, errlen,
+			   "%s certificate was not yet valid at the signing time %s", whose, when);
+		break;
+	default:
+		errbuf_set(errbuf, errlen,
+			   "%s certificate verify failed at the signing time %s: %s", whose, when,
+			   X509_verify_cert_error_string(verr));
+	}
+}
+
+int pki_cms_verify(X509 *ca, const void *data, size_t len, const char *p7s_pem, size_t p7s_len,
+		   X509 **ret_signer, int64_t *ret_signing_time, char *errbuf, size_t errlen)
+{
+	STACK_OF(CMS_SignerInfo) * sis;
+	CMS_ContentInfo *cms = NULL;
+	X509_STORE *store = NULL;
+	BIO *in = NULL, *content = NULL;
+	X509_VERIFY_PARAM *param;
+	CMS_SignerInfo *si;
+	X509 *signer = NULL;
+	char why[256];
+	time_t at;
+	int r, verr, depth, n;
+
+	if (!ca || (!data && len > 0) || !p7s_pem || (errlen > 0 && !errbuf))
+		return -EINVAL;
+	if (errlen > 0)
+		errbuf[0] = '\0';
+	ERR_clear_error();
+	if (p7s_len > PKI_PEM_MAX) {
+		errbuf_set(errbuf, errlen, "signature larger than %d bytes", PKI_PEM_MAX);
+		return -RY_E_TOO_BIG;
+	}
+	if (len > INT_MAX) {
+		errbuf_set(errbuf, errlen, "content larger than %d bytes", INT_MAX);
+		return -RY_E_TOO_BIG;
+	}
+	if (p7s_len == 0) {
+		errbuf_set(errbuf, errlen, "%s", "empty signature");
+		return -RY_E_INVALID;
+	}
+	in = BIO_new_mem_buf(p7s_pem, (int)p7s_len);
+	content = BIO_new_mem_buf(len > 0 ? data : "", (int)len);
+	if (!in || !content) {
+		r = -ENOMEM;
+		goto out;
+	}
+
+	/* Shape: one detached SignedData by one signer who says when it signed. */
+	r = -RY_E_INVALID;
+	cms = PEM_read_bio_CMS(in, NULL, no_password_cb, NULL);
+	if (!cms) {
+		errbuf_set(errbuf, errlen, "%s",
+			   "not a PEM CMS signature (truncated, damaged or another format)");
+		goto out;
+	}
+	if (OBJ_obj2nid(CMS_get0_type(cms)) != NID_pkcs7_signed) {
+		errbuf_set(errbuf, errlen, "%s", "not a CMS SignedData");
+		goto out;
+	}
+	/* Embedded content would be what CMS_verify() checks, not the caller's bytes. */
+	if (CMS_is_detached(cms) != 1) {
+		errbuf_set(errbuf, errlen, "%s",
+			   "the signature embeds its content; expected detached");
+		goto out;
+	}
+	sis = CMS_get0_SignerInfos(cms);
+	n = sk_CMS_SignerInfo_num(sis);
+	if (n != 1) {
+		errbuf_set(errbuf, errlen, "%d signers, expected one", n < 0 ? 0 : n);
+		goto out;
+	}
+	si = sk_CMS_SignerInfo_value(sis, 0);
+	r = cms_signing_time(si, &at);
+	if (r < 0) {
+		if (r == -RY_E_INVALID)
+			errbuf_set(errbuf, errlen, "%s",
+				   "the signature carries no valid signing time");
+		goto out;
+	}
+	/* Attach the signer's certificate from the CMS certificates, if it is there. */
+	(void)CMS_set1_signers_certs(cms, NULL, 0);
+	CMS_SignerInfo_get0_algs(si, NULL, &signer, NULL, NULL);
+	if (!signer) {
+		r = -RY_E_INVALID;
+		errbuf_set(errbuf, errlen, "%s",
+			   "the signature does not carry the signer's certificate");
+		goto out;
+	}
+
+	/* Chain at the signing time first, for a precise reason; CMS_verify() checks it again. */
+	r = chain_check(ca, signer, at, &verr, &depth);
+	if (r < 0) {
+		if (r == -RY_E_CRYPTO)
+			signer_chain_reason(verr, depth, at, errbuf, errlen);
+		goto out;
+	}
+	store = X509_STORE_new();
+	if (!store) {
+		r = -ENOMEM;
+		goto out;
+	}
+	param = X509_STORE_get0_param(store);
+	/* Purpose any: OpenSSL's S/MIME purpose does not know documentSigning; the role is
+	 * checked below. Depth 0: the signer is issued by ca itself, no intermediates. */
+	if (!X509_STORE_add_cert(store, ca) || !X509_STORE_set_purpose(store, X509_PURPOSE_ANY)) {
+		r = -RY_E_CRYPTO;
+		errbuf_set(errbuf, errlen, "%s", "cannot set up verification");
+		goto out;
+	}
+	X509_VERIFY_PARAM_set_depth(param, 0);
+	X509_VERIFY_PARAM_set_time(param, at);
+	if (CMS_verify(cms, NULL, store, content, NULL, CMS_BINARY) != 1) {
+		unsigned long e = ERR_peek_last_error();
+
+		r = -RY_E_CRYPTO;
+		if (ERR_GET_LIB(e) == ERR_LIB_CMS &&
+		    (ERR_GET_REASON(e) == CMS_R_CONTENT_VERIFY_ERROR ||
+		     ERR_GET_REASON(e) == CMS_R_VERIFICATION_FAILURE))
+			errbuf_set(errbuf, errlen, "%s", "signature does not match the content");
+		else
+			errbuf_set(errbuf, errlen, "signature verification failed: %s",
+				   pki_last_error(why, sizeof(why)));
+		goto out;
+	}
+
+	/* Authentic, and by a certificate of this CA: but is it the sign-off key? */
+	r = signoff_cert_check(signer, why, sizeof(why));
+	if (r < 0) {
+		if (r == -RY_E_REFUSED)
+			errbuf_set(errbuf, errlen, "signer is not a sign-off certificate (%s)",
+				   why);
+		goto out;
+	}
+	if (ret_signer) {
+		if (!X509_up_ref(signer)) {
+			r = -RY_E_CRYPTO;
+			goto out;
+		}
+		*ret_signer = signer;
+	}
+	if (ret_signing_time)
+		*ret_signing_time = (int64_t)at;
+	r = 0;
+out:
+	/* The reason is in errbuf: leave nothing behind to confuse later TLS calls. */
+	ERR_clear_error();
+	X509_STORE_free(store);
+	CMS_ContentInfo_free(cms);
+	BIO_free(content);
+	BIO_free(in);
+	return r;
 }
 
 static int hexval(char c)

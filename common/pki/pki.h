@@ -1,11 +1,13 @@
 /* PKI over OpenSSL 3: keys, the controller's own CA, server and node (client) certificates
- * issued from CSRs, verification against the CA with revocation by serial, fingerprints.
+ * issued from CSRs, verification against the CA with revocation by serial, fingerprints, and
+ * the sign-off certificate with detached CMS signatures over reports (docs/signoff.md).
  * Owns no global state; every object handed out is owned by the caller. */
 #ifndef RAILYARD_PKI_H
 #define RAILYARD_PKI_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include <openssl/evp.h>
@@ -20,6 +22,9 @@
 #define PKI_NAME_MAX	 64	      /* longest CN / O in bytes (RFC 5280 upper bounds) */
 #define PKI_SANS_MAX	 256	      /* most subjectAltName entries accepted */
 #define PKI_BACKDATE_SEC 300	      /* notBefore is set this far in the past (clock skew) */
+
+/* id-kp-documentSigning (RFC 9336): the only extended key usage of a sign-off certificate. */
+#define PKI_OID_DOCUMENT_SIGNING "1.3.6.1.5.5.7.3.36"
 
 #define PKI_WUR __attribute__((warn_unused_result))
 
@@ -63,6 +68,15 @@ PKI_WUR int pki_ca_create(const char *common_name, int days, X509 **ret_cert, EV
 PKI_WUR int pki_cert_issue_server(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *key,
 				  const char *common_name, const char *const *sans, size_t n_sans,
 				  int days, X509 **ret_cert);
+
+/* Issue a sign-off (document signing) certificate for key's public key, signed by ca/ca_key:
+ * subject O=railyard, CN=common_name; keyUsage critical digitalSignature+nonRepudiation;
+ * extendedKeyUsage critical PKI_OID_DOCUMENT_SIGNING and nothing else (so TLS refuses it);
+ * basicConstraints critical CA:FALSE; SKID, AKID and a random serial. key must be EC of at
+ * least 256 bits or RSA of at least 2048 bits. Caller frees *ret_cert with X509_free().
+ * -RY_E_INVALID for a bad name, days or key; -EINVAL when ca_key is not ca's key. */
+PKI_WUR int pki_cert_issue_signing(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *key,
+				   const char *common_name, int days, X509 **ret_cert);
 
 /* Create a PEM certificate signing request for key with subject CN=common_name, signed with
  * key. *ret_pem is NUL-terminated; caller frees with free(). */
@@ -118,6 +132,36 @@ PKI_WUR int pki_cert_verify(X509 *ca, X509 *cert, pki_revoked_fn is_revoked, voi
 /* As pki_cert_verify(), checking the validity period at time at instead of now. */
 PKI_WUR int pki_cert_verify_at(X509 *ca, X509 *cert, time_t at, pki_revoked_fn is_revoked,
 			       void *userdata, char *errbuf, size_t errlen);
+
+/* Sign len bytes of data (data may be NULL when len is 0) with key as a detached CMS SignedData
+ * (binary: the bytes as they are, no MIME canonicalisation), SHA-256, signed attributes with
+ * the signing time, the signer's certificate included (not ca's). *ret_pem is the PEM text
+ * ("-----BEGIN CMS-----"), NUL-terminated; caller frees with free().
+ * -RY_E_INVALID when cert is not a sign-off certificate (as pki_cms_verify() requires), is not
+ * issued by ca or not valid now, or key is not cert's key; -RY_E_TOO_BIG when len > INT_MAX. */
+PKI_WUR int pki_cms_sign(X509 *cert, EVP_PKEY *key, X509 *ca, const void *data, size_t len,
+			 char **ret_pem);
+
+/* Verify the detached PEM CMS signature p7s_pem (p7s_len bytes, need not be NUL-terminated)
+ * over len bytes of data (may be NULL when len is 0) against the self-signed ca:
+ * - a detached SignedData with exactly one signer, whose certificate it carries, and a
+ *   signingTime signed attribute;
+ * - the signer's certificate issued directly by ca (purpose any) and valid at that signing
+ *   time, not now: a report outlives its signer's certificate;
+ * - the signature matches the bytes;
+ * - the signer is a sign-off certificate: extendedKeyUsage exactly {documentSigning},
+ *   keyUsage with digitalSignature, not a CA.
+ * On success *ret_signer gets a new reference to the signer's certificate (caller frees with
+ * X509_free()) and *ret_signing_time the signing time in seconds since the epoch; either may
+ * be NULL. Errors, each with a human reason in errbuf (may be NULL when errlen is 0):
+ * -RY_E_TOO_BIG over PKI_PEM_MAX; -RY_E_INVALID for an empty, truncated, unparsable or
+ * non-CMS input, an embedded (not detached) content, not exactly one signer, no signer
+ * certificate or no/bad signing time; -RY_E_CRYPTO when the chain or the signature does not
+ * verify; -RY_E_REFUSED when the signer is not a sign-off certificate. The OpenSSL error
+ * queue is drained, never left behind. */
+PKI_WUR int pki_cms_verify(X509 *ca, const void *data, size_t len, const char *p7s_pem,
+			   size_t p7s_len, X509 **ret_signer, int64_t *ret_signing_time,
+			   char *errbuf, size_t errlen);
 
 /* Whether two SHA-256 fingerprints are equal. Each may carry a "sha256:" or
  * "sha256 Fingerprint=" prefix (any case), hex digits in any case, optionally as colon-separated

@@ -1,6 +1,6 @@
 /* Unit tests of common/pki: CA, server certificates, key files, CSR signing, verification,
- * revocation, expiry, fingerprints and serials. Expected values are computed with OpenSSL
- * directly, not with the code under test. */
+ * revocation, expiry, fingerprints and serials, sign-off certificates and CMS signatures.
+ * Expected values are computed with OpenSSL directly, not with the code under test. */
 #include "common/pki/pki.h"
 #include "common/util/error.h"
 
@@ -21,6 +21,7 @@
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/cms.h> /* after pem.h, for PEM_*_CMS() */
 #include <openssl/rsa.h>
 #include <openssl/x509v3.h>
 
@@ -705,6 +706,528 @@ static void test_serials(void **state)
 	X509_free(b);
 }
 
+static X509 *issue_signing(struct fixture *f, EVP_PKEY **ret_key)
+{
+	X509 *cert;
+
+	assert_int_equal(pki_key_generate(ret_key), 0);
+	assert_int_equal(pki_cert_issue_signing(f->ca, f->ca_key, *ret_key, "Railyard sign-off",
+						3650, &cert),
+			 0);
+	return cert;
+}
+
+static void test_signing_cert(void **state)
+{
+	struct fixture *f = *state;
+	EXTENDED_KEY_USAGE *eku;
+	ASN1_OBJECT *want;
+	char org[64], err[256], *text;
+	EVP_PKEY *key, *weak;
+	X509 *cert = NULL;
+	BIO *bio;
+	long n;
+
+	cert = issue_signing(f, &key);
+	assert_true(has_cn(cert, "Railyard sign-off"));
+	assert_int_equal(X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
+						   NID_organizationName, org, sizeof(org)),
+			 (int)strlen("railyard"));
+	assert_string_equal(org, "railyard");
+	assert_int_equal(X509_NAME_entry_count(X509_get_subject_name(cert)), 2);
+	assert_int_equal(pki_key_matches_cert(key, cert), 0);
+	assert_int_equal(pki_cert_verify(f->ca, cert, NULL, NULL, err, sizeof(err)), 0);
+
+	/* Exactly basicConstraints, keyUsage, extendedKeyUsage, SKID and AKID. */
+	assert_int_equal(X509_get_ext_count(cert), 5);
+	assert_true(ext_critical(cert, NID_basic_constraints));
+	assert_true(ext_critical(cert, NID_key_usage));
+	assert_true(ext_critical(cert, NID_ext_key_usage));
+	assert_int_equal(X509_check_ca(cert), 0);
+	assert_int_equal(X509_get_key_usage(cert), KU_DIGITAL_SIGNATURE | KU_NON_REPUDIATION);
+	eku = X509_get_ext_d2i(cert, NID_ext_key_usage, NULL, NULL);
+	want = OBJ_txt2obj("1.3.6.1.5.5.7.3.36", 1);
+	assert_non_null(eku);
+	assert_non_null(want);
+	assert_int_equal(sk_ASN1_OBJECT_num(eku), 1);
+	assert_int_equal(OBJ_cmp(sk_ASN1_OBJECT_value(eku, 0), want), 0);
+	assert_string_equal(PKI_OID_DOCUMENT_SIGNING, "1.3.6.1.5.5.7.3.36");
+	ASN1_OBJECT_free(want);
+	sk_ASN1_OBJECT_pop_free(eku, ASN1_OBJECT_free);
+	assert_non_null(X509_get0_subject_key_id(cert));
+	assert_int_equal(ASN1_OCTET_STRING_cmp(X509_get0_authority_key_id(cert),
+					       X509_get0_subject_key_id(f->ca)),
+			 0);
+	/* TLS refuses it, both ways. */
+	assert_int_equal(X509_check_purpose(cert, X509_PURPOSE_SSL_SERVER, 0), 0);
+	assert_int_equal(X509_check_purpose(cert, X509_PURPOSE_SSL_CLIENT, 0), 0);
+
+	/* As `openssl x509 -text` prints it: critical, the OID in some spelling. */
+	bio = BIO_new(BIO_s_mem());
+	assert_non_null(bio);
+	assert_int_equal(X509_print(bio, cert), 1);
+	n = BIO_get_mem_data(bio, &text);
+	text = strndup(text, (size_t)n);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "X509v3 Extended Key Usage: critical"));
+	assert_true(strstr(text, "1.3.6.1.5.5.7.3.36") || strstr(text, "Document Signing"));
+	free(text);
+	BIO_free(bio);
+	X509_free(cert);
+	cert = NULL;
+
+	/* Bad name, days, key or CA key: refused, output untouched. */
+	assert_int_equal(pki_cert_issue_signing(f->ca, f->ca_key, key, "", 10, &cert),
+			 -RY_E_INVALID);
+	assert_int_equal(pki_cert_issue_signing(f->ca, f->ca_key, key, "s", 0, &cert),
+			 -RY_E_INVALID);
+	assert_int_equal(pki_cert_issue_signing(f->ca, key, key, "s", 10, &cert), -EINVAL);
+	weak = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)1024);
+	assert_non_null(weak);
+	assert_int_equal(pki_cert_issue_signing(f->ca, f->ca_key, weak, "s", 10, &cert),
+			 -RY_E_INVALID);
+	assert_null(cert);
+	ERR_clear_error();
+	EVP_PKEY_free(weak);
+	EVP_PKEY_free(key);
+}
+
+/* A detached CMS signature made with OpenSSL directly, as pki_cms_sign() would not make it:
+ * flags as for CMS_sign(); a signing time of its own when signed_at is not 0. */
+static char *cms_raw(X509 *cert, EVP_PKEY *key, const void *data, size_t len, unsigned int flags,
+		     time_t signed_at)
+{
+	BIO *in = BIO_new_mem_buf(data, (int)len), *out = BIO_new(BIO_s_mem());
+	CMS_ContentInfo *cms;
+	CMS_SignerInfo *si;
+	char *pem, *text;
+	long n;
+
+	assert_non_null(in);
+	assert_non_null(out);
+	cms = CMS_sign(NULL, NULL, NULL, NULL, flags | CMS_PARTIAL);
+	assert_non_null(cms);
+	si = CMS_add1_signer(cms, cert, key, EVP_sha256(), flags);
+	assert_non_null(si);
+	if (signed_at) {
+		ASN1_TIME *t = ASN1_TIME_set(NULL, signed_at);
+
+		assert_non_null(t);
+		assert_int_equal(CMS_signed_add1_attr_by_NID(si, NID_pkcs9_signingTime,
+							     ASN1_STRING_type(t), t, -1),
+				 1);
+		ASN1_TIME_free(t);
+	}
+	assert_int_equal(CMS_final(cms, in, NULL, flags), 1);
+	assert_int_equal(PEM_write_bio_CMS(out, cms), 1);
+	n = BIO_get_mem_data(out, &text);
+	pem = strndup(text, (size_t)n);
+	assert_non_null(pem);
+	CMS_ContentInfo_free(cms);
+	BIO_free(out);
+	BIO_free(in);
+	return pem;
+}
+
+static const char report[] = "{\"schema\":\"railyard-signoff/1\",\"verdict\":\"pass\"}\n";
+
+static void test_cms_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	EVP_PKEY *key, *other;
+	X509 *cert, *signer = NULL, *node;
+	int64_t at = 0;
+	char *p7s, err[256];
+	time_t now = time(NULL);
+
+	cert = issue_signing(f, &key);
+	assert_int_equal(pki_cms_sign(cert, key, f->ca, report, strlen(report), &p7s), 0);
+	assert_memory_equal(p7s, "-----BEGIN CMS-----\n", 20);
+	assert_non_null(strstr(p7s, "-----END CMS-----\n"));
+	assert_int_equal(pki_cms_verify(f->ca, report, strlen(report), p7s, strlen(p7s), &signer,
+					&at, err, sizeof(err)),
+			 0);
+	assert_string_equal(err, "");
+	assert_non_null(signer);
+	assert_int_equal(X509_cmp(signer, cert), 0);
+	assert_true(at >= (int64_t)now - 5 && at <= (int64_t)time(NULL) + 5);
+	assert_int_equal(ERR_peek_error(), 0);
+	X509_free(signer);
+	/* The outputs are optional. */
+	assert_int_equal(pki_cms_verify(f->ca, report, strlen(report), p7s, strlen(p7s), NULL, NULL,
+					NULL, 0),
+			 0);
+
+	/* Its shape, read with OpenSSL: detached, one SHA-256 signer, only its certificate. */
+	BIO *bio = BIO_new_mem_buf(p7s, -1);
+	CMS_ContentInfo *cms = PEM_read_bio_CMS(bio, NULL, NULL, NULL);
+	STACK_OF(X509) * certs;
+	X509_ALGOR *dig;
+	assert_non_null(cms);
+	assert_int_equal(CMS_is_detached(cms), 1);
+	assert_int_equal(sk_CMS_SignerInfo_num(CMS_get0_SignerInfos(cms)), 1);
+	CMS_SignerInfo *si = sk_CMS_SignerInfo_value(CMS_get0_SignerInfos(cms), 0);
+	CMS_SignerInfo_get0_algs(si, NULL, NULL, &dig, NULL);
+	assert_int_equal(OBJ_obj2nid(dig->algorithm), NID_sha256);
+	assert_true(CMS_signed_get_attr_by_NID(si, NID_pkcs9_signingTime, -1) >= 0);
+	certs = CMS_get1_certs(cms);
+	assert_int_equal(sk_X509_num(certs), 1);
+	assert_int_equal(X509_cmp(sk_X509_value(certs, 0), cert), 0);
+	sk_X509_pop_free(certs, X509_free);
+	CMS_ContentInfo_free(cms);
+	BIO_free(bio);
+	free(p7s);
+
+	/* Empty content signs and verifies too. */
+	assert_int_equal(pki_cms_sign(cert, key, f->ca, NULL, 0, &p7s), 0);
+	assert_int_equal(pki_cms_verify(f->ca, NULL, 0, p7s, strlen(p7s), NULL, NULL, NULL, 0), 0);
+	assert_int_equal(pki_cms_verify(f->ca, "x", 1, p7s, strlen(p7s), NULL, NULL, NULL, 0),
+			 -RY_E_CRYPTO);
+	free(p7s);
+
+	/* pki_cms_sign() refuses what would not verify: another key, a node or CA certificate,
+	 * a signing certificate of another CA. */
+	p7s = NULL;
+	assert_int_equal(pki_key_generate(&other), 0);
+	assert_int_equal(pki_cms_sign(cert, other, f->ca, report, strlen(report), &p7s),
+			 -RY_E_INVALID);
+	node = issue_node(f, "node-signer");
+	assert_int_equal(pki_cms_sign(node, key, f->ca, report, strlen(report), &p7s),
+			 -RY_E_INVALID);
+	assert_int_equal(pki_cms_sign(f->ca, f->ca_key, f->ca, report, strlen(report), &p7s),
+			 -RY_E_INVALID);
+	X509 *other_ca;
+	EVP_PKEY *other_ca_key;
+	assert_int_equal(pki_ca_create("Other CA", 30, &other_ca, &other_ca_key), 0);
+	assert_int_equal(pki_cms_sign(cert, key, other_ca, report, strlen(report), &p7s),
+			 -RY_E_INVALID);
+	assert_null(p7s);
+	assert_int_equal(ERR_peek_error(), 0);
+	X509_free(other_ca);
+	EVP_PKEY_free(other_ca_key);
+	X509_free(node);
+	EVP_PKEY_free(other);
+	X509_free(cert);
+	EVP_PKEY_free(key);
+}
+
+static void test_cms_tampered(void **state)
+{
+	struct fixture *f = *state;
+	char *p7s, *data, err[256];
+	size_t len = strlen(report);
+	X509 *cert, *signer = NULL;
+	EVP_PKEY *key;
+
+	cert = issue_signing(f, &key);
+	assert_int_equal(pki_cms_sign(cert, key, f->ca, report, len, &p7s), 0);
+	data = strdup(report);
+	assert_non_null(data);
+	/* "pass" becomes "fail" in spirit: one byte changed. */
+	data[len - 4] ^= 0x01;
+	assert_int_equal(
+		pki_cms_verify(f->ca, data, len, p7s, strlen(p7s), &signer, NULL, err, sizeof(err)),
+		-RY_E_CRYPTO);
+	assert_string_equal(err, "signature does not match the content");
+	assert_null(signer);
+	assert_int_equal(ERR_peek_error(), 0);
+	/* One byte fewer. */
+	data[len - 4] ^= 0x01;
+	assert_int_equal(pki_cms_verify(f->ca, data, len - 1, p7s, strlen(p7s), NULL, NULL, err,
+					sizeof(err)),
+			 -RY_E_CRYPTO);
+	assert_int_equal(pki_cms_verify(f->ca, data, len, p7s, strlen(p7s), NULL, NULL, NULL, 0),
+			 0);
+	free(data);
+	free(p7s);
+	X509_free(cert);
+	EVP_PKEY_free(key);
+}
+
+static void test_cms_other_ca(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture other = {0}, fake = {0};
+	EVP_PKEY *key, *fake_key;
+	X509 *cert, *fake_cert;
+	char *p7s, err[256];
+
+	/* A genuine sign-off signature under another CA. */
+	assert_int_equal(pki_ca_create("Other CA", 30, &other.ca, &other.ca_key), 0);
+	cert = issue_signing(&other, &key);
+	assert_int_equal(pki_cms_sign(cert, key, other.ca, report, strlen(report), &p7s), 0);
+	assert_int_equal(pki_cms_verify(other.ca, report, strlen(report), p7s, strlen(p7s), NULL,
+					NULL, NULL, 0),
+			 0);
+	assert_int_equal(pki_cms_verify(f->ca, report, strlen(report), p7s, strlen(p7s), NULL, NULL,
+					err, sizeof(err)),
+			 -RY_E_CRYPTO);
+	assert_non_null(strstr(err, "signer not issued by this CA"));
+	assert_int_equal(ERR_peek_error(), 0);
+	free(p7s);
+
+	/* An impostor CA with our CA's very name. */
+	assert_int_equal(pki_ca_create("Railyard Test CA", 30, &fake.ca, &fake.ca_key), 0);
+	fake_cert = issue_signing(&fake, &fake_key);
+	assert_int_equal(pki_cms_sign(fake_cert, fake_key, fake.ca, report, strlen(report), &p7s),
+			 0);
+	assert_int_equal(pki_cms_verify(f->ca, report, strlen(report), p7s, strlen(p7s), NULL, NULL,
+					err, sizeof(err)),
+			 -RY_E_CRYPTO);
+	assert_non_null(strstr(err, "signer not issued by this CA"));
+	free(p7s);
+
+	X509_free(fake_cert);
+	EVP_PKEY_free(fake_key);
+	X509_free(fake.ca);
+	EVP_PKEY_free(fake.ca_key);
+	X509_free(cert);
+	EVP_PKEY_free(key);
+	X509_free(other.ca);
+	EVP_PKEY_free(other.ca_key);
+}
+
+static void test_cms_malformed(void **state)
+{
+	struct fixture *f = *state;
+	const char *garbage = "-----BEGIN CMS-----\nbm90IGEgc2lnbmF0dXJl\n-----END CMS-----\n";
+	char *p7s, *raw, *big, *ca_pem, err[256];
+	size_t len = strlen(report);
+	X509 *cert, *signer = NULL;
+	EVP_PKEY *key;
+	int64_t at = 42;
+
+	cert = issue_signing(f, &key);
+	assert_int_equal(pki_cms_sign(cert, key, f->ca, report, len, &p7s), 0);
+
+	/* Half the PEM: an error, never a verification. */
+	assert_int_equal(pki_cms_verify(f->ca, report, len, p7s, strlen(p7s) / 2, &signer, &at, err,
+					sizeof(err)),
+			 -RY_E_INVALID);
+	assert_true(strlen(err) > 0);
+	assert_null(signer);
+	assert_int_equal(at, 42);
+	assert_int_equal(ERR_peek_error(), 0);
+	/* Garbage with and without PEM armour, empty, another PEM type, too big. */
+	assert_int_equal(pki_cms_verify(f->ca, report, len, garbage, strlen(garbage), NULL, NULL,
+					err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_non_null(strstr(err, "not a PEM CMS signature"));
+	assert_int_equal(
+		pki_cms_verify(f->ca, report, len, "hello", 5, NULL, NULL, err, sizeof(err)),
+		-RY_E_INVALID);
+	assert_int_equal(pki_cms_verify(f->ca, report, len, "", 0, NULL, NULL, err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_int_equal(pki_cert_to_pem(f->ca, &ca_pem), 0);
+	assert_int_equal(pki_cms_verify(f->ca, report, len, ca_pem, strlen(ca_pem), NULL, NULL, err,
+					sizeof(err)),
+			 -RY_E_INVALID);
+	free(ca_pem);
+	big = malloc(PKI_PEM_MAX + 1);
+	assert_non_null(big);
+	memcpy(big, p7s, strlen(p7s));
+	memset(big + strlen(p7s), '\n', PKI_PEM_MAX + 1 - strlen(p7s));
+	assert_int_equal(pki_cms_verify(f->ca, report, len, big, PKI_PEM_MAX + 1, NULL, NULL, err,
+					sizeof(err)),
+			 -RY_E_TOO_BIG);
+	free(big);
+	assert_int_equal(ERR_peek_error(), 0);
+
+	/* Well-formed CMS, but not what a sign-off is: no signed attributes (so no signing
+	 * time), or the content embedded instead of detached. */
+	raw = cms_raw(cert, key, report, len, CMS_DETACHED | CMS_BINARY | CMS_NOATTR, 0);
+	assert_int_equal(
+		pki_cms_verify(f->ca, report, len, raw, strlen(raw), NULL, NULL, err, sizeof(err)),
+		-RY_E_INVALID);
+	assert_non_null(strstr(err, "signing time"));
+	free(raw);
+	raw = cms_raw(cert, key, report, len, CMS_BINARY, 0);
+	assert_int_equal(
+		pki_cms_verify(f->ca, report, len, raw, strlen(raw), NULL, NULL, err, sizeof(err)),
+		-RY_E_INVALID);
+	assert_non_null(strstr(err, "detached"));
+	free(raw);
+	/* The raw route itself is sound: the same signature, detached, verifies. */
+	raw = cms_raw(cert, key, report, len, CMS_DETACHED | CMS_BINARY, 0);
+	assert_int_equal(pki_cms_verify(f->ca, report, len, raw, strlen(raw), NULL, NULL, NULL, 0),
+			 0);
+	free(raw);
+	assert_int_equal(ERR_peek_error(), 0);
+
+	free(p7s);
+	X509_free(cert);
+	EVP_PKEY_free(key);
+}
+
+static void test_cms_not_signoff_signer(void **state)
+{
+	struct fixture *f = *state;
+	const char *sans[] = {"controller"};
+	EVP_PKEY *key, *server_key;
+	char *csr, *raw, err[256];
+	size_t len = strlen(report);
+	X509 *node, *server, *signer = NULL;
+
+	/* A node's client certificate from this very CA: chain and signature are fine. */
+	assert_int_equal(pki_key_generate(&key), 0);
+	assert_int_equal(pki_csr_create(key, "agent", &csr), 0);
+	assert_int_equal(
+		pki_csr_sign(f->ca, f->ca_key, csr, strlen(csr), "node-7", "c1", 30, &node), 0);
+	raw = cms_raw(node, key, report, len, CMS_DETACHED | CMS_BINARY, 0);
+	assert_int_equal(pki_cms_verify(f->ca, report, len, raw, strlen(raw), &signer, NULL, err,
+					sizeof(err)),
+			 -RY_E_REFUSED);
+	assert_string_equal(err,
+			    "signer is not a sign-off certificate (extended key usage clientAuth)");
+	assert_null(signer);
+	assert_int_equal(ERR_peek_error(), 0);
+	free(raw);
+
+	/* Nor the controller's server certificate. */
+	assert_int_equal(pki_key_generate(&server_key), 0);
+	assert_int_equal(pki_cert_issue_server(f->ca, f->ca_key, server_key, "controller", sans, 1,
+					       30, &server),
+			 0);
+	raw = cms_raw(server, server_key, report, len, CMS_DETACHED | CMS_BINARY, 0);
+	assert_int_equal(
+		pki_cms_verify(f->ca, report, len, raw, strlen(raw), NULL, NULL, err, sizeof(err)),
+		-RY_E_REFUSED);
+	assert_non_null(strstr(err, "serverAuth, clientAuth"));
+	free(raw);
+
+	/* Nor the CA itself. */
+	raw = cms_raw(f->ca, f->ca_key, report, len, CMS_DETACHED | CMS_BINARY, 0);
+	assert_int_equal(
+		pki_cms_verify(f->ca, report, len, raw, strlen(raw), NULL, NULL, err, sizeof(err)),
+		-RY_E_REFUSED);
+	assert_non_null(strstr(err, "a CA certificate"));
+	free(raw);
+
+	X509_free(server);
+	EVP_PKEY_free(server_key);
+	X509_free(node);
+	free(csr);
+	EVP_PKEY_free(key);
+}
+
+static void test_cms_signing_time(void **state)
+{
+	struct fixture *f = *state, ca = {0};
+	time_t now = time(NULL), signed_at = now - 2 * 86400;
+	size_t len = strlen(report);
+	char *raw, err[256];
+	int64_t at = 0;
+	EVP_PKEY *key;
+	X509 *cert;
+
+	/* The chain is checked at the signing time, the CA's validity included: a CA valid
+	 * from ten days ago, then a sign-off certificate valid from three days ago to yesterday. */
+	assert_int_equal(pki_ca_create("Railyard Old CA", 30, &ca.ca, &ca.ca_key), 0);
+	assert_non_null(X509_time_adj_ex(X509_getm_notBefore(ca.ca), -10, 0, NULL));
+	assert_true(X509_sign(ca.ca, ca.ca_key, EVP_sha256()) > 0);
+	cert = issue_signing(&ca, &key);
+	assert_non_null(X509_time_adj_ex(X509_getm_notBefore(cert), -3, 0, NULL));
+	assert_non_null(X509_time_adj_ex(X509_getm_notAfter(cert), -1, 0, NULL));
+	assert_true(X509_sign(cert, ca.ca_key, EVP_sha256()) > 0);
+
+	/* Signed while it was valid: the report outlives the certificate. */
+	raw = cms_raw(cert, key, report, len, CMS_DETACHED | CMS_BINARY, signed_at);
+	assert_int_equal(
+		pki_cms_verify(ca.ca, report, len, raw, strlen(raw), NULL, &at, err, sizeof(err)),
+		0);
+	assert_int_equal(at, (int64_t)signed_at);
+	free(raw);
+
+	/* Signed after it expired: refused, whatever the signature. */
+	raw = cms_raw(cert, key, report, len, CMS_DETACHED | CMS_BINARY, 0);
+	assert_int_equal(
+		pki_cms_verify(ca.ca, report, len, raw, strlen(raw), NULL, &at, err, sizeof(err)),
+		-RY_E_CRYPTO);
+	assert_non_null(strstr(err, "signer certificate had expired at the signing time"));
+	free(raw);
+	/* Before it was valid: likewise. */
+	raw = cms_raw(cert, key, report, len, CMS_DETACHED | CMS_BINARY, now - 4 * 86400);
+	assert_int_equal(
+		pki_cms_verify(ca.ca, report, len, raw, strlen(raw), NULL, &at, err, sizeof(err)),
+		-RY_E_CRYPTO);
+	assert_non_null(strstr(err, "signer certificate was not yet valid at the signing time"));
+	free(raw);
+	/* And pki_cms_sign() does not sign with it now. */
+	assert_int_equal(pki_cms_sign(cert, key, ca.ca, report, len, &raw), -RY_E_INVALID);
+	assert_int_equal(ERR_peek_error(), 0);
+
+	/* A signing time before the CA itself was valid: the CA's validity counts too. */
+	raw = cms_raw(cert, key, report, len, CMS_DETACHED | CMS_BINARY, now - 20 * 86400);
+	assert_int_equal(
+		pki_cms_verify(ca.ca, report, len, raw, strlen(raw), NULL, &at, err, sizeof(err)),
+		-RY_E_CRYPTO);
+	assert_non_null(strstr(err, "CA certificate was not yet valid at the signing time"));
+	free(raw);
+	/* The fixture's CA did not issue it. */
+	raw = cms_raw(cert, key, report, len, CMS_DETACHED | CMS_BINARY, signed_at);
+	assert_int_equal(
+		pki_cms_verify(f->ca, report, len, raw, strlen(raw), NULL, &at, err, sizeof(err)),
+		-RY_E_CRYPTO);
+	assert_non_null(strstr(err, "signer not issued by this CA"));
+	assert_int_equal(at, (int64_t)signed_at);
+	free(raw);
+
+	X509_free(cert);
+	EVP_PKEY_free(key);
+	X509_free(ca.ca);
+	EVP_PKEY_free(ca.ca_key);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	assert_int_equal(fwrite(data, 1, len, fp), len);
+	assert_int_equal(fclose(fp), 0);
+}
+
+/* Stock OpenSSL accepts what pki_cms_sign() writes, as docs/signoff.md promises. */
+static void test_cms_openssl_cli(void **state)
+{
+	struct fixture *f = *state;
+	char *data = tmp_path(f, "signoff.json"), *sig = tmp_path(f, "signoff.p7s");
+	char *ca = tmp_path(f, "ca.pem"), *cmd, *p7s;
+	EVP_PKEY *key;
+	X509 *cert;
+	int rc;
+
+	if (system("command -v openssl >/dev/null 2>&1") != 0) {
+		free(data);
+		free(sig);
+		free(ca);
+		skip();
+	}
+	cert = issue_signing(f, &key);
+	assert_int_equal(pki_cms_sign(cert, key, f->ca, report, strlen(report), &p7s), 0);
+	write_file(data, report, strlen(report));
+	write_file(sig, p7s, strlen(p7s));
+	assert_int_equal(pki_cert_write(ca, f->ca), 0);
+	assert_true(asprintf(&cmd,
+			     "openssl cms -verify -binary -content '%s' -in '%s' -inform PEM "
+			     "-CAfile '%s' -purpose any -out /dev/null 2>/dev/null",
+			     data, sig, ca) > 0);
+	rc = system(cmd);
+	assert_int_equal(rc, 0);
+	/* And refuses it over other bytes. */
+	write_file(data, report, strlen(report) - 1);
+	rc = system(cmd);
+	assert_int_not_equal(rc, 0);
+
+	free(cmd);
+	free(p7s);
+	X509_free(cert);
+	EVP_PKEY_free(key);
+	free(ca);
+	free(sig);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -720,6 +1243,14 @@ int main(void)
 		cmocka_unit_test(test_expired),
 		cmocka_unit_test(test_fingerprint),
 		cmocka_unit_test(test_serials),
+		cmocka_unit_test(test_signing_cert),
+		cmocka_unit_test(test_cms_round_trip),
+		cmocka_unit_test(test_cms_tampered),
+		cmocka_unit_test(test_cms_other_ca),
+		cmocka_unit_test(test_cms_malformed),
+		cmocka_unit_test(test_cms_not_signoff_signer),
+		cmocka_unit_test(test_cms_signing_time),
+		cmocka_unit_test(test_cms_openssl_cli),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
