@@ -20,6 +20,7 @@ static const struct facts_collector facts_collectors[] = {
 	{.name = "modules", .collect = facts_collect_modules},
 	{.name = "ofed", .collect = facts_collect_ofed},
 	{.name = "gpu", .collect = facts_collect_gpu},
+	{.name = "software", .collect = facts_collect_software},
 };
 
 int facts_collect(const char *sysroot, json_t **ret_facts)

@@ -1,6 +1,7 @@
 /* Node facts: what the agent reports about its node (OS, kernel, CPU, memory, RDMA devices and
- * ports, NVIDIA/Mellanox PCI functions, kernel modules, OFED, GPUs), read from sysfs/procfs under
- * an injectable sysroot. The JSON schema is documented in docs/facts.md. */
+ * ports, NVIDIA/Mellanox PCI functions, kernel modules, OFED, GPUs, NCCL/UCX/Open MPI versions),
+ * read from sysfs/procfs and installed files under an injectable sysroot. The JSON schema is
+ * documented in docs/facts.md. */
 #ifndef RAILYARD_FACTS_H
 #define RAILYARD_FACTS_H
 
@@ -14,8 +15,8 @@
  * Never fails because a file is missing or malformed: that fact is left out and a human-readable
  * warning naming the path (as seen on the node, i.e. relative to sysroot: "/proc/meminfo: ...")
  * is appended to facts["warnings"] (always present, an array of strings). Sources that are
- * legitimately absent (no RDMA stack, no NVIDIA driver, no OFED) give empty lists or absent
- * objects without a warning.
+ * legitimately absent (no RDMA stack, no NVIDIA driver, no OFED, no NCCL/UCX/Open MPI) give
+ * empty lists or absent objects without a warning.
  * On success *ret_facts is a new reference the caller releases with json_decref().
  * Errors: -ENOMEM only (allocation failure). Thread-safe: no global state; concurrent calls on
  * the same or different sysroots are fine. */

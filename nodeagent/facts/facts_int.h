@@ -28,6 +28,7 @@ int facts_collect_rdma(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_modules(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_ofed(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_gpu(struct facts_ctx *ctx, json_t *facts);
+int facts_collect_software(struct facts_ctx *ctx, json_t *facts);
 
 /* Bounds on what a sysroot can make us read or hold. */
 #define FACTS_MAX_DIR_ENTRIES 4096
@@ -74,6 +75,12 @@ __attribute__((warn_unused_result)) int facts_list_dirf(struct facts_ctx *ctx, u
 							struct facts_names *ret_names,
 							const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* As facts_list_dirf() keeping only the names that start with prefix (borrowed); the bound
+ * counts kept names, so a large directory (usr/lib/x86_64-linux-gnu) is searched whole. */
+__attribute__((warn_unused_result)) int
+facts_list_dir_prefixf(struct facts_ctx *ctx, unsigned flags, const char *prefix,
+		       struct facts_names *ret_names, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 void facts_names_done(struct facts_names *names);
 
 /* JSON builders: on allocation failure they set ctx->oom and drop the value. The *_new variants

@@ -188,20 +188,19 @@ void facts_names_done(struct facts_names *names)
 	names->n = 0;
 }
 
-int facts_list_dirf(struct facts_ctx *ctx, unsigned flags, struct facts_names *ret_names,
-		    const char *fmt, ...)
+/* Listing of the directory at the formatted path; with a prefix, only the names that start with
+ * it are kept (and counted against the bound). */
+static int facts_vlist_dir(struct facts_ctx *ctx, unsigned flags, const char *prefix,
+			   struct facts_names *ret_names, const char *fmt, va_list ap)
 {
 	struct facts_names names = {0};
 	char *rel, *path = NULL;
 	struct dirent *de;
 	size_t cap = 0;
 	DIR *d = NULL;
-	va_list ap;
 	int r;
 
-	va_start(ap, fmt);
 	rel = facts_vrel(ctx, fmt, ap);
-	va_end(ap);
 	if (!rel)
 		return -ENOMEM;
 	path = fs_path_join(ctx->sysroot, rel);
@@ -222,6 +221,8 @@ int facts_list_dirf(struct facts_ctx *ctx, unsigned flags, struct facts_names *r
 				log_debug("facts: /%s: skipping entry with unusual name", rel);
 			continue;
 		}
+		if (prefix && strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+			continue;
 		if (names.n == FACTS_MAX_DIR_ENTRIES) {
 			facts_warn(ctx, "/%s: more than %d entries, rest ignored", rel,
 				   FACTS_MAX_DIR_ENTRIES);
@@ -259,6 +260,30 @@ out:
 	facts_names_done(&names);
 	free(path);
 	free(rel);
+	return r;
+}
+
+int facts_list_dirf(struct facts_ctx *ctx, unsigned flags, struct facts_names *ret_names,
+		    const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = facts_vlist_dir(ctx, flags, NULL, ret_names, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int facts_list_dir_prefixf(struct facts_ctx *ctx, unsigned flags, const char *prefix,
+			   struct facts_names *ret_names, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = facts_vlist_dir(ctx, flags, prefix, ret_names, fmt, ap);
+	va_end(ap);
 	return r;
 }
 

@@ -294,6 +294,10 @@ static void test_h200_ib(void **state)
 	assert_jstr(f, "/usr/bin/ofed_info", "ofed.source");
 	assert_jstr(f, "24.10-1.1.4", "ofed.mlx5_core_version");
 	check_gpus(f, 1);
+	/* libnccl.so.2.23.4 (+ soname link), ucx.pc, ompi.pc linked from the openmpi tree */
+	assert_jstr(f, "2.23.4", "software.nccl");
+	assert_jstr(f, "1.17.0", "software.ucx");
+	assert_jstr(f, "4.1.7", "software.openmpi");
 	json_decref(f);
 }
 
@@ -311,6 +315,10 @@ static void test_h200_roce(void **state)
 	assert_jstr(f, "OFED-internal-24.10-1.1.4", "ofed.package");
 	assert_jstr(f, "/usr/bin/ofed_info", "ofed.source");
 	check_gpus(f, 2);
+	/* nccl.h defines, HPC-X's ucx.pc, no MPI */
+	assert_jstr(f, "2.21.5", "software.nccl");
+	assert_jstr(f, "1.16.0", "software.ucx");
+	assert_jabsent(f, "software.openmpi");
 	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 8);
 	for (unsigned i = 0; i < 8; i++) {
 		json_t *p = jget(f, "rdma.devices.%u.ports.0", i);
@@ -367,6 +375,7 @@ static void test_h200_degraded(void **state)
 	assert_jstr(f, "0000:ba:00.0", "rdma.devices.6.pci_address");
 	check_modules(f, true);
 	check_gpus(f, 3);
+	assert_jabsent(f, "software");
 	json_decref(f);
 }
 
@@ -385,6 +394,7 @@ static void test_h200_ib_2(void **state)
 	assert_jstr(f, "/sys/module/mlx5_core/version", "ofed.source");
 	assert_jabsent(f, "ofed.package");
 	check_gpus(f, 4);
+	assert_jabsent(f, "software");
 	json_decref(f);
 }
 
@@ -576,12 +586,16 @@ static void test_empty_sysroot(void **state)
 	assert_jabsent(f, "modules");
 	assert_jabsent(f, "ofed");
 	assert_jabsent(f, "nvidia_driver");
+	assert_jabsent(f, "software");
 	/* no RDMA stack and no NVIDIA driver: empty lists, no warnings about them */
 	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 0);
 	assert_int_equal(json_array_size(jget(f, "gpus")), 0);
 	assert_false(has_warning(f, "infiniband"));
 	assert_false(has_warning(f, "nvidia"));
 	assert_false(has_warning(f, "ofed"));
+	assert_false(has_warning(f, "nccl"));
+	assert_false(has_warning(f, "pkgconfig"));
+	assert_false(has_warning(f, "/usr/include"));
 	assert_true(has_warning(f, "/etc/hostname: cannot read"));
 	assert_true(has_warning(f, "/proc/meminfo: cannot read"));
 	assert_true(has_warning(f, "/proc/cpuinfo: cannot read"));
@@ -603,6 +617,317 @@ static void test_empty_sysroot(void **state)
 	s = facts_summary(NULL);
 	assert_string_equal(s, "? | ? | ? cpu/? numa | ? GiB | ? HCA | ? GPU");
 	free(s);
+}
+
+/* --- software: NCCL, UCX, Open MPI versions --- */
+
+/* Whether a warning is about the software sources; prints those (the sysroots built below
+ * also draw warnings for every missing proc and sys file). */
+static bool has_software_warning(json_t *facts)
+{
+	static const char *const needles[] = {"nccl", "ucx", "ucp", "mpi", "pkgconfig"};
+	bool found = false;
+	json_t *w;
+	size_t i;
+
+	json_array_foreach(json_object_get(facts, "warnings"), i, w)
+	{
+		for (size_t k = 0; k < sizeof(needles) / sizeof(needles[0]); k++) {
+			if (strstr(json_string_value(w), needles[k])) {
+				print_message("warning: %s\n", json_string_value(w));
+				found = true;
+				break;
+			}
+		}
+	}
+	return found;
+}
+
+/* A file, or with content "-> TARGET" a symbolic link; without put()'s fsyncs, which cost
+ * seconds over the dozens of sysroots below. */
+static void put_or_link(const char *root, const char *rel, const char *content)
+{
+	char *path, *dir;
+	FILE *fp;
+
+	assert_true(asprintf(&path, "%s/%s", root, rel) > 0);
+	dir = strdup(path);
+	assert_non_null(dir);
+	*strrchr(dir, '/') = '\0';
+	assert_int_equal(fs_mkdir_p(dir, 0755), 0);
+	if (strncmp(content, "-> ", 3) == 0) {
+		assert_int_equal(symlink(content + 3, path), 0);
+	} else {
+		fp = fopen(path, "w");
+		assert_non_null(fp);
+		assert_true(fputs(content, fp) != EOF);
+		assert_int_equal(fclose(fp), 0);
+	}
+	free(dir);
+	free(path);
+}
+
+#define NCCL_H(maj, min, pat)                                                                      \
+	"#ifndef NCCL_H_\n#define NCCL_H_\n#define NCCL_MAJOR " maj "\n#define NCCL_MINOR " min    \
+	"\n#define NCCL_PATCH " pat "\n#define NCCL_SUFFIX \"\"\n#endif\n"
+#define UCP_H(maj, min)                                                                            \
+	"#define UCP_VERSION_MAJOR_SHIFT    24\n#define UCP_API_MAJOR    " maj                     \
+	"\n#define UCP_API_MINOR    " min "\n#define UCP_API_VERSION  UCP_VERSION(" maj ", " min   \
+	")\n"
+#define MPI_H(maj, min, rel)                                                                       \
+	"#define OMPI_MAJOR_VERSION " maj "\n#define OMPI_MINOR_VERSION " min                      \
+	"\n#define OMPI_RELEASE_VERSION " rel "\n"
+#define PC(ver) "prefix=/usr\n\nName: x\nDescription: x\nVersion: " ver "\nLibs: -L${libdir}\n"
+
+/* Every source on its own, one sysroot each. */
+static void test_software_sources(void **state)
+{
+	static const struct {
+		const char *path, *content, *key, *version;
+	} cases[] = {
+		{"usr/lib/x86_64-linux-gnu/libnccl.so.2.23.4", "", "nccl", "2.23.4"},
+		{"usr/lib64/libnccl.so.2.22.3", "", "nccl", "2.22.3"},
+		{"usr/lib/libnccl.so.2.21.5", "", "nccl", "2.21.5"},
+		{"usr/local/lib/libnccl.so.2.20.5", "", "nccl", "2.20.5"},
+		{"usr/local/nccl/lib/libnccl.so.2.19.3", "", "nccl", "2.19.3"},
+		{"usr/include/nccl.h", NCCL_H("2", "18", "1"), "nccl", "2.18.1"},
+		{"usr/lib/pkgconfig/ucx.pc", PC("1.17.0"), "ucx", "1.17.0"},
+		{"usr/lib/x86_64-linux-gnu/pkgconfig/ucx.pc", PC("1.16.0"), "ucx", "1.16.0"},
+		{"usr/lib64/pkgconfig/ucx.pc", PC("1.15.0"), "ucx", "1.15.0"},
+		{"opt/mellanox/hpcx/ucx/lib/pkgconfig/ucx.pc", PC("1.18.0-rc1"), "ucx",
+		 "1.18.0-rc1"},
+		/* the header knows only major.minor */
+		{"usr/include/ucp/api/ucp_version.h", UCP_H("1", "17"), "ucx", "1.17"},
+		{"usr/lib/pkgconfig/ompi.pc", PC("4.1.7"), "openmpi", "4.1.7"},
+		{"usr/lib/pkgconfig/ompi-c.pc", PC("4.1.6"), "openmpi", "4.1.6"},
+		{"usr/lib/x86_64-linux-gnu/pkgconfig/ompi.pc", PC("4.1.5"), "openmpi", "4.1.5"},
+		{"usr/lib/x86_64-linux-gnu/pkgconfig/ompi-c.pc", PC("4.1.4"), "openmpi", "4.1.4"},
+		{"usr/lib64/pkgconfig/ompi.pc", PC("4.1.3"), "openmpi", "4.1.3"},
+		/* 32 characters, the longest accepted */
+		{"usr/lib64/pkgconfig/ompi.pc", PC("1.2.3.4.5.6.7.8.9.10.11.12.13.14"), "openmpi",
+		 "1.2.3.4.5.6.7.8.9.10.11.12.13.14"},
+		{"usr/lib64/pkgconfig/ompi-c.pc", PC("4.1.2"), "openmpi", "4.1.2"},
+		{"usr/lib/x86_64-linux-gnu/openmpi/lib/pkgconfig/ompi.pc", PC("4.1.1"), "openmpi",
+		 "4.1.1"},
+		{"usr/lib/x86_64-linux-gnu/openmpi/lib/pkgconfig/ompi-c.pc", PC("4.1.0"), "openmpi",
+		 "4.1.0"},
+		{"opt/mellanox/hpcx/ompi/lib/pkgconfig/ompi.pc", PC("4.1.7a1"), "openmpi",
+		 "4.1.7a1"},
+		{"opt/mellanox/hpcx/ompi/lib/pkgconfig/ompi-c.pc", PC("5.0.0rc12"), "openmpi",
+		 "5.0.0rc12"},
+		{"usr/include/mpi.h", MPI_H("4", "1", "6"), "openmpi", "4.1.6"},
+		{"usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h", MPI_H("4", "1", "5"), "openmpi",
+		 "4.1.5"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *root = make_tmp();
+		json_t *f;
+
+		put_or_link(root, cases[i].path, cases[i].content);
+		f = collect(root);
+		print_message("%s\n", cases[i].path);
+		assert_int_equal(json_object_size(jget(f, "software")), 1);
+		assert_jstr(f, cases[i].version, "software.%s", cases[i].key);
+		assert_false(has_software_warning(f));
+		json_decref(f);
+		rm_tree(root);
+		free(root);
+	}
+}
+
+/* Precedence, the highest library version, malformed values and foreign headers. */
+static void test_software_cases(void **state)
+{
+	static const struct {
+		const char *what;
+		const char *files[8][2];	  /* path, content ("-> target": a link) */
+		const char *nccl, *ucx, *openmpi; /* NULL: absent */
+		const char *warning;		  /* NULL: no software warning */
+	} cases[] = {
+		{"highest numerically (2.23.4 > 2.9.9), links and non-versions skipped, "
+		 "first directory wins, library before header",
+		 {{"usr/lib/x86_64-linux-gnu/libnccl.so.2.9.9", ""},
+		  {"usr/lib/x86_64-linux-gnu/libnccl.so.2.23.4", ""},
+		  {"usr/lib/x86_64-linux-gnu/libnccl.so.2.18.10", ""},
+		  {"usr/lib/x86_64-linux-gnu/libnccl.so.2", "-> libnccl.so.2.23.4"},
+		  {"usr/lib/x86_64-linux-gnu/libnccl.so", "-> libnccl.so.2"},
+		  {"usr/lib/x86_64-linux-gnu/libnccl.so.2.24.1.dpkg-new", ""},
+		  {"usr/lib64/libnccl.so.3.0.0", ""},
+		  {"usr/include/nccl.h", NCCL_H("1", "0", "0")}},
+		 "2.23.4",
+		 NULL,
+		 NULL,
+		 NULL},
+		{"an earlier directory wins over a higher version in a later one",
+		 {{"usr/lib/libnccl.so.2.20.3", ""}, {"usr/local/lib/libnccl.so.2.23.4", ""}},
+		 "2.20.3",
+		 NULL,
+		 NULL,
+		 NULL},
+		{"a directory with only links falls through to the header",
+		 {{"usr/lib/libnccl.so.2", "-> libnccl.so.2.23.4"},
+		  {"usr/include/nccl.h", "/* c */\n#  define  NCCL_MAJOR\t2 /* major */\n"
+					 "#define NCCL_MINOR 21 // minor\n#define NCCL_PATCH 5\n"}},
+		 "2.21.5",
+		 NULL,
+		 NULL,
+		 NULL},
+		{"malformed library name",
+		 {{"usr/lib/x86_64-linux-gnu/libnccl.so.2..4", ""}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/lib/x86_64-linux-gnu/libnccl.so.2..4: malformed version"},
+		{"10-digit component",
+		 {{"usr/lib/libnccl.so.2.1234567890.1", ""}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/lib/libnccl.so.2.1234567890.1: malformed version"},
+		{"malformed #define",
+		 {{"usr/include/nccl.h", NCCL_H("2", "2x", "1")}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/include/nccl.h: malformed NCCL_MINOR"},
+		{"missing #define",
+		 {{"usr/include/nccl.h", "#define NCCL_MAJOR 2\n#define NCCL_MINOR 21\n"}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/include/nccl.h: malformed: no NCCL_PATCH"},
+		{"pkg-config directories in order, pc before header",
+		 {{"usr/lib/pkgconfig/ucx.pc", PC("1.17.0")},
+		  {"usr/lib64/pkgconfig/ucx.pc", PC("1.18.0")},
+		  {"opt/mellanox/hpcx/ucx/lib/pkgconfig/ucx.pc", PC("1.16.0")},
+		  {"usr/include/ucp/api/ucp_version.h", UCP_H("1", "15")},
+		  {"usr/lib/pkgconfig/ompi-c.pc", PC("4.1.5")},
+		  {"usr/lib/x86_64-linux-gnu/pkgconfig/ompi.pc", PC("4.1.7")},
+		  {"usr/include/mpi.h", MPI_H("4", "0", "1")}},
+		 NULL,
+		 "1.17.0",
+		 "4.1.5",
+		 NULL},
+		{"ompi.pc before ompi-c.pc; pc through a relative link",
+		 {{"usr/lib/x86_64-linux-gnu/pkgconfig/ompi-c.pc", PC("4.1.6")},
+		  {"usr/lib/x86_64-linux-gnu/pkgconfig/ompi.pc",
+		   "-> ../openmpi/lib/pkgconfig/ompi.pc"},
+		  {"usr/lib/x86_64-linux-gnu/openmpi/lib/pkgconfig/ompi.pc", PC("4.1.7")}},
+		 NULL,
+		 NULL,
+		 "4.1.7",
+		 NULL},
+		{"malformed pc version: warned, the header is used",
+		 {{"usr/lib/pkgconfig/ucx.pc", PC("1.17.0 (beta)")},
+		  {"usr/include/ucp/api/ucp_version.h", UCP_H("1", "15")}},
+		 NULL,
+		 "1.15",
+		 NULL,
+		 "/usr/lib/pkgconfig/ucx.pc: malformed version"},
+		{"pc version with a variable",
+		 {{"usr/lib/pkgconfig/ucx.pc", PC("${version}")}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/lib/pkgconfig/ucx.pc: malformed version"},
+		{"pc version of 33 characters",
+		 {{"usr/lib64/pkgconfig/ompi.pc", PC("1.2.3.4.5.6.7.8.9.10.11.12.13.145")}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/lib64/pkgconfig/ompi.pc: malformed version"},
+		{"pc version not starting with a digit",
+		 {{"usr/lib64/pkgconfig/ompi.pc", PC("v4.1.7")}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/lib64/pkgconfig/ompi.pc: malformed version"},
+		{"pc without Version",
+		 {{"usr/lib/pkgconfig/ucx.pc", "Name: ucx\nLibs: -lucp\n"}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/lib/pkgconfig/ucx.pc: malformed: no Version"},
+		{"pc not UTF-8",
+		 {{"usr/lib/pkgconfig/ucx.pc", "Version: 1.17\xff\n"}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/lib/pkgconfig/ucx.pc: malformed: not UTF-8"},
+		{"another MPI's mpi.h is not Open MPI and not malformed",
+		 {{"usr/include/mpi.h", "#define MPI_VERSION 4\n#define MPICH_VERSION \"4.1\"\n"}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 NULL},
+		{"another MPI's mpi.h, then Open MPI's",
+		 {{"usr/include/mpi.h", "#define MPI_VERSION 4\n"},
+		  {"usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h", MPI_H("4", "1", "4")}},
+		 NULL,
+		 NULL,
+		 "4.1.4",
+		 NULL},
+		{"Open MPI's mpi.h without its release",
+		 {{"usr/include/mpi.h",
+		   "#define OMPI_MAJOR_VERSION 4\n#define OMPI_MINOR_VERSION 1\n"}},
+		 NULL,
+		 NULL,
+		 NULL,
+		 "/usr/include/mpi.h: malformed: no OMPI_RELEASE_VERSION"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *want[3] = {cases[i].nccl, cases[i].ucx, cases[i].openmpi};
+		static const char *const keys[3] = {"nccl", "ucx", "openmpi"};
+		char *root = make_tmp();
+		json_t *f;
+
+		for (size_t k = 0; k < 8 && cases[i].files[k][0]; k++)
+			put_or_link(root, cases[i].files[k][0], cases[i].files[k][1]);
+		f = collect(root);
+		print_message("case: %s\n", cases[i].what);
+		for (int k = 0; k < 3; k++) {
+			if (want[k])
+				assert_jstr(f, want[k], "software.%s", keys[k]);
+			else
+				assert_jabsent(f, "software.%s", keys[k]);
+		}
+		if (!want[0] && !want[1] && !want[2])
+			assert_jabsent(f, "software");
+		if (cases[i].warning) {
+			assert_true(has_software_warning(f));
+			assert_true(has_warning(f, cases[i].warning));
+		} else {
+			assert_false(has_software_warning(f));
+		}
+		json_decref(f);
+		rm_tree(root);
+		free(root);
+	}
+}
+
+/* usr/lib/x86_64-linux-gnu holds thousands of files on a real node: the NCCL search keeps only
+ * libnccl names, so the directory bound does not hide the library. */
+static void test_software_large_libdir(void **state)
+{
+	char *root = make_tmp(), *lib, rel[256];
+	json_t *f;
+
+	put_or_link(root, "usr/lib/x86_64-linux-gnu/libnccl.so.2.23.4", "");
+	assert_true(asprintf(&lib, "%s/usr/lib/x86_64-linux-gnu/libnccl.so.2.23.4", root) > 0);
+	/* hard links: cheaper to make than thousands of files */
+	for (int i = 0; i < FACTS_MAX_DIR_ENTRIES + 100; i++) {
+		snprintf(rel, sizeof(rel), "%s/usr/lib/x86_64-linux-gnu/liba%05d.so.1", root, i);
+		assert_int_equal(link(lib, rel), 0);
+	}
+	free(lib);
+	f = collect(root);
+	assert_jstr(f, "2.23.4", "software.nccl");
+	assert_false(has_warning(f, "entries, rest ignored"));
+	json_decref(f);
+	rm_tree(root);
+	free(root);
 }
 
 static void test_parsers(void **state)
@@ -681,11 +1006,12 @@ static void test_concurrent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_h200_ib),	      cmocka_unit_test(test_h200_roce),
-		cmocka_unit_test(test_h200_degraded), cmocka_unit_test(test_h200_ib_2),
-		cmocka_unit_test(test_summary),	      cmocka_unit_test(test_broken_sysroot),
-		cmocka_unit_test(test_empty_sysroot), cmocka_unit_test(test_parsers),
-		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_h200_ib),	       cmocka_unit_test(test_h200_roce),
+		cmocka_unit_test(test_h200_degraded),  cmocka_unit_test(test_h200_ib_2),
+		cmocka_unit_test(test_summary),	       cmocka_unit_test(test_broken_sysroot),
+		cmocka_unit_test(test_empty_sysroot),  cmocka_unit_test(test_software_sources),
+		cmocka_unit_test(test_software_cases), cmocka_unit_test(test_software_large_libdir),
+		cmocka_unit_test(test_parsers),	       cmocka_unit_test(test_concurrent),
 	};
 
 	if (!getenv("RAILYARD_SOURCE_DIR")) {
