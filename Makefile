@@ -26,11 +26,14 @@ test: build
 demo: build
 	@deploy/demo.sh $(BUILD)
 
+# Fixture sysroots hold headers as a node has them (data, not our code).
+SOURCES = git ls-files '*.c' '*.h' ':!:tests/fixtures/sysroots/**'
+
 format:
-	@git ls-files '*.c' '*.h' | xargs clang-format -i
+	@$(SOURCES) | xargs clang-format -i
 
 format-check:
-	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+	@$(SOURCES) | xargs clang-format --dry-run --Werror
 
 clean:
 	rm -rf $(BUILD)

@@ -124,8 +124,22 @@ echo "== benchmarks over the agents' sessions (TCP baseline on loopback; verbs r
 echo "== validation campaign: tcp-baseline over the four nodes, quick (every pair, a random ring,"
 echo "   incast; a TCP baseline here, verbs campaigns run in tests/rdma-vm)"
 "$CTL" validate --state-dir "$DEMO/ctl" --cluster demo --playbook "$SRC/playbooks/tcp-baseline.yaml" \
-	--quick | sed 's/^/   /' || true
+	--quick --signoff | sed 's/^/   /' || true
 "$CTL" campaigns --state-dir "$DEMO/ctl" | sed 's/^/   /'
+
+echo "== sign-off: the campaign's signed report, exported and verified offline"
+OUT=$(cd "$BUILD" && pwd)/demo-signoff
+SO=$("$CTL" signoff list --json --state-dir "$DEMO/ctl" | jq -r '.[0].id // empty')
+if [ -n "$SO" ]; then
+	"$CTL" signoff export "$SO" --dir "$OUT" --state-dir "$DEMO/ctl" | sed 's/^/   /'
+	(cd "$OUT" && openssl cms -verify -binary -content signoff.json -in signoff.p7s \
+		-inform PEM -CAfile ca.pem -purpose any -out /dev/null 2>&1) | sed 's/^/   openssl: /'
+	"$CTL" signoff verify "$OUT/signoff.json" "$OUT/signoff.p7s" \
+		--ca "$OUT/ca.pem" | sed 's/^/   /' || true
+	echo "   sign-off $SO: $OUT/signoff.html (kept after the demo)"
+else
+	echo "   no sign-off was made (see the controller's log)"
+fi
 
 echo "== shutting down"
 for p in "${pids[@]:1}"; do kill -TERM "$p"; done

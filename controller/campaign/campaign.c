@@ -2,6 +2,8 @@
  * (and, unless a dry run, stored) campaign; stored campaigns become JSON with their progress
  * and verdict; a cancel is requested. */
 #include "controller/campaign/campaign_int.h"
+#include "controller/signoff/compare.h"
+#include "controller/signoff/snapshot.h"
 #include "common/playbook/playbook.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -266,10 +268,13 @@ static json_t *node_entry(const struct store_node *nd, const json_t *facts)
 		gpus, json_pack("{s:O?}", "numa_node", json_object_get(g, "numa_node")));
 	json_array_foreach(loaded, i, m) peermem |=
 		json_is_string(m) && strcmp(json_string_value(m), "nvidia_peermem") == 0;
-	o = json_pack("{s:s, s:s, s:o, s:o, s:{s:b, s:b}}", "id", nd->id, "hostname", nd->hostname,
-		      "rails", rails, "gpus", gpus, "gpudirect", "peermem", peermem, "dmabuf",
+	/* The snapshot is what a sign-off of this campaign reports as the node's configuration. */
+	o = json_pack("{s:s, s:s, s:o, s:o, s:{s:b, s:b}, s:o}", "id", nd->id, "hostname",
+		      nd->hostname, "rails", rails, "gpus", gpus, "gpudirect", "peermem", peermem,
+		      "dmabuf",
 		      json_is_true(json_object_get(json_object_get(facts, "nvidia_driver"),
-						   "open_kernel_module")));
+						   "open_kernel_module")),
+		      "snapshot", so_snapshot(facts));
 	return o;
 }
 
@@ -474,6 +479,26 @@ static int plan_tests(const struct cp_campaign *c, bool with_rounds, const char 
 	return 0;
 }
 
+/* A revalidation's baseline is a sign-off of the same cluster. */
+static int baseline_check(struct store *st, const struct ctl_campaign_request *rq,
+			  struct ctl_error *err)
+{
+	struct store_signoff *so = NULL;
+	int r = store_signoff_get(st, rq->baseline, false, &so);
+
+	if (r == -RY_E_NOT_FOUND)
+		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "baseline", "no sign-off %s",
+				     rq->baseline);
+	if (r < 0)
+		return ctl_error_store(err, r, "reading the baseline");
+	if (strcmp(so->cluster, rq->cluster) != 0)
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "baseline",
+				  "sign-off %s is of cluster %s, not %s", so->id, so->cluster,
+				  rq->cluster);
+	store_signoff_free(so);
+	return r;
+}
+
 int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq, bool dry_run,
 			json_t **ret, struct ctl_error *err)
 {
@@ -490,6 +515,8 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "cluster",
 				     "bad cluster name");
 	if (rq->nodes && (r = selector_check(rq->nodes, err)) < 0)
+		return r;
+	if (rq->baseline && (r = baseline_check(st, rq, err)) < 0)
 		return r;
 	r = ctl_playbook_for_cluster(rq->playbook_text, rq->playbook_len, rq->playbook_file,
 				     rq->cluster, &pb, err);
@@ -532,9 +559,20 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 			"transport", c.transport, "baseline", strcmp(c.transport, "tcp") == 0,
 			"quick", rq->quick, "seed", (json_int_t)seed, "nodes", nodes, "left_out",
 			left, "tests", tests);
-	options = json_pack("{s:s?, s:s?, s:s?, s:b, s:b}", "tests", rq->tests, "nodes", rq->nodes,
-			    "transport", rq->transport, "quick", rq->quick, "allow_missing",
-			    rq->allow_missing);
+	options = json_pack("{s:s?, s:s?, s:s?, s:b, s:b, s:b}", "tests", rq->tests, "nodes",
+			    rq->nodes, "transport", rq->transport, "quick", rq->quick,
+			    "allow_missing", rq->allow_missing, "signoff",
+			    rq->signoff || rq->baseline);
+	if (options && rq->baseline) {
+		json_object_set_new(options, "baseline", json_string(rq->baseline));
+		json_object_set_new(options, "tolerance",
+				    json_pack("{s:f, s:f}", "bw_pct",
+					      rq->tolerance_bw_pct > 0 ? rq->tolerance_bw_pct
+								       : SO_TOLERANCE_BW_PCT,
+					      "lat_pct",
+					      rq->tolerance_lat_pct > 0 ? rq->tolerance_lat_pct
+									: SO_TOLERANCE_LAT_PCT));
+	}
 	if (!doc || !options) {
 		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 		goto out;

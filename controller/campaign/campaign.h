@@ -30,6 +30,10 @@ struct ctl_campaign_request {
 	bool allow_missing;	   /* leave offline nodes out instead of refusing */
 	int64_t seed;		   /* random-ring and congestion draws; -1: random */
 	const char *actor;	   /* for the audit log */
+	bool signoff;		   /* sign a report when it ends (docs/signoff.md) */
+	const char *baseline;	   /* a sign-off to revalidate against (implies signoff) */
+	double tolerance_bw_pct;   /* revalidation tolerances; <= 0: the defaults */
+	double tolerance_lat_pct;
 };
 
 /* Plan a campaign; with store, also store it (running) for the serving controller. *ret (new

@@ -7,6 +7,7 @@
 #include "controller/campaign/campaign_int.h"
 #include "controller/engine/engine.h"
 #include "controller/server_int.h"
+#include "controller/signoff/signoff.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -61,6 +62,26 @@ static void finish(struct ctl_campaigns *cs, const char *id, const char *state, 
 	free(text);
 }
 
+/* A campaign that asked for it (options.signoff) is signed off as it ends. */
+static void sign_off(struct ctl_campaigns *cs, const struct store_campaign *m)
+{
+	json_t *options = json_loads(m->options_json, 0, NULL), *so = NULL;
+	struct ctl_error err;
+
+	ctl_error_init(&err);
+	if (json_is_true(json_object_get(options, "signoff"))) {
+		if (ctl_signoff_create(cs->srv->state, m->id, m->actor, &so, &err) < 0)
+			log_error("campaign %s: no sign-off: %s", m->id, err.message);
+		else
+			log_info("campaign %s: signed off as %s (%s)", m->id,
+				 json_string_value(json_object_get(so, "id")),
+				 json_string_value(json_object_get(so, "verdict")));
+	}
+	json_decref(so);
+	json_decref(options);
+	ctl_error_done(&err);
+}
+
 /* The verdict over every row, with the nodes left out; then the end. */
 static void conclude(struct ctl_campaigns *cs, struct entry *e, const struct store_campaign *m,
 		     bool cancelled)
@@ -103,6 +124,8 @@ static void conclude(struct ctl_campaigns *cs, struct entry *e, const struct sto
 		       ? "passed"
 		       : "failed",
 	       verdict, cancelled ? "cancelled by operator" : NULL);
+	if (!cancelled)
+		sign_off(cs, m);
 	json_decref(verdict);
 	json_decref(left);
 }

@@ -5,12 +5,15 @@
 #ifndef RAILYARD_CONTROLLER_CLI_H
 #define RAILYARD_CONTROLLER_CLI_H
 
+#include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 struct ctl_state;
 struct ctl_error;
+struct store;
 
 struct cli_command {
 	const char *name;     /* "deploy", "bench run" */
@@ -24,6 +27,7 @@ extern const struct cli_command cli_admin_commands[];
 extern const struct cli_command cli_deploy_commands[];
 extern const struct cli_command cli_bench_commands[];
 extern const struct cli_command cli_campaign_commands[];
+extern const struct cli_command cli_signoff_commands[];
 
 /* Parse argv (global options, then a command), run it, return the exit code. */
 int cli_main(int argc, char **argv);
@@ -51,6 +55,22 @@ __attribute__((warn_unused_result)) int cli_open_state(const char *dir, bool ser
 void cli_error(const struct ctl_error *e);
 /* "2026-12-01T00:28:54Z", or "-" for 0. */
 void cli_format_time(int64_t unix_ms, char *buf, size_t len);
+/* Follow a deployment until it ends or timeout_ms passes, a line per node as it finishes: 0
+ * succeeded, 1 otherwise (cli_deploy.c). */
+int cli_deploy_follow(struct store *store, const char *id, int64_t timeout_ms, FILE *out);
+/* Follow a campaign with a progress line per round until it ends (SIGINT/SIGTERM, caught with
+ * cli_on_interrupt, cancel it); *ret the last view. 0 or -1 (cli_campaign.c). */
+int cli_campaign_follow(struct store *st, const char *id, FILE *out, json_t **ret);
+/* The verdict of an ended campaign (ctl_campaign_get()'s document) for a person. */
+void cli_campaign_print_verdict(FILE *out, const json_t *c);
+/* Wait for the sign-off the serving controller makes as campaign ends; *ret its summary
+ * (ctl_signoff_get()). 0 or -1, the reason logged (cli_signoff.c). */
+int cli_signoff_wait(struct store *st, const char *campaign, json_t **ret);
+/* A sign-off's summary line; with reasons, its hash, summary lines and why it is stale. */
+void cli_signoff_print(FILE *out, const json_t *s, bool reasons);
+/* Set by cli_on_interrupt() (the signal's number). */
+extern volatile sig_atomic_t cli_interrupted;
+void cli_on_interrupt(int sig);
 /* Print a JSON document, indented, on f; 0 or 1. */
 int cli_print_json(FILE *f, const void *json);
 

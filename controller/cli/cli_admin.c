@@ -3,6 +3,7 @@
 #include "controller/cli/cli.h"
 #include "controller/server.h"
 #include "controller/service.h"
+#include "controller/signoff/signoff.h"
 #include "controller/state.h"
 #include "common/facts/facts_doc.h"
 #include "common/log/log.h"
@@ -353,10 +354,32 @@ static int list_opts(const struct cli_command *cmd, int argc, char **argv, const
 	return cli_positionals(cmd, argc, argv, positionals);
 }
 
+/* A node against its cluster's newest sign-off: {state: current | stale | uncovered | none,
+ * signoff, reasons}. */
+static json_t *node_signoff(const json_t *stale, const struct store_node *nd)
+{
+	const json_t *c = json_object_get(stale, nd->cluster), *h;
+	const json_t *why = json_object_get(json_object_get(c, "nodes"), nd->hostname);
+	bool covered = false;
+	size_t i;
+
+	if (!c || strcmp(nd->state, "revoked") == 0)
+		return json_pack("{s:s}", "state", "none");
+	json_array_foreach(json_object_get(c, "covered"), i, h) covered |=
+		strcmp(json_string_value(h), nd->hostname) == 0;
+	return json_pack("{s:s, s:O, s:O}", "state",
+			 json_array_size(why) ? "stale"
+			 : covered	      ? "current"
+					      : "uncovered",
+			 "signoff", json_object_get(c, "signoff"), "reasons",
+			 why ? why : json_array());
+}
+
 static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
 {
 	const char *state_dir = CTL_DEFAULT_STATE_DIR;
 	struct ctl_state *st = NULL;
+	json_t *stale = NULL, *so;
 	struct store_node **nodes = NULL;
 	size_t n = 0;
 	bool json = false;
@@ -371,17 +394,32 @@ static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
 		log_error("nodes: %s", ry_strerror(r));
 		goto out;
 	}
+	{
+		struct ctl_error err;
+
+		ctl_error_init(&err);
+		if (ctl_signoff_staleness(st->store, &stale, &err) < 0) {
+			cli_error(&err);
+			ctl_error_done(&err);
+			goto out;
+		}
+		ctl_error_done(&err);
+	}
 	if (json) {
 		json_t *arr = json_array();
 
-		for (size_t i = 0; i < n; i++)
-			json_array_append_new(arr, node_json(nodes[i]));
+		for (size_t i = 0; i < n; i++) {
+			json_t *o = node_json(nodes[i]);
+
+			json_object_set_new(o, "signoff", node_signoff(stale, nodes[i]));
+			json_array_append_new(arr, o);
+		}
 		rc = cli_print_json(stdout, arr);
 		json_decref(arr);
 		goto out;
 	}
-	printf("%-16s %-14s %-10s %-8s %-20s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER", "STATE",
-	       "LAST SEEN", "AGENT", "FACTS");
+	printf("%-16s %-14s %-10s %-8s %-20s %-8s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER",
+	       "STATE", "LAST SEEN", "AGENT", "SIGNOFF", "FACTS");
 	/* Host names, versions and facts come from the nodes: printed escaped. */
 	for (size_t i = 0; i < n; i++) {
 		char when[64], *summary = NULL;
@@ -392,14 +430,18 @@ static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
 			summary = facts_summary(facts);
 		json_decref(facts);
 		cli_format_time(nodes[i]->last_seen_ms, when, sizeof(when));
-		util_fprintf_safe(stdout, "%-16s %-14s %-10s %-8s %-20s %-8s %s\n", nodes[i]->id,
-				  nodes[i]->hostname, nodes[i]->cluster, nodes[i]->state, when,
-				  nodes[i]->agent_version ? nodes[i]->agent_version : "-",
-				  summary ? summary : "-");
+		so = node_signoff(stale, nodes[i]);
+		util_fprintf_safe(
+			stdout, "%-16s %-14s %-10s %-8s %-20s %-8s %-8s %s\n", nodes[i]->id,
+			nodes[i]->hostname, nodes[i]->cluster, nodes[i]->state, when,
+			nodes[i]->agent_version ? nodes[i]->agent_version : "-",
+			json_string_value(json_object_get(so, "state")), summary ? summary : "-");
+		json_decref(so);
 		free(summary);
 	}
 	rc = 0;
 out:
+	json_decref(stale);
 	store_nodes_free(nodes, n);
 	ctl_state_free(st);
 	return rc;

@@ -28,11 +28,11 @@ enum { OPT_STATE_DIR = 900, OPT_JSON };
 #define JSTR(o, k) json_string_value(json_object_get((o), (k)))
 #define JINT(o, k) json_integer_value(json_object_get((o), (k)))
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t cli_interrupted;
 
-static void on_interrupt(int sig)
+void cli_on_interrupt(int sig)
 {
-	interrupted = sig;
+	cli_interrupted = sig;
 }
 
 static bool ended(const json_t *c)
@@ -68,7 +68,7 @@ static void progress_line(const json_t *c, char *buf, size_t len)
 }
 
 /* The verdict for a person: one line per test, the findings, the nodes that failed. */
-static void print_verdict(FILE *out, const json_t *c)
+void cli_campaign_print_verdict(FILE *out, const json_t *c)
 {
 	const json_t *v = json_object_get(c, "verdict"), *t, *x, *n;
 	size_t i, k;
@@ -156,7 +156,7 @@ static void print_plan(FILE *out, const json_t *plan)
 
 /* Follow campaign id until it ends; a progress line whenever it changes (stderr with json). A
  * signal requests its cancel once. *ret gets its last state. */
-static int follow(struct store *st, const char *id, FILE *out, json_t **ret)
+int cli_campaign_follow(struct store *st, const char *id, FILE *out, json_t **ret)
 {
 	struct ctl_error err;
 	json_t *c = NULL;
@@ -189,7 +189,7 @@ static int follow(struct store *st, const char *id, FILE *out, json_t **ret)
 				snprintf(last, sizeof(last), "%s", key);
 			}
 		}
-		if (interrupted && !asked) {
+		if (cli_interrupted && !asked) {
 			asked = true;
 			fprintf(stderr, "campaign %s: interrupted; cancelling it\n", id);
 			if (ctl_campaign_cancel(st, id, &err) < 0) {
@@ -223,6 +223,7 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 		{"seed", required_argument, NULL, 's'},
 		{"allow-missing", no_argument, NULL, 'M'},
 		{"dry-run", no_argument, NULL, 'd'},
+		{"signoff", no_argument, NULL, 'S'},
 		{"no-wait", no_argument, NULL, 'W'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -232,7 +233,7 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 	bool json = false, dry_run = false, no_wait = false;
 	struct ctl_state *st = NULL;
 	struct ctl_error err;
-	json_t *doc = NULL, *c = NULL;
+	json_t *doc = NULL, *c = NULL, *so = NULL;
 	char *text = NULL, *end;
 	size_t len = 0;
 	int ch, r, rc = 1;
@@ -275,6 +276,9 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 			break;
 		case 'd':
 			dry_run = true;
+			break;
+		case 'S':
+			rq.signoff = true;
 			break;
 		case 'W':
 			no_wait = true;
@@ -332,9 +336,9 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	sigaction(SIGINT, &(struct sigaction){.sa_handler = on_interrupt}, NULL);
-	sigaction(SIGTERM, &(struct sigaction){.sa_handler = on_interrupt}, NULL);
-	if (follow(st->store, JSTR(doc, "id"), json ? stderr : stdout, &c) < 0)
+	sigaction(SIGINT, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
+	sigaction(SIGTERM, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
+	if (cli_campaign_follow(st->store, JSTR(doc, "id"), json ? stderr : stdout, &c) < 0)
 		goto out;
 	json_decref(c);
 	c = NULL;
@@ -349,14 +353,24 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 		if (r < 0)
 			goto out;
 	}
-	if (json)
+	if (rq.signoff && !cli_interrupted &&
+	    (strcmp(JSTR(c, "state"), "passed") == 0 || strcmp(JSTR(c, "state"), "failed") == 0) &&
+	    cli_signoff_wait(st->store, JSTR(doc, "id"), &so) == 0)
+		json_object_set(c, "signoff", so);
+	if (json) {
 		cli_print_json(stdout, c);
-	else
-		print_verdict(stdout, c);
-	rc = interrupted ? 130 : strcmp(JSTR(c, "state"), "passed") == 0 ? 0 : 1;
+	} else {
+		cli_campaign_print_verdict(stdout, c);
+		if (so)
+			cli_signoff_print(stdout, so, false);
+	}
+	rc = cli_interrupted ? 130 : strcmp(JSTR(c, "state"), "passed") == 0 ? 0 : 1;
+	if (rq.signoff && !so && rc == 0)
+		rc = 1;
 out:
 	json_decref(doc);
 	json_decref(c);
+	json_decref(so);
 	ctl_error_done(&err);
 	ctl_state_free(st);
 	free(text);
@@ -428,7 +442,7 @@ static int cmd_show(const struct cli_command *cmd, int argc, char **argv)
 	if (json) {
 		cli_print_json(stdout, doc);
 	} else if (ended(doc)) {
-		print_verdict(stdout, doc);
+		cli_campaign_print_verdict(stdout, doc);
 	} else {
 		char line[512];
 
@@ -505,7 +519,7 @@ const struct cli_command cli_campaign_commands[] = {
 	{"validate",
 	 "--cluster C --playbook F [--tests a,b] [--nodes SELECTOR]\n"
 	 "        [--transport tcp|verbs] [--quick] [--seed N] [--allow-missing]\n"
-	 "        [--dry-run] [--json] [--no-wait] [--state-dir D]",
+	 "        [--signoff] [--dry-run] [--json] [--no-wait] [--state-dir D]",
 	 "run the playbook's validation campaign over the cluster and print its verdict "
 	 "(Ctrl-C cancels it)",
 	 cmd_validate},

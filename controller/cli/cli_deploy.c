@@ -41,7 +41,7 @@ static bool node_finished(const json_t *n)
 
 /* Follow a deployment until it ends or timeout_ms passes, printing each node as it finishes.
  * Returns the exit code: 0 succeeded, 1 otherwise. */
-static int follow(struct store *store, const char *id, int64_t timeout_ms, FILE *out)
+int cli_deploy_follow(struct store *store, const char *id, int64_t timeout_ms, FILE *out)
 {
 	int64_t deadline = util_now_mono_ms() + timeout_ms;
 	char *seen = NULL;
@@ -231,7 +231,7 @@ static int cmd_deploy(const struct cli_command *cmd, int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	rc = follow(st->store, created.id, timeout_ms, stdout);
+	rc = cli_deploy_follow(st->store, created.id, timeout_ms, stdout);
 	if (diffs)
 		print_diffs(st->store, created.id, stdout);
 out:

@@ -12,7 +12,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -449,5 +449,43 @@ STORE_WUR int store_campaign_row_start(struct store *s, const char *id, int test
 STORE_WUR int store_campaign_row_update(struct store *s, const char *id, int test_idx, int round,
 					int slot, const char *state, const char *summary_json,
 					const char *error, bool live, int64_t now_ms);
+
+/* ---- Sign-off reports (schema v8) ------------------------------------------------------------
+ * A sign-off is the exact JSON bytes that were signed (docs/signoff.md) and the detached CMS
+ * signature over them (PEM); at most one per campaign. */
+struct store_signoff_new {
+	const char *id, *cluster, *campaign_id, *kind, *baseline_id; /* baseline_id may be NULL */
+	const char *verdict, *sha256, *report, *signature, *actor;
+	size_t report_len;	/* report's bytes (it holds no NUL) */
+	const char *nodes_json; /* the report's nodes: [{id, hostname, snapshot}] */
+};
+
+struct store_signoff {
+	char *id, *cluster, *campaign_id, *kind, *baseline_id, *verdict, *sha256, *actor;
+	char *nodes_json;
+	char *report, *signature; /* NULL unless asked for (store_signoff_get(..., true, ...)) */
+	size_t report_len;
+	int64_t created_at_ms;
+};
+
+/* Store a sign-off with an audit row, in one transaction. -RY_E_EXISTS when the campaign has one
+ * already (nothing stored), -RY_E_NOT_FOUND for an unknown cluster or campaign, -EINVAL for a
+ * missing or over-long field. */
+STORE_WUR int store_signoff_create(struct store *s, const struct store_signoff_new *n,
+				   int64_t now_ms);
+/* One sign-off by id, with the report and signature when with_bytes. -RY_E_NOT_FOUND. */
+STORE_WUR int store_signoff_get(struct store *s, const char *id, bool with_bytes,
+				struct store_signoff **ret);
+/* The sign-off of a campaign (without bytes). -RY_E_NOT_FOUND when it has none. */
+STORE_WUR int store_signoff_of_campaign(struct store *s, const char *campaign_id,
+					struct store_signoff **ret);
+/* The newest sign-offs (cluster NULL: of every cluster; limit 0: 50), newest first, without
+ * bytes. */
+STORE_WUR int store_signoffs_list(struct store *s, const char *cluster, size_t limit,
+				  struct store_signoff ***ret, size_t *ret_n);
+void store_signoff_free(struct store_signoff *so);
+void store_signoffs_free(struct store_signoff **v, size_t n);
+/* The text of a stored playbook by its SHA-256 (caller frees). -RY_E_NOT_FOUND. */
+STORE_WUR int store_playbook_text_by_sha(struct store *s, const char *sha256, char **ret_text);
 
 #endif

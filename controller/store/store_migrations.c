@@ -231,9 +231,29 @@ static const char migration_v7[] =
 	"ALTER TABLE bench_runs ADD COLUMN campaign_id TEXT;"
 	"CREATE INDEX bench_runs_campaign ON bench_runs (campaign_id);";
 
+/* v8: sign-off reports. The report is kept as the exact bytes that were signed, with the
+ * detached signature; one sign-off per campaign. nodes repeats the report's nodes with their
+ * configuration snapshots, so that staleness is checked without parsing whole reports. */
+static const char migration_v8[] =
+	"CREATE TABLE signoffs ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  campaign_id TEXT NOT NULL UNIQUE REFERENCES campaigns(id),"
+	"  kind TEXT NOT NULL CHECK (kind IN ('signoff', 'revalidation')),"
+	"  baseline_id TEXT REFERENCES signoffs(id),"
+	"  verdict TEXT NOT NULL,"
+	"  sha256 TEXT NOT NULL,"
+	"  report TEXT NOT NULL,"
+	"  signature TEXT NOT NULL,"
+	"  nodes TEXT NOT NULL,"
+	"  actor TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL"
+	");"
+	"CREATE INDEX signoffs_cluster ON signoffs (cluster_id, created_at);";
+
 const struct store_migration store_migrations[] = {
 	{1, migration_v1}, {2, migration_v2}, {3, migration_v3}, {4, migration_v4},
-	{5, migration_v5}, {6, migration_v6}, {7, migration_v7},
+	{5, migration_v5}, {6, migration_v6}, {7, migration_v7}, {8, migration_v8},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

@@ -1693,6 +1693,103 @@ static void test_migrate_campaign_v6(void **state)
 	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), 0);
 }
 
+/* Sign-offs: one per campaign, of a campaign that exists, the report kept byte for byte (a
+ * byte-exact copy is what the signature covers), listed newest first and per cluster; a
+ * migration from v7 keeps campaigns and adds the table. */
+static void test_signoffs(void **state)
+{
+	struct fx *f = *state;
+	static const char report[] = "{\n  \"a\": 1.5,\n  \"b\": \"\u00e9\"\n}\n";
+	struct store_signoff_new n = {
+		.id = "so-1",
+		.cluster = "c1",
+		.campaign_id = "c-1",
+		.kind = "signoff",
+		.verdict = "pass",
+		.sha256 = "sha256:00",
+		.report = report,
+		.report_len = sizeof(report) - 1,
+		.signature = "-----BEGIN CMS-----\n...\n-----END CMS-----\n",
+		.nodes_json = "[]",
+		.actor = "admin",
+	};
+	struct store_signoff *so = NULL, **v = NULL;
+	struct store_campaign_new c2 = campaign_c1;
+	size_t k = 0;
+	char *text = NULL;
+
+	fx_open(f);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_signoff_create(f->s, &n, T0), -RY_E_NOT_FOUND); /* no campaign */
+	assert_int_equal(store_signoff_get(f->s, "so-1", false, &so), -RY_E_NOT_FOUND);
+	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), 0);
+	assert_int_equal(store_signoff_create(f->s, &n, T0 + 1), 0);
+	n.id = "so-2";
+	assert_int_equal(store_signoff_create(f->s, &n, T0 + 2), -RY_E_EXISTS); /* same campaign */
+	c2.id = "c-2";
+	assert_int_equal(store_campaign_create(f->s, &c2, T0), 0);
+	n.campaign_id = "c-2";
+	n.kind = "revalidation";
+	n.baseline_id = "so-1";
+	n.verdict = "fail";
+	n.report_len = 0;
+	assert_int_equal(store_signoff_create(f->s, &n, T0 + 2), -EINVAL);
+	n.report_len = sizeof(report) - 1;
+	n.cluster = "nope";
+	assert_int_equal(store_signoff_create(f->s, &n, T0 + 2), -RY_E_NOT_FOUND);
+	n.cluster = "c1";
+	assert_int_equal(store_signoff_create(f->s, &n, T0 + 2), 0);
+
+	assert_int_equal(store_signoff_get(f->s, "so-1", false, &so), 0);
+	assert_null(so->report);
+	assert_int_equal(so->report_len, sizeof(report) - 1);
+	assert_string_equal(so->campaign_id, "c-1");
+	assert_null(so->baseline_id);
+	store_signoff_free(so);
+	assert_int_equal(store_signoff_get(f->s, "so-2", true, &so), 0);
+	assert_memory_equal(so->report, report, sizeof(report));
+	assert_string_equal(so->baseline_id, "so-1");
+	assert_string_equal(so->kind, "revalidation");
+	assert_true(so->created_at_ms == T0 + 2);
+	assert_non_null(strstr(so->signature, "BEGIN CMS"));
+	store_signoff_free(so);
+	assert_int_equal(store_signoff_of_campaign(f->s, "c-2", &so), 0);
+	assert_string_equal(so->id, "so-2");
+	store_signoff_free(so);
+
+	assert_int_equal(store_signoffs_list(f->s, NULL, 0, &v, &k), 0);
+	assert_int_equal(k, 2);
+	assert_string_equal(v[0]->id, "so-2");
+	store_signoffs_free(v, k);
+	assert_int_equal(store_signoffs_list(f->s, "other", 0, &v, &k), 0);
+	assert_int_equal(k, 0);
+	store_signoffs_free(v, k);
+
+	assert_int_equal(store_playbook_text_by_sha(f->s, "abc123", &text), 0);
+	assert_string_equal(text, "name: h200\n");
+	free(text);
+	assert_int_equal(store_playbook_text_by_sha(f->s, "zzz", &text), -RY_E_NOT_FOUND);
+}
+
+static void test_migrate_signoff_v7(void **state)
+{
+	struct fx *f = *state;
+	struct store_campaign *m = NULL;
+
+	assert_int_equal(store_open_at_version(f->path, 7, &f->s), 0);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), 0);
+	store_free(f->s);
+	f->s = NULL;
+	assert_false(has_table(f->path, "signoffs"));
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
+	assert_true(has_table(f->path, "signoffs"));
+	assert_int_equal(store_campaign_get(f->s, "c-1", &m), 0);
+	assert_string_equal(m->state, "running");
+	store_campaign_free(m);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1713,6 +1810,8 @@ int main(void)
 		T(test_migrate_bench_v4),
 		T(test_campaigns),
 		T(test_migrate_campaign_v6),
+		T(test_signoffs),
+		T(test_migrate_signoff_v7),
 		T(test_garbage_refused),
 		T(test_quick_check_refused),
 		T(test_open_bad_args),

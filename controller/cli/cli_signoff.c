@@ -1,0 +1,583 @@
+/* railyard-controller signoff create|list|show|export|verify and revalidate: the front end of
+ * the sign-off service (docs/signoff.md). verify works offline: no state directory, no
+ * network. revalidate checks (or applies) the configuration, runs the baseline's campaign
+ * again and signs a report that compares the two. */
+#include "controller/campaign/campaign.h"
+#include "controller/cli/cli.h"
+#include "controller/rollout/deploy.h"
+#include "controller/signoff/signoff.h"
+#include "controller/state.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How long a campaign's sign-off may take to appear once the campaign ended. */
+#define SIGNOFF_WAIT_MS 60000
+/* How long revalidate waits for its deployment. */
+#define DEPLOY_WAIT_MS (30 * 60 * 1000)
+#define POLL_MS	       200
+
+enum {
+	OPT_STATE_DIR = 900,
+	OPT_JSON,
+	OPT_CAMPAIGN,
+	OPT_DIR,
+	OPT_CA,
+	OPT_CLUSTER,
+	OPT_BASELINE,
+	OPT_PLAYBOOK,
+	OPT_APPLY,
+	OPT_BW,
+	OPT_LAT,
+	OPT_REPORT
+};
+
+#define JSTR(o, k) json_string_value(json_object_get((o), (k)))
+
+static int exit_of(const struct ctl_error *e)
+{
+	return strcmp(e->code, CTL_ERR_INVALID) == 0 ? 2 : 1;
+}
+
+/* "so-1a2b3c4d  pass  prod-a  signoff  2026-12-01T04:30:00Z  c-…" and, when stale, why. */
+void cli_signoff_print(FILE *out, const json_t *s, bool reasons)
+{
+	const json_t *r;
+	size_t i;
+
+	util_fprintf_safe(out, "%-11s %-10s %-12s %-12s %s  campaign %s%s%s%s\n", JSTR(s, "id"),
+			  JSTR(s, "verdict"), JSTR(s, "cluster"), JSTR(s, "kind"),
+			  JSTR(s, "created_at"), JSTR(s, "campaign"),
+			  JSTR(s, "baseline") ? "  baseline " : "",
+			  JSTR(s, "baseline") ? JSTR(s, "baseline") : "",
+			  json_is_true(json_object_get(s, "stale")) ? "  STALE" : "");
+	if (!reasons)
+		return;
+	util_fprintf_safe(out, "  sha256 %s, %lld bytes\n", JSTR(s, "sha256"),
+			  (long long)json_integer_value(json_object_get(s, "size")));
+	json_array_foreach(json_object_get(s, "summary"), i, r)
+		util_fprintf_safe(out, "  %s\n", json_string_value(r));
+	json_array_foreach(json_object_get(s, "reasons"), i, r)
+		util_fprintf_safe(out, "  stale: %s\n", json_string_value(r));
+}
+
+static int open_or_fail(const char *state_dir, struct ctl_state **st)
+{
+	return cli_open_state(state_dir, false, st) < 0 ? 1 : 0;
+}
+
+static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"campaign", required_argument, NULL, OPT_CAMPAIGN},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *campaign = NULL;
+	struct ctl_state *st = NULL;
+	struct ctl_error err;
+	json_t *doc = NULL;
+	bool json = false;
+	int ch, r, rc = 1;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (ch == OPT_STATE_DIR)
+			state_dir = optarg;
+		else if (ch == OPT_JSON)
+			json = true;
+		else if (ch == OPT_CAMPAIGN)
+			campaign = optarg;
+		else
+			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
+		return r;
+	if (!campaign)
+		return cli_bad("signoff create", "(--campaign is required)");
+	if (open_or_fail(state_dir, &st))
+		return 1;
+	ctl_error_init(&err);
+	if (ctl_signoff_create(st, campaign, "admin", &doc, &err) < 0) {
+		cli_error(&err);
+		rc = exit_of(&err);
+	} else {
+		if (json)
+			cli_print_json(stdout, doc);
+		else
+			cli_signoff_print(stdout, doc, true);
+		rc = 0;
+	}
+	json_decref(doc);
+	ctl_error_done(&err);
+	ctl_state_free(st);
+	return rc;
+}
+
+static int cmd_list(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"cluster", required_argument, NULL, OPT_CLUSTER},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL;
+	struct ctl_state *st = NULL;
+	struct ctl_error err;
+	json_t *doc = NULL, *s;
+	bool json = false;
+	size_t i;
+	int ch, r, rc = 1;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (ch == OPT_STATE_DIR)
+			state_dir = optarg;
+		else if (ch == OPT_JSON)
+			json = true;
+		else if (ch == OPT_CLUSTER)
+			cluster = optarg;
+		else
+			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
+		return r;
+	if (open_or_fail(state_dir, &st))
+		return 1;
+	ctl_error_init(&err);
+	if (ctl_signoff_list(st->store, cluster, 0, &doc, &err) < 0) {
+		cli_error(&err);
+	} else {
+		if (json)
+			cli_print_json(stdout, doc);
+		else
+			json_array_foreach(doc, i, s) cli_signoff_print(stdout, s, false);
+		rc = 0;
+	}
+	json_decref(doc);
+	ctl_error_done(&err);
+	ctl_state_free(st);
+	return rc;
+}
+
+static int cmd_show(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"report", no_argument, NULL, OPT_REPORT},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR;
+	struct ctl_state *st = NULL;
+	struct ctl_error err;
+	json_t *doc = NULL;
+	bool json = false, report = false;
+	int ch, r, rc = 1;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (ch == OPT_STATE_DIR)
+			state_dir = optarg;
+		else if (ch == OPT_JSON)
+			json = true;
+		else if (ch == OPT_REPORT)
+			report = json = true;
+		else
+			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 1)) != 0)
+		return r;
+	if (open_or_fail(state_dir, &st))
+		return 1;
+	ctl_error_init(&err);
+	if (ctl_signoff_get(st->store, argv[optind], report, &doc, &err) < 0) {
+		cli_error(&err);
+	} else {
+		if (json)
+			cli_print_json(stdout, doc);
+		else
+			cli_signoff_print(stdout, doc, true);
+		rc = 0;
+	}
+	json_decref(doc);
+	ctl_error_done(&err);
+	ctl_state_free(st);
+	return rc;
+}
+
+static int cmd_export(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"dir", required_argument, NULL, OPT_DIR},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *dir = NULL;
+	struct ctl_state *st = NULL;
+	struct ctl_error err;
+	json_t *doc = NULL, *f;
+	size_t i;
+	int ch, r, rc = 1;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (ch == OPT_STATE_DIR)
+			state_dir = optarg;
+		else if (ch == OPT_DIR)
+			dir = optarg;
+		else
+			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 1)) != 0)
+		return r;
+	if (!dir)
+		return cli_bad("signoff export", "(--dir is required)");
+	if (open_or_fail(state_dir, &st))
+		return 1;
+	ctl_error_init(&err);
+	if (ctl_signoff_export(st, argv[optind], dir, &doc, &err) < 0) {
+		cli_error(&err);
+	} else {
+		json_array_foreach(json_object_get(doc, "files"), i, f)
+			util_fprintf_safe(stdout, "%s\n", json_string_value(f));
+		rc = 0;
+	}
+	json_decref(doc);
+	ctl_error_done(&err);
+	ctl_state_free(st);
+	return rc;
+}
+
+static int cmd_verify(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"ca", required_argument, NULL, OPT_CA},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *ca = NULL;
+	json_t *doc = NULL, *l;
+	bool json = false;
+	size_t i;
+	int ch, r;
+	enum so_verify_status s;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (ch == OPT_CA)
+			ca = optarg;
+		else if (ch == OPT_JSON)
+			json = true;
+		else
+			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 2)) != 0)
+		return r;
+	if (!ca)
+		return cli_bad("signoff verify", "(--ca is required)");
+	s = ctl_signoff_verify(argv[optind], argv[optind + 1], ca, &doc);
+	if (json) {
+		cli_print_json(stdout, doc);
+	} else if (s == SO_VERIFIED) {
+		util_fprintf_safe(stdout, "verified: %s of cluster %s, signed %s by %s\n",
+				  JSTR(doc, "id"), JSTR(doc, "cluster"), JSTR(doc, "signed_at"),
+				  JSTR(doc, "signer"));
+		util_fprintf_safe(stdout, "verdict: %s\n", JSTR(doc, "verdict"));
+		json_array_foreach(json_object_get(doc, "summary"), i, l)
+			util_fprintf_safe(stdout, "  %s\n", json_string_value(l));
+	} else {
+		util_fprintf_safe(stderr, "railyard-controller: signoff verify: NOT VERIFIED: %s\n",
+				  JSTR(doc, "reason"));
+	}
+	json_decref(doc);
+	return (int)s;
+}
+
+/* Wait for the sign-off of campaign id (the serving controller signs it as the campaign ends). */
+int cli_signoff_wait(struct store *st, const char *campaign, json_t **ret)
+{
+	int64_t deadline = util_now_mono_ms() + SIGNOFF_WAIT_MS;
+
+	for (;;) {
+		struct store_signoff *so = NULL;
+		struct ctl_error err;
+		int r = store_signoff_of_campaign(st, campaign, &so);
+
+		if (r >= 0) {
+			ctl_error_init(&err);
+			r = ctl_signoff_get(st, so->id, false, ret, &err);
+			if (r < 0)
+				cli_error(&err);
+			ctl_error_done(&err);
+			store_signoff_free(so);
+			return r;
+		}
+		if (r != -RY_E_NOT_FOUND || util_now_mono_ms() > deadline) {
+			log_error("campaign %s: no sign-off %s", campaign,
+				  r == -RY_E_NOT_FOUND ? "appeared (see the controller's log)"
+						       : ry_strerror(r));
+			return -1;
+		}
+		usleep(POLL_MS * 1000);
+	}
+}
+
+struct reval {
+	const char *cluster, *baseline, *playbook;
+	bool apply, json;
+	double bw, lat;
+};
+
+/* The baseline's campaign as revalidate reruns it: its playbook text and request options. */
+static int baseline_campaign(struct store *st, const struct reval *rv, json_t **ret_report,
+			     char **ret_text)
+{
+	struct ctl_error err;
+	json_t *so = NULL;
+	const char *sha;
+	int r;
+
+	ctl_error_init(&err);
+	r = ctl_signoff_get(st, rv->baseline, true, &so, &err);
+	if (r < 0) {
+		cli_error(&err);
+		ctl_error_done(&err);
+		return r;
+	}
+	ctl_error_done(&err);
+	if (strcmp(JSTR(so, "cluster"), rv->cluster) != 0) {
+		log_error("revalidate: sign-off %s is of cluster %s, not %s", rv->baseline,
+			  JSTR(so, "cluster"), rv->cluster);
+		json_decref(so);
+		return -RY_E_INVALID;
+	}
+	*ret_report = json_incref(json_object_get(so, "report"));
+	json_decref(so);
+	sha = json_string_value(json_object_get(
+		json_object_get(json_object_get(*ret_report, "campaign"), "playbook"), "sha256"));
+	r = sha ? store_playbook_text_by_sha(st, sha, ret_text) : -RY_E_NOT_FOUND;
+	if (r < 0) {
+		log_error("revalidate: the playbook of %s's campaign: %s", rv->baseline,
+			  ry_strerror(r));
+		json_decref(*ret_report);
+	}
+	return r;
+}
+
+/* Check (or apply) the revalidation playbook; 0 when the campaign may follow. */
+static int revalidate_config(struct ctl_state *st, const struct reval *rv, const char *text,
+			     size_t len, const char *file)
+{
+	struct ctl_deploy_request rq = {.cluster = rv->cluster,
+					.playbook_text = text,
+					.playbook_len = len,
+					.playbook_file = file,
+					.canary = -1,
+					.pause_ms = -1,
+					.check = !rv->apply,
+					.actor = "admin"};
+	struct ctl_deploy_created c = {0};
+	struct ctl_error err;
+	FILE *out = rv->json ? stderr : stdout;
+	int r, rc;
+
+	ctl_error_init(&err);
+	r = ctl_deploy_create(st->store, &rq, &c, &err);
+	if (r < 0) {
+		cli_error(&err);
+		ctl_error_done(&err);
+		return 1;
+	}
+	ctl_error_done(&err);
+	util_fprintf_safe(out, "revalidate: deployment %s: %s %s, %s, on %zu nodes\n", c.id,
+			  c.playbook, c.version,
+			  rv->apply ? "applying it" : "check mode (nothing changed)", c.n_targets);
+	fflush(out);
+	rc = cli_deploy_follow(st->store, c.id, DEPLOY_WAIT_MS, out);
+	ctl_deploy_created_done(&c);
+	if (rc != 0 && rv->apply) {
+		log_error("revalidate: the deployment did not succeed; no campaign run");
+		return 1;
+	}
+	return 0;
+}
+
+static int revalidate_campaign(struct ctl_state *st, const struct reval *rv, const json_t *base,
+			       const char *text, json_t **ret_campaign)
+{
+	const json_t *camp = json_object_get(base, "campaign");
+	const json_t *opt = json_object_get(camp, "options");
+	struct ctl_campaign_request rq = {
+		.cluster = rv->cluster,
+		.playbook_text = text,
+		.playbook_len = strlen(text),
+		.playbook_file = "(the baseline's playbook)",
+		.tests = JSTR(opt, "tests"),
+		.nodes = JSTR(opt, "nodes"),
+		.transport = JSTR(opt, "transport"),
+		.quick = json_is_true(json_object_get(opt, "quick")),
+		.allow_missing = json_is_true(json_object_get(opt, "allow_missing")),
+		.seed = json_integer_value(json_object_get(camp, "seed")),
+		.actor = "admin",
+		.signoff = true,
+		.baseline = rv->baseline,
+		.tolerance_bw_pct = rv->bw,
+		.tolerance_lat_pct = rv->lat,
+	};
+	struct ctl_error err;
+	json_t *doc = NULL;
+	FILE *out = rv->json ? stderr : stdout;
+	int r;
+
+	ctl_error_init(&err);
+	r = ctl_campaign_create(st->store, &rq, false, &doc, &err);
+	if (r < 0) {
+		cli_error(&err);
+		ctl_error_done(&err);
+		return -1;
+	}
+	ctl_error_done(&err);
+	util_fprintf_safe(out, "revalidate: campaign %s, the baseline's (%s)\n", JSTR(doc, "id"),
+			  JSTR(camp, "id"));
+	fflush(out);
+	sigaction(SIGINT, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
+	sigaction(SIGTERM, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
+	r = cli_campaign_follow(st->store, JSTR(doc, "id"), out, ret_campaign);
+	json_decref(doc);
+	return r;
+}
+
+static int parse_pct(const char *what, const char *s, double *ret)
+{
+	char *end;
+
+	*ret = strtod(s, &end);
+	if (!s[0] || *end || !(*ret > 0) || *ret > 1000)
+		return cli_bad(what, s);
+	return 0;
+}
+
+static int cmd_revalidate(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"cluster", required_argument, NULL, OPT_CLUSTER},
+		{"baseline", required_argument, NULL, OPT_BASELINE},
+		{"playbook", required_argument, NULL, OPT_PLAYBOOK},
+		{"apply", no_argument, NULL, OPT_APPLY},
+		{"tolerance-bw", required_argument, NULL, OPT_BW},
+		{"tolerance-lat", required_argument, NULL, OPT_LAT},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR;
+	struct reval rv = {0};
+	struct ctl_state *st = NULL;
+	json_t *base = NULL, *camp = NULL, *so = NULL;
+	char *base_text = NULL, *pb_text = NULL;
+	size_t pb_len = 0;
+	int ch, r, rc = 1;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case OPT_JSON:
+			rv.json = true;
+			break;
+		case OPT_CLUSTER:
+			rv.cluster = optarg;
+			break;
+		case OPT_BASELINE:
+			rv.baseline = optarg;
+			break;
+		case OPT_PLAYBOOK:
+			rv.playbook = optarg;
+			break;
+		case OPT_APPLY:
+			rv.apply = true;
+			break;
+		case OPT_BW:
+			if (parse_pct("--tolerance-bw", optarg, &rv.bw))
+				return 2;
+			break;
+		case OPT_LAT:
+			if (parse_pct("--tolerance-lat", optarg, &rv.lat))
+				return 2;
+			break;
+		default:
+			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
+		}
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
+		return r;
+	if (!rv.cluster || !rv.baseline)
+		return cli_bad("revalidate", "(--cluster and --baseline are required)");
+	if (rv.playbook && cli_read_playbook("revalidate", rv.playbook, &pb_text, &pb_len))
+		return 1;
+	if (open_or_fail(state_dir, &st))
+		goto out;
+	if (baseline_campaign(st->store, &rv, &base, &base_text) < 0)
+		goto out;
+	if (revalidate_config(st, &rv, pb_text ? pb_text : base_text,
+			      pb_text ? pb_len : strlen(base_text),
+			      rv.playbook ? rv.playbook : "(the baseline's playbook)") != 0)
+		goto out;
+	if (revalidate_campaign(st, &rv, base, base_text, &camp) < 0)
+		goto out;
+	if (cli_interrupted || strcmp(JSTR(camp, "state"), "cancelled") == 0 ||
+	    strcmp(JSTR(camp, "state"), "error") == 0) {
+		log_error("revalidate: campaign %s %s; no report", JSTR(camp, "id"),
+			  JSTR(camp, "state"));
+		rc = cli_interrupted ? 130 : 1;
+		goto out;
+	}
+	if (cli_signoff_wait(st->store, JSTR(camp, "id"), &so) < 0)
+		goto out;
+	if (rv.json) {
+		cli_print_json(stdout, so);
+	} else {
+		cli_campaign_print_verdict(stdout, camp);
+		cli_signoff_print(stdout, so, true);
+	}
+	rc = strcmp(JSTR(so, "verdict"), "pass") == 0 ? 0 : 1;
+out:
+	json_decref(base);
+	json_decref(camp);
+	json_decref(so);
+	free(base_text);
+	free(pb_text);
+	ctl_state_free(st);
+	return rc;
+}
+
+const struct cli_command cli_signoff_commands[] = {
+	{"signoff create", "--campaign ID [--json] [--state-dir D]",
+	 "sign the report of a finished campaign", cmd_create},
+	{"signoff list", "[--cluster C] [--json] [--state-dir D]", "list sign-offs, newest first",
+	 cmd_list},
+	{"signoff show", "ID [--json] [--report] [--state-dir D]",
+	 "show a sign-off: verdict, summary, and whether it is stale (and why)", cmd_show},
+	{"signoff export", "ID --dir D [--state-dir D]",
+	 "write signoff.json, signoff.p7s, signoff.html and ca.pem into a directory", cmd_export},
+	{"signoff verify", "REPORT.json SIGNATURE.p7s --ca CA.pem [--json]",
+	 "verify a sign-off offline (exit 0 verified, 1 not verified, 2 usage, 3 bad report)",
+	 cmd_verify},
+	{"revalidate",
+	 "--cluster C --baseline SIGNOFF [--playbook F] [--apply]\n"
+	 "        [--tolerance-bw PCT] [--tolerance-lat PCT] [--json] [--state-dir D]",
+	 "check (or --apply) the configuration, rerun the baseline's campaign, sign a report "
+	 "compared with the baseline",
+	 cmd_revalidate},
+	{0},
+};

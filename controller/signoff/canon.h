@@ -1,0 +1,27 @@
+/* The canonical form of a sign-off report: the exact bytes that are signed, their SHA-256, and
+ * its times. Pure. */
+#ifndef RAILYARD_SIGNOFF_CANON_H
+#define RAILYARD_SIGNOFF_CANON_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Schema of the reports this program writes and reads (docs/signoff.md). */
+#define SO_SCHEMA "railyard-signoff/1"
+
+#define SO_SHA256_TEXT_LEN (7 + 64 + 1) /* "sha256:" + hex + NUL */
+
+/* The exact bytes a report is signed as: UTF-8 JSON, keys sorted, two-space indent, reals with
+ * 12 significant digits, one trailing newline. The same document gives the same bytes whatever
+ * order its members were added in. New string (free()) with *ret_len, or NULL on allocation
+ * failure. */
+char *so_report_bytes(const json_t *report, size_t *ret_len);
+
+/* "sha256:" and the lower-case hex SHA-256 of len bytes. */
+void so_sha256_text(const void *data, size_t len, char out[SO_SHA256_TEXT_LEN]);
+
+/* RFC 3339 UTC with milliseconds ("2026-12-01T04:30:00.123Z"); null for 0. New reference. */
+json_t *so_time_json(int64_t unix_ms);
+
+#endif

@@ -1,0 +1,28 @@
+/* The HTML view of a sign-off report (docs/signoff.md): one self-contained page (inline style and
+ * SVG; no script, no font, no external reference) rendered from the signed JSON bytes alone, so
+ * it never shows what the signature does not cover. Pure: no clock, no I/O, no global state. */
+#ifndef RAILYARD_SIGNOFF_HTML_H
+#define RAILYARD_SIGNOFF_HTML_H
+
+#include <stddef.h>
+
+#include "controller/signoff/canon.h" /* SO_SCHEMA: the schema this renderer knows */
+
+/* Render the report json[0..len) (borrowed; the exact bytes that were signed, NUL not needed)
+ * as one HTML5 page. Every string from the report is HTML-escaped. Besides "schema", the report
+ * must hold the members "id", "kind", "cluster", "created_at" and "verdict"; any other member
+ * may be absent or of the wrong type: its place on the page then shows "?". The page grows
+ * with the report but not with its square: at most 64 heatmaps, and above 64 hosts a heatmap
+ * is one strip of per-host medians (a 1024-node report gives a page of a few hundred KB).
+ * On success returns 0 and *ret_html is the NUL-terminated page of *ret_len bytes (caller frees
+ * with free()); on failure nothing is written to them.
+ * Errors: -RY_E_INVALID when the bytes are not JSON (errbuf "not JSON: LINE:COLUMN: ..."; a
+ * duplicate key counts, since which of its values a reader takes is ambiguous), not an object,
+ * lack a required member (errbuf "missing member: NAME") or are of another schema (errbuf names
+ * "schema" and the value found); -ENOMEM. errbuf (errlen bytes; may be NULL when errlen is 0)
+ * gets a reason on every failure. Thread-safe. */
+__attribute__((warn_unused_result)) int so_html_render(const char *json, size_t len,
+						       char **ret_html, size_t *ret_len,
+						       char *errbuf, size_t errlen);
+
+#endif

@@ -1,0 +1,325 @@
+/* The sign-off report of an ended campaign, built from the store (docs/signoff.md, schema 1):
+ * the campaign and its definition, the deployments and playbooks that configured its nodes,
+ * each node's configuration snapshot, every result row, the verdict; for a revalidation, the
+ * comparison with the baseline. */
+#include "controller/signoff/signoff_int.h"
+
+#include "common/util/error.h"
+#include "common/util/util.h"
+#include "controller/signoff/canon.h"
+#include "controller/signoff/compare.h"
+#include "controller/signoff/snapshot.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *playbook_ref(const char *name, const char *version, const char *sha256)
+{
+	return json_pack("{s:s, s:s, s:s}", "name", name, "version", version, "sha256", sha256);
+}
+
+static bool in_array(const json_t *arr, const char *s)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v) if (json_is_string(v) &&
+					  strcmp(json_string_value(v), s) == 0) return true;
+	return false;
+}
+
+/* The hostnames of the campaign's nodes that deployment d brought to succeeded. */
+static int deployed_hosts(struct store *st, const struct store_deployment *d, const json_t *hosts,
+			  json_t **ret)
+{
+	struct store_deploy_node *v = NULL;
+	size_t n = 0;
+	json_t *out = json_array();
+	int r = out ? store_deploy_nodes(st, d->id, &v, &n) : -ENOMEM;
+
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		if (strcmp(v[i].state, "succeeded") == 0 && in_array(hosts, v[i].hostname))
+			json_array_append_new(out, json_string(v[i].hostname));
+	store_deploy_nodes_free(v, n);
+	if (r < 0) {
+		json_decref(out);
+		return r;
+	}
+	*ret = out;
+	return 0;
+}
+
+/* The last deployment of each playbook that applied (not checked) it to some of the campaign's
+ * nodes before the campaign ended, newest first; the playbooks, with the campaign's own. */
+static int deployments_of(struct store *st, const struct store_campaign *m, const json_t *hosts,
+			  json_t *deployments, json_t *playbooks)
+{
+	struct store_deployment **v = NULL;
+	size_t n = 0;
+	json_t *seen = json_object();
+	int r = seen ? store_deployments_list(st, false, SO_DEPLOYMENTS_SCANNED, &v, &n) : -ENOMEM;
+
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		const struct store_deployment *d = v[i];
+		json_t *nodes = NULL;
+
+		if (strcmp(d->cluster, m->cluster) != 0 || d->check_mode ||
+		    (strcmp(d->state, "succeeded") != 0 && strcmp(d->state, "partial") != 0) ||
+		    d->created_at_ms > m->finished_at_ms ||
+		    json_object_get(seen, d->playbook_sha256))
+			continue;
+		r = deployed_hosts(st, d, hosts, &nodes);
+		if (r < 0)
+			break;
+		if (json_array_size(nodes) == 0) {
+			json_decref(nodes);
+			continue;
+		}
+		json_object_set_new(seen, d->playbook_sha256, json_true());
+		json_array_append_new(playbooks, playbook_ref(d->playbook_name, d->playbook_version,
+							      d->playbook_sha256));
+		json_array_append_new(
+			deployments,
+			json_pack("{s:s, s:o, s:s, s:b, s:o, s:o, s:o}", "id", d->id, "playbook",
+				  playbook_ref(d->playbook_name, d->playbook_version,
+					       d->playbook_sha256),
+				  "state", d->state, "check_mode", d->check_mode, "created_at",
+				  so_time_json(d->created_at_ms), "finished_at",
+				  so_time_json(d->finished_at_ms), "nodes", nodes));
+	}
+	if (r >= 0 && !json_object_get(seen, m->playbook_sha256))
+		json_array_append_new(playbooks, playbook_ref(m->playbook_name, m->playbook_version,
+							      m->playbook_sha256));
+	store_deployments_free(v, n);
+	json_decref(seen);
+	return r < 0 ? r : 0;
+}
+
+/* The report's nodes: each campaign node with its agent version and the configuration snapshot
+ * the campaign took when it was planned (its current facts for campaigns planned before
+ * snapshots were taken). */
+static int nodes_of(struct store *st, const json_t *cnodes, json_t *out)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(cnodes, i, e)
+	{
+		const char *id = json_string_value(json_object_get(e, "id"));
+		const json_t *snap = json_object_get(e, "snapshot");
+		struct store_node *nd = NULL;
+		json_t *o, *facts = NULL;
+		int r = id ? store_node_get(st, id, &nd) : -RY_E_INVALID;
+
+		if (r < 0 && r != -RY_E_NOT_FOUND)
+			return r;
+		if (!snap && nd && nd->facts_json)
+			facts = json_loads(nd->facts_json, 0, NULL);
+		o = json_pack("{s:O, s:O, s:s?, s:o}", "id", json_object_get(e, "id"), "hostname",
+			      json_object_get(e, "hostname"), "agent_version",
+			      nd ? nd->agent_version : NULL, "snapshot",
+			      snap ? json_deep_copy(snap) : so_snapshot(facts));
+		json_decref(facts);
+		store_node_free(nd);
+		if (!o)
+			return -ENOMEM;
+		json_array_append_new(out, o);
+	}
+	return 0;
+}
+
+static const char *host_of(const json_t *cnodes, const char *id)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(cnodes, i, e)
+	{
+		const char *x = json_string_value(json_object_get(e, "id"));
+
+		if (x && id && strcmp(x, id) == 0)
+			return json_string_value(json_object_get(e, "hostname"));
+	}
+	return id;
+}
+
+static json_t *result_row(const struct store_campaign_row *w, const json_t *test,
+			  const json_t *cnodes)
+{
+	json_t *sum = w->summary_json ? json_loads(w->summary_json, 0, NULL) : NULL;
+	const json_t *env_a = json_object_get(json_object_get(sum, "env"), "a");
+	json_t *o = json_pack("{s:O?, s:O?, s:s, s:s, s:s, s:s, s:s, s:O?, s:s?, s:O?, s:O?}",
+			      "test", json_object_get(test, "name"), "kind",
+			      json_object_get(test, "kind"), "phase", w->phase, "role", w->role,
+			      "a", host_of(cnodes, w->node_a), "b", host_of(cnodes, w->node_b),
+			      "state", w->state, "device", json_object_get(env_a, "device"),
+			      "error", w->error, "metrics", json_object_get(sum, "metrics"),
+			      "counters", json_object_get(sum, "counters"));
+
+	if (o)
+		json_object_set_new(o, "rail", w->rail < 0 ? json_null() : json_integer(w->rail));
+	json_decref(sum);
+	return o;
+}
+
+static int results_of(struct store *st, const struct store_campaign *m, const json_t *spec,
+		      const json_t *cnodes, json_t *out)
+{
+	struct store_campaign_row *rows = NULL;
+	size_t n = 0;
+	const json_t *tests = json_object_get(spec, "tests");
+	int r = store_campaign_rows(st, m->id, -1, -1, &rows, &n);
+
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		json_t *o = result_row(&rows[i], json_array_get(tests, (size_t)rows[i].test_idx),
+				       cnodes);
+
+		if (!o)
+			r = -ENOMEM;
+		else
+			json_array_append_new(out, o);
+	}
+	store_campaign_rows_free(rows, n);
+	return r < 0 ? r : 0;
+}
+
+static double tolerance(const json_t *options, const char *key, double dflt)
+{
+	const json_t *v = json_object_get(json_object_get(options, "tolerance"), key);
+
+	return json_is_number(v) && json_number_value(v) >= 0 ? json_number_value(v) : dflt;
+}
+
+/* The comparison with the baseline report; summary lines prepended to summary. */
+static int compare_with(json_t *doc, const json_t *options, const struct store_signoff *b,
+			struct ctl_error *err)
+{
+	json_t *base = json_loadb(b->report, b->report_len, 0, NULL), *cmp, *drift, *g;
+	json_t *lines = json_array();
+	size_t i, nreg;
+	char *line = NULL;
+
+	if (!base || !lines) {
+		json_decref(base);
+		json_decref(lines);
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INTERNAL, "baseline",
+				     "the baseline %s does not parse", b->id);
+	}
+	cmp = so_compare(json_object_get(base, "results"), json_object_get(doc, "results"),
+			 tolerance(options, "bw_pct", SO_TOLERANCE_BW_PCT),
+			 tolerance(options, "lat_pct", SO_TOLERANCE_LAT_PCT));
+	drift = so_drift(json_object_get(base, "nodes"), json_object_get(doc, "nodes"));
+	if (!cmp || !drift) {
+		json_decref(cmp);
+		json_decref(drift);
+		json_decref(base);
+		json_decref(lines);
+		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	}
+	json_object_update(cmp, drift);
+	json_decref(drift);
+	nreg = json_array_size(json_object_get(cmp, "regressions"));
+	if (asprintf(&line,
+		     "revalidation against %s: %zu of %zu metrics regressed beyond tolerance",
+		     b->id, nreg, json_array_size(json_object_get(cmp, "metrics"))) > 0)
+		json_array_append_new(lines, json_string(line));
+	free(line);
+	json_array_foreach(json_object_get(cmp, "drift"), i, g)
+	{
+		char *dl = so_drift_line(g);
+
+		if (dl && asprintf(&line, "drift: %s", dl) > 0) {
+			json_array_append_new(lines, json_string(line));
+			free(line);
+		}
+		free(dl);
+	}
+	json_array_extend(lines, json_object_get(doc, "summary"));
+	json_object_set_new(doc, "summary", lines);
+	json_object_set_new(doc, "comparison", cmp);
+	json_object_set_new(doc, "baseline",
+			    json_pack("{s:s, s:s, s:O, s:s}", "id", b->id, "sha256", b->sha256,
+				      "created_at", json_object_get(base, "created_at"), "verdict",
+				      b->verdict));
+	json_decref(base);
+	return 0;
+}
+
+int so_report_build(struct store *st, const struct store_campaign *m, const char *ca_fingerprint,
+		    const struct store_signoff *baseline, const char *id, int64_t now_ms,
+		    json_t **ret, struct ctl_error *err)
+{
+	json_t *spec = json_loads(m->spec_json, 0, NULL);
+	json_t *cnodes = json_loads(m->nodes_json, 0, NULL);
+	json_t *options = json_loads(m->options_json, 0, NULL);
+	json_t *left = json_loads(m->left_out_json, 0, NULL);
+	json_t *verdict = m->verdict_json ? json_loads(m->verdict_json, 0, NULL) : NULL;
+	json_t *hosts = json_array(), *deployments = json_array(), *playbooks = json_array();
+	json_t *nodes = json_array(), *results = json_array(), *doc = NULL, *e;
+	size_t i;
+	int r = -ENOMEM;
+
+	if (!spec || !cnodes || !options || !left || !verdict) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INTERNAL, "campaign",
+				  "campaign %s: its stored record does not parse", m->id);
+		goto out;
+	}
+	if (!hosts || !deployments || !playbooks || !nodes || !results)
+		goto nomem;
+	json_array_foreach(cnodes, i, e) json_array_append(hosts, json_object_get(e, "hostname"));
+	r = deployments_of(st, m, hosts, deployments, playbooks);
+	if (r >= 0)
+		r = nodes_of(st, cnodes, nodes);
+	if (r >= 0)
+		r = results_of(st, m, spec, cnodes, results);
+	if (r < 0) {
+		ctl_error_store(err, r, "reading the campaign's records");
+		goto out;
+	}
+	doc = json_pack(
+		"{s:s, s:s, s:s, s:o, s:{s:s, s:s}, s:s, s:O?, s:O?, s:{s:s, s:s, s:o, s:o, s:O, "
+		"s:O, s:I, s:s, s:O, s:o, s:O, s:O}, s:O, s:O, s:O, s:O, s:O, s:n, s:n}",
+		"schema", SO_SCHEMA, "id", id, "kind", baseline ? "revalidation" : "signoff",
+		"created_at", so_time_json(now_ms), "controller", "version", RAILYARD_VERSION,
+		"ca_fingerprint", ca_fingerprint, "cluster", m->cluster, "verdict",
+		json_object_get(verdict, "result"), "summary", json_object_get(verdict, "findings"),
+		"campaign", "id", m->id, "state", m->state, "created_at",
+		so_time_json(m->created_at_ms), "finished_at", so_time_json(m->finished_at_ms),
+		"transport", json_object_get(spec, "transport"), "quick",
+		json_object_get(spec, "quick") ? json_object_get(spec, "quick") : json_false(),
+		"seed", (json_int_t)m->seed, "actor", m->actor, "options", options, "playbook",
+		playbook_ref(m->playbook_name, m->playbook_version, m->playbook_sha256),
+		"definition", spec, "left_out", left, "playbooks", playbooks, "deployments",
+		deployments, "nodes", nodes, "results", results, "evaluation", verdict, "baseline",
+		"comparison");
+	if (!doc)
+		goto nomem;
+	/* json_pack took the findings by reference: give the report its own array. */
+	json_object_set_new(doc, "summary",
+			    json_is_array(json_object_get(doc, "summary"))
+				    ? json_deep_copy(json_object_get(doc, "summary"))
+				    : json_array());
+	if (baseline && (r = compare_with(doc, options, baseline, err)) < 0)
+		goto out;
+	*ret = doc;
+	doc = NULL;
+	r = 0;
+	goto out;
+nomem:
+	r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+out:
+	json_decref(doc);
+	json_decref(spec);
+	json_decref(cnodes);
+	json_decref(options);
+	json_decref(left);
+	json_decref(verdict);
+	json_decref(hosts);
+	json_decref(deployments);
+	json_decref(playbooks);
+	json_decref(nodes);
+	json_decref(results);
+	return r;
+}

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Integration: signed sign-off reports and revalidation over three agents on 127.0.0.1 (the
+# tcp-baseline campaign). A campaign signed as it ends; the export verified by stock OpenSSL
+# and by `signoff verify`, offline; every tamper case refused with its exit code; refusals for
+# campaigns that cannot be signed; a node's facts changed (OFED version, MTU) making the
+# sign-off stale for exactly that node; revalidation naming exactly that drift; a node joining,
+# a node revoked and a deployment after the sign-off making it stale with the reason.
+. "$(dirname "$0")/lib.sh"
+
+PB=$SRC/playbooks/tcp-baseline.yaml
+
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms
+new_token 4
+cp -a "$FIXTURES/h200-roce" "$T/roce-root"
+for n in a:$FIXTURES/h200-ib b:$T/roce-root c:$FIXTURES/h200-ib-2; do
+	enroll "${n%%:*}" "${n#*:}" || die "enroll ${n%%:*}"
+	start_agent "${n%%:*}" "${n#*:}"
+done
+check "three agents online" wait_for 30 count_is online 3
+
+so() { "$CTL" signoff "$@" --state-dir "$T/ctl"; }
+verify() { "$CTL" signoff verify "$@"; }
+rc_of() { "$@" >"$T/rc.out" 2>&1; echo $?; }
+quiet() { "$@" >/dev/null 2>&1; }
+val() { "$CTL" validate --state-dir "$T/ctl" --cluster it --playbook "$PB" --quick "$@"; }
+
+# ---- what cannot be signed --------------------------------------------------------------------
+check "unknown campaign refused" test "$(rc_of so create --campaign c-00000000)" = 1
+check "  named" log_has "$T/rc.out" "no campaign c-00000000"
+val --no-wait >"$T/running.out" 2>&1
+RUNNING=$(awk '/^campaign c-/ {sub(":", "", $2); print $2; exit}' "$T/running.out")
+check "a running campaign is refused" test "$(rc_of so create --campaign "$RUNNING")" = 1
+check "  with the reason" log_has "$T/rc.out" "is running"
+"$CTL" campaign cancel "$RUNNING" --state-dir "$T/ctl" >/dev/null 2>&1
+check "a cancelled campaign is refused" test "$(rc_of so create --campaign "$RUNNING")" = 1
+check "  with the reason" log_has "$T/rc.out" "is cancelled"
+check "nothing stored" test "$(so list --json | jq length)" = 0
+
+# ---- a deployment, then a campaign signed as it ends ------------------------------------------
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0 \
+	--timeout 60s >"$T/deploy.out" 2>&1
+check "the playbook is deployed" test $? -eq 0
+val --signoff --json >"$T/val.json" 2>"$T/val.err"
+check "validate --signoff passes" test $? -eq 0
+SO=$(jq -r '.signoff.id // empty' "$T/val.json")
+CAMP=$(jq -r .id "$T/val.json")
+check "the campaign was signed as it ended" test -n "$SO"
+check "one sign-off, of that campaign, pass" jqt --arg c "$CAMP" \
+	'length == 1 and .[0].campaign == $c and .[0].verdict == "pass" and .[0].kind == "signoff"' \
+	<(so list --json)
+check "a second sign-off of the campaign is refused" test "$(rc_of so create --campaign "$CAMP")" = 1
+check "  naming the first" log_has "$T/rc.out" "signed off already: $SO"
+
+# ---- export and offline verification -------------------------------------------------------
+so export "$SO" --dir "$T/out" >"$T/export.out" 2>&1
+check "export writes exactly the four files" test "$(cd "$T/out" && ls | tr '\n' ' ')" = \
+	"ca.pem signoff.html signoff.json signoff.p7s "
+check "ca.pem is the controller's CA" cmp -s "$T/out/ca.pem" "$T/ctl/ca.crt"
+check "stock openssl cms -verify accepts it" quiet openssl cms -verify -binary \
+	-content "$T/out/signoff.json" -in "$T/out/signoff.p7s" -inform PEM \
+	-CAfile "$T/out/ca.pem" -purpose any -out /dev/null
+check "signoff verify: exit 0" test "$(rc_of verify "$T/out/signoff.json" "$T/out/signoff.p7s" \
+	--ca "$T/out/ca.pem")" = 0
+check "  prints the verdict" log_has "$T/rc.out" "verdict: pass"
+check "  and the signer" log_has "$T/rc.out" "by Railyard sign-off"
+R=$T/out/signoff.json
+check "report: schema, cluster, kind, verdict" jqt '.schema == "railyard-signoff/1" and
+	.cluster == "it" and .kind == "signoff" and .verdict == "pass" and .baseline == null' "$R"
+check "report: three nodes with their configuration snapshot" jqt '(.nodes | length) == 3 and
+	all(.nodes[]; .snapshot.kernel != null and .agent_version != null and
+	(.snapshot.topology_digest | startswith("sha256:")))' "$R"
+check "report: the RoCE node's OFED and MTU" jqt '.nodes[] | select(.hostname == "gpu-node-02") |
+	.snapshot.ofed.version == "24.10-1.1.4" and
+	(.snapshot.hcas[] | select(.device == "mlx5_0") | .mtu) == 4096' "$R"
+check "report: software versions from facts" jqt '.nodes[] | select(.hostname == "gpu-node-01") |
+	.snapshot.software == {"nccl": "2.23.4", "ucx": "1.17.0", "openmpi": "4.1.7"}' "$R"
+check "report: every result row of the campaign" test "$(jq '.results | length' "$R")" = \
+	"$("$CTL" campaign show "$CAMP" --results --json --state-dir "$T/ctl" | jq '.results | length')"
+check "report: measured rows carry metrics" jqt '[.results[] | select(.state == "done" and
+	.role == "measure")] | length > 0 and all(.[]; .metrics != null)' "$R"
+check "report: the definition and thresholds" jqt '(.campaign.definition.tests | length) == 4 and
+	(.evaluation.tests[0].rules | length) >= 1 and .campaign.playbook.name == "tcp-baseline"' "$R"
+check "report: the deployment that applied the playbook" jqt '(.deployments | length) == 1 and
+	(.deployments[0].nodes | length) == 3 and .deployments[0].check_mode == false and
+	.playbooks[0].sha256 == .deployments[0].playbook.sha256' "$R"
+H=$T/out/signoff.html
+check "html: the verdict, every node, the verification command" bash -c \
+	"grep -q 'pass' '$H' && grep -q gpu-node-01 '$H' && grep -q gpu-node-02 '$H' &&
+	 grep -q gpu-node-04 '$H' && grep -q 'openssl cms -verify' '$H'"
+check "html: self-contained (no script, no remote reference)" bash -c \
+	"! grep -qi '<script\|https\?://' '$H'"
+
+# ---- tampering and bad input ----------------------------------------------------------------
+sed '0,/"p50_us": [0-9]/s//&9/' "$R" >"$T/edited.json"
+check "an edited number: openssl refuses" refused quiet openssl cms -verify -binary \
+	-content "$T/edited.json" -in "$T/out/signoff.p7s" -inform PEM -CAfile "$T/out/ca.pem" \
+	-purpose any -out /dev/null
+check "an edited number: exit 1" test "$(rc_of verify "$T/edited.json" "$T/out/signoff.p7s" \
+	--ca "$T/out/ca.pem")" = 1
+check "  not verified, and why" log_has "$T/rc.out" "NOT VERIFIED: signature does not match"
+head -c 300 "$T/out/signoff.p7s" >"$T/trunc.p7s"
+check "a truncated signature: exit 1" test "$(rc_of verify "$R" "$T/trunc.p7s" --ca "$T/out/ca.pem")" = 1
+head -c 2000 "$R" >"$T/trunc.json"
+check "a truncated report: exit 1" test "$(rc_of verify "$T/trunc.json" "$T/out/signoff.p7s" \
+	--ca "$T/out/ca.pem")" = 1
+"$CTL" init --state-dir "$T/other" >/dev/null 2>&1
+check "another CA: exit 1" test "$(rc_of verify "$R" "$T/out/signoff.p7s" --ca "$T/other/ca.crt")" = 1
+check "  not issued by it" log_has "$T/rc.out" "not issued by this CA"
+check "a CA file that is not a certificate: exit 1" test \
+	"$(rc_of verify "$R" "$T/out/signoff.p7s" --ca "$R")" = 1
+check "  says so" log_has "$T/rc.out" "not a PEM certificate"
+check "a missing file: exit 2" test "$(rc_of verify "$R" "$T/nope.p7s" --ca "$T/out/ca.pem")" = 2
+openssl cms -sign -binary -md sha256 -signer "$T/a/node.crt" -inkey "$T/a/node.key" \
+	-in "$R" -outform PEM -out "$T/node.p7s" 2>/dev/null
+check "signed by a node's certificate: exit 1" test "$(rc_of verify "$R" "$T/node.p7s" \
+	--ca "$T/out/ca.pem")" = 1
+check "  not a sign-off certificate" log_has "$T/rc.out" "not a sign-off certificate"
+jq '.schema = "railyard-signoff/9"' "$R" >"$T/s9.json"
+openssl cms -sign -binary -md sha256 -signer "$T/ctl/signoff.crt" -inkey "$T/ctl/signoff.key" \
+	-in "$T/s9.json" -outform PEM -out "$T/s9.p7s" 2>/dev/null
+check "an unknown schema version, properly signed: exit 3" test "$(rc_of verify "$T/s9.json" \
+	"$T/s9.p7s" --ca "$T/out/ca.pem")" = 3
+check "  names the version" log_has "$T/rc.out" "unknown report schema railyard-signoff/9"
+
+# ---- drift: a node's configuration changes ---------------------------------------------------
+sostate() { "$CTL" nodes --json --state-dir "$T/ctl" | jq -r --arg h "$1" '.[] | select(.hostname == $h) | .signoff.state'; }
+check "every node current against the sign-off" bash -c \
+	"[ \"\$('$CTL' nodes --json --state-dir '$T/ctl' | jq -c '[.[].signoff.state] | unique')\" = '[\"current\"]' ]"
+sed -i 's/24\.10-1\.1\.4/25.01-0.6.0/g' "$T/roce-root/usr/bin/ofed_info"
+echo 1500 >"$T/roce-root/sys/class/net/enp22s0np0/mtu"
+kill -HUP "$CTL_PID"
+check "refreshed facts show the new OFED" wait_for 15 bash -c "[ \"\$('$CTL' nodes --json \
+	--state-dir '$T/ctl' | jq -r '.[] | select(.hostname == \"gpu-node-02\") | .facts.ofed.version')\" = 25.01-0.6.0 ]"
+check "the changed node is stale" test "$(sostate gpu-node-02)" = stale
+check "the others stay current" test "$(sostate gpu-node-01)/$(sostate gpu-node-04)" = current/current
+"$CTL" nodes --json --state-dir "$T/ctl" >"$T/nodes.json"
+check "  why: the OFED version and the MTU" jqt '.[] | select(.hostname == "gpu-node-02") |
+	.signoff.reasons | any(contains("ofed.version 24.10-1.1.4 -> 25.01-0.6.0")) and
+	any(contains("hca.mlx5_0.mtu 4096 -> 1024"))' "$T/nodes.json"
+check "signoff show: stale, naming the node" jqt '.stale == true and
+	(.reasons | length > 0) and all(.reasons[]; startswith("gpu-node-02: "))' <(so show "$SO" --json)
+
+# ---- revalidation ------------------------------------------------------------------------------
+"$CTL" revalidate --state-dir "$T/ctl" --cluster it --baseline "$SO" --json >"$T/rv.json" 2>"$T/rv.err"
+check "revalidate against the baseline: exit 0" test $? -eq 0
+RV=$(jq -r '.id // empty' "$T/rv.json")
+check "a revalidation report naming its baseline" jqt --arg b "$SO" \
+	'.kind == "revalidation" and .baseline == $b' "$T/rv.json"
+check "the configuration was checked, not changed" bash -c "grep -q 'check mode' '$T/rv.err' &&
+	'$CTL' deployments --json --state-dir '$T/ctl' | jq -e '.[0].check_mode == true' >/dev/null"
+so show "$RV" --report >"$T/rv-report.json"
+check "drift lists exactly that node and those fields" jqt '.report.comparison.drift |
+	([.[].field] | sort) == ["hca.mlx5_0.mtu", "ofed.package", "ofed.version"] and
+	all(.[]; .nodes == ["gpu-node-02"])' "$T/rv-report.json"
+check "drift: from and to" jqt '.report.comparison.drift[] | select(.field == "ofed.version") |
+	.from == "24.10-1.1.4" and .to == "25.01-0.6.0"' "$T/rv-report.json"
+check "per-metric deltas against the baseline, tolerances recorded" jqt '.report.comparison |
+	(.metrics | length) > 0 and all(.metrics[]; .delta_pct != null and .baseline > 0) and
+	.tolerance == {"bw_pct": 5, "lat_pct": 10}' "$T/rv-report.json"
+check "the summary leads with the revalidation" jqt '.report.summary[0] |
+	startswith("revalidation against '"$SO"'")' "$T/rv-report.json"
+check "the baseline's id and hash in the signed report" jqt --arg s "$(so show "$SO" --json |
+	jq -r .sha256)" '.report.baseline.sha256 == $s' "$T/rv-report.json"
+so export "$RV" --dir "$T/rv" >/dev/null 2>&1
+check "the revalidation verifies offline" test "$(rc_of verify "$T/rv/signoff.json" \
+	"$T/rv/signoff.p7s" --ca "$T/rv/ca.pem")" = 0
+check "its page shows the drift" grep -q "25.01-0.6.0" "$T/rv/signoff.html"
+check "the old sign-off is still stale" jqt '.stale == true' <(so show "$SO" --json)
+check "the new one is current" jqt '.stale == false' <(so show "$RV" --json)
+
+# ---- a node joins, a node is revoked, a deployment after the sign-off ---------------------
+enroll d "$FIXTURES/h200-degraded" || die "enroll d"
+check "a node that joined makes it stale" jqt '.reasons | any(. == "gpu-node-03: joined after the sign-off")' \
+	<(so show "$RV" --json)
+"$CTL" node revoke gpu-node-04 --state-dir "$T/ctl" >/dev/null 2>&1
+check "a revoked node makes it stale" jqt '.reasons | any(. == "gpu-node-04: revoked after the sign-off")' \
+	<(so show "$RV" --json)
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0 \
+	--timeout 60s >"$T/deploy2.out" 2>&1
+check "a deployment after it makes it stale" jqt '.reasons | any(test("^deployment d-[0-9a-f]+ applied tcp-baseline 1.0 after the sign-off$"))' \
+	<(so show "$RV" --json)
+
+kill -TERM "$CTL_PID"
+check "controller exits cleanly" wait_for 15 exited "$CTL_PID"
+check_sanitizers
+finish

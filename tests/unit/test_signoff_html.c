@@ -1,0 +1,527 @@
+/* Unit tests of controller/signoff/html: the fixture report (tests/fixtures/signoff/report.json)
+ * renders with its verdict, failing node, one heatmap cell per measured pair, rail and test, the
+ * failing cells outlined, configuration drift highlighted and the verification commands; host
+ * names are escaped; bad input is refused with the reason; members of the wrong type anywhere
+ * in the tree render as "?" without a crash; more than 64 hosts give a strip, not a matrix. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "common/util/error.h"
+#include "controller/signoff/html.h"
+
+#ifndef SIGNOFF_FIXTURE
+#define SIGNOFF_FIXTURE "tests/fixtures/signoff/report.json"
+#endif
+
+static const char *fixture_path = SIGNOFF_FIXTURE;
+
+static char *read_fixture(size_t *ret_len)
+{
+	FILE *f = fopen(fixture_path, "rb");
+	char *buf = malloc(1 << 20);
+	size_t n;
+
+	assert_non_null(f);
+	assert_non_null(buf);
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	assert_true(n > 0 && feof(f));
+	fclose(f);
+	buf[n] = '\0';
+	*ret_len = n;
+	return buf;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+static bool has_ci(const char *hay, const char *needle)
+{
+	for (size_t n = strlen(needle); *hay; hay++) {
+		if (strncasecmp(hay, needle, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Render, expect success and a well-formed, self-contained page. Caller frees. */
+static char *render_ok(const char *json, size_t len)
+{
+	char err[256] = "", *html = NULL;
+	size_t n = 0;
+	int r = so_html_render(json, len, &html, &n, err, sizeof(err));
+
+	if (r != 0)
+		fail_msg("render: %d: %s", r, err);
+	assert_non_null(html);
+	assert_int_equal(strlen(html), n);
+	assert_true(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+	assert_true(n > 20 && strcmp(html + n - 8, "</html>\n") == 0);
+	assert_false(has_ci(html, "<script"));
+	assert_null(strstr(html, "http://"));
+	assert_null(strstr(html, "https://"));
+	assert_false(has_ci(html, "@font-face"));
+	return html;
+}
+
+static char *render_doc(const json_t *doc)
+{
+	char *s = json_dumps(doc, JSON_SORT_KEYS | JSON_INDENT(2)), *html;
+
+	assert_non_null(s);
+	html = render_ok(s, strlen(s));
+	free(s);
+	return html;
+}
+
+/* The title of every heatmap cell: "a → b rail r: ..."; n cells. */
+static void check_cell_count(const char *html, size_t n)
+{
+	size_t cells = 0;
+
+	for (const char *p = strstr(html, "<rect class=\"cell"); p;
+	     p = strstr(p + 1, "<rect class=\"cell")) {
+		const char *t = strstr(p, "<title>"), *end = strstr(p, "</title>");
+		const char *arrow = strstr(t, " → "), *rail = strstr(t, " rail ");
+
+		assert_true(t && end && t < end && t - p < 200);
+		assert_true(arrow && arrow < end && rail && rail < end && arrow < rail);
+		cells++;
+	}
+	assert_int_equal(cells, n);
+}
+
+static void check_cell_titles(const char *html)
+{
+	check_cell_count(html, 24); /* 6 pairs x 2 rails x 2 tests */
+}
+
+static void test_fixture(void **state)
+{
+	size_t len;
+	char *json = read_fixture(&len), *html;
+
+	(void)state;
+	html = render_ok(json, len);
+	fprintf(stderr, "fixture page: %zu bytes (report %zu bytes)\n", strlen(html), len);
+	/* Verdict first and big. */
+	assert_non_null(strstr(html, "<section class=\"verdict fail\" id=\"verdict\">\n"
+				     "<div class=\"big\">fail</div>"));
+	assert_true(strstr(html, "class=\"verdict fail\"") < strstr(html, "id=\"failures\""));
+	assert_non_null(strstr(html, "verbs (RDMA)"));
+	assert_non_null(strstr(html, "<li>pair-lat: rail gpu-node-03 rail 1 (mlx5_1) is bad"));
+	/* The failing node with its failing rail and reasons. */
+	assert_non_null(strstr(html, "<tr><td>gpu-node-03</td><td class=\"flag\">fail</td>"));
+	assert_non_null(strstr(html, "<b>rail 1 (mlx5_1)</b><ul><li>pair-lat: fails with 3 of 3"));
+	/* Failures map node ids to host names. */
+	assert_non_null(strstr(html, "<tr><td>gpu-node-01</td><td>gpu-node-03</td><td>1</td>"
+				     "<td>node</td><td>pair-lat: p99_us 14.5, not &lt;= 4.62"));
+	assert_null(strstr(html, "<td>n-03</td>"));
+	/* Rules. */
+	assert_non_null(strstr(html,
+			       "<td>pair-bw.gbps</td><td>&gt;=</td><td>0.93</td>"
+			       "<td>median</td><td>362.7 (0.93 x median 389.9)</td><td>12</td>"
+			       "<td class=\"flag\">3</td>"));
+	/* Heatmaps: every measured pair per rail per test, the three pairs of gpu-node-03 on
+	 * rail 1 outlined in each test. */
+	check_cell_titles(html);
+	assert_int_equal(count(html, "<title>gpu-node-01 → gpu-node-02 rail 0: "), 2);
+	assert_int_equal(count(html, "<title>gpu-node-01 → gpu-node-02 rail 1: 392.1 Gb/s</title>"),
+			 1);
+	assert_int_equal(count(html, "<title>gpu-node-01 → gpu-node-02 rail 0: 392.4 Gb/s</title>"),
+			 1);
+	assert_int_equal(count(html, "<title>gpu-node-01 → gpu-node-03 rail 1: 9.7 µs [failing]"),
+			 1);
+	assert_int_equal(count(html, "<rect class=\"cell bad\""), 6);
+	assert_int_equal(count(html, "[failing]</title></rect>"), 6);
+	assert_int_equal(count(html, "stroke=\"#d1001f\" stroke-width=\"3\"><title>"), 6);
+	for (const char *p = strstr(html, "<rect class=\"cell bad\""); p;
+	     p = strstr(p + 1, "<rect class=\"cell bad\"")) {
+		const char *t = strstr(p, "<title>");
+
+		assert_true(strncmp(strstr(t, " rail ") - 11, "gpu-node-03", 11) == 0 ||
+			    strncmp(t + 7, "gpu-node-03", 11) == 0);
+		assert_true(strncmp(strstr(t, " rail "), " rail 1:", 8) == 0);
+	}
+	assert_int_equal(count(html, "<h4>pair-lat, rail "), 2);
+	assert_int_equal(count(html, "<h4>pair-bw, rail "), 2);
+	/* The latency histogram with the p99 rule's threshold. */
+	assert_int_equal(count(html, "class=\"threshold\""), 1);
+	assert_non_null(strstr(html, "p99_us threshold 4.62"));
+	/* Configuration: gpu-node-04's OFED and MTU differ from the majority; gpu-node-03's PCIe
+	 * link is degraded. */
+	assert_int_equal(count(html, "<td class=\"differs\">24.07-0.6.1.0</td>"), 1);
+	assert_int_equal(count(html, "<td>24.10-1.1.4.0</td>"), 3);
+	assert_int_equal(count(html, "<td class=\"differs\">1024, 4096</td>"), 1);
+	assert_int_equal(count(html, "<td class=\"differs flag\">mlx5_1 Gen4 x16 of Gen5 x16</td>"),
+			 1);
+	assert_int_equal(count(html, "class=\"differs"), 3);
+	/* No revalidation; provenance; the verification commands. */
+	assert_null(strstr(html, "id=\"revalidation\""));
+	assert_non_null(strstr(html, "<td>h100-base</td><td>3.1</td>"));
+	assert_non_null(strstr(html, "<summary>4 nodes</summary>gpu-node-01, gpu-node-02"));
+	assert_non_null(strstr(html, "&quot;acceptance&quot;: ["));
+	assert_non_null(strstr(html, "openssl cms -verify -binary -content signoff.json -in "
+				     "signoff.p7s -inform PEM -CAfile ca.pem -purpose any -out "
+				     "/dev/null"));
+	assert_non_null(strstr(html,
+			       "railyard-controller signoff verify signoff.json signoff.p7s --ca "
+			       "ca.pem"));
+	free(html);
+	free(json);
+}
+
+/* A host name that is markup stays text everywhere it appears. */
+static void test_escaped(void **state)
+{
+	static const char evil[] = "<script>alert(1)</script>";
+	size_t len, n = 0;
+	char *json = read_fixture(&len), *out = malloc(2 * len), *html;
+
+	(void)state;
+	assert_non_null(out);
+	for (const char *p = json; *p;) {
+		if (strncmp(p, "gpu-node-03", 11) == 0) {
+			memcpy(out + n, evil, sizeof(evil) - 1);
+			n += sizeof(evil) - 1;
+			p += 11;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	html = render_ok(out, n);
+	assert_true(count(html, "&lt;script&gt;alert(1)&lt;/script&gt;") > 10);
+	check_cell_titles(html);
+	assert_int_equal(count(html, "<rect class=\"cell bad\""), 6);
+	free(html);
+	free(out);
+	free(json);
+}
+
+static int render_err(const char *json, char *err, size_t errlen)
+{
+	char *html = (char *)"untouched";
+	size_t n = 12345;
+	int r = so_html_render(json, strlen(json), &html, &n, err, errlen);
+
+	assert_string_equal(html, "untouched");
+	assert_int_equal(n, 12345);
+	return r;
+}
+
+static void test_bad_input(void **state)
+{
+	char err[256];
+
+	(void)state;
+	assert_int_equal(
+		render_err("{\n  \"schema\": \"railyard-signoff/1\",\n  oops\n}", err, sizeof(err)),
+		-RY_E_INVALID);
+	assert_true(strncmp(err, "not JSON: 3:", 12) == 0);
+	assert_int_equal(render_err("", err, sizeof(err)), -RY_E_INVALID);
+	assert_true(strncmp(err, "not JSON: 1:", 12) == 0);
+	assert_int_equal(render_err("{\"a\": 1, \"a\": 2}", err, sizeof(err)), -RY_E_INVALID);
+	assert_non_null(strstr(err, "not JSON"));
+	assert_int_equal(render_err("[1]", err, sizeof(err)), -RY_E_INVALID);
+	assert_non_null(strstr(err, "object"));
+	assert_int_equal(render_err("{\"id\": \"so-1\"}", err, sizeof(err)), -RY_E_INVALID);
+	assert_string_equal(err, "missing member: schema");
+	assert_int_equal(render_err("{\"schema\": \"railyard-signoff/2\"}", err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_non_null(strstr(err, "schema"));
+	assert_non_null(strstr(err, "railyard-signoff/2"));
+	assert_int_equal(render_err("{\"schema\": 1}", err, sizeof(err)), -RY_E_INVALID);
+	assert_non_null(strstr(err, "schema"));
+	assert_int_equal(render_err("{\"schema\": \"railyard-signoff/1\", \"id\": \"so-1\", "
+				    "\"kind\": \"signoff\", \"cluster\": \"c\", "
+				    "\"created_at\": \"2026-12-01T00:00:00Z\"}",
+				    err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_string_equal(err, "missing member: verdict");
+	/* No errbuf at all, and one too small for the reason. */
+	assert_int_equal(render_err("nope", NULL, 0), -RY_E_INVALID);
+	assert_int_equal(render_err("nope", err, 4), -RY_E_INVALID);
+	assert_int_equal(strlen(err), 3);
+}
+
+/* Wrong types where the brief names them, and a revalidation whose members are odd. */
+static void test_wrong_types(void **state)
+{
+	size_t len;
+	char *json = read_fixture(&len), *html;
+	json_t *doc = json_loadb(json, len, 0, NULL);
+
+	(void)state;
+	assert_non_null(doc);
+	json_object_set_new(doc, "results", json_integer(5));
+	json_object_set_new(doc, "nodes", json_string("x"));
+	json_object_set_new(doc, "summary", json_object());
+	json_object_set_new(doc, "verdict", json_integer(3));
+	json_object_set_new(doc, "comparison", json_string("x"));
+	json_object_set_new(json_object_get(doc, "evaluation"), "tests", json_true());
+	html = render_doc(doc);
+	assert_non_null(strstr(html, "class=\"verdict unknown\""));
+	assert_non_null(strstr(html, "<div class=\"big\">?</div>"));
+	assert_non_null(strstr(html, "id=\"revalidation\""));
+	assert_non_null(strstr(html, "Nodes: ?"));
+	assert_null(strstr(html, "<rect class=\"cell"));
+	free(html);
+	json_decref(doc);
+	free(json);
+}
+
+static void test_revalidation(void **state)
+{
+	size_t len;
+	char *json = read_fixture(&len), *html;
+	json_t *doc = json_loadb(json, len, 0, NULL);
+
+	(void)state;
+	assert_non_null(doc);
+	json_object_set_new(doc, "kind", json_string("revalidation"));
+	json_object_set_new(doc, "baseline",
+			    json_pack("{s:s, s:s, s:s, s:s}", "id", "so-0001", "sha256", "ab12",
+				      "created_at", "2026-06-01T00:00:00Z", "verdict", "pass"));
+	json_object_set_new(
+		doc, "comparison",
+		json_pack("{s:{s:i, s:i}, s:[], s:[{s:s, s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:b}],"
+			  " s:[{s:s, s:s, s:s, s:[s]}], s:[s], s:[]}",
+			  "tolerance", "bw_pct", 5, "lat_pct", 10, "metrics", "regressions", "test",
+			  "pair-bw", "field", "gbps", "a", "gpu-node-01", "b", "gpu-node-03",
+			  "rail", 1, "baseline", 391.0, "current", 183.6, "delta_pct", -53.0,
+			  "regressed", 1, "drift", "field", "ofed.version", "from", "24.10", "to",
+			  "<b>25.01</b>", "nodes", "gpu-node-04", "nodes_added", "gpu-node-05",
+			  "nodes_removed"));
+	html = render_doc(doc);
+	assert_non_null(strstr(html, "<h1>Revalidation: fixture</h1>"));
+	assert_non_null(strstr(html, "<dd>so-0001</dd>"));
+	assert_non_null(strstr(html, "<td>gpu-node-01</td><td>gpu-node-03</td><td>1</td>"
+				     "<td>391</td><td>183.6</td><td>-53</td>"));
+	assert_non_null(strstr(html, "<td>ofed.version</td><td>24.10 → &lt;b&gt;25.01&lt;/b&gt;"
+				     "</td><td>gpu-node-04</td>"));
+	assert_non_null(strstr(html, "added: gpu-node-05<br>removed: </p>"));
+	free(html);
+	json_decref(doc);
+	free(json);
+}
+
+/* A failed run is grey with an X and outlined. */
+static void test_failed_cell(void **state)
+{
+	size_t len, i;
+	char *json = read_fixture(&len), *html;
+	json_t *doc = json_loadb(json, len, 0, NULL), *r;
+
+	(void)state;
+	assert_non_null(doc);
+	json_array_foreach(json_object_get(doc, "results"), i, r)
+	{
+		if (strcmp(json_string_value(json_object_get(r, "test")), "pair-bw") == 0 &&
+		    json_integer_value(json_object_get(r, "rail")) == 0 &&
+		    strcmp(json_string_value(json_object_get(r, "b")), "gpu-node-02") == 0) {
+			json_object_set_new(r, "state", json_string("failed"));
+			json_object_set_new(r, "error", json_string("offline: gpu-node-02"));
+		}
+	}
+	html = render_doc(doc);
+	check_cell_titles(html);
+	assert_int_equal(count(html, "<rect class=\"cell bad\""), 7);
+	assert_non_null(strstr(html, "fill=\"#c8c8c8\" stroke=\"#d1001f\" stroke-width=\"3\">"
+				     "<title>gpu-node-01 → gpu-node-02 rail 0: failed (offline: "
+				     "gpu-node-02) [failing]</title></rect><path d=\"M"));
+	free(html);
+	json_decref(doc);
+	free(json);
+}
+
+/* Mutate every value of the fixture in turn into another type and render; with
+ * SIGNOFF_MUTANT_STRIDE=k (the valgrind run) only every k-th mutant is rendered. */
+static size_t mutations, stride = 1;
+
+static json_t *wrong_value(size_t k)
+{
+	switch (k % 7) {
+	case 0:
+		return json_integer(5);
+	case 1:
+		return json_string("x<&>");
+	case 2:
+		return json_array();
+	case 3:
+		return json_object();
+	case 4:
+		return json_null();
+	case 5:
+		return json_real(-1e300);
+	default:
+		return json_real(1e300);
+	}
+}
+
+static void render_mutant(json_t *root, bool schema)
+{
+	char *s, *html = NULL, err[256];
+	size_t n;
+	int r;
+
+	if (mutations++ % stride)
+		return;
+	s = json_dumps(root, JSON_SORT_KEYS);
+	assert_non_null(s);
+	r = so_html_render(s, strlen(s), &html, &n, err, sizeof(err));
+	if (schema) {
+		assert_int_equal(r, -RY_E_INVALID);
+	} else {
+		if (r != 0)
+			fail_msg("mutant %zu: %d %s", mutations, r, err);
+		assert_false(has_ci(html, "<script"));
+		assert_true(strcmp(html + n - 8, "</html>\n") == 0);
+	}
+	free(html);
+	free(s);
+}
+
+static void mutate(json_t *root, json_t *v, bool top)
+{
+	const char *key;
+	json_t *x;
+	size_t i;
+
+	json_object_foreach(v, key, x)
+	{
+		json_incref(x);
+		for (size_t k = 0; k < 2; k++) {
+			json_object_set_new(v, key, wrong_value(mutations + 3 * k));
+			render_mutant(root, top && strcmp(key, "schema") == 0);
+		}
+		json_object_set_new(v, key, x);
+		mutate(root, x, false);
+	}
+	json_array_foreach(v, i, x)
+	{
+		json_incref(x);
+		json_array_set_new(v, i, wrong_value(mutations));
+		render_mutant(root, false);
+		json_array_set_new(v, i, x);
+		mutate(root, x, false);
+	}
+}
+
+static void test_mutations(void **state)
+{
+	size_t len;
+	char *json = read_fixture(&len);
+	json_t *doc = json_loadb(json, len, 0, NULL);
+
+	(void)state;
+	assert_non_null(doc);
+	if (getenv("SIGNOFF_MUTANT_STRIDE"))
+		stride = strtoul(getenv("SIGNOFF_MUTANT_STRIDE"), NULL, 10);
+	stride = stride ? stride : 1;
+	mutate(doc, doc, true);
+	fprintf(stderr, "%zu mutants, %zu rendered\n", mutations,
+		(mutations + stride - 1) / stride);
+	assert_true(mutations > 800);
+	json_decref(doc);
+	free(json);
+}
+
+/* More than 64 hosts: per-host medians in one strip per map. */
+static void test_strip(void **state)
+{
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[]}", "schema", SO_SCHEMA, "id",
+				"so-big", "kind", "signoff", "cluster", "big", "created_at",
+				"2026-12-01T00:00:00Z", "verdict", "pass", "results");
+	json_t *res = json_object_get(doc, "results");
+	char *html;
+
+	(void)state;
+	assert_non_null(doc);
+	for (int i = 0; i < 70; i++) {
+		for (int j = i + 1; j < 70; j++) {
+			char a[16], b[16];
+
+			snprintf(a, sizeof(a), "h%03d", i);
+			snprintf(b, sizeof(b), "h%03d", j);
+			json_array_append_new(
+				res, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:n, s:{s:f}}",
+					       "test", "pair-bw", "kind", "bw", "phase", "run", "a",
+					       a, "b", b, "state", "done", "rail", "metrics",
+					       "gbps", 300.0 + i + j));
+		}
+	}
+	html = render_doc(doc);
+	assert_null(strstr(html, "<rect class=\"cell"));
+	assert_int_equal(count(html, "<rect class=\"hostcell"), 70);
+	assert_non_null(strstr(html, "70 hosts: more than 64"));
+	assert_non_null(strstr(html, "<title>h000: median 335 Gb/s over 69 pairs</title>"));
+	assert_true(strlen(html) < 100000);
+	free(html);
+	json_decref(doc);
+}
+
+/* Values at the ends of the doubles: log scales and colour spans must not overflow into a crash
+ * or an undefined conversion. */
+static void test_extremes(void **state)
+{
+	static const double vals[] = {1e-300, 1e300, -1e300, 0, 2.5};
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[], s:{s:[{s:s, s:s, s:[{s:s, "
+				"s:f}]}]}}",
+				"schema", SO_SCHEMA, "id", "so-x", "kind", "signoff", "cluster",
+				"x", "created_at", "2026-12-01T00:00:00Z", "verdict", "fail",
+				"results", "evaluation", "tests", "name", "t", "kind", "lat",
+				"rules", "metric", "t.p99_us", "threshold", 1e300);
+	json_t *res = json_object_get(doc, "results");
+	char *html;
+
+	(void)state;
+	assert_non_null(doc);
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		char b[16];
+
+		snprintf(b, sizeof(b), "h%zu", i + 1);
+		json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, "
+						     "s:{s:f, s:f}}",
+						     "test", "t", "kind", "lat", "phase", "run",
+						     "a", "h0", "b", b, "state", "done", "rail",
+						     (json_int_t)INT64_MIN, "metrics", "p50_us",
+						     vals[i], "p99_us", -vals[i]));
+	}
+	html = render_doc(doc);
+	check_cell_count(html, 5);
+	assert_int_equal(count(html, "class=\"threshold\""), 1);
+	free(html);
+	json_decref(doc);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixture),	     cmocka_unit_test(test_escaped),
+		cmocka_unit_test(test_bad_input),    cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_revalidation), cmocka_unit_test(test_failed_cell),
+		cmocka_unit_test(test_mutations),    cmocka_unit_test(test_strip),
+		cmocka_unit_test(test_extremes),
+	};
+
+	if (argc > 1)
+		fixture_path = argv[1];
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
