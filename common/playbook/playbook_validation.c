@@ -347,9 +347,62 @@ static json_t *parse_rule(struct vctx *c, const struct pb_node *r, size_t i, con
 			 "line", r->line);
 }
 
+/* A percentage: "5%" or 5, above 0 and at most 1000. */
+static int parse_pct(const char *s, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || (*end && strcmp(end, "%") != 0) || !(v > 0) || v > 1000)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* tolerance: {bandwidth: 5%, latency: 10%}: how far a revalidation may drift from its baseline
+ * before a metric counts as a regression (docs/signoff.md). */
+static void parse_tolerance(struct vctx *c, const struct pb_node *t, json_t *o)
+{
+	static const char *const keys[] = {"bandwidth", "latency", NULL};
+	static const char *const out[] = {"bw_pct", "lat_pct"};
+	json_t *tol;
+
+	if (!t)
+		return;
+	if (t->kind != PBN_MAP) {
+		verr(c, t, "validation.tolerance: expected a mapping (bandwidth, latency)");
+		return;
+	}
+	for (size_t k = 0; k < t->n; k++)
+		if (!in(t->keys[k]->text, keys))
+			verr(c, t->keys[k],
+			     "validation.tolerance: unknown key \"%s\" (expected bandwidth or "
+			     "latency)",
+			     t->keys[k]->text);
+	tol = json_object();
+	for (size_t i = 0; keys[i]; i++) {
+		const struct pb_node *n = scalar(c, t, keys[i], "validation.tolerance");
+		double v;
+
+		if (!n)
+			continue;
+		if (parse_pct(n->text, &v) < 0)
+			verr(c, n,
+			     "validation.tolerance.%s: expected a percentage above 0, e.g. 5%%, "
+			     "got \"%s\"",
+			     keys[i], n->text);
+		else
+			json_object_set_new(tol, out[i], json_real(v));
+	}
+	json_object_set_new(o, "tolerance", tol);
+}
+
 int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret, struct pb_diags *d)
 {
-	static const char *const keys[] = {"transport", "tests", "acceptance", NULL};
+	static const char *const keys[] = {"transport", "tests",     "acceptance",
+					   "signoff",	"tolerance", NULL};
 	struct vctx c = {file, d, 0};
 	const struct pb_node *tests, *rules, *tr;
 	json_t *o = json_object(), *tarr = json_array(), *rarr = json_array();
@@ -369,6 +422,15 @@ int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret,
 	if (tr && strcmp(tr->text, "verbs") != 0 && strcmp(tr->text, "tcp") != 0)
 		verr(&c, tr, "validation.transport: expected verbs or tcp, got \"%s\"", tr->text);
 	json_object_set_new(o, "transport", json_string(tr ? tr->text : "verbs"));
+	tr = scalar(&c, n, "signoff", "validation");
+	{
+		bool b = false;
+
+		if (tr && pb_scalar_bool(tr, &b) < 0)
+			verr(&c, tr, "validation.signoff: expected true or false");
+		json_object_set_new(o, "signoff", json_boolean(b));
+	}
+	parse_tolerance(&c, pb_node_get(n, "tolerance"), o);
 	tests = pb_node_get(n, "tests");
 	if (!tests || tests->kind != PBN_SEQ || tests->n == 0)
 		verr(&c, tests ? tests : n,

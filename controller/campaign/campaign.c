@@ -479,6 +479,14 @@ static int plan_tests(const struct cp_campaign *c, bool with_rounds, const char 
 	return 0;
 }
 
+/* A tolerance: the request's, else the playbook's, else the default. */
+static double pct_or(double asked, const json_t *playbook, double dflt)
+{
+	if (asked > 0)
+		return asked;
+	return json_is_number(playbook) ? json_number_value(playbook) : dflt;
+}
+
 /* A revalidation's baseline is a sign-off of the same cluster. */
 static int baseline_check(struct store *st, const struct ctl_campaign_request *rq,
 			  struct ctl_error *err)
@@ -562,16 +570,20 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 	options = json_pack("{s:s?, s:s?, s:s?, s:b, s:b, s:b}", "tests", rq->tests, "nodes",
 			    rq->nodes, "transport", rq->transport, "quick", rq->quick,
 			    "allow_missing", rq->allow_missing, "signoff",
-			    rq->signoff || rq->baseline);
+			    rq->signoff || rq->baseline ||
+				    json_is_true(json_object_get(spec, "signoff")));
 	if (options && rq->baseline) {
+		const json_t *tol = json_object_get(spec, "tolerance");
+
 		json_object_set_new(options, "baseline", json_string(rq->baseline));
-		json_object_set_new(options, "tolerance",
-				    json_pack("{s:f, s:f}", "bw_pct",
-					      rq->tolerance_bw_pct > 0 ? rq->tolerance_bw_pct
-								       : SO_TOLERANCE_BW_PCT,
-					      "lat_pct",
-					      rq->tolerance_lat_pct > 0 ? rq->tolerance_lat_pct
-									: SO_TOLERANCE_LAT_PCT));
+		json_object_set_new(
+			options, "tolerance",
+			json_pack("{s:f, s:f}", "bw_pct",
+				  pct_or(rq->tolerance_bw_pct, json_object_get(tol, "bw_pct"),
+					 SO_TOLERANCE_BW_PCT),
+				  "lat_pct",
+				  pct_or(rq->tolerance_lat_pct, json_object_get(tol, "lat_pct"),
+					 SO_TOLERANCE_LAT_PCT)));
 	}
 	if (!doc || !options) {
 		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");

@@ -367,12 +367,12 @@ static json_t *node_signoff(const json_t *stale, const struct store_node *nd)
 		return json_pack("{s:s}", "state", "none");
 	json_array_foreach(json_object_get(c, "covered"), i, h) covered |=
 		strcmp(json_string_value(h), nd->hostname) == 0;
-	return json_pack("{s:s, s:O, s:O}", "state",
+	return json_pack("{s:s, s:O, s:o}", "state",
 			 json_array_size(why) ? "stale"
 			 : covered	      ? "current"
 					      : "uncovered",
 			 "signoff", json_object_get(c, "signoff"), "reasons",
-			 why ? why : json_array());
+			 why ? json_incref((json_t *)why) : json_array());
 }
 
 static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)

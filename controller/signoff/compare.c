@@ -58,7 +58,8 @@ static void compare_field(json_t *metrics, json_t *regressions, const json_t *ba
 	regressed = higher_better ? delta < -tol : delta > tol;
 	m = json_pack("{s:O, s:s, s:O, s:O, s:O, s:f, s:f, s:f, s:b}", "test",
 		      json_object_get(cur, "test"), "field", field, "a", json_object_get(cur, "a"),
-		      "b", json_object_get(cur, "b"), "rail",
+		      "b", json_object_get(cur, "b") ? json_object_get(cur, "b") : json_null(),
+		      "rail",
 		      json_object_get(cur, "rail") ? json_object_get(cur, "rail") : json_null(),
 		      "baseline", b, "current", c, "delta_pct", round(delta * 100.0) / 100.0,
 		      "regressed", regressed);
@@ -69,9 +70,65 @@ static void compare_field(json_t *metrics, json_t *regressions, const json_t *ba
 	json_array_append_new(metrics, m);
 }
 
-json_t *so_compare(const json_t *baseline_results, const json_t *results, double bw_pct,
-		   double lat_pct)
+/* Summarised reports: per test, host and rail, the mean of the main field. */
+static void compare_summaries(json_t *metrics, json_t *regressions, const json_t *base,
+			      const json_t *cur, double bw_pct, double lat_pct)
 {
+	json_t *idx = json_object(), *e;
+	size_t i;
+	char key[1024];
+
+	json_array_foreach(base, i, e)
+	{
+		const json_t *rail = json_object_get(e, "rail");
+
+		snprintf(key, sizeof(key), "%s|%s|%lld",
+			 json_string_value(json_object_get(e, "test")),
+			 json_string_value(json_object_get(e, "host")),
+			 json_is_integer(rail) ? (long long)json_integer_value(rail) : -1LL);
+		json_object_set(idx, key, e);
+	}
+	json_array_foreach(cur, i, e)
+	{
+		const json_t *rail = json_object_get(e, "rail"), *b;
+		const char *kind = json_string_value(json_object_get(e, "kind"));
+		json_t *bm, *cm, *brow, *crow;
+		bool lat;
+
+		snprintf(key, sizeof(key), "%s|%s|%lld",
+			 json_string_value(json_object_get(e, "test")),
+			 json_string_value(json_object_get(e, "host")),
+			 json_is_integer(rail) ? (long long)json_integer_value(rail) : -1LL);
+		b = json_object_get(idx, key);
+		if (!b || !kind)
+			continue;
+		lat = strcmp(kind, "lat") == 0;
+		bm = json_pack("{s:O}", json_string_value(json_object_get(e, "field")),
+			       json_object_get(b, "mean"));
+		cm = json_pack("{s:O}", json_string_value(json_object_get(e, "field")),
+			       json_object_get(e, "mean"));
+		brow = json_pack("{s:o}", "metrics", bm);
+		crow = json_pack("{s:O, s:O, s:O, s:n, s:o}", "test", json_object_get(e, "test"),
+				 "a", json_object_get(e, "host"), "rail", rail ? rail : json_null(),
+				 "b", "metrics", cm);
+		if (brow && crow)
+			compare_field(metrics, regressions, brow, crow,
+				      json_string_value(json_object_get(e, "field")), !lat,
+				      lat ? lat_pct : bw_pct);
+		json_decref(brow);
+		json_decref(crow);
+	}
+	json_decref(idx);
+}
+
+json_t *so_compare(const json_t *baseline, const json_t *current, double bw_pct, double lat_pct)
+{
+	const json_t *bs =
+		json_object_get(json_object_get(baseline, "results_summary"), "per_host_rail");
+	const json_t *cs =
+		json_object_get(json_object_get(current, "results_summary"), "per_host_rail");
+	const json_t *baseline_results = json_object_get(baseline, "results");
+	const json_t *results = json_object_get(current, "results");
 	json_t *idx = index_rows(baseline_results), *metrics = json_array();
 	json_t *regressions = json_array(), *row;
 	size_t i;
@@ -82,6 +139,10 @@ json_t *so_compare(const json_t *baseline_results, const json_t *results, double
 		json_decref(metrics);
 		json_decref(regressions);
 		return NULL;
+	}
+	if (json_is_array(bs) && json_is_array(cs)) {
+		compare_summaries(metrics, regressions, bs, cs, bw_pct, lat_pct);
+		results = NULL; /* the listed rows are the exceptions, not a sample */
 	}
 	json_array_foreach(results, i, row)
 	{

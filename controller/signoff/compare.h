@@ -10,11 +10,11 @@
 #define SO_TOLERANCE_BW_PCT  5.0
 #define SO_TOLERANCE_LAT_PCT 10.0
 
-/* Compare two reports' "results" arrays (rows of phase "run" and state "done", matched by test,
- * a, b and rail). Fields compared: p50_us and p99_us of latency rows, gbps of bandwidth rows.
- * Returns {tolerance: {bw_pct, lat_pct}, metrics: [{test, field, a, b, rail, baseline, current,
- * delta_pct, regressed}], regressions: [the regressed ones]}, or NULL on allocation failure. */
-json_t *so_compare(const json_t *baseline_results, const json_t *results, double bw_pct,
-		   double lat_pct);
+/* Compare two reports: their "results" rows (phase "run", state "done", matched by test, a, b
+ * and rail; p50_us and p99_us of latency rows, gbps of bandwidth rows) or, when both are
+ * summarised, their per-host-and-rail means (a = the host, b = null). Returns {tolerance:
+ * {bw_pct, lat_pct}, metrics: [{test, field, a, b, rail, baseline, current, delta_pct,
+ * regressed}], regressions: [the regressed ones]}, or NULL on allocation failure. */
+json_t *so_compare(const json_t *baseline, const json_t *current, double bw_pct, double lat_pct);
 
 #endif

@@ -18,8 +18,9 @@
 #include "controller/signoff/html.h"
 
 /* Above this many hosts a heatmap is one strip of per-host medians, not the matrix: a
- * 1024 x 1024 matrix per rail would make the page hundreds of MB. */
-#define MATRIX_HOSTS_MAX 64
+ * 1024 x 1024 matrix per rail would make the page hundreds of MB, and 64 x 64 cells x 8 rails x
+ * 2 tests already make it 5 MB. */
+#define MATRIX_HOSTS_MAX 32
 /* Heatmaps drawn per test (one per rail) and on the whole page. */
 #define MAPS_PER_TEST_MAX 16
 #define MAPS_MAX	  64
@@ -874,21 +875,36 @@ struct scale {
 	double s0, s1; /* the scale's ends */
 	bool bw;       /* high is good; else low is good */
 	const char *unit;
+	const char *what; /* what lo..hi span: "measured", "per-host means" */
 };
+
+static void scale_start(struct scale *sc, bool bw, const char *what)
+{
+	*sc = (struct scale){NAN, NAN, NAN, NAN, bw, bw ? "Gb/s" : "µs", what};
+}
+
+static void scale_add(struct scale *sc, double v)
+{
+	if (!isfinite(v))
+		return;
+	sc->lo = isnan(sc->lo) || v < sc->lo ? v : sc->lo;
+	sc->hi = isnan(sc->hi) || v > sc->hi ? v : sc->hi;
+}
+
+static void scale_end(struct scale *sc)
+{
+	sc->s0 = sc->bw && 0.8 * sc->hi < sc->lo ? 0.8 * sc->hi : sc->lo;
+	sc->s1 = !sc->bw && 1.25 * sc->lo > sc->hi ? 1.25 * sc->lo : sc->hi;
+}
 
 static void scale_init(struct scale *sc, const struct cell *cells, size_t n, bool bw)
 {
-	*sc = (struct scale){NAN, NAN, NAN, NAN, bw, bw ? "Gb/s" : "µs"};
+	scale_start(sc, bw, "measured");
 	for (size_t i = 0; i < n; i++) {
-		double v = cell_value(&cells[i], bw);
-
-		if (!isfinite(v) || strcmp(cells[i].a, cells[i].b) == 0)
-			continue;
-		sc->lo = isnan(sc->lo) || v < sc->lo ? v : sc->lo;
-		sc->hi = isnan(sc->hi) || v > sc->hi ? v : sc->hi;
+		if (strcmp(cells[i].a, cells[i].b) != 0)
+			scale_add(sc, cell_value(&cells[i], bw));
 	}
-	sc->s0 = bw && 0.8 * sc->hi < sc->lo ? 0.8 * sc->hi : sc->lo;
-	sc->s1 = !bw && 1.25 * sc->lo > sc->hi ? 1.25 * sc->lo : sc->hi;
+	scale_end(sc);
 }
 
 /* One heatmap: the cells of one test and rail, their hosts (sorted, distinct). */
@@ -1032,9 +1048,9 @@ static void heat_legend(struct ctx *c, const struct scale *sc, double y)
 		   "y=\"%.1f\">%.4g %s (%s is good)</text>\n",
 		   y + 10, sc->s0, y, id, y + 10, sc->s1, sc->unit, sc->bw ? "high" : "low");
 	out_printf(o,
-		   "<text x=\"4\" y=\"%.1f\">measured over the test's rails: min %.4g, max %.4g "
+		   "<text x=\"4\" y=\"%.1f\">%s over the test's rails: min %.4g, max %.4g "
 		   "%s</text>\n",
-		   y + 28, sc->lo, sc->hi, sc->unit);
+		   y + 28, sc->what, sc->lo, sc->hi, sc->unit);
 	out_printf(o,
 		   "<rect x=\"4\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"#c8c8c8\"/>"
 		   "<text x=\"20\" y=\"%.1f\">not measured or failed</text>"
@@ -1230,7 +1246,336 @@ static int heat_test(struct ctx *c, struct cell *cells, size_t n)
 	return r;
 }
 
-static int sec_heatmaps(struct ctx *c, struct cell *cells, size_t n)
+/* ---- summarised results ------------------------------------------------------------------- */
+
+/* One entry of results_summary.per_host_rail: a host's mean of a field over the measured pairs
+ * it is in on a rail, when the report does not list every row. */
+struct phr {
+	const char *test, *kind, *host, *field;
+	long long rail;
+	bool has_rail;
+	bool bad;			  /* rows not done, or a failure of the test's verdict */
+	double n, failed, mean, min, max; /* NaN when absent or not a number */
+};
+
+static int phr_cmp(const void *x, const void *y)
+{
+	const struct phr *p = x, *q = y;
+	int r = strcmp(p->test, q->test);
+
+	if (r)
+		return r;
+	if (p->has_rail != q->has_rail)
+		return p->has_rail ? 1 : -1;
+	if (p->rail != q->rail)
+		return p->rail < q->rail ? -1 : 1;
+	return strcmp(p->host, q->host);
+}
+
+static bool phr_rail_eq(const struct phr *x, const struct phr *y)
+{
+	return x->has_rail == y->has_rail && x->rail == y->rail;
+}
+
+/* The per-host summary, sorted by test, rail, host. Caller frees *ret. */
+static int phrs_collect(const struct ctx *c, struct phr **ret, size_t *ret_n)
+{
+	const json_t *sum = json_object_get(c->root, "results_summary");
+	const json_t *arr = json_object_get(sum, "per_host_rail"), *e;
+	struct phr *v = calloc(json_array_size(arr) + 1, sizeof(*v));
+	size_t i, n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	json_array_foreach(arr, i, e)
+	{
+		const json_t *rail = json_object_get(e, "rail");
+		struct phr x = {.test = jstr(e, "test"),
+				.kind = jstr(e, "kind"),
+				.host = jstr(e, "host"),
+				.field = jstr(e, "field"),
+				.has_rail = json_is_integer(rail),
+				.n = jnum(e, "n"),
+				.failed = jnum(e, "failed"),
+				.mean = jnum(e, "mean"),
+				.min = jnum(e, "min"),
+				.max = jnum(e, "max")};
+
+		x.rail = x.has_rail ? (long long)json_integer_value(rail) : 0;
+		if (x.test && x.host && x.field)
+			v[n++] = x;
+	}
+	qsort(v, n, sizeof(*v), phr_cmp);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* A test's rows listed in results and its entries of the per-host summary. */
+struct tgroup {
+	const char *test, *kind;
+	struct cell *cells; /* sorted by rail, a, b */
+	size_t ncells;
+	struct phr *ph; /* sorted by rail, host; only those of the kind's field */
+	size_t nph;
+};
+
+/* A group's kind: its summary's, else its results', else the evaluation's. */
+static const char *group_kind(const struct ctx *c, const struct tgroup *g)
+{
+	for (size_t i = 0; i < g->nph; i++) {
+		if (g->ph[i].kind)
+			return g->ph[i].kind;
+	}
+	return g->ncells ? test_kind(c, g->cells, g->ncells) : jstr(eval_test(c, g->test), "kind");
+}
+
+/* Keep the summary entries of the field a map of the group's kind shows. */
+static void group_filter(struct tgroup *g)
+{
+	const char *field = streq(g->kind, "bw") ? "gbps" : streq(g->kind, "lat") ? "p50_us" : NULL;
+	size_t k = 0;
+
+	for (size_t i = 0; i < g->nph; i++) {
+		if (streq(g->ph[i].field, field))
+			g->ph[k++] = g->ph[i];
+	}
+	g->nph = k;
+}
+
+/* The tests of both sorted lists, in name order. Caller frees *ret. */
+static int groups_build(const struct ctx *c, struct cell *cells, size_t nc, struct phr *ph,
+			size_t np, struct tgroup **ret, size_t *ret_n)
+{
+	struct tgroup *g = calloc(nc + np + 1, sizeof(*g));
+	size_t i = 0, j = 0, n = 0;
+
+	if (!g)
+		return -ENOMEM;
+	while (i < nc || j < np) {
+		struct tgroup *x = &g[n++];
+
+		x->test = j >= np || (i < nc && strcmp(cells[i].test, ph[j].test) <= 0)
+				  ? cells[i].test
+				  : ph[j].test;
+		x->cells = cells + i;
+		for (; i < nc && strcmp(cells[i].test, x->test) == 0; i++)
+			x->ncells++;
+		x->ph = ph + j;
+		for (; j < np && strcmp(ph[j].test, x->test) == 0; j++)
+			x->nph++;
+		x->kind = group_kind(c, x);
+		group_filter(x);
+	}
+	*ret = g;
+	*ret_n = n;
+	return 0;
+}
+
+/* The distinct hosts of entries, sorted. Caller frees *ret. */
+static int phr_hosts(const struct phr *ph, size_t n, const char ***ret, size_t *ret_n)
+{
+	const char **v = calloc(n + 1, sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = ph[i].host;
+	qsort(v, n, sizeof(*v), str_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (!k || strcmp(v[k - 1], v[i]) != 0)
+			v[k++] = v[i];
+	}
+	*ret = v;
+	*ret_n = k;
+	return 0;
+}
+
+/* Mark the hosts of a test's entries (n, sorted) that have rows not done or that are an end of
+ * a failure of the test's verdict on that rail. */
+static int phrs_mark_bad(const struct ctx *c, struct phr *ph, size_t n)
+{
+	const json_t *fails = json_object_get(eval_test(c, ph[0].test), "failures"), *f;
+	struct fkey *keys = calloc(2 * json_array_size(fails) + 1, sizeof(*keys));
+	size_t i, nk = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	json_array_foreach(fails, i, f)
+	{
+		const json_t *rail = json_object_get(f, "rail");
+		const char *ends[2] = {host_of(c, json_object_get(f, "a")),
+				       host_of(c, json_object_get(f, "b"))};
+
+		for (size_t e = 0; e < 2; e++) {
+			struct fkey k = {ends[e], "", 0, json_is_integer(rail)};
+
+			k.rail = k.has_rail ? (long long)json_integer_value(rail) : 0;
+			if (k.a)
+				keys[nk++] = k;
+		}
+	}
+	qsort(keys, nk, sizeof(*keys), fkey_cmp);
+	for (i = 0; i < n; i++) {
+		struct fkey k = {ph[i].host, "", ph[i].rail, ph[i].has_rail};
+
+		ph[i].bad =
+			ph[i].failed > 0 || bsearch(&k, keys, nk, sizeof(*keys), fkey_cmp) != NULL;
+	}
+	free(keys);
+	return 0;
+}
+
+/* A number of the summary: "%.4g", "?" when absent or not finite. */
+static void out_num(struct out *o, double v)
+{
+	if (isfinite(v))
+		out_printf(o, "%.4g", v);
+	else
+		out_puts(o, "?");
+}
+
+/* A count: integral text, "?" when absent or not finite. */
+static void out_count(struct out *o, double v)
+{
+	if (isfinite(v))
+		out_printf(o, "%.15g", v);
+	else
+		out_puts(o, "?");
+}
+
+/* A host's cell of a summary strip: "HOST rail r: mean V UNIT over n pairs (min…max)". */
+static void phr_cell(struct out *o, const struct scale *sc, const struct phr *x, double px,
+		     double w)
+{
+	char fill[16] = "#c8c8c8";
+
+	if (isfinite(x->mean))
+		heat_colour(sc, x->mean, fill, sizeof(fill));
+	out_printf(o,
+		   "<rect class=\"hostcell%s\" x=\"%.1f\" y=\"4\" width=\"%.1f\" height=\"28\" "
+		   "fill=\"%s\"%s><title>",
+		   x->bad ? " bad" : "", px, w, fill,
+		   x->bad ? " stroke=\"#d1001f\" stroke-width=\"2\"" : "");
+	out_esc(o, x->host);
+	if (x->has_rail)
+		out_printf(o, " rail %lld", x->rail);
+	if (x->n == 0) {
+		out_puts(o, ": no measured pair");
+	} else {
+		out_puts(o, ": mean ");
+		out_num(o, x->mean);
+		out_printf(o, " %s over ", sc->unit);
+		out_count(o, x->n);
+		out_puts(o, " pairs (");
+		out_num(o, x->min);
+		out_puts(o, "…");
+		out_num(o, x->max);
+		out_puts(o, ")");
+	}
+	if (x->failed > 0) {
+		out_puts(o, ", ");
+		out_count(o, x->failed);
+		out_puts(o, " not done");
+	}
+	out_printf(o, "%s</title></rect>\n", x->bad ? " [failing]" : "");
+}
+
+/* One rail's strip of a summarised test: a cell per host, at the host's place among the test's
+ * hosts so that the rails line up. */
+static void phr_map(struct ctx *c, const struct phr *ph, size_t n, const char **hosts,
+		    size_t nhosts, const struct scale *sc)
+{
+	struct out *o = &c->o;
+	double w = nhosts <= 64 ? 14 : 6, width = 16 + w * (double)nhosts;
+
+	out_puts(o, "<h4>");
+	out_esc(o, ph[0].test);
+	if (ph[0].has_rail)
+		out_printf(o, ", rail %lld", ph[0].rail);
+	out_printf(o, " (per-host mean of %s, %s)</h4>\n", sc->bw ? "gbps" : "p50_us", sc->unit);
+	out_printf(o, "<div class=\"scroll\"><svg width=\"%.0f\" height=\"96\" role=\"img\">\n",
+		   width > 540 ? width : 540);
+	/* Failing hosts last, so that their outline is drawn over their neighbours. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			const char **hit =
+				bsearch(&ph[i].host, hosts, nhosts, sizeof(char *), str_cmp);
+
+			if (ph[i].bad == (pass == 1) && hit)
+				phr_cell(o, sc, &ph[i], 8 + w * (double)(hit - hosts), w);
+		}
+	}
+	heat_legend(c, sc, 40);
+	out_puts(o, "</svg></div>\n");
+}
+
+/* The heatmaps of a summarised test: per rail one strip of per-host means. */
+static int phr_test(struct ctx *c, struct tgroup *g)
+{
+	bool bw = streq(g->kind, "bw");
+	const char **hosts = NULL;
+	size_t nhosts = 0, maps = 0, left = 0;
+	struct scale sc;
+	int r = phr_hosts(g->ph, g->nph, &hosts, &nhosts);
+
+	if (r == 0)
+		r = phrs_mark_bad(c, g->ph, g->nph);
+	if (r < 0) {
+		free(hosts);
+		return r;
+	}
+	scale_start(&sc, bw, "per-host means");
+	for (size_t i = 0; i < g->nph; i++)
+		scale_add(&sc, g->ph[i].mean);
+	scale_end(&sc);
+	out_puts(&c->o, "<h3>Test ");
+	out_esc(&c->o, g->test);
+	out_printf(&c->o,
+		   "</h3>\n<p class=\"note\">%zu hosts; each cell is a host's mean over the "
+		   "measured pairs it is in on that rail.</p>\n",
+		   nhosts);
+	for (size_t i = 0, j; i < g->nph; i = j) {
+		for (j = i; j < g->nph && phr_rail_eq(&g->ph[i], &g->ph[j]); j++)
+			;
+		if (maps >= MAPS_PER_TEST_MAX || c->maps >= MAPS_MAX) {
+			left++;
+			continue;
+		}
+		maps++;
+		c->maps++;
+		phr_map(c, g->ph + i, j - i, hosts, nhosts, &sc);
+	}
+	if (left)
+		out_printf(&c->o, "<p class=\"note\">%zu more maps of this test left out.</p>\n",
+			   left);
+	free(hosts);
+	return 0;
+}
+
+/* "N result rows; per-host means shown (K listed in full)", when the report summarises. */
+static void summary_note(struct ctx *c)
+{
+	const json_t *sum = json_object_get(c->root, "results_summary");
+	const char *why = jstr(sum, "reason");
+	struct out *o = &c->o;
+
+	if (!sum || json_is_null(sum))
+		return;
+	out_puts(o, "<p class=\"note summarised\">");
+	out_count(o, jnum(sum, "rows_total"));
+	out_puts(o, " result rows; per-host means shown (");
+	out_count(o, jnum(sum, "rows_listed"));
+	out_puts(o, " listed in full)");
+	if (why) {
+		out_puts(o, ": ");
+		out_esc(o, why);
+	}
+	out_puts(o, "</p>\n");
+}
+
+static int sec_heatmaps(struct ctx *c, struct tgroup *g, size_t n)
 {
 	size_t left = 0;
 	int r = 0;
@@ -1239,13 +1584,14 @@ static int sec_heatmaps(struct ctx *c, struct cell *cells, size_t n)
 		 "<h2 id=\"heatmaps\">Heatmaps</h2>\n<p class=\"note\">Rows are clients "
 		 "(a), columns servers (b); a red outline marks a failing pair, grey with an "
 		 "X a pair not measured. Hover a cell for its value.</p>\n");
-	for (size_t i = 0, j; i < n && r == 0; i = j) {
-		for (j = i; j < n && strcmp(cells[j].test, cells[i].test) == 0; j++)
-			;
+	summary_note(c);
+	for (size_t i = 0; i < n && r == 0; i++) {
 		if (c->maps >= MAPS_MAX)
 			left++;
-		else
-			r = heat_test(c, cells + i, j - i);
+		else if (g[i].nph)
+			r = phr_test(c, &g[i]);
+		else if (g[i].ncells)
+			r = heat_test(c, g[i].cells, g[i].ncells);
 	}
 	if (left)
 		out_printf(&c->o,
@@ -1262,16 +1608,13 @@ struct hist {
 	double lo, hi;		    /* the log axis */
 	size_t count[2][HIST_BINS]; /* p50_us, p99_us */
 	size_t max;
-	double thr[2]; /* rule thresholds on the fields, NaN when none */
+	double thr[2];	  /* rule thresholds on the fields, NaN when none */
+	size_t nf;	  /* fields shown: p50_us, or both */
+	const char *what; /* what is counted: "pairs", "host rails" */
 };
 
 static const char *const hist_fields[2] = {"p50_us", "p99_us"};
 static const char *const hist_colours[2] = {"#4a7ebb", "#e08a2e"};
-
-static double hist_field(const struct cell *x, size_t f)
-{
-	return f ? x->p99 : x->p50;
-}
 
 /* The threshold of a rule of test on field ("TEST.FIELD" or "FIELD"), NaN when none. */
 static double rule_threshold(const json_t *t, const char *test, const char *field)
@@ -1307,13 +1650,14 @@ static size_t hist_bin(const struct hist *h, double v)
 	return !(k >= 0) ? 0 : k >= HIST_BINS ? HIST_BINS - 1 : (size_t)k; /* NaN: 0 */
 }
 
-/* Bins over the done cells; false when there is no positive value. */
-static bool hist_fill(struct hist *h, const struct cell *cells, size_t n)
+/* Bins over the values of each field shown (vals[f], n each; NaN where none); false when there
+ * is no positive value. */
+static bool hist_fill(struct hist *h, double *const vals[2], size_t n)
 {
 	h->lo = h->hi = NAN;
-	for (size_t i = 0; i < n; i++) {
-		for (size_t f = 0; f < 2 && cell_done(&cells[i]); f++)
-			hist_range(h, hist_field(&cells[i], f));
+	for (size_t f = 0; f < h->nf; f++) {
+		for (size_t i = 0; i < n; i++)
+			hist_range(h, vals[f][i]);
 	}
 	if (isnan(h->lo))
 		return false;
@@ -1323,9 +1667,9 @@ static bool hist_fill(struct hist *h, const struct cell *cells, size_t n)
 		h->lo /= 1.2;
 		h->hi *= 1.2;
 	}
-	for (size_t i = 0; i < n; i++) {
-		for (size_t f = 0; f < 2 && cell_done(&cells[i]); f++) {
-			double v = hist_field(&cells[i], f);
+	for (size_t f = 0; f < h->nf; f++) {
+		for (size_t i = 0; i < n; i++) {
+			double v = vals[f][i];
 			size_t *k;
 
 			if (!isfinite(v) || v <= 0)
@@ -1349,9 +1693,9 @@ static double hist_x(const struct hist *h, double v)
 
 static void hist_bars(struct out *o, const struct hist *h)
 {
-	double bw = HW / HIST_BINS;
+	double bw = HW / HIST_BINS / (double)h->nf;
 
-	for (size_t f = 0; f < 2; f++) {
+	for (size_t f = 0; f < h->nf; f++) {
 		for (size_t k = 0; k < HIST_BINS; k++) {
 			double ht = HH * (double)h->count[f][k] / (double)h->max;
 			double e0 = h->lo * pow(h->hi / h->lo, (double)k / HIST_BINS);
@@ -1362,8 +1706,8 @@ static void hist_bars(struct out *o, const struct hist *h)
 			out_printf(o,
 				   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 				   "fill=\"%s\"><title>%s %.4g–%.4g µs: %zu</title></rect>\n",
-				   HX + bw * (double)k + (double)f * bw / 2, HY + HH - ht, bw / 2,
-				   ht, hist_colours[f], hist_fields[f], e0, e1, h->count[f][k]);
+				   HX + bw * (double)(k * h->nf + f), HY + HH - ht, bw, ht,
+				   hist_colours[f], hist_fields[f], e0, e1, h->count[f][k]);
 		}
 	}
 }
@@ -1375,8 +1719,9 @@ static void hist_axes(struct out *o, const struct hist *h)
 		   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%zu</text>"
 		   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">0</text>"
 		   "<text transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">"
-		   "pairs</text>\n",
-		   HX, HY, HY + HH, HX + HW, HX - 4, HY + 8, h->max, HX - 4, HY + HH, HY + HH / 2);
+		   "%s</text>\n",
+		   HX, HY, HY + HH, HX + HW, HX - 4, HY + 8, h->max, HX - 4, HY + HH, HY + HH / 2,
+		   h->what);
 	for (size_t k = 0; k <= HIST_BINS; k += 5) {
 		double e = h->lo * pow(h->hi / h->lo, (double)k / HIST_BINS);
 		double x = HX + HW * (double)k / HIST_BINS;
@@ -1394,7 +1739,7 @@ static void hist_axes(struct out *o, const struct hist *h)
 
 static void hist_marks(struct out *o, const struct hist *h)
 {
-	for (size_t f = 0; f < 2; f++) {
+	for (size_t f = 0; f < h->nf; f++) {
 		double x;
 
 		out_printf(o,
@@ -1415,49 +1760,105 @@ static void hist_marks(struct out *o, const struct hist *h)
 	}
 }
 
-/* The histogram of a latency test; false when the test is of another kind. */
-static bool hist_test(struct ctx *c, const struct cell *cells, size_t n)
+/* The histogram of h's values, or why there is none. */
+static void hist_draw(struct ctx *c, struct hist *h, double *const vals[2], size_t n)
 {
-	const json_t *t = eval_test(c, cells[0].test);
-	struct hist h = {.thr = {rule_threshold(t, cells[0].test, "p50_us"),
-				 rule_threshold(t, cells[0].test, "p99_us")}};
 	struct out *o = &c->o;
 
-	if (!streq(test_kind(c, cells, n), "lat"))
-		return false;
-	out_puts(o, "<h3>Test ");
-	out_esc(o, cells[0].test);
-	out_puts(o, "</h3>\n");
-	if (!hist_fill(&h, cells, n)) {
+	if (!hist_fill(h, vals, n)) {
 		out_elem(o, "p", "No measured latency.");
-		return true;
+		return;
 	}
 	out_printf(o, "<div class=\"scroll\"><svg width=\"%.0f\" height=\"%.0f\" role=\"img\">\n",
 		   HX + HW + 110, HY + HH + 44);
-	hist_bars(o, &h);
-	hist_axes(o, &h);
-	hist_marks(o, &h);
+	hist_bars(o, h);
+	hist_axes(o, h);
+	hist_marks(o, h);
 	out_puts(o, "</svg></div>\n");
-	return true;
 }
 
-static void sec_histograms(struct ctx *c, const struct cell *cells, size_t n)
+static void hist_title(struct out *o, const char *test)
+{
+	out_puts(o, "<h3>Test ");
+	out_esc(o, test);
+	out_puts(o, "</h3>\n");
+}
+
+/* The histogram of a latency test's listed pairs: p50_us and p99_us of those measured. */
+static int hist_test(struct ctx *c, const struct tgroup *g)
+{
+	const json_t *t = eval_test(c, g->test);
+	struct hist h = {
+		.thr = {rule_threshold(t, g->test, "p50_us"), rule_threshold(t, g->test, "p99_us")},
+		.nf = 2,
+		.what = "pairs"};
+	double *v = calloc(2 * g->ncells + 1, sizeof(*v));
+	double *vals[2] = {v, v + g->ncells};
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->ncells; i++) {
+		bool done = cell_done(&g->cells[i]);
+
+		vals[0][i] = done ? g->cells[i].p50 : NAN;
+		vals[1][i] = done ? g->cells[i].p99 : NAN;
+	}
+	hist_title(&c->o, g->test);
+	hist_draw(c, &h, vals, g->ncells);
+	free(v);
+	return 0;
+}
+
+/* The histogram of a summarised latency test: the per-host means of p50_us (p99_us is not in
+ * the summary). */
+static int hist_sum_test(struct ctx *c, const struct tgroup *g)
+{
+	const json_t *t = eval_test(c, g->test);
+	struct hist h = {
+		.thr = {rule_threshold(t, g->test, "p50_us"), NAN}, .nf = 1, .what = "host rails"};
+	double *v = calloc(g->nph + 1, sizeof(*v));
+	double *vals[2] = {v, v};
+	const char **hosts = NULL;
+	size_t nhosts = 0;
+
+	if (!v || phr_hosts(g->ph, g->nph, &hosts, &nhosts) < 0) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < g->nph; i++)
+		v[i] = g->ph[i].mean;
+	hist_title(&c->o, g->test);
+	out_printf(&c->o,
+		   "<p class=\"note\">per-host mean of p50_us over %zu hosts: %zu values, one "
+		   "per host and rail (p99_us is not in the summary).</p>\n",
+		   nhosts, g->nph);
+	hist_draw(c, &h, vals, g->nph);
+	free(hosts);
+	free(v);
+	return 0;
+}
+
+static int sec_histograms(struct ctx *c, const struct tgroup *g, size_t n)
 {
 	size_t shown = 0, left = 0;
+	int r = 0;
 
 	out_puts(&c->o, "<h2 id=\"latency\">Latency histograms</h2>\n");
-	for (size_t i = 0, j; i < n; i = j) {
-		for (j = i; j < n && strcmp(cells[j].test, cells[i].test) == 0; j++)
-			;
-		if (shown >= HISTS_MAX)
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (!streq(g[i].kind, "lat") || (!g[i].nph && !g[i].ncells))
+			continue;
+		if (shown >= HISTS_MAX) {
 			left++;
-		else
-			shown += hist_test(c, cells + i, j - i);
+			continue;
+		}
+		shown++;
+		r = g[i].nph ? hist_sum_test(c, &g[i]) : hist_test(c, &g[i]);
 	}
 	if (left)
 		out_printf(&c->o, "<p class=\"note\">%zu more tests left out.</p>\n", left);
 	if (!shown)
 		out_elem(&c->o, "p", "No latency test.");
+	return r;
 }
 
 /* ---- configuration ------------------------------------------------------------------------ */
@@ -1849,11 +2250,17 @@ static void nav(struct ctx *c)
 static int render(struct ctx *c)
 {
 	struct cell *cells = NULL;
-	size_t ncells = 0;
+	struct phr *ph = NULL;
+	struct tgroup *groups = NULL;
+	size_t ncells = 0, nph = 0, ngroups = 0;
 	int r = ids_build(c);
 
 	if (r == 0)
 		r = cells_collect(c, &cells, &ncells);
+	if (r == 0)
+		r = phrs_collect(c, &ph, &nph);
+	if (r == 0)
+		r = groups_build(c, cells, ncells, ph, nph, &groups, &ngroups);
 	if (r < 0)
 		goto out;
 	page_head(c);
@@ -1861,10 +2268,11 @@ static int render(struct ctx *c)
 	sec_verdict(c);
 	nav(c);
 	sec_failures(c);
-	r = sec_heatmaps(c, cells, ncells);
+	r = sec_heatmaps(c, groups, ngroups);
+	if (r == 0)
+		r = sec_histograms(c, groups, ngroups);
 	if (r < 0)
 		goto out;
-	sec_histograms(c, cells, ncells);
 	r = sec_config(c);
 	if (r < 0)
 		goto out;
@@ -1873,6 +2281,8 @@ static int render(struct ctx *c)
 	sec_footer(c);
 	r = c->o.oom ? -ENOMEM : 0;
 out:
+	free(groups);
+	free(ph);
 	free(cells);
 	return r;
 }

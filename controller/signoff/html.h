@@ -12,8 +12,10 @@
  * as one HTML5 page. Every string from the report is HTML-escaped. Besides "schema", the report
  * must hold the members "id", "kind", "cluster", "created_at" and "verdict"; any other member
  * may be absent or of the wrong type: its place on the page then shows "?". The page grows
- * with the report but not with its square: at most 64 heatmaps, and above 64 hosts a heatmap
- * is one strip of per-host medians (a 1024-node report gives a page of a few hundred KB).
+ * with the report but not with its square: at most 64 heatmaps, and above 32 hosts a heatmap
+ * is one strip of per-host medians (a 1024-node report gives a page of a few hundred KB). A
+ * test that "results_summary" summarises per host and rail is drawn from that summary: per rail
+ * a strip of per-host means, and for latency a histogram of those means of p50_us.
  * On success returns 0 and *ret_html is the NUL-terminated page of *ret_len bytes (caller frees
  * with free()); on failure nothing is written to them.
  * Errors: -RY_E_INVALID when the bytes are not JSON (errbuf "not JSON: LINE:COLUMN: ..."; a

@@ -8,6 +8,7 @@
 #include "common/util/util.h"
 #include "controller/signoff/canon.h"
 #include "controller/signoff/compare.h"
+#include "controller/signoff/results.h"
 #include "controller/signoff/snapshot.h"
 
 #include <errno.h>
@@ -130,58 +131,71 @@ static int nodes_of(struct store *st, const json_t *cnodes, json_t *out)
 	return 0;
 }
 
-static const char *host_of(const json_t *cnodes, const char *id)
+/* Node id -> index in the campaign's nodes (sorted by id). */
+static long node_index(const json_t *ids, const char *id)
 {
-	const json_t *e;
-	size_t i;
+	size_t lo = 0, hi = json_array_size(ids);
 
-	json_array_foreach(cnodes, i, e)
-	{
-		const char *x = json_string_value(json_object_get(e, "id"));
+	while (id && lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(json_string_value(json_array_get(ids, mid)), id);
 
-		if (x && id && strcmp(x, id) == 0)
-			return json_string_value(json_object_get(e, "hostname"));
+		if (c == 0)
+			return (long)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return id;
-}
-
-static json_t *result_row(const struct store_campaign_row *w, const json_t *test,
-			  const json_t *cnodes)
-{
-	json_t *sum = w->summary_json ? json_loads(w->summary_json, 0, NULL) : NULL;
-	const json_t *env_a = json_object_get(json_object_get(sum, "env"), "a");
-	json_t *o = json_pack("{s:O?, s:O?, s:s, s:s, s:s, s:s, s:s, s:O?, s:s?, s:O?, s:O?}",
-			      "test", json_object_get(test, "name"), "kind",
-			      json_object_get(test, "kind"), "phase", w->phase, "role", w->role,
-			      "a", host_of(cnodes, w->node_a), "b", host_of(cnodes, w->node_b),
-			      "state", w->state, "device", json_object_get(env_a, "device"),
-			      "error", w->error, "metrics", json_object_get(sum, "metrics"),
-			      "counters", json_object_get(sum, "counters"));
-
-	if (o)
-		json_object_set_new(o, "rail", w->rail < 0 ? json_null() : json_integer(w->rail));
-	json_decref(sum);
-	return o;
+	return -1;
 }
 
 static int results_of(struct store *st, const struct store_campaign *m, const json_t *spec,
-		      const json_t *cnodes, json_t *out)
+		      const json_t *cnodes, const json_t *verdict, json_t *doc)
 {
 	struct store_campaign_row *rows = NULL;
-	size_t n = 0;
-	const json_t *tests = json_object_get(spec, "tests");
-	int r = store_campaign_rows(st, m->id, -1, -1, &rows, &n);
+	json_t *ids = json_array(), *hosts = json_array(), *e;
+	struct so_results *acc = NULL;
+	size_t n = 0, i;
+	int r = ids && hosts ? store_campaign_rows(st, m->id, -1, -1, &rows, &n) : -ENOMEM;
 
-	for (size_t i = 0; r >= 0 && i < n; i++) {
-		json_t *o = result_row(&rows[i], json_array_get(tests, (size_t)rows[i].test_idx),
-				       cnodes);
+	json_array_foreach(cnodes, i, e)
+	{
+		json_array_append(ids, json_object_get(e, "id"));
+		json_array_append(hosts, json_object_get(e, "hostname"));
+	}
+	if (r >= 0 &&
+	    !(acc = so_results_new(json_object_get(spec, "tests"), hosts, ids, verdict, n)))
+		r = -ENOMEM;
+	for (i = 0; r >= 0 && i < n; i++) {
+		const struct store_campaign_row *w = &rows[i];
+		json_t *sum = w->summary_json ? json_loads(w->summary_json, 0, NULL) : NULL;
+		long a = node_index(ids, w->node_a), b = node_index(ids, w->node_b);
+		struct so_row row = {
+			.test = (size_t)w->test_idx,
+			.a = (size_t)a,
+			.b = (size_t)b,
+			.rail = w->rail,
+			.phase = w->phase,
+			.role = w->role,
+			.device = json_string_value(json_object_get(
+				json_object_get(json_object_get(sum, "env"), "a"), "device")),
+			.state = w->state,
+			.error = w->error,
+			.metrics = json_object_get(sum, "metrics"),
+			.counters = json_object_get(sum, "counters"),
+		};
 
-		if (!o)
-			r = -ENOMEM;
-		else
-			json_array_append_new(out, o);
+		r = a < 0 || b < 0 ? -RY_E_CORRUPT : so_results_add(acc, &row);
+		json_decref(sum);
 	}
 	store_campaign_rows_free(rows, n);
+	if (r >= 0)
+		r = so_results_finish(acc, doc);
+	else
+		so_results_free(acc);
+	json_decref(ids);
+	json_decref(hosts);
 	return r < 0 ? r : 0;
 }
 
@@ -207,8 +221,7 @@ static int compare_with(json_t *doc, const json_t *options, const struct store_s
 		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INTERNAL, "baseline",
 				     "the baseline %s does not parse", b->id);
 	}
-	cmp = so_compare(json_object_get(base, "results"), json_object_get(doc, "results"),
-			 tolerance(options, "bw_pct", SO_TOLERANCE_BW_PCT),
+	cmp = so_compare(base, doc, tolerance(options, "bw_pct", SO_TOLERANCE_BW_PCT),
 			 tolerance(options, "lat_pct", SO_TOLERANCE_LAT_PCT));
 	drift = so_drift(json_object_get(base, "nodes"), json_object_get(doc, "nodes"));
 	if (!cmp || !drift) {
@@ -257,7 +270,7 @@ int so_report_build(struct store *st, const struct store_campaign *m, const char
 	json_t *left = json_loads(m->left_out_json, 0, NULL);
 	json_t *verdict = m->verdict_json ? json_loads(m->verdict_json, 0, NULL) : NULL;
 	json_t *hosts = json_array(), *deployments = json_array(), *playbooks = json_array();
-	json_t *nodes = json_array(), *results = json_array(), *doc = NULL, *e;
+	json_t *nodes = json_array(), *doc = NULL, *e;
 	size_t i;
 	int r = -ENOMEM;
 
@@ -266,21 +279,19 @@ int so_report_build(struct store *st, const struct store_campaign *m, const char
 				  "campaign %s: its stored record does not parse", m->id);
 		goto out;
 	}
-	if (!hosts || !deployments || !playbooks || !nodes || !results)
+	if (!hosts || !deployments || !playbooks || !nodes)
 		goto nomem;
 	json_array_foreach(cnodes, i, e) json_array_append(hosts, json_object_get(e, "hostname"));
 	r = deployments_of(st, m, hosts, deployments, playbooks);
 	if (r >= 0)
 		r = nodes_of(st, cnodes, nodes);
-	if (r >= 0)
-		r = results_of(st, m, spec, cnodes, results);
 	if (r < 0) {
 		ctl_error_store(err, r, "reading the campaign's records");
 		goto out;
 	}
 	doc = json_pack(
 		"{s:s, s:s, s:s, s:o, s:{s:s, s:s}, s:s, s:O?, s:O?, s:{s:s, s:s, s:o, s:o, s:O, "
-		"s:O, s:I, s:s, s:O, s:o, s:O, s:O}, s:O, s:O, s:O, s:O, s:O, s:n, s:n}",
+		"s:O, s:I, s:s, s:O, s:o, s:O, s:O}, s:O, s:O, s:O, s:O, s:n, s:n}",
 		"schema", SO_SCHEMA, "id", id, "kind", baseline ? "revalidation" : "signoff",
 		"created_at", so_time_json(now_ms), "controller", "version", RAILYARD_VERSION,
 		"ca_fingerprint", ca_fingerprint, "cluster", m->cluster, "verdict",
@@ -292,10 +303,14 @@ int so_report_build(struct store *st, const struct store_campaign *m, const char
 		"seed", (json_int_t)m->seed, "actor", m->actor, "options", options, "playbook",
 		playbook_ref(m->playbook_name, m->playbook_version, m->playbook_sha256),
 		"definition", spec, "left_out", left, "playbooks", playbooks, "deployments",
-		deployments, "nodes", nodes, "results", results, "evaluation", verdict, "baseline",
-		"comparison");
+		deployments, "nodes", nodes, "evaluation", verdict, "baseline", "comparison");
 	if (!doc)
 		goto nomem;
+	r = results_of(st, m, spec, cnodes, verdict, doc);
+	if (r < 0) {
+		ctl_error_store(err, r, "reading the campaign's results");
+		goto out;
+	}
 	/* json_pack took the findings by reference: give the report its own array. */
 	json_object_set_new(doc, "summary",
 			    json_is_array(json_object_get(doc, "summary"))
@@ -320,6 +335,5 @@ out:
 	json_decref(deployments);
 	json_decref(playbooks);
 	json_decref(nodes);
-	json_decref(results);
 	return r;
 }

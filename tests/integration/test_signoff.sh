@@ -123,6 +123,14 @@ check "an unknown schema version, properly signed: exit 3" test "$(rc_of verify 
 	"$T/s9.p7s" --ca "$T/out/ca.pem")" = 3
 check "  names the version" log_has "$T/rc.out" "unknown report schema railyard-signoff/9"
 
+# ---- a playbook that asks for a sign-off --------------------------------------------------------
+sed 's/^validation:$/validation:\n  signoff: true/' "$PB" >"$T/auto.yaml"
+"$CTL" validate --state-dir "$T/ctl" --cluster it --playbook "$T/auto.yaml" --quick --json \
+	>"$T/auto.json" 2>/dev/null
+signed_off() { so list --json | jq -e --arg c "$1" 'any(.[]; .campaign == $c)' >/dev/null; }
+check "validation.signoff: true signs without being asked" wait_for 20 signed_off \
+	"$(jq -r .id "$T/auto.json")"
+
 # ---- drift: a node's configuration changes ---------------------------------------------------
 sostate() { "$CTL" nodes --json --state-dir "$T/ctl" | jq -r --arg h "$1" '.[] | select(.hostname == $h) | .signoff.state'; }
 check "every node current against the sign-off" bash -c \

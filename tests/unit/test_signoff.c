@@ -3,9 +3,11 @@
  * comparison with a baseline, and the canonical bytes that are signed. */
 #include "controller/signoff/canon.h"
 #include "controller/signoff/compare.h"
+#include "controller/signoff/results.h"
 #include "controller/signoff/snapshot.h"
 #include "nodeagent/facts/facts.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -180,6 +182,12 @@ static json_t *row(const char *test, const char *kind, const char *a, const char
 			 field, v);
 }
 
+/* A report holding rows as its results. */
+static void wrap(json_t **rows)
+{
+	*rows = json_pack("{s:o}", "results", *rows);
+}
+
 /* Beyond the tolerance only: bandwidth down 6 % regresses at 5 %, down 4 % does not; latency
  * up 11 % regresses at 10 %; a latency that fell or a row only one side has is not. */
 static void test_compare(void **state)
@@ -198,6 +206,8 @@ static void test_compare(void **state)
 	json_array_append_new(base, row("lat", "lat", "n1", "n3", 0, "p99_us", 10.0));
 	json_array_append_new(cur, row("lat", "lat", "n1", "n3", 0, "p99_us", 8.0));
 	json_array_append_new(cur, row("lat", "lat", "n2", "n3", 0, "p99_us", 50.0));
+	wrap(&base);
+	wrap(&cur);
 	c = so_compare(base, cur, SO_TOLERANCE_BW_PCT, SO_TOLERANCE_LAT_PCT);
 	assert_non_null(c);
 	assert_int_equal(json_array_size(json_object_get(c, "metrics")), 4);
@@ -264,6 +274,119 @@ static void test_time(void **state)
 	json_decref(t);
 }
 
+/* Up to SO_RESULTS_LISTED_MAX rows every row is listed; beyond, only the rows not measured,
+ * retests and those the verdict names, with per host and rail the mean, min and max of the
+ * test's main field over the pairs the host was in. */
+static void test_results_summarised(void **state)
+{
+	json_t *tests = json_pack("[{s:s, s:s}]", "name", "pair-lat", "kind", "lat");
+	json_t *hosts = json_pack("[s, s, s, s]", "h0", "h1", "h2", "h3");
+	json_t *ids = json_pack("[s, s, s, s]", "n0", "n1", "n2", "n3");
+	json_t *eval = json_pack("{s:[{s:s, s:[{s:s, s:s, s:i}]}]}", "tests", "name", "pair-lat",
+				 "failures", "a", "n1", "b", "n2", "rail", 0);
+	static const size_t pa[6] = {0, 0, 0, 1, 1, 2}, pb[6] = {1, 2, 3, 2, 3, 3};
+	const size_t total = SO_RESULTS_LISTED_MAX + 6000;
+	struct so_results *r = so_results_new(tests, hosts, ids, eval, total);
+	json_t *doc = json_object(), *small = json_object(), *e,
+	       *m2 = json_pack("{s:f}", "p50_us", 3.0);
+	json_t *m1 = json_pack("{s:f}", "p50_us", 1.0);
+	const json_t *sum, *per;
+	size_t i, named = 0;
+
+	(void)state;
+	assert_non_null(r);
+	for (i = 0; i < total; i++) {
+		size_t p = i % 6;
+		struct so_row w = {.test = 0,
+				   .a = pa[p],
+				   .b = pb[p],
+				   .rail = (int)(i / 6 % 2),
+				   .phase = i == 7 ? "retest" : "run",
+				   .role = "measure",
+				   .state = i == 5 ? "failed" : "done",
+				   .error = i == 5 ? "x" : NULL,
+				   .metrics = pa[p] == 2 || pb[p] == 2 ? m2 : m1};
+
+		named += p == 3 && w.rail == 0 && i != 7 && i != 5;
+		assert_int_equal(so_results_add(r, &w), 0);
+	}
+	{
+		struct so_row bad = {.test = 1, .phase = "run", .role = "measure", .state = "done"};
+
+		assert_int_equal(so_results_add(r, &bad), -EINVAL);
+	}
+	assert_int_equal(so_results_finish(r, doc), 0);
+	sum = json_object_get(doc, "results_summary");
+	assert_int_equal(json_integer_value(json_object_get(sum, "rows_total")), total);
+	/* the failed row, the retest, every row of the pair the verdict names */
+	assert_int_equal(json_array_size(json_object_get(doc, "results")), named + 2);
+	assert_int_equal(json_integer_value(json_object_get(sum, "rows_listed")), named + 2);
+	per = json_object_get(sum, "per_host_rail");
+	assert_int_equal(json_array_size(per), 4 * 2);
+	json_array_foreach(per, i, e)
+	{
+		const char *h = json_string_value(json_object_get(e, "host"));
+
+		assert_string_equal(json_string_value(json_object_get(e, "field")), "p50_us");
+		if (strcmp(h, "h2") == 0)
+			assert_true(json_real_value(json_object_get(e, "min")) == 3.0);
+		else if (strcmp(h, "h3") == 0)
+			assert_true(json_real_value(json_object_get(e, "max")) == 3.0 &&
+				    json_real_value(json_object_get(e, "min")) == 1.0);
+	}
+	/* A campaign of three rows: all listed, no summary. */
+	r = so_results_new(tests, hosts, ids, eval, 3);
+	for (i = 0; i < 3; i++) {
+		struct so_row w = {.test = 0,
+				   .a = 0,
+				   .b = 1,
+				   .rail = -1,
+				   .phase = "run",
+				   .role = "measure",
+				   .state = "done",
+				   .metrics = m1};
+
+		assert_int_equal(so_results_add(r, &w), 0);
+	}
+	assert_int_equal(so_results_finish(r, small), 0);
+	assert_int_equal(json_array_size(json_object_get(small, "results")), 3);
+	assert_true(json_is_null(json_object_get(small, "results_summary")));
+	assert_true(json_is_null(
+		json_object_get(json_array_get(json_object_get(small, "results"), 0), "rail")));
+	json_decref(small);
+	json_decref(doc);
+	json_decref(m1);
+	json_decref(m2);
+	json_decref(tests);
+	json_decref(hosts);
+	json_decref(ids);
+	json_decref(eval);
+}
+
+/* Two summarised reports compare host by host: a host whose mean latency rose 20 % regresses. */
+static void test_compare_summaries(void **state)
+{
+	json_t *b = json_pack(
+		"{s:[], s:{s:[{s:s, s:s, s:s, s:i, s:s, s:f}, {s:s, s:s, s:s, s:i, s:s, "
+		"s:f}]}}",
+		"results", "results_summary", "per_host_rail", "test", "pl", "kind", "lat", "host",
+		"h1", "rail", 0, "field", "p50_us", "mean", 2.0, "test", "pl", "kind", "lat",
+		"host", "h2", "rail", 0, "field", "p50_us", "mean", 2.0);
+	json_t *c = json_deep_copy(b), *cmp;
+	json_t *h2 = json_array_get(
+		json_object_get(json_object_get(c, "results_summary"), "per_host_rail"), 1);
+
+	(void)state;
+	json_object_set_new(h2, "mean", json_real(2.4));
+	cmp = so_compare(b, c, SO_TOLERANCE_BW_PCT, SO_TOLERANCE_LAT_PCT);
+	assert_int_equal(json_array_size(json_object_get(cmp, "metrics")), 2);
+	assert_int_equal(json_array_size(json_object_get(cmp, "regressions")), 1);
+	assert_string_equal(JS(json_array_get(json_object_get(cmp, "regressions"), 0), "a"), "h2");
+	json_decref(cmp);
+	json_decref(b);
+	json_decref(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +397,8 @@ int main(void)
 		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_canonical_bytes),
 		cmocka_unit_test(test_time),
+		cmocka_unit_test(test_results_summarised),
+		cmocka_unit_test(test_compare_summaries),
 	};
 
 	if (!getenv("RAILYARD_SOURCE_DIR")) {

@@ -2,7 +2,9 @@
  * renders with its verdict, failing node, one heatmap cell per measured pair, rail and test, the
  * failing cells outlined, configuration drift highlighted and the verification commands; host
  * names are escaped; bad input is refused with the reason; members of the wrong type anywhere
- * in the tree render as "?" without a crash; more than 64 hosts give a strip, not a matrix. */
+ * in the tree render as "?" without a crash; more than 32 hosts give a strip, not a matrix; a
+ * report that summarises its results (results_summary) gets per-rail strips of per-host means
+ * and a histogram of them, and survives the same mutations. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -443,19 +445,17 @@ static void test_mutations(void **state)
 	free(json);
 }
 
-/* More than 64 hosts: per-host medians in one strip per map. */
-static void test_strip(void **state)
+/* A report of one bandwidth test over n hosts, all pairs on one rail-less map. */
+static json_t *hosts_doc(int n)
 {
 	json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[]}", "schema", SO_SCHEMA, "id",
 				"so-big", "kind", "signoff", "cluster", "big", "created_at",
 				"2026-12-01T00:00:00Z", "verdict", "pass", "results");
 	json_t *res = json_object_get(doc, "results");
-	char *html;
 
-	(void)state;
 	assert_non_null(doc);
-	for (int i = 0; i < 70; i++) {
-		for (int j = i + 1; j < 70; j++) {
+	for (int i = 0; i < n; i++) {
+		for (int j = i + 1; j < n; j++) {
 			char a[16], b[16];
 
 			snprintf(a, sizeof(a), "h%03d", i);
@@ -467,13 +467,205 @@ static void test_strip(void **state)
 					       "gbps", 300.0 + i + j));
 		}
 	}
+	return doc;
+}
+
+/* More than 32 hosts: per-host medians in one strip per map; 32 keep the matrix. */
+static void test_strip(void **state)
+{
+	json_t *doc = hosts_doc(70);
+	char *html;
+
+	(void)state;
 	html = render_doc(doc);
 	assert_null(strstr(html, "<rect class=\"cell"));
 	assert_int_equal(count(html, "<rect class=\"hostcell"), 70);
-	assert_non_null(strstr(html, "70 hosts: more than 64"));
+	assert_non_null(strstr(html, "70 hosts: more than 32"));
 	assert_non_null(strstr(html, "<title>h000: median 335 Gb/s over 69 pairs</title>"));
 	assert_true(strlen(html) < 100000);
 	free(html);
+	json_decref(doc);
+
+	doc = hosts_doc(33);
+	html = render_doc(doc);
+	assert_null(strstr(html, "<rect class=\"cell"));
+	assert_int_equal(count(html, "<rect class=\"hostcell"), 33);
+	free(html);
+	json_decref(doc);
+
+	doc = hosts_doc(32);
+	html = render_doc(doc);
+	assert_null(strstr(html, "<rect class=\"hostcell"));
+	assert_int_equal(count(html, "<rect class=\"cell"), 32 * 31 / 2);
+	free(html);
+	json_decref(doc);
+}
+
+/* The fixture as a summarised report: results_summary.per_host_rail holds each host's mean,
+ * min and max per test and rail computed from the fixture's 24 rows (gpu-node-02 on rail 0 of
+ * pair-bw with one row not done), and results keeps 2 rows. */
+static json_t *summary_doc(void)
+{
+	size_t len, i;
+	char *json = read_fixture(&len);
+	json_t *doc = json_loadb(json, len, 0, NULL), *rows, *r, *phr = json_array();
+	json_t *listed = json_array();
+
+	free(json);
+	assert_non_null(doc);
+	rows = json_object_get(doc, "results");
+	json_array_foreach(rows, i, r)
+	{
+		const char *test = json_string_value(json_object_get(r, "test"));
+		const char *kind = json_string_value(json_object_get(r, "kind"));
+		const char *field = strcmp(kind, "bw") == 0 ? "gbps" : "p50_us";
+		double v = json_number_value(json_object_get(json_object_get(r, "metrics"), field));
+		json_int_t rail = json_integer_value(json_object_get(r, "rail"));
+
+		for (size_t e = 0; e < 2; e++) {
+			const char *host = json_string_value(json_object_get(r, e ? "b" : "a"));
+			json_t *x = NULL, *y;
+			size_t k;
+
+			json_array_foreach(phr, k, y)
+			{
+				if (strcmp(json_string_value(json_object_get(y, "test")), test) ==
+					    0 &&
+				    strcmp(json_string_value(json_object_get(y, "host")), host) ==
+					    0 &&
+				    json_integer_value(json_object_get(y, "rail")) == rail)
+					x = y;
+			}
+			if (!x) {
+				x = json_pack("{s:s, s:s, s:s, s:I, s:s, s:i, s:i, s:f, s:f, s:f}",
+					      "test", test, "kind", kind, "host", host, "rail",
+					      rail, "field", field, "n", 0, "failed", 0, "mean",
+					      0.0, "min", v, "max", v);
+				json_array_append_new(phr, x);
+			}
+			json_int_t n = json_integer_value(json_object_get(x, "n"));
+			double mean = json_number_value(json_object_get(x, "mean"));
+
+			json_object_set_new(x, "n", json_integer(n + 1));
+			json_object_set_new(x, "mean",
+					    json_real((mean * (double)n + v) / (double)(n + 1)));
+			if (v < json_number_value(json_object_get(x, "min")))
+				json_object_set_new(x, "min", json_real(v));
+			if (v > json_number_value(json_object_get(x, "max")))
+				json_object_set_new(x, "max", json_real(v));
+			if (strcmp(test, "pair-bw") == 0 && rail == 0 &&
+			    strcmp(host, "gpu-node-02") == 0)
+				json_object_set_new(x, "failed", json_integer(1));
+		}
+		if (rail == 1 &&
+		    strcmp(json_string_value(json_object_get(r, "a")), "gpu-node-01") == 0 &&
+		    strcmp(json_string_value(json_object_get(r, "b")), "gpu-node-03") == 0)
+			json_array_append(listed, r);
+	}
+	assert_int_equal(json_array_size(phr), 16);
+	assert_int_equal(json_array_size(listed), 2);
+	json_object_set_new(doc, "results", listed);
+	json_object_set_new(doc, "results_summary",
+			    json_pack("{s:i, s:i, s:s, s:o}", "rows_total", 24, "rows_listed", 2,
+				      "reason", "more than 8 rows <listed>", "per_host_rail", phr));
+	return doc;
+}
+
+/* A summarised report: one strip per test and rail of per-host means, the hosts of failing
+ * rows or pairs outlined, and a histogram of the per-host means of p50_us. */
+static void test_summary(void **state)
+{
+	json_t *doc = summary_doc();
+	char *html = render_doc(doc), *hist;
+	size_t cells = 0, bars = 0;
+
+	(void)state;
+	assert_non_null(strstr(html,
+			       "<p class=\"note summarised\">24 result rows; per-host means "
+			       "shown (2 listed in full): more than 8 rows &lt;listed&gt;</p>"));
+	assert_true(strstr(html, "24 result rows") < strstr(html, "<rect class=\"hostcell"));
+	/* No matrix from the 2 listed rows: 4 hosts x 2 rails x 2 tests cells. */
+	assert_null(strstr(html, "<rect class=\"cell"));
+	for (const char *p = strstr(html, "<rect class=\"hostcell"); p;
+	     p = strstr(p + 1, "<rect class=\"hostcell")) {
+		const char *t = strstr(p, "<title>"), *end = strstr(p, "</title>");
+
+		assert_true(t && end && t < end && t - p < 200);
+		assert_true(strncmp(t, "<title>gpu-node-0", 17) == 0);
+		assert_true(strncmp(t + 18, " rail ", 6) == 0);
+		assert_non_null(strstr(t, ": mean "));
+		assert_true(strstr(t, ": mean ") < end);
+		cells++;
+	}
+	assert_int_equal(cells, 16);
+	assert_int_equal(count(html, "<h4>pair-lat, rail "), 2);
+	assert_int_equal(count(html, "<h4>pair-bw, rail "), 2);
+	assert_int_equal(count(html, "<title>gpu-node-03 rail 1: "), 2);
+	assert_int_equal(count(html, "<title>gpu-node-01 rail 0: "), 2);
+	assert_non_null(strstr(html, "<title>gpu-node-03 rail 1: mean 10.3 µs over 3 pairs "
+				     "(9.7…10.9) [failing]</title>"));
+	assert_non_null(strstr(html, "<title>gpu-node-03 rail 1: mean 187.8 Gb/s over 3 pairs "
+				     "(183.6…192) [failing]</title>"));
+	assert_non_null(strstr(html, "<title>gpu-node-01 rail 0: mean 1.94 µs over 3 pairs "
+				     "(1.91…1.97)</title>"));
+	/* Outlined: on rail 1 every end of the verdict's failures (all 4 hosts) in both tests; on
+	 * rail 0 gpu-node-02 of pair-bw, with a row not done. */
+	assert_int_equal(count(html, "<rect class=\"hostcell bad\""), 9);
+	assert_int_equal(count(html, "[failing]</title></rect>"), 9);
+	assert_non_null(strstr(html, "<title>gpu-node-02 rail 0: mean 390.8 Gb/s over 3 pairs "
+				     "(389.6…392.4), 1 not done [failing]</title>"));
+	for (const char *p = strstr(html, "<rect class=\"hostcell bad\""); p;
+	     p = strstr(p + 1, "<rect class=\"hostcell bad\"")) {
+		const char *t = strstr(p, "<title>");
+
+		assert_true(strncmp(t + 18, " rail 1:", 8) == 0 ||
+			    strncmp(t, "<title>gpu-node-02 rail 0:", 26) == 0);
+	}
+	assert_non_null(strstr(html, "per-host means over the test's rails: min"));
+	/* The histogram: only p50_us, one value per host and rail. */
+	hist = strstr(html, "id=\"latency\"");
+	assert_non_null(hist);
+	assert_non_null(strstr(hist, "per-host mean of p50_us over 4 hosts: 8 values"));
+	assert_null(strstr(hist, "<title>p99_us "));
+	assert_null(strstr(hist, "p99_us threshold"));
+	for (const char *p = strstr(hist, "<title>p50_us "); p; p = strstr(p + 1, "<title>p50_us "))
+		bars += strtoul(strstr(p, " µs: ") + strlen(" µs: "), NULL, 10);
+	assert_int_equal(bars, 8);
+	assert_int_equal(count(hist, "<h3>Test "), 1);
+	/* The rest as before: the verdict's failures still name the pairs. */
+	assert_non_null(strstr(html, "<tr><td>gpu-node-01</td><td>gpu-node-03</td><td>1</td>"
+				     "<td>node</td><td>pair-lat: p99_us 14.5, not &lt;= 4.62"));
+	free(html);
+
+	/* A test without summary entries is drawn from its rows as before. */
+	json_t *phr = json_object_get(json_object_get(doc, "results_summary"), "per_host_rail"), *x;
+	size_t i = 0;
+
+	while (i < json_array_size(phr)) {
+		x = json_array_get(phr, i);
+		if (strcmp(json_string_value(json_object_get(x, "test")), "pair-bw") == 0)
+			json_array_remove(phr, i);
+		else
+			i++;
+	}
+	html = render_doc(doc);
+	assert_int_equal(count(html, "<rect class=\"hostcell"), 8);
+	check_cell_count(html, 1); /* pair-bw's one listed pair */
+	assert_int_equal(count(html, "<h4>pair-bw, rail 1 (gbps, Gb/s)</h4>"), 1);
+	free(html);
+	json_decref(doc);
+}
+
+/* The mutations of test_mutations on the summarised report. */
+static void test_summary_mutations(void **state)
+{
+	json_t *doc = summary_doc();
+	size_t before = mutations;
+
+	(void)state;
+	mutate(doc, doc, true);
+	fprintf(stderr, "%zu summary mutants\n", mutations - before);
+	assert_true(mutations - before > 300);
 	json_decref(doc);
 }
 
@@ -514,11 +706,12 @@ static void test_extremes(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fixture),	     cmocka_unit_test(test_escaped),
-		cmocka_unit_test(test_bad_input),    cmocka_unit_test(test_wrong_types),
-		cmocka_unit_test(test_revalidation), cmocka_unit_test(test_failed_cell),
-		cmocka_unit_test(test_mutations),    cmocka_unit_test(test_strip),
-		cmocka_unit_test(test_extremes),
+		cmocka_unit_test(test_fixture),		  cmocka_unit_test(test_escaped),
+		cmocka_unit_test(test_bad_input),	  cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_revalidation),	  cmocka_unit_test(test_failed_cell),
+		cmocka_unit_test(test_mutations),	  cmocka_unit_test(test_strip),
+		cmocka_unit_test(test_extremes),	  cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_summary_mutations),
 	};
 
 	if (argc > 1)
