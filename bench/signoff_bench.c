@@ -41,11 +41,11 @@ static json_t *snapshot(int rails)
 		snprintf(dev, sizeof(dev), "mlx5_%d", i);
 		snprintf(pci, sizeof(pci), "0000:%02x:00.0", 0x16 + 0x11 * i);
 		json_array_append_new(
-			hcas, json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:s, s:s}", "device",
-					dev, "fw_ver", "28.42.1000", "board_id", "MT_0000000838",
-					"pci_address", pci, "numa_node", i / 4, "link_layer",
-					"InfiniBand", "state", "ACTIVE", "rate_gbps", 400, "pcie",
-					"Gen5 x16", "pcie_max", "Gen5 x16"));
+			hcas, json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:s, s:s}",
+					"device", dev, "fw_ver", "28.42.1000", "board_id",
+					"MT_0000000838", "pci_address", pci, "numa_node", i / 4,
+					"link_layer", "InfiniBand", "state", "ACTIVE", "rate_gbps",
+					400, "pcie", "Gen5 x16", "pcie_max", "Gen5 x16"));
 		json_array_append_new(gpus, json_pack("{s:s, s:s, s:i, s:s, s:s}", "bus", pci,
 						      "model", "NVIDIA H200", "numa_node", i / 4,
 						      "pcie", "Gen5 x16", "pcie_max", "Gen5 x16"));
@@ -69,26 +69,27 @@ static json_t *report_head(int n, int rails, json_t *hosts, json_t *ids)
 		snprintf(id, sizeof(id), "n-%04d", i + 1);
 		json_array_append_new(hosts, json_string(host));
 		json_array_append_new(ids, json_string(id));
-		json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:O}", "id", id, "hostname",
-						       host, "agent_version", "0.9.0", "snapshot",
-						       snap));
-		json_array_append_new(enodes, json_pack("{s:s, s:s, s:s, s:[], s:[]}", "id", id,
-							"hostname", host, "result", "pass",
-							"reasons", "rails"));
+		json_array_append_new(nodes,
+				      json_pack("{s:s, s:s, s:s, s:O}", "id", id, "hostname", host,
+						"agent_version", "0.9.0", "snapshot", snap));
+		json_array_append_new(enodes,
+				      json_pack("{s:s, s:s, s:s, s:[], s:[]}", "id", id, "hostname",
+						host, "result", "pass", "reasons", "rails"));
 	}
 	json_decref(snap);
-	return json_pack(
-		"{s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:[s], s:{s:s, s:s}, s:[], s:[], s:o, "
-		"s:{s:s, s:[{s:s, s:s, s:s, s:b, s:[]}, {s:s, s:s, s:s, s:b, s:[]}], s:o, "
-		"s:[], s:[]}, s:n, s:n}",
-		"schema", SO_SCHEMA, "id", "so-bench", "kind", "signoff", "created_at",
-		"2026-12-01T00:00:00.000Z", "controller", "version", "bench", "ca_fingerprint",
-		"sha256:00", "cluster", "bench", "verdict", "pass", "summary",
-		"every test passed", "campaign", "id", "c-bench", "state", "passed", "playbooks",
-		"deployments", "nodes", nodes, "evaluation", "result", "pass", "tests", "name",
-		"pair-lat", "kind", "lat", "pattern", "pairs", "per_rail", 1, "failures", "name",
-		"pair-bw", "kind", "bw", "pattern", "pairs", "per_rail", 1, "failures", "nodes",
-		enodes, "links", "findings", "baseline", "comparison");
+	return json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:[s], s:{s:s, s:s}, s:[], "
+			 "s:[], s:o, "
+			 "s:{s:s, s:[{s:s, s:s, s:s, s:b, s:[]}, {s:s, s:s, s:s, s:b, s:[]}], s:o, "
+			 "s:[], s:[]}, s:n, s:n}",
+			 "schema", SO_SCHEMA, "id", "so-bench", "kind", "signoff", "created_at",
+			 "2026-12-01T00:00:00.000Z", "controller", "version", "bench",
+			 "ca_fingerprint", "sha256:00", "cluster", "bench", "verdict", "pass",
+			 "summary", "every test passed", "campaign", "id", "c-bench", "state",
+			 "passed", "playbooks", "deployments", "nodes", nodes, "evaluation",
+			 "result", "pass", "tests", "name", "pair-lat", "kind", "lat", "pattern",
+			 "pairs", "per_rail", 1, "failures", "name", "pair-bw", "kind", "bw",
+			 "pattern", "pairs", "per_rail", 1, "failures", "nodes", enodes, "links",
+			 "findings", "baseline", "comparison");
 }
 
 /* Every pair on every rail of both tests, through so_results as report.c feeds it. */
@@ -99,24 +100,32 @@ static int add_results(json_t *doc, int n, int rails, const json_t *hosts, const
 				  "name", "pair-bw", "kind", "bw");
 	json_t *counters = json_pack("{s:i, s:i}", "symbol_error", 0, "link_downed", 0);
 	size_t total = (size_t)n * (size_t)(n - 1) / 2 * (size_t)rails * 2, rows = 0;
-	struct so_results *acc = so_results_new(tests, hosts, ids,
-						json_object_get(doc, "evaluation"), total);
+	struct so_results *acc =
+		so_results_new(tests, hosts, ids, json_object_get(doc, "evaluation"), total);
 	int r = acc ? 0 : -1;
 
 	for (int t = 0; r == 0 && t < 2; t++)
 		for (int i = 0; r == 0 && i < n; i++)
 			for (int j = i + 1; r == 0 && j < n; j++)
 				for (int k = 0; r == 0 && k < rails; k++) {
-					double v = t == 0 ? 1.8 + (double)((i * 7 + j * 13 + k) % 97) / 100
-							  : 392.0 + (double)((i + j * 3 + k) % 50) / 10;
+					double v =
+						t == 0 ? 1.8 + (double)((i * 7 + j * 13 + k) % 97) /
+									 100
+						       : 392.0 + (double)((i + j * 3 + k) % 50) /
+									 10;
 					json_t *m = t == 0 ? json_pack("{s:f, s:f}", "p50_us", v,
 								       "p99_us", v * 1.6)
 							   : json_pack("{s:f}", "gbps", v);
 					char dev[16];
-					struct so_row w = {.test = (size_t)t, .a = (size_t)i,
-							   .b = (size_t)j, .rail = k, .phase = "run",
-							   .role = "measure", .device = dev,
-							   .state = "done", .metrics = m,
+					struct so_row w = {.test = (size_t)t,
+							   .a = (size_t)i,
+							   .b = (size_t)j,
+							   .rail = k,
+							   .phase = "run",
+							   .role = "measure",
+							   .device = dev,
+							   .state = "done",
+							   .metrics = m,
 							   .counters = counters};
 
 					snprintf(dev, sizeof(dev), "mlx5_%d", k);

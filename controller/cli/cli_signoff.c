@@ -66,194 +66,125 @@ void cli_signoff_print(FILE *out, const json_t *s, bool reasons)
 		util_fprintf_safe(out, "  stale: %s\n", json_string_value(r));
 }
 
-static int open_or_fail(const char *state_dir, struct ctl_state **st)
-{
-	return cli_open_state(state_dir, false, st) < 0 ? 1 : 0;
-}
+/* The four commands over the service share their options and their shape. */
+enum so_act { SO_CREATE, SO_LIST, SO_SHOW, SO_EXPORT };
 
-static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
+struct so_args {
+	const char *state_dir, *campaign, *cluster, *dir;
+	bool json, report;
+};
+
+/* Options of act (each command takes only its own), then its positionals (show, export: ID). */
+static int so_parse(const struct cli_command *cmd, enum so_act act, int argc, char **argv,
+		    struct so_args *a)
 {
 	static const struct option opts[] = {
 		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"campaign", required_argument, NULL, OPT_CAMPAIGN},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	const char *state_dir = CTL_DEFAULT_STATE_DIR, *campaign = NULL;
-	struct ctl_state *st = NULL;
-	struct ctl_error err;
-	json_t *doc = NULL;
-	bool json = false;
-	int ch, r, rc = 1;
-
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (ch == OPT_STATE_DIR)
-			state_dir = optarg;
-		else if (ch == OPT_JSON)
-			json = true;
-		else if (ch == OPT_CAMPAIGN)
-			campaign = optarg;
-		else
-			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
-	}
-	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
-		return r;
-	if (!campaign)
-		return cli_bad("signoff create", "(--campaign is required)");
-	if (open_or_fail(state_dir, &st))
-		return 1;
-	ctl_error_init(&err);
-	if (ctl_signoff_create(st, campaign, "admin", &doc, &err) < 0) {
-		cli_error(&err);
-		rc = exit_of(&err);
-	} else {
-		if (json)
-			cli_print_json(stdout, doc);
-		else
-			cli_signoff_print(stdout, doc, true);
-		rc = 0;
-	}
-	json_decref(doc);
-	ctl_error_done(&err);
-	ctl_state_free(st);
-	return rc;
-}
-
-static int cmd_list(const struct cli_command *cmd, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
-		{"json", no_argument, NULL, OPT_JSON},
 		{"cluster", required_argument, NULL, OPT_CLUSTER},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL;
-	struct ctl_state *st = NULL;
-	struct ctl_error err;
-	json_t *doc = NULL, *s;
-	bool json = false;
-	size_t i;
-	int ch, r, rc = 1;
-
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (ch == OPT_STATE_DIR)
-			state_dir = optarg;
-		else if (ch == OPT_JSON)
-			json = true;
-		else if (ch == OPT_CLUSTER)
-			cluster = optarg;
-		else
-			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
-	}
-	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
-		return r;
-	if (open_or_fail(state_dir, &st))
-		return 1;
-	ctl_error_init(&err);
-	if (ctl_signoff_list(st->store, cluster, 0, &doc, &err) < 0) {
-		cli_error(&err);
-	} else {
-		if (json)
-			cli_print_json(stdout, doc);
-		else
-			json_array_foreach(doc, i, s) cli_signoff_print(stdout, s, false);
-		rc = 0;
-	}
-	json_decref(doc);
-	ctl_error_done(&err);
-	ctl_state_free(st);
-	return rc;
-}
-
-static int cmd_show(const struct cli_command *cmd, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
-		{"json", no_argument, NULL, OPT_JSON},
 		{"report", no_argument, NULL, OPT_REPORT},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	const char *state_dir = CTL_DEFAULT_STATE_DIR;
-	struct ctl_state *st = NULL;
-	struct ctl_error err;
-	json_t *doc = NULL;
-	bool json = false, report = false;
-	int ch, r, rc = 1;
-
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (ch == OPT_STATE_DIR)
-			state_dir = optarg;
-		else if (ch == OPT_JSON)
-			json = true;
-		else if (ch == OPT_REPORT)
-			report = json = true;
-		else
-			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
-	}
-	if ((r = cli_positionals(cmd, argc, argv, 1)) != 0)
-		return r;
-	if (open_or_fail(state_dir, &st))
-		return 1;
-	ctl_error_init(&err);
-	if (ctl_signoff_get(st->store, argv[optind], report, &doc, &err) < 0) {
-		cli_error(&err);
-	} else {
-		if (json)
-			cli_print_json(stdout, doc);
-		else
-			cli_signoff_print(stdout, doc, true);
-		rc = 0;
-	}
-	json_decref(doc);
-	ctl_error_done(&err);
-	ctl_state_free(st);
-	return rc;
-}
-
-static int cmd_export(const struct cli_command *cmd, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 		{"dir", required_argument, NULL, OPT_DIR},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	const char *state_dir = CTL_DEFAULT_STATE_DIR, *dir = NULL;
-	struct ctl_state *st = NULL;
-	struct ctl_error err;
-	json_t *doc = NULL, *f;
-	size_t i;
-	int ch, r, rc = 1;
+	int ch;
 
+	a->state_dir = CTL_DEFAULT_STATE_DIR;
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (ch == OPT_STATE_DIR)
-			state_dir = optarg;
-		else if (ch == OPT_DIR)
-			dir = optarg;
+			a->state_dir = optarg;
+		else if (ch == OPT_JSON && act != SO_EXPORT)
+			a->json = true;
+		else if (ch == OPT_CAMPAIGN && act == SO_CREATE)
+			a->campaign = optarg;
+		else if (ch == OPT_CLUSTER && act == SO_LIST)
+			a->cluster = optarg;
+		else if (ch == OPT_REPORT && act == SO_SHOW)
+			a->report = a->json = true;
+		else if (ch == OPT_DIR && act == SO_EXPORT)
+			a->dir = optarg;
 		else
 			return cli_usage(cmd, ch == 'h' ? stdout : stderr);
 	}
-	if ((r = cli_positionals(cmd, argc, argv, 1)) != 0)
-		return r;
-	if (!dir)
+	if ((ch = cli_positionals(cmd, argc, argv, act == SO_SHOW || act == SO_EXPORT)) != 0)
+		return ch;
+	if (act == SO_CREATE && !a->campaign)
+		return cli_bad("signoff create", "(--campaign is required)");
+	if (act == SO_EXPORT && !a->dir)
 		return cli_bad("signoff export", "(--dir is required)");
-	if (open_or_fail(state_dir, &st))
+	return 0;
+}
+
+static void so_print(enum so_act act, const struct so_args *a, const json_t *doc)
+{
+	const json_t *e;
+	size_t i;
+
+	if (a->json) {
+		cli_print_json(stdout, doc);
+	} else if (act == SO_LIST) {
+		json_array_foreach(doc, i, e) cli_signoff_print(stdout, e, false);
+	} else if (act == SO_EXPORT) {
+		json_array_foreach(json_object_get(doc, "files"), i, e)
+			util_fprintf_safe(stdout, "%s\n", json_string_value(e));
+	} else {
+		cli_signoff_print(stdout, doc, true);
+	}
+}
+
+static int so_command(const struct cli_command *cmd, int argc, char **argv, enum so_act act)
+{
+	struct so_args a = {0};
+	struct ctl_state *st = NULL;
+	struct ctl_error err;
+	json_t *doc = NULL;
+	int r = so_parse(cmd, act, argc, argv, &a), rc = 1;
+
+	if (r != 0)
+		return r;
+	if (cli_open_state(a.state_dir, false, &st) < 0)
 		return 1;
 	ctl_error_init(&err);
-	if (ctl_signoff_export(st, argv[optind], dir, &doc, &err) < 0) {
+	if (act == SO_CREATE)
+		r = ctl_signoff_create(st, a.campaign, "admin", &doc, &err);
+	else if (act == SO_LIST)
+		r = ctl_signoff_list(st->store, a.cluster, 0, &doc, &err);
+	else if (act == SO_SHOW)
+		r = ctl_signoff_get(st->store, argv[optind], a.report, &doc, &err);
+	else
+		r = ctl_signoff_export(st, argv[optind], a.dir, &doc, &err);
+	if (r < 0) {
 		cli_error(&err);
+		rc = exit_of(&err);
 	} else {
-		json_array_foreach(json_object_get(doc, "files"), i, f)
-			util_fprintf_safe(stdout, "%s\n", json_string_value(f));
+		so_print(act, &a, doc);
 		rc = 0;
 	}
 	json_decref(doc);
 	ctl_error_done(&err);
 	ctl_state_free(st);
 	return rc;
+}
+
+static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
+{
+	return so_command(cmd, argc, argv, SO_CREATE);
+}
+
+static int cmd_list(const struct cli_command *cmd, int argc, char **argv)
+{
+	return so_command(cmd, argc, argv, SO_LIST);
+}
+
+static int cmd_show(const struct cli_command *cmd, int argc, char **argv)
+{
+	return so_command(cmd, argc, argv, SO_SHOW);
+}
+
+static int cmd_export(const struct cli_command *cmd, int argc, char **argv)
+{
+	return so_command(cmd, argc, argv, SO_EXPORT);
 }
 
 static int cmd_verify(const struct cli_command *cmd, int argc, char **argv)
@@ -525,7 +456,7 @@ static int cmd_revalidate(const struct cli_command *cmd, int argc, char **argv)
 		return cli_bad("revalidate", "(--cluster and --baseline are required)");
 	if (rv.playbook && cli_read_playbook("revalidate", rv.playbook, &pb_text, &pb_len))
 		return 1;
-	if (open_or_fail(state_dir, &st))
+	if (cli_open_state(state_dir, false, &st) < 0)
 		goto out;
 	if (baseline_campaign(st->store, &rv, &base, &base_text) < 0)
 		goto out;

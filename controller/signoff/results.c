@@ -68,10 +68,10 @@ static json_t *failure_set(const json_t *tests, const json_t *ids, const json_t 
 		const json_t *tt;
 		size_t j;
 
-		json_array_foreach(tests, j, tt) if (name && t < 0 &&
-						     strcmp(json_string_value(json_object_get(
-								    tt, "name")),
-							    name) == 0) t = (long)j;
+		json_array_foreach(tests, j,
+				   tt) if (name && t < 0 &&
+					   strcmp(json_string_value(json_object_get(tt, "name")),
+						  name) == 0) t = (long)j;
 		if (t < 0)
 			continue;
 		json_array_foreach(json_object_get(et, "failures"), k, f)
@@ -127,12 +127,12 @@ void so_results_free(struct so_results *r)
 static json_t *row_json(const struct so_results *r, const struct so_row *w)
 {
 	const json_t *t = json_array_get(r->tests, w->test);
-	json_t *o = json_pack("{s:O?, s:O?, s:s, s:s, s:O, s:O, s:s, s:s?, s:s?, s:O?, s:O?}",
-			      "test", json_object_get(t, "name"), "kind",
-			      json_object_get(t, "kind"), "phase", w->phase, "role", w->role, "a",
-			      json_array_get(r->hosts, w->a), "b", json_array_get(r->hosts, w->b),
-			      "state", w->state, "device", w->device, "error", w->error, "metrics",
-			      w->metrics, "counters", w->counters);
+	json_t *o =
+		json_pack("{s:O?, s:O?, s:s, s:s, s:O, s:O, s:s, s:s?, s:s?, s:O?, s:O?}", "test",
+			  json_object_get(t, "name"), "kind", json_object_get(t, "kind"), "phase",
+			  w->phase, "role", w->role, "a", json_array_get(r->hosts, w->a), "b",
+			  json_array_get(r->hosts, w->b), "state", w->state, "device", w->device,
+			  "error", w->error, "metrics", w->metrics, "counters", w->counters);
 
 	if (o)
 		json_object_set_new(o, "rail", w->rail < 0 ? json_null() : json_integer(w->rail));
@@ -176,8 +176,8 @@ int so_results_add(struct so_results *r, const struct so_row *w)
 	    w->rail >= RAILS_MAX || !w->phase || !w->role || !w->state)
 		return -EINVAL;
 	r->total++;
-	field = main_field(json_string_value(json_object_get(json_array_get(r->tests, w->test),
-							     "kind")));
+	field = main_field(
+		json_string_value(json_object_get(json_array_get(r->tests, w->test), "kind")));
 	if (r->summarise && field && strcmp(w->phase, "run") == 0 &&
 	    strcmp(w->role, "measure") == 0) {
 		size_t base = w->test * r->nhosts * r->nrails + (size_t)(w->rail + 1);
@@ -220,12 +220,14 @@ static json_t *summary(const struct so_results *r)
 					      (json_int_t)g->n, "failed", (json_int_t)g->failed);
 				if (!o)
 					continue;
-				json_object_set_new(o, "rail",
-						    k == 0 ? json_null() : json_integer((int)k - 1));
+				json_object_set_new(
+					o, "rail", k == 0 ? json_null() : json_integer((int)k - 1));
 				json_object_set_new(o, "mean",
 						    g->n ? json_real(g->sum / g->n) : json_null());
-				json_object_set_new(o, "min", g->n ? json_real(g->min) : json_null());
-				json_object_set_new(o, "max", g->n ? json_real(g->max) : json_null());
+				json_object_set_new(o, "min",
+						    g->n ? json_real(g->min) : json_null());
+				json_object_set_new(o, "max",
+						    g->n ? json_real(g->max) : json_null());
 				json_array_append_new(per, o);
 			}
 	}
@@ -233,9 +235,9 @@ static json_t *summary(const struct so_results *r)
 		 "more than %d result rows: the rows not measured, retests, congestion and those "
 		 "the verdict names are listed; per host and rail, the aggregate",
 		 SO_RESULTS_LISTED_MAX);
-	return json_pack("{s:I, s:I, s:s, s:o}", "rows_total", (json_int_t)r->total,
-			 "rows_listed", (json_int_t)json_array_size(r->rows), "reason", reason,
-			 "per_host_rail", per);
+	return json_pack("{s:I, s:I, s:s, s:o}", "rows_total", (json_int_t)r->total, "rows_listed",
+			 (json_int_t)json_array_size(r->rows), "reason", reason, "per_host_rail",
+			 per);
 }
 
 int so_results_finish(struct so_results *r, json_t *doc)

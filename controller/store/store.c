@@ -205,6 +205,25 @@ int store_tx_commit(struct store_conn *c)
 }
 
 /* Copy a text column; NULL stays NULL. */
+int store_q_text(struct store_conn *c, struct store_sql *q, const char *key, char **ret)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	r = store_q_start(c, q, &st, "t", key);
+	if (r >= 0) {
+		r = store_q_step(c, st);
+		if (r == 1)
+			r = store_col_dup(st, 0, ret);
+		else if (r == 0)
+			r = -RY_E_NOT_FOUND;
+	}
+	store_q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
 int store_col_dup(sqlite3_stmt *st, int col, char **ret)
 {
 	const unsigned char *v = sqlite3_column_text(st, col);

@@ -282,24 +282,9 @@ int store_deployments_list(struct store *s, bool active_only, size_t limit,
 
 int store_deployment_playbook_text(struct store *s, const char *id, char **ret_text)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	int r;
-
 	if (!s || !id || !ret_text)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = store_q_start(c, &SQL_DEPLOY_TEXT, &st, "t", id);
-	if (r >= 0) {
-		r = store_q_step(c, st);
-		if (r == 1)
-			r = store_col_dup(st, 0, ret_text);
-		else if (r == 0)
-			r = -RY_E_NOT_FOUND;
-	}
-	store_q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	return r;
+	return store_q_text(&s->r, &SQL_DEPLOY_TEXT, id, ret_text);
 }
 
 int store_deployment_update(struct store *s, const char *id, const char *state, const char *reason,

@@ -75,6 +75,9 @@ int store_q_list(struct store_conn *c, struct store_sql *q, size_t esz,
 int store_tx_begin(struct store_conn *c);
 void store_tx_rollback(struct store_conn *c);
 int store_tx_commit(struct store_conn *c);
+/* The first column of the first row q (one text parameter: key) gives, copied into *ret, on
+ * c under its lock: -RY_E_NOT_FOUND when there is no row. */
+int store_q_text(struct store_conn *c, struct store_sql *q, const char *key, char **ret);
 /* Copy a text column into *ret (NULL stays NULL); -ENOMEM. */
 int store_col_dup(sqlite3_stmt *st, int col, char **ret);
 /* v is 1..max bytes. */

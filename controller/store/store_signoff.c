@@ -208,22 +208,7 @@ int store_signoffs_list(struct store *s, const char *cluster, size_t limit,
 
 int store_playbook_text_by_sha(struct store *s, const char *sha256, char **ret_text)
 {
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	int r;
-
 	if (!s || !sha256 || !ret_text)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = store_q_start(c, &SQL_PLAYBOOK_BY_SHA, &st, "t", sha256);
-	if (r >= 0) {
-		r = store_q_step(c, st);
-		if (r == 1)
-			r = store_col_dup(st, 0, ret_text);
-		else if (r == 0)
-			r = -RY_E_NOT_FOUND;
-	}
-	store_q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	return r;
+	return store_q_text(&s->r, &SQL_PLAYBOOK_BY_SHA, sha256, ret_text);
 }
