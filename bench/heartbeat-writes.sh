@@ -44,7 +44,7 @@ measure() {
 	local label=$1 ctl=$2 d=$W/$1
 	mkdir -p "$d"
 	"$ctl" init --state-dir "$d/ctl" >/dev/null
-	"$ctl" serve --state-dir "$d/ctl" --listen 127.0.0.1:0 --heartbeat-interval "$interval" \
+	"$ctl" serve --state-dir "$d/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 --heartbeat-interval "$interval" \
 		>"$d/controller.log" 2>&1 &
 	local cpid=$!
 	pids+=("$cpid")

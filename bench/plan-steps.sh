@@ -58,7 +58,7 @@ measure() {
 	local ctl=$b/controller/railyard-controller agent=$b/nodeagent/railyard-agent
 	mkdir -p "$d"
 	"$ctl" init --state-dir "$d/ctl" >/dev/null
-	"$ctl" serve --state-dir "$d/ctl" --listen 127.0.0.1:0 >"$d/controller.log" 2>&1 &
+	"$ctl" serve --state-dir "$d/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 >"$d/controller.log" 2>&1 &
 	local cpid=$!
 	pids+=("$cpid")
 	wait_for 20 test -s "$d/ctl/controller.addr"

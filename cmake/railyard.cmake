@@ -22,6 +22,8 @@ pkg_check_modules(OPENSSL REQUIRED IMPORTED_TARGET libssl libcrypto)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
 pkg_check_modules(FYAML REQUIRED IMPORTED_TARGET libfyaml)
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
+pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)
 find_program(PROTOC NAMES protoc)
 

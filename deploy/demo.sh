@@ -36,7 +36,7 @@ all_online() { [ "$(online_count)" -eq ${#NODES[@]} ]; }
 
 echo "== railyard demo in $DEMO"
 "$CTL" init --state-dir "$DEMO/ctl" | sed 's/^/   /'
-"$CTL" serve --state-dir "$DEMO/ctl" --listen 127.0.0.1:0 --heartbeat-interval 1s \
+"$CTL" serve --state-dir "$DEMO/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 --heartbeat-interval 1s \
 	>"$DEMO/controller.log" 2>&1 &
 CTL_PID=$!
 pids+=("$CTL_PID")

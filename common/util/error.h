@@ -10,10 +10,10 @@ enum ry_error {
 	RY_E_CRYPTO,	     /* an OpenSSL operation failed */
 	RY_E_DB,	     /* SQLite reported an error */
 	RY_E_CORRUPT,	     /* stored state is unreadable or inconsistent */
-	RY_E_TOKEN_UNKNOWN,  /* enrollment token not known */
-	RY_E_TOKEN_EXPIRED,  /* enrollment token past its expiry */
+	RY_E_TOKEN_UNKNOWN,  /* enrollment or API token not known */
+	RY_E_TOKEN_EXPIRED,  /* enrollment or API token past its expiry */
 	RY_E_TOKEN_USED,     /* enrollment token has no uses left */
-	RY_E_REVOKED,	     /* certificate or node revoked */
+	RY_E_REVOKED,	     /* certificate, node or API token revoked */
 	RY_E_FINGERPRINT,    /* CA fingerprint does not match the pin */
 	RY_E_RPC,	     /* gRPC call failed */
 	RY_E_TOO_BIG,	     /* input over its size limit */
@@ -29,6 +29,7 @@ enum ry_error {
 	RY_E_BUSY,	     /* the database is locked by another process for too long */
 	RY_E_REFUSED,	     /* a report from a node that has no business sending it */
 	RY_E_LOCKED,	     /* a state directory is in use by another process */
+	RY_E_TOKEN_SECRET,   /* API token known, but its secret does not match */
 	RY_E_MAX
 };
 

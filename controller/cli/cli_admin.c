@@ -3,7 +3,8 @@
 #include "controller/cli/cli.h"
 #include "controller/server.h"
 #include "controller/service.h"
-#include "controller/signoff/signoff.h"
+#include "controller/api/api.h"
+#include "controller/nodes.h"
 #include "controller/state.h"
 #include "common/facts/facts_doc.h"
 #include "common/log/log.h"
@@ -20,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define JSTR(o, k) json_string_value(json_object_get((o), (k)))
 
 #define MAX_SANS 32
 
@@ -149,10 +152,36 @@ static int cmd_token_create(const struct cli_command *cmd, int argc, char **argv
 	return 0;
 }
 
-static int serve(const char *state_dir, const struct ctl_server_config *cfg)
+/* The REST API's certificate and key when the operator gives their own (PEM files). */
+static int read_api_pem(const char *cert, const char *key, struct ctl_api_config *acfg,
+			char **ret_cert, char **ret_key)
+{
+	size_t len = 0;
+	int r;
+
+	if (!cert && !key)
+		return 0;
+	if (!cert || !key) {
+		log_error("serve: --http-cert and --http-key go together");
+		return -EINVAL;
+	}
+	if ((r = fs_read_file(cert, PKI_PEM_MAX, ret_cert, &len)) < 0 ||
+	    (r = fs_read_file(key, PKI_PEM_MAX, ret_key, &len)) < 0) {
+		log_error("serve: %s: %s", *ret_cert ? key : cert, ry_strerror(r));
+		return r;
+	}
+	acfg->cert_pem = *ret_cert;
+	acfg->key_pem = *ret_key;
+	return 0;
+}
+
+static int serve(const char *state_dir, const struct ctl_server_config *cfg,
+		 struct ctl_api_config *acfg, const char *http_cert, const char *http_key)
 {
 	struct ctl_state *st = NULL;
 	struct ctl_server *srv = NULL;
+	struct ctl_api *api = NULL;
+	char *api_cert = NULL, *api_key = NULL;
 	char err[512] = "";
 	long holder = 0;
 	sigset_t set;
@@ -181,6 +210,12 @@ static int serve(const char *state_dir, const struct ctl_server_config *cfg)
 		log_error("serve: %s", err);
 		goto out_rpc;
 	}
+	if (read_api_pem(http_cert, http_key, acfg, &api_cert, &api_key) < 0)
+		goto out_rpc;
+	if (ctl_api_start(srv, acfg, &api, err, sizeof(err)) < 0) {
+		log_error("serve: REST API: %s", err);
+		goto out_rpc;
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
@@ -200,7 +235,12 @@ static int serve(const char *state_dir, const struct ctl_server_config *cfg)
 	}
 	rc = ctl_server_failed(srv) ? 1 : 0;
 out_rpc:
+	ctl_api_stop(api);
 	ctl_server_free(srv);
+	free(api_cert);
+	if (api_key)
+		explicit_bzero(api_key, strlen(api_key));
+	free(api_key);
 	rpc_shutdown();
 out:
 	ctl_state_free(st);
@@ -219,6 +259,9 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 		{"threads", required_argument, NULL, 'n'},
 		{"apply-timeout", required_argument, NULL, 'A'},
 		{"reconnect-grace", required_argument, NULL, 'G'},
+		{"http", required_argument, NULL, 'H'},
+		{"http-cert", required_argument, NULL, 'C'},
+		{"http-key", required_argument, NULL, 'K'},
 		opt_help,
 		{0},
 	};
@@ -226,6 +269,8 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 	int64_t interval_ms = 5000, timeout_ms = 0, refresh_ms = 0, apply_timeout_ms = 0;
 	int64_t grace_ms = 30000;
 	struct ctl_server_config cfg = {.listen = "0.0.0.0:7443"};
+	struct ctl_api_config acfg = {.listen = CTL_API_LISTEN_DEFAULT};
+	const char *http_cert = NULL, *http_key = NULL;
 	long threads = 4;
 	sigset_t set;
 	char *end;
@@ -267,6 +312,21 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 			if (cli_parse_ms("--reconnect-grace", optarg, &grace_ms))
 				return 2;
 			break;
+		case 'H':
+			if (strcmp(optarg, "off") == 0)
+				acfg.listen = NULL;
+			else if (!util_hostport_ok(optarg, true))
+				return cli_bad("--http (HOST:PORT with a port of 0-65535, or off)",
+					       optarg);
+			else
+				acfg.listen = optarg;
+			break;
+		case 'C':
+			http_cert = optarg;
+			break;
+		case 'K':
+			http_key = optarg;
+			break;
 		case 'h':
 			return cli_usage(cmd, stdout);
 		default:
@@ -289,29 +349,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 	cfg.cert_days = 365;
 	cfg.apply_timeout_ms = apply_timeout_ms;
 	cfg.reconnect_grace_ms = grace_ms;
-	return serve(state_dir, &cfg);
-}
-
-static json_t *node_json(const struct store_node *n)
-{
-	json_t *o = json_object(), *facts = NULL;
-
-	if (!o)
-		return NULL;
-	json_object_set_new(o, "id", json_string(n->id));
-	json_object_set_new(o, "hostname", json_string(n->hostname));
-	json_object_set_new(o, "cluster", json_string(n->cluster));
-	json_object_set_new(o, "state", json_string(n->state));
-	json_object_set_new(o, "cert_serial", json_string(n->cert_serial));
-	json_object_set_new(o, "cert_fingerprint", json_string(n->cert_fingerprint));
-	json_object_set_new(o, "enrolled_at_ms", json_integer(n->enrolled_at_ms));
-	json_object_set_new(o, "last_seen_ms", json_integer(n->last_seen_ms));
-	json_object_set_new(o, "agent_version",
-			    n->agent_version ? json_string(n->agent_version) : json_null());
-	if (n->facts_json)
-		facts = json_loads(n->facts_json, 0, NULL);
-	json_object_set_new(o, "facts", facts ? facts : json_null());
-	return o;
+	return serve(state_dir, &cfg, &acfg, http_cert, http_key);
 }
 
 /* --state-dir and --json, for the listing commands. */
@@ -354,97 +392,81 @@ static int list_opts(const struct cli_command *cmd, int argc, char **argv, const
 	return cli_positionals(cmd, argc, argv, positionals);
 }
 
-/* A node against its cluster's newest sign-off: {state: current | stale | uncovered | none,
- * signoff, reasons}. */
-static json_t *node_signoff(const json_t *stale, const struct store_node *nd)
-{
-	const json_t *c = json_object_get(stale, nd->cluster), *h;
-	const json_t *why = json_object_get(json_object_get(c, "nodes"), nd->hostname);
-	bool covered = false;
-	size_t i;
-
-	if (!c || strcmp(nd->state, "revoked") == 0)
-		return json_pack("{s:s}", "state", "none");
-	json_array_foreach(json_object_get(c, "covered"), i, h) covered |=
-		strcmp(json_string_value(h), nd->hostname) == 0;
-	return json_pack("{s:s, s:O, s:o}", "state",
-			 json_array_size(why) ? "stale"
-			 : covered	      ? "current"
-					      : "uncovered",
-			 "signoff", json_object_get(c, "signoff"), "reasons",
-			 why ? json_incref((json_t *)why) : json_array());
-}
-
 static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
 {
 	const char *state_dir = CTL_DEFAULT_STATE_DIR;
 	struct ctl_state *st = NULL;
-	json_t *stale = NULL, *so;
-	struct store_node **nodes = NULL;
-	size_t n = 0;
+	struct ctl_error err;
+	json_t *arr = NULL, *o;
 	bool json = false;
+	size_t i;
 	int r, rc = 1;
 
 	if ((r = list_opts(cmd, argc, argv, &state_dir, &json, NULL, 0)) != 0)
 		return r;
 	if (cli_open_state(state_dir, false, &st) < 0)
 		return 1;
-	r = store_nodes_list(st->store, &nodes, &n);
-	if (r < 0) {
-		log_error("nodes: %s", ry_strerror(r));
+	ctl_error_init(&err);
+	if (ctl_nodes_list(st->store, NULL, NULL, &arr, &err) < 0) {
+		cli_error(&err);
 		goto out;
 	}
-	{
-		struct ctl_error err;
-
-		ctl_error_init(&err);
-		if (ctl_signoff_staleness(st->store, &stale, &err) < 0) {
-			cli_error(&err);
-			ctl_error_done(&err);
-			goto out;
-		}
-		ctl_error_done(&err);
-	}
 	if (json) {
-		json_t *arr = json_array();
-
-		for (size_t i = 0; i < n; i++) {
-			json_t *o = node_json(nodes[i]);
-
-			json_object_set_new(o, "signoff", node_signoff(stale, nodes[i]));
-			json_array_append_new(arr, o);
-		}
 		rc = cli_print_json(stdout, arr);
-		json_decref(arr);
 		goto out;
 	}
 	printf("%-16s %-14s %-10s %-8s %-20s %-8s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER",
 	       "STATE", "LAST SEEN", "AGENT", "SIGNOFF", "FACTS");
 	/* Host names, versions and facts come from the nodes: printed escaped. */
-	for (size_t i = 0; i < n; i++) {
-		char when[64], *summary = NULL;
-		json_t *facts =
-			nodes[i]->facts_json ? json_loads(nodes[i]->facts_json, 0, NULL) : NULL;
+	json_array_foreach(arr, i, o)
+	{
+		char when[64];
 
-		if (facts)
-			summary = facts_summary(facts);
-		json_decref(facts);
-		cli_format_time(nodes[i]->last_seen_ms, when, sizeof(when));
-		so = node_signoff(stale, nodes[i]);
-		util_fprintf_safe(
-			stdout, "%-16s %-14s %-10s %-8s %-20s %-8s %-8s %s\n", nodes[i]->id,
-			nodes[i]->hostname, nodes[i]->cluster, nodes[i]->state, when,
-			nodes[i]->agent_version ? nodes[i]->agent_version : "-",
-			json_string_value(json_object_get(so, "state")), summary ? summary : "-");
-		json_decref(so);
-		free(summary);
+		cli_format_time(json_integer_value(json_object_get(o, "last_seen_ms")), when,
+				sizeof(when));
+		util_fprintf_safe(stdout, "%-16s %-14s %-10s %-8s %-20s %-8s %-8s %s\n",
+				  JSTR(o, "id"), JSTR(o, "hostname"), JSTR(o, "cluster"),
+				  JSTR(o, "state"), when,
+				  JSTR(o, "agent_version") ? JSTR(o, "agent_version") : "-",
+				  JSTR(json_object_get(o, "signoff"), "state"),
+				  JSTR(o, "summary") ? JSTR(o, "summary") : "-");
 	}
 	rc = 0;
 out:
-	json_decref(stale);
-	store_nodes_free(nodes, n);
+	json_decref(arr);
+	ctl_error_done(&err);
 	ctl_state_free(st);
 	return rc;
+}
+
+/* The REST API's route table (method, path, permission, cluster-scoped): docs/rest.md mirrors
+ * it; the matrix test walks it. */
+static int cmd_api_routes(const struct cli_command *cmd, int argc, char **argv)
+{
+	const struct ctl_api_route_info *v;
+	const char *state_dir = NULL;
+	bool json = false;
+	size_t n = 0;
+	json_t *arr;
+	int r;
+
+	if ((r = list_opts(cmd, argc, argv, &state_dir, &json, NULL, 0)) != 0)
+		return r;
+	v = ctl_api_routes(&n);
+	arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		if (json)
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b}", "method",
+							     v[i].method, "path", v[i].path, "perm",
+							     v[i].perm, "scoped", v[i].scoped));
+		else
+			printf("%-7s %-40s %-10s %s\n", v[i].method, v[i].path, v[i].perm,
+			       v[i].scoped ? "cluster-scoped" : "");
+	}
+	if (json)
+		cli_print_json(stdout, arr);
+	json_decref(arr);
+	return 0;
 }
 
 static int cmd_node_revoke(const struct cli_command *cmd, int argc, char **argv)
@@ -550,9 +572,14 @@ const struct cli_command cli_admin_commands[] = {
 	{"serve",
 	 "[--state-dir D] [--listen HOST:PORT] [--heartbeat-interval 5s]\n"
 	 "        [--heartbeat-timeout 15s] [--facts-refresh 1h] [--threads 4]\n"
-	 "        [--apply-timeout 30m] [--reconnect-grace 30s]",
-	 "serve the agents (gRPC with mutual TLS) and run deployments and benchmarks", cmd_serve},
+	 "        [--apply-timeout 30m] [--reconnect-grace 30s]\n"
+	 "        [--http HOST:PORT|off] [--http-cert FILE --http-key FILE]",
+	 "serve the agents (gRPC with mutual TLS), the REST API (HTTPS, default 127.0.0.1:8443, "
+	 "and the state directory's api.sock), and run deployments, campaigns and benchmarks",
+	 cmd_serve},
 	{"nodes", "[--json] [--state-dir D]", "list the enrolled nodes", cmd_nodes},
+	{"api routes", "[--json]", "list the REST API's routes and the permission each needs",
+	 cmd_api_routes},
 	{"node revoke", "NODE [--state-dir D]", "revoke a node (id or host name)", cmd_node_revoke},
 	{"audit", "[--limit 50] [--state-dir D]", "show the audit log, newest first", cmd_audit},
 	{"playbook check", "FILE [--facts FACTS.json]",

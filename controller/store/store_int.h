@@ -1,6 +1,6 @@
 /* Internals of the store shared by its files (store.c: connections, statements, transactions,
  * opening and migrating; one file per table group: store_nodes.c, store_audit.c,
- * store_deploy.c, store_bench.c), store_migrations.c and the unit tests. */
+ * store_deploy.c, store_bench.c, store_apitoken.c), store_migrations.c and the unit tests. */
 #ifndef RAILYARD_CONTROLLER_STORE_INT_H
 #define RAILYARD_CONTROLLER_STORE_INT_H
 
@@ -86,6 +86,9 @@ bool store_text_ok(const char *v, size_t max);
 int store_audit_locked(struct store_conn *c, int64_t now_ms, const char *actor, const char *action,
 		       const char *target, const char *outcome, const char *detail);
 
+/* SHA-256 of a token (or of a token's secret) as lower-case hex into out: the only form in
+ * which enrollment and API tokens are stored (store_nodes.c). 0 or -RY_E_CRYPTO. */
+int store_token_hash(const char *token, char out[2 * 32 + 1]);
 /* The row id of cluster name (-RY_E_NOT_FOUND), under the caller's lock (store_nodes.c). */
 int store_cluster_id_locked(struct store_conn *c, const char *name, int64_t *ret_id);
 /* Store a playbook by its content hash (once) and return its row id, inside the caller's

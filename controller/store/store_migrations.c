@@ -251,9 +251,28 @@ static const char migration_v8[] =
 	");"
 	"CREATE INDEX signoffs_cluster ON signoffs (cluster_id, created_at);";
 
+/* v9: API tokens for the REST API. Only a hash of each token's secret is kept; clusters is a
+ * JSON array of cluster names (NULL: every cluster); expires_at NULL: never. A name is unique
+ * among the tokens not revoked, so that a revoked token's name can be given to its successor. */
+static const char migration_v9[] =
+	"CREATE TABLE api_tokens ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  role TEXT NOT NULL CHECK (role IN ('admin', 'integrator', 'operator', 'viewer')),"
+	"  clusters TEXT,"
+	"  secret_hash TEXT NOT NULL,"
+	"  created_by TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  expires_at INTEGER,"
+	"  revoked_at INTEGER,"
+	"  last_used_at INTEGER"
+	");"
+	"CREATE UNIQUE INDEX api_tokens_live_name ON api_tokens (name) WHERE revoked_at IS NULL;";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1}, {2, migration_v2}, {3, migration_v3}, {4, migration_v4},
-	{5, migration_v5}, {6, migration_v6}, {7, migration_v7}, {8, migration_v8},
+	{1, migration_v1}, {2, migration_v2}, {3, migration_v3},
+	{4, migration_v4}, {5, migration_v5}, {6, migration_v6},
+	{7, migration_v7}, {8, migration_v8}, {9, migration_v9},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

@@ -110,7 +110,7 @@ static int facts_validate(const char *facts_json)
 }
 
 /* SHA-256 of the token as lower-case hex: the only form in which tokens are stored. */
-static int token_hash(const char *token, char out[2 * 32 + 1])
+int store_token_hash(const char *token, char out[2 * 32 + 1])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
@@ -196,7 +196,7 @@ int store_token_create_as(struct store *s, const char *actor, const char *cluste
 	util_hex(rnd, sizeof(rnd), hex);
 	if (asprintf(&token, STORE_TOKEN_PREFIX "%s", hex) < 0)
 		return -ENOMEM;
-	r = token_hash(token, hash);
+	r = store_token_hash(token, hash);
 	if (r < 0)
 		goto out;
 	/* The audit names the token by a prefix of its hash, never by the token. */
@@ -264,7 +264,7 @@ static int token_lookup_locked(struct store_conn *c, const char *token, int64_t 
 	/* Anything longer than a token cannot be one; no need to hash it. */
 	if (strnlen(token, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
 		return -RY_E_TOKEN_UNKNOWN;
-	r = token_hash(token, hash);
+	r = store_token_hash(token, hash);
 	if (r < 0)
 		return r;
 	r = store_q_start(c, &SQL_TOKEN_GET, &st, "t", hash);

@@ -61,7 +61,7 @@ exited() { ! kill -0 "$1" 2>/dev/null; }
 # start_controller [extra serve args]: serve on 127.0.0.1 (port from $PORT, or a free one).
 start_controller() {
 	rm -f "$T/ctl/controller.addr"
-	"$CTL" serve --state-dir "$T/ctl" --listen "127.0.0.1:${PORT:-0}" "$@" \
+	"$CTL" serve --state-dir "$T/ctl" --listen "127.0.0.1:${PORT:-0}" --http 127.0.0.1:0 "$@" \
 		>>"$T/controller.log" 2>&1 &
 	CTL_PID=$!
 	PIDS+=("$CTL_PID")

@@ -219,7 +219,7 @@ check "... with exit status 1" test $? -eq 1
 check "... saying why" log_has "$T/controller.log" "controller.db disappeared"
 "$CTL" init --state-dir "$T/ctl3" >/dev/null 2>&1 || die "init ctl3"
 rm -f "$T/ctl/controller.addr"
-"$CTL" serve --state-dir "$T/ctl3" --listen 127.0.0.1:0 >>"$T/ctl3.log" 2>&1 &
+"$CTL" serve --state-dir "$T/ctl3" --listen 127.0.0.1:0 --http 127.0.0.1:0 >>"$T/ctl3.log" 2>&1 &
 C3=$!
 PIDS+=("$C3")
 wait_for 20 test -s "$T/ctl3/controller.addr" || fail "ctl3 did not start"

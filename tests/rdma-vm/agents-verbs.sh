@@ -34,7 +34,7 @@ wait_for() { # wait_for SECONDS command...
 online() { [ "$("$CTL" nodes --json --state-dir "$W/ctl" | jq '[.[] | select(.state == "online")] | length')" = "$1" ]; }
 
 "$CTL" init --state-dir "$W/ctl" >"$W/init.log" 2>&1
-"$CTL" serve --state-dir "$W/ctl" --listen 127.0.0.1:0 --heartbeat-interval 2s \
+"$CTL" serve --state-dir "$W/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 --heartbeat-interval 2s \
 	--heartbeat-timeout 20s \
 	>"$W/controller.log" 2>&1 &
 pids+=($!)

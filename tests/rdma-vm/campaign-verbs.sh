@@ -69,7 +69,7 @@ online() { [ "$(c nodes --json | jq '[.[] | select(.state == "online")] | length
 t0=$(date +%s)
 
 c init >"$W/init.log" 2>&1
-"$CTL" serve --state-dir "$W/ctl" --listen 0.0.0.0:0 --heartbeat-interval 2s \
+"$CTL" serve --state-dir "$W/ctl" --listen 0.0.0.0:0 --http 127.0.0.1:0 --heartbeat-interval 2s \
 	--heartbeat-timeout 20s >"$W/controller.log" 2>&1 &
 ctl_pid=$!
 pids+=("$ctl_pid")

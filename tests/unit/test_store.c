@@ -1,6 +1,6 @@
 /* Unit tests of controller/store: migrations, refusal of foreign and newer databases, token
- * rules, enrollment, node state transitions, revocation, audit and concurrent use. Each test
- * works on a fresh database in its own temporary directory. */
+ * rules, enrollment, node state transitions, revocation, audit, API tokens and concurrent use.
+ * Each test works on a fresh database in its own temporary directory. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -1790,6 +1790,464 @@ static void test_migrate_signoff_v7(void **state)
 	store_campaign_free(m);
 }
 
+/* ---- API tokens (schema v9) ---- */
+
+#define API_TOKEN_LEN (5 + 16 + 1 + 64)
+
+static char *make_api_token(struct store *s, const char *name, const char *role,
+			    const char *clusters, int64_t ttl_ms, int64_t now, char **ret_id)
+{
+	char *tok = NULL;
+
+	assert_int_equal(
+		store_api_token_create(s, name, role, clusters, ttl_ms, "admin", now, &tok, ret_id),
+		0);
+	assert_non_null(tok);
+	return tok;
+}
+
+/* SHA-256 hex of s, as the store hashes secrets. */
+static void sha256_hex(const char *s, char out[65])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+
+	assert_true(EVP_Digest(s, strlen(s), md, &mdlen, EVP_sha256(), NULL));
+	util_hex(md, sizeof(md), out);
+}
+
+/* Create, then check: the token's form, the row it gives back, the audit row; a token that
+ * never expires; the check writes nothing. */
+static void test_api_token_roundtrip(void **state)
+{
+	struct fx *f = *state;
+	struct store_api_token *t = NULL;
+	struct store_audit_entry *e = NULL;
+	char *tok, *tok2, *id = NULL;
+	size_t n = 0;
+
+	fx_open(f);
+	tok = make_api_token(f->s, "ci-pipeline", "integrator", " [ \"prod-a\", \"prod-b\" ] ",
+			     HOUR_MS, T0, &id);
+	assert_int_equal(strlen(tok), API_TOKEN_LEN);
+	assert_memory_equal(tok, STORE_API_TOKEN_PREFIX, 5);
+	assert_int_equal(strlen(id), 16);
+	assert_memory_equal(tok + 5, id, 16);
+	assert_int_equal(tok[5 + 16], '.');
+
+	assert_int_equal(store_api_token_check(f->s, tok, T0 + 1, &t), 0);
+	assert_string_equal(t->id, id);
+	assert_string_equal(t->name, "ci-pipeline");
+	assert_string_equal(t->role, "integrator");
+	assert_string_equal(t->clusters_json, "[\"prod-a\",\"prod-b\"]"); /* compact */
+	assert_string_equal(t->created_by, "admin");
+	assert_true(t->created_at_ms == T0);
+	assert_true(t->expires_at_ms == T0 + HOUR_MS);
+	assert_true(t->revoked_at_ms == 0);
+	assert_true(t->last_used_at_ms == 0);
+	store_api_token_free(t);
+	t = NULL;
+
+	assert_int_equal(store_audit_list(f->s, 10, &e, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(e[0].action, "api_token.create");
+	assert_string_equal(e[0].actor, "admin");
+	assert_string_equal(e[0].target, id);
+	assert_non_null(strstr(e[0].detail, "name=ci-pipeline"));
+	assert_non_null(strstr(e[0].detail, "role=integrator"));
+	assert_null(strstr(e[0].detail, tok + 5 + 17)); /* never the secret */
+	store_audit_entries_free(e, n);
+
+	/* No ttl: never expires; no clusters: every cluster. */
+	tok2 = make_api_token(f->s, "root", "admin", NULL, 0, T0, NULL);
+	assert_int_equal(store_api_token_check(f->s, tok2, INT64_MAX, &t), 0);
+	assert_string_equal(t->role, "admin");
+	assert_null(t->clusters_json);
+	assert_true(t->expires_at_ms == 0);
+	assert_int_equal(raw_count_in(f->path,
+				      "SELECT count(*) FROM api_tokens WHERE expires_at IS NULL "
+				      "AND clusters IS NULL AND name = ?1",
+				      "root"),
+			 1);
+	store_api_token_free(t);
+
+	/* Checking is read only: no audit row, no last-used stamp. */
+	assert_int_equal(audit_count(f->s), 2);
+	assert_int_equal(
+		raw_count_in(f->path,
+			     "SELECT count(*) FROM api_tokens WHERE last_used_at IS NOT NULL",
+			     NULL),
+		0);
+	free(tok);
+	free(tok2);
+	free(id);
+}
+
+/* The token is shown once: the database holds the SHA-256 of its secret, never the token or
+ * the secret (in the file, the WAL, or any column). */
+static void test_api_token_hashed(void **state)
+{
+	struct fx *f = *state;
+	char hash[65], wal[400], *tok, *id = NULL;
+	const char *secret;
+	bool hash_seen;
+
+	fx_open(f);
+	tok = make_api_token(f->s, "viewer-1", "viewer", NULL, HOUR_MS, T0, &id);
+	secret = tok + 5 + 16 + 1;
+	sha256_hex(secret, hash);
+	assert_int_equal(raw_count_in(f->path,
+				      "SELECT count(*) FROM api_tokens WHERE secret_hash = ?1",
+				      hash),
+			 1);
+	assert_int_equal(
+		raw_count_in(f->path,
+			     "SELECT count(*) FROM api_tokens WHERE instr(id || name || role "
+			     "|| coalesce(clusters, '') || secret_hash || created_by, ?1) > 0",
+			     secret),
+		0);
+	assert_int_equal(
+		raw_count_in(f->path,
+			     "SELECT count(*) FROM audit_log WHERE instr(coalesce(detail, '') "
+			     "|| coalesce(target, ''), ?1) > 0",
+			     secret),
+		0);
+	snprintf(wal, sizeof(wal), "%s-wal", f->path);
+	assert_false(file_contains(f->path, secret));
+	assert_false(file_contains(wal, secret));
+	hash_seen = file_contains(f->path, hash) || file_contains(wal, hash);
+	assert_true(hash_seen); /* the search looks at the right bytes */
+	store_free(f->s);
+	f->s = NULL;
+	assert_false(file_contains(f->path, secret));
+	assert_true(file_contains(f->path, hash));
+	free(tok);
+	free(id);
+}
+
+/* Each refusal with its own code: malformed, unknown id, wrong secret, revoked, expired. */
+static void test_api_token_refused(void **state)
+{
+	struct fx *f = *state;
+	static const char *const malformed[] = {
+		"",
+		"rya1.",
+		"ry1.0123456789abcdef."
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"rya2.0123456789abcdef."
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"rya1."
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"rya1.0123456789ABCDEF."
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"rya1.0123456789abcdef."
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde",
+		"rya1.0123456789abcdef."
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0",
+		"rya1.0123456789abcdeg."
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"rya1.0123456789abcdef."
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeF",
+		"Bearer "
+		"rya1.0123456789abcdef.0123456789abcdef0123456789abcdef0123456789abcdef01234567",
+		"rya1.0123456789abcde."
+		"f0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	};
+	struct store_api_token *t = NULL;
+	char *tok, *other, *bad, *etok, *id = NULL;
+
+	fx_open(f);
+	tok = make_api_token(f->s, "op", "operator", "[\"c1\"]", HOUR_MS, T0, &id);
+	other = make_api_token(f->s, "op2", "operator", NULL, 0, T0, NULL);
+	etok = make_token(f->s, "c1", 1, T0); /* an enrollment token is no API token */
+	for (size_t i = 0; i < RY_ARRAY_SIZE(malformed); i++)
+		if (store_api_token_check(f->s, malformed[i], T0, &t) != -RY_E_INVALID)
+			fail_msg("malformed token %zu accepted or misread", i);
+	assert_int_equal(store_api_token_check(f->s, etok, T0, &t), -RY_E_INVALID);
+	bad = strdup(tok);
+	assert_non_null(bad);
+	bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+	assert_int_equal(store_api_token_check(f->s, bad, T0, &t), -RY_E_TOKEN_SECRET);
+	/* Another token's secret with this id: wrong secret too. */
+	memcpy(bad + 22, other + 22, 64);
+	assert_int_equal(store_api_token_check(f->s, bad, T0, &t), -RY_E_TOKEN_SECRET);
+	strcpy(bad, tok);
+	bad[5] = bad[5] == '0' ? '1' : '0';
+	assert_int_equal(store_api_token_check(f->s, bad, T0, &t), -RY_E_TOKEN_UNKNOWN);
+	assert_int_equal(store_api_token_check(NULL, tok, T0, &t), -EINVAL);
+	assert_int_equal(store_api_token_check(f->s, NULL, T0, &t), -EINVAL);
+	assert_int_equal(store_api_token_check(f->s, tok, T0, NULL), -EINVAL);
+
+	/* Expiry: valid until the last millisecond before it. */
+	assert_int_equal(store_api_token_check(f->s, tok, T0 + HOUR_MS - 1, &t), 0);
+	store_api_token_free(t);
+	t = NULL;
+	assert_int_equal(store_api_token_check(f->s, tok, T0 + HOUR_MS, &t), -RY_E_TOKEN_EXPIRED);
+	assert_int_equal(store_api_token_check(f->s, tok, T0 + 100 * HOUR_MS, &t),
+			 -RY_E_TOKEN_EXPIRED);
+
+	/* Revoked: refused at any time, before expiry too; a wrong secret still says only that. */
+	assert_int_equal(store_api_token_revoke(f->s, id, "admin", T0 + 5, NULL), 1);
+	assert_int_equal(store_api_token_check(f->s, tok, T0 + 1, &t), -RY_E_REVOKED);
+	assert_int_equal(store_api_token_check(f->s, tok, T0 + 100 * HOUR_MS, &t), -RY_E_REVOKED);
+	strcpy(bad, tok);
+	bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+	assert_int_equal(store_api_token_check(f->s, bad, T0 + 1, &t), -RY_E_TOKEN_SECRET);
+	assert_null(t);
+	/* The other token is untouched. */
+	assert_int_equal(store_api_token_check(f->s, other, T0 + 1, &t), 0);
+	store_api_token_free(t);
+	free(bad);
+	free(tok);
+	free(other);
+	free(etok);
+	free(id);
+}
+
+/* Bad input is refused before anything is stored; a live name is unique. */
+static void test_api_token_bad_args(void **state)
+{
+	struct fx *f = *state;
+	static const char *const bad_names[] = {
+		"",
+		"a b",
+		"a/b",
+		"caf\xc3\xa9",
+		"a\nb",
+		"0123456789abcdef",
+		"0123456789ABCDEF",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", /* 65 */
+	};
+	static const char *const bad_roles[] = {"", "root", "Admin", "viewer "};
+	static const char *const bad_clusters[] = {
+		"",
+		"[]",
+		"{}",
+		"[1]",
+		"[\"\"]",
+		"[\"-a\"]",
+		"[\".a\"]",
+		"[\"a\",\"a\"]",
+		"[\"a b\"]",
+		"\"a\"",
+		"[\"a\\u0000b\"]",
+		"[\"a\"",
+		"null",
+		"[null]",
+		"[[\"a\"]]",
+		"[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"]",
+	};
+	char *tok = NULL, *id = NULL, big[64 * 8 + 16], *p;
+
+	fx_open(f);
+	for (size_t i = 0; i < RY_ARRAY_SIZE(bad_names); i++)
+		if (store_api_token_create(f->s, bad_names[i], "viewer", NULL, 0, "admin", T0, &tok,
+					   &id) != -RY_E_INVALID)
+			fail_msg("bad name %zu not refused", i);
+	assert_int_equal(
+		store_api_token_create(f->s, NULL, "viewer", NULL, 0, "admin", T0, &tok, &id),
+		-RY_E_INVALID);
+	for (size_t i = 0; i < RY_ARRAY_SIZE(bad_roles); i++)
+		assert_int_equal(store_api_token_create(f->s, "n", bad_roles[i], NULL, 0, "admin",
+							T0, &tok, &id),
+				 -RY_E_INVALID);
+	assert_int_equal(store_api_token_create(f->s, "n", NULL, NULL, 0, "admin", T0, &tok, &id),
+			 -RY_E_INVALID);
+	for (size_t i = 0; i < RY_ARRAY_SIZE(bad_clusters); i++)
+		if (store_api_token_create(f->s, "n", "viewer", bad_clusters[i], 0, "admin", T0,
+					   &tok, &id) != -RY_E_INVALID)
+			fail_msg("bad clusters %zu not refused", i);
+	/* 65 clusters: one too many. */
+	p = big;
+	p += sprintf(p, "[");
+	for (int i = 0; i < 65; i++)
+		p += sprintf(p, "%s\"c%d\"", i ? "," : "", i);
+	sprintf(p, "]");
+	assert_int_equal(
+		store_api_token_create(f->s, "n", "viewer", big, 0, "admin", T0, &tok, &id),
+		-RY_E_INVALID);
+	assert_int_equal(
+		store_api_token_create(f->s, "n", "viewer", NULL, -1, "admin", T0, &tok, &id),
+		-EINVAL);
+	assert_int_equal(store_api_token_create(f->s, "n", "viewer", NULL, INT64_MAX, "admin", T0,
+						&tok, &id),
+			 -EINVAL);
+	assert_int_equal(store_api_token_create(f->s, "n", "viewer", NULL, 0, "", T0, &tok, &id),
+			 -RY_E_INVALID);
+	assert_int_equal(
+		store_api_token_create(f->s, "n", "viewer", NULL, 0, "admin", T0, NULL, &id),
+		-EINVAL);
+	assert_null(tok);
+	assert_null(id);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM api_tokens", NULL), 0);
+	assert_int_equal(audit_count(f->s), 0);
+
+	/* The limits themselves are fine: 64 clusters, a 64-byte name, 15 or 17 hex digits. */
+	p = big;
+	p += sprintf(p, "[");
+	for (int i = 0; i < 64; i++)
+		p += sprintf(p, "%s\"c%d\"", i ? "," : "", i);
+	sprintf(p, "]");
+	free(make_api_token(f->s,
+			    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+			    "viewer", big, 0, T0, NULL));
+	free(make_api_token(f->s, "0123456789abcde", "viewer", NULL, 0, T0, NULL));
+	free(make_api_token(f->s, "0123456789abcdef0", "viewer", NULL, 0, T0, NULL));
+	free(make_api_token(f->s, "A.b_c-9", "viewer", "[\"c1\",\"C1\",\"a.b_c-d\"]", 0, T0, NULL));
+
+	/* A name is taken while its token is not revoked. */
+	tok = make_api_token(f->s, "dup", "viewer", NULL, 0, T0, &id);
+	free(tok);
+	tok = NULL;
+	assert_int_equal(
+		store_api_token_create(f->s, "dup", "admin", NULL, 0, "admin", T0, &tok, NULL),
+		-RY_E_EXISTS);
+	assert_null(tok);
+	assert_int_equal(audit_count(f->s), 5);
+	assert_int_equal(store_api_token_revoke(f->s, "dup", "admin", T0 + 1, NULL), 1);
+	free(make_api_token(f->s, "dup", "admin", NULL, 0, T0 + 2, NULL));
+	free(id);
+}
+
+/* Listing, lookup and revocation by id or name, the last-used stamp. */
+static void test_api_tokens_list_revoke(void **state)
+{
+	struct fx *f = *state;
+	struct store_api_token **v = NULL, *t = NULL;
+	struct store_audit_entry *e = NULL;
+	char *ta, *tb, *ta2, *id_a = NULL, *id_b = NULL, *id_a2 = NULL, *got = NULL;
+	size_t n = 0;
+
+	fx_open(f);
+	assert_int_equal(store_api_tokens_list(f->s, &v, &n), 0);
+	assert_int_equal(n, 0);
+	assert_null(v);
+	ta = make_api_token(f->s, "alpha", "viewer", "[\"c1\"]", HOUR_MS, T0, &id_a);
+	tb = make_api_token(f->s, "beta", "admin", NULL, 0, T0 + 1, &id_b);
+
+	assert_int_equal(store_api_tokens_list(f->s, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0]->name, "alpha");
+	assert_string_equal(v[0]->id, id_a);
+	assert_string_equal(v[0]->clusters_json, "[\"c1\"]");
+	assert_true(v[0]->expires_at_ms == T0 + HOUR_MS);
+	assert_string_equal(v[1]->name, "beta");
+	assert_null(v[1]->clusters_json);
+	store_api_tokens_free(v, n);
+
+	/* Last used: stamped, then at most once a minute; never on a revoked or unknown one. */
+	assert_int_equal(store_api_token_touch(f->s, id_a, T0 + 10), 1);
+	assert_int_equal(store_api_token_touch(f->s, id_a, T0 + 20), 0);
+	assert_int_equal(store_api_token_touch(f->s, id_a, T0 + 10 + STORE_API_TOUCH_MS - 1), 0);
+	assert_int_equal(store_api_token_touch(f->s, id_a, T0 + 10 + STORE_API_TOUCH_MS), 1);
+	assert_int_equal(store_api_token_touch(f->s, "0000000000000000", T0 + 10), 0);
+	assert_int_equal(store_api_token_touch(f->s, NULL, T0), -EINVAL);
+	assert_int_equal(store_api_token_check(f->s, ta, T0 + 100000, &t), 0);
+	assert_true(t->last_used_at_ms == T0 + 10 + STORE_API_TOUCH_MS);
+	store_api_token_free(t);
+	t = NULL;
+
+	/* Get and revoke by name and by id. */
+	assert_int_equal(store_api_token_get(f->s, "alpha", &t), 0);
+	assert_string_equal(t->id, id_a);
+	store_api_token_free(t);
+	assert_int_equal(store_api_token_get(f->s, id_b, &t), 0);
+	assert_string_equal(t->name, "beta");
+	store_api_token_free(t);
+	assert_int_equal(store_api_token_get(f->s, "gamma", &t), -RY_E_NOT_FOUND);
+	assert_int_equal(store_api_token_revoke(f->s, "alpha", "bob", T0 + 100, &got), 1);
+	assert_string_equal(got, id_a);
+	free(got);
+	got = NULL;
+	assert_int_equal(store_api_token_revoke(f->s, "alpha", "bob", T0 + 200, &got), 0);
+	assert_string_equal(got, id_a);
+	free(got);
+	assert_int_equal(store_api_token_touch(f->s, id_a, T0 + 10 * STORE_API_TOUCH_MS), 0);
+	assert_int_equal(store_api_token_revoke(f->s, id_b, "bob", T0 + 300, NULL), 1);
+	assert_int_equal(store_api_token_revoke(f->s, "gamma", "bob", T0 + 300, NULL),
+			 -RY_E_NOT_FOUND);
+	assert_int_equal(store_api_token_revoke(f->s, "alpha", "", T0 + 300, NULL), -RY_E_INVALID);
+	assert_int_equal(store_api_token_revoke(f->s, NULL, "bob", T0 + 300, NULL), -EINVAL);
+
+	assert_int_equal(store_audit_list(f->s, 10, &e, &n), 0);
+	assert_int_equal(n, 4); /* 2 created, 2 revoked (the repeat wrote nothing) */
+	assert_string_equal(e[0].action, "api_token.revoke");
+	assert_string_equal(e[0].target, id_b);
+	assert_string_equal(e[0].actor, "bob");
+	assert_non_null(strstr(e[0].detail, "name=beta"));
+	assert_string_equal(e[1].action, "api_token.revoke");
+	assert_string_equal(e[1].target, id_a);
+	assert_true(e[1].at_ms == T0 + 100);
+	store_audit_entries_free(e, n);
+
+	/* A successor of the same name: the name finds it while it lives, then the newest. */
+	ta2 = make_api_token(f->s, "alpha", "operator", NULL, 0, T0 + 400, &id_a2);
+	assert_int_equal(store_api_token_get(f->s, "alpha", &t), 0);
+	assert_string_equal(t->id, id_a2);
+	assert_true(t->revoked_at_ms == 0);
+	store_api_token_free(t);
+	assert_int_equal(store_api_token_revoke(f->s, "alpha", "bob", T0 + 500, NULL), 1);
+	assert_int_equal(store_api_token_get(f->s, "alpha", &t), 0);
+	assert_string_equal(t->id, id_a2);
+	assert_true(t->revoked_at_ms == T0 + 500);
+	store_api_token_free(t);
+
+	assert_int_equal(store_api_tokens_list(f->s, &v, &n), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		assert_true(v[i]->revoked_at_ms != 0);
+	assert_true(v[0]->revoked_at_ms == T0 + 100);
+	store_api_tokens_free(v, n);
+	free(ta);
+	free(tb);
+	free(ta2);
+	free(id_a);
+	free(id_b);
+	free(id_a2);
+}
+
+/* From v8: sign-offs (and what they hang on) are kept, api_tokens is added. */
+static void test_migrate_apitoken_v8(void **state)
+{
+	struct fx *f = *state;
+	struct store_signoff_new n = {
+		.id = "so-1",
+		.cluster = "c1",
+		.campaign_id = "c-1",
+		.kind = "signoff",
+		.verdict = "pass",
+		.sha256 = "sha256:00",
+		.report = "{}",
+		.report_len = 2,
+		.signature = "-----BEGIN CMS-----\n-----END CMS-----\n",
+		.nodes_json = "[]",
+		.actor = "admin",
+	};
+	struct store_signoff *so = NULL;
+	struct store_api_token *t = NULL;
+	char *tok;
+
+	assert_int_equal(store_open_at_version(f->path, 8, &f->s), 0);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), 0);
+	assert_int_equal(store_signoff_create(f->s, &n, T0 + 1), 0);
+	store_free(f->s);
+	f->s = NULL;
+	assert_false(has_table(f->path, "api_tokens"));
+	fx_open(f);
+	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
+	assert_true(has_table(f->path, "api_tokens"));
+	assert_true(has_table(f->path, "api_tokens_live_name"));
+	assert_int_equal(store_signoff_get(f->s, "so-1", true, &so), 0);
+	assert_string_equal(so->report, "{}");
+	assert_string_equal(so->verdict, "pass");
+	store_signoff_free(so);
+	tok = make_api_token(f->s, "first-admin", "admin", NULL, 0, T0 + 2, NULL);
+	assert_int_equal(store_api_token_check(f->s, tok, T0 + 3, &t), 0);
+	store_api_token_free(t);
+	free(tok);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1812,6 +2270,12 @@ int main(void)
 		T(test_migrate_campaign_v6),
 		T(test_signoffs),
 		T(test_migrate_signoff_v7),
+		T(test_api_token_roundtrip),
+		T(test_api_token_hashed),
+		T(test_api_token_refused),
+		T(test_api_token_bad_args),
+		T(test_api_tokens_list_revoke),
+		T(test_migrate_apitoken_v8),
 		T(test_garbage_refused),
 		T(test_quick_check_refused),
 		T(test_open_bad_args),

@@ -1,0 +1,349 @@
+/* The REST API's dispatcher: every request is authenticated (API token, or the unix socket's
+ * peer), authorized (the route's permission against the token's role) and handed to its route
+ * with the caller's cluster scope; errors share one body. */
+#include "controller/api/api_int.h"
+
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "common/util/util.h"
+#include "controller/state.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ctl_api {
+	struct ctl_server *srv;
+	struct http_server *http;
+	struct http_route *routes;
+	char *addr_path;
+};
+
+void api_error(struct api_call *c, unsigned status, const char *code, const char *field,
+	       const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	http_reply_error(c->req, status, code, msg, field);
+}
+
+void api_service_error(struct api_call *c, const struct ctl_error *err)
+{
+	static const struct {
+		const char *code;
+		unsigned status;
+	} map[] = {
+		{CTL_ERR_INVALID, 400},	 {CTL_ERR_PLAYBOOK, 400},    {CTL_ERR_NOT_FOUND, 404},
+		{CTL_ERR_CONFLICT, 409}, {CTL_ERR_UNAVAILABLE, 503}, {CTL_ERR_INTERNAL, 500},
+	};
+	unsigned status = 500;
+	json_t *e, *details;
+
+	for (size_t i = 0; i < RY_ARRAY_SIZE(map); i++)
+		if (err->code && strcmp(err->code, map[i].code) == 0)
+			status = map[i].status;
+	if (!err->diags.count) {
+		http_reply_error(c->req, status, err->code ? err->code : CTL_ERR_INTERNAL,
+				 err->message, err->field[0] ? err->field : NULL);
+		return;
+	}
+	details = json_array();
+	for (size_t i = 0; i < err->diags.count; i++)
+		json_array_append_new(details, json_pack("{s:s, s:i, s:i, s:s}", "file",
+							 err->diags.items[i].file, "line",
+							 err->diags.items[i].line, "column",
+							 err->diags.items[i].col, "message",
+							 err->diags.items[i].message));
+	e = json_pack("{s:{s:s, s:s, s:s?, s:o}}", "error", "code", err->code, "message",
+		      err->message, "field", err->field[0] ? err->field : NULL, "details", details);
+	http_reply_json(c->req, status, e);
+}
+
+void api_json(struct api_call *c, unsigned status, json_t *doc)
+{
+	if (!doc) {
+		http_reply_error(c->req, 500, CTL_ERR_INTERNAL, "out of memory", NULL);
+		return;
+	}
+	http_reply_json(c->req, status, doc);
+}
+
+bool api_scope_ok(const struct api_call *c, const char *cluster)
+{
+	return c->local || !c->scope || api_in_scope(c->scope, cluster);
+}
+
+bool api_may(const struct api_call *c, enum api_perm perm)
+{
+	return c->local || api_allowed(c->role, perm);
+}
+
+void api_page(struct api_call *c, json_t *items)
+{
+	const char *ls = http_req_query(c->req, "limit"), *cs = http_req_query(c->req, "cursor");
+	long long limit = API_LIMIT_DEFAULT, from = 0;
+	json_t *page = json_array(), *e;
+	size_t i, seen = 0;
+	char *end, next[32] = "";
+
+	if (ls && ((limit = strtoll(ls, &end, 10)) < 1 || limit > API_LIMIT_MAX || *end || !*ls)) {
+		json_decref(items);
+		json_decref(page);
+		api_error(c, 400, CTL_ERR_INVALID, "limit", "limit must be 1..%d", API_LIMIT_MAX);
+		return;
+	}
+	if (cs && ((from = strtoll(cs, &end, 10)) < 0 || *end || !*cs)) {
+		json_decref(items);
+		json_decref(page);
+		api_error(c, 400, CTL_ERR_INVALID, "cursor", "not a cursor of this list");
+		return;
+	}
+	json_array_foreach(items, i, e)
+	{
+		const char *cl = json_string_value(json_object_get(e, "cluster"));
+
+		if (cl && !api_scope_ok(c, cl))
+			continue;
+		if ((long long)seen++ < from)
+			continue;
+		if ((long long)json_array_size(page) == limit) {
+			snprintf(next, sizeof(next), "%lld", from + limit);
+			break;
+		}
+		json_array_append(page, e);
+	}
+	json_decref(items);
+	api_json(c, 200,
+		 json_pack("{s:o, s:s?}", "items", page, "next_cursor", next[0] ? next : NULL));
+}
+
+json_t *api_body(struct api_call *c, const char *const *allowed)
+{
+	json_t *b = http_req_json(c->req), *v;
+	const char *k;
+
+	if (!b)
+		return NULL;
+	json_object_foreach(b, k, v)
+	{
+		bool ok = false;
+
+		for (size_t i = 0; allowed[i]; i++)
+			ok |= strcmp(k, allowed[i]) == 0;
+		if (!ok) {
+			api_error(c, 400, CTL_ERR_INVALID, k, "unknown field \"%s\"", k);
+			return NULL;
+		}
+	}
+	return b;
+}
+
+int api_str(struct api_call *c, const json_t *body, const char *key, bool required,
+	    const char **ret)
+{
+	const json_t *v = json_object_get(body, key);
+
+	if (!v && !required)
+		return 0;
+	if (!json_is_string(v)) {
+		api_error(c, 400, CTL_ERR_INVALID, key, "%s: %s", key,
+			  v ? "expected a string" : "required");
+		return -1;
+	}
+	*ret = json_string_value(v);
+	return 0;
+}
+
+int api_bool(struct api_call *c, const json_t *body, const char *key, bool *ret)
+{
+	const json_t *v = json_object_get(body, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v)) {
+		api_error(c, 400, CTL_ERR_INVALID, key, "%s: expected true or false", key);
+		return -1;
+	}
+	*ret = json_is_true(v);
+	return 0;
+}
+
+int api_int(struct api_call *c, const json_t *body, const char *key, int64_t min, int64_t max,
+	    int64_t *ret)
+{
+	const json_t *v = json_object_get(body, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+		api_error(c, 400, CTL_ERR_INVALID, key, "%s: expected an integer %lld..%lld", key,
+			  (long long)min, (long long)max);
+		return -1;
+	}
+	*ret = json_integer_value(v);
+	return 0;
+}
+
+/* The caller behind the request: the unix socket's peer, or the bearer token. 0, or -1 with
+ * the reply (401) set. */
+static int authenticate(struct api_call *c)
+{
+	const struct http_peer *p = http_req_peer(c->req);
+	const char *h = http_req_header(c->req, "Authorization");
+	struct store_api_token *t = NULL;
+	int64_t now = util_now_unix_ms();
+	int r;
+
+	if (p->local) {
+		c->local = true;
+		c->role = API_ADMIN;
+		snprintf(c->actor, sizeof(c->actor), "local:uid %ld", (long)p->uid);
+		return 0;
+	}
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
+		api_error(c, 401, "unauthenticated", NULL,
+			  "an API token is required (Authorization: Bearer rya1....)");
+		return -1;
+	}
+	r = store_api_token_check(c->st, h + 7, now, &t);
+	if (r < 0 || api_role_parse(t->role, &c->role) < 0) {
+		api_error(c, 401, "unauthenticated", NULL, "%s",
+			  r == -RY_E_TOKEN_EXPIRED	     ? "the API token has expired"
+			  : r == -RY_E_REVOKED		     ? "the API token was revoked"
+			  : r == -RY_E_BUSY || r == -RY_E_DB ? "the token could not be checked now"
+							     : "not a valid API token");
+		store_api_token_free(t);
+		return -1;
+	}
+	if (now - t->last_used_at_ms >= STORE_API_TOUCH_MS &&
+	    store_api_token_touch(c->st, t->id, now) < 0)
+		log_debug("api: token %s: last use not recorded", t->id);
+	snprintf(c->token_id, sizeof(c->token_id), "%s", t->id);
+	snprintf(c->actor, sizeof(c->actor), "api:%s (%s)", t->name, t->id);
+	c->scope = t->clusters_json ? strdup(t->clusters_json) : NULL;
+	store_api_token_free(t);
+	return 0;
+}
+
+static void dispatch(struct http_req *req)
+{
+	const struct api_route *rt = http_req_route_data(req);
+	struct api_call c = {.req = req, .srv = http_req_userdata(req)};
+
+	c.st = c.srv->state->store;
+	if (rt->perm != API_PUBLIC) {
+		if (authenticate(&c) < 0)
+			goto out;
+		if (!api_may(&c, (enum api_perm)rt->perm)) {
+			api_error(&c, 403, "forbidden", NULL, "the %s role may not do this (%s)",
+				  api_role_name(c.role), api_perm_name((enum api_perm)rt->perm));
+			goto out;
+		}
+		/* What belongs to no cluster (API tokens, the audit log) is for unscoped
+		 * admins: a scoped admin could otherwise mint itself an unscoped token. */
+		if (rt->perm == API_PERM_ADMIN && !rt->scoped && c.scope) {
+			api_error(&c, 403, "forbidden", NULL,
+				  "a token scoped to clusters may not do this");
+			goto out;
+		}
+	}
+	rt->fn(&c);
+out:
+	free(c.scope);
+}
+
+int ctl_api_start(struct ctl_server *srv, const struct ctl_api_config *cfg, struct ctl_api **ret,
+		  char *errbuf, size_t errlen)
+{
+	struct ctl_api *a = calloc(1, sizeof(*a));
+	char *sock = ctl_state_path(srv->state, CTL_API_SOCKET);
+	struct http_config hc = {
+		.listen = cfg->listen,
+		.cert_pem = cfg->cert_pem ? cfg->cert_pem : srv->state->server_chain_pem,
+		.key_pem = cfg->key_pem ? cfg->key_pem : srv->state->server_key_pem,
+		.unix_path = sock,
+	};
+	int r = -ENOMEM;
+
+	if (!a || !sock || !(a->routes = calloc(api_routes_count, sizeof(*a->routes))))
+		goto fail;
+	for (size_t i = 0; i < api_routes_count; i++)
+		a->routes[i] = (struct http_route){.method = api_routes[i].method,
+						   .pattern = api_routes[i].path,
+						   .handler = dispatch,
+						   .flags = api_routes[i].http_flags,
+						   .data = (void *)&api_routes[i]};
+	a->srv = srv;
+	r = http_server_start(&hc, a->routes, api_routes_count, srv, &a->http, errbuf, errlen);
+	if (r < 0)
+		goto fail;
+	a->addr_path = ctl_state_path(srv->state, CTL_API_ADDR);
+	if (a->addr_path && cfg->listen) {
+		char url[300];
+		const char *colon = strrchr(cfg->listen, ':');
+		int n = snprintf(url, sizeof(url), "https://%.*s:%u\n", (int)(colon - cfg->listen),
+				 cfg->listen, http_server_port(a->http));
+
+		if (fs_write_file_atomic(a->addr_path, url, (size_t)n, 0644) < 0)
+			log_warn("api: cannot write %s", a->addr_path);
+		log_info("REST API on https://%.*s:%u and %s", (int)(colon - cfg->listen),
+			 cfg->listen, http_server_port(a->http), sock);
+	} else {
+		log_info("REST API on %s", sock);
+	}
+	free(sock);
+	*ret = a;
+	return 0;
+fail:
+	if (r == -ENOMEM)
+		snprintf(errbuf, errlen, "out of memory");
+	free(sock);
+	if (a)
+		free(a->routes);
+	free(a);
+	return r;
+}
+
+uint16_t ctl_api_port(const struct ctl_api *api)
+{
+	return api ? http_server_port(api->http) : 0;
+}
+
+void ctl_api_stop(struct ctl_api *api)
+{
+	if (!api)
+		return;
+	http_server_stop(api->http);
+	if (api->addr_path)
+		unlink(api->addr_path);
+	free(api->addr_path);
+	free(api->routes);
+	free(api);
+}
+
+const struct ctl_api_route_info *ctl_api_routes(size_t *ret_n)
+{
+	static struct ctl_api_route_info info[256];
+	static _Atomic int filled;
+
+	if (!filled) {
+		for (size_t i = 0; i < api_routes_count && i < RY_ARRAY_SIZE(info); i++)
+			info[i] = (struct ctl_api_route_info){
+				api_routes[i].method, api_routes[i].path,
+				api_routes[i].perm == API_PUBLIC
+					? "public"
+					: api_perm_name((enum api_perm)api_routes[i].perm),
+				api_routes[i].scoped};
+		filled = 1;
+	}
+	*ret_n = api_routes_count < RY_ARRAY_SIZE(info) ? api_routes_count : RY_ARRAY_SIZE(info);
+	return info;
+}

@@ -1,0 +1,560 @@
+/* The REST API's routes: ONE table (method, path, permission, cluster-scoped, handler), mirrored
+ * in docs/rest.md and walked by the matrix test; handlers call the controller's services. */
+#include "controller/api/api_int.h"
+
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+#include "controller/campaign/campaign.h"
+#include "controller/nodes.h"
+#include "controller/rollout/deploy.h"
+#include "controller/signoff/signoff.h"
+#include "controller/signoff/html.h"
+#include "controller/state.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSTR(o, k) json_string_value(json_object_get((o), (k)))
+#define PAGE_FETCH 10000 /* rows a listing reads from a service before paging */
+
+/* Run a service call that fills doc and err; reply with the error when it fails. */
+#define SERVICE(c, call)                                                                           \
+	do {                                                                                       \
+		struct ctl_error err_;                                                             \
+		int r_;                                                                            \
+		ctl_error_init(&err_);                                                             \
+		r_ = (call);                                                                       \
+		if (r_ < 0)                                                                        \
+			api_service_error((c), &err_);                                             \
+		ctl_error_done(&err_);                                                             \
+		if (r_ < 0)                                                                        \
+			goto out;                                                                  \
+	} while (0)
+#define ERR (&err_)
+
+/* A scoped object: out of scope is the same 404 as absent (no existence leak). */
+static bool visible(struct api_call *c, const json_t *obj, const char *what, const char *id)
+{
+	if (api_scope_ok(c, JSTR(obj, "cluster")))
+		return true;
+	api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no %s %s", what, id);
+	return false;
+}
+
+/* The body's cluster, which must be in the caller's scope (otherwise the same 404 as an unknown
+ * cluster): checked before anything else of the body, so that a scoped caller learns nothing. */
+static bool scoped_cluster(struct api_call *c, const json_t *b, const char **ret)
+{
+	if (api_str(c, b, "cluster", true, ret) < 0)
+		return false;
+	if (!api_scope_ok(c, *ret)) {
+		api_error(c, 404, CTL_ERR_NOT_FOUND, "cluster", "unknown cluster %s", *ret);
+		return false;
+	}
+	return true;
+}
+
+/* ---- health and metrics ---------------------------------------------------------------------- */
+
+static void get_healthz(struct api_call *c)
+{
+	api_json(c, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void get_readyz(struct api_call *c)
+{
+	struct store_campaign **v = NULL;
+	size_t n = 0;
+	int r = store_campaigns_list(c->st, true, 0, &v, &n);
+
+	store_campaigns_free(v, n);
+	if (r < 0 || ctl_server_failed(c->srv))
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "not ready: %s",
+			  r < 0 ? ry_strerror(r) : "the server is stopping");
+	else
+		api_json(c, 200,
+			 json_pack("{s:s, s:i}", "status", "ready", "sessions",
+				   ctl_server_online_count(c->srv)));
+}
+
+/* ---- clusters and nodes ---------------------------------------------------------------------- */
+
+static void get_clusters(struct api_call *c)
+{
+	json_t *nodes = NULL, *by = json_object(), *n, *out = json_array(), *v;
+	const char *k;
+	size_t i;
+
+	SERVICE(c, ctl_nodes_list(c->st, NULL, NULL, &nodes, ERR));
+	json_array_foreach(nodes, i, n)
+	{
+		const char *cl = JSTR(n, "cluster"), *state = JSTR(n, "state");
+		json_t *e = json_object_get(by, cl);
+
+		if (!e) {
+			e = json_pack("{s:s, s:i, s:{}}", "cluster", cl, "nodes", 0, "states");
+			json_object_set_new(by, cl, e);
+		}
+		json_object_set_new(
+			e, "nodes",
+			json_integer(json_integer_value(json_object_get(e, "nodes")) + 1));
+		v = json_object_get(json_object_get(e, "states"), state);
+		json_object_set_new(json_object_get(e, "states"), state,
+				    json_integer(json_integer_value(v) + 1));
+	}
+	json_object_foreach(by, k, v) json_array_append(out, v);
+	api_page(c, out);
+	out = NULL;
+out:
+	json_decref(nodes);
+	json_decref(by);
+	json_decref(out);
+}
+
+static void get_nodes(struct api_call *c)
+{
+	json_t *nodes = NULL;
+
+	SERVICE(c, ctl_nodes_list(c->st, http_req_query(c->req, "cluster"),
+				  http_req_query(c->req, "state"), &nodes, ERR));
+	api_page(c, nodes);
+out:;
+}
+
+static void get_node(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *n = NULL;
+
+	SERVICE(c, ctl_node_get(c->st, id, &n, ERR));
+	if (visible(c, n, "node", id)) {
+		api_json(c, 200, n);
+		n = NULL;
+	}
+out:
+	json_decref(n);
+}
+
+static void post_node_revoke(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *n = NULL, *done = NULL;
+
+	SERVICE(c, ctl_node_get(c->st, id, &n, ERR));
+	if (!visible(c, n, "node", id))
+		goto out;
+	SERVICE(c, ctl_node_revoke(c->st, JSTR(n, "id"), c->actor, &done, ERR));
+	api_json(c, 200, done);
+out:
+	json_decref(n);
+}
+
+/* ---- deployments ------------------------------------------------------------------------------
+ */
+
+static void get_deployments(struct api_call *c)
+{
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_deploy_list(c->st, PAGE_FETCH, &v, ERR));
+	api_page(c, v);
+out:;
+}
+
+static void get_deployment(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *d = NULL;
+
+	SERVICE(c, ctl_deploy_get(c->st, id, CTL_DEPLOY_STEPS, &d, ERR));
+	if (visible(c, d, "deployment", id)) {
+		api_json(c, 200, d);
+		d = NULL;
+	}
+out:
+	json_decref(d);
+}
+
+static void post_deployment(struct api_call *c)
+{
+	static const char *const keys[] = {"cluster",  "playbook", "check",    "batch",
+					   "max_fail", "canary",   "pause_ms", NULL};
+	json_t *b = api_body(c, keys), *doc = NULL;
+	struct ctl_deploy_request rq = {.canary = -1, .pause_ms = -1, .actor = c->actor};
+	struct ctl_deploy_created made = {0};
+	int64_t canary = -1;
+
+	if (!b || !scoped_cluster(c, b, &rq.cluster) ||
+	    api_str(c, b, "playbook", true, &rq.playbook_text) < 0 ||
+	    api_bool(c, b, "check", &rq.check) < 0 ||
+	    api_str(c, b, "batch", false, &rq.batch) < 0 ||
+	    api_str(c, b, "max_fail", false, &rq.max_fail) < 0 ||
+	    api_int(c, b, "canary", 0, 100000, &canary) < 0 ||
+	    api_int(c, b, "pause_ms", 0, 86400000, &rq.pause_ms) < 0)
+		return;
+	rq.canary = (int)canary;
+	rq.playbook_len = strlen(rq.playbook_text);
+	rq.playbook_file = "playbook";
+	SERVICE(c, ctl_deploy_create(c->st, &rq, &made, ERR));
+	SERVICE(c, ctl_deploy_get(c->st, made.id, CTL_DEPLOY_NODES, &doc, ERR));
+	api_json(c, 201, doc);
+out:
+	ctl_deploy_created_done(&made);
+}
+
+/* ---- campaigns ---------------------------------------------------------------------------------
+ */
+
+static void get_campaigns(struct api_call *c)
+{
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_campaign_list(c->st, PAGE_FETCH, &v, ERR));
+	api_page(c, v);
+out:;
+}
+
+static void get_campaign_with(struct api_call *c, bool rows)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *m = NULL;
+
+	SERVICE(c, ctl_campaign_get(c->st, id, rows, &m, ERR));
+	if (visible(c, m, "campaign", id)) {
+		api_json(c, 200, m);
+		m = NULL;
+	}
+out:
+	json_decref(m);
+}
+
+static void get_campaign(struct api_call *c)
+{
+	get_campaign_with(c, false);
+}
+
+static void get_campaign_results(struct api_call *c)
+{
+	get_campaign_with(c, true);
+}
+
+static void post_campaign(struct api_call *c)
+{
+	static const char *const keys[] = {
+		"cluster",	 "playbook", "tests",	"nodes",   "transport", "quick",
+		"allow_missing", "seed",     "signoff", "dry_run", NULL};
+	json_t *b = api_body(c, keys), *doc = NULL;
+	struct ctl_campaign_request rq = {.seed = -1, .actor = c->actor};
+	bool dry = false;
+
+	if (!b || !scoped_cluster(c, b, &rq.cluster) ||
+	    api_str(c, b, "playbook", true, &rq.playbook_text) < 0 ||
+	    api_str(c, b, "tests", false, &rq.tests) < 0 ||
+	    api_str(c, b, "nodes", false, &rq.nodes) < 0 ||
+	    api_str(c, b, "transport", false, &rq.transport) < 0 ||
+	    api_bool(c, b, "quick", &rq.quick) < 0 ||
+	    api_bool(c, b, "allow_missing", &rq.allow_missing) < 0 ||
+	    api_int(c, b, "seed", 0, 1LL << 53, &rq.seed) < 0 ||
+	    api_bool(c, b, "signoff", &rq.signoff) < 0 || api_bool(c, b, "dry_run", &dry) < 0)
+		return;
+	rq.playbook_len = strlen(rq.playbook_text);
+	rq.playbook_file = "playbook";
+	SERVICE(c, ctl_campaign_create(c->st, &rq, dry, &doc, ERR));
+	api_json(c, dry ? 200 : 201, doc);
+out:;
+}
+
+static void post_campaign_cancel(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *m = NULL;
+	int r;
+
+	SERVICE(c, ctl_campaign_get(c->st, id, false, &m, ERR));
+	if (!visible(c, m, "campaign", id))
+		goto out;
+	if (strcmp(JSTR(m, "state"), "running") != 0) {
+		api_error(c, 409, CTL_ERR_CONFLICT, "id", "campaign %s has ended (%s)", id,
+			  JSTR(m, "state"));
+		goto out;
+	}
+	/* Cancelling what another caller started takes the configure right. */
+	if (strcmp(JSTR(m, "actor"), c->actor) != 0 && !api_may(c, API_PERM_CONFIGURE)) {
+		api_error(c, 403, "forbidden", NULL,
+			  "the %s role may cancel only the campaigns it started",
+			  api_role_name(c->role));
+		goto out;
+	}
+	SERVICE(c, (r = ctl_campaign_cancel(c->st, id, ERR)));
+	api_json(c, r ? 202 : 409,
+		 r ? json_pack("{s:s, s:s}", "id", id, "state", "cancel_requested")
+		   : json_pack("{s:{s:s, s:s}}", "error", "code", CTL_ERR_CONFLICT, "message",
+			       "the campaign has ended already"));
+out:
+	json_decref(m);
+}
+
+/* ---- sign-offs ----------------------------------------------------------------------------------
+ */
+
+static void get_signoffs(struct api_call *c)
+{
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_signoff_list(c->st, http_req_query(c->req, "cluster"), PAGE_FETCH, &v, ERR));
+	api_page(c, v);
+out:;
+}
+
+static void get_signoff(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *s = NULL;
+
+	SERVICE(c, ctl_signoff_get(c->st, id, false, &s, ERR));
+	if (visible(c, s, "sign-off", id)) {
+		api_json(c, 200, s);
+		s = NULL;
+	}
+out:
+	json_decref(s);
+}
+
+/* The signed bytes, the signature or the page of a sign-off. */
+static void get_signoff_file(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id"), *file = http_req_capture(c->req, "file");
+	struct store_signoff *so = NULL;
+	char *html = NULL, why[256] = "";
+	size_t hlen = 0;
+	int r = store_signoff_get(c->st, id, true, &so);
+
+	if (r == -RY_E_NOT_FOUND || (r >= 0 && !api_scope_ok(c, so->cluster))) {
+		api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no sign-off %s", id);
+	} else if (r < 0) {
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
+	} else if (strcmp(file, "signoff.json") == 0) {
+		http_reply_bytes(c->req, 200, "application/json", so->report, so->report_len);
+	} else if (strcmp(file, "signoff.p7s") == 0) {
+		http_reply_bytes(c->req, 200, "application/pkcs7-signature", so->signature,
+				 strlen(so->signature));
+	} else if (strcmp(file, "signoff.html") == 0) {
+		if (so_html_render(so->report, so->report_len, &html, &hlen, why, sizeof(why)) < 0)
+			api_error(c, 500, CTL_ERR_INTERNAL, NULL, "rendering: %s", why);
+		else
+			http_reply_bytes(c->req, 200, "text/html; charset=utf-8", html, hlen);
+	} else {
+		api_error(c, 404, CTL_ERR_NOT_FOUND, "file",
+			  "a sign-off has signoff.json, signoff.p7s and signoff.html");
+	}
+	free(html);
+	store_signoff_free(so);
+}
+
+static void get_ca(struct api_call *c)
+{
+	http_reply_bytes(c->req, 200, "application/x-pem-file", c->srv->state->ca_pem,
+			 strlen(c->srv->state->ca_pem));
+}
+
+static void post_signoff(struct api_call *c)
+{
+	static const char *const keys[] = {"campaign", NULL};
+	json_t *b = api_body(c, keys), *m = NULL, *s = NULL;
+	const char *id = NULL;
+
+	if (!b || api_str(c, b, "campaign", true, &id) < 0)
+		return;
+	SERVICE(c, ctl_campaign_get(c->st, id, false, &m, ERR));
+	if (!visible(c, m, "campaign", id))
+		goto out;
+	SERVICE(c, ctl_signoff_create(c->srv->state, id, c->actor, &s, ERR));
+	api_json(c, 201, s);
+out:
+	json_decref(m);
+}
+
+/* ---- enrollment and API tokens ------------------------------------------------------------- */
+
+static void post_enrollment_token(struct api_call *c)
+{
+	static const char *const keys[] = {"cluster", "uses", "ttl_ms", NULL};
+	json_t *b = api_body(c, keys);
+	const char *cluster = NULL;
+	int64_t uses = 1, ttl = 3600000;
+	char *token = NULL;
+	int r;
+
+	if (!b || !scoped_cluster(c, b, &cluster) || api_int(c, b, "uses", 1, 100000, &uses) < 0 ||
+	    api_int(c, b, "ttl_ms", 1000, 30LL * 86400000, &ttl) < 0)
+		return;
+	if (!ctl_valid_cluster_name(cluster)) {
+		api_error(c, 400, CTL_ERR_INVALID, "cluster", "bad cluster name");
+		return;
+	}
+	r = store_token_create_as(c->st, c->actor, cluster, ttl, (int)uses, util_now_unix_ms(),
+				  &token);
+	if (r < 0) {
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
+		return;
+	}
+	api_json(c, 201,
+		 json_pack("{s:s, s:s, s:I, s:I, s:s}", "token", token, "cluster", cluster, "uses",
+			   (json_int_t)uses, "ttl_ms", (json_int_t)ttl, "ca_fingerprint",
+			   c->srv->state->ca_fingerprint));
+	explicit_bzero(token, strlen(token));
+	free(token);
+}
+
+static json_t *api_token_json(const struct store_api_token *t)
+{
+	json_t *cl = t->clusters_json ? json_loads(t->clusters_json, 0, NULL) : NULL;
+
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:I}", "id", t->id, "name",
+			 t->name, "role", t->role, "clusters", cl ? cl : json_null(), "created_by",
+			 t->created_by, "created_at_ms", (json_int_t)t->created_at_ms,
+			 "expires_at_ms", (json_int_t)t->expires_at_ms, "revoked_at_ms",
+			 (json_int_t)t->revoked_at_ms, "last_used_at_ms",
+			 (json_int_t)t->last_used_at_ms);
+}
+
+static void get_api_tokens(struct api_call *c)
+{
+	struct store_api_token **v = NULL;
+	size_t n = 0;
+	json_t *arr = json_array();
+	int r = store_api_tokens_list(c->st, &v, &n);
+
+	if (r < 0) {
+		json_decref(arr);
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, api_token_json(v[i]));
+	store_api_tokens_free(v, n);
+	api_page(c, arr);
+}
+
+static void post_api_token(struct api_call *c)
+{
+	static const char *const keys[] = {"name", "role", "clusters", "ttl_ms", NULL};
+	json_t *b = api_body(c, keys), *cl;
+	const char *name = NULL, *role = NULL;
+	int64_t ttl = 0;
+	char *token = NULL, *id = NULL, *cls = NULL;
+	enum api_role rl;
+	int r;
+
+	if (!b || api_str(c, b, "name", true, &name) < 0 ||
+	    api_str(c, b, "role", true, &role) < 0 ||
+	    api_int(c, b, "ttl_ms", 0, 3650LL * 86400000, &ttl) < 0)
+		return;
+	if (api_role_parse(role, &rl) < 0) {
+		api_error(c, 400, CTL_ERR_INVALID, "role",
+			  "role must be admin, integrator, operator or viewer");
+		return;
+	}
+	cl = json_object_get(b, "clusters");
+	if (cl && !json_is_null(cl) && !(cls = json_dumps(cl, JSON_COMPACT))) {
+		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	r = store_api_token_create(c->st, name, role, cls, ttl, c->actor, util_now_unix_ms(),
+				   &token, &id);
+	free(cls);
+	if (r == -RY_E_EXISTS)
+		api_error(c, 409, CTL_ERR_CONFLICT, "name", "a token named %s exists already",
+			  name);
+	else if (r == -RY_E_INVALID || r == -EINVAL)
+		api_error(c, 400, CTL_ERR_INVALID, NULL,
+			  "bad name (1..64 of A-Za-z0-9._-) or clusters (an array of names)");
+	else if (r < 0)
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
+	else
+		api_json(c, 201,
+			 json_pack("{s:s, s:s, s:s, s:s}", "id", id, "name", name, "role", role,
+				   "token", token));
+	if (token)
+		explicit_bzero(token, strlen(token));
+	free(token);
+	free(id);
+}
+
+static void delete_api_token(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	char *done = NULL;
+	int r = store_api_token_revoke(c->st, id, c->actor, util_now_unix_ms(), &done);
+
+	if (r == -RY_E_NOT_FOUND)
+		api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no API token %s", id);
+	else if (r < 0)
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
+	else
+		api_json(c, 200, json_pack("{s:s, s:b}", "id", done, "revoked", 1));
+	free(done);
+}
+
+/* ---- audit ------------------------------------------------------------------------------------
+ */
+
+static void get_audit(struct api_call *c)
+{
+	struct store_audit_entry *e = NULL;
+	size_t n = 0;
+	json_t *arr = json_array();
+	int r = store_audit_list(c->st, 10000, &e, &n);
+
+	if (r < 0) {
+		json_decref(arr);
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr,
+				      json_pack("{s:I, s:s, s:s, s:s?, s:s, s:s?}", "at_ms",
+						(json_int_t)e[i].at_ms, "actor", e[i].actor,
+						"action", e[i].action, "target", e[i].target,
+						"outcome", e[i].outcome, "detail", e[i].detail));
+	store_audit_entries_free(e, n);
+	api_page(c, arr);
+}
+
+/* ---- the table ----------------------------------------------------------------------------------
+ */
+
+#define R(m, p, perm, scoped, fn)                                                                  \
+	{                                                                                          \
+		m, p, perm, scoped, fn, 0                                                          \
+	}
+const struct api_route api_routes[] = {
+	R("GET", "/healthz", API_PUBLIC, 0, get_healthz),
+	R("GET", "/readyz", API_PUBLIC, 0, get_readyz),
+	R("GET", "/api/v1/clusters", API_PERM_READ, 1, get_clusters),
+	R("GET", "/api/v1/nodes", API_PERM_READ, 1, get_nodes),
+	R("GET", "/api/v1/nodes/{id}", API_PERM_READ, 1, get_node),
+	R("POST", "/api/v1/nodes/{id}/revoke", API_PERM_ADMIN, 1, post_node_revoke),
+	R("GET", "/api/v1/deployments", API_PERM_READ, 1, get_deployments),
+	R("POST", "/api/v1/deployments", API_PERM_CONFIGURE, 1, post_deployment),
+	R("GET", "/api/v1/deployments/{id}", API_PERM_READ, 1, get_deployment),
+	R("GET", "/api/v1/campaigns", API_PERM_READ, 1, get_campaigns),
+	R("POST", "/api/v1/campaigns", API_PERM_CONFIGURE, 1, post_campaign),
+	R("GET", "/api/v1/campaigns/{id}", API_PERM_READ, 1, get_campaign),
+	R("GET", "/api/v1/campaigns/{id}/results", API_PERM_READ, 1, get_campaign_results),
+	R("POST", "/api/v1/campaigns/{id}/cancel", API_PERM_OPERATE, 1, post_campaign_cancel),
+	R("GET", "/api/v1/signoffs", API_PERM_READ, 1, get_signoffs),
+	R("POST", "/api/v1/signoffs", API_PERM_CONFIGURE, 1, post_signoff),
+	R("GET", "/api/v1/signoffs/{id}", API_PERM_READ, 1, get_signoff),
+	R("GET", "/api/v1/signoffs/{id}/{file}", API_PERM_READ, 1, get_signoff_file),
+	R("GET", "/api/v1/ca.pem", API_PERM_READ, 0, get_ca),
+	R("POST", "/api/v1/enrollment-tokens", API_PERM_CONFIGURE, 1, post_enrollment_token),
+	R("GET", "/api/v1/api-tokens", API_PERM_ADMIN, 0, get_api_tokens),
+	R("POST", "/api/v1/api-tokens", API_PERM_ADMIN, 0, post_api_token),
+	R("DELETE", "/api/v1/api-tokens/{id}", API_PERM_ADMIN, 0, delete_api_token),
+	R("GET", "/api/v1/audit", API_PERM_ADMIN, 0, get_audit),
+};
+const size_t api_routes_count = RY_ARRAY_SIZE(api_routes);

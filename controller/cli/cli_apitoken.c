@@ -1,0 +1,341 @@
+/* railyard-controller api-token create|list|revoke: API tokens of the REST API, made, listed and
+ * revoked on the controller's host with no server running (the first admin token is made this
+ * way). A token is printed once, when it is made; the store keeps only a hash of its secret. */
+#include "controller/api/authz.h"
+#include "controller/cli/cli.h"
+#include "controller/service.h"
+#include "controller/state.h"
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "railyard-controller"
+/* Longest --ttl: ten years (a token that should live longer is one that never expires). */
+#define API_TTL_MAX_MS (3650LL * 86400 * 1000)
+/* Who the audit log names for these commands: the host's administrator. */
+#define ACTOR "admin"
+
+enum { OPT_STATE_DIR = 900, OPT_JSON, OPT_NAME, OPT_ROLE, OPT_CLUSTERS, OPT_TTL };
+
+/* "a,b" into a JSON array (compact text, caller frees *ret): each name valid, none twice, at
+ * most STORE_API_CLUSTERS_MAX. 0, or 2 with the reason on stderr. */
+static int parse_clusters(const char *list, char **ret)
+{
+	json_t *arr = json_array();
+	char *copy = strdup(list), *save = NULL, *name;
+	const char *p;
+	int rc = 2;
+	size_t i;
+
+	if (!arr || !copy) {
+		log_error("out of memory");
+		rc = 1;
+		goto out;
+	}
+	/* strtok_r would skip the empty name of "a,,b" or "a,": look for them first. */
+	for (p = list; *p; p++)
+		if (*p == ',' && (p == list || p[1] == ',' || p[1] == '\0'))
+			break;
+	if (!*list || *p) {
+		cli_bad("--clusters (an empty cluster name)", list);
+		goto out;
+	}
+	for (name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		if (!ctl_valid_cluster_name(name)) {
+			cli_bad("cluster name in --clusters (1-64 letters, digits, '.', '_' "
+				"or '-', starting with a letter or digit)",
+				name);
+			goto out;
+		}
+		for (i = 0; i < json_array_size(arr); i++) {
+			if (strcmp(json_string_value(json_array_get(arr, i)), name) == 0) {
+				cli_bad("--clusters (a cluster named twice)", name);
+				goto out;
+			}
+		}
+		if (json_array_size(arr) == STORE_API_CLUSTERS_MAX) {
+			fprintf(stderr, PROG ": invalid --clusters: more than %d clusters\n",
+				STORE_API_CLUSTERS_MAX);
+			goto out;
+		}
+		json_array_append_new(arr, json_string(name));
+	}
+	*ret = json_dumps(arr, JSON_COMPACT);
+	rc = *ret ? 0 : 1;
+out:
+	free(copy);
+	json_decref(arr);
+	return rc;
+}
+
+/* "active", "expired" or "revoked" at now_ms. */
+static const char *token_state(const struct store_api_token *t, int64_t now_ms)
+{
+	if (t->revoked_at_ms)
+		return "revoked";
+	if (t->expires_at_ms && now_ms >= t->expires_at_ms)
+		return "expired";
+	return "active";
+}
+
+static json_t *ms_or_null(int64_t ms)
+{
+	return ms ? json_integer(ms) : json_null();
+}
+
+/* A token as JSON (never its secret; it has none to give). */
+static json_t *token_json(const struct store_api_token *t, int64_t now_ms)
+{
+	json_t *clusters = t->clusters_json ? json_loads(t->clusters_json, 0, NULL) : NULL;
+
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:I, s:o, s:o, s:o}", "id", t->id, "name",
+			 t->name, "role", t->role, "clusters", clusters ? clusters : json_null(),
+			 "state", token_state(t, now_ms), "created_by", t->created_by,
+			 "created_at_ms", (json_int_t)t->created_at_ms, "expires_at_ms",
+			 ms_or_null(t->expires_at_ms), "revoked_at_ms",
+			 ms_or_null(t->revoked_at_ms), "last_used_at_ms",
+			 ms_or_null(t->last_used_at_ms));
+}
+
+/* The scope for a person: "all", or the names joined by commas (caller frees). */
+static char *scope_text(const struct store_api_token *t)
+{
+	json_t *arr = t->clusters_json ? json_loads(t->clusters_json, 0, NULL) : NULL;
+	size_t i, n = json_array_size(arr), len = 0;
+	char *out;
+
+	if (!t->clusters_json)
+		return strdup("all");
+	for (i = 0; i < n; i++)
+		len += strlen(json_string_value(json_array_get(arr, i))) + 1;
+	out = calloc(1, len + 1);
+	for (i = 0; out && i < n; i++) {
+		if (i)
+			strcat(out, ",");
+		strcat(out, json_string_value(json_array_get(arr, i)));
+	}
+	json_decref(arr);
+	return out;
+}
+
+static void print_time(const char *label, int64_t ms, const char *unset)
+{
+	char when[64];
+
+	cli_format_time(ms, when, sizeof(when));
+	printf("%s: %s\n", label, ms ? when : unset);
+}
+
+static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"name", required_argument, NULL, OPT_NAME},
+		{"role", required_argument, NULL, OPT_ROLE},
+		{"clusters", required_argument, NULL, OPT_CLUSTERS},
+		{"ttl", required_argument, NULL, OPT_TTL},
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *name = NULL, *role_arg = NULL;
+	const char *clusters_arg = NULL;
+	char *clusters = NULL, *token = NULL, *id = NULL, *scope = NULL;
+	struct store_api_token *t = NULL;
+	int64_t ttl_ms = 0, now = util_now_unix_ms();
+	struct ctl_state *st = NULL;
+	enum api_role role;
+	bool json = false;
+	int c, r, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_NAME:
+			name = optarg;
+			break;
+		case OPT_ROLE:
+			role_arg = optarg;
+			break;
+		case OPT_CLUSTERS:
+			clusters_arg = optarg;
+			break;
+		case OPT_TTL:
+			if (util_parse_duration_ms(optarg, &ttl_ms) < 0 || ttl_ms <= 0 ||
+			    ttl_ms > API_TTL_MAX_MS)
+				return cli_bad("--ttl (a duration above 0 and up to 3650d)",
+					       optarg);
+			break;
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			return cli_usage(cmd, stdout);
+		default:
+			return cli_usage(cmd, stderr);
+		}
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
+		return r;
+	if (!name)
+		return cli_bad("--name", "(missing)");
+	if (!store_api_name_ok(name))
+		return cli_bad("--name (1-64 letters, digits, '.', '_' or '-'; not 16 hex digits)",
+			       name);
+	if (!role_arg)
+		return cli_bad("--role", "(missing)");
+	if (api_role_parse(role_arg, &role) < 0)
+		return cli_bad("--role (admin, integrator, operator or viewer)", role_arg);
+	if (clusters_arg && (r = parse_clusters(clusters_arg, &clusters)) != 0)
+		return r;
+
+	if (cli_open_state(state_dir, false, &st) < 0)
+		goto out;
+	r = store_api_token_create(st->store, name, api_role_name(role), clusters, ttl_ms, ACTOR,
+				   now, &token, &id);
+	if (r == -RY_E_EXISTS) {
+		log_error("api-token create: a token named '%s' exists already (revoke it first, "
+			  "or choose another name)",
+			  name);
+		goto out;
+	}
+	if (r < 0) {
+		log_error("api-token create: %s", ry_strerror(r));
+		rc = r == -RY_E_INVALID ? 2 : 1;
+		goto out;
+	}
+	r = store_api_token_get(st->store, id, &t);
+	if (r < 0) {
+		/* Made, but not readable back: the token must still reach the user. */
+		log_error("api-token create: reading the new token back: %s", ry_strerror(r));
+		printf("token: %s\nid: %s\n", token, id);
+		goto warn;
+	}
+	if (json) {
+		json_t *o = token_json(t, now);
+
+		json_object_set_new(o, "token", json_string(token));
+		rc = cli_print_json(stdout, o);
+		json_decref(o);
+		if (rc)
+			goto out;
+	} else {
+		scope = scope_text(t);
+		printf("token: %s\nid: %s\nname: %s\nrole: %s\nclusters: %s\n", token, t->id,
+		       t->name, t->role, scope ? scope : "?");
+		print_time("expires", t->expires_at_ms, "never");
+	}
+warn:
+	fflush(stdout);
+	fprintf(stderr,
+		PROG ": this token is shown only once; store it now. It cannot be recovered, "
+		     "only revoked (" PROG " api-token revoke %s).\n",
+		id);
+	rc = 0;
+out:
+	if (token)
+		explicit_bzero(token, strlen(token));
+	free(token);
+	free(id);
+	free(scope);
+	free(clusters);
+	store_api_token_free(t);
+	ctl_state_free(st);
+	return rc;
+}
+
+static int cmd_list(const struct cli_command *cmd, int argc, char **argv)
+{
+	const char *state_dir = CTL_DEFAULT_STATE_DIR;
+	struct store_api_token **v = NULL;
+	int64_t now = util_now_unix_ms();
+	struct ctl_state *st = NULL;
+	bool json = false;
+	size_t n = 0;
+	int r, rc = 1;
+
+	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, &json, NULL, NULL, 0)) != 0)
+		return r;
+	if (cli_open_state(state_dir, false, &st) < 0)
+		return 1;
+	r = store_api_tokens_list(st->store, &v, &n);
+	if (r < 0) {
+		log_error("api-token list: %s", ry_strerror(r));
+		goto out;
+	}
+	if (json) {
+		json_t *arr = json_array();
+
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, token_json(v[i], now));
+		rc = cli_print_json(stdout, arr);
+		json_decref(arr);
+		goto out;
+	}
+	printf("%-16s %-20s %-10s %-7s %-20s %-20s %s\n", "ID", "NAME", "ROLE", "STATE", "CLUSTERS",
+	       "EXPIRES", "LAST USED");
+	for (size_t i = 0; i < n; i++) {
+		char expires[64], used[64], *scope = scope_text(v[i]);
+
+		cli_format_time(v[i]->expires_at_ms, expires, sizeof(expires));
+		cli_format_time(v[i]->last_used_at_ms, used, sizeof(used));
+		util_fprintf_safe(stdout, "%-16s %-20s %-10s %-7s %-20s %-20s %s\n", v[i]->id,
+				  v[i]->name, v[i]->role, token_state(v[i], now),
+				  scope ? scope : "?", v[i]->expires_at_ms ? expires : "never",
+				  used);
+		free(scope);
+	}
+	rc = 0;
+out:
+	store_api_tokens_free(v, n);
+	ctl_state_free(st);
+	return rc;
+}
+
+static int cmd_revoke(const struct cli_command *cmd, int argc, char **argv)
+{
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *key;
+	struct ctl_state *st = NULL;
+	char *id = NULL;
+	int r;
+
+	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, NULL, NULL, NULL, 1)) != 0)
+		return r;
+	key = argv[optind];
+	if (cli_open_state(state_dir, false, &st) < 0)
+		return 1;
+	r = store_api_token_revoke(st->store, key, ACTOR, util_now_unix_ms(), &id);
+	if (r < 0) {
+		char *safe = util_escape(key, false);
+
+		log_error("api-token revoke %s: %s", safe ? safe : "?",
+			  r == -RY_E_NOT_FOUND ? "no API token has that id or name"
+					       : ry_strerror(r));
+		free(safe);
+		ctl_state_free(st);
+		return 1;
+	}
+	printf(r == 1 ? "revoked API token %s\n" : "API token %s was revoked already\n", id);
+	free(id);
+	ctl_state_free(st);
+	return 0;
+}
+
+const struct cli_command cli_apitoken_commands[] = {
+	{"api-token create",
+	 "--name NAME --role admin|integrator|operator|viewer [--clusters A,B] [--ttl 30d]\n"
+	 "        [--json] [--state-dir D]\n"
+	 "  (no --clusters: every cluster; no --ttl: never expires)",
+	 "make a REST API token (shown once)", cmd_create},
+	{"api-token list", "[--json] [--state-dir D]", "list REST API tokens (never their secrets)",
+	 cmd_list},
+	{"api-token revoke", "ID|NAME [--state-dir D]", "revoke a REST API token", cmd_revoke},
+	{0},
+};

@@ -1,0 +1,28 @@
+/* The nodes service: the enrolled nodes as JSON (facts, and each node against its cluster's
+ * newest sign-off), one node, revoking one. Returns data, never prints; the command line and
+ * the REST API format it. */
+#ifndef RAILYARD_CONTROLLER_NODES_H
+#define RAILYARD_CONTROLLER_NODES_H
+
+#include <jansson.h>
+
+#include "controller/service.h"
+#include "controller/store/store.h"
+
+/* Every node ordered as the store lists them (cluster, hostname): [{id, hostname, cluster,
+ * state, cert_serial, cert_fingerprint, enrolled_at_ms, last_seen_ms, agent_version, facts,
+ * summary, signoff: {state: current | stale | uncovered | none, signoff, reasons}}]. cluster
+ * and state (NULL: any) filter. New reference. */
+__attribute__((warn_unused_result)) int ctl_nodes_list(struct store *st, const char *cluster,
+						       const char *state, json_t **ret,
+						       struct ctl_error *err);
+/* One node by id or unique host name, as ctl_nodes_list() shows it (CTL_ERR_NOT_FOUND). */
+__attribute__((warn_unused_result)) int ctl_node_get(struct store *st, const char *id_or_host,
+						     json_t **ret, struct ctl_error *err);
+/* Revoke a node (store_node_revoke()); *ret {id, state}. CTL_ERR_NOT_FOUND, CTL_ERR_CONFLICT
+ * (a host name several nodes share). */
+__attribute__((warn_unused_result)) int ctl_node_revoke(struct store *st, const char *id_or_host,
+							const char *actor, json_t **ret,
+							struct ctl_error *err);
+
+#endif

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Integration: the REST API over real HTTPS (curl) and the state directory's unix socket. The
+# flow as an integrator token does it (enrollment token, nodes, check-mode deployment, campaign,
+# sign-off download and offline verification); the whole role x route x scope matrix from the
+# route table itself; every bad input of the table in docs/rest.md answered with the error body,
+# nothing stored, the server still serving; mutations audited with the token's id and name.
+. "$(dirname "$0")/lib.sh"
+
+PB=$SRC/playbooks/tcp-baseline.yaml
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms
+check "the API's URL is written" wait_for 10 test -s "$T/ctl/api.addr"
+URL=$(cat "$T/ctl/api.addr")
+CA=$T/ctl/ca.crt
+
+# api METHOD PATH TOKEN [BODY [CONTENT-TYPE]]: the status; the body in $T/body
+api() {
+	local args=(-s -o "$T/body" -w '%{http_code}' --cacert "$CA" -X "$1")
+	[ -n "$3" ] && args+=(-H "Authorization: Bearer $3")
+	[ $# -ge 4 ] && args+=(-H "Content-Type: ${5:-application/json}" --data-binary "$4")
+	curl "${args[@]}" "$URL$2"
+}
+body() { jq -r "$1" "$T/body"; }
+is_error_body() { jq -e '.error.code | type == "string"' "$T/body" >/dev/null; }
+mktoken() { # NAME ROLE [CLUSTERS-JSON]: a token made through the API by the first admin
+	api POST /api/v1/api-tokens "$ADMIN" \
+		"{\"name\":\"$1\",\"role\":\"$2\"${3:+,\"clusters\":$3}}" >/dev/null
+	body .token
+}
+
+ADMIN=$("$CTL" api-token create --name first-admin --role admin --state-dir "$T/ctl" 2>/dev/null |
+	awk '/^token:/ {print $2}')
+check "the first admin token is made offline" test -n "$ADMIN"
+check "health needs no token" test "$(api GET /healthz "")" = 200
+check "readiness" test "$(api GET /readyz "")" = 200
+INT=$(mktoken integrator integrator '["it"]')
+check "an integrator token scoped to cluster it" test -n "$INT"
+
+# ---- the flow, as the integrator --------------------------------------------------------------
+check "enrollment token through the API: 201" test "$(api POST /api/v1/enrollment-tokens "$INT" \
+	'{"cluster":"it","uses":3,"ttl_ms":600000}')" = 201
+TOKEN=$(body .token) FP=$(body .ca_fingerprint)
+for n in a:h200-ib b:h200-roce c:h200-ib-2; do
+	enroll "${n%%:*}" "$FIXTURES/${n#*:}" || die "enroll ${n%%:*}"
+	start_agent "${n%%:*}" "$FIXTURES/${n#*:}"
+done
+online() { [ "$(api GET "/api/v1/nodes?cluster=it&state=online" "$INT")" = 200 ] &&
+	[ "$(body '.items | length')" = 3 ]; }
+check "three nodes online, seen through the API" wait_for 30 online
+NODE=$(body '.items[0].id')
+pbjson=$(jq -Rs . <"$PB")
+check "a check-mode deployment: 201" test "$(api POST /api/v1/deployments "$INT" \
+	"{\"cluster\":\"it\",\"playbook\":$pbjson,\"check\":true,\"canary\":0,\"pause_ms\":0}")" = 201
+DEP=$(body .id)
+dep_final() { api GET "/api/v1/deployments/$DEP" "$INT" >/dev/null &&
+	case "$(body .state)" in succeeded | partial | failed) true ;; *) false ;; esac; }
+check "  it ends" wait_for 60 dep_final
+check "  succeeded, with per-node step results" jqt '.state == "succeeded" and
+	(.nodes | length) == 3 and all(.nodes[]; (.steps | length) >= 1)' "$T/body"
+check "a campaign: 201" test "$(api POST /api/v1/campaigns "$INT" \
+	"{\"cluster\":\"it\",\"playbook\":$pbjson,\"quick\":true,\"signoff\":true}")" = 201
+CAMP=$(body .id)
+camp_ended() { api GET "/api/v1/campaigns/$CAMP" "$INT" >/dev/null && [ "$(body .state)" != running ]; }
+check "  it ends" wait_for 120 camp_ended
+check "  passed" test "$(body .state)" = passed
+signed() { api GET "/api/v1/signoffs?cluster=it" "$INT" >/dev/null &&
+	[ "$(body '.items | length')" -ge 1 ]; }
+check "  and was signed" wait_for 30 signed
+SO=$(body '.items[0].id')
+for f in signoff.json signoff.p7s signoff.html; do
+	api GET "/api/v1/signoffs/$SO/$f" "$INT" >/dev/null && cp "$T/body" "$T/$f"
+done
+api GET /api/v1/ca.pem "$INT" >/dev/null && cp "$T/body" "$T/ca.pem"
+check "the downloaded sign-off verifies with stock openssl" openssl cms -verify -binary \
+	-content "$T/signoff.json" -in "$T/signoff.p7s" -inform PEM -CAfile "$T/ca.pem" \
+	-purpose any -out /dev/null
+check "  and offline" "$CTL" signoff verify "$T/signoff.json" "$T/signoff.p7s" --ca "$T/ca.pem"
+check "the page is the page" grep -q "openssl cms -verify" "$T/signoff.html"
+check "a GET answers with an ETag, If-None-Match gives 304" bash -c "
+	etag=\$(curl -s -D - -o /dev/null --cacert '$CA' -H 'Authorization: Bearer $INT' \
+		'$URL/api/v1/signoffs/$SO' | awk -F': ' 'tolower(\$1) == \"etag\" {print \$2}' | tr -d '\r')
+	[ -n \"\$etag\" ] && [ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert '$CA' \
+		-H 'Authorization: Bearer $INT' -H \"If-None-Match: \$etag\" '$URL/api/v1/signoffs/$SO')\" = 304 ]"
+check "the unix socket acts as admin without a token" test "$(curl -s -o "$T/body" -w '%{http_code}' \
+	--unix-socket "$T/ctl/api.sock" http://localhost/api/v1/api-tokens)" = 200
+check "mutations are audited with the token's name and id" bash -c "
+	'$CTL' audit --limit 200 --state-dir '$T/ctl' | grep -q 'api:integrator ([0-9a-f]*) *campaign.create'"
+
+# ---- the matrix: every route x role x scope ---------------------------------------------------
+"$CTL" api routes --json >"$T/routes.json"
+declare -A TOK
+for role in admin integrator operator viewer; do
+	TOK[$role/all]=$(mktoken "m-$role-all" "$role")
+	TOK[$role/it]=$(mktoken "m-$role-it" "$role" '["it"]')
+	TOK[$role/other]=$(mktoken "m-$role-other" "$role" '["other"]')
+done
+allowed() { # ROLE PERM
+	case "$2" in
+	public | read) true ;;
+	operate) [ "$1" != viewer ] ;;
+	configure) [ "$1" = admin ] || [ "$1" = integrator ] ;;
+	admin) [ "$1" = admin ] ;;
+	esac
+}
+bad=0 total=0
+while IFS=$'\t' read -r method path perm scoped; do
+	for role in admin integrator operator viewer; do
+		for scope in all it other; do
+			p=$path bodyarg=()
+			p=${p//\{file\}/signoff.json}
+			case "$path" in
+			*/nodes/\{id\}/revoke) p=${p//\{id\}/$([ $scope = other ] && echo "$NODE" || echo n-none)} ;;
+			*/nodes/*) p=${p//\{id\}/$NODE} ;;
+			*/deployments/*) p=${p//\{id\}/$DEP} ;;
+			*/campaigns/*) p=${p//\{id\}/$CAMP} ;;
+			*/signoffs/*) p=${p//\{id\}/$SO} ;;
+			*/api-tokens/*) p=${p//\{id\}/0000000000000000} ;;
+			esac
+			if [ "$method" = POST ]; then
+				case "$path" in
+				/api/v1/signoffs) bodyarg=("{\"campaign\":\"$CAMP\"}") ;;
+				*\{id\}*) bodyarg=("{}") ;;
+				/api/v1/api-tokens) bodyarg=("{}") ;;
+				*) bodyarg=('{"cluster":"it"}') ;;
+				esac
+			fi
+			got=$(api "$method" "$p" "${TOK[$role/$scope]}" "${bodyarg[@]}")
+			if ! allowed "$role" "$perm"; then
+				want=403
+			elif [ "$perm" = admin ] && [ "$scoped" = false ] && [ "$scope" != all ]; then
+				want=403
+			elif [ "$scope" = other ] && [ "$scoped" = true ]; then
+				if [ "$method" = GET ] && [[ "$path" != *\{* ]]; then
+					want=200-no-it
+				else
+					want=404
+				fi
+			else
+				want=granted
+			fi
+			ok=false
+			case "$want" in
+			granted) [ "$got" != 401 ] && [ "$got" != 403 ] &&
+				{ [ "$method" != GET ] || [ "$got" = 200 ]; } && ok=true ;;
+			200-no-it) [ "$got" = 200 ] && jq -e '[.items[] | select(.cluster == "it")] |
+				length == 0' "$T/body" >/dev/null && ok=true ;;
+			*) [ "$got" = "$want" ] && is_error_body && ok=true ;;
+			esac
+			total=$((total + 1))
+			if ! $ok; then
+				bad=$((bad + 1))
+				echo "  matrix: $method $p as $role/$scope: got $got, want $want: $(head -c 200 "$T/body")"
+			fi
+		done
+	done
+done < <(jq -r '.[] | [.method, .path, .perm, (.scoped | tostring)] | @tsv' "$T/routes.json")
+check "the matrix: $total requests (routes x 4 roles x 3 scopes) as the table says" test "$bad" -eq 0
+check "  every route was walked" test "$total" -eq $(($(jq length "$T/routes.json") * 12))
+
+# ---- bad input: the error body, nothing stored, still serving ------------------------------
+ncamp() { "$CTL" campaigns --json --state-dir "$T/ctl" | jq length; }
+ndep() { "$CTL" deployments --json --state-dir "$T/ctl" | jq length; }
+before="$(ncamp)/$(ndep)"
+bad_is() { # WHAT STATUS FIELD METHOD PATH TOKEN [BODY [CTYPE]]
+	local what=$1 want=$2 field=$3; shift 3
+	local got; got=$(api "$@")
+	check "$what: $want" bash -c "[ '$got' = '$want' ] && jq -e '.error.code | type == \"string\"' '$T/body' >/dev/null"
+	[ -z "$field" ] || check "  names the field $field" test "$(body .error.field)" = "$field"
+}
+bad_is "malformed JSON" 400 "" POST /api/v1/campaigns "$INT" '{"cluster": "it",'
+bad_is "a wrong type" 400 cluster POST /api/v1/campaigns "$INT" '{"cluster": 5}'
+bad_is "an unknown field" 400 colour POST /api/v1/campaigns "$INT" '{"cluster":"it","colour":"red"}'
+bad_is "a missing field" 400 playbook POST /api/v1/campaigns "$INT" '{"cluster":"it"}'
+bad_is "not an object" 400 "" POST /api/v1/campaigns "$INT" '[1,2]'
+bad_is "a wrong content type" 415 "" POST /api/v1/campaigns "$INT" '{"cluster":"it"}' text/plain
+head -c 1100000 /dev/zero | tr '\0' ' ' >"$T/big.json"
+bad_is "an oversized body" 413 "" POST /api/v1/campaigns "$INT" "@$T/big.json"
+bad_is "a playbook that does not validate" 400 "" POST /api/v1/campaigns "$INT" \
+	'{"cluster":"it","playbook":"name: x\nversion: \"1\"\nsteps: []\nvalidation:\n  tests: 3\n"}'
+check "  its FILE:LINE:COL problems in details" jqt '.error.details | length > 0 and
+	all(.[]; .line > 0 and .column > 0)' "$T/body"
+bad_is "an unknown route" 404 "" GET /api/v1/nope "$INT"
+bad_is "a wrong method" 405 "" DELETE /api/v1/campaigns "$INT"
+check "  with Allow" bash -c "curl -s -D - -o /dev/null --cacert '$CA' -X DELETE -H 'Authorization: Bearer $INT' \
+	'$URL/api/v1/campaigns' | grep -qi '^allow: GET, HEAD, POST'"
+bad_is "path traversal" 404 "" GET "/api/v1/signoffs/..%2F..%2Fetc/passwd" "$INT"
+bad_is "no token" 401 "" GET /api/v1/nodes ""
+bad_is "a garbage token" 401 "" GET /api/v1/nodes "rya1.zz"
+bad_is "a wrong secret" 401 "" GET /api/v1/nodes "${INT%.*}.$(printf '0%.0s' {1..64})"
+"$CTL" api-token create --name short --role viewer --ttl 1s --state-dir "$T/ctl" >"$T/short.out" 2>/dev/null
+SHORT=$(awk '/^token:/ {print $2}' "$T/short.out")
+expired() { [ "$(api GET /api/v1/nodes "$SHORT")" = 401 ] && [ "$(body .error.message)" = "the API token has expired" ]; }
+check "an expired token: 401, says so" wait_for 10 expired
+api DELETE "/api/v1/api-tokens/m-viewer-all" "$ADMIN" >/dev/null
+bad_is "a revoked token" 401 "" GET /api/v1/nodes "${TOK[viewer/all]}"
+check "  says so" test "$(body .error.message)" = "the API token was revoked"
+bad_is "a role without the right" 403 "" POST /api/v1/api-tokens "$INT" '{}'
+bad_is "another scope's object" 404 "" GET "/api/v1/campaigns/$CAMP" "${TOK[admin/other]}"
+check "nothing was stored by any of it" test "$(ncamp)/$(ndep)" = "$before"
+check "the server still serves" test "$(api GET /healthz "")" = 200
+
+kill -TERM "$CTL_PID"
+check "controller exits cleanly" wait_for 15 exited "$CTL_PID"
+check "the socket and api.addr are gone" bash -c "[ ! -e '$T/ctl/api.sock' ] && [ ! -e '$T/ctl/api.addr' ]"
+check_sanitizers
+finish
