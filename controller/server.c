@@ -197,6 +197,12 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		pthread_condattr_destroy(&ca);
 	}
 
+	srv->events = ctl_events_new();
+	if (!srv->events) {
+		snprintf(errbuf, errlen, "out of memory");
+		r = -ENOMEM;
+		goto fail;
+	}
 	/* Nodes marked online by a previous run have no session now. */
 	r = store_nodes_all_offline(state->store, util_now_unix_ms());
 	if (r < 0) {
@@ -300,6 +306,7 @@ void ctl_server_free(struct ctl_server *srv)
 	ctl_throttle_free(srv->enroll_throttle);
 	ctl_throttle_free(srv->report_throttle);
 	ctl_sessions_done(srv);
+	ctl_events_free(srv->events);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_cond_destroy(&srv->cond);
 	free(srv);

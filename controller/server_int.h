@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "common/rpc/rpc.h"
+#include "controller/events.h"
 #include "controller/server.h"
 #include "railyard/v1/railyard.pb-c.h"
 
@@ -49,6 +50,8 @@ struct ctl_server {
 	struct ctl_engine *engine;	      /* tick thread with the passes, ingest worker */
 	struct ctl_rollout *rollout;	      /* the rollout pass's state */
 	struct ctl_campaigns *campaigns;      /* the campaign pass's state */
+	struct ctl_events *events;	      /* what changed, for the REST event stream */
+	struct ctl_api *api;		      /* the REST API, while it serves */
 	struct ctl_throttle *enroll_throttle; /* refused enrollments per source address */
 	struct ctl_throttle *report_throttle; /* refused reports per node (audit rows) */
 	_Atomic int enroll_active;	      /* Enroll calls working on the database now */
@@ -120,6 +123,7 @@ void ctl_session_ref(struct ctl_server *srv, struct ctl_session *s);
 void ctl_session_unref(struct ctl_server *srv, struct ctl_session *s);
 const char *ctl_session_node_id(const struct ctl_session *s);
 const char *ctl_session_hostname(const struct ctl_session *s);
+const char *ctl_session_cluster(const struct ctl_session *s);
 /* Register the Hello and FactsUpdate handlers with the engine, before it starts. */
 __attribute__((warn_unused_result)) int ctl_sessions_register(struct ctl_engine *e);
 /* The message seq of s was handled with outcome o (not CTL_RETRY): acknowledge it (Welcome

@@ -11,6 +11,7 @@
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,11 @@ const char *ctl_session_node_id(const struct ctl_session *s)
 const char *ctl_session_hostname(const struct ctl_session *s)
 {
 	return s->hostname;
+}
+
+const char *ctl_session_cluster(const struct ctl_session *s)
+{
+	return s->cluster;
 }
 
 static void session_finish(struct ctl_session *s, grpc_status_code code, const char *why)
@@ -298,6 +304,9 @@ static void on_hello(struct ctl_server *srv, struct ctl_session *s,
 	pthread_mutex_lock(&srv->lock); /* resume_remember() reads it on another thread */
 	snprintf(s->boot_id, sizeof(s->boot_id), "%s", h->boot_id);
 	pthread_mutex_unlock(&srv->lock);
+	ctl_events_emit(srv->events, "node.online", s->cluster,
+			json_pack("{s:s, s:s, s:s}", "id", s->node_id, "hostname", s->hostname,
+				  "agent_version", h->agent_version));
 	o->verdict = CTL_DONE;
 	log_info("node %s (%s) online, agent %s, from %s", s->node_id, s->hostname,
 		 h->agent_version, rpc_stream_peer(s->st)->address);
@@ -651,6 +660,9 @@ int ctl_session_store_offline(struct ctl_server *srv, struct ctl_session *s)
 	int64_t heard = util_now_unix_ms() - (util_now_mono_ms() - s->last_heard_ms);
 	int r = store_node_offline(srv->state->store, s->node_id, heard);
 
+	if (r >= 0)
+		ctl_events_emit(srv->events, "node.offline", s->cluster,
+				json_pack("{s:s, s:s}", "id", s->node_id, "hostname", s->hostname));
 	return r == -RY_E_NOT_FOUND ? 0 : r;
 }
 

@@ -12,7 +12,12 @@ PKGS=(
 	qemu-system-x86 cpio kmod busybox-static
 	iproute2 procps psmisc valgrind clang-format jq
 	sockperf iperf3
+	python3-yaml # tests/integration/test_openapi.sh reads docs/openapi.yaml
 )
+# npm (tests/integration/test_openapi.sh lints docs/openapi.yaml with @redocly/cli from npm):
+# Debian's package, unless an npm is installed already (NodeSource's nodejs ships its own and
+# conflicts with Debian's npm package).
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -10,6 +10,8 @@
 #include "controller/state.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,40 @@ struct ctl_api {
 	struct http_server *http;
 	struct http_route *routes;
 	char *addr_path;
+	/* Wakes the event streams every few seconds, so that an idle one sends its keepalive
+	 * and a client that went away is noticed. */
+	pthread_t ticker;
+	bool ticker_started, stopping;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
 };
+
+#define TICK_MS 5000
+
+struct http_server *ctl_api_http(struct ctl_server *srv)
+{
+	return srv->api ? srv->api->http : NULL;
+}
+
+static void *ticker_main(void *arg)
+{
+	struct ctl_api *a = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&a->lock);
+	while (!a->stopping) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += TICK_MS / 1000;
+		pthread_cond_timedwait(&a->cond, &a->lock, &ts);
+		if (a->stopping)
+			break;
+		pthread_mutex_unlock(&a->lock);
+		http_server_wake_streams(a->http);
+		pthread_mutex_lock(&a->lock);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
 
 void api_error(struct api_call *c, unsigned status, const char *code, const char *field,
 	       const char *fmt, ...)
@@ -247,9 +282,10 @@ static void dispatch(struct http_req *req)
 				  api_role_name(c.role), api_perm_name((enum api_perm)rt->perm));
 			goto out;
 		}
-		/* What belongs to no cluster (API tokens, the audit log) is for unscoped
-		 * admins: a scoped admin could otherwise mint itself an unscoped token. */
-		if (rt->perm == API_PERM_ADMIN && !rt->scoped && c.scope) {
+		/* What spans every cluster (API tokens, the audit log, fleet metrics) is for
+		 * unscoped tokens: a scoped admin could otherwise mint itself an unscoped
+		 * token, a scoped viewer count another customer's nodes. */
+		if (rt->fleet && c.scope) {
 			api_error(&c, 403, "forbidden", NULL,
 				  "a token scoped to clusters may not do this");
 			goto out;
@@ -282,9 +318,20 @@ int ctl_api_start(struct ctl_server *srv, const struct ctl_api_config *cfg, stru
 						   .flags = api_routes[i].http_flags,
 						   .data = (void *)&api_routes[i]};
 	a->srv = srv;
+	pthread_mutex_init(&a->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&a->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	r = http_server_start(&hc, a->routes, api_routes_count, srv, &a->http, errbuf, errlen);
 	if (r < 0)
-		goto fail;
+		goto fail_sync;
+	srv->api = a;
+	a->ticker_started = pthread_create(&a->ticker, NULL, ticker_main, a) == 0;
 	a->addr_path = ctl_state_path(srv->state, CTL_API_ADDR);
 	if (a->addr_path && cfg->listen) {
 		char url[300];
@@ -302,6 +349,9 @@ int ctl_api_start(struct ctl_server *srv, const struct ctl_api_config *cfg, stru
 	free(sock);
 	*ret = a;
 	return 0;
+fail_sync:
+	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->cond);
 fail:
 	if (r == -ENOMEM)
 		snprintf(errbuf, errlen, "out of memory");
@@ -321,7 +371,16 @@ void ctl_api_stop(struct ctl_api *api)
 {
 	if (!api)
 		return;
+	pthread_mutex_lock(&api->lock);
+	api->stopping = true;
+	pthread_cond_broadcast(&api->cond);
+	pthread_mutex_unlock(&api->lock);
+	if (api->ticker_started)
+		pthread_join(api->ticker, NULL);
 	http_server_stop(api->http);
+	api->srv->api = NULL;
+	pthread_mutex_destroy(&api->lock);
+	pthread_cond_destroy(&api->cond);
 	if (api->addr_path)
 		unlink(api->addr_path);
 	free(api->addr_path);
@@ -341,7 +400,7 @@ const struct ctl_api_route_info *ctl_api_routes(size_t *ret_n)
 				api_routes[i].perm == API_PUBLIC
 					? "public"
 					: api_perm_name((enum api_perm)api_routes[i].perm),
-				api_routes[i].scoped};
+				api_routes[i].scoped, api_routes[i].fleet};
 		filled = 1;
 	}
 	*ret_n = api_routes_count < RY_ARRAY_SIZE(info) ? api_routes_count : RY_ARRAY_SIZE(info);

@@ -39,6 +39,7 @@ void ctl_api_stop(struct ctl_api *api);
 struct ctl_api_route_info {
 	const char *method, *path, *perm;
 	int scoped; /* the route's object belongs to a cluster (out of scope: 404) */
+	int fleet;  /* about every cluster at once: a token scoped to clusters gets 403 */
 };
 const struct ctl_api_route_info *ctl_api_routes(size_t *ret_n);
 

@@ -36,11 +36,15 @@ struct api_route {
 	int scoped;
 	api_fn fn;
 	unsigned http_flags;
+	int fleet; /* about every cluster at once: only for tokens not scoped to clusters */
 };
 #define API_PUBLIC (-1) /* no token needed (health) */
 
 extern const struct api_route api_routes[];
 extern const size_t api_routes_count;
+
+/* The serving controller's HTTP server (for its metrics). */
+struct http_server *ctl_api_http(struct ctl_server *srv);
 
 /* Replies. */
 void api_error(struct api_call *c, unsigned status, const char *code, const char *field,

@@ -6,6 +6,9 @@
 #include "common/util/error.h"
 #include "common/util/util.h"
 #include "controller/campaign/campaign.h"
+#include "controller/api/openapi_doc.h"
+#include "controller/engine/engine.h"
+#include "controller/events.h"
 #include "controller/nodes.h"
 #include "controller/rollout/deploy.h"
 #include "controller/signoff/signoff.h"
@@ -13,6 +16,7 @@
 #include "controller/state.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +203,7 @@ static void post_deployment(struct api_call *c)
 	rq.playbook_len = strlen(rq.playbook_text);
 	rq.playbook_file = "playbook";
 	SERVICE(c, ctl_deploy_create(c->st, &rq, &made, ERR));
+	ctl_engine_kick(c->srv->engine); /* the rollout pass starts it now */
 	SERVICE(c, ctl_deploy_get(c->st, made.id, CTL_DEPLOY_NODES, &doc, ERR));
 	api_json(c, 201, doc);
 out:
@@ -263,6 +268,8 @@ static void post_campaign(struct api_call *c)
 	rq.playbook_len = strlen(rq.playbook_text);
 	rq.playbook_file = "playbook";
 	SERVICE(c, ctl_campaign_create(c->st, &rq, dry, &doc, ERR));
+	if (!dry)
+		ctl_engine_kick(c->srv->engine);
 	api_json(c, dry ? 200 : 201, doc);
 out:;
 }
@@ -289,6 +296,7 @@ static void post_campaign_cancel(struct api_call *c)
 		goto out;
 	}
 	SERVICE(c, (r = ctl_campaign_cancel(c->st, id, ERR)));
+	ctl_engine_kick(c->srv->engine);
 	api_json(c, r ? 202 : 409,
 		 r ? json_pack("{s:s, s:s}", "id", id, "state", "cancel_requested")
 		   : json_pack("{s:{s:s, s:s}}", "error", "code", CTL_ERR_CONFLICT, "message",
@@ -352,6 +360,12 @@ static void get_signoff_file(struct api_call *c)
 	}
 	free(html);
 	store_signoff_free(so);
+}
+
+/* The OpenAPI document, built into the program from docs/openapi.yaml. */
+static void get_openapi(struct api_call *c)
+{
+	http_reply_bytes(c->req, 200, "application/yaml", ctl_openapi_yaml, ctl_openapi_yaml_len);
 }
 
 static void get_ca(struct api_call *c)
@@ -524,12 +538,166 @@ static void get_audit(struct api_call *c)
 	api_page(c, arr);
 }
 
+/* A gauge per distinct state of n objects (pointers; state a char * at offset state_off). */
+static void metrics_by_state(FILE *f, const char *name, const char *help, void *objs, size_t n,
+			     size_t state_off)
+{
+	json_t *count = json_object(), *v;
+	const char *k;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *st = *(char **)((char *)((void **)objs)[i] + state_off);
+
+		json_object_set_new(
+			count, st,
+			json_integer(json_integer_value(json_object_get(count, st)) + 1));
+	}
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+	json_object_foreach(count, k, v)
+		fprintf(f, "%s{state=\"%s\"} %lld\n", name, k, (long long)json_integer_value(v));
+	json_decref(count);
+}
+
+/* ---- events and metrics ---------------------------------------------------------------------- */
+
+/* One Server-Sent Events client: its subscription and its stream. */
+struct sse {
+	struct ctl_events_sub *sub;
+	struct http_stream *stream;
+};
+
+static void sse_wake(void *cls)
+{
+	struct sse *x = cls;
+
+	if (x->stream)
+		http_stream_wake(x->stream);
+}
+
+static ssize_t sse_read(void *cls, char *buf, size_t max)
+{
+	struct sse *x = cls;
+
+	return x->sub ? ctl_events_read(x->sub, buf, max) : 0;
+}
+
+static void sse_free(void *cls)
+{
+	struct sse *x = cls;
+
+	ctl_events_unsubscribe(x->sub);
+	free(x);
+}
+
+/* GET /api/v1/events: Server-Sent Events from Last-Event-ID (or ?last_event_id) on, else from
+ * now; only the caller's clusters. */
+static void get_events(struct api_call *c)
+{
+	const char *last = http_req_header(c->req, "Last-Event-ID");
+	struct sse *x = calloc(1, sizeof(*x));
+	uint64_t after;
+	char *end;
+
+	if (!last)
+		last = http_req_query(c->req, "last_event_id");
+	if (!x) {
+		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	if (last) {
+		after = strtoull(last, &end, 10);
+		if (!*last || *end) {
+			free(x);
+			api_error(c, 400, CTL_ERR_INVALID, "Last-Event-ID", "not an event id");
+			return;
+		}
+	} else {
+		after = ctl_events_last_id(c->srv->events);
+	}
+	x->stream = http_reply_stream(c->req, "text/event-stream", sse_read, sse_free, x);
+	if (!x->stream)
+		return; /* x was freed; the reply is a 500 */
+	x->sub = ctl_events_subscribe(c->srv->events, after, c->local ? NULL : c->scope, sse_wake,
+				      x);
+	if (x->sub)
+		http_stream_wake(x->stream);
+}
+
+/* Prometheus text: the HTTP counters, nodes by state, sessions, deployments and campaigns by
+ * state. */
+static void get_metrics(struct api_call *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	json_t *nodes = NULL, *e;
+	struct store_deployment **deps = NULL;
+	struct store_campaign **camps = NULL;
+	size_t nd = 0, nc = 0, i;
+	int r;
+
+	if (!f) {
+		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	r = http_server_metrics(ctl_api_http(c->srv), f);
+	{
+		struct ctl_error err;
+
+		ctl_error_init(&err);
+		if (r >= 0 && ctl_nodes_list(c->st, NULL, NULL, &nodes, &err) < 0)
+			r = -1;
+		ctl_error_done(&err);
+	}
+	if (r >= 0)
+		r = store_deployments_list(c->st, false, 100000, &deps, &nd);
+	if (r >= 0)
+		r = store_campaigns_list(c->st, false, 100000, &camps, &nc);
+	if (r >= 0) {
+		static const char *const nstates[] = {"online", "offline", "revoked"};
+		json_t *count = json_object();
+
+		fprintf(f, "# HELP railyard_nodes Enrolled nodes by state.\n"
+			   "# TYPE railyard_nodes gauge\n");
+		json_array_foreach(nodes, i, e)
+		{
+			const char *st = JSTR(e, "state");
+
+			json_object_set_new(
+				count, st,
+				json_integer(json_integer_value(json_object_get(count, st)) + 1));
+		}
+		for (i = 0; i < RY_ARRAY_SIZE(nstates); i++)
+			fprintf(f, "railyard_nodes{state=\"%s\"} %lld\n", nstates[i],
+				(long long)json_integer_value(json_object_get(count, nstates[i])));
+		json_decref(count);
+		fprintf(f,
+			"# HELP railyard_sessions Agents connected now.\n"
+			"# TYPE railyard_sessions gauge\nrailyard_sessions %d\n",
+			ctl_server_online_count(c->srv));
+		metrics_by_state(f, "railyard_deployments", "Deployments by state.", deps, nd,
+				 offsetof(struct store_deployment, state));
+		metrics_by_state(f, "railyard_campaigns", "Validation campaigns by state.", camps,
+				 nc, offsetof(struct store_campaign, state));
+	}
+	fclose(f);
+	if (r < 0)
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "metrics unavailable now");
+	else
+		http_reply_bytes(c->req, 200, "text/plain; version=0.0.4; charset=utf-8", text,
+				 len);
+	free(text);
+	json_decref(nodes);
+	store_deployments_free(deps, nd);
+	store_campaigns_free(camps, nc);
+}
+
 /* ---- the table ----------------------------------------------------------------------------------
  */
 
 #define R(m, p, perm, scoped, fn)                                                                  \
 	{                                                                                          \
-		m, p, perm, scoped, fn, 0                                                          \
+		m, p, perm, scoped, fn, 0, 0                                                       \
 	}
 const struct api_route api_routes[] = {
 	R("GET", "/healthz", API_PUBLIC, 0, get_healthz),
@@ -550,11 +718,14 @@ const struct api_route api_routes[] = {
 	R("POST", "/api/v1/signoffs", API_PERM_CONFIGURE, 1, post_signoff),
 	R("GET", "/api/v1/signoffs/{id}", API_PERM_READ, 1, get_signoff),
 	R("GET", "/api/v1/signoffs/{id}/{file}", API_PERM_READ, 1, get_signoff_file),
-	R("GET", "/api/v1/ca.pem", API_PERM_READ, 0, get_ca),
+	R("GET", "/api/v1/ca.pem", API_PUBLIC, 0, get_ca),
 	R("POST", "/api/v1/enrollment-tokens", API_PERM_CONFIGURE, 1, post_enrollment_token),
-	R("GET", "/api/v1/api-tokens", API_PERM_ADMIN, 0, get_api_tokens),
-	R("POST", "/api/v1/api-tokens", API_PERM_ADMIN, 0, post_api_token),
-	R("DELETE", "/api/v1/api-tokens/{id}", API_PERM_ADMIN, 0, delete_api_token),
-	R("GET", "/api/v1/audit", API_PERM_ADMIN, 0, get_audit),
+	{"GET", "/api/v1/api-tokens", API_PERM_ADMIN, 0, get_api_tokens, 0, 1},
+	{"POST", "/api/v1/api-tokens", API_PERM_ADMIN, 0, post_api_token, 0, 1},
+	{"DELETE", "/api/v1/api-tokens/{id}", API_PERM_ADMIN, 0, delete_api_token, 0, 1},
+	{"GET", "/api/v1/audit", API_PERM_ADMIN, 0, get_audit, 0, 1},
+	{"GET", "/api/v1/events", API_PERM_READ, 1, get_events, HTTP_ROUTE_NO_ETAG, 0},
+	{"GET", "/metrics", API_PERM_READ, 0, get_metrics, HTTP_ROUTE_NO_ETAG, 1},
+	R("GET", "/api/v1/openapi.yaml", API_PERM_READ, 0, get_openapi),
 };
 const size_t api_routes_count = RY_ARRAY_SIZE(api_routes);

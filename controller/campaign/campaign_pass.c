@@ -49,17 +49,30 @@ static struct store *store_of(struct ctl_campaigns *cs)
 }
 
 /* The campaign ends now (state, verdict and error may be NULL). */
-static void finish(struct ctl_campaigns *cs, const char *id, const char *state, json_t *verdict,
-		   const char *error)
+static void finish(struct ctl_campaigns *cs, const char *id, const char *cluster, const char *state,
+		   json_t *verdict, const char *error)
 {
 	char *text = verdict ? json_dumps(verdict, JSON_COMPACT) : NULL;
 	int r = store_campaign_finish(store_of(cs), id, state, text, error, util_now_unix_ms());
 
-	if (r == 1)
+	if (r == 1) {
 		log_info("campaign %s: %s%s%s", id, state, error ? ": " : "", error ? error : "");
-	else if (r < 0)
+		ctl_events_emit(cs->srv->events, "campaign.state", cluster,
+				json_pack("{s:s, s:s, s:s?, s:s?}", "id", id, "state", state,
+					  "result",
+					  json_string_value(json_object_get(verdict, "result")),
+					  "error", error));
+	} else if (r < 0)
 		log_error("campaign %s: storing its end failed: %s", id, ry_strerror(r));
 	free(text);
+}
+
+/* The campaign's cursor moved (a round ended). */
+static void progress_event(struct ctl_campaigns *cs, const struct store_campaign *m)
+{
+	ctl_events_emit(cs->srv->events, "campaign.progress", m->cluster,
+			json_pack("{s:s, s:i, s:i}", "id", m->id, "test_index", m->test_idx,
+				  "round", m->round));
 }
 
 /* A campaign that asked for it (options.signoff) is signed off as it ends. */
@@ -72,10 +85,15 @@ static void sign_off(struct ctl_campaigns *cs, const struct store_campaign *m)
 	if (json_is_true(json_object_get(options, "signoff"))) {
 		if (ctl_signoff_create(cs->srv->state, m->id, m->actor, &so, &err) < 0)
 			log_error("campaign %s: no sign-off: %s", m->id, err.message);
-		else
+		else {
 			log_info("campaign %s: signed off as %s (%s)", m->id,
 				 json_string_value(json_object_get(so, "id")),
 				 json_string_value(json_object_get(so, "verdict")));
+			ctl_events_emit(cs->srv->events, "signoff.created", m->cluster,
+					json_pack("{s:O, s:s, s:O}", "id",
+						  json_object_get(so, "id"), "campaign", m->id,
+						  "verdict", json_object_get(so, "verdict")));
+		}
 	}
 	json_decref(so);
 	json_decref(options);
@@ -102,7 +120,7 @@ static void conclude(struct ctl_campaigns *cs, struct entry *e, const struct sto
 		char why[128];
 
 		snprintf(why, sizeof(why), "the verdict could not be computed: %s", ry_strerror(r));
-		finish(cs, m->id, "error", NULL, why);
+		finish(cs, m->id, m->cluster, "error", NULL, why);
 		json_decref(left);
 		return;
 	}
@@ -118,7 +136,7 @@ static void conclude(struct ctl_campaigns *cs, struct entry *e, const struct sto
 					      json_string(line));
 		free(line);
 	}
-	finish(cs, m->id,
+	finish(cs, m->id, m->cluster,
 	       cancelled ? "cancelled"
 	       : strcmp(json_string_value(json_object_get(verdict, "result")), "pass") == 0
 		       ? "passed"
@@ -473,7 +491,7 @@ static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campai
 
 				snprintf(why, sizeof(why), "round %zu of test %zu: %s", k + 1,
 					 t + 1, ry_strerror(r));
-				finish(cs, m->id, "error", NULL, why);
+				finish(cs, m->id, m->cluster, "error", NULL, why);
 			}
 			if (r != 1)
 				return;
@@ -481,6 +499,7 @@ static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campai
 						   util_now_unix_ms()) != 1)
 				return;
 			m->round++;
+			progress_event(cs, m);
 		} else if (!known) {
 			struct store_campaign_row *rows = NULL;
 			size_t n = 0;
@@ -515,6 +534,7 @@ static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campai
 				return;
 			m->test_idx++;
 			m->round = 0;
+			progress_event(cs, m);
 		}
 	}
 }
@@ -535,7 +555,8 @@ static struct entry *entry_for(struct ctl_campaigns *cs, const struct store_camp
 	v->rounds_test = -1;
 	snprintf(v->id, sizeof(v->id), "%s", m->id);
 	if (cp_load(m->spec_json, m->nodes_json, m->seed, &v->c) < 0) {
-		finish(cs, m->id, "error", NULL, "its stored spec or nodes do not load");
+		finish(cs, m->id, m->cluster, "error", NULL,
+		       "its stored spec or nodes do not load");
 		return NULL;
 	}
 	cs->n++;

@@ -456,12 +456,15 @@ static int cmd_api_routes(const struct cli_command *cmd, int argc, char **argv)
 	arr = json_array();
 	for (size_t i = 0; i < n; i++) {
 		if (json)
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b}", "method",
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:b}", "method",
 							     v[i].method, "path", v[i].path, "perm",
-							     v[i].perm, "scoped", v[i].scoped));
+							     v[i].perm, "scoped", v[i].scoped,
+							     "fleet", v[i].fleet));
 		else
 			printf("%-7s %-40s %-10s %s\n", v[i].method, v[i].path, v[i].perm,
-			       v[i].scoped ? "cluster-scoped" : "");
+			       v[i].scoped  ? "cluster-scoped"
+			       : v[i].fleet ? "unscoped tokens only"
+					    : "");
 	}
 	if (json)
 		cli_print_json(stdout, arr);

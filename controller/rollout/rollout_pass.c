@@ -196,6 +196,10 @@ static void finish(struct ctl_rollout *dp, const struct store_deployment *dep, c
 
 	if (r < 0)
 		log_error("deployment %s: storing its end failed: %s", dep->id, ry_strerror(r));
+	else
+		ctl_events_emit(dp->srv->events, "deployment.state", dep->cluster,
+				json_pack("{s:s, s:s, s:s?}", "id", dep->id, "state", state,
+					  "reason", reason));
 	pause_drop(dp, dep->id);
 	log_info("deployment %s %s%s%s", dep->id, state, reason ? ": " : "", reason ? reason : "");
 }
@@ -456,6 +460,11 @@ static void on_step_event(struct ctl_server *srv, struct ctl_session *s,
 	res.duration_ms = ev->duration_ms;
 	r = store_report_step(srv->state->store, ev->deployment_id, node_id, &res, why,
 			      sizeof(why));
+	if (r == STORE_REPORT_STORED)
+		ctl_events_emit(srv->events, "deployment.step", ctl_session_cluster(s),
+				json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "id", ev->deployment_id,
+					  "node", node_id, "hostname", hostname, "index",
+					  (int)ev->index, "name", ev->name, "status", ev->status));
 	if (r == STORE_REPORT_DUPLICATE)
 		log_debug("node %s: step %u of %s again (a re-send): already stored", hostname,
 			  ev->index, ev->deployment_id);
@@ -497,6 +506,9 @@ static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
 			 "%u)%s%s",
 			 d->deployment_id, hostname, d->status, d->ok, d->changed, d->failed,
 			 d->skipped, d->message[0] ? ": " : "", d->message);
+		ctl_events_emit(srv->events, "deployment.node", ctl_session_cluster(s),
+				json_pack("{s:s, s:s, s:s, s:s}", "id", d->deployment_id, "node",
+					  node_id, "hostname", hostname, "state", d->status));
 		ctl_engine_kick(srv->engine);
 	} else if (r == STORE_REPORT_DUPLICATE) {
 		log_debug("node %s: the end of %s again (a re-send): already stored", hostname,

@@ -13,9 +13,12 @@ check "the API's URL is written" wait_for 10 test -s "$T/ctl/api.addr"
 URL=$(cat "$T/ctl/api.addr")
 CA=$T/ctl/ca.crt
 
-# api METHOD PATH TOKEN [BODY [CONTENT-TYPE]]: the status; the body in $T/body
+# api METHOD PATH TOKEN [BODY [CONTENT-TYPE]]: the status; the body in $T/body (an event
+# stream is read for 2 s)
 api() {
 	local args=(-s -o "$T/body" -w '%{http_code}' --cacert "$CA" -X "$1")
+	[[ "$2" == /api/v1/events* ]] && args+=(--max-time 2)
+	: >"$T/body" # curl leaves the file alone when no byte of body comes
 	[ -n "$3" ] && args+=(-H "Authorization: Bearer $3")
 	[ $# -ge 4 ] && args+=(-H "Content-Type: ${5:-application/json}" --data-binary "$4")
 	curl "${args[@]}" "$URL$2"
@@ -81,10 +84,53 @@ check "a GET answers with an ETag, If-None-Match gives 304" bash -c "
 		'$URL/api/v1/signoffs/$SO' | awk -F': ' 'tolower(\$1) == \"etag\" {print \$2}' | tr -d '\r')
 	[ -n \"\$etag\" ] && [ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert '$CA' \
 		-H 'Authorization: Bearer $INT' -H \"If-None-Match: \$etag\" '$URL/api/v1/signoffs/$SO')\" = 304 ]"
+check "the OpenAPI document is served, byte for byte docs/openapi.yaml" bash -c "
+	[ \"\$(curl -s -o '$T/openapi.yaml' -w '%{http_code}' --cacert '$CA' -H 'Authorization: Bearer $INT' \
+		'$URL/api/v1/openapi.yaml')\" = 200 ] && cmp -s '$T/openapi.yaml' '$SRC/docs/openapi.yaml'"
+check "the CA certificate needs no token" test "$(api GET /api/v1/ca.pem "")" = 200
 check "the unix socket acts as admin without a token" test "$(curl -s -o "$T/body" -w '%{http_code}' \
 	--unix-socket "$T/ctl/api.sock" http://localhost/api/v1/api-tokens)" = 200
 check "mutations are audited with the token's name and id" bash -c "
 	'$CTL' audit --limit 200 --state-dir '$T/ctl' | grep -q 'api:integrator ([0-9a-f]*) *campaign.create'"
+
+check "the event stream replays what happened, as Server-Sent Events" bash -c "
+	curl -s --max-time 2 --cacert '$CA' -H 'Authorization: Bearer $INT' \
+		'$URL/api/v1/events?last_event_id=0' >'$T/events.txt'
+	grep -q '^event: node.online' '$T/events.txt' && grep -q '^event: deployment.step' '$T/events.txt' &&
+	grep -q '^event: campaign.state' '$T/events.txt' && grep -q '^event: signoff.created' '$T/events.txt' &&
+	grep -q '^id: [0-9]' '$T/events.txt'"
+LAST=$(grep '^id: ' "$T/events.txt" | tail -1 | cut -d' ' -f2)
+check "Last-Event-ID resumes after that event" bash -c "
+	curl -s --max-time 2 --cacert '$CA' -H 'Authorization: Bearer $INT' -H 'Last-Event-ID: $((LAST - 1))' \
+		'$URL/api/v1/events' >'$T/events2.txt'
+	[ \"\$(grep -c '^id: ' '$T/events2.txt')\" = 1 ] && grep -q '^id: $LAST\$' '$T/events2.txt'"
+check "a live event reaches a subscriber" bash -c "
+	(curl -s -N --max-time 6 --cacert '$CA' -H 'Authorization: Bearer $INT' '$URL/api/v1/events' >'$T/live.txt' &)
+	sleep 1; '$CTL' node revoke gpu-node-04 --state-dir '$T/ctl' >/dev/null 2>&1; kill -TERM ${AGENT_PID[c]}
+	for i in \$(seq 50); do grep -q '^event: node.offline' '$T/live.txt' && exit 0; sleep 0.1; done; exit 1"
+check "/metrics is not for a token scoped to clusters: 403" test "$(api GET /metrics "$INT")" = 403
+api GET /metrics "$ADMIN" >/dev/null
+cp "$T/body" "$T/metrics.txt"
+check "/metrics: nodes by state, sessions, requests by route" bash -c "
+	grep -q '^railyard_nodes{state=\"online\"} ' '$T/metrics.txt' && grep -q '^railyard_sessions ' '$T/metrics.txt' &&
+	grep -q '^railyard_http_requests_total{route=\"/api/v1/nodes\"' '$T/metrics.txt' &&
+	grep -q '^railyard_campaigns{state=\"passed\"} 1' '$T/metrics.txt'"
+# promtool: Debian's prometheus package ships it; rather than install (and start) a Prometheus
+# server, the package is downloaded once into the build directory and promtool taken from it.
+PROMTOOL=$(command -v promtool || true)
+if [ -z "$PROMTOOL" ]; then
+	PROMTOOL=$(cd "$BUILD" && pwd)/tools/promtool
+	if [ ! -x "$PROMTOOL" ]; then
+		mkdir -p "$BUILD/tools/deb"
+		(cd "$BUILD/tools/deb" && apt-get download prometheus >/dev/null 2>&1 &&
+			dpkg-deb -x prometheus_*.deb x && cp x/usr/bin/promtool "$PROMTOOL") || true
+	fi
+fi
+if [ -x "$PROMTOOL" ]; then
+	check "promtool check metrics accepts it" bash -c "'$PROMTOOL' check metrics <'$T/metrics.txt'"
+else
+	echo "SKIP promtool check metrics: no promtool and the prometheus package could not be downloaded"
+fi
 
 # ---- the matrix: every route x role x scope ---------------------------------------------------
 "$CTL" api routes --json >"$T/routes.json"
@@ -103,7 +149,7 @@ allowed() { # ROLE PERM
 	esac
 }
 bad=0 total=0
-while IFS=$'\t' read -r method path perm scoped; do
+while IFS=$'\t' read -r method path perm scoped fleet; do
 	for role in admin integrator operator viewer; do
 		for scope in all it other; do
 			p=$path bodyarg=()
@@ -115,6 +161,7 @@ while IFS=$'\t' read -r method path perm scoped; do
 			*/campaigns/*) p=${p//\{id\}/$CAMP} ;;
 			*/signoffs/*) p=${p//\{id\}/$SO} ;;
 			*/api-tokens/*) p=${p//\{id\}/0000000000000000} ;;
+			/api/v1/events) p="$p?last_event_id=0" ;;
 			esac
 			if [ "$method" = POST ]; then
 				case "$path" in
@@ -127,7 +174,7 @@ while IFS=$'\t' read -r method path perm scoped; do
 			got=$(api "$method" "$p" "${TOK[$role/$scope]}" "${bodyarg[@]}")
 			if ! allowed "$role" "$perm"; then
 				want=403
-			elif [ "$perm" = admin ] && [ "$scoped" = false ] && [ "$scope" != all ]; then
+			elif [ "$fleet" = true ] && [ "$scope" != all ]; then
 				want=403
 			elif [ "$scope" = other ] && [ "$scoped" = true ]; then
 				if [ "$method" = GET ] && [[ "$path" != *\{* ]]; then
@@ -142,8 +189,10 @@ while IFS=$'\t' read -r method path perm scoped; do
 			case "$want" in
 			granted) [ "$got" != 401 ] && [ "$got" != 403 ] &&
 				{ [ "$method" != GET ] || [ "$got" = 200 ]; } && ok=true ;;
-			200-no-it) [ "$got" = 200 ] && jq -e '[.items[] | select(.cluster == "it")] |
-				length == 0' "$T/body" >/dev/null && ok=true ;;
+			200-no-it) [ "$got" = 200 ] && if [ "$path" = /api/v1/events ]; then
+				! grep -q '"cluster":"it"' "$T/body"; else jq -e '[.items[] |
+				select(.cluster == "it")] | length == 0' "$T/body" >/dev/null; fi &&
+				ok=true ;;
 			*) [ "$got" = "$want" ] && is_error_body && ok=true ;;
 			esac
 			total=$((total + 1))
@@ -153,7 +202,8 @@ while IFS=$'\t' read -r method path perm scoped; do
 			fi
 		done
 	done
-done < <(jq -r '.[] | [.method, .path, .perm, (.scoped | tostring)] | @tsv' "$T/routes.json")
+done < <(jq -r '.[] | [.method, .path, .perm, (.scoped | tostring), (.fleet | tostring)] | @tsv' \
+	"$T/routes.json")
 check "the matrix: $total requests (routes x 4 roles x 3 scopes) as the table says" test "$bad" -eq 0
 check "  every route was walked" test "$total" -eq $(($(jq length "$T/routes.json") * 12))
 
