@@ -124,6 +124,7 @@ bool api_may(const struct api_call *c, enum api_perm perm)
 void api_page(struct api_call *c, json_t *items)
 {
 	const char *ls = http_req_query(c->req, "limit"), *cs = http_req_query(c->req, "cursor");
+	const char *fc = http_req_query(c->req, "cluster"), *fs = http_req_query(c->req, "state");
 	long long limit = API_LIMIT_DEFAULT, from = 0;
 	json_t *page = json_array(), *e;
 	size_t i, seen = 0;
@@ -144,8 +145,12 @@ void api_page(struct api_call *c, json_t *items)
 	json_array_foreach(items, i, e)
 	{
 		const char *cl = json_string_value(json_object_get(e, "cluster"));
+		const char *st = json_string_value(json_object_get(e, "state"));
 
 		if (cl && !api_scope_ok(c, cl))
+			continue;
+		/* ?cluster= and ?state= filter every list whose items have them. */
+		if ((fc && (!cl || strcmp(cl, fc) != 0)) || (fs && (!st || strcmp(st, fs) != 0)))
 			continue;
 		if ((long long)seen++ < from)
 			continue;

@@ -54,8 +54,9 @@ void api_error(struct api_call *c, unsigned status, const char *code, const char
 void api_service_error(struct api_call *c, const struct ctl_error *err);
 /* 200 (or status) with doc (stolen). */
 void api_json(struct api_call *c, unsigned status, json_t *doc);
-/* A page of items (stolen array): those in the caller's scope (by their "cluster" member) from
- * ?cursor, at most ?limit: {"items": [...], "next_cursor": "N" | null}. */
+/* A page of items (stolen array): those in the caller's scope (by their "cluster" member) and
+ * matching ?cluster= and ?state= (when given), from ?cursor, at most ?limit: {"items": [...],
+ * "next_cursor": "N" | null}. */
 void api_page(struct api_call *c, json_t *items);
 /* Is cluster within the caller's scope (local and unscoped tokens: every cluster)? */
 bool api_scope_ok(const struct api_call *c, const char *cluster);

@@ -87,6 +87,11 @@ check "a GET answers with an ETag, If-None-Match gives 304" bash -c "
 check "the OpenAPI document is served, byte for byte docs/openapi.yaml" bash -c "
 	[ \"\$(curl -s -o '$T/openapi.yaml' -w '%{http_code}' --cacert '$CA' -H 'Authorization: Bearer $INT' \
 		'$URL/api/v1/openapi.yaml')\" = 200 ] && cmp -s '$T/openapi.yaml' '$SRC/docs/openapi.yaml'"
+check "lists filter by state and cluster" bash -c "
+	curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' '$URL/api/v1/campaigns?state=passed&cluster=it' |
+		jq -e '(.items | length) >= 1 and all(.items[]; .state == \"passed\")' >/dev/null &&
+	curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' '$URL/api/v1/deployments?state=running' |
+		jq -e '.items == []' >/dev/null"
 check "the CA certificate needs no token" test "$(api GET /api/v1/ca.pem "")" = 200
 check "the unix socket acts as admin without a token" test "$(curl -s -o "$T/body" -w '%{http_code}' \
 	--unix-socket "$T/ctl/api.sock" http://localhost/api/v1/api-tokens)" = 200
