@@ -141,6 +141,16 @@ else
 	echo "   no sign-off was made (see the controller's log)"
 fi
 
+echo "== the REST API and the railyard CLI"
+API=$(cat "$DEMO/ctl/api.addr")
+VIEWER=$("$CTL" api-token create --name demo-viewer --role viewer --state-dir "$DEMO/ctl" 2>/dev/null |
+	awk '/^token:/ {print $2}')
+echo "   API: $API (CA: $DEMO/ctl/ca.crt)"
+echo "   viewer token: $VIEWER"
+echo "   \$ railyard --url $API --token … --ca …/ca.crt nodes"
+RAILYARD_CONFIG="$DEMO/railyard.json" "$BUILD/client/railyard" --url "$API" --token "$VIEWER" \
+	--ca "$DEMO/ctl/ca.crt" nodes | sed 's/^/   /' || true
+
 echo "== shutting down"
 for p in "${pids[@]:1}"; do kill -TERM "$p"; done
 for p in "${pids[@]:1}"; do wait "$p"; done

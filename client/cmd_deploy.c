@@ -1,0 +1,298 @@
+/* railyard deploy and deployments: a playbook sent to a cluster (POST /api/v1/deployments) and
+ * followed until it ends, a line per node as it finishes; deployments listed or shown. */
+#include "client/rc.h"
+#include "common/util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The playbook limit of the API (PB_MAX_SIZE), checked here to say it before sending. */
+#define PLAYBOOK_MAX (1024 * 1024)
+#define POLL_MS	     500
+
+enum {
+	OPT_CLUSTER = 900,
+	OPT_PLAYBOOK,
+	OPT_CHECK,
+	OPT_BATCH,
+	OPT_MAX_FAIL,
+	OPT_CANARY,
+	OPT_PAUSE,
+	OPT_NO_WAIT
+};
+
+static bool node_finished(const json_t *n)
+{
+	const char *st = rc_str(n, "state", "waiting");
+
+	return strcmp(st, "waiting") != 0 && strcmp(st, "sent") != 0;
+}
+
+/* Poll the deployment until it ends, printing each node once as it finishes (on out). 0 with
+ * *ret its last document, or the exit code. */
+static int follow(struct rc *rc, const char *path, FILE *out, json_t **ret)
+{
+	char *seen = NULL;
+	size_t seen_n = 0;
+	int r;
+
+	for (;;) {
+		json_t *d = NULL, *n;
+		size_t i;
+
+		if ((r = rc_api(rc, "GET", path, NULL, &d)) != 0)
+			break;
+		if (!seen) {
+			seen_n = json_array_size(json_object_get(d, "nodes"));
+			if (!(seen = calloc(seen_n + 1, 1))) {
+				json_decref(d);
+				r = RC_FAILED;
+				break;
+			}
+		}
+		json_array_foreach(json_object_get(d, "nodes"), i, n)
+		{
+			if (i < seen_n && !seen[i] && node_finished(n)) {
+				seen[i] = 1;
+				rc_print_deploy_node(out, n);
+			}
+		}
+		fflush(out);
+		if (rc_deploy_final(JSTR(d, "state"))) {
+			*ret = d;
+			break;
+		}
+		json_decref(d);
+		usleep(POLL_MS * 1000);
+	}
+	free(seen);
+	return r;
+}
+
+struct deploy_args {
+	const char *cluster, *playbook, *batch, *max_fail;
+	int64_t canary, pause_ms;
+	bool check, no_wait;
+};
+
+static int parse_deploy(struct rc *rc, const struct rc_command *cmd, int argc, char **argv,
+			struct deploy_args *a)
+{
+	static const struct option opts[] = {
+		{"cluster", required_argument, NULL, OPT_CLUSTER},
+		{"playbook", required_argument, NULL, OPT_PLAYBOOK},
+		{"check", no_argument, NULL, OPT_CHECK},
+		{"batch", required_argument, NULL, OPT_BATCH},
+		{"max-fail", required_argument, NULL, OPT_MAX_FAIL},
+		{"canary", required_argument, NULL, OPT_CANARY},
+		{"pause-ms", required_argument, NULL, OPT_PAUSE},
+		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
+		{0},
+	};
+	int c, r;
+
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		switch (c) {
+		case OPT_CLUSTER:
+			a->cluster = optarg;
+			break;
+		case OPT_PLAYBOOK:
+			a->playbook = optarg;
+			break;
+		case OPT_CHECK:
+			a->check = true;
+			break;
+		case OPT_BATCH:
+			a->batch = optarg;
+			break;
+		case OPT_MAX_FAIL:
+			a->max_fail = optarg;
+			break;
+		case OPT_CANARY:
+			if ((r = rc_parse_int("--canary", optarg, 0, 100000, &a->canary)) != 0)
+				return r;
+			break;
+		case OPT_PAUSE:
+			if ((r = rc_parse_int("--pause-ms", optarg, 0, 86400000, &a->pause_ms)) !=
+			    0)
+				return r;
+			break;
+		case OPT_NO_WAIT:
+			a->no_wait = true;
+			break;
+		default:
+			return rc_usage(cmd, c);
+		}
+	}
+	if ((r = rc_positionals(cmd, argc, argv, 0, false)) != 0)
+		return r;
+	if (!a->cluster || !a->playbook)
+		return rc_bad("deploy", "(--cluster and --playbook are required)");
+	return 0;
+}
+
+/* The request's body: what was given, nothing more (the API's defaults stand). */
+static json_t *deploy_body(const struct deploy_args *a, const char *text)
+{
+	json_t *b = json_pack("{s:s, s:s, s:b}", "cluster", a->cluster, "playbook", text, "check",
+			      a->check);
+
+	if (b && a->batch)
+		json_object_set_new(b, "batch", json_string(a->batch));
+	if (b && a->max_fail)
+		json_object_set_new(b, "max_fail", json_string(a->max_fail));
+	if (b && a->canary >= 0)
+		json_object_set_new(b, "canary", json_integer(a->canary));
+	if (b && a->pause_ms >= 0)
+		json_object_set_new(b, "pause_ms", json_integer(a->pause_ms));
+	return b;
+}
+
+static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	struct deploy_args a = {.canary = -1, .pause_ms = -1};
+	json_t *body = NULL, *made = NULL, *last = NULL;
+	FILE *out = stdout;
+	char *text = NULL, *id = NULL, path[256];
+	const char *reason;
+	int r;
+
+	if ((r = parse_deploy(rc, cmd, argc, argv, &a)) != 0)
+		return r;
+	if ((r = rc_read_file("deploy", a.playbook, PLAYBOOK_MAX, &text)) != 0)
+		return r;
+	rc->playbook = a.playbook;
+	if (!(body = deploy_body(&a, text))) {
+		r = RC_FAILED;
+		goto out;
+	}
+	if ((r = rc_api(rc, "POST", "/api/v1/deployments", body, &made)) != 0)
+		goto out;
+	if (rc->json && a.no_wait) {
+		r = rc_print_json(stdout, made);
+		goto out;
+	}
+	/* With --json the document is the output; what a person follows goes to stderr. */
+	if (rc->json)
+		out = stderr;
+	util_fprintf_safe(out, "deployment %s: %s %s on %zu nodes of %s%s\n",
+			  rc_str(made, "id", "?"), rc_str(made, "playbook", "?"),
+			  rc_str(made, "version", "?"),
+			  json_array_size(json_object_get(made, "nodes")), a.cluster,
+			  a.check ? " (check mode: nothing will change)" : "");
+	fflush(out);
+	if (a.no_wait)
+		goto out;
+	if (!(id = rc_escape(rc_str(made, "id", "")))) {
+		r = RC_FAILED;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/api/v1/deployments/%s", id);
+	if ((r = follow(rc, path, out, &last)) != 0) {
+		util_fprintf_safe(stderr,
+				  RC_PROG ": the deployment carries on; follow it with `" RC_PROG
+					  " deployments %s`\n",
+				  rc_str(made, "id", "?"));
+		goto out;
+	}
+	reason = JSTR(last, "reason");
+	util_fprintf_safe(out, "deployment %s %s%s%s\n", rc_str(last, "id", "?"),
+			  rc_str(last, "state", "?"), reason ? ": " : "", reason ? reason : "");
+	if (rc->json)
+		rc_print_json(stdout, last);
+	r = strcmp(rc_str(last, "state", ""), "succeeded") == 0 ? RC_OK : RC_FAILED;
+out:
+	json_decref(body);
+	json_decref(made);
+	json_decref(last);
+	free(text);
+	free(id);
+	return r;
+}
+
+static void print_one(const json_t *d)
+{
+	const char *reason = JSTR(d, "reason");
+	const json_t *n;
+	size_t i;
+
+	util_fprintf_safe(stdout, "%s  %s %s on %s  %s%s%s%s\n", rc_str(d, "id", "?"),
+			  rc_str(d, "playbook", "?"), rc_str(d, "version", "?"),
+			  rc_str(d, "cluster", "?"), rc_str(d, "state", "?"),
+			  json_is_true(json_object_get(d, "check_mode")) ? " (check)" : "",
+			  reason ? ": " : "", reason ? reason : "");
+	json_array_foreach(json_object_get(d, "nodes"), i, n)
+	{
+		rc_print_deploy_node(stdout, n);
+	}
+}
+
+static void print_list(const json_t *items)
+{
+	const json_t *d;
+	size_t i;
+
+	printf("%-11s %-16s %-10s %-10s %-6s %s\n", "ID", "PLAYBOOK", "CLUSTER", "STATE", "MODE",
+	       "REASON");
+	json_array_foreach(items, i, d)
+	{
+		util_fprintf_safe(stdout, "%-11s %-16s %-10s %-10s %-6s %s\n", rc_str(d, "id", "?"),
+				  rc_str(d, "playbook", "?"), rc_str(d, "cluster", "?"),
+				  rc_str(d, "state", "?"),
+				  json_is_true(json_object_get(d, "check_mode")) ? "check"
+										 : "apply",
+				  rc_str(d, "reason", ""));
+	}
+}
+
+static int cmd_deployments(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	json_t *doc = NULL;
+	char *id = NULL, path[256];
+	int c, r;
+
+	while ((c = rc_getopt(rc, argc, argv, (const struct option[]){{0}})) != -1)
+		return rc_usage(cmd, c);
+	if ((r = rc_positionals(cmd, argc, argv, 1, true)) != 0)
+		return r;
+	if (optind < argc) {
+		if (!(id = rc_escape(argv[optind])) ||
+		    (size_t)snprintf(path, sizeof(path), "/api/v1/deployments/%s", id) >=
+			    sizeof(path)) {
+			free(id);
+			return rc_bad("deployment id", argv[optind]);
+		}
+		free(id);
+		r = rc_api(rc, "GET", path, NULL, &doc);
+	} else {
+		r = rc_api_list(rc, "/api/v1/deployments", &doc);
+		if (r == 0 && rc->json) {
+			json_t *page = json_pack("{s:o, s:n}", "items", doc, "next_cursor");
+
+			doc = page;
+		}
+	}
+	if (r != 0)
+		return r;
+	if (rc->json)
+		r = rc_print_json(stdout, doc);
+	else if (optind < argc)
+		print_one(doc);
+	else
+		print_list(doc);
+	json_decref(doc);
+	return r;
+}
+
+const struct rc_command rc_deploy_commands[] = {
+	{"deploy",
+	 "--cluster C --playbook FILE [--check] [--batch N|P%] [--max-fail N|P%]\n"
+	 "        [--canary N] [--pause-ms MS] [--no-wait]",
+	 "deploy a playbook to a cluster's nodes (check mode: diffs only) and follow it "
+	 "(exit 0 succeeded, 1 otherwise)",
+	 cmd_deploy},
+	{"deployments", "[ID]", "list deployments, or show one with its nodes (--json: and steps)",
+	 cmd_deployments},
+	{0},
+};

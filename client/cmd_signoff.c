@@ -1,0 +1,293 @@
+/* railyard signoff list|show|export|verify and revalidate: sign-offs read over the API,
+ * exported as the four files a customer keeps (signoff.json, signoff.p7s, signoff.html, ca.pem),
+ * verified offline by railyard-controller's verifier. */
+#include "client/rc.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "common/util/util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define VERIFIER "railyard-controller"
+
+enum {
+	OPT_CLUSTER = 900,
+	OPT_DIR,
+	OPT_CA_FILE,
+	OPT_BASELINE,
+	OPT_PLAYBOOK,
+	OPT_APPLY,
+	OPT_BW,
+	OPT_LAT
+};
+
+/* "/api/v1/signoffs/ID[/FILE]" into buf: 0, or RC_USAGE for an ID too long. */
+static int signoff_path(char *buf, size_t len, const char *id, const char *file)
+{
+	char *e = rc_escape(id);
+	size_t n = e ? (size_t)snprintf(buf, len, "/api/v1/signoffs/%s%s%s", e, file ? "/" : "",
+					file ? file : "")
+		     : len;
+
+	free(e);
+	return n < len ? 0 : rc_bad("sign-off id", id);
+}
+
+static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"cluster", required_argument, NULL, OPT_CLUSTER},
+		{0},
+	};
+	const char *cluster = NULL;
+	char path[512], *e = NULL;
+	json_t *items = NULL, *s;
+	size_t i;
+	int c, r;
+
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != OPT_CLUSTER)
+			return rc_usage(cmd, c);
+		cluster = optarg;
+	}
+	if ((r = rc_positionals(cmd, argc, argv, 0, false)) != 0)
+		return r;
+	if (cluster && (!(e = rc_escape(cluster)) || strlen(e) > 400)) {
+		free(e);
+		return rc_bad("--cluster", cluster);
+	}
+	snprintf(path, sizeof(path), "/api/v1/signoffs%s%s", e ? "?cluster=" : "", e ? e : "");
+	free(e);
+	if ((r = rc_api_list(rc, path, &items)) != 0)
+		return r;
+	if (rc->json) {
+		json_t *doc = json_pack("{s:O, s:n}", "items", items, "next_cursor");
+
+		r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
+		json_decref(doc);
+	} else {
+		json_array_foreach(items, i, s)
+		{
+			rc_print_signoff(stdout, s, false);
+		}
+	}
+	json_decref(items);
+	return r;
+}
+
+static int cmd_show(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	json_t *doc = NULL;
+	char path[512];
+	int c, r;
+
+	while ((c = rc_getopt(rc, argc, argv, (const struct option[]){{0}})) != -1)
+		return rc_usage(cmd, c);
+	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0 ||
+	    (r = signoff_path(path, sizeof(path), argv[optind], NULL)) != 0 ||
+	    (r = rc_api(rc, "GET", path, NULL, &doc)) != 0)
+		return r;
+	if (rc->json)
+		r = rc_print_json(stdout, doc);
+	else
+		rc_print_signoff(stdout, doc, true);
+	json_decref(doc);
+	return r;
+}
+
+/* Download path into dir/name. 0 or the exit code. */
+static int download(struct rc *rc, const char *path, const char *dir, const char *name,
+		    json_t *files)
+{
+	char *data = NULL, out[PATH_MAX];
+	size_t len = 0;
+	int r = rc_api_bytes(rc, path, &data, &len);
+
+	if (r != 0)
+		return r;
+	if ((size_t)snprintf(out, sizeof(out), "%s/%s", dir, name) >= sizeof(out)) {
+		free(data);
+		return rc_bad("--dir (too long)", dir);
+	}
+	r = fs_write_file_atomic(out, data, len, 0644);
+	free(data);
+	if (r < 0) {
+		util_fprintf_safe(stderr, RC_PROG ": writing %s: %s\n", out, ry_strerror(r));
+		return RC_FAILED;
+	}
+	json_array_append_new(files, json_string(out));
+	return 0;
+}
+
+static int cmd_export(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"dir", required_argument, NULL, OPT_DIR},
+		{0},
+	};
+	static const char *const names[] = {"signoff.json", "signoff.p7s", "signoff.html"};
+	const char *dir = NULL, *id;
+	json_t *files = json_array(), *f;
+	char path[512];
+	size_t i;
+	int c, r;
+
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != OPT_DIR) {
+			json_decref(files);
+			return rc_usage(cmd, c);
+		}
+		dir = optarg;
+	}
+	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0)
+		goto out;
+	id = argv[optind];
+	if (!dir) {
+		r = rc_bad("signoff export", "(--dir is required)");
+		goto out;
+	}
+	if (!files || (r = fs_mkdir_p(dir, 0755)) < 0) {
+		util_fprintf_safe(stderr, RC_PROG ": %s: %s\n", dir,
+				  files ? ry_strerror(r) : "out of memory");
+		r = RC_FAILED;
+		goto out;
+	}
+	for (i = 0; i < RY_ARRAY_SIZE(names); i++)
+		if ((r = signoff_path(path, sizeof(path), id, names[i])) != 0 ||
+		    (r = download(rc, path, dir, names[i], files)) != 0)
+			goto out;
+	/* The CA that signed it, so that the directory verifies on its own. */
+	if ((r = download(rc, "/api/v1/ca.pem", dir, "ca.pem", files)) != 0)
+		goto out;
+	if (rc->json) {
+		json_t *doc = json_pack("{s:s, s:s, s:O}", "id", id, "dir", dir, "files", files);
+
+		r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
+		json_decref(doc);
+	} else {
+		json_array_foreach(files, i, f)
+			util_fprintf_safe(stdout, "%s\n", json_string_value(f));
+	}
+out:
+	json_decref(files);
+	return r;
+}
+
+/* railyard-controller: $RAILYARD_CONTROLLER, else beside this program, else in PATH. */
+static bool find_verifier(char *buf, size_t len)
+{
+	const char *v = getenv("RAILYARD_CONTROLLER"), *path = getenv("PATH");
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (v && *v) {
+		snprintf(buf, len, "%s", v);
+		return access(buf, X_OK) == 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')) &&
+		    (size_t)snprintf(buf, len, "%.*s/" VERIFIER, (int)(slash - self), self) < len &&
+		    access(buf, X_OK) == 0)
+			return true;
+	}
+	while (path && *path) {
+		size_t seg = strcspn(path, ":");
+
+		if (seg && (size_t)snprintf(buf, len, "%.*s/" VERIFIER, (int)seg, path) < len &&
+		    access(buf, X_OK) == 0)
+			return true;
+		path += seg + (path[seg] == ':');
+	}
+	return false;
+}
+
+static int cmd_verify(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	char verifier[PATH_MAX];
+	int c, r;
+
+	/* --ca is a global option: here it names the CA that signed the report. */
+	while ((c = rc_getopt(rc, argc, argv, (const struct option[]){{0}})) != -1)
+		return rc_usage(cmd, c);
+	if ((r = rc_positionals(cmd, argc, argv, 2, false)) != 0)
+		return r;
+	if (!rc->ca)
+		return rc_bad("signoff verify", "(--ca is required: the exported ca.pem)");
+	if (!find_verifier(verifier, sizeof(verifier))) {
+		fprintf(stderr, RC_PROG
+			": signoff verify needs " VERIFIER " (the offline verifier) beside " RC_PROG
+			", in PATH or named by RAILYARD_CONTROLLER. Without it, check the "
+			"signature alone with:\n");
+		util_fprintf_safe(stderr,
+				  "  openssl cms -verify -binary -content %s -in %s -inform PEM "
+				  "-CAfile %s -purpose any -out /dev/null\n",
+				  argv[optind], argv[optind + 1], rc->ca);
+		return RC_USAGE;
+	}
+	{
+		char *args[] = {(char *)VERIFIER,
+				(char *)"signoff",
+				(char *)"verify",
+				argv[optind],
+				argv[optind + 1],
+				(char *)"--ca",
+				(char *)rc->ca,
+				rc->json ? (char *)"--json" : NULL,
+				NULL};
+
+		fflush(NULL);
+		execv(verifier, args);
+	}
+	util_fprintf_safe(stderr, RC_PROG ": running %s: %s\n", verifier, ry_strerror(-errno));
+	return RC_FAILED;
+}
+
+static int cmd_revalidate(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"cluster", required_argument, NULL, OPT_CLUSTER},
+		{"baseline", required_argument, NULL, OPT_BASELINE},
+		{"playbook", required_argument, NULL, OPT_PLAYBOOK},
+		{"apply", no_argument, NULL, OPT_APPLY},
+		{"tolerance-bw", required_argument, NULL, OPT_BW},
+		{"tolerance-lat", required_argument, NULL, OPT_LAT},
+		{0},
+	};
+	int c, r;
+
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1)
+		if (c < OPT_CLUSTER)
+			return rc_usage(cmd, c);
+	if ((r = rc_positionals(cmd, argc, argv, 0, false)) != 0)
+		return r;
+	fprintf(stderr, RC_PROG ": revalidate: not yet available over the API (on the "
+				"controller's host: " VERIFIER " revalidate)\n");
+	return RC_USAGE;
+}
+
+const struct rc_command rc_signoff_commands[] = {
+	{"signoff list", "[--cluster C]", "list sign-offs, newest first", cmd_list},
+	{"signoff show", "ID",
+	 "show a sign-off: verdict, summary, and whether it is stale (and why)", cmd_show},
+	{"signoff export", "ID --dir D",
+	 "download signoff.json, signoff.p7s, signoff.html and the CA (ca.pem) into a directory",
+	 cmd_export},
+	{"signoff verify", "REPORT.json SIGNATURE.p7s --ca CA.pem",
+	 "verify a sign-off offline with " VERIFIER
+	 " (exit 0 verified, 1 not verified, 2 usage, 3 bad report)",
+	 cmd_verify},
+	{"revalidate",
+	 "--cluster C --baseline SIGNOFF [--playbook FILE] [--apply]\n"
+	 "        [--tolerance-bw PCT] [--tolerance-lat PCT]",
+	 "rerun a sign-off's campaign and compare (not yet available over the API: exit 2)",
+	 cmd_revalidate},
+	{0},
+};

@@ -1,0 +1,129 @@
+/* railyard, the operator's command line over the REST API (docs/operations.md, "The railyard
+ * CLI"): what its files share. A table of commands, each parsing its own options plus the
+ * global ones, calling the API through rc_api_*() and formatting what comes back. It knows the
+ * controller only by its API: no controller library is linked. */
+#ifndef RAILYARD_CLIENT_RC_H
+#define RAILYARD_CLIENT_RC_H
+
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RC_PROG "railyard"
+
+/* Exit codes (railyard --help, docs/operations.md). */
+enum rc_exit {
+	RC_HELP = -1, /* --help was asked and shown: 0 for the shell, but the command stops */
+	RC_OK = 0,
+	RC_FAILED = 1,	    /* a failed verdict or deployment, a refused request (other 4xx) */
+	RC_USAGE = 2,	    /* bad command line, or a command not available yet */
+	RC_AUTH = 3,	    /* 401, 403 */
+	RC_NOT_FOUND = 4,   /* 404 */
+	RC_UNREACHABLE = 5, /* connection refused, TLS failure, timeout, 5xx */
+	RC_INTERRUPTED = 130,
+};
+
+struct rc_http;
+
+/* One invocation: the global options as given, then the connection made from them. */
+struct rc {
+	const char *url, *token, *ca, *profile; /* --url, --token, --ca, --profile (NULL: unset) */
+	bool json;				/* --json */
+	bool no_profile;			/* connect with flags and environment only */
+	const char *playbook; /* the playbook file of this request, named in its problems */
+	struct rc_http *http; /* made by the first API call */
+	char *token_buf;      /* a token read from stdin (--token -) */
+};
+
+struct rc_command {
+	const char *name;     /* "nodes", "signoff export" */
+	const char *synopsis; /* its options, for usage and completion */
+	const char *help;     /* one line */
+	int (*run)(struct rc *rc, const struct rc_command *cmd, int argc, char **argv);
+};
+
+/* Each file's commands, NULL-name terminated. */
+extern const struct rc_command rc_login_commands[];
+extern const struct rc_command rc_nodes_commands[];
+extern const struct rc_command rc_deploy_commands[];
+extern const struct rc_command rc_campaign_commands[];
+extern const struct rc_command rc_signoff_commands[];
+extern const struct rc_command rc_tokens_commands[];
+extern const struct rc_command rc_watch_commands[];
+extern const struct rc_command rc_completion_commands[];
+/* Every table, for usage and completion. */
+extern const struct rc_command *const rc_tables[];
+extern const size_t rc_tables_count;
+/* The global options (--url, --token, --ca, --profile, --json, --help). */
+extern const struct option rc_global_options[];
+
+/* ---- command line (cmdline.c) ---------------------------------------------------------- */
+
+/* getopt_long over the command's own options (own, {0}-terminated) and the global ones, which
+ * it stores in rc. Returns an own option's val, 'h' for --help, '?' for an error (getopt has
+ * said which), -1 at the end. */
+int rc_getopt(struct rc *rc, int argc, char **argv, const struct option *own);
+/* The command's usage on stdout (c == 'h': returns RC_HELP) or stderr (returns RC_USAGE). */
+int rc_usage(const struct rc_command *cmd, int c);
+/* "railyard: invalid WHAT 'VALUE'" on stderr; returns RC_USAGE. */
+int rc_bad(const char *what, const char *value);
+/* Exactly n positionals after the options (at most n with up_to)? 0, or usage (RC_USAGE). */
+int rc_positionals(const struct rc_command *cmd, int argc, char **argv, int n, bool up_to);
+/* A decimal integer in [min, max]: 0, or RC_USAGE with the reason said. */
+int rc_parse_int(const char *what, const char *s, int64_t min, int64_t max, int64_t *ret);
+/* Read a playbook file (bounded); 0, or RC_FAILED with the reason said. Caller frees. */
+int rc_read_file(const char *what, const char *path, size_t max, char **ret_text);
+
+/* ---- the API (api.c) ------------------------------------------------------------------- */
+
+/* Set by rc_on_interrupt(), the SIGINT/SIGTERM handler of the commands that cancel. */
+extern volatile sig_atomic_t rc_interrupted;
+void rc_on_interrupt(int sig);
+/* Catch SIGINT and SIGTERM with rc_on_interrupt (once: a second one kills). */
+void rc_catch_interrupts(void);
+
+/* One API call: method, path under the URL ("/api/v1/nodes?limit=1"), a JSON body (borrowed,
+ * NULL for none). 0 with *ret the reply's document (caller decrefs; ret may be NULL) for a 2xx;
+ * otherwise the exit code (enum rc_exit), the reason printed on stderr. */
+int rc_api(struct rc *rc, const char *method, const char *path, const json_t *body, json_t **ret);
+/* GET the raw bytes of path (a file of a sign-off): 0 with *ret (caller frees) and *ret_len, or
+ * the exit code. */
+int rc_api_bytes(struct rc *rc, const char *path, char **ret, size_t *ret_len);
+/* GET a paged listing, following next_cursor to its end: 0 with *ret the items of every page
+ * (one array, caller decrefs), or the exit code. path may hold a query already. */
+int rc_api_list(struct rc *rc, const char *path, json_t **ret);
+/* A path segment or query value, percent-encoded (caller frees; NULL: out of memory). */
+char *rc_escape(const char *s);
+/* The connection's URL, once made (for messages); "" before. */
+const char *rc_api_url(const struct rc *rc);
+/* Drop the connection and what rc owns. */
+void rc_done(struct rc *rc);
+
+/* ---- output (print.c) ------------------------------------------------------------------ */
+
+#define JSTR(o, k) json_string_value(json_object_get((o), (k)))
+#define JINT(o, k) ((long long)json_integer_value(json_object_get((o), (k))))
+
+/* A JSON document, indented, on f; 0 or RC_FAILED. */
+int rc_print_json(FILE *f, const json_t *doc);
+/* "2026-12-01T00:28:54Z", or "-" for 0. */
+void rc_format_time(int64_t unix_ms, char *buf, size_t len);
+/* A string field, or dflt when absent or null. */
+const char *rc_str(const json_t *o, const char *key, const char *dflt);
+/* Is a deployment's / campaign's state final? */
+bool rc_deploy_final(const char *state);
+bool rc_campaign_final(const char *state);
+/* A deployment's node as `deploy` shows it as the node finishes. */
+void rc_print_deploy_node(FILE *out, const json_t *n);
+/* "test pair-lat, round 2 of 3 | rounds 4 of 12 | 10 done, 1 failed | ETA 35 s" */
+void rc_campaign_progress(const json_t *c, char *buf, size_t len);
+/* An ended campaign's verdict for a person: a line per test, findings, the failed nodes. */
+void rc_print_verdict(FILE *out, const json_t *c);
+/* A sign-off's summary line; with detail, its hash, summary lines and why it is stale. */
+void rc_print_signoff(FILE *out, const json_t *s, bool detail);
+
+#endif
