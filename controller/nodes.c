@@ -31,7 +31,7 @@ static json_t *node_signoff(const json_t *stale, const struct store_node *nd)
 			 why ? json_incref((json_t *)why) : json_array());
 }
 
-static json_t *node_json(const struct store_node *n, const json_t *stale)
+static json_t *node_json(const struct store_node *n, const json_t *stale, bool with_facts)
 {
 	json_t *facts = n->facts_json ? json_loads(n->facts_json, 0, NULL) : NULL;
 	char *summary = facts ? facts_summary(facts) : NULL;
@@ -44,11 +44,13 @@ static json_t *node_json(const struct store_node *n, const json_t *stale)
 			      summary, "signoff", node_signoff(stale, n));
 
 	free(summary);
+	if (o && !with_facts)
+		json_object_del(o, "facts");
 	return o;
 }
 
 static int listing(struct store *st, const char *only, const char *cluster, const char *state,
-		   json_t **ret, struct ctl_error *err)
+		   bool with_facts, json_t **ret, struct ctl_error *err)
 {
 	struct store_node **nodes = NULL;
 	json_t *stale = NULL, *arr = json_array();
@@ -68,7 +70,7 @@ static int listing(struct store *st, const char *only, const char *cluster, cons
 		    (state && strcmp(nd->state, state) != 0) ||
 		    (only && strcmp(nd->id, only) != 0 && strcmp(nd->hostname, only) != 0))
 			continue;
-		o = node_json(nd, stale);
+		o = node_json(nd, stale, with_facts);
 		if (!o || json_array_append_new(arr, o) < 0)
 			r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 	}
@@ -82,16 +84,16 @@ static int listing(struct store *st, const char *only, const char *cluster, cons
 	return 0;
 }
 
-int ctl_nodes_list(struct store *st, const char *cluster, const char *state, json_t **ret,
-		   struct ctl_error *err)
+int ctl_nodes_list(struct store *st, const char *cluster, const char *state, bool with_facts,
+		   json_t **ret, struct ctl_error *err)
 {
-	return listing(st, NULL, cluster, state, ret, err);
+	return listing(st, NULL, cluster, state, with_facts, ret, err);
 }
 
 int ctl_node_get(struct store *st, const char *id_or_host, json_t **ret, struct ctl_error *err)
 {
 	json_t *arr = NULL;
-	int r = listing(st, id_or_host, NULL, NULL, &arr, err);
+	int r = listing(st, id_or_host, NULL, NULL, true, &arr, err);
 
 	if (r < 0)
 		return r;

@@ -5,17 +5,18 @@
 #define RAILYARD_CONTROLLER_NODES_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "controller/service.h"
 #include "controller/store/store.h"
 
 /* Every node ordered as the store lists them (cluster, hostname): [{id, hostname, cluster,
- * state, cert_serial, cert_fingerprint, enrolled_at_ms, last_seen_ms, agent_version, facts,
- * summary, signoff: {state: current | stale | uncovered | none, signoff, reasons}}]. cluster
- * and state (NULL: any) filter. New reference. */
+ * state, cert_serial, cert_fingerprint, enrolled_at_ms, last_seen_ms, agent_version, facts
+ * (only with_facts: ~11 KB a node), summary, signoff: {state: current | stale | uncovered |
+ * none, signoff, reasons}}]. cluster and state (NULL: any) filter. New reference. */
 __attribute__((warn_unused_result)) int ctl_nodes_list(struct store *st, const char *cluster,
-						       const char *state, json_t **ret,
-						       struct ctl_error *err);
+						       const char *state, bool with_facts,
+						       json_t **ret, struct ctl_error *err);
 /* One node by id or unique host name, as ctl_nodes_list() shows it (CTL_ERR_NOT_FOUND). */
 __attribute__((warn_unused_result)) int ctl_node_get(struct store *st, const char *id_or_host,
 						     json_t **ret, struct ctl_error *err);

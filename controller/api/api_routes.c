@@ -92,7 +92,7 @@ static void get_clusters(struct api_call *c)
 	const char *k;
 	size_t i;
 
-	SERVICE(c, ctl_nodes_list(c->st, NULL, NULL, &nodes, ERR));
+	SERVICE(c, ctl_nodes_list(c->st, NULL, NULL, false, &nodes, ERR));
 	json_array_foreach(nodes, i, n)
 	{
 		const char *cl = JSTR(n, "cluster"), *state = JSTR(n, "state");
@@ -120,10 +120,14 @@ out:
 
 static void get_nodes(struct api_call *c)
 {
+	const char *facts = http_req_query(c->req, "facts");
 	json_t *nodes = NULL;
 
+	/* A node's facts are ~11 KB: a fleet's listing carries them only when asked. */
 	SERVICE(c, ctl_nodes_list(c->st, http_req_query(c->req, "cluster"),
-				  http_req_query(c->req, "state"), &nodes, ERR));
+				  http_req_query(c->req, "state"),
+				  facts && (strcmp(facts, "true") == 0 || strcmp(facts, "1") == 0),
+				  &nodes, ERR));
 	api_page(c, nodes);
 out:;
 }
@@ -645,7 +649,7 @@ static void get_metrics(struct api_call *c)
 		struct ctl_error err;
 
 		ctl_error_init(&err);
-		if (r >= 0 && ctl_nodes_list(c->st, NULL, NULL, &nodes, &err) < 0)
+		if (r >= 0 && ctl_nodes_list(c->st, NULL, NULL, false, &nodes, &err) < 0)
 			r = -1;
 		ctl_error_done(&err);
 	}

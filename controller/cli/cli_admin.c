@@ -407,7 +407,7 @@ static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
 	if (cli_open_state(state_dir, false, &st) < 0)
 		return 1;
 	ctl_error_init(&err);
-	if (ctl_nodes_list(st->store, NULL, NULL, &arr, &err) < 0) {
+	if (ctl_nodes_list(st->store, NULL, NULL, json, &arr, &err) < 0) {
 		cli_error(&err);
 		goto out;
 	}
