@@ -1392,8 +1392,36 @@ static int phr_hosts(const struct phr *ph, size_t n, const char ***ret, size_t *
 	return 0;
 }
 
-/* Mark the hosts of a test's entries (n, sorted) that have rows not done or that are an end of
- * a failure of the test's verdict on that rail. */
+/* Is the host (an entry of the summary) a bad node, or a bad rail of it, in the verdict? */
+static bool verdict_names(const struct ctx *c, const struct phr *x)
+{
+	const json_t *nodes = json_object_get(json_object_get(c->root, "evaluation"), "nodes"), *n,
+		     *r;
+	size_t i, k;
+
+	json_array_foreach(nodes, i, n)
+	{
+		if (!streq(jstr(n, "hostname"), x->host) || !node_failing(n))
+			continue;
+		if (streq(jstr(n, "result"), "fail") &&
+		    !json_array_size(json_object_get(n, "rails")))
+			return true;
+		json_array_foreach(json_object_get(n, "rails"), k, r)
+		{
+			const json_t *ri = json_object_get(r, "rail");
+
+			if (rail_failing(r) &&
+			    (!x->has_rail ||
+			     (json_is_integer(ri) && json_integer_value(ri) == x->rail)))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Mark the hosts of a test's entries (n, sorted) that have rows not done, that the verdict
+ * names as a bad node or rail, or that are an end of a failing link (a failure the verdict puts
+ * on a node outlines that node only, not its peers). */
 static int phrs_mark_bad(const struct ctx *c, struct phr *ph, size_t n)
 {
 	const json_t *fails = json_object_get(eval_test(c, ph[0].test), "failures"), *f;
@@ -1408,6 +1436,8 @@ static int phrs_mark_bad(const struct ctx *c, struct phr *ph, size_t n)
 		const char *ends[2] = {host_of(c, json_object_get(f, "a")),
 				       host_of(c, json_object_get(f, "b"))};
 
+		if (streq(jstr(f, "attributed"), "node"))
+			continue;
 		for (size_t e = 0; e < 2; e++) {
 			struct fkey k = {ends[e], "", 0, json_is_integer(rail)};
 
@@ -1420,8 +1450,8 @@ static int phrs_mark_bad(const struct ctx *c, struct phr *ph, size_t n)
 	for (i = 0; i < n; i++) {
 		struct fkey k = {ph[i].host, "", ph[i].rail, ph[i].has_rail};
 
-		ph[i].bad =
-			ph[i].failed > 0 || bsearch(&k, keys, nk, sizeof(*keys), fkey_cmp) != NULL;
+		ph[i].bad = ph[i].failed > 0 || verdict_names(c, &ph[i]) ||
+			    bsearch(&k, keys, nk, sizeof(*keys), fkey_cmp) != NULL;
 	}
 	free(keys);
 	return 0;
