@@ -293,6 +293,50 @@ out:
 	return r;
 }
 
+int rc_api_stream_open(struct rc *rc, const char *path, const char *extra,
+		       bool (*on_data)(void *cls, const char *data, size_t len), void *cls,
+		       struct rc_http_stream **ret)
+{
+	int r;
+
+	if (!rc->http && (r = connect_api(rc)) != 0)
+		return r;
+	if (rc_http_stream_open(rc->http, path, "text/event-stream", extra, on_data, cls, ret) <
+	    0) {
+		fprintf(stderr, RC_PROG ": out of memory\n");
+		return RC_FAILED;
+	}
+	return 0;
+}
+
+int rc_api_stream_run(struct rc *rc, struct rc_http_stream *s, int wait_ms, bool *connected,
+		      char *why, size_t why_len)
+{
+	struct rc_reply rep = {0};
+	long status = 0;
+	int r = rc_http_stream_run(s, wait_ms, &status, &rep, why, why_len);
+
+	*connected = status >= 200 && status < 300;
+	if (r == 0)
+		return 0;
+	if (r < 0)
+		return RC_UNREACHABLE;
+	if (*connected) {
+		rc_reply_done(&rep);
+		why[0] = '\0';
+		return RC_UNREACHABLE;
+	}
+	print_error(rc, &rep);
+	r = exit_for_status(rep.status);
+	rc_reply_done(&rep);
+	return r;
+}
+
+void rc_api_stream_close(struct rc_http_stream *s)
+{
+	rc_http_stream_free(s);
+}
+
 char *rc_escape(const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";

@@ -50,6 +50,41 @@ static size_t on_data(char *data, size_t size, size_t n, void *userdata)
 	return add;
 }
 
+/* Free a header list, wiping it first (it holds the token). */
+static void wipe_list(struct curl_slist *l)
+{
+	for (struct curl_slist *x = l; x; x = x->next)
+		explicit_bzero(x->data, strlen(x->data));
+	curl_slist_free_all(l);
+}
+
+/* The options every transfer has: the URL, https only, the certificate verified (against the
+ * CA file when there is one), the headers, a connect timeout, errors in errbuf. */
+static void setup(const struct rc_http *h, CURL *c, const char *full, const struct curl_slist *hdrs,
+		  char *errbuf)
+{
+	curl_easy_setopt(c, CURLOPT_URL, full);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)RC_HTTP_CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (h->ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "railyard/" RAILYARD_VERSION);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+}
+
+/* Why a transfer failed, for a person. */
+static void explain(CURLcode cc, const char *errbuf, char *why, size_t why_len)
+{
+	snprintf(why, why_len, "%s%s", errbuf[0] ? errbuf : curl_easy_strerror(cc),
+		 cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE
+			 ? " (is --ca the controller's ca.crt?)"
+			 : "");
+}
+
 int rc_http_new(const char *url, const char *token, const char *ca, struct rc_http **ret)
 {
 	struct rc_http *h;
@@ -93,9 +128,7 @@ void rc_http_free(struct rc_http *h)
 	if (!h)
 		return;
 	/* Wipe the copy of the token in the header list before it goes back to the heap. */
-	for (struct curl_slist *l = h->headers; l; l = l->next)
-		explicit_bzero(l->data, strlen(l->data));
-	curl_slist_free_all(h->headers);
+	wipe_list(h->headers);
 	curl_easy_cleanup(h->curl);
 	free(h->url);
 	free(h->ca);
@@ -135,17 +168,8 @@ int rc_http_request(struct rc_http *h, const char *method, const char *path, con
 		hdrs = ct;
 	}
 	curl_easy_reset(h->curl);
-	curl_easy_setopt(h->curl, CURLOPT_URL, full);
-	curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)RC_HTTP_CONNECT_TIMEOUT_MS);
+	setup(h, h->curl, full, hdrs, errbuf);
 	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)RC_HTTP_TIMEOUT_MS);
-	curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (h->ca)
-		curl_easy_setopt(h->curl, CURLOPT_CAINFO, h->ca);
-	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "railyard/" RAILYARD_VERSION);
 	curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(h->curl, CURLOPT_NOBODY, 1L);
@@ -155,7 +179,6 @@ int rc_http_request(struct rc_http *h, const char *method, const char *path, con
 	}
 	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, errbuf);
 	cc = curl_easy_perform(h->curl);
 	if (ct) {
 		ct->next = NULL;
@@ -167,11 +190,7 @@ int rc_http_request(struct rc_http *h, const char *method, const char *path, con
 			snprintf(why, why_len, "the reply is larger than %u MiB",
 				 RC_HTTP_REPLY_MAX >> 20);
 		else
-			snprintf(why, why_len, "%s%s", errbuf[0] ? errbuf : curl_easy_strerror(cc),
-				 cc == CURLE_PEER_FAILED_VERIFICATION ||
-						 cc == CURLE_SSL_CACERT_BADFILE
-					 ? " (is --ca the controller's ca.crt?)"
-					 : "");
+			explain(cc, errbuf, why, why_len);
 		free(s.buf);
 		return -1;
 	}
@@ -190,4 +209,140 @@ void rc_reply_done(struct rc_reply *r)
 		return;
 	free(r->body);
 	*r = (struct rc_reply){0};
+}
+
+/* ---- a streamed reply -------------------------------------------------------------------- */
+
+struct rc_http_stream {
+	CURLM *multi;
+	CURL *curl;
+	char *full;
+	struct curl_slist *headers; /* its own list: Accept, the extra one, Authorization */
+	rc_http_data_fn on_data;
+	void *cls;
+	long status;	 /* 0 until the status line came */
+	struct sink err; /* the body of a reply that is not a 2xx */
+	bool stopped;	 /* on_data said stop */
+	bool done;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+static size_t on_stream_data(char *data, size_t size, size_t n, void *userdata)
+{
+	struct rc_http_stream *s = userdata;
+	size_t len = size * n;
+
+	if (!s->status)
+		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+	if (s->status < 200 || s->status >= 300)
+		return on_data(data, size, n, &s->err);
+	if (!s->on_data(s->cls, data, len)) {
+		s->stopped = true;
+		return 0;
+	}
+	return len;
+}
+
+int rc_http_stream_open(struct rc_http *h, const char *path, const char *accept, const char *extra,
+			rc_http_data_fn on_data_fn, void *cls, struct rc_http_stream **ret)
+{
+	struct rc_http_stream *s = calloc(1, sizeof(*s));
+	size_t flen = strlen(h->url) + strlen(path) + 1;
+	char acc[128];
+
+	if (!s)
+		return -ENOMEM;
+	s->on_data = on_data_fn;
+	s->cls = cls;
+	snprintf(acc, sizeof(acc), "Accept: %s", accept);
+	if (!(s->full = malloc(flen)) || !(s->headers = curl_slist_append(NULL, acc)) ||
+	    (extra && !curl_slist_append(s->headers, extra)))
+		goto fail;
+	snprintf(s->full, flen, "%s%s", h->url, path);
+	/* The shared list's other lines (the token): copied, as the shared list is not ours. */
+	for (const struct curl_slist *l = h->headers; l; l = l->next)
+		if (strncasecmp(l->data, "Accept:", 7) != 0 &&
+		    !curl_slist_append(s->headers, l->data))
+			goto fail;
+	if (!(s->curl = curl_easy_init()) || !(s->multi = curl_multi_init()))
+		goto fail;
+	setup(h, s->curl, s->full, s->headers, s->errbuf);
+	/* No overall timeout: the stream runs as long as the user watches. A dead connection
+	 * (the server's keepalive comments stopped) is noticed by the low-speed check instead:
+	 * libcurl aborts below LIMIT bytes/s for TIME s, so a limit of 1 means nothing at all. */
+	curl_easy_setopt(s->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(s->curl, CURLOPT_LOW_SPEED_TIME, (long)RC_HTTP_STREAM_SILENCE_S);
+	curl_easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_stream_data);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
+	if (curl_multi_add_handle(s->multi, s->curl) != CURLM_OK)
+		goto fail;
+	*ret = s;
+	return 0;
+fail:
+	rc_http_stream_free(s);
+	return -ENOMEM;
+}
+
+int rc_http_stream_run(struct rc_http_stream *s, int wait_ms, long *status, struct rc_reply *body,
+		       char *why, size_t why_len)
+{
+	CURLcode cc = CURLE_OK;
+	CURLMsg *m;
+	int running, left;
+
+	if (!s->done) {
+		/* poll() interrupted by a signal is no error for libcurl: it returns early. */
+		if (curl_multi_poll(s->multi, NULL, 0, wait_ms, NULL) != CURLM_OK ||
+		    curl_multi_perform(s->multi, &running) != CURLM_OK) {
+			snprintf(why, why_len, "libcurl failed (out of memory?)");
+			s->done = true;
+			return -1;
+		}
+		if (!s->status)
+			curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+		*status = s->status;
+		while ((m = curl_multi_info_read(s->multi, &left)))
+			if (m->msg == CURLMSG_DONE) {
+				s->done = true;
+				cc = m->data.result;
+			}
+		if (!s->done)
+			return 0;
+	} else {
+		*status = s->status;
+		snprintf(why, why_len, "the stream has ended");
+		return -1;
+	}
+	if (cc != CURLE_OK || !s->status) {
+		if (s->stopped)
+			snprintf(why, why_len, "stopped");
+		else if (s->err.too_big)
+			snprintf(why, why_len, "the reply is larger than %u MiB",
+				 RC_HTTP_REPLY_MAX >> 20);
+		else
+			explain(cc, s->errbuf, why, why_len);
+		return -1;
+	}
+	if (!s->err.buf && !(s->err.buf = calloc(1, 1))) {
+		snprintf(why, why_len, "out of memory");
+		return -1;
+	}
+	*body = (struct rc_reply){.status = s->status, .body = s->err.buf, .len = s->err.len};
+	s->err = (struct sink){0};
+	return 1;
+}
+
+void rc_http_stream_free(struct rc_http_stream *s)
+{
+	if (!s)
+		return;
+	if (s->multi && s->curl)
+		curl_multi_remove_handle(s->multi, s->curl);
+	curl_easy_cleanup(s->curl);
+	curl_multi_cleanup(s->multi);
+	wipe_list(s->headers);
+	free(s->full);
+	free(s->err.buf);
+	free(s);
 }

@@ -28,6 +28,7 @@ enum rc_exit {
 };
 
 struct rc_http;
+struct rc_http_stream;
 
 /* One invocation: the global options as given, then the connection made from them. */
 struct rc {
@@ -96,6 +97,20 @@ int rc_api_bytes(struct rc *rc, const char *path, char **ret, size_t *ret_len);
 /* GET a paged listing, following next_cursor to its end: 0 with *ret the items of every page
  * (one array, caller decrefs), or the exit code. path may hold a query already. */
 int rc_api_list(struct rc *rc, const char *path, json_t **ret);
+/* A streamed GET of path (Server-Sent Events: Accept: text/event-stream) on a connection of
+ * its own, with the extra header line extra ("Last-Event-ID: 7"; NULL: none); the bytes of a
+ * 2xx reply go to on_data as they come (false stops it). 0 with *ret (close it with
+ * rc_api_stream_close()), or the exit code with the reason said. */
+int rc_api_stream_open(struct rc *rc, const char *path, const char *extra,
+		       bool (*on_data)(void *cls, const char *data, size_t len), void *cls,
+		       struct rc_http_stream **ret);
+/* Move the stream on, waiting at most wait_ms for bytes (a signal ends the wait early). 0 while
+ * it runs, *connected true once a 2xx status came; else how it ended: RC_UNREACHABLE when no
+ * reply came, or the stream broke or was closed by the server (the reason in why, "" for a
+ * close; not said), or the exit code of another status (its error said). */
+int rc_api_stream_run(struct rc *rc, struct rc_http_stream *s, int wait_ms, bool *connected,
+		      char *why, size_t why_len);
+void rc_api_stream_close(struct rc_http_stream *s);
 /* A path segment or query value, percent-encoded (caller frees; NULL: out of memory). */
 char *rc_escape(const char *s);
 /* The connection's URL, once made (for messages); "" before. */

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Integration: the `railyard` operator CLI over real HTTPS against a serving controller. Login
 # (a bad token refused), tokens made through the API, enrollment, nodes (paged), a check-mode
-# deployment, a validation campaign with its sign-off exported and verified, watch; the exit
-# codes: 3 for a role without the right, 4 for an unknown object, 5 for a closed port or an
-# untrusted certificate, 2 for usage; the completion script parses.
+# deployment and an agent's restart followed by watch on the event stream (lines, --json), a
+# validation campaign with its sign-off exported and verified; the exit codes: 3 for a role
+# without the right, 4 for an unknown object, 5 for a closed port or an untrusted certificate,
+# 2 for usage; the completion script parses.
 . "$(dirname "$0")/lib.sh"
 
 RY=$BUILD/client/railyard
@@ -76,19 +77,44 @@ check "  the table names them" bash -c "'$RY' nodes --cluster it | grep -c ' onl
 check "  another cluster's nodes: none" bash -c "'$RY' nodes --cluster other --json |
 	jq -e '.items == []' >/dev/null"
 
-# ---- a check-mode deployment, followed by watch ---------------------------------------------
+# ---- a check-mode deployment and an agent's restart, followed on the event stream by watch --
 "$RY" watch >"$T/watch.out" 2>"$T/watch.err" &
 WATCH=$!
-PIDS+=("$WATCH")
+"$RY" watch --json >"$T/watch.json" 2>"$T/watch-json.err" &
+WATCHJ=$!
+PIDS+=("$WATCH" "$WATCHJ")
+# Both follow the stream before anything happens: the controller counts its open streams.
+streams() { curl -sf --cacert "$CA" -H "Authorization: Bearer $ADMIN" "$URL/metrics" |
+	grep -qx "railyard_http_streams $1"; }
+check "watch and watch --json follow the event stream" wait_for 10 streams 2
 check "deploy --check: exit 0" ry 0 deploy --cluster it --playbook "$PB" --check --canary 0 \
 	--pause-ms 0
 check "  a line per node, then the end" bash -c "[ \$(grep -c '^  [a-z0-9-]* *batch' '$T/out') = 3 ] &&
 	grep -q '^deployment d-[0-9a-f]* succeeded' '$T/out'"
 DEP=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$T/out")
-check "watch said when it ended" wait_for 10 grep -q "deployment $DEP: .* succeeded" "$T/watch.out"
-kill -INT "$WATCH"
+check "watch said when it ended" wait_for 10 grep -qx "deployment $DEP succeeded" "$T/watch.out"
+check "  and each node's steps" grep -q "^deployment $DEP [a-z0-9.-]* step 1 \".*\": [a-z]*$" \
+	"$T/watch.out"
+kill -TERM "${AGENT_PID[b]}"
+wait "${AGENT_PID[b]}" 2>/dev/null
+start_agent b "$FIXTURES/h200-roce"
+check "an agent stopped and started: three online again" wait_for 30 online
+# jq -s: every line is one JSON document.
+wjson() { jq -se --arg d "$DEP" "$1" "$T/watch.json" >/dev/null; }
+check "watch --json: the deployment's end, with its type and event id" wait_for 10 wjson \
+	'any(.[]; .type == "deployment.state" and .id == $d and .state == "succeeded" and
+	(.event_id | type) == "number")'
+check "  the node that went offline, and online again" wait_for 10 wjson \
+	'any(.[]; .type == "node.offline") and
+	any(.[]; .type == "node.online")'
+check "watch: the node's lines" wait_for 10 bash -c "grep -q '^node [a-z0-9.-]* offline$' \
+	'$T/watch.out' && grep -q '^node [a-z0-9.-]* online$' '$T/watch.out'"
+kill -INT "$WATCH" "$WATCHJ"
 wait "$WATCH"
 check "  and ends on Ctrl-C with 0" test $? = 0
+wait "$WATCHJ"
+check "  as does watch --json" test $? = 0
+check "  nothing on stderr" test ! -s "$T/watch.err" -a ! -s "$T/watch-json.err"
 check "deployments --json: the API's listing" ry 0 deployments --json
 check "  with the check-mode one" jqt --arg d "$DEP" '[.items[] | select(.id == $d and
 	.check_mode and .state == "succeeded")] | length == 1' "$T/out"
@@ -164,6 +190,16 @@ if command -v valgrind >/dev/null && ! ldd "$RY" | grep -q libasan; then
 		check "no leak under valgrind: railyard $args" bash -c "valgrind -q --leak-check=full \
 			--error-exitcode=99 '$RY' $args >/dev/null 2>'$T/valgrind.log'"
 	done
+	valgrind -q --leak-check=full --error-exitcode=99 "$RY" watch >"$T/vg-watch.out" \
+		2>"$T/valgrind-watch.log" &
+	VGW=$!
+	PIDS+=("$VGW")
+	wait_for 30 streams 1
+	sleep 2
+	kill -INT "$VGW"
+	wait "$VGW"
+	check "no leak under valgrind: railyard watch, then Ctrl-C: exit 0" test $? = 0 -a \
+		! -s "$T/valgrind-watch.log"
 fi
 check "logout" ry 0 logout
 check "  the current profile gone, the other kept" jqt '.current == null and
