@@ -151,6 +151,17 @@ static bool next_event(struct ctl_events *ev, struct ctl_events_sub *sub)
 {
 	uint64_t oldest = ev->next_id > CTL_EVENTS_KEEP ? ev->next_id - CTL_EVENTS_KEEP : 1;
 
+	if (sub->after >= ev->next_id) {
+		/* An id this controller never gave: it restarted (ids start again at 1). */
+		if (asprintf(
+			    &sub->pending,
+			    "id: %llu\nevent: reset\ndata: {\"reason\":\"the controller restarted; "
+			    "event ids start again\"}\n\n",
+			    (unsigned long long)(ev->next_id - 1)) < 0)
+			sub->pending = NULL;
+		sub->after = ev->next_id - 1;
+		return sub->pending != NULL;
+	}
 	if (sub->after + 1 < oldest) {
 		/* Gone from the ring: the client must refetch, then follow from the oldest. */
 		if (asprintf(&sub->pending,

@@ -35,8 +35,8 @@ struct ctl_events_sub *ctl_events_subscribe(struct ctl_events *ev, uint64_t afte
 /* The id of the newest event (0: none yet). */
 uint64_t ctl_events_last_id(struct ctl_events *ev);
 /* Up to max bytes of the subscriber's stream (Server-Sent Events text): > 0 bytes, or 0 when
- * nothing is due now. An id older than the ring gives one "reset" event first (the client
- * refetches what it shows). */
+ * nothing is due now. An id older than the ring, or newer than any given (the controller
+ * restarted), gives one "reset" event first (the client refetches what it shows). */
 ssize_t ctl_events_read(struct ctl_events_sub *sub, char *buf, size_t max);
 /* Forget the subscriber (after this, wake is never called for it). */
 void ctl_events_unsubscribe(struct ctl_events_sub *sub);

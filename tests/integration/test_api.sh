@@ -109,6 +109,9 @@ check "Last-Event-ID resumes after that event" bash -c "
 	curl -s --max-time 2 --cacert '$CA' -H 'Authorization: Bearer $INT' -H 'Last-Event-ID: $((LAST - 1))' \
 		'$URL/api/v1/events' >'$T/events2.txt'
 	[ \"\$(grep -c '^id: ' '$T/events2.txt')\" = 1 ] && grep -q '^id: $LAST\$' '$T/events2.txt'"
+check "an id from before a restart (higher than any) gets a reset" bash -c "
+	curl -s --max-time 2 --cacert '$CA' -H 'Authorization: Bearer $INT' -H 'Last-Event-ID: 999999' \
+		'$URL/api/v1/events' | grep -q '^event: reset'"
 check "a live event reaches a subscriber" bash -c "
 	(curl -s -N --max-time 6 --cacert '$CA' -H 'Authorization: Bearer $INT' '$URL/api/v1/events' >'$T/live.txt' &)
 	sleep 1; '$CTL' node revoke gpu-node-04 --state-dir '$T/ctl' >/dev/null 2>&1; kill -TERM ${AGENT_PID[c]}
