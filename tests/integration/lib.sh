@@ -96,3 +96,16 @@ check_sanitizers() {
 		grep -h -A5 "ERROR: \|runtime error:" "$T"/*.log | head -60
 	fi
 }
+
+# loose_baseline DEST: playbooks/tcp-baseline.yaml with its acceptance lines opened wide, for the
+# tests whose point is not the verdict but that need it to pass (the pipeline around it: sign-off,
+# API, CLI). On two busy cores a TCP pair can be 4x slower than the cluster's median; the real
+# lines are judged where the verdict is the point (test_campaign.sh, tests/rdma-vm).
+loose_baseline() {
+	sed -e '/metric: pair-lat.p50_us/s/value: [0-9.]*/value: 1000/' \
+		-e '/metric: pair-bw.gbps/s/value: [0-9.]*/value: 0.0001/' \
+		-e '/metric: ring-bw.gbps/s/value: [0-9.]*/value: 0.0001/' \
+		-e '/metric: incast.impact_bw/s/value: [0-9.]*/value: 100000/' \
+		"$SRC/playbooks/tcp-baseline.yaml" >"$1"
+	grep -q 'value: 1000}' "$1" && grep -q 'value: 100000}' "$1"
+}

@@ -8,7 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 
 RY=$BUILD/client/railyard
-PB=$SRC/playbooks/tcp-baseline.yaml
+PB=$T/tcp-baseline.yaml
+loose_baseline "$PB" || die "loose_baseline"
 [ -x "$RY" ] || { echo "skip: $RY not built"; exit 77; }
 unset RAILYARD_URL RAILYARD_TOKEN RAILYARD_CA RAILYARD_PROFILE RAILYARD_CONTROLLER
 export RAILYARD_CONFIG=$T/cli/config.json

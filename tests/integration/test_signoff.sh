@@ -7,7 +7,8 @@
 # a node revoked and a deployment after the sign-off making it stale with the reason.
 . "$(dirname "$0")/lib.sh"
 
-PB=$SRC/playbooks/tcp-baseline.yaml
+PB=$T/tcp-baseline.yaml
+loose_baseline "$PB" || die "loose_baseline"
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 300ms
