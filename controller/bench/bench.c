@@ -96,11 +96,14 @@ int ctl_bench_create(struct store *st, const struct ctl_bench_request *rq,
 	}
 	util_hex(rnd, sizeof(rnd), hex);
 	snprintf(c.id, sizeof(c.id), "b-%s", hex);
-	r = store_bench_create(st, c.id, rq->kind, rq->transport, from->id, to->id, params,
-			       rq->timeout_ms, util_now_unix_ms());
-	if (r >= 0 && rq->server_address)
-		r = store_bench_update(st, c.id, "pending", rq->server_address, 0, NULL, NULL, NULL,
-				       util_now_unix_ms());
+	{
+		/* The address in the same write: a serving controller that saw the run without
+		 * it would send the server's session address (127.0.0.1 behind qemu's NAT). */
+		struct store_bench_new b = {c.id,   rq->kind, rq->transport,	  from->id,
+					    to->id, params,   rq->server_address, rq->timeout_ms};
+
+		r = store_bench_create_new(st, &b, util_now_unix_ms());
+	}
 	if (r < 0) {
 		ctl_error_store(err, r, "storing the run");
 		goto out;

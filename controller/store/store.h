@@ -330,6 +330,11 @@ STORE_WUR int store_bench_create(struct store *s, const char *id, const char *ki
 				 const char *transport, const char *client_node,
 				 const char *server_node, const char *params_json,
 				 int64_t deadline_ms, int64_t now_ms);
+/* As store_bench_create(), with b's server_address (when not NULL) stored in the same write: a
+ * serving controller never sees the run without the address it was ordered with. */
+struct store_bench_new;
+STORE_WUR int store_bench_create_new(struct store *s, const struct store_bench_new *b,
+				     int64_t now_ms);
 STORE_WUR int store_bench_get(struct store *s, const char *id, struct store_bench_run **ret);
 void store_bench_run_free(struct store_bench_run *b);
 /* active_only: not finished, oldest first; otherwise the newest `limit` (0: 50). */

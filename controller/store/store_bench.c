@@ -75,6 +75,19 @@ int store_bench_create(struct store *s, const char *id, const char *kind, const 
 	return r;
 }
 
+int store_bench_create_new(struct store *s, const struct store_bench_new *b, int64_t now_ms)
+{
+	struct store_conn *c = &s->w;
+	int r;
+
+	if (!s || !b)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_bench_insert_locked(c, b, NULL, now_ms);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
 void store_bench_run_free(struct store_bench_run *b)
 {
 	if (!b)
