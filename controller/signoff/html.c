@@ -737,17 +737,21 @@ struct cell {
 	double gbps, p50, p99;
 };
 
+/* Rails in order: "not per rail" after every rail, rails by number. */
+static int rail_cmp(bool pa, long long ra, bool pb, long long rb)
+{
+	if (pa != pb)
+		return pa ? 1 : -1;
+	return ra < rb ? -1 : ra > rb;
+}
+
 static int cell_cmp(const void *x, const void *y)
 {
 	const struct cell *p = x, *q = y;
 	int r = strcmp(p->test, q->test);
 
-	if (r)
+	if (r || (r = rail_cmp(p->has_rail, p->rail, q->has_rail, q->rail)))
 		return r;
-	if (p->has_rail != q->has_rail)
-		return p->has_rail ? 1 : -1;
-	if (p->rail != q->rail)
-		return p->rail < q->rail ? -1 : 1;
 	r = strcmp(p->a, q->a);
 	return r ? r : strcmp(p->b, q->b);
 }
@@ -820,11 +824,7 @@ static int fkey_cmp(const void *x, const void *y)
 	if (r)
 		return r;
 	r = strcmp(p->b, q->b);
-	if (r)
-		return r;
-	if (p->has_rail != q->has_rail)
-		return p->has_rail ? 1 : -1;
-	return p->rail < q->rail ? -1 : p->rail > q->rail;
+	return r ? r : rail_cmp(p->has_rail, p->rail, q->has_rail, q->rail);
 }
 
 /* Mark the cells of one test (n, sorted) that its verdict lists as failures or that failed. */
@@ -1263,12 +1263,8 @@ static int phr_cmp(const void *x, const void *y)
 	const struct phr *p = x, *q = y;
 	int r = strcmp(p->test, q->test);
 
-	if (r)
+	if (r || (r = rail_cmp(p->has_rail, p->rail, q->has_rail, q->rail)))
 		return r;
-	if (p->has_rail != q->has_rail)
-		return p->has_rail ? 1 : -1;
-	if (p->rail != q->rail)
-		return p->rail < q->rail ? -1 : 1;
 	return strcmp(p->host, q->host);
 }
 
