@@ -2,7 +2,7 @@
  * with its reply turned into a document or an exit code, the API's error body for a person,
  * listings followed page by page. */
 #include "client/config.h"
-#include "client/http.h"
+#include "common/httpc/httpc.h"
 #include "client/rc.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -88,7 +88,7 @@ static int connect_api(struct rc *rc)
 	ca = rc->ca ? rc->ca : env("RAILYARD_CA");
 	if (!ca)
 		ca = JSTR(prof, "ca");
-	r = rc_http_new(url, token, ca, &rc->http);
+	r = httpc_new(url, token, ca, &rc->http);
 	if (r == -EINVAL) {
 		rc_bad("URL (https://HOST:PORT: the token travels over TLS only)", url);
 		goto out;
@@ -107,12 +107,12 @@ out:
 
 const char *rc_api_url(const struct rc *rc)
 {
-	return rc->http ? rc_http_url(rc->http) : "";
+	return rc->http ? httpc_url(rc->http) : "";
 }
 
 void rc_done(struct rc *rc)
 {
-	rc_http_free(rc->http);
+	httpc_free(rc->http);
 	rc->http = NULL;
 	if (rc->token_buf)
 		explicit_bzero(rc->token_buf, strlen(rc->token_buf));
@@ -133,7 +133,7 @@ static int exit_for_status(long status)
 
 /* "railyard: CODE: MESSAGE (field F)" and a playbook's problems as FILE:LINE:COL: message (the
  * file the user named, where the API says "playbook"). */
-static void print_error(const struct rc *rc, const struct rc_reply *rep)
+static void print_error(const struct rc *rc, const struct httpc_reply *rep)
 {
 	json_t *doc = json_loadb(rep->body, rep->len, 0, NULL);
 	const json_t *e = json_object_get(doc, "error"), *d;
@@ -142,7 +142,7 @@ static void print_error(const struct rc *rc, const struct rc_reply *rep)
 
 	if (!JSTR(e, "code") || !JSTR(e, "message")) {
 		util_fprintf_safe(stderr, RC_PROG ": HTTP %ld from %s%s%.200s\n", rep->status,
-				  rc_http_url(rc->http), rep->len ? ": " : "", rep->body);
+				  httpc_url(rc->http), rep->len ? ": " : "", rep->body);
 		json_decref(doc);
 		return;
 	}
@@ -162,15 +162,15 @@ static void print_error(const struct rc *rc, const struct rc_reply *rep)
 
 /* One request; 0 with *rep for a 2xx, else the exit code with the reason printed. */
 static int call(struct rc *rc, const char *method, const char *path, const char *body,
-		struct rc_reply *rep)
+		struct httpc_reply *rep)
 {
 	char why[512];
 	int r;
 
 	if (!rc->http && (r = connect_api(rc)) != 0)
 		return r;
-	if (rc_http_request(rc->http, method, path, body, rep, why, sizeof(why)) < 0) {
-		util_fprintf_safe(stderr, RC_PROG ": cannot reach %s: %s\n", rc_http_url(rc->http),
+	if (httpc_request(rc->http, method, path, body, rep, why, sizeof(why)) < 0) {
+		util_fprintf_safe(stderr, RC_PROG ": cannot reach %s: %s\n", httpc_url(rc->http),
 				  why);
 		return RC_UNREACHABLE;
 	}
@@ -178,13 +178,13 @@ static int call(struct rc *rc, const char *method, const char *path, const char 
 		return 0;
 	print_error(rc, rep);
 	r = exit_for_status(rep->status);
-	rc_reply_done(rep);
+	httpc_reply_done(rep);
 	return r;
 }
 
 int rc_api(struct rc *rc, const char *method, const char *path, const json_t *body, json_t **ret)
 {
-	struct rc_reply rep = {0};
+	struct httpc_reply rep = {0};
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_error_t e;
 	json_t *doc = NULL;
@@ -201,10 +201,10 @@ int rc_api(struct rc *rc, const char *method, const char *path, const json_t *bo
 	if (rep.len && !(doc = json_loadb(rep.body, rep.len, 0, &e))) {
 		util_fprintf_safe(stderr, RC_PROG ": %s %s: the reply is not JSON (%s)\n", method,
 				  path, e.text);
-		rc_reply_done(&rep);
+		httpc_reply_done(&rep);
 		return RC_UNREACHABLE;
 	}
-	rc_reply_done(&rep);
+	httpc_reply_done(&rep);
 	if (ret)
 		*ret = doc;
 	else
@@ -214,7 +214,7 @@ int rc_api(struct rc *rc, const char *method, const char *path, const json_t *bo
 
 int rc_api_bytes(struct rc *rc, const char *path, char **ret, size_t *ret_len)
 {
-	struct rc_reply rep = {0};
+	struct httpc_reply rep = {0};
 	int r = call(rc, "GET", path, NULL, &rep);
 
 	if (r != 0)
@@ -272,7 +272,7 @@ int rc_api_list(struct rc *rc, const char *path, json_t **ret)
 		if (!next || (cursor && strcmp(next, cursor) == 0))
 			break;
 		free(cursor);
-		if (!(cursor = rc_escape(next))) {
+		if (!(cursor = httpc_escape(next))) {
 			r = RC_FAILED;
 			goto out;
 		}
@@ -295,26 +295,25 @@ out:
 
 int rc_api_stream_open(struct rc *rc, const char *path, const char *extra,
 		       bool (*on_data)(void *cls, const char *data, size_t len), void *cls,
-		       struct rc_http_stream **ret)
+		       struct httpc_stream **ret)
 {
 	int r;
 
 	if (!rc->http && (r = connect_api(rc)) != 0)
 		return r;
-	if (rc_http_stream_open(rc->http, path, "text/event-stream", extra, on_data, cls, ret) <
-	    0) {
+	if (httpc_stream_open(rc->http, path, "text/event-stream", extra, on_data, cls, ret) < 0) {
 		fprintf(stderr, RC_PROG ": out of memory\n");
 		return RC_FAILED;
 	}
 	return 0;
 }
 
-int rc_api_stream_run(struct rc *rc, struct rc_http_stream *s, int wait_ms, bool *connected,
+int rc_api_stream_run(struct rc *rc, struct httpc_stream *s, int wait_ms, bool *connected,
 		      char *why, size_t why_len)
 {
-	struct rc_reply rep = {0};
+	struct httpc_reply rep = {0};
 	long status = 0;
-	int r = rc_http_stream_run(s, wait_ms, &status, &rep, why, why_len);
+	int r = httpc_stream_run(s, wait_ms, &status, &rep, why, why_len);
 
 	*connected = status >= 200 && status < 300;
 	if (r == 0)
@@ -322,40 +321,17 @@ int rc_api_stream_run(struct rc *rc, struct rc_http_stream *s, int wait_ms, bool
 	if (r < 0)
 		return RC_UNREACHABLE;
 	if (*connected) {
-		rc_reply_done(&rep);
+		httpc_reply_done(&rep);
 		why[0] = '\0';
 		return RC_UNREACHABLE;
 	}
 	print_error(rc, &rep);
 	r = exit_for_status(rep.status);
-	rc_reply_done(&rep);
+	httpc_reply_done(&rep);
 	return r;
 }
 
-void rc_api_stream_close(struct rc_http_stream *s)
+void rc_api_stream_close(struct httpc_stream *s)
 {
-	rc_http_stream_free(s);
-}
-
-char *rc_escape(const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char *out = malloc(strlen(s) * 3 + 1), *p = out;
-
-	if (!out)
-		return NULL;
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '.' || c == '_' || c == '~') {
-			*p++ = (char)c;
-		} else {
-			*p++ = '%';
-			*p++ = hex[c >> 4];
-			*p++ = hex[c & 15];
-		}
-	}
-	*p = '\0';
-	return out;
+	httpc_stream_free(s);
 }

@@ -8,8 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PLAYBOOK_MAX (1024 * 1024)
-#define POLL_MS	     500
+#define POLL_MS 500
 /* How long an interrupted validate waits for the cancel to be carried out, and how long the
  * sign-off of an ended campaign may take to appear. */
 #define CANCEL_WAIT_MS	20000
@@ -202,7 +201,7 @@ static int follow(struct rc *rc, const char *path, const char *id, FILE *out, js
 static json_t *signoff_of(struct rc *rc, const char *cluster, const char *id)
 {
 	int64_t deadline = util_now_mono_ms() + SIGNOFF_WAIT_MS;
-	char path[512], *cl = rc_escape(cluster);
+	char path[512], *cl = httpc_escape(cluster);
 
 	snprintf(path, sizeof(path), "/api/v1/signoffs?cluster=%s", cl ? cl : "");
 	free(cl);
@@ -243,7 +242,7 @@ static int cmd_validate(struct rc *rc, const struct rc_command *cmd, int argc, c
 		return RC_FAILED;
 	if ((r = parse_validate(rc, cmd, argc, argv, &a)) != 0)
 		goto out;
-	if ((r = rc_read_file("validate", a.playbook, PLAYBOOK_MAX, &text)) != 0)
+	if ((r = rc_read_file("validate", a.playbook, RC_PLAYBOOK_MAX, &text)) != 0)
 		goto out;
 	rc->playbook = a.playbook;
 	json_object_set_new(a.body, "playbook", json_string(text));
@@ -266,7 +265,7 @@ static int cmd_validate(struct rc *rc, const struct rc_command *cmd, int argc, c
 	print_started(out, doc, a.body);
 	if (a.no_wait)
 		goto out;
-	if (!(id = rc_escape(rc_str(doc, "id", "")))) {
+	if (!(id = httpc_escape(rc_str(doc, "id", "")))) {
 		r = RC_FAILED;
 		goto out;
 	}
@@ -364,7 +363,7 @@ static int cmd_campaigns(struct rc *rc, const struct rc_command *cmd, int argc, 
 		if (rc->json)
 			doc = json_pack("{s:o, s:n}", "items", doc, "next_cursor");
 	} else {
-		if (!(id = rc_escape(argv[optind])) ||
+		if (!(id = httpc_escape(argv[optind])) ||
 		    (size_t)snprintf(path, sizeof(path), "/api/v1/campaigns/%s%s", id,
 				     results ? "/results" : "") >= sizeof(path)) {
 			free(id);

@@ -8,8 +8,7 @@
 #include <unistd.h>
 
 /* The playbook limit of the API (PB_MAX_SIZE), checked here to say it before sending. */
-#define PLAYBOOK_MAX (1024 * 1024)
-#define POLL_MS	     500
+#define POLL_MS 500
 
 enum {
 	OPT_CLUSTER = 900,
@@ -160,7 +159,7 @@ static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, cha
 
 	if ((r = parse_deploy(rc, cmd, argc, argv, &a)) != 0)
 		return r;
-	if ((r = rc_read_file("deploy", a.playbook, PLAYBOOK_MAX, &text)) != 0)
+	if ((r = rc_read_file("deploy", a.playbook, RC_PLAYBOOK_MAX, &text)) != 0)
 		return r;
 	rc->playbook = a.playbook;
 	if (!(body = deploy_body(&a, text))) {
@@ -184,7 +183,7 @@ static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	fflush(out);
 	if (a.no_wait)
 		goto out;
-	if (!(id = rc_escape(rc_str(made, "id", "")))) {
+	if (!(id = httpc_escape(rc_str(made, "id", "")))) {
 		r = RC_FAILED;
 		goto out;
 	}
@@ -257,7 +256,7 @@ static int cmd_deployments(struct rc *rc, const struct rc_command *cmd, int argc
 	if ((r = rc_positionals(cmd, argc, argv, 1, true)) != 0)
 		return r;
 	if (optind < argc) {
-		if (!(id = rc_escape(argv[optind])) ||
+		if (!(id = httpc_escape(argv[optind])) ||
 		    (size_t)snprintf(path, sizeof(path), "/api/v1/deployments/%s", id) >=
 			    sizeof(path)) {
 			free(id);

@@ -12,7 +12,7 @@ enum { OPT_CLUSTER = 900, OPT_STATE, OPT_USES, OPT_TTL };
 static int with_query(char *buf, size_t len, const char *path, const char *k1, const char *v1,
 		      const char *k2, const char *v2)
 {
-	char *e1 = v1 ? rc_escape(v1) : NULL, *e2 = v2 ? rc_escape(v2) : NULL;
+	char *e1 = v1 ? httpc_escape(v1) : NULL, *e2 = v2 ? httpc_escape(v2) : NULL;
 	size_t n = (size_t)snprintf(buf, len, "%s%s%s%s%s%s%s%s%s", path, v1 || v2 ? "?" : "",
 				    e1 ? k1 : "", e1 ? "=" : "", e1 ? e1 : "", e1 && e2 ? "&" : "",
 				    e2 ? k2 : "", e2 ? "=" : "", e2 ? e2 : "");

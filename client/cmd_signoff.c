@@ -28,7 +28,7 @@ enum {
 /* "/api/v1/signoffs/ID[/FILE]" into buf: 0, or RC_USAGE for an ID too long. */
 static int signoff_path(char *buf, size_t len, const char *id, const char *file)
 {
-	char *e = rc_escape(id);
+	char *e = httpc_escape(id);
 	size_t n = e ? (size_t)snprintf(buf, len, "/api/v1/signoffs/%s%s%s", e, file ? "/" : "",
 					file ? file : "")
 		     : len;
@@ -56,7 +56,7 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 	}
 	if ((r = rc_positionals(cmd, argc, argv, 0, false)) != 0)
 		return r;
-	if (cluster && (!(e = rc_escape(cluster)) || strlen(e) > 400)) {
+	if (cluster && (!(e = httpc_escape(cluster)) || strlen(e) > 400)) {
 		free(e);
 		return rc_bad("--cluster", cluster);
 	}
@@ -250,6 +250,62 @@ static int cmd_verify(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	return RC_FAILED;
 }
 
+#define RV_POLL_MS 500
+
+/* Follow a revalidation (path: its URL path) until it ends, a line when its state or part
+ * changes; Ctrl-C asks for its cancel once. 0 with *ret its last view, or the exit code. */
+static int rv_follow(struct rc *rc, const char *path, FILE *out, json_t **ret)
+{
+	char last[256] = "", cancel[512];
+	bool asked = false;
+	json_t *v = NULL;
+	int r;
+
+	for (;;) {
+		char now[256];
+
+		if ((r = rc_api(rc, "GET", path, NULL, &v)) != 0)
+			return r;
+		snprintf(now, sizeof(now), "%s %s %s", rc_str(v, "state", "?"),
+			 rc_str(v, "deployment", "-"), rc_str(v, "campaign", "-"));
+		if (strcmp(now, last) != 0) {
+			const char *st = rc_str(v, "state", "?");
+
+			util_fprintf_safe(
+				out, "revalidate %s: %s%s%s%s%s\n", rc_str(v, "id", "?"), st,
+				strcmp(st, "configuring") == 0 ? ", deployment " : "",
+				strcmp(st, "configuring") == 0 ? rc_str(v, "deployment", "?") : "",
+				strcmp(st, "validating") == 0 ? ", campaign " : "",
+				strcmp(st, "validating") == 0 ? rc_str(v, "campaign", "?") : "");
+			fflush(out);
+			snprintf(last, sizeof(last), "%s", now);
+		}
+		if (strcmp(rc_str(v, "state", ""), "signed") == 0 ||
+		    strcmp(rc_str(v, "state", ""), "failed") == 0 ||
+		    strcmp(rc_str(v, "state", ""), "cancelled") == 0)
+			break;
+		if (rc_interrupted && !asked) {
+			asked = true;
+			util_fprintf_safe(stderr, "revalidate %s: interrupted; cancelling it\n",
+					  rc_str(v, "id", "?"));
+			snprintf(cancel, sizeof(cancel), "%s/cancel", path);
+			r = rc_api(rc, "POST", cancel, NULL, NULL);
+			/* 409: it ended meanwhile; the next poll shows how. */
+			if (r != 0 && r != RC_FAILED) {
+				json_decref(v);
+				return r;
+			}
+		}
+		json_decref(v);
+		v = NULL;
+		usleep(RV_POLL_MS * 1000);
+	}
+	*ret = v;
+	return 0;
+}
+
+/* Revalidation runs in the serving controller (POST /api/v1/revalidations); the command follows
+ * it and prints the sign-off it made. */
 static int cmd_revalidate(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -261,16 +317,97 @@ static int cmd_revalidate(struct rc *rc, const struct rc_command *cmd, int argc,
 		{"tolerance-lat", required_argument, NULL, OPT_LAT},
 		{0},
 	};
+	const char *cluster = NULL, *baseline = NULL, *playbook = NULL;
+	json_t *body = json_object(), *doc = NULL, *v = NULL, *so = NULL;
+	char *text = NULL, *id = NULL, path[256];
+	FILE *out;
 	int c, r;
 
-	while ((c = rc_getopt(rc, argc, argv, opts)) != -1)
-		if (c < OPT_CLUSTER)
-			return rc_usage(cmd, c);
+	if (!body)
+		return RC_FAILED;
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		int64_t pct;
+
+		switch (c) {
+		case OPT_CLUSTER:
+			cluster = optarg;
+			break;
+		case OPT_BASELINE:
+			baseline = optarg;
+			break;
+		case OPT_PLAYBOOK:
+			playbook = optarg;
+			break;
+		case OPT_APPLY:
+			json_object_set_new(body, "apply", json_true());
+			break;
+		case OPT_BW:
+		case OPT_LAT:
+			if ((r = rc_parse_int(c == OPT_BW ? "--tolerance-bw" : "--tolerance-lat",
+					      optarg, 1, 1000, &pct)) != 0)
+				goto out;
+			json_object_set_new(body,
+					    c == OPT_BW ? "tolerance_bw_pct" : "tolerance_lat_pct",
+					    json_integer(pct));
+			break;
+		default:
+			r = rc_usage(cmd, c);
+			goto out;
+		}
+	}
 	if ((r = rc_positionals(cmd, argc, argv, 0, false)) != 0)
-		return r;
-	fprintf(stderr, RC_PROG ": revalidate: not yet available over the API (on the "
-				"controller's host: " VERIFIER " revalidate)\n");
-	return RC_USAGE;
+		goto out;
+	if (!cluster || !baseline) {
+		r = rc_bad("revalidate", "(--cluster and --baseline are required)");
+		goto out;
+	}
+	json_object_set_new(body, "cluster", json_string(cluster));
+	json_object_set_new(body, "baseline", json_string(baseline));
+	if (playbook) {
+		if ((r = rc_read_file("revalidate", playbook, RC_PLAYBOOK_MAX, &text)) != 0)
+			goto out;
+		rc->playbook = playbook;
+		json_object_set_new(body, "playbook", json_string(text));
+	}
+	out = rc->json ? stderr : stdout; /* --json: stdout carries the document alone */
+	rc_catch_interrupts();
+	if ((r = rc_api(rc, "POST", "/api/v1/revalidations", body, &doc)) != 0)
+		goto out;
+	if (!(id = httpc_escape(rc_str(doc, "id", "")))) {
+		r = RC_FAILED;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/api/v1/revalidations/%s", id);
+	if ((r = rv_follow(rc, path, out, &v)) != 0)
+		goto out;
+	if (strcmp(rc_str(v, "state", ""), "signed") != 0) {
+		util_fprintf_safe(stderr, RC_PROG ": revalidate %s: %s%s%s; no report\n",
+				  rc_str(v, "id", "?"), rc_str(v, "state", "?"),
+				  JSTR(v, "reason") ? ": " : "", rc_str(v, "reason", ""));
+		r = rc_interrupted ? RC_INTERRUPTED : RC_FAILED;
+		goto out;
+	}
+	free(id);
+	if (!(id = httpc_escape(rc_str(v, "signoff", "")))) {
+		r = RC_FAILED;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/api/v1/signoffs/%s", id);
+	if ((r = rc_api(rc, "GET", path, NULL, &so)) != 0)
+		goto out;
+	if (rc->json)
+		rc_print_json(stdout, so);
+	else
+		rc_print_signoff(stdout, so, true);
+	r = strcmp(rc_str(so, "verdict", ""), "pass") == 0 ? RC_OK : RC_FAILED;
+out:
+	json_decref(body);
+	json_decref(doc);
+	json_decref(v);
+	json_decref(so);
+	free(text);
+	free(id);
+	return r;
 }
 
 const struct rc_command rc_signoff_commands[] = {
@@ -287,7 +424,8 @@ const struct rc_command rc_signoff_commands[] = {
 	{"revalidate",
 	 "--cluster C --baseline SIGNOFF [--playbook FILE] [--apply]\n"
 	 "        [--tolerance-bw PCT] [--tolerance-lat PCT]",
-	 "rerun a sign-off's campaign and compare (not yet available over the API: exit 2)",
+	 "check the configuration, rerun a sign-off's campaign, sign a report compared with it "
+	 "(run by the controller; Ctrl-C cancels it)",
 	 cmd_revalidate},
 	{0},
 };

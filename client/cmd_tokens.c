@@ -185,7 +185,7 @@ static int cmd_revoke(struct rc *rc, const struct rc_command *cmd, int argc, cha
 		return rc_usage(cmd, c);
 	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0)
 		return r;
-	if (!(e = rc_escape(argv[optind])) ||
+	if (!(e = httpc_escape(argv[optind])) ||
 	    (size_t)snprintf(path, sizeof(path), "/api/v1/api-tokens/%s", e) >= sizeof(path)) {
 		free(e);
 		return rc_bad("token id", argv[optind]);

@@ -116,7 +116,7 @@ static json_t *campaign_activity(const json_t *c)
 /* One deployment or campaign as it is now: 0 with *ret its activity, or the exit code. */
 static int fetch_activity(struct rc *rc, const char *kind, const char *id, json_t **ret)
 {
-	char *eid = rc_escape(id), path[512];
+	char *eid = httpc_escape(id), path[512];
 	json_t *doc = NULL;
 	int r;
 
@@ -572,7 +572,7 @@ static int follow(struct watch *w)
 	bool ever = false; /* a connection was made */
 
 	for (;;) {
-		struct rc_http_stream *st = NULL;
+		struct httpc_stream *st = NULL;
 		bool connected = false, was = false, resumed;
 		char why[512] = "", hdr[96] = "";
 		const char *last = rc_sse_last_id(&w->sse);

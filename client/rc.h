@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/httpc/httpc.h"
+
 #define RC_PROG "railyard"
 
 /* Exit codes (railyard --help, docs/operations.md). */
@@ -27,16 +29,13 @@ enum rc_exit {
 	RC_INTERRUPTED = 130,
 };
 
-struct rc_http;
-struct rc_http_stream;
-
 /* One invocation: the global options as given, then the connection made from them. */
 struct rc {
 	const char *url, *token, *ca, *profile; /* --url, --token, --ca, --profile (NULL: unset) */
 	bool json;				/* --json */
 	bool no_profile;			/* connect with flags and environment only */
 	const char *playbook; /* the playbook file of this request, named in its problems */
-	struct rc_http *http; /* made by the first API call */
+	struct httpc *http;   /* made by the first API call */
 	char *token_buf;      /* a token read from stdin (--token -) */
 };
 
@@ -76,6 +75,8 @@ int rc_bad(const char *what, const char *value);
 int rc_positionals(const struct rc_command *cmd, int argc, char **argv, int n, bool up_to);
 /* A decimal integer in [min, max]: 0, or RC_USAGE with the reason said. */
 int rc_parse_int(const char *what, const char *s, int64_t min, int64_t max, int64_t *ret);
+/* The largest playbook sent: the API's body limit. */
+#define RC_PLAYBOOK_MAX (1024 * 1024)
 /* Read a playbook file (bounded); 0, or RC_FAILED with the reason said. Caller frees. */
 int rc_read_file(const char *what, const char *path, size_t max, char **ret_text);
 
@@ -103,16 +104,14 @@ int rc_api_list(struct rc *rc, const char *path, json_t **ret);
  * rc_api_stream_close()), or the exit code with the reason said. */
 int rc_api_stream_open(struct rc *rc, const char *path, const char *extra,
 		       bool (*on_data)(void *cls, const char *data, size_t len), void *cls,
-		       struct rc_http_stream **ret);
+		       struct httpc_stream **ret);
 /* Move the stream on, waiting at most wait_ms for bytes (a signal ends the wait early). 0 while
  * it runs, *connected true once a 2xx status came; else how it ended: RC_UNREACHABLE when no
  * reply came, or the stream broke or was closed by the server (the reason in why, "" for a
  * close; not said), or the exit code of another status (its error said). */
-int rc_api_stream_run(struct rc *rc, struct rc_http_stream *s, int wait_ms, bool *connected,
+int rc_api_stream_run(struct rc *rc, struct httpc_stream *s, int wait_ms, bool *connected,
 		      char *why, size_t why_len);
-void rc_api_stream_close(struct rc_http_stream *s);
-/* A path segment or query value, percent-encoded (caller frees; NULL: out of memory). */
-char *rc_escape(const char *s);
+void rc_api_stream_close(struct httpc_stream *s);
 /* The connection's URL, once made (for messages); "" before. */
 const char *rc_api_url(const struct rc *rc);
 /* Drop the connection and what rc owns. */

@@ -109,6 +109,7 @@ static grpc_status_code token_status(int r)
 	case RY_E_TOKEN_UNKNOWN:
 	case RY_E_TOKEN_EXPIRED:
 	case RY_E_TOKEN_USED:
+	case RY_E_TOKEN_REVOKED:
 		return GRPC_STATUS_PERMISSION_DENIED;
 	case RY_E_EXISTS:
 		return GRPC_STATUS_ALREADY_EXISTS;

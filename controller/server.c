@@ -2,6 +2,7 @@
 #include "controller/server_int.h"
 #include "controller/bench/bench.h"
 #include "controller/campaign/campaign.h"
+#include "controller/signoff/revalidate.h"
 #include "controller/engine/engine.h"
 #include "controller/rollout/rollout.h"
 #include "controller/throttle.h"
@@ -243,6 +244,10 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 			r = ctl_campaigns_new(srv, &srv->campaigns);
 		if (r >= 0)
 			r = ctl_campaigns_register(srv->campaigns, srv->engine);
+		/* After the campaign pass: a campaign signed as it ended is seen in the same run.
+		 */
+		if (r >= 0)
+			r = ctl_revalidate_register(srv, srv->engine);
 		if (r >= 0)
 			r = ctl_engine_start(srv->engine);
 		if (r < 0) {

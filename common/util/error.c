@@ -28,6 +28,7 @@ static const char *const ry_messages[] = {
 	[RY_E_REFUSED - RY_E_BASE] = "report refused",
 	[RY_E_LOCKED - RY_E_BASE] = "state directory is in use by another process",
 	[RY_E_TOKEN_SECRET - RY_E_BASE] = "token secret does not match",
+	[RY_E_TOKEN_REVOKED - RY_E_BASE] = "enrollment token revoked",
 };
 
 const char *ry_strerror(int r)

@@ -30,6 +30,7 @@ enum ry_error {
 	RY_E_REFUSED,	     /* a report from a node that has no business sending it */
 	RY_E_LOCKED,	     /* a state directory is in use by another process */
 	RY_E_TOKEN_SECRET,   /* API token known, but its secret does not match */
+	RY_E_TOKEN_REVOKED,  /* enrollment token revoked */
 	RY_E_MAX
 };
 

@@ -232,6 +232,23 @@ int api_int(struct api_call *c, const json_t *body, const char *key, int64_t min
 	return 0;
 }
 
+int api_num(struct api_call *c, const json_t *body, const char *key, double min, double max,
+	    double *ret)
+{
+	const json_t *v = json_object_get(body, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_number(v) || !(json_number_value(v) >= min) ||
+	    !(json_number_value(v) <= max)) {
+		api_error(c, 400, CTL_ERR_INVALID, key, "%s: expected a number %g..%g", key, min,
+			  max);
+		return -1;
+	}
+	*ret = json_number_value(v);
+	return 0;
+}
+
 /* The caller behind the request: the unix socket's peer, or the bearer token. 0, or -1 with
  * the reply (401) set. */
 static int authenticate(struct api_call *c)

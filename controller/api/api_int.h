@@ -73,5 +73,7 @@ int api_str(struct api_call *c, const json_t *body, const char *key, bool requir
 int api_bool(struct api_call *c, const json_t *body, const char *key, bool *ret);
 int api_int(struct api_call *c, const json_t *body, const char *key, int64_t min, int64_t max,
 	    int64_t *ret);
+int api_num(struct api_call *c, const json_t *body, const char *key, double min, double max,
+	    double *ret);
 
 #endif

@@ -5,12 +5,15 @@
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
+#include "controller/bench/bench.h"
 #include "controller/campaign/campaign.h"
 #include "controller/api/openapi_doc.h"
 #include "controller/engine/engine.h"
 #include "controller/events.h"
 #include "controller/nodes.h"
+#include "controller/playbooks.h"
 #include "controller/rollout/deploy.h"
+#include "controller/signoff/revalidate.h"
 #include "controller/signoff/signoff.h"
 #include "controller/signoff/html.h"
 #include "controller/state.h"
@@ -209,9 +212,68 @@ static void post_deployment(struct api_call *c)
 	SERVICE(c, ctl_deploy_create(c->st, &rq, &made, ERR));
 	ctl_engine_kick(c->srv->engine); /* the rollout pass starts it now */
 	SERVICE(c, ctl_deploy_get(c->st, made.id, CTL_DEPLOY_NODES, &doc, ERR));
+	/* And what `railyard-controller deploy` prints: the batches, the nodes left out and why. */
+	{
+		json_t *sk = json_array();
+
+		for (size_t i = 0; i < made.n_skipped; i++)
+			json_array_append_new(sk, json_pack("{s:s, s:s, s:s}", "node_id",
+							    made.skipped[i].node_id, "hostname",
+							    made.skipped[i].hostname, "reason",
+							    made.skipped[i].reason));
+		json_object_set_new(doc, "batches", json_integer((json_int_t)made.n_batches));
+		json_object_set_new(doc, "skipped", sk);
+	}
 	api_json(c, 201, doc);
 out:
 	ctl_deploy_created_done(&made);
+}
+
+/* An object that has ended is a 409 for anyone; cancelling what another caller started takes
+ * the configure right. */
+static bool may_cancel(struct api_call *c, const char *state, const char *what, const char *id,
+		       bool ended, const char *owner)
+{
+	if (ended) {
+		api_error(c, 409, CTL_ERR_CONFLICT, "id", "%s %s has ended (%s)", what, id, state);
+		return false;
+	}
+	if ((owner && strcmp(owner, c->actor) == 0) || api_may(c, API_PERM_CONFIGURE))
+		return true;
+	api_error(c, 403, "forbidden", NULL, "the %s role may cancel only what it started",
+		  api_role_name(c->role));
+	return false;
+}
+
+/* A cancel that found the object ended: 409; requested: 202. */
+static void cancel_reply(struct api_call *c, int r, const struct ctl_error *err, const char *id)
+{
+	if (r < 0 || (r == 0 && err->code))
+		api_service_error(c, err);
+	else
+		api_json(c, 202, json_pack("{s:s, s:s}", "id", id, "state", "cancel_requested"));
+}
+
+static void post_deployment_cancel(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	struct ctl_error err;
+	json_t *d = NULL;
+	int r;
+
+	SERVICE(c, ctl_deploy_get(c->st, id, CTL_DEPLOY_SUMMARY, &d, ERR));
+	if (!visible(c, d, "deployment", id) ||
+	    !may_cancel(c, JSTR(d, "state"), "deployment", id,
+			ctl_deploy_state_final(JSTR(d, "state")), JSTR(d, "actor")))
+		goto out;
+	ctl_error_init(&err);
+	r = ctl_deploy_cancel(c->st, id, c->actor, &err);
+	if (r > 0)
+		ctl_engine_kick(c->srv->engine);
+	cancel_reply(c, r, &err, id);
+	ctl_error_done(&err);
+out:
+	json_decref(d);
 }
 
 /* ---- campaigns ---------------------------------------------------------------------------------
@@ -299,7 +361,7 @@ static void post_campaign_cancel(struct api_call *c)
 			  api_role_name(c->role));
 		goto out;
 	}
-	SERVICE(c, (r = ctl_campaign_cancel(c->st, id, ERR)));
+	SERVICE(c, (r = ctl_campaign_cancel(c->st, id, c->actor, ERR)));
 	ctl_engine_kick(c->srv->engine);
 	api_json(c, r ? 202 : 409,
 		 r ? json_pack("{s:s, s:s}", "id", id, "state", "cancel_requested")
@@ -395,6 +457,256 @@ out:
 	json_decref(m);
 }
 
+/* ---- benchmark runs ---------------------------------------------------------------------------
+ */
+
+static void get_bench_runs(struct api_call *c)
+{
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_bench_list(c->st, PAGE_FETCH, &v, ERR));
+	api_page(c, v);
+out:;
+}
+
+static void get_bench_run(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *b = NULL;
+
+	SERVICE(c, ctl_bench_get(c->st, id, &b, ERR));
+	if (visible(c, b, "benchmark run", id)) {
+		api_json(c, 200, b);
+		b = NULL;
+	}
+out:
+	json_decref(b);
+}
+
+/* A benchmark between two nodes of a cluster, as `railyard-controller bench run` orders it. The
+ * numbers' bounds are the engine's (the agents validate them against their devices too). */
+static void post_bench_run(struct api_call *c)
+{
+	static const char *const keys[] = {
+		"cluster",    "from",		"to",	      "kind",  "transport",  "op",
+		"device",     "server_address", "size",	      "iters", "duration_s", "qps",
+		"gid_index",  "ib_port",	"tclass",     "sl",    "sweep",	     "bidir",
+		"check_data", "rdma_cm",	"timeout_ms", NULL};
+	json_t *b = api_body(c, keys), *doc = NULL;
+	struct ctl_bench_request rq = {.kind = "lat",
+				       .transport = "tcp",
+				       .timeout_ms = 60000,
+				       .gid_index = -2,
+				       .ib_port = -1,
+				       .tclass = -1,
+				       .sl = -1,
+				       .actor = c->actor};
+	struct ctl_bench_created made;
+
+	if (!b || !scoped_cluster(c, b, &rq.cluster) || api_str(c, b, "from", true, &rq.from) < 0 ||
+	    api_str(c, b, "to", true, &rq.to) < 0 || api_str(c, b, "kind", false, &rq.kind) < 0 ||
+	    api_str(c, b, "transport", false, &rq.transport) < 0 ||
+	    api_str(c, b, "op", false, &rq.op) < 0 ||
+	    api_str(c, b, "device", false, &rq.device) < 0 ||
+	    api_str(c, b, "server_address", false, &rq.server_address) < 0 ||
+	    api_int(c, b, "size", 1, 100000000, &rq.size) < 0 ||
+	    api_int(c, b, "iters", 1, 100000000, &rq.iters) < 0 ||
+	    api_int(c, b, "duration_s", 1, 86400, &rq.duration_s) < 0 ||
+	    api_int(c, b, "qps", 1, 65536, &rq.qps) < 0 ||
+	    api_int(c, b, "gid_index", -1, 65535, &rq.gid_index) < 0 ||
+	    api_int(c, b, "ib_port", 1, 255, &rq.ib_port) < 0 ||
+	    api_int(c, b, "tclass", 0, 255, &rq.tclass) < 0 ||
+	    api_int(c, b, "sl", 0, 15, &rq.sl) < 0 || api_bool(c, b, "sweep", &rq.sweep) < 0 ||
+	    api_bool(c, b, "bidir", &rq.bidir) < 0 ||
+	    api_bool(c, b, "check_data", &rq.check_data) < 0 ||
+	    api_bool(c, b, "rdma_cm", &rq.rdma_cm) < 0 ||
+	    api_int(c, b, "timeout_ms", 1000, 86400000, &rq.timeout_ms) < 0)
+		return;
+	SERVICE(c, ctl_bench_create(c->st, &rq, &made, ERR));
+	ctl_engine_kick(c->srv->engine); /* the bench pass sends it now */
+	SERVICE(c, ctl_bench_get(c->st, made.id, &doc, ERR));
+	api_json(c, 201, doc);
+out:;
+}
+
+static void post_bench_cancel(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	struct ctl_error err;
+	json_t *b = NULL;
+	int r;
+
+	SERVICE(c, ctl_bench_get(c->st, id, &b, ERR));
+	if (!visible(c, b, "benchmark run", id) ||
+	    !may_cancel(c, JSTR(b, "state"), "benchmark run", id,
+			store_bench_state_final(JSTR(b, "state")), JSTR(b, "actor")))
+		goto out;
+	ctl_error_init(&err);
+	r = ctl_bench_cancel(c->st, id, c->actor, &err);
+	if (r > 0)
+		ctl_engine_kick(c->srv->engine);
+	cancel_reply(c, r, &err, id);
+	ctl_error_done(&err);
+out:
+	json_decref(b);
+}
+
+/* ---- playbooks --------------------------------------------------------------------------------
+ */
+
+static void get_playbooks(struct api_call *c)
+{
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_playbook_list(c->st, PAGE_FETCH, &v, ERR));
+	api_page(c, v);
+out:;
+}
+
+/* An uploaded playbook, with the uploads of the caller's clusters only: one uploaded for none
+ * of them is the same 404 as an unknown one. */
+static void get_playbook(struct api_call *c)
+{
+	const char *sha = http_req_capture(c->req, "sha256");
+	json_t *p = NULL, *ups, *u;
+	size_t i;
+
+	SERVICE(c, ctl_playbook_get(c->st, sha, &p, ERR));
+	ups = json_object_get(p, "uploads");
+	for (i = json_array_size(ups); i-- > 0;) {
+		u = json_array_get(ups, i);
+		if (!api_scope_ok(c, JSTR(u, "cluster")))
+			json_array_remove(ups, i);
+	}
+	if (json_array_size(ups) == 0) {
+		api_error(c, 404, CTL_ERR_NOT_FOUND, "sha256", "no playbook %s", sha);
+		goto out;
+	}
+	api_json(c, 200, p);
+	p = NULL;
+out:
+	json_decref(p);
+}
+
+static void post_playbook(struct api_call *c)
+{
+	static const char *const keys[] = {"cluster", "playbook", NULL};
+	json_t *b = api_body(c, keys), *doc = NULL;
+	const char *cluster = NULL, *text = NULL;
+
+	if (!b || !scoped_cluster(c, b, &cluster) || api_str(c, b, "playbook", true, &text) < 0)
+		return;
+	SERVICE(c, ctl_playbook_upload(c->st, cluster, text, strlen(text), c->actor, &doc, ERR));
+	api_json(c, 201, doc);
+out:;
+}
+
+/* Check (and with a node, render) a playbook; nothing is stored. A node outside the caller's
+ * scope is as unknown as a missing one. */
+static void post_playbook_check(struct api_call *c)
+{
+	static const char *const keys[] = {"cluster", "playbook", "node", NULL};
+	json_t *b = api_body(c, keys), *doc = NULL;
+	const char *cluster = NULL, *text = NULL, *node = NULL;
+	char *node_cluster = NULL;
+
+	if (!b || (json_object_get(b, "cluster") && !scoped_cluster(c, b, &cluster)) ||
+	    api_str(c, b, "playbook", true, &text) < 0 || api_str(c, b, "node", false, &node) < 0)
+		return;
+	SERVICE(c, ctl_playbook_check(c->st, text, strlen(text), "playbook", cluster, node, &doc,
+				      &node_cluster, ERR));
+	if (node_cluster && !api_scope_ok(c, node_cluster)) {
+		api_error(c, 404, CTL_ERR_NOT_FOUND, "node", "no node %s", node);
+		goto out;
+	}
+	api_json(c, 200, doc);
+	doc = NULL;
+out:
+	json_decref(doc);
+	free(node_cluster);
+}
+
+/* ---- revalidations --------------------------------------------------------------------------- */
+
+static void get_revalidations(struct api_call *c)
+{
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_revalidate_list(c->st, PAGE_FETCH, &v, ERR));
+	api_page(c, v);
+out:;
+}
+
+static void get_revalidation(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_revalidate_get(c->st, id, &v, ERR));
+	if (visible(c, v, "revalidation", id)) {
+		api_json(c, 200, v);
+		v = NULL;
+	}
+out:
+	json_decref(v);
+}
+
+/* Revalidating is an operator's right; applying a configuration (or bringing one's own) to the
+ * nodes takes configure. */
+static void post_revalidation(struct api_call *c)
+{
+	static const char *const keys[] = {"cluster", "baseline",	  "playbook",
+					   "apply",   "tolerance_bw_pct", "tolerance_lat_pct",
+					   NULL};
+	json_t *b = api_body(c, keys), *doc = NULL;
+	struct ctl_revalidate_request rq = {.actor = c->actor};
+
+	if (!b || !scoped_cluster(c, b, &rq.cluster) ||
+	    api_str(c, b, "baseline", true, &rq.baseline) < 0 ||
+	    api_str(c, b, "playbook", false, &rq.playbook_text) < 0 ||
+	    api_bool(c, b, "apply", &rq.apply) < 0 ||
+	    api_num(c, b, "tolerance_bw_pct", 0, 1000, &rq.tolerance_bw_pct) < 0 ||
+	    api_num(c, b, "tolerance_lat_pct", 0, 1000, &rq.tolerance_lat_pct) < 0)
+		return;
+	if ((rq.apply || rq.playbook_text) && !api_may(c, API_PERM_CONFIGURE)) {
+		api_error(c, 403, "forbidden", rq.apply ? "apply" : "playbook",
+			  "the %s role may revalidate the baseline's configuration in check mode "
+			  "only (configure)",
+			  api_role_name(c->role));
+		return;
+	}
+	if (rq.playbook_text) {
+		rq.playbook_len = strlen(rq.playbook_text);
+		rq.playbook_file = "playbook";
+	}
+	SERVICE(c, ctl_revalidate_create(c->st, &rq, &doc, ERR));
+	ctl_engine_kick(c->srv->engine); /* the revalidation pass starts it now */
+	api_json(c, 201, doc);
+out:;
+}
+
+static void post_revalidation_cancel(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	struct ctl_error err;
+	json_t *v = NULL;
+	int r;
+
+	SERVICE(c, ctl_revalidate_get(c->st, id, &v, ERR));
+	if (!visible(c, v, "revalidation", id) ||
+	    !may_cancel(c, JSTR(v, "state"), "revalidation", id,
+			ctl_revalidate_state_final(JSTR(v, "state")), JSTR(v, "actor")))
+		goto out;
+	ctl_error_init(&err);
+	r = ctl_revalidate_cancel(c->st, id, c->actor, &err);
+	if (r > 0)
+		ctl_engine_kick(c->srv->engine);
+	cancel_reply(c, r, &err, id);
+	ctl_error_done(&err);
+out:
+	json_decref(v);
+}
+
 /* ---- enrollment and API tokens ------------------------------------------------------------- */
 
 static void post_enrollment_token(struct api_call *c)
@@ -403,7 +715,7 @@ static void post_enrollment_token(struct api_call *c)
 	json_t *b = api_body(c, keys);
 	const char *cluster = NULL;
 	int64_t uses = 1, ttl = 3600000;
-	char *token = NULL;
+	char *token = NULL, id[17];
 	int r;
 
 	if (!b || !scoped_cluster(c, b, &cluster) || api_int(c, b, "uses", 1, 100000, &uses) < 0 ||
@@ -419,12 +731,69 @@ static void post_enrollment_token(struct api_call *c)
 		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
 		return;
 	}
+	if (store_enroll_token_id(token, id) < 0)
+		id[0] = '\0';
 	api_json(c, 201,
-		 json_pack("{s:s, s:s, s:I, s:I, s:s}", "token", token, "cluster", cluster, "uses",
-			   (json_int_t)uses, "ttl_ms", (json_int_t)ttl, "ca_fingerprint",
-			   c->srv->state->ca_fingerprint));
+		 json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "token", token, "id", id, "cluster",
+			   cluster, "uses", (json_int_t)uses, "ttl_ms", (json_int_t)ttl,
+			   "ca_fingerprint", c->srv->state->ca_fingerprint));
 	explicit_bzero(token, strlen(token));
 	free(token);
+}
+
+static const char *enroll_token_state(const struct store_enroll_token *t, int64_t now)
+{
+	if (t->revoked_at_ms)
+		return "revoked";
+	if (now >= t->expires_at_ms)
+		return "expired";
+	return t->uses_left > 0 ? "active" : "used";
+}
+
+/* Enrollment tokens (never the token itself: it is shown once, when made). */
+static void get_enrollment_tokens(struct api_call *c)
+{
+	struct store_enroll_token *v = NULL;
+	int64_t now = util_now_unix_ms();
+	json_t *arr = json_array();
+	size_t n = 0;
+	int r = store_enroll_tokens_list(c->st, PAGE_FETCH, &v, &n);
+
+	if (r < 0) {
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
+		json_decref(arr);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr,
+				      json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i}", "id",
+						v[i].id, "cluster", v[i].cluster, "state",
+						enroll_token_state(&v[i], now), "created_at_ms",
+						(json_int_t)v[i].created_at_ms, "expires_at_ms",
+						(json_int_t)v[i].expires_at_ms, "revoked_at_ms",
+						(json_int_t)v[i].revoked_at_ms, "uses_left",
+						v[i].uses_left, "uses_total", v[i].uses_total));
+	store_enroll_tokens_free(v, n);
+	api_page(c, arr);
+}
+
+static void delete_enrollment_token(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	char *cluster = NULL;
+	int r = store_enroll_token_cluster(c->st, id, &cluster);
+
+	if (r == -RY_E_NOT_FOUND || (r >= 0 && !api_scope_ok(c, cluster))) {
+		api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no enrollment token %s", id);
+	} else if (r >= 0 &&
+		   (r = store_enroll_token_revoke(c->st, id, c->actor, util_now_unix_ms())) >= 0) {
+		api_json(c, 200,
+			 json_pack("{s:s, s:s, s:s}", "id", id, "cluster", cluster, "state",
+				   "revoked"));
+	}
+	if (r < 0 && r != -RY_E_NOT_FOUND)
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
+	free(cluster);
 }
 
 static json_t *api_token_json(const struct store_api_token *t)
@@ -710,9 +1079,14 @@ const struct api_route api_routes[] = {
 	R("GET", "/api/v1/nodes", API_PERM_READ, 1, get_nodes),
 	R("GET", "/api/v1/nodes/{id}", API_PERM_READ, 1, get_node),
 	R("POST", "/api/v1/nodes/{id}/revoke", API_PERM_ADMIN, 1, post_node_revoke),
+	R("GET", "/api/v1/playbooks", API_PERM_READ, 1, get_playbooks),
+	R("POST", "/api/v1/playbooks", API_PERM_CONFIGURE, 1, post_playbook),
+	R("GET", "/api/v1/playbooks/{sha256}", API_PERM_READ, 1, get_playbook),
+	R("POST", "/api/v1/playbooks/check", API_PERM_CONFIGURE, 1, post_playbook_check),
 	R("GET", "/api/v1/deployments", API_PERM_READ, 1, get_deployments),
 	R("POST", "/api/v1/deployments", API_PERM_CONFIGURE, 1, post_deployment),
 	R("GET", "/api/v1/deployments/{id}", API_PERM_READ, 1, get_deployment),
+	R("POST", "/api/v1/deployments/{id}/cancel", API_PERM_OPERATE, 1, post_deployment_cancel),
 	R("GET", "/api/v1/campaigns", API_PERM_READ, 1, get_campaigns),
 	R("POST", "/api/v1/campaigns", API_PERM_CONFIGURE, 1, post_campaign),
 	R("GET", "/api/v1/campaigns/{id}", API_PERM_READ, 1, get_campaign),
@@ -722,8 +1096,20 @@ const struct api_route api_routes[] = {
 	R("POST", "/api/v1/signoffs", API_PERM_CONFIGURE, 1, post_signoff),
 	R("GET", "/api/v1/signoffs/{id}", API_PERM_READ, 1, get_signoff),
 	R("GET", "/api/v1/signoffs/{id}/{file}", API_PERM_READ, 1, get_signoff_file),
+	R("GET", "/api/v1/bench-runs", API_PERM_READ, 1, get_bench_runs),
+	R("POST", "/api/v1/bench-runs", API_PERM_OPERATE, 1, post_bench_run),
+	R("GET", "/api/v1/bench-runs/{id}", API_PERM_READ, 1, get_bench_run),
+	R("POST", "/api/v1/bench-runs/{id}/cancel", API_PERM_OPERATE, 1, post_bench_cancel),
+	R("GET", "/api/v1/revalidations", API_PERM_READ, 1, get_revalidations),
+	R("POST", "/api/v1/revalidations", API_PERM_OPERATE, 1, post_revalidation),
+	R("GET", "/api/v1/revalidations/{id}", API_PERM_READ, 1, get_revalidation),
+	R("POST", "/api/v1/revalidations/{id}/cancel", API_PERM_OPERATE, 1,
+	  post_revalidation_cancel),
 	R("GET", "/api/v1/ca.pem", API_PUBLIC, 0, get_ca),
+	R("GET", "/api/v1/enrollment-tokens", API_PERM_CONFIGURE, 1, get_enrollment_tokens),
 	R("POST", "/api/v1/enrollment-tokens", API_PERM_CONFIGURE, 1, post_enrollment_token),
+	R("DELETE", "/api/v1/enrollment-tokens/{id}", API_PERM_CONFIGURE, 1,
+	  delete_enrollment_token),
 	{"GET", "/api/v1/api-tokens", API_PERM_ADMIN, 0, get_api_tokens, 0, 1},
 	{"POST", "/api/v1/api-tokens", API_PERM_ADMIN, 0, post_api_token, 0, 1},
 	{"DELETE", "/api/v1/api-tokens/{id}", API_PERM_ADMIN, 0, delete_api_token, 0, 1},

@@ -72,6 +72,10 @@ int ctl_bench_create(struct store *st, const struct ctl_bench_request *rq,
 	if (strcmp(rq->kind, "lat") != 0 && strcmp(rq->kind, "bw") != 0)
 		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "kind",
 				     "kind must be lat or bw, not %s", rq->kind);
+	if (!rq->transport ||
+	    (strcmp(rq->transport, "tcp") != 0 && strcmp(rq->transport, "verbs") != 0))
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "transport",
+				     "transport must be tcp or verbs");
 	if (rq->timeout_ms <= 0)
 		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "timeout",
 				     "the timeout must be positive");
@@ -80,6 +84,16 @@ int ctl_bench_create(struct store *st, const struct ctl_bench_request *rq,
 		r = node_of(st, rq->to, "to", &to, err);
 	if (r < 0)
 		goto out;
+	if (rq->cluster && strcmp(from->cluster, rq->cluster) != 0) {
+		r = ctl_error_set(err, -RY_E_NOT_FOUND, CTL_ERR_NOT_FOUND, "from",
+				  "unknown node %s in cluster %s", rq->from, rq->cluster);
+		goto out;
+	}
+	if (strcmp(from->cluster, to->cluster) != 0) {
+		r = ctl_error_set(err, -RY_E_NOT_FOUND, CTL_ERR_NOT_FOUND, "to",
+				  "unknown node %s in cluster %s", rq->to, from->cluster);
+		goto out;
+	}
 	if (strcmp(from->id, to->id) == 0) {
 		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "to",
 				  "from and to name the same node (%s): a benchmark between nodes "
@@ -99,8 +113,15 @@ int ctl_bench_create(struct store *st, const struct ctl_bench_request *rq,
 	{
 		/* The address in the same write: a serving controller that saw the run without
 		 * it would send the server's session address (127.0.0.1 behind qemu's NAT). */
-		struct store_bench_new b = {c.id,   rq->kind, rq->transport,	  from->id,
-					    to->id, params,   rq->server_address, rq->timeout_ms};
+		struct store_bench_new b = {c.id,
+					    rq->kind,
+					    rq->transport,
+					    from->id,
+					    to->id,
+					    params,
+					    rq->server_address,
+					    rq->timeout_ms,
+					    rq->actor ? rq->actor : "admin"};
 
 		r = store_bench_create_new(st, &b, util_now_unix_ms());
 	}
@@ -133,6 +154,10 @@ static json_t *run_json(const struct store_bench_run *b)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "error", b->error ? json_string(b->error) : json_null());
+	json_object_set_new(o, "cluster", b->cluster ? json_string(b->cluster) : json_null());
+	json_object_set_new(o, "actor", b->actor ? json_string(b->actor) : json_null());
+	json_object_set_new(o, "campaign",
+			    b->campaign_id ? json_string(b->campaign_id) : json_null());
 	json_object_set_new(o, "server_address",
 			    b->server_address ? json_string(b->server_address) : json_null());
 	json_object_set_new(o, "server_port",
@@ -186,10 +211,10 @@ int ctl_bench_list(struct store *st, size_t limit, json_t **ret, struct ctl_erro
 	return 0;
 }
 
-int ctl_bench_cancel(struct store *st, const char *id, struct ctl_error *err)
+int ctl_bench_cancel(struct store *st, const char *id, const char *actor, struct ctl_error *err)
 {
 	struct store_bench_run *b = NULL;
-	int r = store_bench_request_cancel(st, id, util_now_unix_ms());
+	int r = store_bench_request_cancel(st, id, actor, util_now_unix_ms());
 
 	if (r == -RY_E_NOT_FOUND)
 		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "id", "no benchmark run %s", id);

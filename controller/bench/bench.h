@@ -24,7 +24,9 @@ struct ctl_bench_request {
 	int64_t gid_index;		      /* -2: not given (-1: choose by type and address) */
 	int64_t ib_port, tclass, sl;	      /* -1: not given */
 	bool sweep, bidir, check_data, rdma_cm;
-	int64_t timeout_ms; /* the whole run */
+	int64_t timeout_ms;  /* the whole run */
+	const char *cluster; /* NULL, or the cluster both nodes must belong to */
+	const char *actor;   /* who orders it (audited); NULL: "admin" */
 };
 
 /* What was stored. */
@@ -34,8 +36,9 @@ struct ctl_bench_created {
 	char client_host[256], server_host[256];
 };
 
-/* Store a pending run for the serving controller. Errors: an unknown node (CTL_ERR_NOT_FOUND,
- * field from/to), the same node twice or a bad kind (CTL_ERR_INVALID), the store. */
+/* Store a pending run for the serving controller (audited). Errors: an unknown node, or one
+ * not of rq->cluster (CTL_ERR_NOT_FOUND, field from/to), the same node twice, nodes of two
+ * clusters, a bad kind or transport (CTL_ERR_INVALID), the store. */
 __attribute__((warn_unused_result)) int ctl_bench_create(struct store *st,
 							 const struct ctl_bench_request *rq,
 							 struct ctl_bench_created *ret,
@@ -49,7 +52,7 @@ __attribute__((warn_unused_result)) int ctl_bench_list(struct store *st, size_t 
 /* Ask the serving controller to cancel a run: 1 requested (or already), 0 the run has already
  * finished (err says how), or an error (CTL_ERR_NOT_FOUND). */
 __attribute__((warn_unused_result)) int ctl_bench_cancel(struct store *st, const char *id,
-							 struct ctl_error *err);
+							 const char *actor, struct ctl_error *err);
 
 /* Register the pass and the handlers with the engine, before it starts. */
 __attribute__((warn_unused_result)) int ctl_bench_register(struct ctl_server *srv,

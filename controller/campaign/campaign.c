@@ -861,10 +861,10 @@ int ctl_campaign_list(struct store *st, size_t limit, json_t **ret, struct ctl_e
 	return 0;
 }
 
-int ctl_campaign_cancel(struct store *st, const char *id, struct ctl_error *err)
+int ctl_campaign_cancel(struct store *st, const char *id, const char *actor, struct ctl_error *err)
 {
 	struct store_campaign *m = NULL;
-	int r = store_campaign_request_cancel(st, id, util_now_unix_ms());
+	int r = store_campaign_request_cancel(st, id, actor, util_now_unix_ms());
 
 	if (r == -RY_E_NOT_FOUND)
 		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "id", "no campaign %s", id);

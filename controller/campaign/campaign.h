@@ -60,10 +60,12 @@ ctl_campaign_get(struct store *st, const char *id, bool rows, json_t **ret, stru
 /* The newest campaigns (limit 0: 50), summaries, newest first. New reference (an array). */
 __attribute__((warn_unused_result)) int ctl_campaign_list(struct store *st, size_t limit,
 							  json_t **ret, struct ctl_error *err);
-/* Ask the serving controller to cancel a campaign: 1 requested (or already), 0 it has already
- * ended (err says how), or an error (CTL_ERR_NOT_FOUND). */
-__attribute__((warn_unused_result)) int ctl_campaign_cancel(struct store *st, const char *id,
-							    struct ctl_error *err);
+
+/* Ask the serving controller to cancel a campaign (audited as actor; NULL: the controller's own
+ * cancel, not audited): 1 requested (or already), 0 it has already ended (err says how), or an
+ * error (CTL_ERR_NOT_FOUND). */
+__attribute__((warn_unused_result)) int
+ctl_campaign_cancel(struct store *st, const char *id, const char *actor, struct ctl_error *err);
 
 /* The serving controller's campaign pass: state, registration (before the engine starts),
  * release (after it stopped). */

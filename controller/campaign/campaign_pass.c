@@ -309,8 +309,8 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 	}
 	util_hex(rnd, sizeof(rnd), hex);
 	snprintf(id, sizeof(id), "b-%s", hex);
-	b = (struct store_bench_new){id,	kind,	  e->c.transport, w->node_a,
-				     w->node_b, params_s, NULL,		  deadline};
+	b = (struct store_bench_new){id,       kind, e->c.transport, w->node_a, w->node_b,
+				     params_s, NULL, deadline,	     NULL};
 	r = store_campaign_row_start(st, m->id, w->test_idx, w->round, w->slot, &b, now);
 	if (r == 1) {
 		ctl_engine_kick(cs->srv->engine);
@@ -357,7 +357,7 @@ static void follow_row(struct ctl_campaigns *cs, const struct store_campaign *m,
 	} else if (store_bench_state_final(b->state)) {
 		row_set(st, m->id, w, "failed", NULL, b->error ? b->error : b->state, false);
 	} else if (congestor && stop_congestor) {
-		if (store_bench_request_cancel(st, b->id, now) == 1)
+		if (store_bench_request_cancel(st, b->id, NULL, now) == 1)
 			ctl_engine_kick(cs->srv->engine);
 	} else if (congestor && !w->live_at_ms && strcmp(b->state, "client_sent") == 0) {
 		row_set(st, m->id, w, "running", NULL, NULL, true);
@@ -455,7 +455,7 @@ static void cancel(struct ctl_campaigns *cs, struct entry *e, const struct store
 
 		if (store_campaign_row_final(w->state))
 			continue;
-		if (w->bench_id && store_bench_request_cancel(st, w->bench_id, now) == 1)
+		if (w->bench_id && store_bench_request_cancel(st, w->bench_id, NULL, now) == 1)
 			ctl_engine_kick(cs->srv->engine);
 		row_set(st, m->id, w, "cancelled", NULL, "campaign cancelled", false);
 	}

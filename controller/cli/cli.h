@@ -14,6 +14,7 @@
 struct ctl_state;
 struct ctl_error;
 struct store;
+struct httpc;
 
 struct cli_command {
 	const char *name;     /* "deploy", "bench run" */
@@ -52,6 +53,35 @@ int cli_read_playbook(const char *what, const char *path, char **ret_text, size_
 /* ctl_state_open() for a command: the reason of a failure is logged. */
 __attribute__((warn_unused_result)) int cli_open_state(const char *dir, bool server,
 						       struct ctl_state **ret);
+/* ---- the serving controller's API over STATE_DIR/api.sock (cli_api.c) ----------------------
+ * One writer: while a controller serves a state directory, the commands that change it are
+ * clients of its REST API over the unix socket (plain HTTP; root or the controller's user act
+ * as an unscoped admin, audited as "local:uid N"). Reads may go to the database directly. */
+
+/* Connect to the controller serving state_dir: 1 with *ret (free with httpc_free()) when its
+ * api.sock answers GET /healthz; 0 when no controller serves (no socket, or one nobody listens
+ * on: a controller killed with -9); negative for anything else (the socket may not be opened,
+ * it answers but not as a controller), the reason logged. */
+__attribute__((warn_unused_result)) int cli_api_open(const char *state_dir, struct httpc **ret);
+/* cli_api_open() for a command that needs the serving controller: 0 with *ret, or the exit code
+ * 1 with the reason on stderr, when none serves "railyard-controller WHAT: no controller is
+ * serving STATE_DIR (its api.sock): changes go through the serving controller; start it ...". */
+__attribute__((warn_unused_result)) int cli_api_need(const char *what, const char *state_dir,
+						     struct httpc **ret);
+/* One call: method, path (escape ids with cli_api_path()), body (borrowed; NULL: none).
+ * Returns the HTTP status of a 2xx with *ret the parsed reply (a new reference; NULL for an
+ * empty body; ret NULL: dropped). Otherwise negative with err filled: from the API's error body
+ * (code, message, field; "details" become err->diags, the API's file name "playbook" shown as
+ * playbook_file when not NULL, so that cli_error() prints the user's FILE:LINE:COL), or
+ * CTL_ERR_UNAVAILABLE when no reply came. */
+__attribute__((warn_unused_result)) int cli_api_call(struct httpc *h, const char *method,
+						     const char *path, const json_t *body,
+						     const char *playbook_file, json_t **ret,
+						     struct ctl_error *err);
+/* prefix, id percent-encoded, suffix (NULL: none) into buf: 0, -ENAMETOOLONG or -ENOMEM. */
+__attribute__((warn_unused_result)) int cli_api_path(char *buf, size_t len, const char *prefix,
+						     const char *id, const char *suffix);
+
 /* A service's error on stderr. */
 void cli_error(const struct ctl_error *e);
 /* "2026-12-01T00:28:54Z", or "-" for 0. */
@@ -60,8 +90,10 @@ void cli_format_time(int64_t unix_ms, char *buf, size_t len);
  * succeeded, 1 otherwise (cli_deploy.c). */
 int cli_deploy_follow(struct store *store, const char *id, int64_t timeout_ms, FILE *out);
 /* Follow a campaign with a progress line per round until it ends (SIGINT/SIGTERM, caught with
- * cli_on_interrupt, cancel it); *ret the last view. 0 or -1 (cli_campaign.c). */
-int cli_campaign_follow(struct store *st, const char *id, FILE *out, json_t **ret);
+ * cli_on_interrupt, cancel it: through the serving controller's API when api is not NULL, else
+ * in the store); *ret the last view. 0 or -1 (cli_campaign.c). */
+int cli_campaign_follow(struct store *st, const char *id, FILE *out, struct httpc *api,
+			json_t **ret);
 /* The verdict of an ended campaign (ctl_campaign_get()'s document) for a person. */
 void cli_campaign_print_verdict(FILE *out, const json_t *c);
 /* Wait for the sign-off the serving controller makes as campaign ends; *ret its summary

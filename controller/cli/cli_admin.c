@@ -1,6 +1,8 @@
 /* railyard-controller's administrative commands: init, token create, serve, nodes, node revoke,
- * audit, playbook check, version. */
+ * audit, playbook check, version. token create and node revoke go through the serving
+ * controller (one writer); token create writes the database itself when none serves. */
 #include "controller/cli/cli.h"
+#include "common/httpc/httpc.h"
 #include "controller/server.h"
 #include "controller/service.h"
 #include "controller/api/api.h"
@@ -90,9 +92,13 @@ static int cmd_token_create(const struct cli_command *cmd, int argc, char **argv
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL, *controller = NULL;
 	int64_t ttl_ms = 3600 * 1000, now = util_now_unix_ms();
 	struct ctl_state *st = NULL;
+	struct httpc *api = NULL;
+	struct ctl_error err;
+	json_t *body = NULL, *doc = NULL;
 	char *token = NULL, when[64], *end;
+	const char *fp = NULL;
 	long uses = 1;
-	int c, r;
+	int c, r, rc = 1;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -105,6 +111,9 @@ static int cmd_token_create(const struct cli_command *cmd, int argc, char **argv
 		case 't':
 			if (cli_parse_ms("--ttl", optarg, &ttl_ms))
 				return 2;
+			/* As the API takes it: a token that expires within a second is a typo. */
+			if (ttl_ms < 1000)
+				return cli_bad("--ttl (at least 1s)", optarg);
 			break;
 		case 'u':
 			uses = strtol(optarg, &end, 10);
@@ -133,23 +142,57 @@ static int cmd_token_create(const struct cli_command *cmd, int argc, char **argv
 			cluster);
 		return 2;
 	}
-	if (cli_open_state(state_dir, false, &st) < 0)
-		return 1;
-	r = store_token_create(st->store, cluster, ttl_ms, (int)uses, now, &token);
-	if (r < 0) {
-		log_error("token create: %s", ry_strerror(r));
-		ctl_state_free(st);
-		return 1;
+	ctl_error_init(&err);
+	/* Through the serving controller; with none serving (an integrator's first tokens, made
+	 * before the first serve), in the database directly. */
+	r = cli_api_open(state_dir, &api);
+	if (r < 0)
+		goto out;
+	if (r > 0) {
+		body = json_pack("{s:s, s:I, s:I}", "cluster", cluster, "uses", (json_int_t)uses,
+				 "ttl_ms", (json_int_t)ttl_ms);
+		if (!body) {
+			log_error("token create: out of memory");
+			goto out;
+		}
+		r = cli_api_call(api, "POST", "/api/v1/enrollment-tokens", body, NULL, &doc, &err);
+		if (r < 0) {
+			log_error("token create: %s", err.message);
+			goto out;
+		}
+		if (!JSTR(doc, "token") || !JSTR(doc, "ca_fingerprint") ||
+		    !(token = strdup(JSTR(doc, "token")))) {
+			log_error("token create: the controller's reply has no token");
+			goto out;
+		}
+		fp = JSTR(doc, "ca_fingerprint");
+	} else {
+		if (cli_open_state(state_dir, false, &st) < 0)
+			goto out;
+		r = store_token_create(st->store, cluster, ttl_ms, (int)uses, now, &token);
+		if (r < 0) {
+			log_error("token create: %s", ry_strerror(r));
+			goto out;
+		}
+		fp = st->ca_fingerprint;
 	}
 	cli_format_time(now + ttl_ms, when, sizeof(when));
-	printf("token: %s\nca-fingerprint: %s\ncluster: %s\nexpires: %s\nuses: %ld\n", token,
-	       st->ca_fingerprint, cluster, when, uses);
+	printf("token: %s\nca-fingerprint: %s\ncluster: %s\nexpires: %s\nuses: %ld\n", token, fp,
+	       cluster, when, uses);
 	printf("\nOn each node:\n  railyard-agent enroll --controller %s --token %s "
 	       "--ca-fingerprint %s\n",
-	       controller ? controller : "CONTROLLER:7443", token, st->ca_fingerprint);
+	       controller ? controller : "CONTROLLER:7443", token, fp);
+	rc = 0;
+out:
+	if (token)
+		explicit_bzero(token, strlen(token));
 	free(token);
+	json_decref(body);
+	json_decref(doc);
+	ctl_error_done(&err);
 	ctl_state_free(st);
-	return 0;
+	httpc_free(api);
+	return rc;
 }
 
 /* The REST API's certificate and key when the operator gives their own (PEM files). */
@@ -475,24 +518,32 @@ static int cmd_api_routes(const struct cli_command *cmd, int argc, char **argv)
 static int cmd_node_revoke(const struct cli_command *cmd, int argc, char **argv)
 {
 	const char *state_dir = CTL_DEFAULT_STATE_DIR;
-	struct ctl_state *st = NULL;
-	char *id = NULL;
-	int r;
+	struct httpc *api = NULL;
+	struct ctl_error err;
+	json_t *doc = NULL;
+	char path[512];
+	int r, rc = 1;
 
 	if ((r = list_opts(cmd, argc, argv, &state_dir, NULL, NULL, 1)) != 0)
 		return r;
-	if (cli_open_state(state_dir, false, &st) < 0)
-		return 1;
-	r = store_node_revoke(st->store, argv[optind], "admin", util_now_unix_ms(), &id);
-	if (r < 0) {
-		log_error("node revoke %s: %s", argv[optind], ry_strerror(r));
-		ctl_state_free(st);
-		return 1;
+	ctl_error_init(&err);
+	if (cli_api_need("node revoke", state_dir, &api) != 0)
+		goto out;
+	if (cli_api_path(path, sizeof(path), "/api/v1/nodes/", argv[optind], "/revoke") < 0) {
+		cli_bad("node (id or host name)", argv[optind]);
+		goto out;
 	}
-	util_fprintf_safe(stdout, "revoked node %s\n", id);
-	free(id);
-	ctl_state_free(st);
-	return 0;
+	if (cli_api_call(api, "POST", path, NULL, NULL, &doc, &err) < 0) {
+		log_error("node revoke %s: %s", argv[optind], err.message);
+		goto out;
+	}
+	util_fprintf_safe(stdout, "revoked node %s\n", JSTR(doc, "id") ? JSTR(doc, "id") : "?");
+	rc = 0;
+out:
+	json_decref(doc);
+	ctl_error_done(&err);
+	httpc_free(api);
+	return rc;
 }
 
 static int cmd_audit(const struct cli_command *cmd, int argc, char **argv)

@@ -1,14 +1,18 @@
 /* railyard-controller api-token create|list|revoke: API tokens of the REST API, made, listed and
- * revoked on the controller's host with no server running (the first admin token is made this
- * way). A token is printed once, when it is made; the store keeps only a hash of its secret. */
+ * revoked on the controller's host. create and revoke go through the serving controller (one
+ * writer); with none serving they write the database themselves (the first admin token is made
+ * before the first serve). A token is printed once, when it is made; the store keeps only a
+ * hash of its secret. */
 #include "controller/api/authz.h"
 #include "controller/cli/cli.h"
+#include "common/httpc/httpc.h"
 #include "controller/service.h"
 #include "controller/state.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -17,8 +21,11 @@
 #define PROG "railyard-controller"
 /* Longest --ttl: ten years (a token that should live longer is one that never expires). */
 #define API_TTL_MAX_MS (3650LL * 86400 * 1000)
-/* Who the audit log names for these commands: the host's administrator. */
+/* Who the audit log names for these commands with no controller serving: the host's
+ * administrator (through the serving controller: "local:uid N"). */
 #define ACTOR "admin"
+
+#define JSTR(o, k) json_string_value(json_object_get((o), (k)))
 
 enum { OPT_STATE_DIR = 900, OPT_JSON, OPT_NAME, OPT_ROLE, OPT_CLUSTERS, OPT_TTL };
 
@@ -131,6 +138,50 @@ static void print_time(const char *label, int64_t ms, const char *unset)
 	printf("%s: %s\n", label, ms ? when : unset);
 }
 
+/* POST /api/v1/api-tokens: 0 with *ret_token and *ret_id (caller frees), or negative with the
+ * API's reason in err: -RY_E_EXISTS for a name taken, -RY_E_INVALID for what it refused. */
+static int create_api(struct httpc *api, const char *name, const char *role, const char *clusters,
+		      int64_t ttl_ms, char **ret_token, char **ret_id, struct ctl_error *err)
+{
+	json_t *b = json_pack("{s:s, s:s}", "name", name, "role", role), *doc = NULL;
+	char *token = NULL, *id = NULL;
+	int r = -ENOMEM;
+
+	if (!b || (clusters && json_object_set_new(b, "clusters", json_loads(clusters, 0, NULL))) ||
+	    (ttl_ms && json_object_set_new(b, "ttl_ms", json_integer(ttl_ms)))) {
+		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	r = cli_api_call(api, "POST", "/api/v1/api-tokens", b, NULL, &doc, err);
+	if (r < 0) {
+		if (strcmp(err->code, CTL_ERR_CONFLICT) == 0)
+			r = -RY_E_EXISTS;
+		else if (strcmp(err->code, CTL_ERR_INVALID) == 0)
+			r = -RY_E_INVALID;
+		goto out;
+	}
+	if (!JSTR(doc, "token") || !JSTR(doc, "id") || !(token = strdup(JSTR(doc, "token"))) ||
+	    !(id = strdup(JSTR(doc, "id")))) {
+		r = ctl_error_set(err, -EPROTO, CTL_ERR_INTERNAL, NULL,
+				  "the controller's reply has no token");
+		goto out;
+	}
+	*ret_token = token;
+	*ret_id = id;
+	token = id = NULL;
+	r = 0;
+out:
+	if (token)
+		explicit_bzero(token, strlen(token));
+	if (JSTR(doc, "token"))
+		explicit_bzero((char *)JSTR(doc, "token"), strlen(JSTR(doc, "token")));
+	free(token);
+	free(id);
+	json_decref(b);
+	json_decref(doc);
+	return r;
+}
+
 static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -149,6 +200,8 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 	struct store_api_token *t = NULL;
 	int64_t ttl_ms = 0, now = util_now_unix_ms();
 	struct ctl_state *st = NULL;
+	struct httpc *api = NULL;
+	struct ctl_error err;
 	enum api_role role;
 	bool json = false;
 	int c, r, rc = 1;
@@ -196,10 +249,16 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 	if (clusters_arg && (r = parse_clusters(clusters_arg, &clusters)) != 0)
 		return r;
 
-	if (cli_open_state(state_dir, false, &st) < 0)
+	ctl_error_init(&err);
+	/* Through the serving controller, else (none serves) in the database; either way the
+	 * token is read back from the database to show it. */
+	if (cli_api_open(state_dir, &api) < 0 || cli_open_state(state_dir, false, &st) < 0)
 		goto out;
-	r = store_api_token_create(st->store, name, api_role_name(role), clusters, ttl_ms, ACTOR,
-				   now, &token, &id);
+	if (api)
+		r = create_api(api, name, api_role_name(role), clusters, ttl_ms, &token, &id, &err);
+	else
+		r = store_api_token_create(st->store, name, api_role_name(role), clusters, ttl_ms,
+					   ACTOR, now, &token, &id);
 	if (r == -RY_E_EXISTS) {
 		log_error("api-token create: a token named '%s' exists already (revoke it first, "
 			  "or choose another name)",
@@ -207,7 +266,7 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 		goto out;
 	}
 	if (r < 0) {
-		log_error("api-token create: %s", ry_strerror(r));
+		log_error("api-token create: %s", api ? err.message : ry_strerror(r));
 		rc = r == -RY_E_INVALID ? 2 : 1;
 		goto out;
 	}
@@ -248,6 +307,8 @@ out:
 	free(clusters);
 	store_api_token_free(t);
 	ctl_state_free(st);
+	httpc_free(api);
+	ctl_error_done(&err);
 	return rc;
 }
 
@@ -299,33 +360,73 @@ out:
 	return rc;
 }
 
+/* DELETE /api/v1/api-tokens/KEY: as store_api_token_revoke(), 1 revoked now, 0 it was revoked
+ * already (told by a read of the database first: the API says "revoked" either way), or
+ * negative (-RY_E_NOT_FOUND, or another failure with the API's reason in err). *ret_id the
+ * token's id (caller frees). */
+static int revoke_api(struct httpc *api, struct store *st, const char *key, char **ret_id,
+		      struct ctl_error *err)
+{
+	struct store_api_token *t = NULL;
+	bool already = store_api_token_get(st, key, &t) == 0 && t->revoked_at_ms;
+	json_t *doc = NULL;
+	char path[512];
+	int r;
+
+	store_api_token_free(t);
+	if ((r = cli_api_path(path, sizeof(path), "/api/v1/api-tokens/", key, NULL)) < 0)
+		return ctl_error_set(err, r, CTL_ERR_INVALID, "id", "bad id or name");
+	r = cli_api_call(api, "DELETE", path, NULL, NULL, &doc, err);
+	if (r < 0) {
+		if (strcmp(err->code, CTL_ERR_NOT_FOUND) == 0)
+			r = -RY_E_NOT_FOUND;
+	} else if (!JSTR(doc, "id") || !(*ret_id = strdup(JSTR(doc, "id")))) {
+		r = ctl_error_set(err, -EPROTO, CTL_ERR_INTERNAL, NULL,
+				  "the controller's reply has no id");
+	} else {
+		r = already ? 0 : 1;
+	}
+	json_decref(doc);
+	return r;
+}
+
 static int cmd_revoke(const struct cli_command *cmd, int argc, char **argv)
 {
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *key;
 	struct ctl_state *st = NULL;
+	struct httpc *api = NULL;
+	struct ctl_error err;
 	char *id = NULL;
-	int r;
+	int r, rc = 1;
 
 	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, NULL, NULL, NULL, 1)) != 0)
 		return r;
 	key = argv[optind];
-	if (cli_open_state(state_dir, false, &st) < 0)
-		return 1;
-	r = store_api_token_revoke(st->store, key, ACTOR, util_now_unix_ms(), &id);
+	ctl_error_init(&err);
+	if (cli_api_open(state_dir, &api) < 0 || cli_open_state(state_dir, false, &st) < 0)
+		goto out;
+	if (api)
+		r = revoke_api(api, st->store, key, &id, &err);
+	else
+		r = store_api_token_revoke(st->store, key, ACTOR, util_now_unix_ms(), &id);
 	if (r < 0) {
 		char *safe = util_escape(key, false);
 
 		log_error("api-token revoke %s: %s", safe ? safe : "?",
 			  r == -RY_E_NOT_FOUND ? "no API token has that id or name"
+			  : api		       ? err.message
 					       : ry_strerror(r));
 		free(safe);
-		ctl_state_free(st);
-		return 1;
+		goto out;
 	}
 	printf(r == 1 ? "revoked API token %s\n" : "API token %s was revoked already\n", id);
+	rc = 0;
+out:
 	free(id);
+	ctl_error_done(&err);
 	ctl_state_free(st);
-	return 0;
+	httpc_free(api);
+	return rc;
 }
 
 const struct cli_command cli_apitoken_commands[] = {

@@ -1,11 +1,15 @@
 /* railyard-controller bench run|list|show|cancel: the front end of the benchmark service. run
- * orders a run between two nodes and follows it as the serving controller drives it. */
+ * has the serving controller order a run between two nodes (its REST API over api.sock) and
+ * follows it in the database as the controller drives it; cancel goes through the API too. */
 #include "controller/bench/bench.h"
 #include "controller/cli/cli.h"
+#include "common/httpc/httpc.h"
 #include "controller/state.h"
+#include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -39,8 +43,40 @@ static bool run_final(const json_t *run)
 /* Follow run id until it is final or until deadline (monotonic ms); *ret gets its last state.
  * A signal (when catch_signals) requests its cancel once and keeps following for
  * CANCEL_WAIT_MS. */
-static int follow(struct store *st, const char *id, int64_t deadline, bool catch_signals,
-		  json_t **ret)
+/* Ask the serving controller to cancel run id: 1 requested, 0 it had finished (said on stderr,
+ * naming its state), -1 another error (said). */
+static int cancel_run(struct httpc *api, struct store *st, const char *id)
+{
+	struct ctl_error err;
+	json_t *b = NULL;
+	char path[512];
+	int r;
+
+	if (cli_api_path(path, sizeof(path), "/api/v1/bench-runs/", id, "/cancel") < 0) {
+		cli_bad("benchmark run id", id);
+		return -1;
+	}
+	ctl_error_init(&err);
+	r = cli_api_call(api, "POST", path, NULL, NULL, NULL, &err);
+	if (r >= 0) {
+		r = 1;
+	} else if (err.code && strcmp(err.code, CTL_ERR_CONFLICT) == 0 &&
+		   ctl_bench_get(st, id, &b, &err) == 0) {
+		util_fprintf_safe(
+			stderr, "railyard-controller: bench cancel: %s has already finished (%s)\n",
+			id, JSTR(b, "state"));
+		r = 0;
+	} else {
+		util_fprintf_safe(stderr, "railyard-controller: bench cancel: %s\n", err.message);
+		r = -1;
+	}
+	json_decref(b);
+	ctl_error_done(&err);
+	return r;
+}
+
+static int follow(struct store *st, struct httpc *api, const char *id, int64_t deadline,
+		  bool catch_signals, json_t **ret)
 {
 	struct ctl_error err;
 	json_t *b = NULL;
@@ -59,10 +95,8 @@ static int follow(struct store *st, const char *id, int64_t deadline, bool catch
 		if (catch_signals && interrupted && !asked) {
 			asked = true;
 			fprintf(stderr, "bench %s: interrupted; cancelling it\n", id);
-			if (ctl_bench_cancel(st, id, &err) < 0) {
-				cli_error(&err);
+			if (cancel_run(api, st, id) < 0)
 				break;
-			}
 			deadline = util_now_mono_ms() + CANCEL_WAIT_MS;
 		}
 		json_decref(b);
@@ -120,6 +154,51 @@ static void print_run(FILE *out, const json_t *b, bool json)
 	print_results(out, json_object_get(b, "result"));
 }
 
+/* The body of POST /api/v1/bench-runs for rq (NULL: out of memory, or text not UTF-8). */
+static json_t *bench_body(const struct ctl_bench_request *rq, const char *cluster)
+{
+	json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "cluster", cluster, "from",
+			      rq->from, "to", rq->to, "kind", rq->kind, "transport", rq->transport,
+			      "timeout_ms", (json_int_t)rq->timeout_ms);
+	const struct {
+		const char *key, *v;
+	} strs[] = {{"op", rq->op}, {"device", rq->device}, {"server_address", rq->server_address}};
+	const struct {
+		const char *key;
+		int64_t v, unset;
+	} nums[] = {{"size", rq->size, 0},
+		    {"iters", rq->iters, 0},
+		    {"duration_s", rq->duration_s, 0},
+		    {"qps", rq->qps, 0},
+		    {"gid_index", rq->gid_index, -2},
+		    {"ib_port", rq->ib_port, -1},
+		    {"tclass", rq->tclass, -1},
+		    {"sl", rq->sl, -1}};
+	const struct {
+		const char *key;
+		bool v;
+	} flags[] = {{"sweep", rq->sweep},
+		     {"bidir", rq->bidir},
+		     {"check_data", rq->check_data},
+		     {"rdma_cm", rq->rdma_cm}};
+	bool ok = b != NULL;
+
+	for (size_t i = 0; ok && i < RY_ARRAY_SIZE(strs); i++)
+		if (strs[i].v)
+			ok = json_object_set_new(b, strs[i].key, json_string(strs[i].v)) == 0;
+	for (size_t i = 0; ok && i < RY_ARRAY_SIZE(nums); i++)
+		if (nums[i].v != nums[i].unset)
+			ok = json_object_set_new(b, nums[i].key, json_integer(nums[i].v)) == 0;
+	for (size_t i = 0; ok && i < RY_ARRAY_SIZE(flags); i++)
+		if (flags[i].v)
+			ok = json_object_set_new(b, flags[i].key, json_true()) == 0;
+	if (!ok) {
+		json_decref(b);
+		return NULL;
+	}
+	return b;
+}
+
 static int cmd_run(const struct cli_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -157,11 +236,13 @@ static int cmd_run(const struct cli_command *cmd, int argc, char **argv)
 				       .tclass = -1,
 				       .sl = -1};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR;
-	struct ctl_bench_created created;
+	struct store_node *from = NULL;
 	struct ctl_state *st = NULL;
+	struct httpc *api = NULL;
 	struct ctl_error err;
 	bool json = false, no_wait = false;
-	json_t *b = NULL;
+	json_t *b = NULL, *body = NULL, *made = NULL;
+	const char *id;
 	char *end;
 	int c, r, rc = 1;
 
@@ -263,18 +344,35 @@ static int cmd_run(const struct cli_command *cmd, int argc, char **argv)
 	if (strcmp(rq.kind, "lat") != 0 && strcmp(rq.kind, "bw") != 0)
 		return cli_bad("--kind", rq.kind);
 	ctl_error_init(&err);
-	if (cli_open_state(state_dir, false, &st) < 0)
-		return 1;
-	r = ctl_bench_create(st->store, &rq, &created, &err);
+	/* The serving controller orders it (one writer); following it reads the database. */
+	if (cli_api_need("bench run", state_dir, &api) != 0 ||
+	    cli_open_state(state_dir, false, &st) < 0)
+		goto out;
+	/* The API takes the cluster the two nodes are of: the client node's. */
+	r = store_node_get(st->store, rq.from, &from);
+	if (r < 0) {
+		util_fprintf_safe(stderr, "railyard-controller: bench run: %s node %s\n",
+				  r == -ENOTUNIQ ? "ambiguous" : "unknown", rq.from);
+		goto out;
+	}
+	body = bench_body(&rq, from->cluster);
+	if (!body) {
+		log_error("bench run: out of memory (or an argument that is not UTF-8)");
+		goto out;
+	}
+	r = cli_api_call(api, "POST", "/api/v1/bench-runs", body, NULL, &made, &err);
 	if (r < 0) {
 		cli_error(&err);
 		rc = strcmp(err.code, CTL_ERR_INVALID) == 0 ? 2 : 1;
 		goto out;
 	}
+	id = JSTR(made, "id");
+	r = ctl_bench_get(st->store, id, &b, &err);
 	/* With --json stdout carries the document alone. */
 	util_fprintf_safe(json ? stderr : stdout, "bench %s: %s over %s, client %s, server %s\n",
-			  created.id, rq.kind, rq.transport, created.client_host,
-			  created.server_host);
+			  id, rq.kind, rq.transport, rq.from, rq.to);
+	json_decref(b);
+	b = NULL;
 	fflush(json ? stderr : stdout); /* the id, before a long wait, even into a pipe */
 	if (no_wait) {
 		rc = 0;
@@ -284,14 +382,18 @@ static int cmd_run(const struct cli_command *cmd, int argc, char **argv)
 	 * Ctrl-C cancels it rather than leaving it behind. */
 	sigaction(SIGINT, &(struct sigaction){.sa_handler = on_interrupt}, NULL);
 	sigaction(SIGTERM, &(struct sigaction){.sa_handler = on_interrupt}, NULL);
-	if (follow(st->store, created.id, util_now_mono_ms() + rq.timeout_ms + 20000, true, &b) < 0)
+	if (follow(st->store, api, id, util_now_mono_ms() + rq.timeout_ms + 20000, true, &b) < 0)
 		goto out;
 	print_run(stdout, b, json);
 	rc = interrupted ? 130 : strcmp(JSTR(b, "state"), "succeeded") == 0 ? 0 : 1;
 out:
 	json_decref(b);
+	json_decref(body);
+	json_decref(made);
+	store_node_free(from);
 	ctl_error_done(&err);
 	ctl_state_free(st);
+	httpc_free(api);
 	return rc;
 }
 
@@ -344,6 +446,7 @@ static int cmd_cancel(const struct cli_command *cmd, int argc, char **argv)
 {
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *id;
 	struct ctl_state *st = NULL;
+	struct httpc *api = NULL;
 	struct ctl_error err;
 	bool no_wait = false;
 	json_t *b = NULL;
@@ -353,19 +456,17 @@ static int cmd_cancel(const struct cli_command *cmd, int argc, char **argv)
 		return r;
 	id = argv[optind];
 	ctl_error_init(&err);
-	if (cli_open_state(state_dir, false, &st) < 0)
-		return 1;
-	r = ctl_bench_cancel(st->store, id, &err);
-	if (r <= 0) {
-		util_fprintf_safe(stderr, "railyard-controller: bench cancel: %s\n", err.message);
+	if (cli_api_need("bench cancel", state_dir, &api) != 0 ||
+	    cli_open_state(state_dir, false, &st) < 0)
 		goto out;
-	}
+	if (cancel_run(api, st->store, id) <= 0)
+		goto out;
 	if (no_wait) {
 		util_fprintf_safe(stdout, "bench %s: cancel requested\n", id);
 		rc = 0;
 		goto out;
 	}
-	if (follow(st->store, id, util_now_mono_ms() + CANCEL_WAIT_MS, false, &b) < 0)
+	if (follow(st->store, api, id, util_now_mono_ms() + CANCEL_WAIT_MS, false, &b) < 0)
 		goto out;
 	if (strcmp(JSTR(b, "state"), "cancelled") == 0) {
 		util_fprintf_safe(stdout, "bench %s: cancelled\n", id);
@@ -384,6 +485,7 @@ out:
 	json_decref(b);
 	ctl_error_done(&err);
 	ctl_state_free(st);
+	httpc_free(api);
 	return rc;
 }
 

@@ -1,8 +1,10 @@
 /* railyard-controller validate|campaigns|campaign show|campaign cancel: the front end of the
- * campaign service. validate plans a campaign from a playbook's validation section (or prints
- * the schedule with --dry-run), then follows it with a progress line until the verdict. */
+ * campaign service. validate has the serving controller plan a campaign from a playbook's
+ * validation section (or prints the schedule with --dry-run), then follows it in the database
+ * with a progress line until the verdict; cancel asks the serving controller too. */
 #include "controller/campaign/campaign.h"
 #include "controller/cli/cli.h"
+#include "common/httpc/httpc.h"
 #include "controller/state.h"
 #include "common/log/log.h"
 #include "common/playbook/playbook.h"
@@ -10,6 +12,7 @@
 #include "common/util/fs.h"
 #include "common/util/util.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -154,9 +157,41 @@ static void print_plan(FILE *out, const json_t *plan)
 		out, "  left out: %s (%s)\n", JSTR(l, "hostname"), JSTR(l, "reason"));
 }
 
+/* Ask for the cancel of campaign id: through the serving controller's API when api is not
+ * NULL, else in the store. 1 requested, 0 it has ended (err says so), negative on error. */
+static int request_cancel(struct store *st, struct httpc *api, const char *id,
+			  struct ctl_error *err)
+{
+	char path[256];
+	int r;
+
+	if (!api)
+		return ctl_campaign_cancel(st, id, "admin", err);
+	if ((r = cli_api_path(path, sizeof(path), "/api/v1/campaigns/", id, "/cancel")) < 0)
+		return ctl_error_set(err, r, CTL_ERR_INVALID, "id", "bad campaign id");
+	r = cli_api_call(api, "POST", path, NULL, NULL, NULL, err);
+	if (r >= 0)
+		return 1;
+	if (err->code && strcmp(err->code, CTL_ERR_CONFLICT) == 0) {
+		json_t *c = NULL;
+		struct ctl_error e2;
+
+		/* As the service words it: "ID has already ended (STATE)". */
+		ctl_error_init(&e2);
+		if (ctl_campaign_get(st, id, false, &c, &e2) == 0 && ended(c))
+			ctl_error_set(err, 0, CTL_ERR_CONFLICT, "id", "%s has already ended (%s)",
+				      id, JSTR(c, "state"));
+		json_decref(c);
+		ctl_error_done(&e2);
+		return 0;
+	}
+	return r;
+}
+
 /* Follow campaign id until it ends; a progress line whenever it changes (stderr with json). A
- * signal requests its cancel once. *ret gets its last state. */
-int cli_campaign_follow(struct store *st, const char *id, FILE *out, json_t **ret)
+ * signal requests its cancel once (through api when not NULL). *ret gets its last state. */
+int cli_campaign_follow(struct store *st, const char *id, FILE *out, struct httpc *api,
+			json_t **ret)
 {
 	struct ctl_error err;
 	json_t *c = NULL;
@@ -192,7 +227,7 @@ int cli_campaign_follow(struct store *st, const char *id, FILE *out, json_t **re
 		if (cli_interrupted && !asked) {
 			asked = true;
 			fprintf(stderr, "campaign %s: interrupted; cancelling it\n", id);
-			if (ctl_campaign_cancel(st, id, &err) < 0) {
+			if (request_cancel(st, api, id, &err) < 0) {
 				cli_error(&err);
 				break;
 			}
@@ -207,6 +242,34 @@ int cli_campaign_follow(struct store *st, const char *id, FILE *out, json_t **re
 		return -1;
 	*ret = c;
 	return 0;
+}
+
+/* POST /api/v1/campaigns with rq (and dry_run): *ret the campaign (or the plan), as
+ * ctl_campaign_create() gives it. */
+static int campaign_create_api(struct httpc *api, const struct ctl_campaign_request *rq,
+			       bool dry_run, json_t **ret, struct ctl_error *err)
+{
+	json_t *b =
+		json_pack("{s:s, s:s%, s:b, s:b, s:b, s:b}", "cluster", rq->cluster, "playbook",
+			  rq->playbook_text, rq->playbook_len, "quick", rq->quick, "allow_missing",
+			  rq->allow_missing, "signoff", rq->signoff, "dry_run", dry_run);
+	int r;
+
+	/* jansson takes UTF-8 only: anything else cannot be a playbook either. */
+	if (!b)
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_PLAYBOOK, "playbook",
+				     "%s: not UTF-8 text", rq->playbook_file);
+	if ((rq->tests && json_object_set_new(b, "tests", json_string(rq->tests)) < 0) ||
+	    (rq->nodes && json_object_set_new(b, "nodes", json_string(rq->nodes)) < 0) ||
+	    (rq->transport &&
+	     json_object_set_new(b, "transport", json_string(rq->transport)) < 0) ||
+	    (rq->seed >= 0 && json_object_set_new(b, "seed", json_integer(rq->seed)) < 0)) {
+		json_decref(b);
+		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	}
+	r = cli_api_call(api, "POST", "/api/v1/campaigns", b, rq->playbook_file, ret, err);
+	json_decref(b);
+	return r < 0 ? r : 0;
 }
 
 static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
@@ -232,6 +295,7 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *playbook = NULL;
 	bool json = false, dry_run = false, no_wait = false;
 	struct ctl_state *st = NULL;
+	struct httpc *api = NULL;
 	struct ctl_error err;
 	json_t *doc = NULL, *c = NULL, *so = NULL;
 	char *text = NULL, *end;
@@ -299,9 +363,21 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 	rq.playbook_len = len;
 	rq.playbook_file = playbook;
 	ctl_error_init(&err);
-	if (cli_open_state(state_dir, false, &st) < 0)
+	/* The serving controller stores the campaign (one writer). A dry run stores nothing: with
+	 * no controller serving, it is planned here. */
+	if (dry_run)
+		r = cli_api_open(state_dir, &api) < 0 ? 1 : 0;
+	else
+		r = cli_api_need("validate", state_dir, &api);
+	if (r != 0)
 		goto out;
-	r = ctl_campaign_create(st->store, &rq, dry_run, &doc, &err);
+	/* Following it, and a dry run planned here, read the database. */
+	if ((!api || (!no_wait && !dry_run)) && cli_open_state(state_dir, false, &st) < 0)
+		goto out;
+	if (api)
+		r = campaign_create_api(api, &rq, dry_run, &doc, &err);
+	else
+		r = ctl_campaign_create(st->store, &rq, dry_run, &doc, &err);
 	if (r < 0) {
 		cli_error(&err);
 		rc = strcmp(err.code, CTL_ERR_INVALID) == 0 ? 2 : 1;
@@ -338,7 +414,7 @@ static int cmd_validate(const struct cli_command *cmd, int argc, char **argv)
 	}
 	sigaction(SIGINT, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
 	sigaction(SIGTERM, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
-	if (cli_campaign_follow(st->store, JSTR(doc, "id"), json ? stderr : stdout, &c) < 0)
+	if (cli_campaign_follow(st->store, JSTR(doc, "id"), json ? stderr : stdout, api, &c) < 0)
 		goto out;
 	json_decref(c);
 	c = NULL;
@@ -373,6 +449,7 @@ out:
 	json_decref(so);
 	ctl_error_done(&err);
 	ctl_state_free(st);
+	httpc_free(api);
 	free(text);
 	return rc;
 }
@@ -461,6 +538,7 @@ static int cmd_cancel(const struct cli_command *cmd, int argc, char **argv)
 {
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *id;
 	struct ctl_state *st = NULL;
+	struct httpc *api = NULL;
 	struct ctl_error err;
 	bool no_wait = false;
 	json_t *c = NULL;
@@ -471,9 +549,11 @@ static int cmd_cancel(const struct cli_command *cmd, int argc, char **argv)
 		return r;
 	id = argv[optind];
 	ctl_error_init(&err);
-	if (cli_open_state(state_dir, false, &st) < 0)
-		return 1;
-	r = ctl_campaign_cancel(st->store, id, &err);
+	/* The serving controller takes the request; waiting for it reads the database. */
+	if (cli_api_need("campaign cancel", state_dir, &api) != 0 ||
+	    cli_open_state(state_dir, false, &st) < 0)
+		goto out;
+	r = request_cancel(st->store, api, id, &err);
 	if (r <= 0) {
 		util_fprintf_safe(stderr, "railyard-controller: campaign cancel: %s\n",
 				  err.message);
@@ -503,15 +583,17 @@ static int cmd_cancel(const struct cli_command *cmd, int argc, char **argv)
 		util_fprintf_safe(stdout, "campaign %s: ended %s before the cancel took effect\n",
 				  id, JSTR(c, "state"));
 	} else {
-		util_fprintf_safe(stdout,
-				  "campaign %s: cancel requested; no serving controller carried it "
-				  "out within %d s (it will when one serves)\n",
-				  id, CANCEL_WAIT_MS / 1000);
+		util_fprintf_safe(
+			stdout,
+			"campaign %s: cancel requested; the controller has not carried it "
+			"out within %d s (it will)\n",
+			id, CANCEL_WAIT_MS / 1000);
 	}
 out:
 	json_decref(c);
 	ctl_error_done(&err);
 	ctl_state_free(st);
+	httpc_free(api);
 	return rc;
 }
 

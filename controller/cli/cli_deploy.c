@@ -1,7 +1,8 @@
 /* railyard-controller deploy and deployments: the front end of the deployment service. deploy
- * reads the playbook, asks the service to create the deployment, then follows it as the serving
- * controller runs it. */
+ * reads the playbook, has the serving controller create the deployment (its REST API over
+ * api.sock), then follows it in the database as the controller runs it. */
 #include "controller/cli/cli.h"
+#include "common/httpc/httpc.h"
 #include "controller/rollout/deploy.h"
 #include "controller/state.h"
 #include "common/log/log.h"
@@ -145,15 +146,16 @@ static int cmd_deploy(const struct cli_command *cmd, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	struct ctl_deploy_request rq = {.canary = -1, .pause_ms = -1, .actor = "admin"};
-	struct ctl_deploy_created created = {0};
-	const char *state_dir = CTL_DEFAULT_STATE_DIR, *playbook = NULL;
+	struct ctl_deploy_request rq = {.canary = -1, .pause_ms = -1};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *playbook = NULL, *id;
 	int64_t timeout_ms = 30 * 60 * 1000;
 	bool no_wait = false, diffs = false;
 	struct ctl_state *st = NULL;
+	struct httpc *api = NULL;
 	struct ctl_error err;
+	json_t *body = NULL, *made = NULL, *sk;
 	char *text = NULL, *end;
-	size_t len = 0;
+	size_t len = 0, i;
 	int c, r, rc = 1;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -208,36 +210,54 @@ static int cmd_deploy(const struct cli_command *cmd, int argc, char **argv)
 		return cli_bad("deploy", "(--cluster and --playbook are required)");
 	if (cli_read_playbook("deploy", playbook, &text, &len))
 		return 1;
-	rq.playbook_text = text;
-	rq.playbook_len = len;
-	rq.playbook_file = playbook;
 	ctl_error_init(&err);
-	if (cli_open_state(state_dir, false, &st) < 0)
+	/* The serving controller creates it (one writer); following it reads the database. */
+	if (cli_api_need("deploy", state_dir, &api) != 0 ||
+	    (!no_wait && cli_open_state(state_dir, false, &st) < 0))
 		goto out;
-	r = ctl_deploy_create(st->store, &rq, &created, &err);
+	body = json_pack("{s:s, s:s%, s:b}", "cluster", rq.cluster, "playbook", text, len, "check",
+			 rq.check);
+	if (!body) {
+		/* jansson takes UTF-8 only: anything else cannot be a playbook either. */
+		log_error("deploy: %s: not UTF-8 text", playbook);
+		goto out;
+	}
+	if ((rq.batch && json_object_set_new(body, "batch", json_string(rq.batch)) < 0) ||
+	    (rq.max_fail && json_object_set_new(body, "max_fail", json_string(rq.max_fail)) < 0) ||
+	    (rq.canary >= 0 && json_object_set_new(body, "canary", json_integer(rq.canary)) < 0) ||
+	    (rq.pause_ms >= 0 &&
+	     json_object_set_new(body, "pause_ms", json_integer(rq.pause_ms)) < 0)) {
+		log_error("deploy: out of memory");
+		goto out;
+	}
+	r = cli_api_call(api, "POST", "/api/v1/deployments", body, playbook, &made, &err);
 	if (r < 0) {
 		cli_error(&err);
 		rc = strcmp(err.code, CTL_ERR_INVALID) == 0 ? 2 : 1;
 		goto out;
 	}
-	for (size_t i = 0; i < created.n_skipped; i++)
-		util_fprintf_safe(stdout, "  %-14s not targeted: %s\n", created.skipped[i].hostname,
-				  created.skipped[i].reason);
-	util_fprintf_safe(stdout, "deployment %s: %s %s on %zu nodes of %s in %zu batches%s\n",
-			  created.id, created.playbook, created.version, created.n_targets,
-			  rq.cluster, created.n_batches,
+	id = JSTR(made, "id");
+	json_array_foreach(json_object_get(made, "skipped"), i, sk) util_fprintf_safe(
+		stdout, "  %-14s not targeted: %s\n", JSTR(sk, "hostname"), JSTR(sk, "reason"));
+	util_fprintf_safe(stdout, "deployment %s: %s %s on %zu nodes of %s in %lld batches%s\n", id,
+			  JSTR(made, "playbook"), JSTR(made, "version"),
+			  json_array_size(json_object_get(made, "nodes")), rq.cluster,
+			  (long long)json_integer_value(json_object_get(made, "batches")),
 			  rq.check ? " (check mode: nothing will change)" : "");
 	if (no_wait) {
 		rc = 0;
 		goto out;
 	}
-	rc = cli_deploy_follow(st->store, created.id, timeout_ms, stdout);
+	fflush(stdout);
+	rc = cli_deploy_follow(st->store, id, timeout_ms, stdout);
 	if (diffs)
-		print_diffs(st->store, created.id, stdout);
+		print_diffs(st->store, id, stdout);
 out:
-	ctl_deploy_created_done(&created);
+	json_decref(body);
+	json_decref(made);
 	ctl_error_done(&err);
 	ctl_state_free(st);
+	httpc_free(api);
 	free(text);
 	return rc;
 }

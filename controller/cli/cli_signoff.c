@@ -1,10 +1,14 @@
 /* railyard-controller signoff create|list|show|export|verify and revalidate: the front end of
- * the sign-off service (docs/signoff.md). verify works offline: no state directory, no
- * network. revalidate checks (or applies) the configuration, runs the baseline's campaign
- * again and signs a report that compares the two. */
+ * the sign-off service (docs/signoff.md). create asks the serving controller to sign (its REST
+ * API over api.sock); list, show and export read the database. verify works offline: no state
+ * directory, no network. revalidate has the serving controller check (or apply) the
+ * configuration, run the baseline's campaign again and sign a report that compares the two, and
+ * follows it. */
 #include "controller/campaign/campaign.h"
 #include "controller/cli/cli.h"
+#include "common/httpc/httpc.h"
 #include "controller/rollout/deploy.h"
+#include "controller/signoff/revalidate.h"
 #include "controller/signoff/signoff.h"
 #include "controller/state.h"
 #include "common/log/log.h"
@@ -133,6 +137,28 @@ static void so_print(enum so_act act, const struct so_args *a, const json_t *doc
 	}
 }
 
+/* signoff create: the serving controller signs (one writer). */
+static int so_create(const struct so_args *a, json_t **ret, struct ctl_error *err)
+{
+	struct httpc *api = NULL;
+	json_t *body;
+	int r;
+
+	if (cli_api_need("signoff create", a->state_dir, &api) != 0)
+		return 1;
+	body = json_pack("{s:s}", "campaign", a->campaign);
+	r = body ? cli_api_call(api, "POST", "/api/v1/signoffs", body, NULL, ret, err)
+		 : ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "campaign",
+				 "the campaign id is not UTF-8 text");
+	json_decref(body);
+	httpc_free(api);
+	if (r < 0) {
+		cli_error(err);
+		return exit_of(err);
+	}
+	return 0;
+}
+
 static int so_command(const struct cli_command *cmd, int argc, char **argv, enum so_act act)
 {
 	struct so_args a = {0};
@@ -143,12 +169,19 @@ static int so_command(const struct cli_command *cmd, int argc, char **argv, enum
 
 	if (r != 0)
 		return r;
+	if (act == SO_CREATE) {
+		ctl_error_init(&err);
+		rc = so_create(&a, &doc, &err);
+		if (rc == 0)
+			so_print(act, &a, doc);
+		json_decref(doc);
+		ctl_error_done(&err);
+		return rc;
+	}
 	if (cli_open_state(a.state_dir, false, &st) < 0)
 		return 1;
 	ctl_error_init(&err);
-	if (act == SO_CREATE)
-		r = ctl_signoff_create(st, a.campaign, "admin", &doc, &err);
-	else if (act == SO_LIST)
+	if (act == SO_LIST)
 		r = ctl_signoff_list(st->store, a.cluster, 0, &doc, &err);
 	else if (act == SO_SHOW)
 		r = ctl_signoff_get(st->store, argv[optind], a.report, &doc, &err);
@@ -267,123 +300,80 @@ struct reval {
 	double bw, lat;
 };
 
-/* The baseline's campaign as revalidate reruns it: its playbook text and request options. */
-static int baseline_campaign(struct store *st, const struct reval *rv, json_t **ret_report,
-			     char **ret_text)
+/* Wait until revalidation id has a member key (its deployment, its campaign) or has ended;
+ * *ret: its latest view. A signal asks the serving controller to cancel it (once). 0, or -1
+ * said. */
+static int reval_wait(struct store *st, struct httpc *api, const char *id, const char *key,
+		      json_t **ret)
 {
-	struct ctl_error err;
-	json_t *so = NULL;
-	const char *sha;
-	int r;
+	bool asked = false;
 
-	ctl_error_init(&err);
-	r = ctl_signoff_get(st, rv->baseline, true, &so, &err);
-	if (r < 0) {
-		cli_error(&err);
+	for (;;) {
+		struct ctl_error err;
+		json_t *v = NULL;
+		int r;
+
+		ctl_error_init(&err);
+		r = ctl_revalidate_get(st, id, &v, &err);
+		if (r < 0) {
+			cli_error(&err);
+			ctl_error_done(&err);
+			return -1;
+		}
+		if (cli_interrupted && !asked) {
+			char path[256];
+
+			asked = true;
+			fprintf(stderr, "revalidate: interrupted; cancelling %s\n", id);
+			if (cli_api_path(path, sizeof(path), "/api/v1/revalidations/", id,
+					 "/cancel") == 0 &&
+			    cli_api_call(api, "POST", path, NULL, NULL, NULL, &err) < 0 &&
+			    strcmp(err.code, CTL_ERR_CONFLICT) != 0)
+				cli_error(&err);
+		}
 		ctl_error_done(&err);
-		return r;
+		if ((key && json_is_string(json_object_get(v, key))) ||
+		    ctl_revalidate_state_final(JSTR(v, "state"))) {
+			json_decref(*ret);
+			*ret = v;
+			return 0;
+		}
+		json_decref(v);
+		usleep(POLL_MS * 1000);
 	}
-	ctl_error_done(&err);
-	if (strcmp(JSTR(so, "cluster"), rv->cluster) != 0) {
-		log_error("revalidate: sign-off %s is of cluster %s, not %s", rv->baseline,
-			  JSTR(so, "cluster"), rv->cluster);
-		json_decref(so);
-		return -RY_E_INVALID;
-	}
-	*ret_report = json_incref(json_object_get(so, "report"));
-	json_decref(so);
-	sha = json_string_value(json_object_get(
-		json_object_get(json_object_get(*ret_report, "campaign"), "playbook"), "sha256"));
-	r = sha ? store_playbook_text_by_sha(st, sha, ret_text) : -RY_E_NOT_FOUND;
-	if (r < 0) {
-		log_error("revalidate: the playbook of %s's campaign: %s", rv->baseline,
-			  ry_strerror(r));
-		json_decref(*ret_report);
-	}
-	return r;
 }
 
-/* Check (or apply) the revalidation playbook; 0 when the campaign may follow. */
-static int revalidate_config(struct ctl_state *st, const struct reval *rv, const char *text,
-			     size_t len, const char *file)
+/* The revalidation as the serving controller runs it: its deployment followed node by node,
+ * then its campaign round by round; *ret its final view. 0, or -1 said. */
+static int revalidate_follow(struct ctl_state *st, struct httpc *api, const struct reval *rv,
+			     const char *id, json_t **ret)
 {
-	struct ctl_deploy_request rq = {.cluster = rv->cluster,
-					.playbook_text = text,
-					.playbook_len = len,
-					.playbook_file = file,
-					.canary = -1,
-					.pause_ms = -1,
-					.check = !rv->apply,
-					.actor = "admin"};
-	struct ctl_deploy_created c = {0};
-	struct ctl_error err;
 	FILE *out = rv->json ? stderr : stdout;
-	int r, rc;
-
-	ctl_error_init(&err);
-	r = ctl_deploy_create(st->store, &rq, &c, &err);
-	if (r < 0) {
-		cli_error(&err);
-		ctl_error_done(&err);
-		return 1;
-	}
-	ctl_error_done(&err);
-	util_fprintf_safe(out, "revalidate: deployment %s: %s %s, %s, on %zu nodes\n", c.id,
-			  c.playbook, c.version,
-			  rv->apply ? "applying it" : "check mode (nothing changed)", c.n_targets);
-	fflush(out);
-	rc = cli_deploy_follow(st->store, c.id, DEPLOY_WAIT_MS, out);
-	ctl_deploy_created_done(&c);
-	if (rc != 0 && rv->apply) {
-		log_error("revalidate: the deployment did not succeed; no campaign run");
-		return 1;
-	}
-	return 0;
-}
-
-static int revalidate_campaign(struct ctl_state *st, const struct reval *rv, const json_t *base,
-			       const char *text, json_t **ret_campaign)
-{
-	const json_t *camp = json_object_get(base, "campaign");
-	const json_t *opt = json_object_get(camp, "options");
-	struct ctl_campaign_request rq = {
-		.cluster = rv->cluster,
-		.playbook_text = text,
-		.playbook_len = strlen(text),
-		.playbook_file = "(the baseline's playbook)",
-		.tests = JSTR(opt, "tests"),
-		.nodes = JSTR(opt, "nodes"),
-		.transport = JSTR(opt, "transport"),
-		.quick = json_is_true(json_object_get(opt, "quick")),
-		.allow_missing = json_is_true(json_object_get(opt, "allow_missing")),
-		.seed = json_integer_value(json_object_get(camp, "seed")),
-		.actor = "admin",
-		.signoff = true,
-		.baseline = rv->baseline,
-		.tolerance_bw_pct = rv->bw,
-		.tolerance_lat_pct = rv->lat,
-	};
-	struct ctl_error err;
-	json_t *doc = NULL;
-	FILE *out = rv->json ? stderr : stdout;
+	json_t *camp = NULL;
 	int r;
 
-	ctl_error_init(&err);
-	r = ctl_campaign_create(st->store, &rq, false, &doc, &err);
-	if (r < 0) {
-		cli_error(&err);
-		ctl_error_done(&err);
+	if (reval_wait(st->store, api, id, "deployment", ret) < 0)
 		return -1;
+	if (JSTR(*ret, "deployment")) {
+		util_fprintf_safe(
+			out, "revalidate %s: deployment %s, %s\n", id, JSTR(*ret, "deployment"),
+			rv->apply ? "applying the configuration" : "check mode (nothing changed)");
+		fflush(out);
+		cli_deploy_follow(st->store, JSTR(*ret, "deployment"), DEPLOY_WAIT_MS, out);
 	}
-	ctl_error_done(&err);
-	util_fprintf_safe(out, "revalidate: campaign %s, the baseline's (%s)\n", JSTR(doc, "id"),
-			  JSTR(camp, "id"));
-	fflush(out);
-	sigaction(SIGINT, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
-	sigaction(SIGTERM, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
-	r = cli_campaign_follow(st->store, JSTR(doc, "id"), out, ret_campaign);
-	json_decref(doc);
-	return r;
+	if (reval_wait(st->store, api, id, "campaign", ret) < 0)
+		return -1;
+	if (JSTR(*ret, "campaign") && !cli_interrupted) {
+		util_fprintf_safe(out, "revalidate %s: campaign %s, the baseline's again\n", id,
+				  JSTR(*ret, "campaign"));
+		fflush(out);
+		/* Its Ctrl-C cancels the campaign; the revalidation then ends failed. */
+		r = cli_campaign_follow(st->store, JSTR(*ret, "campaign"), out, api, &camp);
+		json_decref(camp);
+		if (r < 0)
+			return -1;
+	}
+	return reval_wait(st->store, api, id, NULL, ret);
 }
 
 static int parse_pct(const char *what, const char *s, double *ret)
@@ -413,8 +403,10 @@ static int cmd_revalidate(const struct cli_command *cmd, int argc, char **argv)
 	const char *state_dir = CTL_DEFAULT_STATE_DIR;
 	struct reval rv = {0};
 	struct ctl_state *st = NULL;
-	json_t *base = NULL, *camp = NULL, *so = NULL;
-	char *base_text = NULL, *pb_text = NULL;
+	struct httpc *api = NULL;
+	struct ctl_error err;
+	json_t *body = NULL, *made = NULL, *v = NULL, *so = NULL;
+	char *pb_text = NULL, id[64];
 	size_t pb_len = 0;
 	int ch, r, rc = 1;
 
@@ -456,39 +448,67 @@ static int cmd_revalidate(const struct cli_command *cmd, int argc, char **argv)
 		return cli_bad("revalidate", "(--cluster and --baseline are required)");
 	if (rv.playbook && cli_read_playbook("revalidate", rv.playbook, &pb_text, &pb_len))
 		return 1;
-	if (cli_open_state(state_dir, false, &st) < 0)
+	ctl_error_init(&err);
+	/* The serving controller runs it (one writer); following it reads the database. */
+	if (cli_api_need("revalidate", state_dir, &api) != 0 ||
+	    cli_open_state(state_dir, false, &st) < 0)
 		goto out;
-	if (baseline_campaign(st->store, &rv, &base, &base_text) < 0)
+	body = json_pack("{s:s, s:s, s:b, s:f, s:f}", "cluster", rv.cluster, "baseline",
+			 rv.baseline, "apply", rv.apply, "tolerance_bw_pct", rv.bw,
+			 "tolerance_lat_pct", rv.lat);
+	if (!body ||
+	    (pb_text && json_object_set_new(body, "playbook", json_stringn(pb_text, pb_len)) < 0)) {
+		log_error("revalidate: %s",
+			  pb_text ? "the playbook is not UTF-8 text" : "out of memory");
 		goto out;
-	if (revalidate_config(st, &rv, pb_text ? pb_text : base_text,
-			      pb_text ? pb_len : strlen(base_text),
-			      rv.playbook ? rv.playbook : "(the baseline's playbook)") != 0)
+	}
+	r = cli_api_call(api, "POST", "/api/v1/revalidations", body, rv.playbook, &made, &err);
+	if (r < 0) {
+		cli_error(&err);
+		rc = strcmp(err.code, CTL_ERR_INVALID) == 0 ? 2 : 1;
 		goto out;
-	if (revalidate_campaign(st, &rv, base, base_text, &camp) < 0)
+	}
+	snprintf(id, sizeof(id), "%s", JSTR(made, "id"));
+	util_fprintf_safe(rv.json ? stderr : stdout,
+			  "revalidate %s: against %s, run by the serving "
+			  "controller\n",
+			  id, rv.baseline);
+	sigaction(SIGINT, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
+	sigaction(SIGTERM, &(struct sigaction){.sa_handler = cli_on_interrupt}, NULL);
+	if (revalidate_follow(st, api, &rv, id, &v) < 0)
 		goto out;
-	if (cli_interrupted || strcmp(JSTR(camp, "state"), "cancelled") == 0 ||
-	    strcmp(JSTR(camp, "state"), "error") == 0) {
-		log_error("revalidate: campaign %s %s; no report", JSTR(camp, "id"),
-			  JSTR(camp, "state"));
+	if (strcmp(JSTR(v, "state"), "signed") != 0) {
+		log_error("revalidate %s: %s%s%s; no report", id, JSTR(v, "state"),
+			  JSTR(v, "reason") ? ": " : "",
+			  JSTR(v, "reason") ? JSTR(v, "reason") : "");
 		rc = cli_interrupted ? 130 : 1;
 		goto out;
 	}
-	if (cli_signoff_wait(st->store, JSTR(camp, "id"), &so) < 0)
+	r = ctl_signoff_get(st->store, JSTR(v, "signoff"), false, &so, &err);
+	if (r < 0) {
+		cli_error(&err);
 		goto out;
+	}
 	if (rv.json) {
 		cli_print_json(stdout, so);
 	} else {
-		cli_campaign_print_verdict(stdout, camp);
+		json_t *camp = NULL;
+
+		if (ctl_campaign_get(st->store, JSTR(v, "campaign"), false, &camp, &err) == 0)
+			cli_campaign_print_verdict(stdout, camp);
+		json_decref(camp);
 		cli_signoff_print(stdout, so, true);
 	}
-	rc = strcmp(JSTR(so, "verdict"), "pass") == 0 ? 0 : 1;
+	rc = cli_interrupted ? 130 : strcmp(JSTR(so, "verdict"), "pass") == 0 ? 0 : 1;
 out:
-	json_decref(base);
-	json_decref(camp);
+	json_decref(body);
+	json_decref(made);
+	json_decref(v);
 	json_decref(so);
-	free(base_text);
+	ctl_error_done(&err);
 	free(pb_text);
 	ctl_state_free(st);
+	httpc_free(api);
 	return rc;
 }
 

@@ -257,7 +257,22 @@ static json_t *summary_json(const struct store_deployment *d)
 		return NULL;
 	json_object_set_new(o, "reason", d->reason ? json_string(d->reason) : json_null());
 	json_object_set_new(o, "policy", json_loads(d->policy_json, 0, NULL));
+	json_object_set_new(o, "actor", json_string(d->actor ? d->actor : ""));
+	json_object_set_new(o, "cancel_requested_at_ms", json_integer(d->cancel_requested_ms));
 	return o;
+}
+
+int ctl_deploy_cancel(struct store *st, const char *id, const char *actor, struct ctl_error *err)
+{
+	int r = store_deployment_request_cancel(st, id, actor, util_now_unix_ms());
+
+	if (r == -RY_E_NOT_FOUND)
+		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "id", "no deployment %s", id);
+	if (r < 0)
+		return ctl_error_store(err, r, "requesting the cancel");
+	if (r == 0)
+		ctl_error_set(err, 0, CTL_ERR_CONFLICT, "id", "deployment %s has ended", id);
+	return r;
 }
 
 int ctl_deploy_get(struct store *st, const char *id, enum ctl_deploy_detail detail, json_t **ret,

@@ -66,7 +66,12 @@ __attribute__((warn_unused_result)) int ctl_deploy_get(struct store *st, const c
 /* The newest deployments (limit 0: 50), summaries, newest first. New reference (an array). */
 __attribute__((warn_unused_result)) int ctl_deploy_list(struct store *st, size_t limit,
 							json_t **ret, struct ctl_error *err);
-/* Is this deployment state final (succeeded, partial, failed)? */
+/* Ask the serving controller's rollout to cancel a deployment (audited as actor): nothing more
+ * is sent, the plans running finish, then it ends "cancelled". 1 requested (or already), 0 it
+ * has ended (err says so, CTL_ERR_CONFLICT), or an error (CTL_ERR_NOT_FOUND, the store). */
+__attribute__((warn_unused_result)) int ctl_deploy_cancel(struct store *st, const char *id,
+							  const char *actor, struct ctl_error *err);
+/* Is this deployment state final (succeeded, partial, failed, cancelled)? */
 bool ctl_deploy_state_final(const char *state);
 
 #endif

@@ -259,6 +259,27 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 		}
 	}
 
+	/* Cancelled: nothing more is sent; the plans running finish (a step is not cut off
+	 * halfway), then the deployment ends. */
+	if (dep->cancel_requested_ms) {
+		size_t sent = 0, skipped = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(nodes[i].state, "sent") == 0)
+				sent++;
+			else if (strcmp(nodes[i].state, "waiting") == 0 &&
+				 store_deploy_node_update(store, dep->id, nodes[i].node_id,
+							  "skipped", "deployment cancelled", NULL,
+							  now) == 1)
+				skipped++;
+		}
+		if (skipped)
+			log_info("deployment %s: cancelled; %zu nodes will not be sent the plan",
+				 dep->id, skipped);
+		if (sent == 0)
+			finish(dp, dep, "cancelled", "cancelled on request", cur);
+		goto out;
+	}
 	if (waiting > 0) {
 		struct deploy_pause *p = pause_find(dp, dep->id);
 

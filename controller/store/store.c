@@ -118,6 +118,8 @@ int store_q_vstart(struct store_conn *c, struct store_sql *q, sqlite3_stmt **ret
 
 			rc = v ? sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC)
 			       : sqlite3_bind_null(st, i);
+		} else if (*f == 'd') {
+			rc = sqlite3_bind_double(st, i, va_arg(ap, double));
 		} else {
 			rc = sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
 		}
@@ -205,7 +207,8 @@ int store_tx_commit(struct store_conn *c)
 }
 
 /* Copy a text column; NULL stays NULL. */
-int store_q_text(struct store_conn *c, struct store_sql *q, const char *key, char **ret)
+int store_q_row(struct store_conn *c, struct store_sql *q, const char *key,
+		int (*row)(sqlite3_stmt *st, void *ret), void *ret)
 {
 	sqlite3_stmt *st = NULL;
 	int r;
@@ -215,13 +218,23 @@ int store_q_text(struct store_conn *c, struct store_sql *q, const char *key, cha
 	if (r >= 0) {
 		r = store_q_step(c, st);
 		if (r == 1)
-			r = store_col_dup(st, 0, ret);
+			r = row(st, ret);
 		else if (r == 0)
 			r = -RY_E_NOT_FOUND;
 	}
 	store_q_end(st);
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+static int text_row(sqlite3_stmt *st, void *ret)
+{
+	return store_col_dup(st, 0, ret);
+}
+
+int store_q_text(struct store_conn *c, struct store_sql *q, const char *key, char **ret)
+{
+	return store_q_row(c, q, key, text_row, ret);
 }
 
 int store_col_dup(sqlite3_stmt *st, int col, char **ret)
@@ -348,56 +361,84 @@ static int pragma_text(struct store_conn *c, const char *sql, char *buf, size_t 
 	return r;
 }
 
-/* Apply each migration above the current version up to target, one transaction each. The
- * version is re-read inside the write transaction so that two processes opening the same
- * file do not both run a step. */
-static int migrate(struct store_conn *c, int target)
+/* Apply migration m when the database is one version below it, in one transaction. The
+ * version is re-read inside the write transaction so that two processes opening the same file
+ * do not both run a step. */
+static int migrate_one(struct store_conn *c, const struct store_migration *m)
 {
+	char sql[64];
 	int cur, rc, r;
 
-	for (size_t i = 0; i < store_migrations_count; i++) {
-		const struct store_migration *m = &store_migrations[i];
-		char sql[64];
-
-		if (m->version > target)
-			break;
-		r = store_tx_begin(c);
-		if (r < 0)
-			return r;
-		r = user_version_locked(c, &cur);
-		if (r < 0)
-			goto fail;
-		if (cur >= m->version) {
-			r = store_tx_commit(c);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		if (cur != m->version - 1) {
-			r = store_db_fail_msg(c, "schema version gap");
-			goto fail;
-		}
-		rc = sqlite3_exec(c->db, m->sql, NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			r = store_db_fail(c, rc, "migration");
-			goto fail;
-		}
-		/* PRAGMA takes no parameters; the value is a compiled-in constant. */
-		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", m->version);
-		rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			r = store_db_fail(c, rc, "set user_version");
-			goto fail;
-		}
-		r = store_tx_commit(c);
-		if (r < 0)
-			return r;
-		log_debug("store: migrated to schema version %d", m->version);
+	r = store_tx_begin(c);
+	if (r < 0)
+		return r;
+	r = user_version_locked(c, &cur);
+	if (r < 0)
+		goto fail;
+	if (cur >= m->version)
+		return store_tx_commit(c);
+	if (cur != m->version - 1) {
+		r = store_db_fail_msg(c, "schema version gap");
+		goto fail;
 	}
-	return 0;
+	rc = sqlite3_exec(c->db, m->sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		r = store_db_fail(c, rc, "migration");
+		goto fail;
+	}
+	/* A rebuilt table must leave every reference whole (foreign_key_check: no row). */
+	if (m->rebuilds) {
+		char fk[64];
+
+		r = pragma_text(c, "PRAGMA foreign_key_check", fk, sizeof(fk));
+		if (r >= 0 && fk[0])
+			r = store_db_fail_msg(c, "the migration broke a foreign key");
+		if (r < 0)
+			goto fail;
+	}
+	/* PRAGMA takes no parameters; the value is a compiled-in constant. */
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", m->version);
+	rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		r = store_db_fail(c, rc, "set user_version");
+		goto fail;
+	}
+	r = store_tx_commit(c);
+	if (r >= 0)
+		log_debug("store: migrated to schema version %d", m->version);
+	return r;
 fail:
 	store_tx_rollback(c);
 	return r;
+}
+
+/* Apply each migration above the current version up to target. One that rebuilds a table runs
+ * with foreign keys off (they cannot change inside a transaction), as SQLite's documentation
+ * of ALTER TABLE says to. */
+static int migrate(struct store_conn *c, int target)
+{
+	char buf[64];
+	int r;
+
+	for (size_t i = 0; i < store_migrations_count; i++) {
+		const struct store_migration *m = &store_migrations[i];
+
+		if (m->version > target)
+			break;
+		if (m->rebuilds &&
+		    (r = pragma_text(c, "PRAGMA foreign_keys = OFF", buf, sizeof(buf))) < 0)
+			return r;
+		r = migrate_one(c, m);
+		if (m->rebuilds) {
+			int r2 = pragma_text(c, "PRAGMA foreign_keys = ON", buf, sizeof(buf));
+
+			if (r >= 0)
+				r = r2;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* Open one connection of s to path and set its per-connection pragmas. */
@@ -591,4 +632,27 @@ int store_data_version(struct store *s, int64_t *ret)
 	store_q_end(st);
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+int store_cancel_request(struct store *s, struct store_sql *q, const char *id, const char *actor,
+			 const char *action, int64_t now_ms)
+{
+	struct store_conn *c = &s->w;
+	int changes = 0, r;
+
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto out;
+	r = store_q_exec(c, &changes, q, "tl", id, now_ms);
+	if (r >= 0 && changes && actor)
+		r = store_audit_locked(c, now_ms, actor, action, id, "requested", NULL);
+	if (r < 0) {
+		store_tx_rollback(c);
+		goto out;
+	}
+	r = store_tx_commit(c);
+out:
+	pthread_mutex_unlock(&c->lock);
+	return r < 0 ? r : changes > 0;
 }

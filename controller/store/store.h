@@ -13,7 +13,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -99,10 +99,33 @@ STORE_WUR int store_token_create_as(struct store *s, const char *actor, const ch
 				    int64_t ttl_ms, int uses, int64_t now_ms, char **ret_token);
 
 /* Read-only check of a token: on success *ret_cluster is the cluster it is bound to (caller
- * frees with free()); nothing is consumed. Errors: -RY_E_TOKEN_UNKNOWN, -RY_E_TOKEN_EXPIRED
- * (now_ms >= expiry), -RY_E_TOKEN_USED (no uses left; checked after expiry), -EINVAL, -RY_E_DB. */
+ * frees with free()); nothing is consumed. Errors: -RY_E_TOKEN_UNKNOWN, -RY_E_TOKEN_REVOKED
+ * (v10), -RY_E_TOKEN_EXPIRED (now_ms >= expiry), -RY_E_TOKEN_USED (no uses left; checked after
+ * expiry), -EINVAL, -RY_E_DB. */
 STORE_WUR int store_token_check(struct store *s, const char *token, int64_t now_ms,
 				char **ret_cluster);
+
+/* An enrollment token as listed: never the token; its id is the first 16 hex digits of the
+ * token's SHA-256 (what the audit rows name, 12 of them). */
+struct store_enroll_token {
+	char *id, *cluster;
+	int64_t created_at_ms, expires_at_ms, revoked_at_ms; /* revoked 0: not revoked */
+	int uses_left, uses_total;
+};
+/* The newest enrollment tokens (limit 0: 50), newest first (free with
+ * store_enroll_tokens_free()). */
+STORE_WUR int store_enroll_tokens_list(struct store *s, size_t limit,
+				       struct store_enroll_token **ret, size_t *ret_n);
+void store_enroll_tokens_free(struct store_enroll_token *v, size_t n);
+/* The public id of an enrollment token (what lists show): 0 or -RY_E_CRYPTO. */
+int store_enroll_token_id(const char *token, char out[17]);
+/* The cluster of the enrollment token whose id is id (caller frees): -RY_E_NOT_FOUND. */
+STORE_WUR int store_enroll_token_cluster(struct store *s, const char *id, char **ret_cluster);
+/* Revoke the enrollment token whose id is id (16 hex digits), audited as actor; an agent that
+ * presents it is refused "enrollment token revoked". 1 revoked, 0 it was revoked already,
+ * -RY_E_NOT_FOUND. */
+STORE_WUR int store_enroll_token_revoke(struct store *s, const char *id, const char *actor,
+					int64_t now_ms);
 
 /* Enroll a node, in ONE transaction: re-check the token (errors as store_token_check()),
  * decrement its uses, insert the node in state 'enrolled' and write the audit row 'node.enroll'
@@ -208,8 +231,9 @@ void store_audit_entries_free(struct store_audit_entry *e, size_t n);
 /* ---- Deployments (schema v3) ---------------------------------------------------------------
  * A deployment applies one playbook to the nodes of one cluster in batches. Deployment states:
  * pending -> running -> succeeded | partial (finished with tolerated failures) | failed (stopped,
- * reason says why). Node states: waiting -> sent -> succeeded | failed | unreachable, or
- * skipped (never sent because the rollout stopped). */
+ * reason says why) | cancelled (v10: a cancel was requested; the nodes it had not sent to are
+ * skipped, those running their plan finish it). Node states: waiting -> sent -> succeeded | failed
+ * | unreachable, or skipped (never sent because the rollout stopped). */
 
 /* What a new deployment records; all strings borrowed. */
 struct store_deployment_new {
@@ -228,9 +252,11 @@ struct store_deploy_target {
 struct store_deployment {
 	char *id, *cluster, *playbook_name, *playbook_version, *playbook_sha256;
 	char *policy_json, *state, *reason; /* reason NULL unless set */
+	char *actor;			    /* who made it ("" before v10) */
 	bool check_mode;
 	int current_batch;
 	int64_t created_at_ms, finished_at_ms; /* finished 0 while not finished */
+	int64_t cancel_requested_ms;	       /* 0: no cancel requested */
 };
 
 struct store_deploy_node {
@@ -258,6 +284,10 @@ void store_deployment_free(struct store_deployment *d);
 STORE_WUR int store_deployments_list(struct store *s, bool active_only, size_t limit,
 				     struct store_deployment ***ret, size_t *ret_n);
 void store_deployments_free(struct store_deployment **v, size_t n);
+/* Ask the rollout to cancel a pending or running deployment (audited as actor). 1 requested (or
+ * already), 0 it has ended, -RY_E_NOT_FOUND. */
+STORE_WUR int store_deployment_request_cancel(struct store *s, const char *id, const char *actor,
+					      int64_t now_ms);
 /* The exact playbook text of a deployment (caller frees). */
 STORE_WUR int store_deployment_playbook_text(struct store *s, const char *id, char **ret_text);
 /* Set state, reason (NULL keeps it) and current batch; a final state stamps finished_at. */
@@ -316,6 +346,8 @@ void store_step_results_free(struct store_step_result *v, size_t n);
 struct store_bench_run {
 	char *id, *kind, *transport, *client_node, *server_node, *server_address, *params_json;
 	char *campaign_id; /* NULL unless a campaign ordered it (v7) */
+	char *actor;	   /* who ordered it; NULL for a campaign's runs and before v10 */
+	char *cluster;	   /* the client node's cluster (NULL: the node is gone) */
 	char *state, *result_json, *server_result_json, *error; /* NULL until set */
 	int server_port;
 	int64_t deadline_ms, created_at_ms, finished_at_ms;
@@ -349,9 +381,10 @@ STORE_WUR int store_bench_update(struct store *s, const char *id, const char *st
 				 const char *result_json, const char *server_result_json,
 				 const char *error, int64_t now_ms);
 /* Ask for a run to be cancelled (the serving controller tells the agents and marks it
- * cancelled). 1: requested (or already requested), 0: the run has already finished,
- * -RY_E_NOT_FOUND: no such run. */
-STORE_WUR int store_bench_request_cancel(struct store *s, const char *id, int64_t now_ms);
+ * cancelled), audited as actor (NULL: the controller itself, not audited). 1: requested (or
+ * already requested), 0: the run has already finished, -RY_E_NOT_FOUND: no such run. */
+STORE_WUR int store_bench_request_cancel(struct store *s, const char *id, const char *actor,
+					 int64_t now_ms);
 
 /* ---- Validation campaigns (schema v7) --------------------------------------------------------
  * A campaign runs the tests of a playbook's validation section over a cluster's nodes. It stores
@@ -415,8 +448,10 @@ STORE_WUR int store_campaign_advance(struct store *s, const char *id, int test_i
  * row records it. 1 when it ended now, 0 when it had already ended. */
 STORE_WUR int store_campaign_finish(struct store *s, const char *id, const char *state,
 				    const char *verdict_json, const char *error, int64_t now_ms);
-/* Ask for a cancel: 1 requested (or already), 0 already finished, -RY_E_NOT_FOUND. */
-STORE_WUR int store_campaign_request_cancel(struct store *s, const char *id, int64_t now_ms);
+/* Ask for a cancel, audited as actor (NULL: not audited): 1 requested (or already), 0 already
+ * finished, -RY_E_NOT_FOUND. */
+STORE_WUR int store_campaign_request_cancel(struct store *s, const char *id, const char *actor,
+					    int64_t now_ms);
 
 /* Insert the rows of a round (state pending or missing, as given; other fields as given) and
  * stamp the campaign's round_started_at, in one transaction; rows that exist already are kept
@@ -446,6 +481,7 @@ struct store_bench_new {
 	const char *id, *kind, *transport, *client_node, *server_node, *params_json;
 	const char *server_address; /* NULL: the server node's address when it is sent */
 	int64_t deadline_ms;
+	const char *actor; /* who ordered it (audited by store_bench_create_new()); NULL: none */
 };
 STORE_WUR int store_campaign_row_start(struct store *s, const char *id, int test_idx, int round,
 				       int slot, const struct store_bench_new *b, int64_t now_ms);
@@ -493,6 +529,70 @@ void store_signoff_free(struct store_signoff *so);
 void store_signoffs_free(struct store_signoff **v, size_t n);
 /* The text of a stored playbook by its SHA-256 (caller frees). -RY_E_NOT_FOUND. */
 STORE_WUR int store_playbook_text_by_sha(struct store *s, const char *sha256, char **ret_text);
+
+/* ---- Revalidations (schema v10) ---------------------------------------------------------------
+ * A revalidation runs in the serving controller: pending -> configuring (a deployment of the
+ * playbook, check mode unless apply) -> validating (the baseline's campaign again, signed and
+ * compared with the baseline) -> signed (signoff_id, verdict) | failed (reason) | cancelled. */
+struct store_revalidation_new {
+	const char *id, *cluster, *baseline_id, *actor;
+	const char *playbook; /* the playbook to check or apply; NULL: the baseline's */
+	bool apply;
+	double tolerance_bw_pct, tolerance_lat_pct; /* >= 0; 0: the playbook's or default */
+};
+
+struct store_revalidation {
+	char *id, *cluster, *baseline_id, *playbook, *state, *actor;
+	char *reason, *deployment_id, *campaign_id, *signoff_id, *verdict; /* NULL until set */
+	bool apply;
+	double tolerance_bw_pct, tolerance_lat_pct;
+	int64_t cancel_requested_ms, created_at_ms, finished_at_ms; /* 0: not (yet) */
+};
+
+/* Is this revalidation state final (signed, failed, cancelled)? */
+bool store_revalidation_state_final(const char *state);
+/* Store a pending revalidation with an audit row, in one transaction. -RY_E_NOT_FOUND for an
+ * unknown cluster or a baseline that is not a sign-off of that cluster; -EINVAL for a missing or
+ * over-long field; nothing is stored on any error. */
+STORE_WUR int store_revalidation_create(struct store *s, const struct store_revalidation_new *n,
+					int64_t now_ms);
+STORE_WUR int store_revalidation_get(struct store *s, const char *id,
+				     struct store_revalidation **ret);
+/* active_only: those not ended, oldest first; otherwise the newest `limit` (0: 50). */
+STORE_WUR int store_revalidations_list(struct store *s, bool active_only, size_t limit,
+				       struct store_revalidation ***ret, size_t *ret_n);
+void store_revalidation_free(struct store_revalidation *v);
+void store_revalidations_free(struct store_revalidation **v, size_t n);
+/* Move a revalidation that has not ended to u->state; u's reason, deployment_id, campaign_id,
+ * signoff_id and verdict are set when not NULL. A final state stamps finished_at. 1 moved, 0 it
+ * had ended. */
+STORE_WUR int store_revalidation_update(struct store *s, const char *id,
+					const struct store_revalidation *u, int64_t now_ms);
+/* Ask for a cancel (audited as actor): 1 requested (or already), 0 it has ended,
+ * -RY_E_NOT_FOUND. */
+STORE_WUR int store_revalidation_request_cancel(struct store *s, const char *id, const char *actor,
+						int64_t now_ms);
+
+/* ---- Playbooks uploaded for a cluster (schema v10) --------------------------------------------
+ * The text is stored once by its SHA-256 (with deployments' and campaigns' playbooks); an upload
+ * records the cluster, who uploaded it and when (again: the newest). */
+struct store_playbook_upload {
+	char *cluster, *name, *version, *sha256, *actor;
+	size_t size; /* bytes of the text */
+	int64_t created_at_ms;
+};
+
+/* Store text (name, version, sha256 its own) as uploaded for cluster by actor, with an audit
+ * row, in one transaction. -RY_E_NOT_FOUND for an unknown cluster, -EINVAL for a bad field. */
+STORE_WUR int store_playbook_upload(struct store *s, const char *cluster, const char *name,
+				    const char *version, const char *sha256, const char *text,
+				    const char *actor, int64_t now_ms);
+/* The uploads of one playbook (sha256; every cluster it was uploaded for, by name), or the
+ * newest uploads (sha256 NULL; limit 0: 50). An array of *ret_n (free with
+ * store_playbook_uploads_free()). */
+STORE_WUR int store_playbook_uploads(struct store *s, const char *sha256, size_t limit,
+				     struct store_playbook_upload **ret, size_t *ret_n);
+void store_playbook_uploads_free(struct store_playbook_upload *v, size_t n);
 
 /* ---- API tokens (schema v9) ------------------------------------------------------------------
  * Bearer tokens of the REST API: "rya1.<id>.<secret>", id 16 hex digits (64 random bits, the

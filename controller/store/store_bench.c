@@ -14,7 +14,8 @@
 #define BENCH_COLUMNS                                                                              \
 	"SELECT id, kind, transport, client_node, server_node, server_address, params, state, "    \
 	"server_port, result, server_result, error, deadline_ms, created_at, finished_at, "        \
-	"cancel_requested_at, campaign_id FROM bench_runs "
+	"cancel_requested_at, campaign_id, actor, (SELECT c.name FROM nodes n JOIN clusters c "    \
+	"ON c.id = n.cluster_id WHERE n.id = bench_runs.client_node) FROM bench_runs "
 
 static struct store_sql SQL_BENCH_CANCEL =
 	STORE_SQL("UPDATE bench_runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?2) "
@@ -23,7 +24,8 @@ static struct store_sql SQL_BENCH_GET = STORE_SQL(BENCH_COLUMNS "WHERE id = ?1")
 static struct store_sql SQL_BENCH_INSERT =
 	STORE_SQL("INSERT INTO bench_runs (id, kind, transport, client_node, "
 		  "server_node, params, state, deadline_ms, created_at, campaign_id, "
-		  "server_address) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?10)");
+		  "server_address, actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, "
+		  "?10, ?11)");
 static struct store_sql SQL_BENCH_LIST =
 	STORE_SQL(BENCH_COLUMNS "ORDER BY created_at DESC, id LIMIT ?1");
 static struct store_sql SQL_BENCH_LIST_ACTIVE = STORE_SQL(
@@ -51,19 +53,20 @@ int store_bench_insert_locked(struct store_conn *c, const struct store_bench_new
 	    !store_text_ok(b->transport, STORE_TEXT_MAX) ||
 	    !store_text_ok(b->client_node, STORE_TEXT_MAX) ||
 	    !store_text_ok(b->server_node, STORE_TEXT_MAX) || !b->params_json ||
-	    b->deadline_ms <= 0 || (b->server_address && !store_text_ok(b->server_address, 300)))
+	    b->deadline_ms <= 0 || (b->server_address && !store_text_ok(b->server_address, 300)) ||
+	    (b->actor && !store_text_ok(b->actor, STORE_TEXT_MAX)))
 		return -EINVAL;
-	return store_q_exec(c, NULL, &SQL_BENCH_INSERT, "ttttttlltt", b->id, b->kind, b->transport,
+	return store_q_exec(c, NULL, &SQL_BENCH_INSERT, "ttttttllttt", b->id, b->kind, b->transport,
 			    b->client_node, b->server_node, b->params_json, b->deadline_ms, now_ms,
-			    campaign_id, b->server_address);
+			    campaign_id, b->server_address, b->actor);
 }
 
 int store_bench_create(struct store *s, const char *id, const char *kind, const char *transport,
 		       const char *client_node, const char *server_node, const char *params_json,
 		       int64_t deadline_ms, int64_t now_ms)
 {
-	struct store_bench_new b = {id,		 kind,	      transport, client_node,
-				    server_node, params_json, NULL,	 deadline_ms};
+	struct store_bench_new b = {id,		 kind, transport,   client_node, server_node,
+				    params_json, NULL, deadline_ms, NULL};
 	struct store_conn *c = &s->w;
 	int r;
 
@@ -83,7 +86,20 @@ int store_bench_create_new(struct store *s, const struct store_bench_new *b, int
 	if (!s || !b)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto out;
 	r = store_bench_insert_locked(c, b, NULL, now_ms);
+	/* A run someone ordered is audited; the campaigns' own runs are not (their campaign is). */
+	if (r >= 0 && b->actor)
+		r = store_audit_locked(c, now_ms, b->actor, "bench.create", b->id, "created",
+				       b->kind);
+	if (r < 0) {
+		store_tx_rollback(c);
+		goto out;
+	}
+	r = store_tx_commit(c);
+out:
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
@@ -104,6 +120,8 @@ void store_bench_run_free(struct store_bench_run *b)
 	free(b->server_result_json);
 	free(b->error);
 	free(b->campaign_id);
+	free(b->actor);
+	free(b->cluster);
 	free(b);
 }
 
@@ -129,7 +147,8 @@ static int bench_from_row(sqlite3_stmt *st, struct store_bench_run **ret)
 	    store_col_dup(st, 6, &b->params_json) < 0 || store_col_dup(st, 7, &b->state) < 0 ||
 	    store_col_dup(st, 9, &b->result_json) < 0 ||
 	    store_col_dup(st, 10, &b->server_result_json) < 0 ||
-	    store_col_dup(st, 11, &b->error) < 0 || store_col_dup(st, 16, &b->campaign_id) < 0) {
+	    store_col_dup(st, 11, &b->error) < 0 || store_col_dup(st, 16, &b->campaign_id) < 0 ||
+	    store_col_dup(st, 17, &b->actor) < 0 || store_col_dup(st, 18, &b->cluster) < 0) {
 		store_bench_run_free(b);
 		return -ENOMEM;
 	}
@@ -142,31 +161,16 @@ static int bench_from_row(sqlite3_stmt *st, struct store_bench_run **ret)
 	return 0;
 }
 
-int store_bench_get(struct store *s, const char *id, struct store_bench_run **ret)
-{
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	int r;
-
-	if (!s || !id || !ret)
-		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = store_q_start(c, &SQL_BENCH_GET, &st, "t", id);
-	if (r >= 0) {
-		r = store_q_step(c, st);
-		if (r == 1)
-			r = bench_from_row(st, ret);
-		else if (r == 0)
-			r = -RY_E_NOT_FOUND;
-	}
-	store_q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	return r;
-}
-
 static int bench_row(sqlite3_stmt *st, void *elem)
 {
 	return bench_from_row(st, elem);
+}
+
+int store_bench_get(struct store *s, const char *id, struct store_bench_run **ret)
+{
+	if (!s || !id || !ret)
+		return -EINVAL;
+	return store_q_row(&s->r, &SQL_BENCH_GET, id, bench_row, ret);
 }
 
 int store_bench_list(struct store *s, bool active_only, size_t limit, struct store_bench_run ***ret,
@@ -222,19 +226,16 @@ bool store_bench_state_final(const char *state)
 			 strcmp(state, "cancelled") == 0);
 }
 
-int store_bench_request_cancel(struct store *s, const char *id, int64_t now_ms)
+int store_bench_request_cancel(struct store *s, const char *id, const char *actor, int64_t now_ms)
 {
-	struct store_conn *c = &s->w;
 	struct store_bench_run *b = NULL;
-	int changes = 0, r;
+	int r;
 
 	if (!s || !id)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = store_q_exec(c, &changes, &SQL_BENCH_CANCEL, "tl", id, now_ms);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0 || changes > 0)
-		return r < 0 ? r : 1;
+	r = store_cancel_request(s, &SQL_BENCH_CANCEL, id, actor, "bench.cancel", now_ms);
+	if (r != 0)
+		return r;
 	/* Nothing moved: finished, or no such run. */
 	r = store_bench_get(s, id, &b);
 	store_bench_run_free(b);

@@ -312,14 +312,15 @@ int store_campaign_finish(struct store *s, const char *id, const char *state,
 	return changes > 0 ? 1 : 0;
 }
 
-int store_campaign_request_cancel(struct store *s, const char *id, int64_t now_ms)
+int store_campaign_request_cancel(struct store *s, const char *id, const char *actor,
+				  int64_t now_ms)
 {
 	struct store_campaign *m = NULL;
 	int r;
 
 	if (!s || !id)
 		return -EINVAL;
-	r = update1(s, &SQL_CAMPAIGN_CANCEL, "tl", id, now_ms);
+	r = store_cancel_request(s, &SQL_CAMPAIGN_CANCEL, id, actor, "campaign.cancel", now_ms);
 	if (r != 0)
 		return r;
 	/* Nothing moved: finished, or no such campaign. */

@@ -17,14 +17,20 @@
 /* Columns read by deployment_from_row(), in this order. */
 #define DEPLOY_COLUMNS                                                                             \
 	"SELECT d.id, c.name, p.name, p.version, p.sha256, d.check_mode, d.policy, d.state, "      \
-	"d.reason, d.current_batch, d.created_at, d.finished_at "                                  \
+	"d.reason, d.current_batch, d.created_at, d.finished_at, d.actor, "                        \
+	"d.cancel_requested_at "                                                                   \
 	"FROM deployments d JOIN clusters c ON c.id = d.cluster_id "                               \
 	"JOIN playbooks p ON p.id = d.playbook_id "
 
 static struct store_sql SQL_DEPLOY_GET = STORE_SQL(DEPLOY_COLUMNS "WHERE d.id = ?1");
 static struct store_sql SQL_DEPLOY_INSERT =
 	STORE_SQL("INSERT INTO deployments (id, cluster_id, playbook_id, check_mode, "
-		  "policy, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)");
+		  "policy, state, created_at, actor) "
+		  "VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7)");
+static struct store_sql SQL_DEPLOY_CANCEL =
+	STORE_SQL("UPDATE deployments SET cancel_requested_at = "
+		  "COALESCE(cancel_requested_at, ?2) "
+		  "WHERE id = ?1 AND state IN ('pending', 'running')");
 static struct store_sql SQL_DEPLOY_LIST =
 	STORE_SQL(DEPLOY_COLUMNS "ORDER BY d.created_at DESC, d.id LIMIT ?1");
 static struct store_sql SQL_DEPLOY_LIST_ACTIVE =
@@ -103,8 +109,8 @@ static void step_results_free_v(void *v, size_t n)
 
 static bool deploy_state_ok(const char *st)
 {
-	static const char *const states[] = {"pending", "running", "succeeded", "partial",
-					     "failed"};
+	static const char *const states[] = {"pending", "running", "succeeded",
+					     "partial", "failed",  "cancelled"};
 
 	for (size_t i = 0; st && i < RY_ARRAY_SIZE(states); i++)
 		if (strcmp(st, states[i]) == 0)
@@ -171,8 +177,8 @@ int store_deployment_create(struct store *s, const struct store_deployment_new *
 					      &playbook_id);
 	if (r < 0)
 		goto fail;
-	r = store_q_exec(c, NULL, &SQL_DEPLOY_INSERT, "tllltl", d->id, cluster_id, playbook_id,
-			 (int64_t)d->check_mode, d->policy_json, now_ms);
+	r = store_q_exec(c, NULL, &SQL_DEPLOY_INSERT, "tllltlt", d->id, cluster_id, playbook_id,
+			 (int64_t)d->check_mode, d->policy_json, now_ms, d->actor);
 	for (size_t i = 0; r >= 0 && i < n; i++)
 		r = store_q_exec(c, NULL, &SQL_DEPLOY_NODE_INSERT, "tttl", d->id,
 				 targets[i].node_id, targets[i].hostname,
@@ -204,6 +210,7 @@ void store_deployment_free(struct store_deployment *d)
 	free(d->policy_json);
 	free(d->state);
 	free(d->reason);
+	free(d->actor);
 	free(d);
 }
 
@@ -227,7 +234,7 @@ static int deployment_from_row(sqlite3_stmt *st, struct store_deployment **ret)
 	    store_col_dup(st, 3, &d->playbook_version) < 0 ||
 	    store_col_dup(st, 4, &d->playbook_sha256) < 0 ||
 	    store_col_dup(st, 6, &d->policy_json) < 0 || store_col_dup(st, 7, &d->state) < 0 ||
-	    store_col_dup(st, 8, &d->reason) < 0) {
+	    store_col_dup(st, 8, &d->reason) < 0 || store_col_dup(st, 12, &d->actor) < 0) {
 		store_deployment_free(d);
 		return -ENOMEM;
 	}
@@ -235,35 +242,21 @@ static int deployment_from_row(sqlite3_stmt *st, struct store_deployment **ret)
 	d->current_batch = sqlite3_column_int(st, 9);
 	d->created_at_ms = sqlite3_column_int64(st, 10);
 	d->finished_at_ms = sqlite3_column_int64(st, 11);
+	d->cancel_requested_ms = sqlite3_column_int64(st, 13);
 	*ret = d;
 	return 0;
-}
-
-int store_deployment_get(struct store *s, const char *id, struct store_deployment **ret)
-{
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	int r;
-
-	if (!s || !id || !ret)
-		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = store_q_start(c, &SQL_DEPLOY_GET, &st, "t", id);
-	if (r >= 0) {
-		r = store_q_step(c, st);
-		if (r == 1)
-			r = deployment_from_row(st, ret);
-		else if (r == 0)
-			r = -RY_E_NOT_FOUND;
-	}
-	store_q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	return r;
 }
 
 static int deployment_row(sqlite3_stmt *st, void *elem)
 {
 	return deployment_from_row(st, elem);
+}
+
+int store_deployment_get(struct store *s, const char *id, struct store_deployment **ret)
+{
+	if (!s || !id || !ret)
+		return -EINVAL;
+	return store_q_row(&s->r, &SQL_DEPLOY_GET, id, deployment_row, ret);
 }
 
 int store_deployments_list(struct store *s, bool active_only, size_t limit,
@@ -278,6 +271,23 @@ int store_deployments_list(struct store *s, bool active_only, size_t limit,
 	return store_q_list(&s->r, &SQL_DEPLOY_LIST, sizeof(struct store_deployment *),
 			    deployment_row, deployments_free_v, (void **)ret, ret_n, "l",
 			    (int64_t)(limit ? limit : 50));
+}
+
+int store_deployment_request_cancel(struct store *s, const char *id, const char *actor,
+				    int64_t now_ms)
+{
+	struct store_deployment *d = NULL;
+	int r;
+
+	if (!s || !id || !actor)
+		return -EINVAL;
+	r = store_cancel_request(s, &SQL_DEPLOY_CANCEL, id, actor, "deploy.cancel", now_ms);
+	if (r != 0)
+		return r;
+	/* Nothing moved: it has ended, or there is no such deployment. */
+	r = store_deployment_get(s, id, &d);
+	store_deployment_free(d);
+	return r < 0 ? r : 0;
 }
 
 int store_deployment_playbook_text(struct store *s, const char *id, char **ret_text)

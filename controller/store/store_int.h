@@ -52,8 +52,8 @@ int store_db_fail(struct store_conn *c, int rc, const char *what);
 int store_db_fail_msg(struct store_conn *c, const char *msg);
 
 /* Statement q, prepared on c once and cached, with parameters bound from fmt: 't' const char *
- * (NULL binds NULL), 'l' int64_t. Text is bound SQLITE_STATIC: the caller keeps it alive until
- * store_q_end(). Caller holds c->lock. */
+ * (NULL binds NULL), 'l' int64_t, 'd' double. Text is bound SQLITE_STATIC: the caller keeps it
+ * alive until store_q_end(). Caller holds c->lock. */
 int store_q_vstart(struct store_conn *c, struct store_sql *q, sqlite3_stmt **ret, const char *fmt,
 		   va_list ap);
 int store_q_start(struct store_conn *c, struct store_sql *q, sqlite3_stmt **ret, const char *fmt,
@@ -75,6 +75,10 @@ int store_q_list(struct store_conn *c, struct store_sql *q, size_t esz,
 int store_tx_begin(struct store_conn *c);
 void store_tx_rollback(struct store_conn *c);
 int store_tx_commit(struct store_conn *c);
+/* The first row q (one text parameter: key) gives, turned into *ret by row(), on c under its
+ * lock: -RY_E_NOT_FOUND when there is no row. */
+int store_q_row(struct store_conn *c, struct store_sql *q, const char *key,
+		int (*row)(sqlite3_stmt *st, void *ret), void *ret);
 /* The first column of the first row q (one text parameter: key) gives, copied into *ret, on
  * c under its lock: -RY_E_NOT_FOUND when there is no row. */
 int store_q_text(struct store_conn *c, struct store_sql *q, const char *key, char **ret);
@@ -85,6 +89,12 @@ bool store_text_ok(const char *v, size_t max);
 /* Append an audit row inside the caller's transaction (store_audit.c). */
 int store_audit_locked(struct store_conn *c, int64_t now_ms, const char *actor, const char *action,
 		       const char *target, const char *outcome, const char *detail);
+
+/* Ask for a cancel: q (parameters id, now_ms) stamps the row while it has not ended; when it
+ * did and actor is not NULL, an audit row (action, "requested") goes in the same transaction.
+ * 1 stamped (or already), 0 nothing moved (ended, or no such row: the caller tells which). */
+int store_cancel_request(struct store *s, struct store_sql *q, const char *id, const char *actor,
+			 const char *action, int64_t now_ms);
 
 /* SHA-256 of a token (or of a token's secret) as lower-case hex into out: the only form in
  * which enrollment and API tokens are stored (store_nodes.c). 0 or -RY_E_CRYPTO. */
@@ -107,6 +117,7 @@ int store_bench_insert_locked(struct store_conn *c, const struct store_bench_new
 struct store_migration {
 	int version;
 	const char *sql;
+	bool rebuilds; /* rebuilds a table: runs with foreign keys off, checked before commit */
 };
 
 /* Ordered migrations 1..STORE_SCHEMA_VERSION; store_migrations[i].version == i + 1. */

@@ -269,10 +269,73 @@ static const char migration_v9[] =
 	");"
 	"CREATE UNIQUE INDEX api_tokens_live_name ON api_tokens (name) WHERE revoked_at IS NULL;";
 
+/* v10: deployments can be cancelled and remember who made them; revalidations run in the
+ * serving controller; playbooks are uploaded for a cluster (cluster_playbooks); enrollment tokens
+ * can be revoked; a benchmark run remembers who ordered it. SQLite cannot change a CHECK constraint
+ * in place, so deployments is rebuilt (the documented twelve steps: this migration runs with
+ * foreign keys off, and foreign_key_check must find nothing before it commits). A deployment's
+ * actor is carried over from the audit row that created it. */
+static const char migration_v10[] =
+	"CREATE TABLE deployments_v10 ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  playbook_id INTEGER NOT NULL REFERENCES playbooks(id),"
+	"  check_mode INTEGER NOT NULL,"
+	"  policy TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'succeeded', 'partial',"
+	"    'failed', 'cancelled')),"
+	"  reason TEXT,"
+	"  current_batch INTEGER NOT NULL DEFAULT 0,"
+	"  actor TEXT NOT NULL DEFAULT '',"
+	"  cancel_requested_at INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  finished_at INTEGER"
+	");"
+	"INSERT INTO deployments_v10 (id, cluster_id, playbook_id, check_mode, policy, state,"
+	"  reason, current_batch, actor, created_at, finished_at)"
+	"  SELECT d.id, d.cluster_id, d.playbook_id, d.check_mode, d.policy, d.state, d.reason,"
+	"  d.current_batch, COALESCE((SELECT a.actor FROM audit_log a WHERE a.target = d.id"
+	"  AND a.action IN ('deploy.check', 'deploy.apply') ORDER BY a.id LIMIT 1), ''),"
+	"  d.created_at, d.finished_at FROM deployments d;"
+	"DROP TABLE deployments;"
+	"ALTER TABLE deployments_v10 RENAME TO deployments;"
+	"CREATE INDEX deployments_state ON deployments (state);"
+	"CREATE TABLE revalidations ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  baseline_id TEXT NOT NULL REFERENCES signoffs(id),"
+	"  playbook TEXT,"
+	"  apply INTEGER NOT NULL,"
+	"  tolerance_bw REAL NOT NULL,"
+	"  tolerance_lat REAL NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'configuring', 'validating', 'signed',"
+	"    'failed', 'cancelled')),"
+	"  reason TEXT,"
+	"  deployment_id TEXT REFERENCES deployments(id),"
+	"  campaign_id TEXT REFERENCES campaigns(id),"
+	"  signoff_id TEXT REFERENCES signoffs(id),"
+	"  verdict TEXT,"
+	"  actor TEXT NOT NULL,"
+	"  cancel_requested_at INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  finished_at INTEGER"
+	");"
+	"CREATE INDEX revalidations_state ON revalidations (state);"
+	"CREATE TABLE cluster_playbooks ("
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  playbook_id INTEGER NOT NULL REFERENCES playbooks(id),"
+	"  actor TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (cluster_id, playbook_id)"
+	");"
+	"ALTER TABLE enroll_tokens ADD COLUMN revoked_at INTEGER;"
+	"ALTER TABLE bench_runs ADD COLUMN actor TEXT;";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1}, {2, migration_v2}, {3, migration_v3},
-	{4, migration_v4}, {5, migration_v5}, {6, migration_v6},
-	{7, migration_v7}, {8, migration_v8}, {9, migration_v9},
+	{1, migration_v1, false},  {2, migration_v2, false}, {3, migration_v3, false},
+	{4, migration_v4, false},  {5, migration_v5, false}, {6, migration_v6, false},
+	{7, migration_v7, false},  {8, migration_v8, false}, {9, migration_v9, false},
+	{10, migration_v10, true},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

@@ -68,9 +68,20 @@ static struct store_sql SQL_REVOKED_INSERT =
 	STORE_SQL("INSERT OR IGNORE INTO revoked_certs (serial, node_id, revoked_at) "
 		  "VALUES (?1, ?2, ?3)");
 static struct store_sql SQL_TOKEN_GET =
-	STORE_SQL("SELECT t.id, t.cluster_id, c.name, t.expires_at, t.uses_left "
+	STORE_SQL("SELECT t.id, t.cluster_id, c.name, t.expires_at, t.uses_left, t.revoked_at "
 		  "FROM enroll_tokens t JOIN clusters c ON c.id = t.cluster_id "
 		  "WHERE t.token_hash = ?1");
+/* A token's public id is the first 16 hex digits of its hash (the audit rows name 12). */
+static struct store_sql SQL_TOKEN_LIST =
+	STORE_SQL("SELECT substr(t.token_hash, 1, 16), c.name, t.created_at, t.expires_at, "
+		  "t.uses_left, t.uses_total, t.revoked_at FROM enroll_tokens t "
+		  "JOIN clusters c ON c.id = t.cluster_id ORDER BY t.created_at DESC, t.id DESC "
+		  "LIMIT ?1");
+static struct store_sql SQL_TOKEN_FIND =
+	STORE_SQL("SELECT t.id, c.name, t.revoked_at FROM enroll_tokens t "
+		  "JOIN clusters c ON c.id = t.cluster_id WHERE t.token_hash LIKE ?1 || '%'");
+static struct store_sql SQL_TOKEN_REVOKE =
+	STORE_SQL("UPDATE enroll_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL");
 static struct store_sql SQL_TOKEN_INSERT =
 	STORE_SQL("INSERT INTO enroll_tokens (cluster_id, token_hash, created_at, "
 		  "expires_at, uses_left, uses_total) VALUES (?1, ?2, ?3, ?4, ?5, ?5)");
@@ -275,6 +286,10 @@ static int token_lookup_locked(struct store_conn *c, const char *token, int64_t 
 		goto out;
 	if (r == 0) {
 		r = -RY_E_TOKEN_UNKNOWN;
+		goto out;
+	}
+	if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+		r = -RY_E_TOKEN_REVOKED;
 		goto out;
 	}
 	if (now_ms >= sqlite3_column_int64(st, 3)) {
@@ -790,4 +805,133 @@ int store_cert_is_revoked(struct store *s, const char *serial_hex)
 	store_q_end(st);
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+/* ---- enrollment tokens: list and revoke ------------------------------------------------------ */
+
+void store_enroll_tokens_free(struct store_enroll_token *v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].id);
+		free(v[i].cluster);
+	}
+	free(v);
+}
+
+static void enroll_tokens_free_v(void *v, size_t n)
+{
+	store_enroll_tokens_free(v, n);
+}
+
+static int enroll_token_row(sqlite3_stmt *st, void *elem)
+{
+	struct store_enroll_token *t = elem;
+
+	if (store_col_dup(st, 0, &t->id) < 0 || store_col_dup(st, 1, &t->cluster) < 0)
+		return -ENOMEM;
+	t->created_at_ms = sqlite3_column_int64(st, 2);
+	t->expires_at_ms = sqlite3_column_int64(st, 3);
+	t->uses_left = sqlite3_column_int(st, 4);
+	t->uses_total = sqlite3_column_int(st, 5);
+	t->revoked_at_ms = sqlite3_column_int64(st, 6);
+	return 0;
+}
+
+int store_enroll_tokens_list(struct store *s, size_t limit, struct store_enroll_token **ret,
+			     size_t *ret_n)
+{
+	if (!s || !ret || !ret_n)
+		return -EINVAL;
+	return store_q_list(&s->r, &SQL_TOKEN_LIST, sizeof(struct store_enroll_token),
+			    enroll_token_row, enroll_tokens_free_v, (void **)ret, ret_n, "l",
+			    (int64_t)(limit ? limit : 50));
+}
+
+static bool hex16(const char *id)
+{
+	size_t i;
+
+	for (i = 0; id[i]; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return false;
+	return i == 16;
+}
+
+int store_enroll_token_cluster(struct store *s, const char *id, char **ret_cluster)
+{
+	struct store_conn *c = &s->r;
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !id || !ret_cluster)
+		return -EINVAL;
+	if (!hex16(id))
+		return -RY_E_NOT_FOUND;
+	pthread_mutex_lock(&c->lock);
+	r = store_q_start(c, &SQL_TOKEN_FIND, &st, "t", id);
+	if (r >= 0) {
+		r = store_q_step(c, st);
+		r = r == 1 ? store_col_dup(st, 1, ret_cluster) : r == 0 ? -RY_E_NOT_FOUND : r;
+	}
+	store_q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int store_enroll_token_revoke(struct store *s, const char *id, const char *actor, int64_t now_ms)
+{
+	struct store_conn *c = &s->w;
+	sqlite3_stmt *st = NULL;
+	int64_t row = 0;
+	bool revoked = false;
+	char *cluster = NULL;
+	int changes = 0, r;
+
+	if (!s || !id || !store_text_ok(actor, STORE_TEXT_MAX))
+		return -EINVAL;
+	if (!hex16(id))
+		return -RY_E_NOT_FOUND;
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto out;
+	r = store_q_start(c, &SQL_TOKEN_FIND, &st, "t", id);
+	if (r >= 0) {
+		r = store_q_step(c, st);
+		if (r == 1) {
+			row = sqlite3_column_int64(st, 0);
+			revoked = sqlite3_column_type(st, 2) != SQLITE_NULL;
+			r = store_col_dup(st, 1, &cluster);
+		} else if (r == 0) {
+			r = -RY_E_NOT_FOUND;
+		}
+	}
+	store_q_end(st);
+	if (r >= 0 && !revoked)
+		r = store_q_exec(c, &changes, &SQL_TOKEN_REVOKE, "ll", row, now_ms);
+	if (r >= 0 && changes)
+		r = store_audit_locked(c, now_ms, actor, "token.revoke", cluster, "revoked", id);
+	if (r < 0) {
+		store_tx_rollback(c);
+		goto out;
+	}
+	r = store_tx_commit(c);
+out:
+	pthread_mutex_unlock(&c->lock);
+	free(cluster);
+	return r < 0 ? r : changes > 0;
+}
+
+int store_enroll_token_id(const char *token, char out[17])
+{
+	char hash[2 * 32 + 1];
+	int r = store_token_hash(token, hash);
+
+	if (r < 0)
+		return r;
+	memcpy(out, hash, 16);
+	out[16] = '\0';
+	return 0;
 }

@@ -43,7 +43,7 @@ check "an integrator token scoped to cluster it" test -n "$INT"
 # ---- the flow, as the integrator --------------------------------------------------------------
 check "enrollment token through the API: 201" test "$(api POST /api/v1/enrollment-tokens "$INT" \
 	'{"cluster":"it","uses":3,"ttl_ms":600000}')" = 201
-TOKEN=$(body .token) FP=$(body .ca_fingerprint)
+TOKEN=$(body .token) FP=$(body .ca_fingerprint) ETID=$(body .id)
 for n in a:h200-ib b:h200-roce c:h200-ib-2; do
 	enroll "${n%%:*}" "$FIXTURES/${n#*:}" || die "enroll ${n%%:*}"
 	start_agent "${n%%:*}" "$FIXTURES/${n#*:}"
@@ -67,6 +67,7 @@ CAMP=$(body .id)
 camp_ended() { api GET "/api/v1/campaigns/$CAMP" "$INT" >/dev/null && [ "$(body .state)" != running ]; }
 check "  it ends" wait_for 120 camp_ended
 check "  passed" test "$(body .state)" = passed
+[ "$(body .state)" = passed ] || echo "  campaign: $(jq -c '{state, error, verdict}' "$T/body" | head -c 3000)"
 signed() { api GET "/api/v1/signoffs?cluster=it" "$INT" >/dev/null &&
 	[ "$(body '.items | length')" -ge 1 ]; }
 check "  and was signed" wait_for 30 signed
@@ -80,6 +81,121 @@ check "the downloaded sign-off verifies with stock openssl" openssl cms -verify 
 	-purpose any -out /dev/null
 check "  and offline" "$CTL" signoff verify "$T/signoff.json" "$T/signoff.p7s" --ca "$T/ca.pem"
 check "the page is the page" grep -q "openssl cms -verify" "$T/signoff.html"
+OPR=$(mktoken operator operator '["it"]')
+
+# ---- playbooks: check, upload, list, read ------------------------------------------------------
+check "a playbook checks: 200" test "$(api POST /api/v1/playbooks/check "$INT" "{\"playbook\":$pbjson}")" = 200
+check "  valid, with its steps" jqt '.valid == true and .name == "tcp-baseline" and (.steps | length) >= 1' "$T/body"
+check "  nothing was stored" bash -c "curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' \
+	'$URL/api/v1/playbooks' | jq -e '.items == []' >/dev/null"
+check "  rendered with a node's facts: the plan for that node" test "$(api POST /api/v1/playbooks/check "$INT" \
+	"{\"playbook\":$pbjson,\"node\":\"$NODE\"}")" = 200
+check "  the plan names the node" jqt --arg n "$NODE" '.plan.node == $n and (.plan.steps | length) >= 1' "$T/body"
+check "a playbook with an error: 400 invalid_playbook, line and column" test "$(api POST /api/v1/playbooks/check "$INT" \
+	'{"playbook":"name: x\nversion: 1\nsteps:\n  - name: a\n    type: nosuchstep\n"}')" = 400
+check "  details with line and column" jqt '.error.code == "invalid_playbook" and
+	(.error.details | length) >= 1 and .error.details[0].line == 5' "$T/body"
+check "upload a playbook for cluster it: 201" test "$(api POST /api/v1/playbooks "$INT" \
+	"{\"cluster\":\"it\",\"playbook\":$pbjson}")" = 201
+PBSHA=$(body .sha256)
+check "  its SHA-256 is the text's" test "$PBSHA" = "$(sha256sum <"$PB" | cut -d' ' -f1)"
+check "  listed" bash -c "curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' '$URL/api/v1/playbooks?cluster=it' |
+	jq -e --arg s '$PBSHA' 'any(.items[]; .sha256 == \$s and .actor != \"\")' >/dev/null"
+check "  read back byte for byte" bash -c "curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' \
+	'$URL/api/v1/playbooks/$PBSHA' | jq -j .text | cmp -s - '$PB'"
+check "  audited" bash -c "'$CTL' audit --limit 200 --state-dir '$T/ctl' | grep -q 'playbook.upload'"
+
+# ---- benchmark runs ------------------------------------------------------------------------------
+api GET "/api/v1/nodes?cluster=it" "$INT" >/dev/null
+N1=$(body '.items[0].hostname') N2=$(body '.items[1].hostname')
+check "a benchmark run over the API: 201" test "$(api POST /api/v1/bench-runs "$OPR" \
+	"{\"cluster\":\"it\",\"from\":\"$N1\",\"to\":\"$N2\",\"kind\":\"lat\",\"transport\":\"tcp\",\"iters\":200}")" = 201
+BR=$(body .id)
+check "  of cluster it, ordered by the operator" jqt '.cluster == "it" and (.actor | startswith("api:operator"))' "$T/body"
+br_done() { api GET "/api/v1/bench-runs/$BR" "$OPR" >/dev/null && [ "$(body .state)" = succeeded ]; }
+check "  it succeeds, with a result" wait_for 60 br_done
+check "  200 samples, p50 latency measured" jqt '.result.results[0].latency.count == 200 and
+	.result.results[0].latency.p50 > 0' "$T/body"
+check "  cancelling it now: 409" test "$(api POST "/api/v1/bench-runs/$BR/cancel" "$OPR")" = 409
+check "a bad transport: 400 naming it" test "$(api POST /api/v1/bench-runs "$OPR" \
+	"{\"cluster\":\"it\",\"from\":\"$N1\",\"to\":\"$N2\",\"transport\":\"carrier-pigeon\"}")" = 400
+check "  the body says transport" test "$(body .error.field)" = transport
+check "a node twice: 400" test "$(api POST /api/v1/bench-runs "$OPR" \
+	"{\"cluster\":\"it\",\"from\":\"$N1\",\"to\":\"$N1\"}")" = 400
+check "a viewer may not order one: 403" test "$(api POST /api/v1/bench-runs "$(mktoken viewer viewer '["it"]')" \
+	"{\"cluster\":\"it\",\"from\":\"$N1\",\"to\":\"$N2\"}")" = 403
+
+# ---- enrollment tokens: listed (never the token), revoked ---------------------------------------
+check "enrollment tokens are listed by id, used up, without the token" bash -c "
+	curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' '$URL/api/v1/enrollment-tokens' >'$T/et.json'
+	jq -e --arg id '$ETID' 'any(.items[]; .id == \$id and .state == \"used\" and .uses_left == 0 and
+		.uses_total == 3)' '$T/et.json' >/dev/null && ! grep -q '$TOKEN' '$T/et.json'"
+api POST /api/v1/enrollment-tokens "$INT" '{"cluster":"it","uses":5}' >/dev/null
+T2=$(body .token) T2ID=$(body .id)
+check "a token revoked: 200" test "$(api DELETE "/api/v1/enrollment-tokens/$T2ID" "$INT")" = 200
+check "  listed as revoked" bash -c "curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' \
+	'$URL/api/v1/enrollment-tokens' | jq -e --arg id '$T2ID' 'any(.items[]; .id == \$id and .state == \"revoked\")' >/dev/null"
+check "  an agent presenting it is refused, saying so" bash -c "
+	! '$AGENT' enroll --controller '$ADDR' --token '$T2' --ca-fingerprint '$FP' --state-dir '$T/x' \
+		--sysroot '$FIXTURES/h200-ib' >'$T/x.enroll.log' 2>&1 && grep -q 'revoked' '$T/x.enroll.log'"
+check "an unknown token id: 404" test "$(api DELETE /api/v1/enrollment-tokens/0000000000000000 "$INT")" = 404
+
+# ---- revalidation and cancels, run by the serving controller ---------------------------------
+check "an operator may not apply a configuration: 403 naming apply" bash -c "
+	[ \"\$(curl -s -o '$T/rv.err' -w '%{http_code}' --cacert '$CA' -H 'Authorization: Bearer $OPR' \
+		-H 'Content-Type: application/json' -d '{\"cluster\":\"it\",\"baseline\":\"$SO\",\"apply\":true}' \
+		'$URL/api/v1/revalidations')\" = 403 ] && jq -e '.error.field == \"apply\"' '$T/rv.err' >/dev/null"
+check "an unknown baseline: 404 naming it" test "$(api POST /api/v1/revalidations "$OPR" \
+	'{"cluster":"it","baseline":"so-00000000"}')" = 404
+check "  the body says baseline" test "$(body .error.field)" = baseline
+check "a tolerance out of range: 400 naming it" test "$(api POST /api/v1/revalidations "$OPR" \
+	"{\"cluster\":\"it\",\"baseline\":\"$SO\",\"tolerance_bw_pct\":-1}")" = 400
+check "  the body says tolerance_bw_pct" test "$(body .error.field)" = tolerance_bw_pct
+check "an operator revalidates against the sign-off: 201" test "$(api POST /api/v1/revalidations "$OPR" \
+	"{\"cluster\":\"it\",\"baseline\":\"$SO\",\"tolerance_bw_pct\":1000,\"tolerance_lat_pct\":1000}")" = 201
+RV=$(body .id)
+check "  pending, in check mode" jqt '.state == "pending" and .apply == false and .actor != ""' "$T/body"
+rv_ended() { api GET "/api/v1/revalidations/$RV" "$OPR" >/dev/null &&
+	case "$(body .state)" in signed | failed | cancelled) true ;; *) false ;; esac; }
+check "  the controller runs it to its end" wait_for 180 rv_ended
+cp "$T/body" "$T/rv.json"
+check "  signed, with the deployment, campaign and sign-off it made" jqt '.state == "signed" and
+	(.deployment | startswith("d-")) and (.campaign | startswith("c-")) and
+	(.signoff | startswith("so-")) and .verdict == "pass"' "$T/rv.json"
+jqt '.verdict == "pass"' "$T/rv.json" || echo "  revalidation: $(jq -c . "$T/rv.json")"
+RVDEP=$(body .deployment) RVSO=$(body .signoff)
+check "  its deployment was in check mode" bash -c "
+	curl -s --cacert '$CA' -H 'Authorization: Bearer $OPR' '$URL/api/v1/deployments/$RVDEP' |
+		jq -e '.check_mode == true and .state == \"succeeded\"' >/dev/null"
+check "  its sign-off is a revalidation against the baseline" bash -c "
+	curl -s --cacert '$CA' -H 'Authorization: Bearer $OPR' '$URL/api/v1/signoffs/$RVSO' |
+		jq -e '.kind == \"revalidation\" and .baseline == \"$SO\"' >/dev/null"
+check "a revalidation cancelled at once ends cancelled" bash -c "
+	id=\$(curl -s --cacert '$CA' -H 'Authorization: Bearer $OPR' -H 'Content-Type: application/json' \
+		-d '{\"cluster\":\"it\",\"baseline\":\"$SO\"}' '$URL/api/v1/revalidations' | jq -r .id)
+	[ \"\$(curl -s -o /dev/null -w '%{http_code}' -X POST --cacert '$CA' -H 'Authorization: Bearer $OPR' \
+		\"$URL/api/v1/revalidations/\$id/cancel\")\" = 202 ] || exit 1
+	for i in \$(seq 100); do
+		st=\$(curl -s --cacert '$CA' -H 'Authorization: Bearer $OPR' \"$URL/api/v1/revalidations/\$id\" | jq -r .state)
+		[ \"\$st\" = cancelled ] && exit 0; sleep 0.1
+	done; exit 1"
+# A deployment held between batches by its pause, then cancelled: the rest is never sent.
+check "a deployment in batches of one with a long pause: 201" test "$(api POST /api/v1/deployments "$INT" \
+	"{\"cluster\":\"it\",\"playbook\":$pbjson,\"check\":true,\"batch\":\"1\",\"canary\":0,\"pause_ms\":600000}")" = 201
+CDEP=$(body .id)
+first_done() { api GET "/api/v1/deployments/$CDEP" "$INT" >/dev/null &&
+	jq -e '[.nodes[] | select(.state == "succeeded")] | length == 1' "$T/body" >/dev/null; }
+check "  its first batch ends, the pause holds the rest" wait_for 60 first_done
+check "  an operator may not cancel what an integrator started: 403" \
+	test "$(api POST "/api/v1/deployments/$CDEP/cancel" "$OPR")" = 403
+check "  the integrator cancels it: 202" test "$(api POST "/api/v1/deployments/$CDEP/cancel" "$INT")" = 202
+cdep_final() { api GET "/api/v1/deployments/$CDEP" "$INT" >/dev/null && [ "$(body .state)" = cancelled ]; }
+check "  it ends cancelled" wait_for 30 cdep_final
+check "  the nodes it had not reached are skipped" jqt '([.nodes[] | select(.state == "skipped")] |
+	length) == 2 and .reason == "cancelled on request"' "$T/body"
+check "  a second cancel: 409" test "$(api POST "/api/v1/deployments/$CDEP/cancel" "$INT")" = 409
+check "  the cancel is audited" bash -c "
+	'$CTL' audit --limit 200 --state-dir '$T/ctl' | grep -q 'api:integrator ([0-9a-f]*) *deploy.cancel'"
 check "a GET answers with an ETag, If-None-Match gives 304" bash -c "
 	etag=\$(curl -s -D - -o /dev/null --cacert '$CA' -H 'Authorization: Bearer $INT' \
 		'$URL/api/v1/signoffs/$SO' | awk -F': ' 'tolower(\$1) == \"etag\" {print \$2}' | tr -d '\r')
@@ -104,6 +220,7 @@ check "the event stream replays what happened, as Server-Sent Events" bash -c "
 		'$URL/api/v1/events?last_event_id=0' >'$T/events.txt'
 	grep -q '^event: node.online' '$T/events.txt' && grep -q '^event: deployment.step' '$T/events.txt' &&
 	grep -q '^event: campaign.state' '$T/events.txt' && grep -q '^event: signoff.created' '$T/events.txt' &&
+	grep -q '^event: revalidation.state' '$T/events.txt' &&
 	grep -q '^id: [0-9]' '$T/events.txt'"
 LAST=$(grep '^id: ' "$T/events.txt" | tail -1 | cut -d' ' -f2)
 check "Last-Event-ID resumes after that event" bash -c "
@@ -123,7 +240,7 @@ cp "$T/body" "$T/metrics.txt"
 check "/metrics: nodes by state, sessions, requests by route" bash -c "
 	grep -q '^railyard_nodes{state=\"online\"} ' '$T/metrics.txt' && grep -q '^railyard_sessions ' '$T/metrics.txt' &&
 	grep -q '^railyard_http_requests_total{route=\"/api/v1/nodes\"' '$T/metrics.txt' &&
-	grep -q '^railyard_campaigns{state=\"passed\"} 1' '$T/metrics.txt'"
+	grep -q '^railyard_campaigns{state=\"passed\"} 2' '$T/metrics.txt'"
 # promtool: Debian's prometheus package ships it; rather than install (and start) a Prometheus
 # server, the package is downloaded once into the build directory and promtool taken from it.
 PROMTOOL=$(command -v promtool || true)
@@ -169,6 +286,10 @@ while IFS=$'\t' read -r method path perm scoped fleet; do
 			*/deployments/*) p=${p//\{id\}/$DEP} ;;
 			*/campaigns/*) p=${p//\{id\}/$CAMP} ;;
 			*/signoffs/*) p=${p//\{id\}/$SO} ;;
+			*/revalidations/*) p=${p//\{id\}/$RV} ;;
+			*/playbooks/*) p=${p//\{sha256\}/$PBSHA} ;;
+			*/enrollment-tokens/*) p=${p//\{id\}/$ETID} ;;
+			*/bench-runs/*) p=${p//\{id\}/$BR} ;;
 			*/api-tokens/*) p=${p//\{id\}/0000000000000000} ;;
 			/api/v1/events) p="$p?last_event_id=0" ;;
 			esac

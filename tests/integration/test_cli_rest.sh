@@ -34,7 +34,7 @@ URL=$(cat "$T/ctl/api.addr")
 CA=$T/ctl/ca.crt
 ADMIN=$("$CTL" api-token create --name a --role admin --state-dir "$T/ctl" 2>/dev/null |
 	awk '/^token:/ {print $2}')
-check "the first admin token is made offline" test -n "$ADMIN"
+check "the first admin token is made on the controller's host" test -n "$ADMIN"
 
 # ---- login and tokens -------------------------------------------------------------------------
 check "login with a bad token: exit 3" ry 3 login "$URL" --token rya1.nope --ca "$CA"
@@ -151,8 +151,16 @@ check "  without the verifier: exit 2" bash -c "PATH=/usr/bin:/bin '$RY' signoff
 	'$T/export/signoff.json' '$T/export/signoff.p7s' --ca '$T/export/ca.pem' 2>'$T/err'; [ \$? = 2 ]"
 check "  says what it needs, and the openssl command" bash -c "grep -q 'needs railyard-controller' \
 	'$T/err' && grep -q '^  openssl cms -verify' '$T/err'"
-check "revalidate: not yet available, exit 2" ry 2 revalidate --cluster it --baseline "$SO"
-check "  says so" err_has "not yet available over the API"
+check "revalidate against it (run by the controller): exit 0" ry 0 revalidate --cluster it \
+	--baseline "$SO" --tolerance-bw 1000 --tolerance-lat 1000 --json
+cp "$T/out" "$T/rv.json"; cp "$T/err" "$T/rv.err"
+check "  a revalidation report naming its baseline" jqt --arg b "$SO" \
+	'.kind == "revalidation" and .baseline == $b and .verdict == "pass"' "$T/rv.json"
+check "  progress on stderr, a line per step, until signed" bash -c "
+	grep -q '^revalidate rv-[0-9a-f]*: validating, campaign c-' '$T/rv.err' &&
+	grep -q '^revalidate rv-[0-9a-f]*: signed' '$T/rv.err'"
+check "revalidate with an unknown baseline: exit 4" ry 4 revalidate --cluster it --baseline so-00000000
+check "  naming it" err_has "baseline"
 "$RY" validate --cluster it --playbook "$PB" --quick >"$T/int.out" 2>"$T/int.err" &
 VAL=$!
 PIDS+=("$VAL")

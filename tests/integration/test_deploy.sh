@@ -3,7 +3,9 @@
 # the port asserts), the shipped h200-ndr-ib playbook: check mode changes nothing (hashes of
 # every sysroot), max_fail stops a rollout and skips the rest, a tolerated failure finishes
 # "partial", a second apply changes nothing, and a controller killed with -9 mid-rollout resumes
-# without running any node twice.
+# without running any node twice. One writer: deploy goes through the serving controller's
+# api.sock (audited as local:uid N) and is refused, storing nothing, while none serves; token
+# create works offline.
 . "$(dirname "$0")/lib.sh"
 
 PB=$SRC/playbooks/h200-ndr-ib.yaml
@@ -41,6 +43,8 @@ check "check mode shows a diff for nccl.conf" bash -c \
 	"'$CTL' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[0].steps[].diff' | grep -q '+++ /etc/nccl.conf'"
 check "degraded node's failure is named" bash -c \
 	"'$CTL' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[] | select(.hostname==\"gpu-node-03\") | .steps[].message' | grep -q 'mlx5_3 port 1'"
+check "deploy went through the serving controller's api.sock (audited as local:uid $(id -u))" bash -c \
+	"'$CTL' audit --state-dir '$T/ctl' | grep -q ' local:uid $(id -u) *deploy.check *$CHECK_ID '"
 
 # --- max_fail stops the rollout ------------------------------------------------------------------
 refused deploy --batch 2 --max-fail 0 >"$T/stop.out" 2>&1
@@ -76,6 +80,18 @@ check "first node of the slow rollout finished" wait_for 20 done_at_least 1
 kill -9 "$CTL_PID"
 wait "$CTL_PID" 2>/dev/null
 check "deployment still running in the database" test "$(dep_field "$R" .state)" = running
+# One writer: with no controller serving (its api.sock left behind by kill -9), deploy is refused
+# with one clear line and stores nothing; token create still works, on the database directly.
+ndep() { "$CTL" deployments --json --state-dir "$T/ctl" | jq length; }
+n_before=$(ndep)
+out=$(deploy --no-wait 2>&1); rc=$?
+check "deploy with no controller serving is refused (exit $rc)" test "$rc" -eq 1
+check "  ... saying so in one line" test "$out" = "railyard-controller deploy: no controller is serving $T/ctl (its api.sock): changes go through the serving controller; start it (systemctl start railyard-controller)"
+check "  ... and storing nothing" test "$(ndep)" = "$n_before"
+"$CTL" token create --state-dir "$T/ctl" --cluster it >"$T/offline-token.out" 2>&1
+check "token create works with no controller serving" grep -q '^token: ry1\.' "$T/offline-token.out"
+check "  ... with the CA fingerprint" grep -q "^ca-fingerprint: $FP$" "$T/offline-token.out"
+check "  ... audited as the host's admin" bash -c "'$CTL' audit --state-dir '$T/ctl' --limit 1 | grep -q ' admin *token.create '"
 start_controller --heartbeat-interval 300ms
 check "restarted controller resumes and finishes the rollout" wait_for 60 \
 	bash -c "[ \"\$('$CTL' deployments $R --json --state-dir $T/ctl | jq -r .state)\" = partial ]"

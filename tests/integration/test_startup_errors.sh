@@ -47,6 +47,8 @@ check "second serve on the same state directory exits 4 ($rc)" test "$rc" -eq 4
 check "it names the serving pid" grep -q "already served by another railyard-controller (pid $CTL_PID)" <<<"$out"
 check "controller.addr unchanged" test "$(cat "$T/ctl/controller.addr")" = "$addr_before"
 check "first controller unaffected" kill -0 "$CTL_PID"
+expect_fail "revoke an unknown node" "node revoke nosuch: no node nosuch" \
+	"$CTL" node revoke nosuch --state-dir "$T/ctl"
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
 expect_fail "--listen with an out-of-range port" "invalid --listen" \
@@ -86,6 +88,9 @@ expect_fail "enroll without a token" "required" "$AGENT" enroll --controller 127
 expect_fail "enroll to a closed port" "connecting to 127.0.0.1:1" \
 	"$AGENT" enroll --controller 127.0.0.1:1 --token x --ca-fingerprint sha256:00 \
 	--state-dir "$T/agent-x" --hostname h1 --timeout 2s
-expect_fail "revoke an unknown node" "not found" "$CTL" node revoke nosuch --state-dir "$T/ctl"
+# One writer: a change with no controller serving is refused, clearly (and stores nothing).
+expect_fail "node revoke with no controller serving" \
+	"railyard-controller node revoke: no controller is serving $T/ctl (its api.sock)" \
+	"$CTL" node revoke nosuch --state-dir "$T/ctl"
 check "agent facts on a fixture" bash -c "'$AGENT' facts --sysroot '$FIXTURES/h200-ib' | grep -q '8 HCA 8/8 active IB 400G'"
 finish

@@ -588,6 +588,91 @@ static void test_token_multi_use(void **state)
 	free(tok);
 }
 
+/* Enrollment tokens are listed by id (never the token) and revoked: refused from then on with
+ * their own error, the audit saying who; an unknown or malformed id is not found. */
+static void test_token_list_revoke(void **state)
+{
+	struct fx *f = *state;
+	struct store_enroll_token *v = NULL;
+	char *tok, *cluster = NULL, id[17];
+	size_t n = 0;
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", 2, T0);
+	assert_int_equal(store_enroll_token_id(tok, id), 0);
+	assert_int_equal(store_enroll_tokens_list(f->s, 0, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].id, id);
+	assert_string_equal(v[0].cluster, "c1");
+	assert_int_equal(v[0].uses_left, 2);
+	assert_int_equal(v[0].revoked_at_ms, 0);
+	store_enroll_tokens_free(v, n);
+	assert_int_equal(store_enroll_token_cluster(f->s, id, &cluster), 0);
+	assert_string_equal(cluster, "c1");
+	free(cluster);
+	assert_int_equal(store_enroll_token_revoke(f->s, id, "api:ci (01)", T0 + 1), 1);
+	assert_int_equal(store_enroll_token_revoke(f->s, id, "api:ci (01)", T0 + 2), 0);
+	assert_int_equal(enroll(f->s, tok, "n1", "gpu01", "01", T0 + 3, NULL), -RY_E_TOKEN_REVOKED);
+	assert_int_equal(store_token_check(f->s, tok, T0 + 3, &cluster), -RY_E_TOKEN_REVOKED);
+	assert_int_equal(
+		raw_count_in(f->path,
+			     "SELECT count(*) FROM audit_log WHERE action = 'token.revoke' "
+			     "AND actor = 'api:ci (01)'",
+			     NULL),
+		1);
+	assert_int_equal(store_enroll_tokens_list(f->s, 0, &v, &n), 0);
+	assert_int_equal(v[0].revoked_at_ms, T0 + 1);
+	store_enroll_tokens_free(v, n);
+	assert_int_equal(store_enroll_token_revoke(f->s, "0000000000000000", "a", T0),
+			 -RY_E_NOT_FOUND);
+	assert_int_equal(store_enroll_token_revoke(f->s, "%", "a", T0), -RY_E_NOT_FOUND);
+	assert_int_equal(store_enroll_token_cluster(f->s, "zz", &cluster), -RY_E_NOT_FOUND);
+	free(tok);
+}
+
+/* A playbook uploaded for a cluster: stored once by hash, listed per cluster, audited; an
+ * unknown cluster stores nothing. */
+static void test_playbook_uploads(void **state)
+{
+	struct fx *f = *state;
+	struct store_playbook_upload *u = NULL;
+	size_t n = 0;
+
+	fx_open(f);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_cluster_ensure(f->s, "c2", T0), 0);
+	assert_int_equal(store_playbook_upload(f->s, "nope", "h200", "1", "sha-a", "name: h200\n",
+					       "admin", T0),
+			 -RY_E_NOT_FOUND);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM playbooks", NULL), 0);
+	assert_int_equal(store_playbook_upload(f->s, "c1", "h200", "1", "sha-a", "name: h200\n",
+					       "admin", T0 + 1),
+			 0);
+	assert_int_equal(store_playbook_upload(f->s, "c2", "h200", "1", "sha-a", "name: h200\n",
+					       "ops", T0 + 2),
+			 0);
+	assert_int_equal(store_playbook_upload(f->s, "c1", "h200", "1", "sha-a", "name: h200\n",
+					       "ci", T0 + 3),
+			 0);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM playbooks", NULL), 1);
+	assert_int_equal(store_playbook_uploads(f->s, "sha-a", 0, &u, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(u[0].cluster, "c1");
+	assert_string_equal(u[0].actor, "ci"); /* again: the newest */
+	assert_int_equal(u[0].created_at_ms, T0 + 3);
+	assert_int_equal(u[0].size, 11);
+	store_playbook_uploads_free(u, n);
+	assert_int_equal(store_playbook_uploads(f->s, NULL, 0, &u, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(u[0].cluster, "c1"); /* newest first */
+	store_playbook_uploads_free(u, n);
+	assert_int_equal(
+		raw_count_in(f->path,
+			     "SELECT count(*) FROM audit_log WHERE action = 'playbook.upload'",
+			     NULL),
+		3);
+}
+
 static void test_token_bound_to_cluster(void **state)
 {
 	struct fx *f = *state;
@@ -1397,8 +1482,8 @@ static void test_bench_cancel(void **state)
 	assert_int_equal(b->cancel_requested_ms, 0);
 	store_bench_run_free(b);
 	/* A request is recorded once; asking again keeps the first time. */
-	assert_int_equal(store_bench_request_cancel(f->s, "b-1", T0 + 5), 1);
-	assert_int_equal(store_bench_request_cancel(f->s, "b-1", T0 + 7), 1);
+	assert_int_equal(store_bench_request_cancel(f->s, "b-1", "admin", T0 + 5), 1);
+	assert_int_equal(store_bench_request_cancel(f->s, "b-1", "admin", T0 + 7), 1);
 	assert_int_equal(store_bench_get(f->s, "b-1", &b), 0);
 	assert_int_equal(b->cancel_requested_ms, T0 + 5);
 	assert_string_equal(b->state, "pending");
@@ -1420,9 +1505,10 @@ static void test_bench_cancel(void **state)
 	assert_int_equal(n, 0);
 	store_bench_runs_free(list, n);
 	/* Finished runs and unknown ones. */
-	assert_int_equal(store_bench_request_cancel(f->s, "b-1", T0 + 10), 0);
-	assert_int_equal(store_bench_request_cancel(f->s, "nope", T0 + 10), -RY_E_NOT_FOUND);
-	assert_int_equal(store_bench_request_cancel(f->s, NULL, T0), -EINVAL);
+	assert_int_equal(store_bench_request_cancel(f->s, "b-1", "admin", T0 + 10), 0);
+	assert_int_equal(store_bench_request_cancel(f->s, "nope", "admin", T0 + 10),
+			 -RY_E_NOT_FOUND);
+	assert_int_equal(store_bench_request_cancel(f->s, NULL, "admin", T0), -EINVAL);
 }
 
 /* v4 -> v5 rebuilds bench_runs: rows survive, and the new state is allowed. */
@@ -1451,10 +1537,44 @@ static void test_migrate_bench_v4(void **state)
 	assert_int_equal(b->cancel_requested_ms, 0);
 	store_bench_run_free(b);
 	assert_true(has_table(f->path, "bench_runs_state"));
-	assert_int_equal(store_bench_request_cancel(f->s, "b-old", T0 + 1), 1);
+	assert_int_equal(store_bench_request_cancel(f->s, "b-old", "admin", T0 + 1), 1);
 	assert_int_equal(
 		store_bench_update(f->s, "b-old", "cancelled", NULL, 0, NULL, NULL, NULL, T0 + 2),
 		1);
+}
+
+/* Run sql on the database file directly (the store closed): for rows of an old schema that
+ * today's statements no longer fit. */
+static void raw_sql(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* Deployment d-1 of cluster c1 (playbook h200 1.0) with nodes n-a (batch 0) and n-b (batch 1),
+ * created by actor, as a v3..v9 schema holds it. */
+static void old_deployment(struct fx *f, const char *actor)
+{
+	char sql[2048];
+
+	store_free(f->s);
+	f->s = NULL;
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO playbooks (name, version, sha256, text, created_at) "
+		 "VALUES ('h200', '1.0', 'abc123', 'name: h200\n', %lld);"
+		 "INSERT INTO deployments (id, cluster_id, playbook_id, check_mode, policy, state, "
+		 "created_at) VALUES ('d-1', (SELECT id FROM clusters WHERE name = 'c1'), "
+		 "(SELECT id FROM playbooks WHERE sha256 = 'abc123'), 0, '{}', 'pending', %lld);"
+		 "INSERT INTO deployment_nodes (deployment_id, node_id, hostname, batch, state) "
+		 "VALUES ('d-1', 'n-a', 'gpu01', 0, 'waiting'), ('d-1', 'n-b', 'gpu02', 1, "
+		 "'waiting');"
+		 "INSERT INTO audit_log (at, actor, action, target, outcome, detail) VALUES (%lld, "
+		 "'%s', 'deploy.apply', 'd-1', 'created', 'h200');",
+		 (long long)T0, (long long)T0, (long long)T0, actor);
+	raw_sql(f->path, sql);
 }
 
 /* A deployment in flight when the controller is upgraded to v6: its nodes' plans were sent
@@ -1463,17 +1583,6 @@ static void test_migrate_bench_v4(void **state)
 static void test_migrate_deploy_v5(void **state)
 {
 	struct fx *f = *state;
-	struct store_deploy_target t[] = {{"n-a", "gpu01", 0}, {"n-b", "gpu02", 1}};
-	struct store_deployment_new d = {
-		.id = "d-1",
-		.cluster = "c1",
-		.actor = "admin",
-		.playbook_name = "h200",
-		.playbook_version = "1.0",
-		.playbook_sha256 = "abc123",
-		.playbook_text = "name: h200\n",
-		.policy_json = "{}",
-	};
 	struct store_step_result s7 = {
 		.name = "s7", .status = "ok", .diff = "", .message = "", .idx = 7};
 	int counts[4] = {1, 0, 0, 0};
@@ -1481,11 +1590,9 @@ static void test_migrate_deploy_v5(void **state)
 
 	assert_int_equal(store_open_at_version(f->path, 5, &f->s), 0);
 	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
-	assert_int_equal(store_deployment_create(f->s, &d, t, 2, T0), 0);
-	assert_int_equal(store_deploy_node_update(f->s, "d-1", "n-a", "sent", NULL, NULL, T0 + 1),
-			 1);
-	store_free(f->s);
-	f->s = NULL;
+	old_deployment(f, "admin");
+	raw_sql(f->path, "UPDATE deployment_nodes SET state = 'sent', sent_at = 1 WHERE "
+			 "node_id = 'n-a'");
 	fx_open(f);
 	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s7, why, sizeof(why)),
 			 STORE_REPORT_STORED);
@@ -1547,7 +1654,7 @@ static void test_campaigns(void **state)
 	struct store_campaign_row *got = NULL;
 	struct store_campaign_count *k = NULL;
 	struct store_bench_new b = {"b-1", "lat", "tcp", "n-a", "n-b", "{\"kind\":\"lat\"}",
-				    NULL,  30000};
+				    NULL,  30000, NULL};
 	struct store_bench_run *run = NULL;
 	size_t n = 0;
 
@@ -1637,7 +1744,7 @@ static void test_campaigns(void **state)
 	assert_int_equal(m->round, 1);
 	assert_string_equal(m->progress_json, "{\"tests\":[1]}");
 	store_campaign_free(m);
-	assert_int_equal(store_campaign_request_cancel(f->s, "c-1", T0 + 10), 1);
+	assert_int_equal(store_campaign_request_cancel(f->s, "c-1", "admin", T0 + 10), 1);
 	assert_int_equal(store_campaign_finish(f->s, "c-1", "running", NULL, NULL, T0), -EINVAL);
 	assert_int_equal(store_campaign_finish(f->s, "c-1", "cancelled",
 					       "{\"result\":\"incomplete\"}",
@@ -1645,8 +1752,9 @@ static void test_campaigns(void **state)
 			 1);
 	assert_int_equal(store_campaign_finish(f->s, "c-1", "failed", NULL, NULL, T0 + 12), 0);
 	assert_int_equal(store_campaign_advance(f->s, "c-1", 1, 0, NULL, T0 + 13), 0);
-	assert_int_equal(store_campaign_request_cancel(f->s, "c-1", T0 + 14), 0);
-	assert_int_equal(store_campaign_request_cancel(f->s, "c-9", T0 + 14), -RY_E_NOT_FOUND);
+	assert_int_equal(store_campaign_request_cancel(f->s, "c-1", "admin", T0 + 14), 0);
+	assert_int_equal(store_campaign_request_cancel(f->s, "c-9", "admin", T0 + 14),
+			 -RY_E_NOT_FOUND);
 	assert_int_equal(store_campaign_get(f->s, "c-1", &m), 0);
 	assert_string_equal(m->state, "cancelled");
 	assert_string_equal(m->verdict_json, "{\"result\":\"incomplete\"}");
@@ -2206,6 +2314,146 @@ static void test_api_tokens_list_revoke(void **state)
 	free(id_a2);
 }
 
+/* v9 -> v10 rebuilds deployments: rows, their nodes and step results survive with every
+ * reference whole, the creator is carried over from the audit log, and the new states work. */
+static void test_migrate_deploy_v9(void **state)
+{
+	struct fx *f = *state;
+	struct store_step_result s0 = {
+		.name = "s0", .status = "ok", .diff = "", .message = "", .idx = 0};
+	struct store_step_result *res = NULL;
+	struct store_deployment *got = NULL;
+	struct store_deploy_node *nodes = NULL;
+	size_t n = 0;
+	char why[256];
+
+	assert_int_equal(store_open_at_version(f->path, 9, &f->s), 0);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	old_deployment(f, "api:ci (0011223344556677)");
+	raw_sql(f->path,
+		"UPDATE deployment_nodes SET state = 'sent', sent_at = 1, plan_steps = 1 "
+		"WHERE node_id = 'n-a';"
+		"INSERT INTO step_results (deployment_id, node_id, idx, name, status, diff, "
+		"message, duration_ms) VALUES ('d-1', 'n-a', 0, 's0', 'ok', '', '', 0);");
+	fx_open(f);
+	assert_int_equal(store_deployment_get(f->s, "d-1", &got), 0);
+	assert_string_equal(got->actor, "api:ci (0011223344556677)");
+	assert_string_equal(got->state, "pending");
+	assert_int_equal(got->cancel_requested_ms, 0);
+	store_deployment_free(got);
+	assert_int_equal(store_deploy_nodes(f->s, "d-1", &nodes, &n), 0);
+	assert_int_equal(n, 2);
+	store_deploy_nodes_free(nodes, n);
+	assert_int_equal(store_step_results(f->s, "d-1", &res, &n), 0);
+	assert_int_equal(n, 1);
+	store_step_results_free(res, n);
+	/* Cancel: requested once (audited), then ended; an ended one answers 0. */
+	assert_int_equal(store_deployment_request_cancel(f->s, "d-1", "admin", T0 + 5), 1);
+	assert_int_equal(store_deployment_request_cancel(f->s, "d-1", "admin", T0 + 6), 1);
+	assert_int_equal(store_deployment_get(f->s, "d-1", &got), 0);
+	assert_int_equal(got->cancel_requested_ms, T0 + 5);
+	store_deployment_free(got);
+	assert_int_equal(store_deployment_update(f->s, "d-1", "cancelled", "cancelled on request",
+						 0, T0 + 7),
+			 0);
+	assert_int_equal(store_deployment_request_cancel(f->s, "d-1", "admin", T0 + 8), 0);
+	assert_int_equal(store_deployment_request_cancel(f->s, "d-9", "admin", T0 + 8),
+			 -RY_E_NOT_FOUND);
+	/* A step from a node still refers to a deployment that exists. */
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s0, why, sizeof(why)),
+			 STORE_REPORT_DUPLICATE);
+}
+
+/* A revalidation's life: refused without a baseline of its cluster (nothing stored), created
+ * pending, moved with its parts, final once, cancel requested only while not ended. */
+static void test_revalidations(void **state)
+{
+	struct fx *f = *state;
+	static const char report[] = "{}";
+	struct store_signoff_new so = {
+		.id = "so-1",
+		.cluster = "c1",
+		.campaign_id = "c-1",
+		.kind = "signoff",
+		.verdict = "pass",
+		.sha256 = "sha256:00",
+		.report = report,
+		.report_len = sizeof(report) - 1,
+		.signature = "sig",
+		.nodes_json = "[]",
+		.actor = "admin",
+	};
+	struct store_revalidation_new rn = {.id = "rv-1",
+					    .cluster = "c1",
+					    .baseline_id = "so-1",
+					    .actor = "local:uid 0",
+					    .tolerance_bw_pct = 10,
+					    .tolerance_lat_pct = 20};
+	struct store_revalidation u = {.state = "configuring", .reason = "deploying"};
+	struct store_revalidation signed_ = {
+		.state = "signed", .signoff_id = "so-1", .verdict = "pass"};
+	struct store_revalidation *v = NULL, **list = NULL;
+	size_t n = 0;
+
+	fx_open(f);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_cluster_ensure(f->s, "c2", T0), 0);
+	assert_int_equal(store_revalidation_create(f->s, &rn, T0), -RY_E_NOT_FOUND);
+	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), 0);
+	assert_int_equal(store_signoff_create(f->s, &so, T0), 0);
+	rn.cluster = "c2"; /* a baseline of another cluster */
+	assert_int_equal(store_revalidation_create(f->s, &rn, T0), -RY_E_NOT_FOUND);
+	rn.cluster = "c1";
+	rn.tolerance_bw_pct = -1;
+	assert_int_equal(store_revalidation_create(f->s, &rn, T0), -EINVAL);
+	rn.tolerance_bw_pct = 10;
+	assert_int_equal(store_revalidations_list(f->s, false, 0, &list, &n), 0);
+	assert_int_equal(n, 0);
+	store_revalidations_free(list, n);
+	assert_int_equal(store_revalidation_create(f->s, &rn, T0 + 1), 0);
+	assert_int_equal(store_revalidation_get(f->s, "rv-1", &v), 0);
+	assert_string_equal(v->state, "pending");
+	assert_null(v->playbook);
+	assert_null(v->deployment_id);
+	assert_true(v->tolerance_lat_pct == 20);
+	store_revalidation_free(v);
+	assert_int_equal(store_revalidation_update(f->s, "rv-1", &u, T0 + 2), 1);
+	assert_int_equal(store_revalidation_request_cancel(f->s, "rv-1", "admin", T0 + 3), 1);
+	assert_int_equal(store_revalidations_list(f->s, true, 0, &list, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0]->reason, "deploying");
+	assert_int_equal(list[0]->cancel_requested_ms, T0 + 3);
+	store_revalidations_free(list, n);
+	/* Every field lands where it belongs. */
+	assert_int_equal(
+		store_revalidation_create(
+			f->s,
+			&(struct store_revalidation_new){
+				.id = "rv-2", .cluster = "c1", .baseline_id = "so-1", .actor = "a"},
+			T0 + 3),
+		0);
+	assert_int_equal(store_revalidation_update(f->s, "rv-2", &signed_, T0 + 4), 1);
+	assert_int_equal(store_revalidation_get(f->s, "rv-2", &v), 0);
+	assert_string_equal(v->signoff_id, "so-1");
+	assert_string_equal(v->verdict, "pass");
+	assert_int_equal(v->finished_at_ms, T0 + 4);
+	store_revalidation_free(v);
+	u = (struct store_revalidation){.state = "cancelled", .reason = "cancelled on request"};
+	assert_int_equal(store_revalidation_update(f->s, "rv-1", &u, T0 + 4), 1);
+	u.state = "signed";
+	assert_int_equal(store_revalidation_update(f->s, "rv-1", &u, T0 + 5), 0); /* final */
+	assert_int_equal(store_revalidation_request_cancel(f->s, "rv-1", "admin", T0 + 6), 0);
+	assert_int_equal(store_revalidation_request_cancel(f->s, "rv-9", "admin", T0 + 6),
+			 -RY_E_NOT_FOUND);
+	assert_int_equal(store_revalidation_get(f->s, "rv-1", &v), 0);
+	assert_string_equal(v->state, "cancelled");
+	assert_string_equal(v->reason, "cancelled on request");
+	assert_int_equal(v->finished_at_ms, T0 + 4);
+	store_revalidation_free(v);
+	u.state = "bogus";
+	assert_int_equal(store_revalidation_update(f->s, "rv-1", &u, T0 + 7), -EINVAL);
+}
+
 /* From v8: sign-offs (and what they hang on) are kept, api_tokens is added. */
 static void test_migrate_apitoken_v8(void **state)
 {
@@ -2276,6 +2524,8 @@ int main(void)
 		T(test_api_token_bad_args),
 		T(test_api_tokens_list_revoke),
 		T(test_migrate_apitoken_v8),
+		T(test_migrate_deploy_v9),
+		T(test_revalidations),
 		T(test_garbage_refused),
 		T(test_quick_check_refused),
 		T(test_open_bad_args),
@@ -2283,6 +2533,8 @@ int main(void)
 		T(test_token_expired),
 		T(test_token_unknown),
 		T(test_token_multi_use),
+		T(test_token_list_revoke),
+		T(test_playbook_uploads),
 		T(test_token_bound_to_cluster),
 		T(test_token_bad_args),
 		T(test_token_not_stored_plaintext),

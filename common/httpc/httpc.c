@@ -1,6 +1,6 @@
-/* The CLI's HTTPS transport (http.h): a libcurl easy handle reused for every call, so that one
- * command makes one TLS connection however many pages or polls it needs. */
-#include "client/http.h"
+/* The HTTP client (httpc.h): a libcurl easy handle reused for every call, so that one command
+ * makes one connection (TLS, or the unix socket) however many pages or polls it needs. */
+#include "common/httpc/httpc.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -10,14 +10,16 @@
 #include <string.h>
 #include <strings.h>
 
-struct rc_http {
+struct httpc {
 	CURL *curl;
-	char *url;
+	char *url;	 /* as given, for messages */
+	char *base;	 /* what request paths are appended to: the URL, or http://localhost */
+	char *unix_path; /* the socket's path; NULL for HTTPS */
 	char *ca;
 	struct curl_slist *headers; /* Accept, and Authorization when there is a token */
 };
 
-/* What the write callback collects, bounded by RC_HTTP_REPLY_MAX. */
+/* What the write callback collects, bounded by HTTPC_REPLY_MAX. */
 struct sink {
 	char *buf;
 	size_t len, cap;
@@ -29,7 +31,7 @@ static size_t on_data(char *data, size_t size, size_t n, void *userdata)
 	struct sink *s = userdata;
 	size_t add = size * n;
 
-	if (add > RC_HTTP_REPLY_MAX - s->len) {
+	if (add > HTTPC_REPLY_MAX - s->len) {
 		s->too_big = true;
 		return 0; /* curl stops with CURLE_WRITE_ERROR */
 	}
@@ -58,22 +60,45 @@ static void wipe_list(struct curl_slist *l)
 	curl_slist_free_all(l);
 }
 
-/* The options every transfer has: the URL, https only, the certificate verified (against the
- * CA file when there is one), the headers, a connect timeout, errors in errbuf. */
-static void setup(const struct rc_http *h, CURL *c, const char *full, const struct curl_slist *hdrs,
+/* The options every transfer has: the URL; https only, the certificate verified (against the
+ * CA file when there is one), or http only over the unix socket; the headers, a connect
+ * timeout, errors in errbuf. */
+static void setup(const struct httpc *h, CURL *c, const char *full, const struct curl_slist *hdrs,
 		  char *errbuf)
 {
 	curl_easy_setopt(c, CURLOPT_URL, full);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)RC_HTTP_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (h->ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)HTTPC_CONNECT_TIMEOUT_MS);
+	if (h->unix_path) {
+		curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->unix_path);
+	} else {
+		curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+		if (h->ca)
+			curl_easy_setopt(c, CURLOPT_CAINFO, h->ca);
+	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "railyard/" RAILYARD_VERSION);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+}
+
+/* Why a transfer failed, as a negative errno: the connect's own errno when it failed there
+ * (ECONNREFUSED: nothing listens; ENOENT: no socket; EACCES: not ours to open; EAGAIN: a
+ * socket's backlog full). */
+static int failure(CURL *c, CURLcode cc)
+{
+	long os = 0;
+
+	if (cc == CURLE_OUT_OF_MEMORY)
+		return -ENOMEM;
+	if (cc == CURLE_OPERATION_TIMEDOUT)
+		return -ETIMEDOUT;
+	if (cc == CURLE_COULDNT_CONNECT &&
+	    curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os) == CURLE_OK && os > 0 && os < 4096)
+		return -(int)os;
+	return -EIO;
 }
 
 /* Why a transfer failed, for a person. */
@@ -85,21 +110,27 @@ static void explain(CURLcode cc, const char *errbuf, char *why, size_t why_len)
 			 : "");
 }
 
-int rc_http_new(const char *url, const char *token, const char *ca, struct rc_http **ret)
+int httpc_new(const char *url, const char *token, const char *ca, struct httpc **ret)
 {
-	struct rc_http *h;
+	static const size_t ulen = sizeof(HTTPC_UNIX_PREFIX) - 1;
+	struct httpc *h;
 	size_t len = strlen(url);
+	bool unix_socket = strncmp(url, HTTPC_UNIX_PREFIX, ulen) == 0;
 	char *auth = NULL;
 
-	/* The token is a credential: it travels over verified TLS only. */
-	if (strncasecmp(url, "https://", 8) != 0 || len == 8)
+	/* The token is a credential: it travels over verified TLS only. Over the unix socket the
+	 * kernel tells the server who calls. */
+	if (unix_socket ? url[ulen] != '/' || url[ulen + 1] == '\0' || token
+			: strncasecmp(url, "https://", 8) != 0 || len == 8)
 		return -EINVAL;
 	if (!(h = calloc(1, sizeof(*h))))
 		return -ENOMEM;
-	while (len > 8 && url[len - 1] == '/')
+	while (!unix_socket && len > 8 && url[len - 1] == '/')
 		len--;
-	if (!(h->url = strndup(url, len)) || (ca && !(h->ca = strdup(ca))) ||
-	    !(h->curl = curl_easy_init()) ||
+	if (!(h->url = strndup(url, len)) ||
+	    !(h->base = unix_socket ? strdup("http://localhost") : strdup(h->url)) ||
+	    (unix_socket && !(h->unix_path = strdup(url + ulen))) ||
+	    (!unix_socket && ca && !(h->ca = strdup(ca))) || !(h->curl = curl_easy_init()) ||
 	    !(h->headers = curl_slist_append(NULL, "Accept: application/json")))
 		goto fail;
 	if (token) {
@@ -119,11 +150,11 @@ int rc_http_new(const char *url, const char *token, const char *ca, struct rc_ht
 	*ret = h;
 	return 0;
 fail:
-	rc_http_free(h);
+	httpc_free(h);
 	return -ENOMEM;
 }
 
-void rc_http_free(struct rc_http *h)
+void httpc_free(struct httpc *h)
 {
 	if (!h)
 		return;
@@ -131,30 +162,33 @@ void rc_http_free(struct rc_http *h)
 	wipe_list(h->headers);
 	curl_easy_cleanup(h->curl);
 	free(h->url);
+	free(h->base);
+	free(h->unix_path);
 	free(h->ca);
 	free(h);
 }
 
-const char *rc_http_url(const struct rc_http *h)
+const char *httpc_url(const struct httpc *h)
 {
 	return h->url;
 }
 
-int rc_http_request(struct rc_http *h, const char *method, const char *path, const char *body,
-		    struct rc_reply *ret, char *why, size_t why_len)
+int httpc_request(struct httpc *h, const char *method, const char *path, const char *body,
+		  struct httpc_reply *ret, char *why, size_t why_len)
 {
 	char errbuf[CURL_ERROR_SIZE] = "", *full;
 	struct curl_slist *hdrs = h->headers, *ct = NULL;
 	struct sink s = {0};
-	size_t flen = strlen(h->url) + strlen(path) + 1;
+	size_t flen = strlen(h->base) + strlen(path) + 1;
 	CURLcode cc;
 	long status = 0;
+	int r;
 
 	if (!(full = malloc(flen))) {
 		snprintf(why, why_len, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
-	snprintf(full, flen, "%s%s", h->url, path);
+	snprintf(full, flen, "%s%s", h->base, path);
 	if (body) {
 		/* The extra header is added for this request only, then taken off the shared list.
 		 */
@@ -162,14 +196,14 @@ int rc_http_request(struct rc_http *h, const char *method, const char *path, con
 		if (!ct) {
 			free(full);
 			snprintf(why, why_len, "out of memory");
-			return -1;
+			return -ENOMEM;
 		}
 		ct->next = h->headers;
 		hdrs = ct;
 	}
 	curl_easy_reset(h->curl);
 	setup(h, h->curl, full, hdrs, errbuf);
-	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)RC_HTTP_TIMEOUT_MS);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)HTTPC_TIMEOUT_MS);
 	curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(h->curl, CURLOPT_NOBODY, 1L);
@@ -186,39 +220,46 @@ int rc_http_request(struct rc_http *h, const char *method, const char *path, con
 	}
 	free(full);
 	if (cc != CURLE_OK) {
-		if (s.too_big)
+		if (s.too_big) {
 			snprintf(why, why_len, "the reply is larger than %u MiB",
-				 RC_HTTP_REPLY_MAX >> 20);
-		else
-			explain(cc, errbuf, why, why_len);
+				 HTTPC_REPLY_MAX >> 20);
+			r = -EFBIG;
+		} else {
+			r = failure(h->curl, cc);
+			/* libcurl names "localhost port 80" for a socket: the errno says more. */
+			if (h->unix_path && cc == CURLE_COULDNT_CONNECT && r != -EIO)
+				snprintf(why, why_len, "%s", strerror(-r));
+			else
+				explain(cc, errbuf, why, why_len);
+		}
 		free(s.buf);
-		return -1;
+		return r;
 	}
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (!s.buf && !(s.buf = calloc(1, 1))) {
 		snprintf(why, why_len, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
-	*ret = (struct rc_reply){.status = status, .body = s.buf, .len = s.len};
+	*ret = (struct httpc_reply){.status = status, .body = s.buf, .len = s.len};
 	return 0;
 }
 
-void rc_reply_done(struct rc_reply *r)
+void httpc_reply_done(struct httpc_reply *r)
 {
 	if (!r)
 		return;
 	free(r->body);
-	*r = (struct rc_reply){0};
+	*r = (struct httpc_reply){0};
 }
 
 /* ---- a streamed reply -------------------------------------------------------------------- */
 
-struct rc_http_stream {
+struct httpc_stream {
 	CURLM *multi;
 	CURL *curl;
 	char *full;
 	struct curl_slist *headers; /* its own list: Accept, the extra one, Authorization */
-	rc_http_data_fn on_data;
+	httpc_data_fn on_data;
 	void *cls;
 	long status;	 /* 0 until the status line came */
 	struct sink err; /* the body of a reply that is not a 2xx */
@@ -229,7 +270,7 @@ struct rc_http_stream {
 
 static size_t on_stream_data(char *data, size_t size, size_t n, void *userdata)
 {
-	struct rc_http_stream *s = userdata;
+	struct httpc_stream *s = userdata;
 	size_t len = size * n;
 
 	if (!s->status)
@@ -243,11 +284,11 @@ static size_t on_stream_data(char *data, size_t size, size_t n, void *userdata)
 	return len;
 }
 
-int rc_http_stream_open(struct rc_http *h, const char *path, const char *accept, const char *extra,
-			rc_http_data_fn on_data_fn, void *cls, struct rc_http_stream **ret)
+int httpc_stream_open(struct httpc *h, const char *path, const char *accept, const char *extra,
+		      httpc_data_fn on_data_fn, void *cls, struct httpc_stream **ret)
 {
-	struct rc_http_stream *s = calloc(1, sizeof(*s));
-	size_t flen = strlen(h->url) + strlen(path) + 1;
+	struct httpc_stream *s = calloc(1, sizeof(*s));
+	size_t flen = strlen(h->base) + strlen(path) + 1;
 	char acc[128];
 
 	if (!s)
@@ -258,7 +299,7 @@ int rc_http_stream_open(struct rc_http *h, const char *path, const char *accept,
 	if (!(s->full = malloc(flen)) || !(s->headers = curl_slist_append(NULL, acc)) ||
 	    (extra && !curl_slist_append(s->headers, extra)))
 		goto fail;
-	snprintf(s->full, flen, "%s%s", h->url, path);
+	snprintf(s->full, flen, "%s%s", h->base, path);
 	/* The shared list's other lines (the token): copied, as the shared list is not ours. */
 	for (const struct curl_slist *l = h->headers; l; l = l->next)
 		if (strncasecmp(l->data, "Accept:", 7) != 0 &&
@@ -271,7 +312,7 @@ int rc_http_stream_open(struct rc_http *h, const char *path, const char *accept,
 	 * (the server's keepalive comments stopped) is noticed by the low-speed check instead:
 	 * libcurl aborts below LIMIT bytes/s for TIME s, so a limit of 1 means nothing at all. */
 	curl_easy_setopt(s->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(s->curl, CURLOPT_LOW_SPEED_TIME, (long)RC_HTTP_STREAM_SILENCE_S);
+	curl_easy_setopt(s->curl, CURLOPT_LOW_SPEED_TIME, (long)HTTPC_STREAM_SILENCE_S);
 	curl_easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_stream_data);
 	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
@@ -280,12 +321,12 @@ int rc_http_stream_open(struct rc_http *h, const char *path, const char *accept,
 	*ret = s;
 	return 0;
 fail:
-	rc_http_stream_free(s);
+	httpc_stream_free(s);
 	return -ENOMEM;
 }
 
-int rc_http_stream_run(struct rc_http_stream *s, int wait_ms, long *status, struct rc_reply *body,
-		       char *why, size_t why_len)
+int httpc_stream_run(struct httpc_stream *s, int wait_ms, long *status, struct httpc_reply *body,
+		     char *why, size_t why_len)
 {
 	CURLcode cc = CURLE_OK;
 	CURLMsg *m;
@@ -319,7 +360,7 @@ int rc_http_stream_run(struct rc_http_stream *s, int wait_ms, long *status, stru
 			snprintf(why, why_len, "stopped");
 		else if (s->err.too_big)
 			snprintf(why, why_len, "the reply is larger than %u MiB",
-				 RC_HTTP_REPLY_MAX >> 20);
+				 HTTPC_REPLY_MAX >> 20);
 		else
 			explain(cc, s->errbuf, why, why_len);
 		return -1;
@@ -328,12 +369,12 @@ int rc_http_stream_run(struct rc_http_stream *s, int wait_ms, long *status, stru
 		snprintf(why, why_len, "out of memory");
 		return -1;
 	}
-	*body = (struct rc_reply){.status = s->status, .body = s->err.buf, .len = s->err.len};
+	*body = (struct httpc_reply){.status = s->status, .body = s->err.buf, .len = s->err.len};
 	s->err = (struct sink){0};
 	return 1;
 }
 
-void rc_http_stream_free(struct rc_http_stream *s)
+void httpc_stream_free(struct httpc_stream *s)
 {
 	if (!s)
 		return;
@@ -345,4 +386,27 @@ void rc_http_stream_free(struct rc_http_stream *s)
 	free(s->full);
 	free(s->err.buf);
 	free(s);
+}
+
+char *httpc_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *out = malloc(strlen(s) * 3 + 1), *p = out;
+
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~') {
+			*p++ = (char)c;
+		} else {
+			*p++ = '%';
+			*p++ = hex[c >> 4];
+			*p++ = hex[c & 15];
+		}
+	}
+	*p = '\0';
+	return out;
 }
