@@ -3,7 +3,9 @@
 #define RAILYARD_CONTROLLER_SERVER_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "common/rpc/rpc.h"
 #include "controller/events.h"
@@ -29,6 +31,8 @@
 /* Refused reports after which a session is ended (RESOURCE_EXHAUSTED): a node that keeps
  * sending what it may not costs a database read each. */
 #define CTL_SESSION_REFUSALS_MAX 1000
+/* AgentMessage body cases are small numbers: counters per case. */
+#define CTL_RPC_KINDS 32
 
 struct ctl_session;
 struct ctl_engine;
@@ -58,8 +62,15 @@ struct ctl_server {
 	/* The database file as opened, watched by the reaper (deleted, replaced, truncated). */
 	unsigned long long db_dev, db_ino;
 	_Atomic bool failed; /* a fatal condition: serve stops and exits 1 */
-	int64_t started_ms;  /* unix ms when this process started serving */
+	/* Agent messages received, by AgentMessage body case (/metrics). */
+	atomic_uint_fast64_t rpc_received[CTL_RPC_KINDS];
+	int64_t started_ms; /* unix ms when this process started serving */
 };
+
+/* Write the sessions' counters (messages received by kind) and the engine's (ingest latency by
+ * kind) as Prometheus text (session.c, ingest.c). */
+void ctl_sessions_metrics(struct ctl_server *srv, FILE *f);
+void ctl_engine_metrics(struct ctl_engine *e, FILE *f);
 
 /* What handling an agent's message came to (the engine's ingest worker acts on it). */
 enum ctl_verdict {

@@ -380,9 +380,31 @@ static const char *body_name(int body)
 		return "BenchReady";
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT:
 		return "BenchResult";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
+		return "Heartbeat";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_ERROR:
+		return "Error";
 	default:
 		return "message";
 	}
+}
+
+void ctl_sessions_metrics(struct ctl_server *srv, FILE *f)
+{
+	fprintf(f, "# HELP railyard_rpc_messages_total Agent messages received, by kind.\n"
+		   "# TYPE railyard_rpc_messages_total counter\n");
+	unsigned long long other = 0;
+
+	for (int k = 0; k < CTL_RPC_KINDS; k++) {
+		uint_fast64_t v = atomic_load_explicit(&srv->rpc_received[k], memory_order_relaxed);
+
+		if (strcmp(body_name(k), "message") == 0)
+			other += v;
+		else
+			fprintf(f, "railyard_rpc_messages_total{kind=\"%s\"} %llu\n", body_name(k),
+				(unsigned long long)v);
+	}
+	fprintf(f, "railyard_rpc_messages_total{kind=\"other\"} %llu\n", other);
 }
 
 /* A refused report: answered with an Error, logged (the first ten of a session, then every
@@ -588,6 +610,9 @@ static int session_message(void *userdata, struct rpc_stream *st, ProtobufCMessa
 	}
 	s->last_seq = m->seq;
 	s->last_heard_ms = util_now_mono_ms();
+	if ((unsigned)m->body_case < CTL_RPC_KINDS)
+		atomic_fetch_add_explicit(&srv->rpc_received[m->body_case], 1,
+					  memory_order_relaxed);
 
 	switch (m->body_case) {
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_HEARTBEAT:

@@ -11,6 +11,7 @@
 
 /* Milliseconds of CLOCK_MONOTONIC / CLOCK_REALTIME. */
 int64_t util_now_mono_ms(void);
+int64_t util_now_mono_us(void);
 int64_t util_now_unix_ms(void);
 
 /* Fill buf with cryptographically random bytes (getrandom). 0 or -errno. */

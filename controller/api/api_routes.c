@@ -4,6 +4,7 @@
 
 #include "common/log/log.h"
 #include "common/util/error.h"
+#include "common/util/hist.h"
 #include "common/util/util.h"
 #include "controller/bench/bench.h"
 #include "controller/campaign/campaign.h"
@@ -16,6 +17,7 @@
 #include "controller/signoff/revalidate.h"
 #include "controller/signoff/signoff.h"
 #include "controller/signoff/html.h"
+#include "controller/server_int.h"
 #include "controller/state.h"
 
 #include <errno.h>
@@ -426,6 +428,21 @@ static void get_signoff_file(struct api_call *c)
 	}
 	free(html);
 	store_signoff_free(so);
+}
+
+/* The stored sign-off verified against the controller's CA, as `signoff verify` would. */
+static void get_signoff_verify(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_signoff_verify_stored(c->srv->state, id, &v, ERR));
+	if (visible(c, v, "sign-off", id)) {
+		api_json(c, 200, v);
+		v = NULL;
+	}
+out:
+	json_decref(v);
 }
 
 /* The OpenAPI document, built into the program from docs/openapi.yaml. */
@@ -871,6 +888,26 @@ static void post_api_token(struct api_call *c)
 	free(id);
 }
 
+/* Who the caller is: its role, the permissions that role has and its cluster scope, so that a
+ * client (the portal) shows only what the caller may do without trying it. */
+static void get_whoami(struct api_call *c)
+{
+	json_t *perms = json_array(), *cl = c->scope ? json_loads(c->scope, 0, NULL) : json_null();
+
+	/* A scope that does not parse is no cluster at all (api_in_scope() fails closed too). */
+	if (c->scope && !json_is_array(cl)) {
+		json_decref(cl);
+		cl = json_array();
+	}
+	for (int p = 0; p < API_PERM_COUNT; p++)
+		if (api_may(c, (enum api_perm)p))
+			json_array_append_new(perms, json_string(api_perm_name((enum api_perm)p)));
+	api_json(c, 200,
+		 json_pack("{s:s, s:s?, s:s, s:o, s:o}", "actor", c->actor, "token",
+			   c->token_id[0] ? c->token_id : NULL, "role", api_role_name(c->role),
+			   "permissions", perms, "clusters", cl));
+}
+
 static void delete_api_token(struct api_call *c)
 {
 	const char *id = http_req_capture(c->req, "id");
@@ -1052,6 +1089,13 @@ static void get_metrics(struct api_call *c)
 				 offsetof(struct store_deployment, state));
 		metrics_by_state(f, "railyard_campaigns", "Validation campaigns by state.", camps,
 				 nc, offsetof(struct store_campaign, state));
+		ctl_sessions_metrics(c->srv, f);
+		ctl_engine_metrics(c->srv->engine, f);
+		fprintf(f, "# HELP railyard_store_transaction_duration_seconds The store's write "
+			   "transactions, BEGIN to COMMIT (fsync and lock waits included).\n"
+			   "# TYPE railyard_store_transaction_duration_seconds histogram\n");
+		ry_hist_write(f, "railyard_store_transaction_duration_seconds", "",
+			      store_tx_latency(c->st));
 	}
 	fclose(f);
 	if (r < 0)
@@ -1095,6 +1139,7 @@ const struct api_route api_routes[] = {
 	R("GET", "/api/v1/signoffs", API_PERM_READ, 1, get_signoffs),
 	R("POST", "/api/v1/signoffs", API_PERM_CONFIGURE, 1, post_signoff),
 	R("GET", "/api/v1/signoffs/{id}", API_PERM_READ, 1, get_signoff),
+	R("GET", "/api/v1/signoffs/{id}/verify", API_PERM_READ, 1, get_signoff_verify),
 	R("GET", "/api/v1/signoffs/{id}/{file}", API_PERM_READ, 1, get_signoff_file),
 	R("GET", "/api/v1/bench-runs", API_PERM_READ, 1, get_bench_runs),
 	R("POST", "/api/v1/bench-runs", API_PERM_OPERATE, 1, post_bench_run),
@@ -1114,6 +1159,7 @@ const struct api_route api_routes[] = {
 	{"POST", "/api/v1/api-tokens", API_PERM_ADMIN, 0, post_api_token, 0, 1},
 	{"DELETE", "/api/v1/api-tokens/{id}", API_PERM_ADMIN, 0, delete_api_token, 0, 1},
 	{"GET", "/api/v1/audit", API_PERM_ADMIN, 0, get_audit, 0, 1},
+	R("GET", "/api/v1/whoami", API_PERM_READ, 0, get_whoami),
 	{"GET", "/api/v1/events", API_PERM_READ, 1, get_events, HTTP_ROUTE_NO_ETAG, 0},
 	{"GET", "/metrics", API_PERM_READ, 0, get_metrics, HTTP_ROUTE_NO_ETAG, 1},
 	R("GET", "/api/v1/openapi.yaml", API_PERM_READ, 0, get_openapi),

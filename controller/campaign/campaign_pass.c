@@ -534,7 +534,10 @@ static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campai
 				return;
 			m->test_idx++;
 			m->round = 0;
-			progress_event(cs, m);
+			/* Past the last test there is no progress to tell: campaign.state follows.
+			 */
+			if ((size_t)m->test_idx < cp_ntests(&e->c))
+				progress_event(cs, m);
 		}
 	}
 }

@@ -5,6 +5,8 @@
 
 #include "controller/engine/engine.h"
 
+#include "common/util/hist.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,6 +41,8 @@ struct ctl_engine {
 	pthread_cond_t icond;
 	struct engine_item *head, *tail;
 	bool istop, joined;
+	/* How long storing each kind of message took, arrival at the worker to its outcome. */
+	struct ry_hist ingest_latency[ENGINE_HANDLERS_MAX];
 	int64_t next_chores_ms, data_version;
 };
 

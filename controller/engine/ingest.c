@@ -52,7 +52,10 @@ static void handle(struct ctl_engine *e, struct engine_item *it, struct ctl_outc
 		return;
 	}
 	if (ctl_engine_handles(e, m->body_case)) {
+		int64_t t0 = util_now_mono_us();
+
 		e->handlers[m->body_case](srv, it->s, m, o);
+		ry_hist_add(&e->ingest_latency[m->body_case], util_now_mono_us() - t0);
 		return;
 	}
 	/* The session only hands over the kinds that have a handler. */
@@ -268,4 +271,32 @@ void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMes
 void ctl_engine_offline(struct ctl_engine *e, struct ctl_session *s)
 {
 	enqueue(e, s, NULL);
+}
+
+void ctl_engine_metrics(struct ctl_engine *e, FILE *f)
+{
+	static const struct {
+		int kind;
+		const char *name;
+	} kinds[] = {
+		{RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, "Hello"},
+		{RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE, "FactsUpdate"},
+		{RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT, "StepEvent"},
+		{RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE, "ApplyDone"},
+		{RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY, "BenchReady"},
+		{RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT, "BenchResult"},
+	};
+
+	if (!e)
+		return;
+	fprintf(f, "# HELP railyard_rpc_store_duration_seconds Storing an agent's message, by "
+		   "kind (the ack waits for it).\n"
+		   "# TYPE railyard_rpc_store_duration_seconds histogram\n");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char labels[64];
+
+		snprintf(labels, sizeof(labels), "kind=\"%s\"", kinds[i].name);
+		ry_hist_write(f, "railyard_rpc_store_duration_seconds", labels,
+			      &e->ingest_latency[kinds[i].kind]);
+	}
 }

@@ -624,30 +624,20 @@ static enum so_verify_status check_report(json_t *o, const char *bytes, size_t l
 	return s;
 }
 
-enum so_verify_status ctl_signoff_verify(const char *json_path, const char *p7s_path,
-					 const char *ca_path, json_t **ret)
+/* Verify bytes against p7s with ca (a PEM certificate; ca_name names it in reasons) into o. */
+static enum so_verify_status verify_bytes(json_t *o, const char *bytes, size_t len, const char *p7s,
+					  size_t plen, const char *ca_pem, size_t clen,
+					  const char *ca_name)
 {
-	char *bytes = NULL, *p7s = NULL, *ca_pem = NULL, why[512] = "", *sn = NULL;
-	size_t len = 0, plen = 0, clen = 0;
 	X509 *ca = NULL, *signer = NULL;
-	int64_t at = 0;
-	json_t *o = json_object();
+	char why[512] = "", *sn = NULL;
 	enum so_verify_status s;
+	int64_t at = 0;
 	int r;
 
-	if ((r = fs_read_file(json_path, SO_REPORT_MAX, &bytes, &len)) < 0 ||
-	    (r = fs_read_file(p7s_path, PKI_PEM_MAX, &p7s, &plen)) < 0 ||
-	    (r = fs_read_file(ca_path, PKI_PEM_MAX, &ca_pem, &clen)) < 0) {
-		const char *which = !bytes ? json_path : !p7s ? p7s_path : ca_path;
-
-		snprintf(why, sizeof(why), "%s: %s", which, ry_strerror(r));
-		s = verdict_of(o, r == -RY_E_TOO_BIG ? SO_NOT_VERIFIED : SO_VERIFY_USAGE, why);
-		goto out;
-	}
 	if (pki_cert_from_pem(ca_pem, clen, &ca) < 0) {
-		snprintf(why, sizeof(why), "%s: not a PEM certificate", ca_path);
-		s = verdict_of(o, SO_NOT_VERIFIED, why);
-		goto out;
+		snprintf(why, sizeof(why), "%s: not a PEM certificate", ca_name);
+		return verdict_of(o, SO_NOT_VERIFIED, why);
 	}
 	r = pki_cms_verify(ca, bytes, len, p7s, plen, &signer, &at, why, sizeof(why));
 	if (r < 0) {
@@ -661,15 +651,60 @@ enum so_verify_status ctl_signoff_verify(const char *json_path, const char *p7s_
 	json_object_set_new(o, "signed_at", so_time_json(at * 1000));
 	s = check_report(o, bytes, len);
 out:
-	free(bytes);
-	free(p7s);
-	free(ca_pem);
 	free(sn);
 	X509_free(ca);
 	X509_free(signer);
+	return s;
+}
+
+enum so_verify_status ctl_signoff_verify(const char *json_path, const char *p7s_path,
+					 const char *ca_path, json_t **ret)
+{
+	char *bytes = NULL, *p7s = NULL, *ca_pem = NULL, why[512] = "";
+	size_t len = 0, plen = 0, clen = 0;
+	json_t *o = json_object();
+	enum so_verify_status s;
+	int r;
+
+	if ((r = fs_read_file(json_path, SO_REPORT_MAX, &bytes, &len)) < 0 ||
+	    (r = fs_read_file(p7s_path, PKI_PEM_MAX, &p7s, &plen)) < 0 ||
+	    (r = fs_read_file(ca_path, PKI_PEM_MAX, &ca_pem, &clen)) < 0) {
+		const char *which = !bytes ? json_path : !p7s ? p7s_path : ca_path;
+
+		snprintf(why, sizeof(why), "%s: %s", which, ry_strerror(r));
+		s = verdict_of(o, r == -RY_E_TOO_BIG ? SO_NOT_VERIFIED : SO_VERIFY_USAGE, why);
+	} else {
+		s = verify_bytes(o, bytes, len, p7s, plen, ca_pem, clen, ca_path);
+	}
+	free(bytes);
+	free(p7s);
+	free(ca_pem);
 	if (ret)
 		*ret = o;
 	else
 		json_decref(o);
 	return s;
+}
+
+int ctl_signoff_verify_stored(struct ctl_state *state, const char *id, json_t **ret,
+			      struct ctl_error *err)
+{
+	struct store_signoff *so = NULL;
+	json_t *o;
+	int r = store_signoff_get(state->store, id, true, &so);
+
+	if (r == -RY_E_NOT_FOUND)
+		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "id", "no sign-off %s", id);
+	if (r < 0)
+		return ctl_error_store(err, r, "reading the sign-off");
+	o = json_pack("{s:s, s:s}", "id", so->id, "cluster", so->cluster);
+	if (!o) {
+		store_signoff_free(so);
+		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	}
+	verify_bytes(o, so->report, so->report_len, so->signature, strlen(so->signature),
+		     state->ca_pem, strlen(state->ca_pem), "the controller's CA");
+	store_signoff_free(so);
+	*ret = o;
+	return 0;
 }

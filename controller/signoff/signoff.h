@@ -54,6 +54,13 @@ __attribute__((warn_unused_result)) int ctl_signoff_export(struct ctl_state *sta
 enum so_verify_status ctl_signoff_verify(const char *json_path, const char *p7s_path,
 					 const char *ca_path, json_t **ret);
 
+/* Verify a stored sign-off as a customer would: its signed bytes and signature against the
+ * controller's CA certificate. *ret: {id, cluster, verified, status, reason, signer, signed_at,
+ * kind, verdict, created_at, summary} (as ctl_signoff_verify()). CTL_ERR_NOT_FOUND. */
+__attribute__((warn_unused_result)) int ctl_signoff_verify_stored(struct ctl_state *state,
+								  const char *id, json_t **ret,
+								  struct ctl_error *err);
+
 /* Staleness of the newest sign-off of each cluster, per node: {CLUSTER: {signoff, stale,
  * reasons: [...], nodes: {HOSTNAME: [reasons]}, covered: [HOSTNAME]}} (a covered node without
  * reasons is current). For `nodes`. */

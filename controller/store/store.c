@@ -188,6 +188,7 @@ int store_q_exec(struct store_conn *c, int *ret_changes, struct store_sql *q, co
 
 int store_tx_begin(struct store_conn *c)
 {
+	c->tx_start_us = util_now_mono_us();
 	return store_q_exec(c, NULL, &SQL_BEGIN, "");
 }
 
@@ -203,10 +204,16 @@ int store_tx_commit(struct store_conn *c)
 
 	if (r < 0)
 		store_tx_rollback(c);
+	else
+		ry_hist_add(&c->s->tx_latency, util_now_mono_us() - c->tx_start_us);
 	return r;
 }
 
-/* Copy a text column; NULL stays NULL. */
+const struct ry_hist *store_tx_latency(const struct store *s)
+{
+	return &s->tx_latency;
+}
+
 int store_q_row(struct store_conn *c, struct store_sql *q, const char *key,
 		int (*row)(sqlite3_stmt *st, void *ret), void *ret)
 {
@@ -237,6 +244,7 @@ int store_q_text(struct store_conn *c, struct store_sql *q, const char *key, cha
 	return store_q_row(c, q, key, text_row, ret);
 }
 
+/* Copy a text column; NULL stays NULL. */
 int store_col_dup(sqlite3_stmt *st, int col, char **ret)
 {
 	const unsigned char *v = sqlite3_column_text(st, col);

@@ -530,6 +530,11 @@ void store_signoffs_free(struct store_signoff **v, size_t n);
 /* The text of a stored playbook by its SHA-256 (caller frees). -RY_E_NOT_FOUND. */
 STORE_WUR int store_playbook_text_by_sha(struct store *s, const char *sha256, char **ret_text);
 
+/* The latency of the store's write transactions (BEGIN IMMEDIATE to COMMIT, the fsync and any
+ * wait for another process's lock included), for /metrics. */
+struct ry_hist;
+const struct ry_hist *store_tx_latency(const struct store *s);
+
 /* ---- Revalidations (schema v10) ---------------------------------------------------------------
  * A revalidation runs in the serving controller: pending -> configuring (a deployment of the
  * playbook, check mode unless apply) -> validating (the baseline's campaign again, signed and

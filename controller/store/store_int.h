@@ -5,6 +5,8 @@
 #define RAILYARD_CONTROLLER_STORE_INT_H
 
 #include <pthread.h>
+
+#include "common/util/hist.h"
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -32,6 +34,7 @@ struct store_conn {
 	pthread_mutex_t lock;
 	sqlite3 *db;
 	sqlite3_stmt *stmts[STORE_STMT_MAX];
+	int64_t tx_start_us; /* when the open write transaction began (monotonic) */
 };
 
 /* Two connections to one file: the writer runs every write transaction (and the reads inside
@@ -40,7 +43,8 @@ struct store_conn {
  * not queue behind a write that waits for another process's lock or a slow fsync. */
 struct store {
 	struct store_conn w, r;
-	pthread_mutex_t errlock; /* errmsg */
+	struct ry_hist tx_latency; /* write transactions, BEGIN to COMMIT (fsync included) */
+	pthread_mutex_t errlock;   /* errmsg */
 	char errmsg[256];
 	char *path;
 };

@@ -81,6 +81,9 @@ check "the downloaded sign-off verifies with stock openssl" openssl cms -verify 
 	-purpose any -out /dev/null
 check "  and offline" "$CTL" signoff verify "$T/signoff.json" "$T/signoff.p7s" --ca "$T/ca.pem"
 check "the page is the page" grep -q "openssl cms -verify" "$T/signoff.html"
+check "the controller verifies a stored sign-off: 200" test "$(api GET "/api/v1/signoffs/$SO/verify" "$INT")" = 200
+check "  verified, signed by the controller's sign-off key" jqt --arg s "$SO" '.verified == true and
+	.status == 0 and .id == $s and (.signer | test("sign")) and .verdict == "pass"' "$T/body"
 OPR=$(mktoken operator operator '["it"]')
 
 # ---- playbooks: check, upload, list, read ------------------------------------------------------
@@ -222,6 +225,11 @@ check "the event stream replays what happened, as Server-Sent Events" bash -c "
 	grep -q '^event: campaign.state' '$T/events.txt' && grep -q '^event: signoff.created' '$T/events.txt' &&
 	grep -q '^event: revalidation.state' '$T/events.txt' &&
 	grep -q '^id: [0-9]' '$T/events.txt'"
+check "campaign.progress never points past the campaign's last test" bash -c "
+	n=\$(curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' '$URL/api/v1/campaigns/$CAMP' | jq '.tests | length')
+	grep -A1 '^event: campaign.progress' '$T/events.txt' | sed -n 's/^data: //p' |
+		jq -e -s --arg c '$CAMP' --argjson n \"\$n\" 'map(select(.id == \$c)) |
+			length > 0 and all(.[]; .test_index < \$n)' >/dev/null"
 LAST=$(grep '^id: ' "$T/events.txt" | tail -1 | cut -d' ' -f2)
 check "Last-Event-ID resumes after that event" bash -c "
 	curl -s --max-time 2 --cacert '$CA' -H 'Authorization: Bearer $INT' -H 'Last-Event-ID: $((LAST - 1))' \
@@ -241,6 +249,11 @@ check "/metrics: nodes by state, sessions, requests by route" bash -c "
 	grep -q '^railyard_nodes{state=\"online\"} ' '$T/metrics.txt' && grep -q '^railyard_sessions ' '$T/metrics.txt' &&
 	grep -q '^railyard_http_requests_total{route=\"/api/v1/nodes\"' '$T/metrics.txt' &&
 	grep -q '^railyard_campaigns{state=\"passed\"} 2' '$T/metrics.txt'"
+check "/metrics: agent messages by kind, store and RPC latency histograms" bash -c "
+	grep -q '^railyard_rpc_messages_total{kind=\"Hello\"} [1-9]' '$T/metrics.txt' &&
+	grep -q '^railyard_rpc_messages_total{kind=\"Heartbeat\"} [1-9]' '$T/metrics.txt' &&
+	grep -q '^railyard_rpc_store_duration_seconds_bucket{kind=\"StepEvent\",le=\"+Inf\"} [1-9]' '$T/metrics.txt' &&
+	grep -q '^railyard_store_transaction_duration_seconds_count [1-9]' '$T/metrics.txt'"
 # promtool: Debian's prometheus package ships it; rather than install (and start) a Prometheus
 # server, the package is downloaded once into the build directory and promtool taken from it.
 PROMTOOL=$(command -v promtool || true)
