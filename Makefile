@@ -1,11 +1,11 @@
-# Thin wrapper over CMake/CTest. Quick start: `make demo`, `make test`.
+# Thin wrapper over CMake/CTest. Quick start: `make demo`, `make demo-portal`, `make test`.
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 SANITIZE ?= OFF
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo format format-check clean
+.PHONY: all deps configure build test demo demo-portal format format-check clean
 
 all: build
 
@@ -25,6 +25,11 @@ test: build
 
 demo: build
 	@deploy/demo.sh $(BUILD)
+
+# The same demo, then the controller keeps serving the web portal (HTTP=HOST:PORT, default
+# 127.0.0.1:8443) with its URL and login tokens printed, until Ctrl-C.
+demo-portal: build
+	@HTTP=$(HTTP) deploy/demo.sh $(BUILD) --portal
 
 # Fixture sysroots hold headers as a node has them (data, not our code).
 SOURCES = git ls-files '*.c' '*.h' ':!:tests/fixtures/sysroots/**'

@@ -2,8 +2,15 @@
 # `make demo`: a controller and four agents on fixture H200 nodes, all on 127.0.0.1, in a
 # temporary directory. Enroll, wait until all are online, show the node table and the
 # controller's footprint, then shut everything down.
+# `make demo-portal` (deploy/demo.sh BUILD --portal): the same, then the controller and agents
+# keep running and serving the web portal (docs/portal.md) on HTTP (default 127.0.0.1:8443),
+# with its URL and login tokens printed, until Ctrl-C.
 set -euo pipefail
 BUILD=${1:-build}
+PORTAL=false
+[ "${2:-}" = --portal ] && PORTAL=true
+HTTP_LISTEN=127.0.0.1:0
+$PORTAL && HTTP_LISTEN=${HTTP:-127.0.0.1:8443}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CTL=$BUILD/controller/railyard-controller
 AGENT=$BUILD/nodeagent/railyard-agent
@@ -36,11 +43,11 @@ all_online() { [ "$(online_count)" -eq ${#NODES[@]} ]; }
 
 echo "== railyard demo in $DEMO"
 "$CTL" init --state-dir "$DEMO/ctl" | sed 's/^/   /'
-"$CTL" serve --state-dir "$DEMO/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 --heartbeat-interval 1s \
+"$CTL" serve --state-dir "$DEMO/ctl" --listen 127.0.0.1:0 --http "$HTTP_LISTEN" --heartbeat-interval 1s \
 	>"$DEMO/controller.log" 2>&1 &
 CTL_PID=$!
 pids+=("$CTL_PID")
-wait_for 20 "the controller to listen" test -s "$DEMO/ctl/controller.addr"
+wait_for 20 "the controller to listen (log: $DEMO/controller.log)" test -s "$DEMO/ctl/controller.addr"
 ADDR=$(cat "$DEMO/ctl/controller.addr")
 echo "== controller listening on $ADDR"
 
@@ -151,6 +158,25 @@ echo "   \$ railyard --url $API --token … --ca …/ca.crt nodes"
 RAILYARD_CONFIG="$DEMO/railyard.json" "$BUILD/client/railyard" --url "$API" --token "$VIEWER" \
 	--ca "$DEMO/ctl/ca.crt" nodes | sed 's/^/   /' || true
 
+if $PORTAL; then
+	ADMIN=$("$CTL" api-token create --name demo-admin --role admin --state-dir "$DEMO/ctl" 2>/dev/null |
+		awk '/^token:/ {print $2}')
+	echo "== the web portal: $API/"
+	echo "   log in with the admin token:  $ADMIN"
+	echo "   or the viewer token:          $VIEWER"
+	echo "   its certificate is issued by the demo controller's own CA: $DEMO/ctl/ca.crt"
+	echo "   ($FP); trust that CA in the browser, or accept its warning for this demo."
+	echo "   Serving until Ctrl-C (logs in $DEMO)."
+	trap 'echo; echo "== Ctrl-C"' INT
+	trap 'echo; echo "== terminated"' TERM
+	# wait returns when a trapped signal comes in (or when the controller exits on its own).
+	wait "$CTL_PID" || true
+	if ! kill -0 "$CTL_PID" 2>/dev/null; then
+		echo "== the controller exited on its own; its log's end:"
+		tail -5 "$DEMO/controller.log" | sed 's/^/   /'
+		exit 1
+	fi
+fi
 echo "== shutting down"
 for p in "${pids[@]:1}"; do kill -TERM "$p"; done
 for p in "${pids[@]:1}"; do wait "$p"; done

@@ -13,6 +13,9 @@ PKGS=(
 	iproute2 procps psmisc valgrind clang-format jq
 	sockperf iperf3
 	python3-yaml # tests/integration/test_openapi.sh reads docs/openapi.yaml
+	# tests/integration/test_portal.sh and bench/portal-render.sh drive Debian's Chromium headless
+	# (playwright-core from npm, never a downloaded browser); a font for legible screenshots.
+	chromium fonts-dejavu-core
 )
 # npm (tests/integration/test_openapi.sh lints docs/openapi.yaml with @redocly/cli from npm):
 # Debian's package, unless an npm is installed already (NodeSource's nodejs ships its own and

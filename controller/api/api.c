@@ -7,6 +7,7 @@
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"
+#include "controller/portal/portal.h"
 #include "controller/state.h"
 
 #include <errno.h>
@@ -329,9 +330,10 @@ int ctl_api_start(struct ctl_server *srv, const struct ctl_api_config *cfg, stru
 		.key_pem = cfg->key_pem ? cfg->key_pem : srv->state->server_key_pem,
 		.unix_path = sock,
 	};
+	size_t n_routes = api_routes_count + ctl_portal_routes_count();
 	int r = -ENOMEM;
 
-	if (!a || !sock || !(a->routes = calloc(api_routes_count, sizeof(*a->routes))))
+	if (!a || !sock || !(a->routes = calloc(n_routes, sizeof(*a->routes))))
 		goto fail;
 	for (size_t i = 0; i < api_routes_count; i++)
 		a->routes[i] = (struct http_route){.method = api_routes[i].method,
@@ -349,7 +351,9 @@ int ctl_api_start(struct ctl_server *srv, const struct ctl_api_config *cfg, stru
 		pthread_cond_init(&a->cond, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	r = http_server_start(&hc, a->routes, api_routes_count, srv, &a->http, errbuf, errlen);
+	/* The portal's files: public routes beside the API's, not in its table (docs/portal.md). */
+	ctl_portal_routes(a->routes + api_routes_count);
+	r = http_server_start(&hc, a->routes, n_routes, srv, &a->http, errbuf, errlen);
 	if (r < 0)
 		goto fail_sync;
 	srv->api = a;

@@ -1,0 +1,345 @@
+// Campaigns: the list (and a form to start one, for roles that may) and a campaign's page: live
+// progress (round k of n) from the event stream, then the failures first (the verdict's
+// findings, bad nodes and links, failing pairs with their reasons), per-rail heatmaps of each
+// pairs test (latency or bandwidth, as its rule judges it), the congestion results and the
+// other tests' rows.
+
+import {h, clear, fill, badge, timeEl, campLink, nodeLink, sortableTable, coalesce, notice, section, kv,
+        naturalCompare, fmtNum} from '../dom.js';
+import {heatmap} from '../heatmap.js';
+import {playbookForm} from './deployments.js';
+import {confirmDialog} from './confirm.js';
+
+function progressText(c) {
+  const p = c.progress || {};
+  if (c.state !== 'running') return `${p.rounds_done ?? 0} of ${p.rounds_total ?? 0} rounds run`;
+  const k = Math.min((p.rounds_done ?? 0) + 1, p.rounds_total ?? 0);
+  const t = (c.tests || [])[p.test_index];
+  return `Round ${k} of ${p.rounds_total ?? '?'}${p.rounds_total_final === false ? ' (so far)' : ''}` +
+    (t ? `: test ${p.test_index + 1} of ${c.tests.length}, ${t.name}` : '') +
+    (p.eta_s ? `, about ${Math.round(p.eta_s)} s left` : '');
+}
+
+export async function campaignsView(ctx) {
+  const {api, session} = ctx;
+  ctx.title('Campaigns');
+  const status = h('div');
+  const table = sortableTable({
+    caption: 'Validation campaigns, newest first',
+    columns: [
+      {key: 'id', label: 'Campaign', value: (c) => c.id, render: (c) => campLink(c.id)},
+      {key: 'cluster', label: 'Cluster', value: (c) => c.cluster, render: (c) => c.cluster},
+      {key: 'pb', label: 'Playbook', value: (c) => c.playbook, render: (c) => `${c.playbook} ${c.version}`},
+      {key: 'transport', label: 'Transport', value: (c) => c.transport, render: (c) => c.transport + (c.quick ? ' (quick)' : '')},
+      {key: 'nodes', label: 'Nodes', numeric: true, value: (c) => c.nodes_count, render: (c) => String(c.nodes_count ?? '')},
+      {key: 'state', label: 'State', value: (c) => c.state, render: (c) => badge(c.state)},
+      {key: 'progress', label: 'Progress', render: (c) => progressText(c)},
+      {key: 'result', label: 'Verdict', value: (c) => c.result, render: (c) => (c.result ? badge(c.result) : '—')},
+      {key: 'created', label: 'Created', numeric: true, value: (c) => -c.created_at_ms, render: (c) => timeEl(c.created_at_ms)},
+    ],
+    rowAttrs: (c) => ({dataset: {campaign: c.id}}),
+    empty: 'No campaign yet.',
+  });
+  ctx.root.append(h('h1', null, 'Campaigns'));
+  if (session.may('configure')) {
+    const quick = h('input', {type: 'checkbox', checked: true, id: 'camp-quick'});
+    const signoff = h('input', {type: 'checkbox', id: 'camp-signoff'});
+    const tests = h('input', {type: 'text', id: 'camp-tests', placeholder: 'all (or e.g. pair-lat,pair-bw)'});
+    const transport = h('select', {id: 'camp-transport'}, h('option', {value: ''}, 'the playbook\'s'),
+      h('option', {value: 'tcp'}, 'tcp'), h('option', {value: 'verbs'}, 'verbs'));
+    const form = playbookForm(ctx, {
+      kind: 'camp',
+      fields: h('div', null,
+        h('div', {class: 'row'}, h('label', {for: 'camp-tests'}, 'Tests'), tests),
+        h('div', {class: 'row'}, h('label', {for: 'camp-transport'}, 'Transport'), transport),
+        h('div', {class: 'row'}, h('label', {for: 'camp-quick'}, 'Quick (a smoke run)'), quick),
+        h('div', {class: 'row'}, h('label', {for: 'camp-signoff'}, 'Sign the report when it ends'), signoff)),
+      submit: async ({cluster, playbook}) => {
+        const body = {cluster, playbook, quick: quick.checked, signoff: signoff.checked};
+        if (tests.value.trim()) body.tests = tests.value.trim();
+        if (transport.value) body.transport = transport.value;
+        const c = await api.post('/api/v1/campaigns', body);
+        ctx.navigate('/campaigns/' + encodeURIComponent(c.id));
+      },
+    });
+    ctx.root.append(h('details', {class: 'card new'}, h('summary', null, 'New campaign'), form));
+  }
+  ctx.root.append(status, table.el);
+  const load = async () => {
+    table.setRows((await api.get('/api/v1/campaigns?limit=200')).items);
+    clear(status);
+  };
+  const refresh = coalesce(() => load().catch((e) => fill(status, notice(e.message))), 1000);
+  for (const t of ['campaign.state', 'campaign.progress', 'reset', 'open']) ctx.on(t, refresh);
+  await load();
+  return () => refresh.cancel();
+}
+
+// ---- one campaign ------------------------------------------------------------------------------
+
+const DEFAULT_FIELD = {lat: 'p50_us', bw: 'gbps'};
+const UNIT = {p50_us: 'µs', p90_us: 'µs', p99_us: 'µs', p999_us: 'µs', mean_us: 'µs', min_us: 'µs', max_us: 'µs',
+  gbps: 'Gb/s', gbps_reverse: 'Gb/s', msg_rate: 'msg/s'};
+
+function holds(v, op, t) {
+  switch (op) {
+    case '<=': return v <= t;
+    case '<': return v < t;
+    case '>=': return v >= t;
+    case '>': return v > t;
+    case '==': return v === t;
+    default: return true;
+  }
+}
+
+// The heatmaps of one pairs test: one per rail (or one, without rails).
+function testHeatmaps(c, ti, rows, hostOf) {
+  const t = c.tests[ti];
+  const spec = ((c.spec && c.spec.tests) || [])[ti] || {};
+  const vt = ((c.verdict && c.verdict.tests) || [])[ti] || null;
+  const rule = vt && (vt.rules || []).find((r) => r.metric && r.metric.startsWith(t.name + '.'));
+  const field = rule ? rule.metric.slice(t.name.length + 1) : DEFAULT_FIELD[t.kind];
+  const better = /us$/.test(field) ? 'lower' : 'higher';
+  const nodes = (c.nodes || []).map((n) => ({id: n.id, label: n.hostname})).sort((a, b) => naturalCompare(a.label, b.label));
+  const index = new Map(nodes.map((n, i) => [n.id, i]));
+  const failures = new Map();
+  for (const f of (vt && vt.failures) || []) {
+    for (const k of [`${f.a}|${f.b}|${f.rail}`, `${f.b}|${f.a}|${f.rail}`]) failures.set(k, f);
+  }
+  const byRail = new Map();
+  for (const r of rows) {
+    if (r.test_index !== ti || r.role !== 'measure' || r.phase !== 'run') continue;
+    const rail = r.rail === null || r.rail === undefined ? null : r.rail;
+    if (!byRail.has(rail)) byRail.set(rail, []);
+    byRail.get(rail).push(r);
+  }
+  const out = [];
+  for (const rail of [...byRail.keys()].sort((a, b) => (a ?? -1) - (b ?? -1))) {
+    const cells = [];
+    for (const r of byRail.get(rail)) {
+      const ia = index.get(r.a), ib = index.get(r.b);
+      if (ia === undefined || ib === undefined || ia === ib) continue;
+      const m = r.summary && r.summary.metrics;
+      const value = m && typeof m[field] === 'number' ? m[field] : null;
+      const f = failures.get(`${r.a}|${r.b}|${rail}`);
+      let fail = false, reason = null, attributed = null;
+      if (f) {
+        fail = true; reason = f.reason; attributed = f.attributed;
+      } else if (r.state === 'failed' || r.state === 'missing') {
+        fail = true; reason = r.error || r.state;
+      } else if (rule && value !== null && typeof rule.threshold === 'number' && !holds(value, rule.op, rule.threshold)) {
+        // Beyond the failures the verdict lists: the rule's threshold says.
+        fail = true; reason = `${field} ${fmtNum(value, 4)}, not ${rule.op} ${rule.threshold_text || fmtNum(rule.threshold, 4)}`;
+      }
+      cells.push({i: Math.max(ia, ib), j: Math.min(ia, ib), value, fail, reason, attributed, state: r.state});
+    }
+    const railName = rail === null ? '' : `, rail ${rail}${railDevice(c, rail)}`;
+    out.push(heatmap({title: `${t.name}: ${field}${railName}`, nodes, cells, metric: field, unit: UNIT[field] || '', better}));
+  }
+  return out;
+}
+
+function railDevice(c, rail) {
+  const devs = new Set((c.nodes || []).map((n) => (n.rails || [])[rail]).filter(Boolean).map((r) => r.device));
+  return devs.size === 1 ? ` (${[...devs][0]})` : '';
+}
+
+function failuresSection(c, hostOf) {
+  const v = c.verdict;
+  if (!v) {
+    return section('Failures', h('p', {class: 'mute'}, c.state === 'running'
+      ? 'The verdict comes when the campaign ends; failed runs show in the maps below as they happen.'
+      : 'No verdict' + (c.error ? ': ' + c.error : '.')));
+  }
+  const parts = [h('p', null, 'Verdict: ', badge(v.result, 'verdict'))];
+  if ((v.findings || []).length) {
+    parts.push(h('h3', null, 'Findings'), h('ul', {class: 'findings'}, v.findings.map((f) => h('li', null, f))));
+  }
+  const badNodes = (v.nodes || []).filter((n) => n.result === 'fail');
+  if (badNodes.length) {
+    parts.push(h('h3', null, 'Failing nodes'), h('ul', {class: 'reasons'}, badNodes.map((n) => h('li', null,
+      nodeLink(n.id, n.hostname), ': ', [...(n.reasons || []),
+        ...(n.rails || []).filter((r) => r.result === 'fail').map((r) => `rail ${r.rail} (${r.device}): ${(r.reasons || []).join('; ')}`)].join('; ') || 'failed'))));
+  }
+  if ((v.links || []).length) {
+    parts.push(h('h3', null, 'Failing links'), h('ul', {class: 'reasons'}, v.links.map((l) => h('li', null,
+      `${l.test}: ${l.a_host} ↔ ${l.b_host}${l.rail === null || l.rail === undefined ? '' : ' rail ' + l.rail}: ${(l.reasons || []).join('; ')}`))));
+    if (v.links_total > v.links.length) parts.push(h('p', {class: 'mute'}, `and ${v.links_total - v.links.length} more links`));
+  }
+  const rows = [];
+  for (const t of v.tests || []) {
+    for (const f of t.failures || []) rows.push({t, f});
+  }
+  if (rows.length) {
+    parts.push(sortableTable({
+      caption: 'Failing pairs, by test',
+      columns: [
+        {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => r.t.name},
+        {key: 'pair', label: 'Pair', value: (r) => hostOf(r.f.a), render: (r) => `${hostOf(r.f.a)} ↔ ${hostOf(r.f.b)}`},
+        {key: 'rail', label: 'Rail', render: (r) => (r.f.rail === null || r.f.rail === undefined ? '—' : String(r.f.rail))},
+        {key: 'attr', label: 'Attributed to', value: (r) => r.f.attributed, render: (r) => badge(r.f.attributed)},
+        {key: 'reason', label: 'Reason', render: (r) => r.f.reason},
+      ],
+      rows,
+    }).el);
+    const more = (v.tests || []).reduce((m, t) => m + Math.max(0, (t.failures_total || 0) - (t.failures || []).length), 0);
+    if (more) parts.push(h('p', {class: 'mute'}, `and ${more} more failing rows not listed by the verdict`));
+  } else if (v.result === 'pass') {
+    parts.push(h('p', null, 'No failing pair.'));
+  }
+  if ((v.left_out || []).length) {
+    parts.push(h('h3', null, 'Left out'), h('ul', null, v.left_out.map((n) => h('li', null, `${n.hostname}: ${n.reason}`))));
+  }
+  return h('section', {class: 'card failures'}, h('h2', null, 'Failures'), parts);
+}
+
+function congestionSection(c, rows, hostOf) {
+  const out = [];
+  (c.tests || []).forEach((t, ti) => {
+    if (t.kind !== 'congestion') return;
+    const vt = ((c.verdict && c.verdict.tests) || [])[ti];
+    const stats = (vt && vt.stats) || {};
+    const part = [h('h3', null, t.name, ' ', vt ? badge(vt.result) : badge(c.state === 'running' ? 'running' : 'none'))];
+    if (Object.keys(stats).length) {
+      part.push(sortableTable({
+        caption: `${t.name}: victims alone and under congestion`,
+        columns: [
+          {key: 'k', label: 'Measure', render: (r) => r[0]},
+          {key: 'median', label: 'Median', numeric: true, render: (r) => fmtNum(r[1].median, 4)},
+          {key: 'min', label: 'Min', numeric: true, render: (r) => fmtNum(r[1].min, 4)},
+          {key: 'max', label: 'Max', numeric: true, render: (r) => fmtNum(r[1].max, 4)},
+          {key: 'n', label: 'Pairs', numeric: true, render: (r) => String(r[1].n)},
+        ],
+        rows: Object.entries(stats),
+      }).el);
+    }
+    if (vt) {
+      for (const r of vt.rules || []) {
+        part.push(h('p', null, `${r.metric} ${r.op} ${r.threshold_text || r.threshold}: ${r.failed} of ${r.evaluated} failed`));
+      }
+    }
+    const victims = rows.filter((r) => r.test_index === ti && r.role === 'measure');
+    if (victims.length) {
+      part.push(sortableTable({
+        caption: `${t.name}: victim runs`,
+        columns: [
+          {key: 'phase', label: 'Phase', value: (r) => r.phase, render: (r) => r.phase},
+          {key: 'pair', label: 'Pair', render: (r) => `${hostOf(r.a)} → ${hostOf(r.b)}`},
+          {key: 'v', label: 'Result', render: (r) => {
+            const m = (r.summary && r.summary.metrics) || {};
+            return m.p99_us !== undefined ? `p99 ${fmtNum(m.p99_us, 4)} µs` : m.gbps !== undefined ? `${fmtNum(m.gbps, 4)} Gb/s` : (r.error || '—');
+          }},
+          {key: 'state', label: 'State', render: (r) => badge(r.state === 'done' ? 'ok' : r.state)},
+        ],
+        rows: victims,
+      }).el);
+    }
+    out.push(h('div', {class: 'congestion', dataset: {test: t.name}}, part));
+  });
+  return out.length ? section('Congestion', out) : null;
+}
+
+function otherTestsSection(c, rows, hostOf) {
+  const out = [];
+  (c.tests || []).forEach((t, ti) => {
+    if (t.kind === 'congestion' || t.pattern === 'pairs') return;
+    const field = DEFAULT_FIELD[t.kind];
+    out.push(sortableTable({
+      caption: `${t.name} (${t.pattern})`,
+      columns: [
+        {key: 'pair', label: 'Pair', value: (r) => hostOf(r.a), render: (r) => `${hostOf(r.a)} → ${hostOf(r.b)}`},
+        {key: 'rail', label: 'Rail', render: (r) => (r.rail === null ? '—' : String(r.rail))},
+        {key: 'v', label: field, numeric: true, value: (r) => r.summary && r.summary.metrics && r.summary.metrics[field],
+          render: (r) => fmtNum(r.summary && r.summary.metrics && r.summary.metrics[field], 4)},
+        {key: 'state', label: 'State', render: (r) => badge(r.state === 'done' ? 'ok' : r.state)},
+        {key: 'err', label: 'Error', render: (r) => r.error},
+      ],
+      rows: rows.filter((r) => r.test_index === ti && r.role === 'measure'),
+    }).el);
+  });
+  return out.length ? section('Other tests', out) : null;
+}
+
+export async function campaignView(ctx, id) {
+  const {api, session} = ctx;
+  ctx.title(id);
+  const head = h('div', {class: 'head'});
+  const status = h('div');
+  const actions = h('div', {class: 'actions'});
+  const info = h('div');
+  const prog = h('div', {class: 'progress-wrap'});
+  const body = h('div');
+  ctx.root.append(head, status, actions, section('Campaign', prog, info), body);
+  let c = null;
+
+  function draw(rows) {
+    ctx.title(`${c.id} ${c.state}`);
+    const hosts = new Map((c.nodes || []).map((n) => [n.id, n.hostname]));
+    const hostOf = (idv) => hosts.get(idv) || idv;
+    fill(head, h('h1', null, 'Campaign ', h('span', null, c.id)), badge(c.state, 'camp-state'),
+      c.result ? [' ', badge(c.result, 'camp-result')] : null);
+    head.dataset.state = c.state;
+    const p = c.progress || {};
+    fill(prog, h('label', {for: 'camp-progress', class: 'progress-text'}, progressText(c)),
+      h('progress', {id: 'camp-progress', max: String(p.rounds_total || 1), value: String(p.rounds_done || 0)}),
+      h('p', {class: 'mute'}, `${p.rows_done ?? 0} runs done, ${p.rows_failed ?? 0} failed`));
+    fill(info, kv([
+      ['Cluster', c.cluster], ['Playbook', `${c.playbook} ${c.version}`],
+      ['Transport', `${c.transport}${c.quick ? ' (quick: a smoke run, thresholds indicative)' : ''}`],
+      ['Nodes', String((c.nodes || []).length)], ['Seed', String(c.seed)], ['Started by', c.actor],
+      ['Created', timeEl(c.created_at_ms)], ['Finished', timeEl(c.finished_at_ms)],
+      ['Error', c.error ?? null],
+    ]), sortableTable({
+      caption: 'Tests',
+      columns: [
+        {key: 'name', label: 'Test', render: (t) => t.name},
+        {key: 'kind', label: 'Kind', render: (t) => t.kind},
+        {key: 'pattern', label: 'Pattern', render: (t) => t.pattern},
+        {key: 'rounds', label: 'Rounds', numeric: true, render: (t) => String(t.rounds + (t.retest_rounds || 0))},
+        {key: 'done', label: 'Runs done', numeric: true, render: (t) => `${t.done} of ${t.rows}`},
+        {key: 'failed', label: 'Failed', numeric: true, render: (t) => String(t.failed)},
+      ],
+      rows: c.tests || [],
+    }).el);
+    const maps = [];
+    (c.tests || []).forEach((t, ti) => {
+      if ((t.kind === 'lat' || t.kind === 'bw') && t.pattern === 'pairs' && (c.nodes || []).length >= 2) {
+        maps.push(...testHeatmaps(c, ti, rows, hostOf));
+      }
+    });
+    fill(body, failuresSection(c, hostOf),
+      maps.length ? h('section', {class: 'card'}, h('h2', null, 'Pairs'), h('div', {class: 'heatmaps'}, maps)) : null,
+      congestionSection(c, rows, hostOf) || '', otherTestsSection(c, rows, hostOf) || '');
+    clear(actions);
+    if (c.state === 'running' && session.mayCancel(c)) {
+      actions.append(h('button', {type: 'button', class: 'danger', on: {click: async () => {
+        if (!await confirmDialog({title: `Cancel ${c.id}?`, text: 'Running benchmarks stop; the verdict will be incomplete.',
+          confirm: 'Cancel campaign', cancel: 'Keep it running'})) return;
+        try {
+          await api.postEmpty(`/api/v1/campaigns/${api.enc(c.id)}/cancel`);
+          refresh();
+        } catch (e) { fill(status, notice('Could not cancel: ' + e.message)); }
+      }}}, 'Cancel campaign'));
+    }
+    if (c.state !== 'running') {
+      actions.append(h('a', {href: '#/signoffs?campaign=' + encodeURIComponent(c.id), class: 'button-link'}, 'Sign-offs of this campaign'));
+    }
+  }
+
+  async function load() {
+    const doc = await api.get(`/api/v1/campaigns/${api.enc(id)}/results`);
+    if (ctx.dead) return;
+    c = doc;
+    clear(status);
+    draw(doc.results || []);
+  }
+  const refresh = coalesce(() => load().catch((e) => fill(status, notice('Could not refresh: ' + e.message))), 1000);
+  const mine = (ev) => { if (ev.id === id) refresh(); };
+  ctx.on('campaign.progress', mine);
+  ctx.on('campaign.state', mine);
+  ctx.on('reset', refresh);
+  ctx.on('open', refresh);
+  await load();
+  return () => refresh.cancel();
+}
+

@@ -1,0 +1,256 @@
+// Deployments: the list (and, for roles that may, a form to start one), and a deployment's page
+// that follows it live from the event stream: batch by batch, node by node, step by step, with
+// each step's status, message and diff; cancel for roles that may.
+
+import {h, clear, fill, badge, timeEl, depLink, nodeLink, sortableTable, coalesce, notice, section, kv,
+        naturalCompare} from '../dom.js';
+import {diffView} from '../diff.js';
+import {confirmDialog} from './confirm.js';
+
+const FINAL = new Set(['succeeded', 'partial', 'failed', 'cancelled']);
+
+function playbookForm(ctx, {kind, fields, submit}) {
+  // Shared by the deployment and campaign forms: cluster, playbook (a file or pasted text).
+  const {api} = ctx;
+  const id = (x) => `${kind}-${x}`;
+  const cluster = h('select', {id: id('cluster'), required: true});
+  const file = h('input', {id: id('file'), type: 'file', accept: '.yaml,.yml,text/yaml,text/plain'});
+  const text = h('textarea', {id: id('playbook'), rows: '10', required: true, spellcheck: 'false',
+    placeholder: 'name: ...\nversion: "1.0"\nsteps: ...'});
+  const out = h('div', {class: 'form-status'});
+  const go = h('button', {type: 'submit', class: 'primary'}, kind === 'dep' ? 'Start deployment' : 'Start campaign');
+  file.addEventListener('change', async () => {
+    if (file.files && file.files[0]) text.value = await file.files[0].text();
+  });
+  const form = h('form', {class: 'stack', on: {submit: async (ev) => {
+    ev.preventDefault();
+    clear(out);
+    go.disabled = true;
+    try {
+      await submit({cluster: cluster.value, playbook: text.value});
+    } catch (e) {
+      out.append(notice(e.message));
+      if (e.details) out.append(h('ul', {class: 'reasons'}, e.details.map((d) => h('li', null, `line ${d.line} column ${d.column}: ${d.message}`))));
+    } finally {
+      go.disabled = false;
+    }
+  }}},
+  h('div', {class: 'row'}, h('label', {for: id('cluster')}, 'Cluster'), cluster),
+  h('div', {class: 'row'}, h('label', {for: id('file')}, 'Playbook file'), file),
+  h('div', {class: 'row'}, h('label', {for: id('playbook')}, 'Playbook (YAML)'), text),
+  fields, go, out);
+  (async () => {
+    const cs = (await api.getAll('/api/v1/clusters')).map((c) => c.cluster).sort(naturalCompare);
+    const names = ctx.session.who.clusters === null ? cs : [...new Set([...cs, ...ctx.session.who.clusters])];
+    cluster.append(...names.map((c) => h('option', {value: c}, c)));
+  })().catch((e) => out.append(notice('Could not list the clusters: ' + e.message)));
+  return form;
+}
+export {playbookForm};
+
+function field(id, label, input, help) {
+  input.id = id;
+  return h('div', {class: 'row'}, h('label', {for: id}, label), input, help ? h('span', {class: 'help'}, help) : null);
+}
+
+export async function deploymentsView(ctx) {
+  const {api, session} = ctx;
+  ctx.title('Deployments');
+  const status = h('div');
+  const table = sortableTable({
+    caption: 'Deployments, newest first',
+    columns: [
+      {key: 'id', label: 'Deployment', value: (d) => d.id, render: (d) => depLink(d.id)},
+      {key: 'cluster', label: 'Cluster', value: (d) => d.cluster, render: (d) => d.cluster},
+      {key: 'pb', label: 'Playbook', value: (d) => d.playbook, render: (d) => `${d.playbook} ${d.version}`},
+      {key: 'mode', label: 'Mode', value: (d) => d.check_mode, render: (d) => (d.check_mode ? 'check' : 'apply')},
+      {key: 'state', label: 'State', value: (d) => d.state, render: (d) => badge(d.state)},
+      {key: 'reason', label: 'Reason', render: (d) => d.reason},
+      {key: 'created', label: 'Created', numeric: true, value: (d) => -d.created_at_ms, render: (d) => timeEl(d.created_at_ms)},
+      {key: 'actor', label: 'By', value: (d) => d.actor, render: (d) => d.actor},
+    ],
+    rowAttrs: (d) => ({dataset: {deployment: d.id}}),
+    empty: 'No deployment yet.',
+  });
+  ctx.root.append(h('h1', null, 'Deployments'));
+  if (session.may('configure')) {
+    const check = h('input', {type: 'checkbox', checked: true});
+    const batch = h('input', {type: 'text', placeholder: 'playbook\'s (e.g. 1 or 25%)', size: '12'});
+    const maxFail = h('input', {type: 'text', placeholder: 'playbook\'s', size: '12'});
+    const canary = h('input', {type: 'number', min: '0', max: '100000', placeholder: 'playbook\'s'});
+    const pause = h('input', {type: 'number', min: '0', max: '86400000', placeholder: 'playbook\'s'});
+    const form = playbookForm(ctx, {
+      kind: 'dep',
+      fields: h('div', null,
+        field('dep-check', 'Check mode (change nothing, show what would change)', check),
+        field('dep-batch', 'Batch', batch), field('dep-maxfail', 'Failures tolerated', maxFail),
+        field('dep-canary', 'Canary nodes', canary), field('dep-pause', 'Pause between batches (ms)', pause)),
+      submit: async ({cluster, playbook}) => {
+        const body = {cluster, playbook, check: check.checked};
+        if (batch.value.trim()) body.batch = batch.value.trim();
+        if (maxFail.value.trim()) body.max_fail = maxFail.value.trim();
+        if (canary.value !== '') body.canary = Number(canary.value);
+        if (pause.value !== '') body.pause_ms = Number(pause.value);
+        const d = await api.post('/api/v1/deployments', body);
+        ctx.navigate('/deployments/' + encodeURIComponent(d.id));
+      },
+    });
+    ctx.root.append(h('details', {class: 'card new'}, h('summary', null, 'New deployment'), form));
+  }
+  ctx.root.append(status, table.el);
+  const load = async () => {
+    const page = await api.get('/api/v1/deployments?limit=200');
+    table.setRows(page.items);
+    clear(status);
+  };
+  const refresh = coalesce(() => load().catch((e) => fill(status, notice(e.message))), 500);
+  for (const t of ['deployment.state', 'reset', 'open']) ctx.on(t, refresh);
+  await load();
+  return () => refresh.cancel();
+}
+
+// ---- one deployment, live ----------------------------------------------------------------------
+
+export async function deploymentView(ctx, id) {
+  const {api, session} = ctx;
+  ctx.title(id);
+  const openNodes = new Set();
+  const openDiffs = new Set();
+  const nodeEls = new Map();
+  const head = h('div', {class: 'head'});
+  const summary = h('div');
+  const actions = h('div', {class: 'actions'});
+  const progress = h('div', {class: 'progress-wrap'});
+  const batches = h('div', {class: 'batches'});
+  const status = h('div');
+  ctx.root.append(head, status, actions, section('Deployment', summary, progress), batches);
+  let dep = null;
+
+  function stepsTable(n) {
+    const table = h('table', {class: 'grid steps'},
+      h('caption', null, `Steps on ${n.hostname}`),
+      h('thead', null, h('tr', null, ['#', 'Step', 'Status', 'Message', 'Time', 'Diff'].map((x) => h('th', {scope: 'col'}, x)))));
+    const tbody = h('tbody');
+    for (const st of n.steps || []) {
+      const key = `${n.node_id}:${st.index}`;
+      const hasDiff = typeof st.diff === 'string' && st.diff.length > 0;
+      const diffRow = h('tr', {class: 'diff-row', hidden: !openDiffs.has(key)},
+        h('td', {colspan: '6'}, hasDiff ? diffView(st.diff) : null));
+      let btn = null;
+      if (hasDiff) {
+        btn = h('button', {type: 'button', class: 'small', 'aria-expanded': String(openDiffs.has(key)),
+          dataset: {step: String(st.index)}, on: {click: () => {
+            const open = !openDiffs.has(key);
+            if (open) openDiffs.add(key); else openDiffs.delete(key);
+            diffRow.hidden = !open;
+            btn.setAttribute('aria-expanded', String(open));
+            btn.textContent = open ? 'Hide diff' : 'Show diff';
+          }}}, openDiffs.has(key) ? 'Hide diff' : 'Show diff');
+      }
+      tbody.append(h('tr', {class: 'step', dataset: {step: String(st.index), status: st.status}},
+        h('td', {class: 'num'}, String(st.index + 1)), h('td', null, st.name), h('td', null, badge(st.status)),
+        h('td', {class: 'msg'}, st.message || ''), h('td', {class: 'num'}, `${st.duration_ms ?? 0} ms`),
+        h('td', null, btn || h('span', {class: 'mute'}, 'none'))), diffRow);
+    }
+    if (!(n.steps || []).length) tbody.append(h('tr', null, h('td', {colspan: '6', class: 'mute'},
+      n.state === 'waiting' ? 'Not sent yet.' : 'No step reported yet.')));
+    table.append(tbody);
+    return h('div', {class: 'table-wrap'}, table);
+  }
+
+  function nodeEl(n) {
+    let e = nodeEls.get(n.node_id);
+    if (!e) {
+      const details = h('details', {class: 'node', dataset: {node: n.node_id}});
+      details.addEventListener('toggle', () => {
+        if (details.open) openNodes.add(n.node_id); else openNodes.delete(n.node_id);
+      });
+      e = {details, sig: null};
+      nodeEls.set(n.node_id, e);
+    }
+    // Redraw only what changed: the signature covers what is shown.
+    const sig = JSON.stringify([n.state, n.message, n.ok, n.changed, n.failed, n.skipped,
+      (n.steps || []).map((s) => [s.index, s.status, s.message, s.diff ? s.diff.length : 0])]);
+    if (sig !== e.sig) {
+      e.sig = sig;
+      e.details.dataset.state = n.state;
+      fill(e.details, 
+        h('summary', null, h('span', {class: 'hostname'}, n.hostname), ' ', badge(n.state), ' ',
+          h('span', {class: 'counts'}, `ok ${n.ok} · changed ${n.changed} · failed ${n.failed} · skipped ${n.skipped}`),
+          n.message ? h('span', {class: 'msg'}, ' — ', n.message) : null),
+        h('p', null, nodeLink(n.node_id, 'node page')),
+        stepsTable(n));
+      e.details.open = openNodes.has(n.node_id);
+    }
+    return e.details;
+  }
+
+  function draw() {
+    ctx.title(`${dep.id} ${dep.state}`);
+    fill(head, h('h1', null, 'Deployment ', h('span', null, dep.id)), badge(dep.state, 'dep-state'));
+    head.dataset.state = dep.state;
+    const p = dep.policy || {};
+    fill(summary, kv([
+      ['Cluster', dep.cluster], ['Playbook', `${dep.playbook} ${dep.version}`],
+      ['Mode', dep.check_mode ? 'check (nothing is changed)' : 'apply'],
+      ['State', badge(dep.state)], ['Reason', dep.reason ?? null],
+      ['Batches', p.batch_count > 0 ? `${p.batch_count} node(s) each` : `${p.batch_percent}% of the nodes each`],
+      ['Failures tolerated', p.max_fail_count > 0 ? String(p.max_fail_count) : `${p.max_fail_percent ?? 0}%`],
+      ['Canary', String(p.canary ?? 0)], ['Pause', `${p.pause_ms ?? 0} ms`],
+      ['Started by', dep.actor], ['Created', timeEl(dep.created_at_ms)], ['Finished', timeEl(dep.finished_at_ms)],
+      ['SHA-256', h('code', null, dep.sha256)],
+    ]));
+    const nodes = dep.nodes || [];
+    const done = nodes.filter((n) => !['waiting', 'sent'].includes(n.state)).length;
+    const nb = nodes.reduce((m, n) => Math.max(m, n.batch + 1), 0);
+    fill(progress, 
+      h('label', {for: 'dep-progress'}, `${done} of ${nodes.length} nodes done` +
+        (nb ? `, batch ${Math.min(dep.current_batch + 1, nb)} of ${nb}` : '')),
+      h('progress', {id: 'dep-progress', max: String(nodes.length || 1), value: String(done)}));
+    const byBatch = new Map();
+    for (const n of nodes) {
+      if (!byBatch.has(n.batch)) byBatch.set(n.batch, []);
+      byBatch.get(n.batch).push(n);
+    }
+    const frag = [];
+    for (const b of [...byBatch.keys()].sort((x, y) => x - y)) {
+      const list = byBatch.get(b).sort((x, y) => naturalCompare(x.hostname, y.hostname));
+      const states = list.map((n) => n.state);
+      const bstate = states.every((s) => s === 'waiting') ? 'waiting'
+        : states.some((s) => s === 'sent') ? 'running' : 'done';
+      frag.push(h('section', {class: 'card batch', dataset: {batch: String(b), state: bstate}},
+        h('h2', null, `Batch ${b + 1}`, dep.current_batch === b && !FINAL.has(dep.state) ? ' (current)' : '', ' ',
+          badge(bstate)),
+        list.map(nodeEl)));
+    }
+    fill(batches, ...frag);
+    clear(actions);
+    if (!FINAL.has(dep.state) && session.mayCancel(dep)) {
+      actions.append(h('button', {type: 'button', class: 'danger', on: {click: async () => {
+        const ok = await confirmDialog({title: `Cancel ${dep.id}?`,
+          text: 'Nothing more is sent to the nodes; plans already running finish.', confirm: 'Cancel deployment', cancel: 'Keep it running'});
+        if (!ok) return;
+        try {
+          await api.postEmpty(`/api/v1/deployments/${api.enc(dep.id)}/cancel`);
+          refresh();
+        } catch (e) {
+          fill(status, notice('Could not cancel: ' + e.message));
+        }
+      }}}, 'Cancel deployment'));
+    }
+  }
+
+  async function load() {
+    dep = await api.get('/api/v1/deployments/' + api.enc(id));
+    if (ctx.dead) return;
+    clear(status);
+    draw();
+  }
+  const refresh = coalesce(() => load().catch((e) => fill(status, notice('Could not refresh: ' + e.message))), 150);
+  const mine = (ev) => { if (ev.id === id) refresh(); };
+  for (const t of ['deployment.state', 'deployment.node', 'deployment.step']) ctx.on(t, mine);
+  ctx.on('reset', refresh);
+  ctx.on('open', refresh);
+  await load();
+  return () => refresh.cancel();
+}

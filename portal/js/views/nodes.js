@@ -1,0 +1,351 @@
+// Nodes: the fleet as a sortable, filterable table (state, host name, HCA ports active/total and
+// their rate, GPUs, driver versions, last seen, sign-off drift), and a node's page with its facts
+// (HCAs and ports, GPUs, PCIe links, versions), its deployments and its campaign results.
+// Everything here was reported by the node: text only.
+
+import {h, clear, fill, badge, timeEl, ago, nodeLink, depLink, campLink, soLink, sortableTable, coalesce,
+        notice, section, kv, naturalCompare, fmtNum} from '../dom.js';
+
+// The columns' values from a node's facts (or, without facts, from its one-line summary).
+export function derive(n) {
+  const f = n.facts || null;
+  const d = {ports: null, active: null, hcas: null, rateMin: null, rateMax: null, gpus: null,
+    gpuModel: null, driver: null, ofed: null, kernel: null, os: null};
+  if (f) {
+    const devs = (f.rdma && Array.isArray(f.rdma.devices)) ? f.rdma.devices : [];
+    d.hcas = devs.length;
+    d.ports = 0;
+    d.active = 0;
+    for (const dev of devs) {
+      for (const p of dev.ports || []) {
+        d.ports++;
+        if (p.state_num !== 4) continue;
+        d.active++;
+        if (typeof p.rate_gbps === 'number') {
+          d.rateMin = d.rateMin === null ? p.rate_gbps : Math.min(d.rateMin, p.rate_gbps);
+          d.rateMax = d.rateMax === null ? p.rate_gbps : Math.max(d.rateMax, p.rate_gbps);
+        }
+      }
+    }
+    if (Array.isArray(f.gpus)) {
+      d.gpus = f.gpus.length;
+      d.gpuModel = f.gpus.length ? f.gpus[0].model : null;
+    }
+    d.driver = (f.nvidia_driver && f.nvidia_driver.version) || null;
+    d.ofed = (f.ofed && f.ofed.version) || null;
+    d.kernel = (f.kernel && f.kernel.release) || null;
+    d.os = (f.os && (f.os.pretty_name || f.os.name)) || null;
+  } else if (typeof n.summary === 'string') {
+    // "Debian 12 | 6.1.0 | 8 cpu/2 numa | 2015 GiB | 8 HCA 7/8 active IB 200-400G | 8 GPU H200"
+    const m = /(\d+) HCA (\d+)\/(\d+) active(?: \S+ (\d+)(?:-(\d+))?G)?/.exec(n.summary);
+    if (m) {
+      d.hcas = Number(m[1]); d.active = Number(m[2]); d.ports = Number(m[3]);
+      if (m[4]) { d.rateMin = Number(m[4]); d.rateMax = Number(m[5] || m[4]); }
+    }
+    const g = /(\d+) GPU ([^|]*)/.exec(n.summary);
+    if (g) { d.gpus = Number(g[1]); d.gpuModel = g[2].trim(); }
+  }
+  return d;
+}
+
+function rateText(d) {
+  if (d.rateMin === null) return null;
+  return d.rateMin === d.rateMax ? `${d.rateMin}G` : `${d.rateMin}–${d.rateMax}G`;
+}
+
+function driftCell(n) {
+  const so = n.signoff || {state: 'none'};
+  if (so.state !== 'stale') return badge(so.state);
+  return h('span', {title: (so.reasons || []).join('\n')}, badge('stale'), ` ${so.reasons.length} change${so.reasons.length === 1 ? '' : 's'}`);
+}
+
+export async function nodesView(ctx) {
+  const {api} = ctx;
+  ctx.title('Nodes');
+  const status = h('div');
+  const count = h('p', {class: 'count', role: 'status'});
+  const text = h('input', {id: 'f-text', type: 'search', placeholder: 'host name or id', autocomplete: 'off'});
+  const stateSel = h('select', {id: 'f-state'}, h('option', {value: ''}, 'any state'),
+    ['online', 'offline', 'enrolled', 'revoked'].map((s) => h('option', {value: s}, s)));
+  const clusterSel = h('select', {id: 'f-cluster'}, h('option', {value: ''}, 'any cluster'));
+  const driftSel = h('select', {id: 'f-drift'}, h('option', {value: ''}, 'any sign-off state'),
+    ['current', 'stale', 'uncovered', 'none'].map((s) => h('option', {value: s}, s)));
+  const filters = h('form', {class: 'filters', role: 'search', 'aria-label': 'Filter nodes', on: {submit: (e) => e.preventDefault()}},
+    h('span', {class: 'f'}, h('label', {for: 'f-text'}, 'Host name'), text),
+    h('span', {class: 'f'}, h('label', {for: 'f-state'}, 'State'), stateSel),
+    h('span', {class: 'f'}, h('label', {for: 'f-cluster'}, 'Cluster'), clusterSel),
+    h('span', {class: 'f'}, h('label', {for: 'f-drift'}, 'Sign-off'), driftSel));
+
+  const columns = [
+    {key: 'state', label: 'State', value: (r) => r.n.state, render: (r) => badge(r.n.state)},
+    {key: 'hostname', label: 'Host name', value: (r) => r.n.hostname, render: (r) => nodeLink(r.n.id, r.n.hostname)},
+    {key: 'cluster', label: 'Cluster', value: (r) => r.n.cluster, render: (r) => r.n.cluster},
+    {key: 'hcas', label: 'HCA ports', title: 'active / total ports', numeric: true,
+      value: (r) => (r.d.ports ? r.d.active / r.d.ports + r.d.ports / 1e6 : null),
+      render: (r) => (r.d.ports === null ? null : h('span', {class: r.d.active < r.d.ports ? 'warn-text' : null}, `${r.d.active}/${r.d.ports}`))},
+    {key: 'rate', label: 'Rate', numeric: true, value: (r) => r.d.rateMin, render: (r) => rateText(r.d)},
+    {key: 'gpus', label: 'GPUs', numeric: true, value: (r) => r.d.gpus,
+      render: (r) => (r.d.gpus === null ? null : `${r.d.gpus}${r.d.gpuModel ? ' × ' + r.d.gpuModel : ''}`)},
+    {key: 'driver', label: 'NVIDIA driver', value: (r) => r.d.driver, render: (r) => r.d.driver},
+    {key: 'ofed', label: 'OFED', value: (r) => r.d.ofed, render: (r) => r.d.ofed},
+    {key: 'os', label: 'OS', value: (r) => r.d.os, render: (r) => r.d.os},
+    {key: 'seen', label: 'Last seen', numeric: true, value: (r) => -r.n.last_seen_ms,
+      render: (r) => h('time', {datetime: new Date(r.n.last_seen_ms).toISOString(), title: new Date(r.n.last_seen_ms).toISOString()},
+        r.n.state === 'online' ? 'now' : ago(r.n.last_seen_ms))},
+    {key: 'drift', label: 'Sign-off', value: (r) => (r.n.signoff || {}).state, render: (r) => driftCell(r.n)},
+  ];
+  const table = sortableTable({columns, sort: {key: 'hostname', dir: 'ascending'},
+    caption: 'Nodes', rowAttrs: (r) => ({dataset: {node: r.n.id, state: r.n.state}}), empty: 'No node matches.'});
+  ctx.root.append(h('h1', null, 'Nodes'), filters, count, status, table.el);
+
+  let rows = [];
+  const want = ctx.query.get('cluster');
+
+  function apply() {
+    const q = text.value.trim().toLowerCase();
+    const st = stateSel.value, cl = clusterSel.value, dr = driftSel.value;
+    const shown = rows.filter((r) => (!q || r.n.hostname.toLowerCase().includes(q) || r.n.id.includes(q)) &&
+      (!st || r.n.state === st) && (!cl || r.n.cluster === cl) &&
+      (!dr || ((r.n.signoff || {}).state || 'none') === dr));
+    table.setRows(shown);
+    count.textContent = `${shown.length} of ${rows.length} node${rows.length === 1 ? '' : 's'}`;
+  }
+  for (const el of [text, stateSel, clusterSel, driftSel]) el.addEventListener('input', apply);
+
+  function show(nodes, withFacts) {
+    rows = nodes.map((n) => ({n, d: derive(n)}));
+    const clusters = [...new Set(nodes.map((n) => n.cluster))].sort(naturalCompare);
+    const keep = clusterSel.value || want || '';
+    fill(clusterSel, h('option', {value: ''}, 'any cluster'), clusters.map((c) => h('option', {value: c}, c)));
+    clusterSel.value = clusters.includes(keep) ? keep : '';
+    clear(status);
+    apply();
+    table.el.dataset.facts = String(withFacts);
+  }
+
+  // Two reads, one after the other: the list without facts (about 0.4 KB a node: the table is
+  // drawn first from each node's summary line), then with them (about 11 KB a node: the driver,
+  // OFED and OS columns). Sequential on purpose: at once, the big one slows the small one down
+  // (the controller parses every node's facts for both).
+  let first = true;
+  async function load() {
+    if (first) {
+      first = false;
+      show(await api.getAll('/api/v1/nodes'), false);
+    }
+    show(await api.getAll('/api/v1/nodes?facts=true'), true);
+  }
+
+  const refresh = coalesce(async () => {
+    try { await load(); } catch (e) { fill(status, notice('Could not refresh: ' + e.message)); }
+  }, 1000);
+  // A node going on or offline changes its row in place; one never seen means a refetch.
+  const onState = (state) => (ev) => {
+    const r = rows.find((x) => x.n.id === ev.id);
+    if (!r) { refresh(); return; }
+    r.n.state = state;
+    r.n.last_seen_ms = Date.now();
+    apply();
+  };
+  ctx.on('node.online', onState('online'));
+  ctx.on('node.offline', onState('offline'));
+  ctx.on('reset', refresh);
+  await load();
+  // After the first read: a stream that connects meanwhile need not cost another 11 MB.
+  ctx.on('open', refresh);
+  return () => refresh.cancel();
+}
+
+// ---- a node's page -------------------------------------------------------------------------
+
+function hcaTable(f) {
+  const rows = [];
+  for (const dev of (f.rdma && f.rdma.devices) || []) {
+    for (const p of dev.ports || []) rows.push({dev, p});
+  }
+  if (!rows.length) return h('p', {class: 'mute'}, 'No RDMA device reported.');
+  const t = sortableTable({
+    caption: 'HCAs and ports',
+    columns: [
+      {key: 'dev', label: 'Device', value: (r) => r.dev.name, render: (r) => r.dev.name},
+      {key: 'port', label: 'Port', numeric: true, render: (r) => String(r.p.port)},
+      {key: 'state', label: 'State', value: (r) => r.p.state, render: (r) => badge(String(r.p.state || '').toLowerCase() === 'active' ? 'active' : String(r.p.state || '?').toLowerCase())},
+      {key: 'phys', label: 'Physical', render: (r) => r.p.phys_state},
+      {key: 'rate', label: 'Rate', render: (r) => r.p.rate},
+      {key: 'll', label: 'Link layer', render: (r) => r.p.link_layer},
+      {key: 'netdev', label: 'Netdev', render: (r) => r.p.netdev},
+      {key: 'fw', label: 'Firmware', render: (r) => r.dev.fw_ver},
+      {key: 'pci', label: 'PCI', render: (r) => r.dev.pci_address},
+      {key: 'numa', label: 'NUMA', numeric: true, render: (r) => (r.dev.numa_node === undefined ? null : String(r.dev.numa_node))},
+    ],
+    rows,
+  });
+  return t.el;
+}
+
+function pciByAddress(f) {
+  const m = new Map();
+  for (const d of (f.pci && f.pci.devices) || []) m.set(String(d.address).toLowerCase(), d);
+  return m;
+}
+
+function linkText(d) {
+  if (!d) return null;
+  const cur = `Gen${d.gen ?? '?'} x${d.current_link_width ?? '?'}`;
+  const max = `Gen${d.max_gen ?? '?'} x${d.max_link_width ?? '?'}`;
+  return cur === max ? cur : `${cur} (capable of ${max})`;
+}
+
+function degraded(d) {
+  return d && ((d.gen && d.max_gen && d.gen < d.max_gen) ||
+    (d.current_link_width && d.max_link_width && d.current_link_width < d.max_link_width));
+}
+
+function gpuTable(f) {
+  const gpus = Array.isArray(f.gpus) ? f.gpus : [];
+  if (!gpus.length) return h('p', {class: 'mute'}, 'No GPU reported.');
+  const pci = pciByAddress(f);
+  return sortableTable({
+    caption: 'GPUs',
+    columns: [
+      {key: 'minor', label: '#', numeric: true, render: (g) => String(g.minor ?? '')},
+      {key: 'model', label: 'Model', render: (g) => g.model},
+      {key: 'bus', label: 'Bus', render: (g) => g.bus},
+      {key: 'link', label: 'PCIe link', render: (g) => {
+        const d = pci.get(String(g.bus || '').toLowerCase());
+        return h('span', {class: degraded(d) ? 'warn-text' : null}, linkText(d) || '—');
+      }},
+      {key: 'numa', label: 'NUMA', numeric: true, render: (g) => (g.numa_node === undefined ? null : String(g.numa_node))},
+      {key: 'vbios', label: 'VBIOS', render: (g) => g.video_bios},
+      {key: 'uuid', label: 'UUID', render: (g) => h('code', null, String(g.uuid ?? ''))},
+    ],
+    rows: gpus,
+  }).el;
+}
+
+function pcieTable(f) {
+  const devs = (f.pci && f.pci.devices) || [];
+  if (!devs.length) return h('p', {class: 'mute'}, 'No PCIe device reported.');
+  return sortableTable({
+    caption: 'PCIe links',
+    columns: [
+      {key: 'addr', label: 'Address', value: (d) => d.address, render: (d) => d.address},
+      {key: 'id', label: 'Vendor:device', render: (d) => `${d.vendor}:${d.device}`},
+      {key: 'class', label: 'Class', render: (d) => d.class},
+      {key: 'link', label: 'Link', render: (d) => h('span', {class: degraded(d) ? 'warn-text' : null}, linkText(d),
+        degraded(d) ? ' — below its capability' : '')},
+      {key: 'speed', label: 'Speed', render: (d) => d.current_link_speed},
+      {key: 'numa', label: 'NUMA', numeric: true, render: (d) => (d.numa_node === undefined ? null : String(d.numa_node))},
+    ],
+    rows: devs,
+  }).el;
+}
+
+function versions(n, f) {
+  const mods = (f.modules && f.modules.versions) || {};
+  return kv([
+    ['Reported host name', f.hostname ?? null],
+    ['OS', (f.os && (f.os.pretty_name || f.os.name)) ?? null],
+    ['Kernel', f.kernel ? `${f.kernel.release ?? ''} ${f.kernel.version ?? ''}`.trim() : null],
+    ['NVIDIA driver', f.nvidia_driver ? `${f.nvidia_driver.version ?? '?'}${f.nvidia_driver.open_kernel_module ? ' (open kernel module)' : ''}` : null],
+    ['OFED', f.ofed ? (f.ofed.package || f.ofed.version || null) : null],
+    ['mlx5_core', (f.ofed && f.ofed.mlx5_core_version) || mods.mlx5_core || null],
+    ['CPU', f.cpu ? `${f.cpu.model ?? '?'}, ${f.cpu.count ?? '?'} CPUs, ${f.cpu.numa_nodes ?? '?'} NUMA nodes` : null],
+    ['Memory', f.memory && f.memory.total_kib ? `${fmtNum(f.memory.total_kib / 1048576)} GiB` : null],
+    ['Agent', n.agent_version],
+    ...Object.entries(mods).map(([k, v]) => ['Module ' + k, String(v)]),
+  ]);
+}
+
+export async function nodeView(ctx, id) {
+  const {api} = ctx;
+  const n = await api.get('/api/v1/nodes/' + api.enc(id));
+  ctx.title(n.hostname);
+  const f = n.facts || {};
+  const so = n.signoff || {state: 'none'};
+  const head = h('div', {class: 'head'},
+    h('h1', null, 'Node ', h('span', {class: 'hostname'}, n.hostname)), badge(n.state));
+  const deps = h('div', null, h('p', {class: 'mute'}, 'Loading…'));
+  const camps = h('div', null, h('p', {class: 'mute'}, 'Loading…'));
+  ctx.root.append(head,
+    section('Node', kv([
+      ['Id', h('code', null, n.id)], ['Cluster', n.cluster], ['State', badge(n.state)],
+      ['Last seen', timeEl(n.last_seen_ms)], ['Enrolled', timeEl(n.enrolled_at_ms)],
+      ['Summary', n.summary ?? null],
+      ['Certificate', h('code', null, n.cert_fingerprint)],
+      ['Sign-off', h('span', null, badge(so.state), so.signoff ? [' ', soLink(so.signoff)] : null)],
+    ]), so.reasons && so.reasons.length ? h('ul', {class: 'reasons', 'aria-label': 'Why the sign-off is stale'},
+      so.reasons.map((r) => h('li', null, r))) : null,
+    Array.isArray(f.warnings) && f.warnings.length ? h('div', null, h('h3', null, 'Warnings from the agent'),
+      h('ul', null, f.warnings.map((w) => h('li', null, typeof w === 'string' ? w : JSON.stringify(w))))) : null),
+    section('Versions', versions(n, f)),
+    section('HCAs and ports', hcaTable(f)),
+    section('GPUs', gpuTable(f)),
+    section('PCIe links', pcieTable(f)),
+    section('Deployments', deps),
+    section('Campaign results', camps));
+
+  // Its deployments: the newest 20 of its cluster, those that included it.
+  (async () => {
+    const list = (await api.get('/api/v1/deployments?limit=20&cluster=' + api.enc(n.cluster))).items;
+    const details = await Promise.all(list.map((d) => api.get('/api/v1/deployments/' + api.enc(d.id))));
+    const mine = [];
+    for (const d of details) {
+      const me = (d.nodes || []).find((x) => x.node_id === n.id);
+      if (me) mine.push({d, me});
+    }
+    fill(deps, mine.length ? sortableTable({
+      caption: 'Deployments that included this node (of the cluster\'s newest 20)',
+      columns: [
+        {key: 'id', label: 'Deployment', render: (r) => depLink(r.d.id)},
+        {key: 'pb', label: 'Playbook', render: (r) => `${r.d.playbook} ${r.d.version}${r.d.check_mode ? ' (check)' : ''}`},
+        {key: 'state', label: 'On this node', render: (r) => badge(r.me.state)},
+        {key: 'counts', label: 'ok / changed / failed / skipped', render: (r) => `${r.me.ok} / ${r.me.changed} / ${r.me.failed} / ${r.me.skipped}`},
+        {key: 'msg', label: 'Message', render: (r) => r.me.message},
+        {key: 'at', label: 'Created', render: (r) => timeEl(r.d.created_at_ms)},
+      ],
+      rows: mine,
+    }).el : h('p', {class: 'mute'}, 'None of the cluster\'s newest deployments included this node.'));
+  })().catch((e) => { if (!ctx.dead) fill(deps, notice(e.message)); });
+
+  // Its campaign results: the verdict's line for it in the cluster's newest 10 campaigns.
+  (async () => {
+    const list = (await api.get('/api/v1/campaigns?limit=10&cluster=' + api.enc(n.cluster))).items;
+    const details = await Promise.all(list.map((c) => api.get('/api/v1/campaigns/' + api.enc(c.id))));
+    const mine = [];
+    for (const c of details) {
+      const inIt = (c.nodes || []).some((x) => x.id === n.id);
+      if (!inIt) continue;
+      const v = c.verdict && (c.verdict.nodes || []).find((x) => x.id === n.id);
+      const fails = [];
+      for (const t of (c.verdict && c.verdict.tests) || []) {
+        for (const fl of t.failures || []) if (fl.a === n.id || fl.b === n.id) fails.push(`${t.name}: ${fl.reason}`);
+      }
+      mine.push({c, v, fails});
+    }
+    fill(camps, mine.length ? sortableTable({
+      caption: 'Campaigns this node took part in (of the cluster\'s newest 10)',
+      columns: [
+        {key: 'id', label: 'Campaign', render: (r) => campLink(r.c.id)},
+        {key: 'pb', label: 'Playbook', render: (r) => r.c.playbook},
+        {key: 'state', label: 'Campaign', render: (r) => badge(r.c.state)},
+        {key: 'result', label: 'This node', render: (r) => (r.v ? badge(r.v.result) : badge(r.c.state === 'running' ? 'running' : 'none'))},
+        {key: 'why', label: 'Reasons and failed pairs', render: (r) => {
+          const all = [...((r.v && r.v.reasons) || []), ...r.fails];
+          return all.length ? h('ul', {class: 'reasons'}, all.slice(0, 8).map((x) => h('li', null, x))) : '—';
+        }},
+        {key: 'at', label: 'Created', render: (r) => timeEl(r.c.created_at_ms)},
+      ],
+      rows: mine,
+    }).el : h('p', {class: 'mute'}, 'This node took part in none of the cluster\'s newest campaigns.'));
+  })().catch((e) => { if (!ctx.dead) fill(camps, notice(e.message)); });
+
+  const refresh = coalesce(async () => {
+    const m = await api.get('/api/v1/nodes/' + api.enc(id));
+    head.querySelector('.badge').replaceWith(badge(m.state));
+  }, 500);
+  const mine = (ev) => { if (ev.id === n.id) refresh(); };
+  ctx.on('node.online', mine);
+  ctx.on('node.offline', mine);
+  return () => refresh.cancel();
+}

@@ -1,0 +1,83 @@
+// The overview: each cluster with its nodes by state (online, offline, revoked, drifted), its
+// newest deployment and campaign, and its sign-off status (signed, stale with the reasons, or
+// none). Refreshed when the event stream says something changed.
+
+import {h, clear, fill, badge, timeEl, depLink, campLink, soLink, coalesce, notice, naturalCompare, link} from '../dom.js';
+
+const STATES = ['online', 'offline', 'enrolled', 'revoked'];
+
+export async function overviewView(ctx) {
+  const {api} = ctx;
+  ctx.title('Overview');
+  const body = h('div', {class: 'clusters'});
+  const status = h('div');
+  ctx.root.append(h('h1', null, 'Overview'), status, body);
+
+  async function load() {
+    const [clusters, nodes] = await Promise.all([
+      api.getAll('/api/v1/clusters'),
+      api.getAll('/api/v1/nodes'),
+    ]);
+    clusters.sort((a, b) => naturalCompare(a.cluster, b.cluster));
+    const cards = await Promise.all(clusters.map(async (c) => {
+      const q = 'cluster=' + api.enc(c.cluster);
+      const [dep, camp, so] = await Promise.all([
+        api.first('/api/v1/deployments?' + q),
+        api.first('/api/v1/campaigns?' + q),
+        api.first('/api/v1/signoffs?' + q),
+      ]);
+      const detail = so ? await api.get('/api/v1/signoffs/' + api.enc(so.id)) : null;
+      return card(c, nodes.filter((n) => n.cluster === c.cluster), dep, camp, detail);
+    }));
+    clear(status);
+    fill(body, ...cards);
+    if (!cards.length) body.append(h('p', {class: 'mute'}, 'No cluster yet: no node has enrolled.'));
+  }
+
+  function card(c, nodes, dep, camp, so) {
+    const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
+    let drifted = 0;
+    for (const n of nodes) {
+      counts[n.state] = (counts[n.state] || 0) + 1;
+      if (n.signoff && n.signoff.state === 'stale') drifted++;
+    }
+    const stat = (label, value, key) => h('div', {class: 'stat', dataset: {stat: key}},
+      h('span', {class: 'stat-value'}, String(value)), h('span', {class: 'stat-label'}, label));
+    let signoff;
+    if (!so) {
+      signoff = h('div', {class: 'signoff-status', dataset: {signoff: 'none'}}, badge('none'), ' no sign-off yet');
+    } else if (so.stale) {
+      signoff = h('div', {class: 'signoff-status', dataset: {signoff: 'stale'}},
+        badge('stale'), ' ', soLink(so.id), ' (verdict ', badge(so.verdict), ') no longer describes the cluster:',
+        h('ul', {class: 'reasons'}, so.reasons.slice(0, 5).map((r) => h('li', null, r))),
+        so.reasons.length > 5 ? h('p', {class: 'mute'}, `and ${so.reasons.length - 5} more`) : null);
+    } else {
+      signoff = h('div', {class: 'signoff-status', dataset: {signoff: 'signed'}},
+        badge('signed'), ' ', soLink(so.id), ', verdict ', badge(so.verdict), ', ', timeEl(so.created_at_ms));
+    }
+    return h('section', {class: 'card cluster', dataset: {cluster: c.cluster}, 'aria-label': 'Cluster ' + c.cluster},
+      h('h2', null, link('/nodes?cluster=' + encodeURIComponent(c.cluster), c.cluster)),
+      h('div', {class: 'stats'},
+        stat('nodes', c.nodes, 'nodes'), stat('online', counts.online, 'online'),
+        stat('offline', counts.offline, 'offline'), stat('revoked', counts.revoked, 'revoked'),
+        stat('drifted', drifted, 'drifted'),
+        counts.enrolled ? stat('never connected', counts.enrolled, 'enrolled') : null),
+      h('dl', {class: 'kv'},
+        h('dt', null, 'Last deployment'),
+        h('dd', null, dep ? [depLink(dep.id), ' ', dep.playbook, ' ', dep.check_mode ? '(check) ' : '',
+          badge(dep.state), ' ', timeEl(dep.created_at_ms)] : 'none'),
+        h('dt', null, 'Last campaign'),
+        h('dd', null, camp ? [campLink(camp.id), ' ', camp.playbook, ' ', badge(camp.state), ' ',
+          timeEl(camp.created_at_ms)] : 'none'),
+        h('dt', null, 'Sign-off'),
+        h('dd', null, signoff)));
+  }
+
+  const refresh = coalesce(async () => {
+    try { await load(); } catch (e) { fill(status, notice('Could not refresh: ' + e.message)); }
+  }, 500);
+  for (const t of ['node.online', 'node.offline', 'deployment.state', 'campaign.state', 'signoff.created',
+                   'revalidation.state', 'reset', 'open']) ctx.on(t, refresh);
+  await load();
+  return () => refresh.cancel();
+}

@@ -1,0 +1,218 @@
+// Sign-offs: the list, and a sign-off's page: its verdict, whether the controller verifies the
+// stored report against its CA, whether it still describes the cluster (stale, with reasons),
+// the failures with their reasons, the configuration differences (between the nodes, against the
+// baseline for a revalidation), the downloads (report, signature, HTML, CA) with the command that
+// verifies them offline, and, for roles that may, Revalidate.
+
+import {h, clear, fill, badge, timeEl, soLink, campLink, sortableTable, notice, section, kv, coalesce,
+        naturalCompare, fmtNum} from '../dom.js';
+import {confirmDialog} from './confirm.js';
+
+export async function signoffsView(ctx) {
+  const {api} = ctx;
+  ctx.title('Sign-offs');
+  const campaign = ctx.query.get('campaign');
+  const status = h('div');
+  const table = sortableTable({
+    caption: campaign ? `Sign-offs of campaign ${campaign}` : 'Sign-offs, newest first',
+    columns: [
+      {key: 'id', label: 'Sign-off', value: (s) => s.id, render: (s) => soLink(s.id)},
+      {key: 'cluster', label: 'Cluster', value: (s) => s.cluster, render: (s) => s.cluster},
+      {key: 'kind', label: 'Kind', value: (s) => s.kind, render: (s) => s.kind},
+      {key: 'verdict', label: 'Verdict', value: (s) => s.verdict, render: (s) => badge(s.verdict)},
+      {key: 'campaign', label: 'Campaign', render: (s) => campLink(s.campaign)},
+      {key: 'baseline', label: 'Baseline', render: (s) => (s.baseline ? soLink(s.baseline) : '—')},
+      {key: 'created', label: 'Signed', numeric: true, value: (s) => -s.created_at_ms, render: (s) => timeEl(s.created_at_ms)},
+      {key: 'actor', label: 'By', render: (s) => s.actor},
+    ],
+    rowAttrs: (s) => ({dataset: {signoff: s.id}}),
+    empty: 'No sign-off yet.',
+  });
+  ctx.root.append(h('h1', null, 'Sign-offs'), status, table.el);
+  const load = async () => {
+    let items = (await api.get('/api/v1/signoffs?limit=200')).items;
+    if (campaign) items = items.filter((s) => s.campaign === campaign);
+    table.setRows(items);
+    clear(status);
+  };
+  const refresh = coalesce(() => load().catch((e) => fill(status, notice(e.message))), 500);
+  for (const t of ['signoff.created', 'reset', 'open']) ctx.on(t, refresh);
+  await load();
+  return () => refresh.cancel();
+}
+
+// The fields of the nodes' configuration snapshots on which they differ.
+function configDifferences(nodes) {
+  const flat = (snap) => {
+    const out = {};
+    if (!snap) return out;
+    for (const k of ['os', 'kernel', 'nvidia_driver', 'gpudirect', 'topology_digest']) {
+      if (snap[k] !== undefined) out[k] = String(snap[k]);
+    }
+    if (snap.ofed) for (const [k, v] of Object.entries(snap.ofed)) out['ofed.' + k] = String(v);
+    if (snap.software) for (const [k, v] of Object.entries(snap.software)) out['software.' + k] = String(v);
+    if (Array.isArray(snap.hcas)) {
+      out['hcas'] = String(snap.hcas.length);
+      out['hcas active'] = String(snap.hcas.filter((x) => String(x.state).toUpperCase() === 'ACTIVE').length);
+      out['hca firmware'] = [...new Set(snap.hcas.map((x) => x.fw_ver))].sort().join(', ');
+      out['hca rates'] = [...new Set(snap.hcas.map((x) => x.rate_gbps))].sort((a, b) => a - b).join(', ');
+      out['hca pcie'] = [...new Set(snap.hcas.map((x) => x.pcie))].sort().join(', ');
+    }
+    if (Array.isArray(snap.gpus)) {
+      out['gpus'] = String(snap.gpus.length);
+      out['gpu pcie'] = [...new Set(snap.gpus.map((x) => x.pcie))].sort().join(', ');
+    }
+    return out;
+  };
+  const per = nodes.map((n) => ({host: n.hostname, f: flat(n.snapshot)}));
+  const fields = new Set(per.flatMap((p) => Object.keys(p.f)));
+  const rows = [];
+  for (const field of [...fields].sort()) {
+    const groups = new Map();
+    for (const p of per) {
+      const v = p.f[field] ?? '(absent)';
+      if (!groups.has(v)) groups.set(v, []);
+      groups.get(v).push(p.host);
+    }
+    if (groups.size < 2) continue;
+    for (const [value, hosts] of [...groups].sort((a, b) => b[1].length - a[1].length)) {
+      rows.push({field, value, hosts: hosts.sort(naturalCompare)});
+    }
+  }
+  return rows;
+}
+
+function failures(report) {
+  const ev = report.evaluation || {};
+  const parts = [];
+  const bad = (ev.nodes || []).filter((n) => n.result === 'fail');
+  for (const n of bad) {
+    parts.push(h('li', null, `${n.hostname}: `, [...(n.reasons || []), ...(n.rails || [])
+      .filter((r) => r.result === 'fail').map((r) => `rail ${r.rail} (${r.device}): ${(r.reasons || []).join('; ')}`)].join('; ') || 'failed'));
+  }
+  for (const l of ev.links || []) {
+    parts.push(h('li', null, `${l.test}: ${l.a_host} ↔ ${l.b_host}${l.rail === null || l.rail === undefined ? '' : ' rail ' + l.rail}: ${(l.reasons || []).join('; ')}`));
+  }
+  const hosts = new Map((report.nodes || []).map((n) => [n.id, n.hostname]));
+  for (const t of ev.tests || []) {
+    for (const f of t.failures || []) {
+      if (f.attributed === 'node' || f.attributed === 'link') continue; // named above
+      parts.push(h('li', null, `${t.name}: ${hosts.get(f.a) || f.a} ↔ ${hosts.get(f.b) || f.b}` +
+        `${f.rail === null || f.rail === undefined ? '' : ' rail ' + f.rail} (${f.attributed}): ${f.reason}`));
+    }
+  }
+  for (const n of ev.left_out || []) parts.push(h('li', null, `${n.hostname} left out: ${n.reason}`));
+  return parts;
+}
+
+export async function signoffView(ctx, id) {
+  const {api, session} = ctx;
+  const so = await api.get('/api/v1/signoffs/' + api.enc(id));
+  ctx.title(`${so.id} ${so.verdict}`);
+  const verifyEl = h('div', {class: 'verify', dataset: {verified: 'pending'}}, h('span', {class: 'mute'}, 'Checking the signature…'));
+  const fail = h('div', null, h('p', {class: 'mute'}, 'Loading the report…'));
+  const diffs = h('div', null, h('p', {class: 'mute'}, 'Loading the report…'));
+  const status = h('div');
+  const actions = h('div', {class: 'actions'});
+  const file = (name) => h('button', {type: 'button', class: 'download', dataset: {file: name}, on: {click: async () => {
+    clear(status);
+    try { await api.download(`/api/v1/signoffs/${api.enc(so.id)}/${name}`, `${so.id}-${name}`); }
+    catch (e) { status.append(notice(`Could not download ${name}: ${e.message}`)); }
+  }}}, name);
+
+  if (session.may('operate')) {
+    actions.append(h('button', {type: 'button', class: 'primary', id: 'revalidate', on: {click: async () => {
+      const ok = await confirmDialog({
+        title: `Revalidate ${so.cluster} against ${so.id}?`,
+        text: 'The controller deploys the baseline\'s playbook in check mode (nothing on the nodes changes), ' +
+          'runs the baseline\'s campaign again and signs a report that compares the two.',
+        confirm: 'Revalidate', cancel: 'Cancel', danger: false});
+      if (!ok) return;
+      try {
+        const rv = await api.post('/api/v1/revalidations', {cluster: so.cluster, baseline: so.id});
+        ctx.navigate('/revalidations/' + encodeURIComponent(rv.id));
+      } catch (e) {
+        fill(status, notice('Could not start a revalidation: ' + e.message));
+      }
+    }}}, 'Revalidate'));
+  }
+
+  ctx.root.append(
+    h('div', {class: 'head'}, h('h1', null, 'Sign-off ', h('span', null, so.id)), badge(so.verdict, 'verdict')),
+    status, actions,
+    section('Verdict', kv([
+      ['Verdict', badge(so.verdict)], ['Cluster', so.cluster], ['Kind', so.kind],
+      ['Campaign', campLink(so.campaign)], ['Baseline', so.baseline ? soLink(so.baseline) : null],
+      ['Signed', timeEl(so.created_at_ms)], ['By', so.actor], ['Report SHA-256', h('code', null, so.sha256)],
+      ['Nodes covered', String((so.covered || []).length)],
+      ['Still describes the cluster', so.stale ? h('span', {class: 'stale'}, badge('stale'), ' no:') : badge('current')],
+    ]), so.stale ? h('ul', {class: 'reasons stale-reasons'}, so.reasons.map((r) => h('li', null, r))) : null,
+    h('h3', null, 'Summary'), h('ul', {class: 'findings'}, (so.summary || []).map((l) => h('li', null, l)))),
+    section('Verification', verifyEl),
+    section('Failures', fail),
+    section('Configuration differences', diffs),
+    section('Downloads',
+      h('div', {class: 'downloads'}, file('signoff.json'), file('signoff.p7s'), file('signoff.html'),
+        h('a', {href: '/api/v1/ca.pem', download: 'ca.pem', class: 'button-link', dataset: {file: 'ca.pem'}}, 'ca.pem')),
+      h('p', null, 'Verify offline, with nothing but OpenSSL (compare the CA\'s fingerprint with the one your administrator gave you):'),
+      h('pre', {class: 'cmd'}, `openssl cms -verify -binary -content ${so.id}-signoff.json -in ${so.id}-signoff.p7s \\\n    -inform PEM -CAfile ca.pem -purpose any -out /dev/null`)));
+
+  (async () => {
+    try {
+      const v = await api.get(`/api/v1/signoffs/${api.enc(so.id)}/verify`);
+      verifyEl.dataset.verified = String(Boolean(v.verified));
+      fill(verifyEl, v.verified
+        ? h('p', null, badge('verified'), ` The stored report and its signature verify against the controller's CA: signed by ${v.signer} at ${v.signed_at}.`)
+        : h('p', null, badge('failed'), ` The stored report does not verify: ${v.reason || 'status ' + v.status}.`));
+    } catch (e) {
+      verifyEl.dataset.verified = 'unknown';
+      fill(verifyEl, notice('The controller could not check the signature: ' + e.message, e.status === 404 ? 'info' : 'error'));
+    }
+  })();
+
+  (async () => {
+    const report = await api.get(`/api/v1/signoffs/${api.enc(so.id)}/signoff.json`);
+    if (ctx.dead) return;
+    const fl = failures(report);
+    fill(fail, fl.length ? h('ul', {class: 'reasons'}, fl) : h('p', null, 'No failure: every test passed.'));
+    const rows = configDifferences(report.nodes || []);
+    const parts = [];
+    const cmp = report.comparison;
+    if (cmp) {
+      parts.push(h('h3', null, `Against the baseline ${report.baseline ? report.baseline.id : ''}`));
+      if ((cmp.drift || []).length) {
+        parts.push(sortableTable({caption: 'Configuration drift since the baseline', columns: [
+          {key: 'field', label: 'Field', render: (d) => d.field},
+          {key: 'from', label: 'Baseline', render: (d) => JSON.stringify(d.from)},
+          {key: 'to', label: 'Now', render: (d) => JSON.stringify(d.to)},
+          {key: 'nodes', label: 'Nodes', render: (d) => (d.nodes || []).join(', ')},
+        ], rows: cmp.drift}).el);
+      } else parts.push(h('p', null, 'No configuration drift since the baseline.'));
+      if ((cmp.nodes_added || []).length) parts.push(h('p', null, 'Nodes added: ' + cmp.nodes_added.join(', ')));
+      if ((cmp.nodes_removed || []).length) parts.push(h('p', null, 'Nodes removed: ' + cmp.nodes_removed.join(', ')));
+      const reg = cmp.regressions || [];
+      parts.push(h('p', null, `${reg.length} regression${reg.length === 1 ? '' : 's'} beyond the tolerance ` +
+        `(bandwidth ${cmp.tolerance ? cmp.tolerance.bw_pct : '?'} %, latency ${cmp.tolerance ? cmp.tolerance.lat_pct : '?'} %)`));
+      if (reg.length) {
+        parts.push(sortableTable({caption: 'Regressions', columns: [
+          {key: 'test', label: 'Test', render: (m) => m.test}, {key: 'field', label: 'Field', render: (m) => m.field},
+          {key: 'pair', label: 'Pair', render: (m) => `${m.a}${m.b ? ' ↔ ' + m.b : ''}`},
+          {key: 'base', label: 'Baseline', numeric: true, render: (m) => fmtNum(m.baseline, 4)},
+          {key: 'cur', label: 'Now', numeric: true, render: (m) => fmtNum(m.current, 4)},
+          {key: 'delta', label: 'Change', numeric: true, render: (m) => `${fmtNum(m.delta_pct, 3)} %`},
+        ], rows: reg}).el);
+      }
+    }
+    parts.push(h('h3', null, 'Between the nodes'));
+    parts.push(rows.length ? sortableTable({caption: 'Where the nodes\' configurations differ', columns: [
+      {key: 'field', label: 'Field', render: (r) => r.field},
+      {key: 'value', label: 'Value', render: (r) => r.value},
+      {key: 'hosts', label: 'Nodes', render: (r) => r.hosts.join(', ')},
+    ], rows}).el : h('p', null, 'The nodes are configured alike.'));
+    fill(diffs, ...parts);
+  })().catch((e) => {
+    if (ctx.dead) return;
+    fill(fail, notice('Could not read the report: ' + e.message));
+    clear(diffs);
+  });
+}

@@ -1,0 +1,317 @@
+// The portal in headless Chromium, driven by playwright-core (no test runner: each check waits on
+// a condition with a deadline and prints "ok - ..." or "FAIL - ..."; test_portal.sh counts them).
+// Run by test_portal.sh with a JSON file: the controller's URL, tokens (viewer, integrator,
+// operator, all scoped to cluster it), the campaign and sign-off it made, the pairs the verdict
+// fails, where to put screenshots and downloads. What it checks:
+//   viewer:     logs in; the overview; nodes with their states; filter and sort (keyboard); the
+//               node that reports HTML as its host name and OS shows it as text and runs nothing;
+//               no mutating control on any page; a crafted POST refused (403); a narrow window.
+//   integrator: starts a check-mode deployment from the form and watches it live to its end
+//               (a node done while the deployment still runs, without reloading); opens a step's
+//               diff (coloured lines; the HTML in it stays text); the campaign's heatmap has one
+//               cell per pair and outlines exactly the pairs the verdict fails (hover and keyboard
+//               tell why); the sign-off's verdict, verification and downloads.
+//   operator:   revalidates from the sign-off page (with confirmation) and follows it live.
+//   every page: no console error, no page error, no dialog (alert), no <img>; a screenshot.
+import {createRequire} from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const require = createRequire(import.meta.url);
+const {chromium} = require(cfg.playwright);
+
+const T = 15000; // the deadline of one wait, unless said otherwise
+let fails = 0;
+const errors = [];
+const dialogs = [];
+
+function ok(cond, what, detail) {
+  if (cond) console.log('ok   - ' + what);
+  else { fails++; console.log('FAIL - ' + what + (detail !== undefined ? ': ' + detail : '')); }
+}
+async function step(what, fn) {
+  try {
+    await fn();
+    console.log('ok   - ' + what);
+  } catch (e) {
+    fails++;
+    console.log('FAIL - ' + what + ': ' + String(e && e.message || e).split('\n').slice(0, 4).join(' | '));
+  }
+}
+function expectEq(got, want, what) {
+  if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+
+const browser = await chromium.launch({executablePath: cfg.chromium, args: ['--no-sandbox'], timeout: 60000});
+
+async function session(role) {
+  // The controller's certificate is issued by its own CA, which this throwaway profile does not
+  // trust: the TLS errors are ignored here (the curl checks pin the CA).
+  const context = await browser.newContext({ignoreHTTPSErrors: true, acceptDownloads: true,
+    viewport: {width: 1280, height: 800}});
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'assert') errors.push(`${role} ${page.url()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => errors.push(`${role} ${page.url()}: page error: ${e.message}`));
+  page.on('dialog', async (d) => { dialogs.push(`${role}: ${d.type()} ${d.message()}`); await d.dismiss(); });
+  return {context, page};
+}
+
+async function shot(page, name) {
+  await page.screenshot({path: path.join(cfg.artifacts, name + '.png'), fullPage: true});
+}
+
+async function go(page, hash, ready) {
+  await page.goto(cfg.url + '/' + hash);
+  await page.locator(ready).first().waitFor({timeout: T});
+}
+
+async function login(page, role) {
+  await page.goto(cfg.url + '/');
+  await page.locator('#token').fill(cfg.tokens[role]);
+  await page.locator('form.login button[type=submit]').click();
+  await page.locator(`#who-text .role[data-role="${role}"]`).waitFor({timeout: T});
+}
+
+const noImages = async (page) => expectEq(await page.locator('img').count(), 0, '<img> elements in the page');
+const mutating = 'button.danger, button.primary, details.new, #revalidate, form.stack';
+
+// ---- viewer ------------------------------------------------------------------------------------
+{
+  const {context, page} = await session('viewer');
+  await step('viewer: log in with the token; the page says the role and scope', async () => {
+    await login(page, 'viewer');
+    expectEq((await page.locator('#who-text .scope').textContent()).trim(), 'it', 'scope');
+    await page.locator('#live[data-status="live"]').waitFor({timeout: T});
+  });
+  await step('viewer: the overview shows cluster it with 3 nodes online and its sign-off', async () => {
+    await go(page, '#/', '.cluster[data-cluster="it"]');
+    const card = page.locator('.cluster[data-cluster="it"]');
+    expectEq(await card.locator('[data-stat="online"] .stat-value').textContent(), String(cfg.nodes), 'online');
+    await card.locator('.signoff-status').waitFor({timeout: T});
+    await shot(page, '01-overview');
+  });
+  await step('viewer: the nodes page lists every node, online', async () => {
+    await go(page, '#/nodes', 'tr[data-node]');
+    await page.waitForFunction((n) => document.querySelectorAll('tr[data-node][data-state="online"]').length === n,
+      cfg.nodes, {timeout: T});
+    await shot(page, '02-nodes');
+  });
+  await step('viewer: the host name the node reports and its OS are shown as text, nothing runs', async () => {
+    await page.locator('.table-wrap[data-facts="true"]').waitFor({timeout: T});
+    const row = page.locator('tr[data-node]', {hasText: 'xss-node'});
+    await row.waitFor({timeout: T});
+    const cells = await row.locator('td').allTextContents();
+    if (!cells.includes(cfg.xss_os)) throw new Error('the OS cell is not the literal text: ' + JSON.stringify(cells));
+    await noImages(page);
+    await row.locator('a').click();
+    await page.locator('h1 .hostname', {hasText: 'xss-node'}).waitFor({timeout: T});
+    const dd = async (label) => page.locator('dt').filter({hasText: new RegExp(`^${label}$`)}).first()
+      .locator('xpath=following-sibling::dd[1]').textContent();
+    expectEq(await dd('Reported host name'), cfg.xss_host, 'reported host name');
+    expectEq(await dd('OS'), cfg.xss_os, 'OS');
+    await noImages(page);
+    await shot(page, '03-node-xss');
+  });
+  await step('viewer: filtering and sorting the nodes, by keyboard', async () => {
+    await go(page, '#/nodes', 'tr[data-node]');
+    await page.locator('#f-text').fill('xss');
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-node]').length === 1, null, {timeout: T});
+    await page.locator('#f-text').fill('');
+    await page.locator('button.sort[data-key="hostname"]').focus();
+    await page.keyboard.press('Enter'); // ascending was the default: now descending
+    await page.waitForFunction(() => {
+      const th = document.querySelector('button.sort[data-key="hostname"]').closest('th');
+      const names = [...document.querySelectorAll('tr[data-node] td:nth-child(2)')].map((td) => td.textContent);
+      return th.getAttribute('aria-sort') === 'descending' && names.length > 1 &&
+        names.every((x, i) => i === 0 || names[i - 1].localeCompare(x, 'en', {numeric: true}) >= 0);
+    }, null, {timeout: T});
+  });
+  const pages = [
+    ['#/', '.cluster', '04-viewer-overview'],
+    ['#/deployments', 'table.grid', '05-viewer-deployments'],
+    ['#/campaigns', 'tr[data-campaign]', '06-viewer-campaigns'],
+    [`#/campaigns/${cfg.campaign}`, 'figure.heatmap', '07-viewer-campaign'],
+    ['#/signoffs', 'tr[data-signoff]', '08-viewer-signoffs'],
+    [`#/signoffs/${cfg.signoff}`, '.verify[data-verified="true"]', '09-viewer-signoff'],
+    ['#/revalidations', 'table.grid', '10-viewer-revalidations'],
+  ];
+  for (const [hash, ready, name] of pages) {
+    await step(`viewer: ${hash} has no control that would be refused`, async () => {
+      await go(page, hash, ready);
+      expectEq(await page.locator(mutating).count(), 0, 'mutating controls');
+      await shot(page, name);
+    });
+  }
+  await step('viewer: a crafted request is refused: POST /api/v1/deployments 403, revalidation 403', async () => {
+    const headers = {Authorization: 'Bearer ' + cfg.tokens.viewer, 'Content-Type': 'application/json'};
+    const r1 = await page.request.post(cfg.url + '/api/v1/deployments',
+      {headers, data: {cluster: 'it', playbook: cfg.deploy_playbook, check: true}});
+    expectEq(r1.status(), 403, 'deployment');
+    expectEq((await r1.json()).error.code, 'forbidden', 'error code');
+    const r2 = await page.request.post(cfg.url + '/api/v1/revalidations', {headers, data: {cluster: 'it', baseline: cfg.signoff}});
+    expectEq(r2.status(), 403, 'revalidation');
+  });
+  await step('viewer: a narrow window (390 px): nothing wider than the window', async () => {
+    await page.setViewportSize({width: 390, height: 844});
+    for (const [hash, ready, name] of [['#/nodes', 'tr[data-node]', '11-nodes-narrow'],
+      [`#/signoffs/${cfg.signoff}`, '.verify', '12-signoff-narrow']]) {
+      await go(page, hash, ready);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      if (over > 1) throw new Error(`${hash}: the page is ${over} px wider than the window`);
+      await shot(page, name);
+    }
+  });
+  await context.close();
+}
+
+// ---- integrator --------------------------------------------------------------------------------
+{
+  const {context, page} = await session('integrator');
+  await step('integrator: log in', () => login(page, 'integrator'));
+  let depId = null;
+  await step('integrator: start a check-mode deployment from the form', async () => {
+    await go(page, '#/deployments', 'details.new');
+    await page.locator('details.new > summary').click();
+    await page.locator('#dep-cluster option[value="it"]').waitFor({state: 'attached', timeout: T});
+    await page.locator('#dep-cluster').selectOption('it');
+    await page.locator('#dep-playbook').fill(cfg.deploy_playbook);
+    if (!await page.locator('#dep-check').isChecked()) throw new Error('check mode is not the default');
+    await page.locator('#dep-batch').fill('1');
+    await page.locator('#dep-canary').fill('0');
+    await page.locator('#dep-pause').fill('1500');
+    await shot(page, '13-deployment-form');
+    await page.locator('form.stack button[type=submit]').click();
+    await page.waitForURL(/#\/deployments\/d-[0-9a-f]+$/, {timeout: T});
+    depId = decodeURIComponent(page.url().split('/').pop());
+  });
+  await step('integrator: the deployment progresses live, node by node (no reload)', async () => {
+    // A node done while the deployment still runs: only the event stream can have drawn that.
+    await page.waitForFunction(() => {
+      const st = document.querySelector('.head')?.dataset.state;
+      const done = document.querySelectorAll('details.node[data-state="succeeded"]').length;
+      const all = document.querySelectorAll('details.node').length;
+      return st === 'running' && done >= 1 && done < all;
+    }, null, {timeout: 60000, polling: 50});
+    await shot(page, '14-deployment-running');
+    await page.locator('.head[data-state="succeeded"]').waitFor({timeout: 90000});
+    await page.waitForFunction((n) => document.querySelectorAll('details.node[data-state="succeeded"]').length === n,
+      cfg.nodes, {timeout: T});
+    expectEq(await page.locator('progress#dep-progress').getAttribute('value'), String(cfg.nodes), 'progress');
+  });
+  await step('integrator: a step\'s diff, additions coloured, its HTML kept as text', async () => {
+    const node = page.locator('details.node').first();
+    await node.locator('summary').click();
+    const btn = node.locator('button[data-step="1"]');
+    await btn.click();
+    expectEq(await btn.getAttribute('aria-expanded'), 'true', 'aria-expanded');
+    const diff = node.locator('pre.diff');
+    await diff.waitFor({timeout: T});
+    const adds = await diff.locator('.dl-add').allTextContents();
+    if (!adds.includes('+<img src=x onerror=alert(1)>')) throw new Error('added lines: ' + JSON.stringify(adds));
+    expectEq(await diff.locator('.dl-file').count(), 2, 'file header lines');
+    const colour = await diff.locator('.dl-add').first().evaluate((e) => getComputedStyle(e).backgroundColor);
+    if (colour === 'rgba(0, 0, 0, 0)') throw new Error('additions are not coloured');
+    await noImages(page);
+    await shot(page, '15-deployment-diff');
+  });
+  await step('integrator: the campaign\'s heatmap has one cell per pair and outlines the failing ones', async () => {
+    await go(page, `#/campaigns/${cfg.campaign}`, 'figure.heatmap');
+    const fig = page.locator('figure.heatmap').first();
+    expectEq(await fig.locator('figcaption').textContent(), 'pair-lat: p50_us', 'the first map');
+    const n = cfg.nodes;
+    expectEq(await fig.locator('rect.cell').count(), n * (n - 1) / 2, 'cells');
+    const failing = await fig.locator('rect.cell.fail').evaluateAll((rs) =>
+      rs.map((r) => [r.dataset.a, r.dataset.b].sort().join('|')).sort());
+    expectEq(failing, cfg.failing, 'failing cells');
+    expectEq(await fig.locator('rect.fail-mark').count(), cfg.failing.length, 'outlines');
+    await fig.locator('svg.legend').waitFor({timeout: T});
+    await shot(page, '16-campaign');
+  });
+  await step('integrator: hovering a failing cell, and the keyboard, say the value and the verdict\'s reason', async () => {
+    const fig = page.locator('figure.heatmap').first();
+    await fig.locator('rect.cell.fail').first().hover();
+    const readout = fig.locator('.readout');
+    await page.waitForFunction((el) => el.dataset.fail === 'true', await readout.elementHandle(), {timeout: T});
+    const text = await readout.textContent();
+    if (!/p50_us [0-9.]+ µs · FAIL \((node|link|transient)\): .*not <=/.test(text)) throw new Error('readout: ' + text);
+    await fig.locator('rect.cell:not(.fail)').first().hover();
+    await page.waitForFunction((el) => el.dataset.fail === 'false' && /· pass/.test(el.textContent),
+      await readout.elementHandle(), {timeout: T});
+    await fig.locator('svg.heatmap-svg').focus();
+    await page.keyboard.press('n');
+    await page.waitForFunction((el) => el.dataset.fail === 'true', await readout.elementHandle(), {timeout: T});
+    await shot(page, '17-campaign-readout');
+  });
+  await step('integrator: the failures come first, naming the failing pairs', async () => {
+    const sections = await page.locator('main section.card h2').allTextContents();
+    if (sections.indexOf('Failures') < 0 || sections.indexOf('Failures') > sections.indexOf('Pairs')) {
+      throw new Error('sections: ' + JSON.stringify(sections));
+    }
+    const rows = await page.locator('section.failures table tbody tr').count();
+    if (rows < cfg.failing.length) throw new Error(`${rows} failure rows`);
+  });
+  await step('integrator: the sign-off shows its verdict, verified, and the failures', async () => {
+    await go(page, `#/signoffs/${cfg.signoff}`, '.verify[data-verified="true"]');
+    expectEq(await page.locator('.head .badge.verdict').textContent(), cfg.verdict, 'verdict');
+    const items = await page.locator('section.card', {has: page.locator('h2', {hasText: 'Failures'})}).locator('li').count();
+    if (cfg.verdict === 'fail' && items < 1) throw new Error('no failure listed');
+    await shot(page, '18-signoff');
+  });
+  await step('integrator: the sign-off\'s downloads (report, signature, HTML, CA)', async () => {
+    fs.mkdirSync(cfg.downloads, {recursive: true});
+    for (const f of ['signoff.json', 'signoff.p7s', 'signoff.html', 'ca.pem']) {
+      const [dl] = await Promise.all([page.waitForEvent('download', {timeout: T}),
+        page.locator(`[data-file="${f}"]`).click()]);
+      const name = f === 'ca.pem' ? 'ca.pem' : `${cfg.signoff}-${f}`;
+      expectEq(dl.suggestedFilename(), name, 'file name');
+      await dl.saveAs(path.join(cfg.downloads, name));
+      if (!fs.statSync(path.join(cfg.downloads, name)).size) throw new Error(name + ' is empty');
+    }
+  });
+  await context.close();
+}
+
+// ---- operator ----------------------------------------------------------------------------------
+{
+  const {context, page} = await session('operator');
+  await step('operator: log in; no deployment form (configure), but Revalidate (operate)', async () => {
+    await login(page, 'operator');
+    await go(page, '#/deployments', 'table.grid');
+    expectEq(await page.locator('details.new').count(), 0, 'deployment form');
+    await go(page, `#/signoffs/${cfg.signoff}`, '#revalidate');
+  });
+  await step('operator: Revalidate asks first; cancelling the question starts nothing', async () => {
+    await page.locator('#revalidate').click();
+    const dlg = page.locator('dialog.confirm');
+    await dlg.waitFor({timeout: T});
+    await shot(page, '19-revalidate-confirm');
+    await dlg.locator('button[value="no"]').click();
+    await dlg.waitFor({state: 'detached', timeout: T});
+    if (!page.url().includes('#/signoffs/')) throw new Error('navigated away: ' + page.url());
+  });
+  await step('operator: revalidate, confirmed, and follow it live to its end', async () => {
+    await page.locator('#revalidate').click();
+    await page.locator('dialog.confirm button[value="yes"]').click();
+    await page.waitForURL(/#\/revalidations\/rv-[0-9a-f]+$/, {timeout: T});
+    await page.waitForFunction(() => ['configuring', 'validating'].includes(document.querySelector('.head')?.dataset.state),
+      null, {timeout: 90000, polling: 100});
+    await shot(page, '20-revalidation-running');
+    await page.waitForFunction(() => ['signed', 'failed', 'cancelled'].includes(document.querySelector('.head')?.dataset.state),
+      null, {timeout: 240000, polling: 250});
+    const st = await page.locator('.head').getAttribute('data-state');
+    if (st !== 'signed') throw new Error('ended ' + st + ': ' + await page.locator('main').textContent());
+    await page.locator('dt').filter({hasText: /^Sign-off$/}).first().locator('xpath=following-sibling::dd[1]/a')
+      .waitFor({timeout: T});
+    await shot(page, '21-revalidation');
+  });
+  await context.close();
+}
+
+ok(dialogs.length === 0, 'no dialog (alert) was opened by any page', dialogs.join('; '));
+ok(errors.length === 0, 'no console error on any page', errors.join(' || '));
+await browser.close();
+console.log(`browser: ${fails} failed`);
+process.exit(fails ? 1 : 0);

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# Integration: the web portal. First over curl, no browser: the controller serves index.html and
+# its files from the binary with their content types, caching headers, nosniff and the CSP;
+# 304 on If-None-Match; nothing but the table's files (traversal, unknown names, other methods);
+# the portal's routes are not API routes; GET /api/v1/whoami per role. Then in headless Chromium
+# (playwright-core from npm, pinned, installed once into BUILD/npm-portal, driving Debian's
+# chromium: no browser is ever downloaded) against this controller with three fixture agents,
+# one of which reports HTML as its host name and OS: test_portal.mjs logs in as a viewer, an
+# integrator and an operator and checks what docs/portal.md promises (its header lists it);
+# here, the sign-off files the browser downloaded are verified with stock openssl. Screenshots
+# of every page are kept in BUILD/portal-artifacts. Exit 77 (skipped) when chromium is missing
+# or the npm registry cannot be reached, once the checks that ran passed.
+. "$(dirname "$0")/lib.sh"
+
+PLAYWRIGHT_VERSION=1.64.1
+NPM_DIR=$(cd "$BUILD" && pwd)/npm-portal
+CHROMIUM=${RAILYARD_CHROMIUM:-/usr/bin/chromium}
+ART=$(cd "$BUILD" && pwd)/portal-artifacts
+XSS_OS='<img src=x onerror=alert(1)>'
+XSS_HOST='<img/src=x/onerror=alert(1)>'
+
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms
+check "the API's URL is written" wait_for 10 test -s "$T/ctl/api.addr"
+URL=$(cat "$T/ctl/api.addr")
+CA=$T/ctl/ca.crt
+ADMIN=$("$CTL" api-token create --name first-admin --role admin --state-dir "$T/ctl" 2>/dev/null |
+	awk '/^token:/ {print $2}')
+[ -n "$ADMIN" ] || die "the first admin token"
+
+# hdr FILE NAME: a header's value from a curl -D dump
+hdr() { awk -v n="$(echo "$2" | tr A-Z a-z)" -F': ' 'tolower($1) == n {sub(/\r$/, "", $2); print $2}' "$1"; }
+get() { # get PATH [curl args]: the status; headers in $T/hdr, body in $T/resp
+	local p=$1; shift
+	curl -s --path-as-is --cacert "$CA" -D "$T/hdr" -o "$T/resp" -w '%{http_code}' "$@" "$URL$p"
+}
+
+# ---- static serving, no browser ------------------------------------------------------------
+check "GET /: 200" test "$(get /)" = 200
+check "  text/html; charset=utf-8" test "$(hdr "$T/hdr" Content-Type)" = "text/html; charset=utf-8"
+check "  Cache-Control: no-cache, with an ETag" bash -c "[ '$(hdr "$T/hdr" Cache-Control)' = no-cache ] &&
+	[ -n '$(hdr "$T/hdr" ETag)' ]"
+check "  X-Content-Type-Options: nosniff" test "$(hdr "$T/hdr" X-Content-Type-Options)" = nosniff
+CSP=$(hdr "$T/hdr" Content-Security-Policy)
+check "  a strict CSP: self only, no inline, no framing, no base, Trusted Types" bash -c "
+	for d in \"default-src 'self'\" \"script-src 'self'\" \"style-src 'self'\" \"connect-src 'self'\" \
+		\"object-src 'none'\" \"base-uri 'none'\" \"frame-ancestors 'none'\" \"require-trusted-types-for 'script'\"; do
+		grep -qF \"\$d\" <<<\"$CSP\" || exit 1
+	done
+	! grep -q 'unsafe' <<<\"$CSP\""
+check "  no inline script or style in the page" bash -c "! grep -Eiq '<script>|<script [^>]*>[^<]|<style|style=| on[a-z]+=' '$T/resp'"
+ETAG=$(hdr "$T/hdr" ETag)
+check "  If-None-Match: 304" test "$(get / -H "If-None-Match: $ETAG")" = 304
+mapfile -t ASSETS < <(grep -o '\(src\|href\)="/portal/[^"]*"' "$T/resp" | sed 's/^[a-z]*="//; s/"$//')
+check "the page names its files under /portal/VERSION/" test "${#ASSETS[@]}" -ge 3
+for a in "${ASSETS[@]}"; do
+	case "$a" in *.js) want="text/javascript; charset=utf-8" ;; *.css) want="text/css; charset=utf-8" ;;
+	*.svg) want="image/svg+xml" ;; *) want=? ;; esac
+	check "GET $a: 200, $want, cached for good" bash -c "[ '$(get "$a")' = 200 ] &&
+		[ '$(hdr "$T/hdr" Content-Type)' = '$want' ] &&
+		[ '$(hdr "$T/hdr" Cache-Control)' = 'public, max-age=31536000, immutable' ] &&
+		[ '$(hdr "$T/hdr" X-Content-Type-Options)' = nosniff ] && [ -s '$T/resp' ]"
+done
+JS=$(printf '%s\n' "${ASSETS[@]}" | grep '/js/app\.js$')
+BASE=${JS%/js/app.js}
+check "the modules the entry point imports are served" bash -c "
+	for m in \$(curl -s --cacert '$CA' '$URL$JS' | grep -o \"from '\\./[a-z/]*\\.js'\" | sed \"s/from '\\.\\///; s/'//\"); do
+		[ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert '$CA' '$URL$BASE/js/'\$m)\" = 200 ] || exit 1
+	done"
+check "HEAD / answers without a body" bash -c "[ \"\$(curl -s -I --cacert '$CA' -o '$T/hh' -w '%{http_code}' '$URL/')\" = 200 ] &&
+	grep -qi '^content-security-policy:' '$T/hh'"
+for p in "$BASE/js/nope.js" "$BASE/../../controller.db" "$BASE/%2e%2e/%2e%2e/ca.key" "$BASE/js%2fapp.js" \
+	/portal/0000000000000000/js/app.js /index.html /portal "$BASE" /favicon.ico; do
+	check "GET $p: 404" test "$(get "$p")" = 404
+done
+check "POST /: 405, Allow: GET, HEAD" bash -c "[ '$(get / -X POST -H 'Content-Type: application/json' -d '{}')' = 405 ] &&
+	[ '$(hdr "$T/hdr" Allow)' = 'GET, HEAD' ]"
+check "the portal's routes are not API routes (api routes --json)" bash -c "
+	'$CTL' api routes --json | jq -e 'all(.[]; .path != \"/\" and (.path | startswith(\"/portal\") | not))' >/dev/null"
+
+# API tokens through the API, as a customer's admin would make them.
+api() { # api METHOD PATH TOKEN [BODY]: the status; the body in $T/body
+	local args=(-s -o "$T/body" -w '%{http_code}' --cacert "$CA" -X "$1" -H "Authorization: Bearer $3")
+	[ $# -ge 4 ] && args+=(-H "Content-Type: application/json" --data-binary "$4")
+	curl "${args[@]}" "$URL$2"
+}
+mktoken() { # NAME ROLE CLUSTERS-JSON
+	api POST /api/v1/api-tokens "$ADMIN" "{\"name\":\"$1\",\"role\":\"$2\",\"clusters\":$3}" >/dev/null
+	jq -r .token "$T/body"
+}
+VIEWER=$(mktoken viewer viewer '["it"]')
+INTEG=$(mktoken integrator integrator '["it"]')
+OPER=$(mktoken operator operator '["it"]')
+check "whoami as a scoped viewer: role, read only, cluster it" bash -c "[ '$(api GET /api/v1/whoami "$VIEWER")' = 200 ] &&
+	jq -e '.role == \"viewer\" and .permissions == [\"read\"] and .clusters == [\"it\"] and
+		(.actor | startswith(\"api:viewer (\"))' '$T/body' >/dev/null"
+check "whoami as an integrator: read, operate, configure" bash -c "[ '$(api GET /api/v1/whoami "$INTEG")' = 200 ] &&
+	jq -e '.permissions == [\"read\", \"operate\", \"configure\"]' '$T/body' >/dev/null"
+check "whoami as the unscoped admin: every permission, every cluster" bash -c "[ '$(api GET /api/v1/whoami "$ADMIN")' = 200 ] &&
+	jq -e '.permissions == [\"read\", \"operate\", \"configure\", \"admin\"] and .clusters == null' '$T/body' >/dev/null"
+check "whoami without a token: 401" test "$(api GET /api/v1/whoami "")" = 401
+
+# ---- the browser: can it run here? --------------------------------------------------------------
+SKIPPED=
+PW=$NPM_DIR/node_modules/playwright-core
+have_pw() { [ "$(node -p "require('$PW/package.json').version" 2>/dev/null)" = "$PLAYWRIGHT_VERSION" ]; }
+if [ ! -x "$CHROMIUM" ]; then
+	SKIPPED="no Chromium at $CHROMIUM (Debian: apt-get install chromium; deploy/install-deps.sh installs it)"
+elif ! command -v node >/dev/null; then
+	SKIPPED="no node (deploy/install-deps.sh installs npm, which brings it)"
+elif ! have_pw; then
+	if ! timeout 60 npm ping --fetch-retries=0 --fetch-timeout=20000 >"$T/npm-ping.log" 2>&1; then
+		why=$(grep -m1 -o 'reason: .*' "$T/npm-ping.log" || sed -n 's/^npm error code //p' "$T/npm-ping.log" | head -1)
+		SKIPPED="the npm registry $(npm config get registry 2>/dev/null) cannot be reached (${why:-no answer in 60 s})"
+	else
+		mkdir -p "$NPM_DIR"
+		# playwright-core downloads no browser on install; the variable says so to any other.
+		PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 timeout 220 npm install --prefix "$NPM_DIR" --no-audit \
+			--no-fund "playwright-core@$PLAYWRIGHT_VERSION" >"$T/npm-install.log" 2>&1
+		if ! have_pw; then
+			if ! timeout 60 npm ping --fetch-retries=0 --fetch-timeout=20000 >/dev/null 2>&1; then
+				SKIPPED="the npm registry went away while installing playwright-core"
+			else
+				tail -20 "$T/npm-install.log"
+				fail "npm install playwright-core@$PLAYWRIGHT_VERSION into $NPM_DIR"
+			fi
+		fi
+	fi
+fi
+if [ -n "$SKIPPED" ] || ! have_pw; then
+	if [ "$FAILS" -eq 0 ] && [ -n "$SKIPPED" ]; then
+		echo "$PASSES passed, browser tests not run"
+		echo "SKIP: portal browser tests: $SKIPPED"
+		exit 77
+	fi
+	finish
+fi
+
+# ---- the fleet: three agents, one reporting HTML as its host name and OS ---------------------
+check "an enrollment token for cluster it: 201" test "$(api POST /api/v1/enrollment-tokens "$INTEG" \
+	'{"cluster":"it","uses":4,"ttl_ms":600000}')" = 201
+TOKEN=$(jq -r .token "$T/body") FP=$(jq -r .ca_fingerprint "$T/body")
+for n in a:h200-ib b:h200-roce; do
+	enroll "${n%%:*}" "$FIXTURES/${n#*:}" || die "enroll ${n%%:*}"
+	start_agent "${n%%:*}" "$FIXTURES/${n#*:}"
+done
+XR=$T/xss-root
+cp -a "$FIXTURES/h200-ib-2" "$XR"
+printf '%s\n' "$XSS_HOST" >"$XR/proc/sys/kernel/hostname"
+sed -i "s|^NAME=.*|NAME=\"$XSS_OS\"|; s|^PRETTY_NAME=.*|PRETTY_NAME=\"$XSS_OS\"|" "$XR/etc/os-release"
+check "the node's facts carry the HTML as its host name and OS" bash -c "
+	'$AGENT' facts --json --sysroot '$XR' | jq -e --arg h '$XSS_HOST' --arg o '$XSS_OS' \
+		'.hostname == \$h and .os.pretty_name == \$o' >/dev/null"
+# The controller takes RFC 1123 host names only: such a name never becomes a node's name. The
+# node enrolls under another and reports the HTML in its facts, which the portal shows.
+check "enrolling under that host name is refused by the controller" bash -c "
+	! '$AGENT' enroll --controller '$ADDR' --token '$TOKEN' --ca-fingerprint '$FP' --state-dir '$T/xr0' \
+		--sysroot '$XR' >'$T/xr0.log' 2>&1 && grep -qi 'host' '$T/xr0.log'"
+enroll x "$XR" --hostname xss-node || die "enroll x (see $T/x.enroll.log)"
+start_agent x "$XR"
+online() { [ "$(api GET "/api/v1/nodes?cluster=it&state=online" "$VIEWER")" = 200 ] &&
+	[ "$(jq '.items | length' "$T/body")" = 3 ]; }
+check "three nodes online" wait_for 30 online
+
+# A campaign whose latency rule fails every pair above the fastest: with three nodes, the two
+# pairs of one node fail, and the verdict names that node (docs/campaigns.md, attribution).
+PB=$T/tight.yaml
+loose_baseline "$PB" || die "loose_baseline"
+sed -i 's/- {metric: pair-lat.p50_us, relative: median, op: "<=", value: 1000}/- {metric: pair-lat.p50_us, relative: min, op: "<=", value: 1.0001}/' "$PB"
+grep -q 'relative: min' "$PB" || die "the tight rule"
+check "a campaign with a tight latency rule, signed when it ends: 201" test "$(api POST /api/v1/campaigns "$INTEG" \
+	"$(jq -n --rawfile pb "$PB" '{cluster: "it", playbook: $pb, quick: true, signoff: true, tests: "pair-lat,pair-bw"}')")" = 201
+CAMP=$(jq -r .id "$T/body")
+camp_ended() { api GET "/api/v1/campaigns/$CAMP" "$VIEWER" >/dev/null && [ "$(jq -r .state "$T/body")" != running ]; }
+check "  it ends" wait_for 180 camp_ended
+cp "$T/body" "$T/campaign.json"
+check "  failed, on pair-lat" jqt '.state == "failed" and .result == "fail" and
+	(.verdict.tests[0].failures | length) >= 1' "$T/campaign.json"
+signed() { api GET "/api/v1/signoffs?cluster=it" "$VIEWER" >/dev/null && [ "$(jq '.items | length' "$T/body")" -ge 1 ]; }
+check "  and was signed" wait_for 30 signed
+SO=$(jq -r '.items[0].id' "$T/body")
+
+# What the browser must find: the pairs the verdict fails (sorted node ids), the sign-off.
+jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$OPER" --arg so "$SO" \
+	--arg camp "$CAMP" --arg xss_os "$XSS_OS" --arg xss_host "$XSS_HOST" --arg art "$ART" \
+	--arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" \
+	--slurpfile c "$T/campaign.json" '{url: $url, tokens: {viewer: $viewer, integrator: $integ, operator: $oper},
+	signoff: $so, campaign: $camp, xss_os: $xss_os, xss_host: $xss_host, artifacts: $art, downloads: $dl,
+	chromium: $chromium, playwright: $pw, deploy_playbook: $pb, nodes: ($c[0].nodes | length),
+	failing: ([$c[0].verdict.tests[0].failures[] | [.a, .b] | sort | join("|")] | unique),
+	verdict: $c[0].result}' >"$T/portal.json"
+rm -rf "$ART" && mkdir -p "$ART" "$T/downloads"
+NODE_PATH=$NPM_DIR/node_modules timeout 480 node "$SRC/tests/integration/test_portal.mjs" "$T/portal.json" \
+	>"$T/browser.log" 2>&1
+rc=$?
+cat "$T/browser.log"
+PASSES=$((PASSES + $(grep -c '^ok ' "$T/browser.log")))
+FAILS=$((FAILS + $(grep -c '^FAIL ' "$T/browser.log")))
+check "the browser tests ran to their end" test "$rc" -eq 0
+
+# ---- what the browser downloaded verifies -----------------------------------------------------
+DL=$T/downloads
+check "the downloaded report verifies with stock openssl, against the downloaded CA" openssl cms -verify \
+	-binary -content "$DL/$SO-signoff.json" -in "$DL/$SO-signoff.p7s" -inform PEM -CAfile "$DL/ca.pem" \
+	-purpose any -out /dev/null
+check "  and with signoff verify" "$CTL" signoff verify "$DL/$SO-signoff.json" "$DL/$SO-signoff.p7s" --ca "$DL/ca.pem"
+check "  the CA is the controller's" cmp -s "$DL/ca.pem" "$CA"
+check "  the HTML report is the controller's" bash -c "[ '$(api GET "/api/v1/signoffs/$SO/signoff.html" "$VIEWER")' = 200 ] &&
+	cmp -s '$T/body' '$DL/$SO-signoff.html'"
+check "screenshots of every page are kept" bash -c "[ \$(ls '$ART'/*.png 2>/dev/null | wc -l) -ge 10 ]"
+echo "screenshots: $ART"
+
+kill -TERM "$CTL_PID"
+check "controller exits cleanly" wait_for 15 exited "$CTL_PID"
+check_sanitizers
+finish
