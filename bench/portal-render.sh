@@ -54,23 +54,9 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- the database, before serve ------------------------------------------------------------
-"$CTL" init --state-dir "$W/ctl" >/dev/null 2>&1
-"$AGENT" facts --json --sysroot "$SRC/tests/fixtures/sysroots/h200-ib" | jq -c . >"$W/facts.json"
+. "$SRC/bench/seed-nodes.sh"
+seed_nodes "$W/ctl" "$nodes" "$AGENT" "$SRC/tests/fixtures/sysroots/h200-ib"
 now=$(($(date +%s%N) / 1000000))
-sqlite3 "$W/ctl/controller.db" <<SQL
-BEGIN;
-INSERT INTO clusters (name, created_at) VALUES ('bench', $now);
-WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < $nodes)
-INSERT INTO nodes (id, cluster_id, hostname, cert_serial, cert_fingerprint, state, enrolled_at,
-		   last_seen, facts, agent_version)
-SELECT printf('n-%012x', i), (SELECT id FROM clusters WHERE name = 'bench'),
-       printf('bench-%04d', i), lower(hex(randomblob(16))),
-       'sha256:' || lower(hex(randomblob(32))), 'offline', $now - 86400000, $now - 3600000,
-       json_set(CAST(readfile('$W/facts.json') AS TEXT), '\$.hostname', printf('bench-%04d', i)),
-       '0.1.0'
-FROM seq;
-COMMIT;
-SQL
 python3 - "$W/ctl/controller.db" "$pnodes" "$now" "$SRC/playbooks/tcp-baseline.yaml" <<'PY'
 import hashlib, json, random, sqlite3, statistics, sys
 
