@@ -210,6 +210,39 @@ static void pass(void *ud)
 	store_bench_runs_free(runs, n);
 }
 
+/* A node that (re)connects is sent again the orders it was told and has not answered: the
+ * first may never have left a controller that was killed after storing the state and before
+ * the message was written, or a session that broke. The agent keeps the orders it started (by
+ * id and role) and ignores a repeat; the results of one it finished are in its outbox. A server
+ * is re-sent only until it reported its port, a client until it reported its result. */
+static void node_online(void *ud, const char *node_id)
+{
+	struct ctl_server *srv = ud;
+	struct store_bench_run **runs = NULL;
+	size_t n = 0;
+
+	if (store_bench_list(srv->state->store, true, 0, &runs, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct store_bench_run *b = runs[i];
+		char peer[300];
+
+		if (b->cancel_requested_ms)
+			continue;
+		if (strcmp(b->server_node, node_id) == 0 && strcmp(b->state, "server_sent") == 0 &&
+		    send_run(srv, b, true, NULL) == 0)
+			log_info("bench %s: server side sent again to %s", b->id, node_id);
+		if (strcmp(b->client_node, node_id) == 0 && strcmp(b->state, "client_sent") == 0 &&
+		    !b->result_json) {
+			snprintf(peer, sizeof(peer), "%s:%d", b->server_address, b->server_port);
+			if (send_run(srv, b, false, peer) == 0)
+				log_info("bench %s: client side sent again to %s for %s", b->id,
+					 node_id, peer);
+		}
+	}
+	store_bench_runs_free(runs, n);
+}
+
 static void refuse(struct ctl_outcome *o, const char *bench_id, const char *code, const char *fmt,
 		   ...) __attribute__((format(printf, 4, 5)));
 
@@ -401,6 +434,7 @@ out:
 static const struct ctl_pass bench_pass = {
 	.name = "bench",
 	.run = pass,
+	.node_online = node_online,
 };
 
 int ctl_bench_register(struct ctl_server *srv, struct ctl_engine *e)

@@ -421,11 +421,18 @@ static int do_listen(struct run *run, uint16_t *ret_port)
 	return 0;
 }
 
+/* A server waits connect_timeout_ms for its client; one ordered with a deadline (an agent's
+ * run) waits until that deadline instead: its controller sends the client once it has the
+ * server's port, which after a controller restart takes a reconnect of both sides, and cancels
+ * a server whose run failed. */
 static int do_accept(struct run *run)
 {
 	int64_t end = util_now_mono_ms() + run->p.connect_timeout_ms;
 	socklen_t sl;
 	int fd, r;
+
+	if (run->o->deadline_ms && (int64_t)run->o->deadline_ms > end)
+		end = (int64_t)run->o->deadline_ms;
 
 	for (;;) {
 		r = check_cancel(run);

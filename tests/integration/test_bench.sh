@@ -95,6 +95,21 @@ check "both agents stopped it" wait_for 10 bash -c \
 	"grep -q 'bench $id: .*canceled' '$T/a.log' && grep -q 'bench $id: .*canceled' '$T/b.log'"
 check "controller and agents still up after cancels" count_is online 2
 
+# An order lost with its agent: the server's agent is stopped when the controller sends it
+# RunBench, then killed (the message dies in its socket); the restarted agent is sent the order
+# again when it reconnects, and the run goes on instead of waiting out its deadline.
+kill -STOP "${AGENT_PID[b]}"
+bench --kind lat --iters 100 --timeout 60s --no-wait >"$T/lost.out" 2>&1
+id=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/lost.out" | head -1)
+state_is() { [ "$(bstate "$1")" = "$2" ]; }
+check "a run for a stopped server agent is sent to it" wait_for 20 state_is "$id" server_sent
+kill -9 "${AGENT_PID[b]}"
+wait "${AGENT_PID[b]}" 2>/dev/null
+start_agent b "$FIXTURES/h200-ib-2"
+check "  ... the restarted agent is sent the order again" wait_for 30 log_has "$T/controller.log" "bench $id: server side sent again to"
+check "  ... and the run succeeds" wait_for 40 state_is "$id" succeeded
+check "  ... both agents online" wait_for 20 count_is online 2
+
 # Control ports are leased from --bench-ports: one another process holds is skipped; with all
 # of them taken the run fails naming the range (and the agent keeps serving).
 kill -TERM "${AGENT_PID[b]}"
