@@ -210,6 +210,11 @@ check "  ... passed, all 6 pairs measured once" jqt '.state == "passed" and (.re
 	all(.results[]; .state == "done") and ([.results[] | [.a, .b] | sort] | unique | length) == 6' "$T/resume.json"
 check "  ... exactly one benchmark run per row" test "$(sqlite3 "$T/ctl/controller.db" \
 	"SELECT count(*) FROM bench_runs WHERE campaign_id = '$rid'")" = 6
+if [ "$FAILS" -gt 0 ]; then # what CI keeps of a failure is this output, not $T
+	jq -c '.results[] | {test_idx, round, slot, a, b, state, error, bench_id}' "$T/resume.json"
+	sqlite3 "$T/ctl/controller.db" "SELECT id, state, error FROM bench_runs WHERE campaign_id = '$rid'"
+	grep -E "campaign $rid|bench b-" "$T/controller.log" | tail -n 40
+fi
 check "  ... the database is intact" test "$(sqlite3 "$T/ctl/controller.db" "PRAGMA integrity_check")" = ok
 check "  ... the log says it resumed where it was" log_has "$T/controller.log" "campaign $rid"
 
