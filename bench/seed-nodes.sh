@@ -12,13 +12,16 @@ BEGIN;
 INSERT INTO clusters (name, created_at) VALUES ('bench', $now);
 WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < $n)
 INSERT INTO nodes (id, cluster_id, hostname, cert_serial, cert_fingerprint, state, enrolled_at,
-		   last_seen, facts, agent_version)
+		   last_seen, agent_version)
 SELECT printf('n-%012x', i), (SELECT id FROM clusters WHERE name = 'bench'),
        printf('bench-%04d', i), lower(hex(randomblob(16))),
        'sha256:' || lower(hex(randomblob(32))), 'offline', $now - 86400000, $now - 3600000,
-       json_set(CAST(readfile('$dir/facts.json') AS TEXT), '\$.hostname', printf('bench-%04d', i)),
        '0.1.0'
 FROM seq;
+-- Facts in their own table (schema v11); serve derives each node's summary from them.
+INSERT INTO node_facts (node_id, facts)
+SELECT id, json_set(CAST(readfile('$dir/facts.json') AS TEXT), '\$.hostname', hostname)
+FROM nodes WHERE cluster_id = (SELECT id FROM clusters WHERE name = 'bench');
 COMMIT;
 SQL
 }

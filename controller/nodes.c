@@ -5,10 +5,30 @@
 #include "common/util/error.h"
 #include "common/util/util.h"
 #include "controller/signoff/signoff.h"
+#include "controller/signoff/snapshot.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int derive(const struct json_t *facts, char **ret_summary, char **ret_snapshot)
+{
+	json_t *snap = so_snapshot((const json_t *)facts);
+	char *summary = facts_summary((const json_t *)facts);
+	char *text = snap ? json_dumps(snap, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	json_decref(snap);
+	if (!summary || !text) {
+		free(summary);
+		free(text);
+		return -ENOMEM;
+	}
+	*ret_summary = summary;
+	*ret_snapshot = text;
+	return 0;
+}
+
+const struct store_facts_deriver ctl_facts_deriver = {CTL_FACTS_DERIVED_VERSION, derive};
 
 /* A node against its cluster's newest sign-off: {state: current | stale | uncovered | none,
  * signoff, reasons}. */
@@ -31,10 +51,15 @@ static json_t *node_signoff(const json_t *stale, const struct store_node *nd)
 			 why ? json_incref((json_t *)why) : json_array());
 }
 
+/* A node as the listings show it: its summary as derived when its facts were written, or
+ * (written before, or by another deriver) from the facts now; the facts only with_facts. */
 static json_t *node_json(const struct store_node *n, const json_t *stale, bool with_facts)
 {
-	json_t *facts = n->facts_json ? json_loads(n->facts_json, 0, NULL) : NULL;
-	char *summary = facts ? facts_summary(facts) : NULL;
+	bool parse = n->facts_json && (with_facts || !n->derived);
+	json_t *facts = parse ? json_loads(n->facts_json, 0, NULL) : NULL;
+	char *summary = n->derived ? (n->summary ? strdup(n->summary) : NULL)
+			: facts	   ? facts_summary(facts)
+				   : NULL;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s?, s:o, s:s?, s:o}",
 			      "id", n->id, "hostname", n->hostname, "cluster", n->cluster, "state",
 			      n->state, "cert_serial", n->cert_serial, "cert_fingerprint",
@@ -49,13 +74,15 @@ static json_t *node_json(const struct store_node *n, const json_t *stale, bool w
 	return o;
 }
 
-static int listing(struct store *st, const char *only, const char *cluster, const char *state,
-		   bool with_facts, json_t **ret, struct ctl_error *err)
+static int listing(struct store *st, const char *cluster, const char *state, bool with_facts,
+		   json_t **ret, struct ctl_error *err)
 {
 	struct store_node **nodes = NULL;
 	json_t *stale = NULL, *arr = json_array();
 	size_t n = 0;
-	int r = arr ? store_nodes_list(st, &nodes, &n) : -ENOMEM;
+	int r = !arr	     ? -ENOMEM
+		: with_facts ? store_nodes_list(st, &nodes, &n)
+			     : store_nodes_brief(st, &nodes, &n);
 
 	if (r < 0) {
 		json_decref(arr);
@@ -67,8 +94,7 @@ static int listing(struct store *st, const char *only, const char *cluster, cons
 		json_t *o;
 
 		if ((cluster && strcmp(nd->cluster, cluster) != 0) ||
-		    (state && strcmp(nd->state, state) != 0) ||
-		    (only && strcmp(nd->id, only) != 0 && strcmp(nd->hostname, only) != 0))
+		    (state && strcmp(nd->state, state) != 0))
 			continue;
 		o = node_json(nd, stale, with_facts);
 		if (!o || json_array_append_new(arr, o) < 0)
@@ -87,28 +113,33 @@ static int listing(struct store *st, const char *only, const char *cluster, cons
 int ctl_nodes_list(struct store *st, const char *cluster, const char *state, bool with_facts,
 		   json_t **ret, struct ctl_error *err)
 {
-	return listing(st, NULL, cluster, state, with_facts, ret, err);
+	return listing(st, cluster, state, with_facts, ret, err);
 }
 
 int ctl_node_get(struct store *st, const char *id_or_host, json_t **ret, struct ctl_error *err)
 {
-	json_t *arr = NULL;
-	int r = listing(st, id_or_host, NULL, NULL, true, &arr, err);
+	struct store_node *nd = NULL;
+	json_t *stale = NULL, *o = NULL;
+	int r = store_node_get(st, id_or_host, &nd);
 
+	if (r == -RY_E_NOT_FOUND)
+		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "node", "no node %s", id_or_host);
+	if (r == -ENOTUNIQ)
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_CONFLICT, "node",
+				     "host name %s is ambiguous: use the id", id_or_host);
+	if (r < 0)
+		return ctl_error_store(err, r, "reading the node");
+	r = ctl_signoff_staleness(st, &stale, err);
+	if (r >= 0) {
+		o = node_json(nd, stale, true);
+		if (!o)
+			r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	}
+	store_node_free(nd);
+	json_decref(stale);
 	if (r < 0)
 		return r;
-	if (json_array_size(arr) != 1) {
-		r = ctl_error_set(err, json_array_size(arr) ? -RY_E_INVALID : -RY_E_NOT_FOUND,
-				  json_array_size(arr) ? CTL_ERR_CONFLICT : CTL_ERR_NOT_FOUND,
-				  "node",
-				  json_array_size(arr) ? "host name %s is ambiguous: use the id"
-						       : "no node %s",
-				  id_or_host);
-		json_decref(arr);
-		return r;
-	}
-	*ret = json_incref(json_array_get(arr, 0));
-	json_decref(arr);
+	*ret = o;
 	return 0;
 }
 

@@ -10,6 +10,13 @@
 #include "controller/service.h"
 #include "controller/store/store.h"
 
+/* What the store derives from a node's facts as they are written (store_set_facts_deriver()):
+ * facts_summary() and the sign-off snapshot (so_snapshot()). Its version must change whenever
+ * either changes what it makes of a document, so that stored rows are derived again
+ * (store_nodes_rederive() at serve); test_nodes_derive pins both for a fixture. */
+#define CTL_FACTS_DERIVED_VERSION 1
+extern const struct store_facts_deriver ctl_facts_deriver;
+
 /* Every node ordered as the store lists them (cluster, hostname): [{id, hostname, cluster,
  * state, cert_serial, cert_fingerprint, enrolled_at_ms, last_seen_ms, agent_version, facts
  * (only with_facts: ~11 KB a node), summary, signoff: {state: current | stale | uncovered |

@@ -210,6 +210,19 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		snprintf(errbuf, errlen, "database: %s", ry_strerror(r));
 		goto fail;
 	}
+	/* Rows from before schema v11 or from another deriver get their summaries now (once). */
+	{
+		size_t n = 0;
+
+		r = store_nodes_rederive(state->store, &n);
+		if (r < 0) {
+			snprintf(errbuf, errlen, "database: deriving node summaries: %s",
+				 ry_strerror(r));
+			goto fail;
+		}
+		if (n)
+			log_info("derived the summaries and snapshots of %zu node(s)", n);
+	}
 	{
 		struct stat dbst;
 		struct ctl_throttle_config et = {ENROLL_REFUSALS_BURST, ENROLL_REFUSAL_DRAIN_MS,

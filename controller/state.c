@@ -1,5 +1,6 @@
 /* The controller's state directory: creation (CA, server certificate, database) and loading. */
 #include "controller/state.h"
+#include "controller/nodes.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"
@@ -166,6 +167,7 @@ int ctl_state_open(const char *dir, bool with_server_key, struct ctl_state **ret
 			 r == -EACCES ? " (run as root or as the controller's user)" : "");
 		goto fail;
 	}
+	store_set_facts_deriver(st->store, &ctl_facts_deriver);
 	r = read_text(dir, "ca.crt", &st->ca_pem, errbuf, errlen);
 	if (r < 0)
 		goto fail;

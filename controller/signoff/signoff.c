@@ -124,8 +124,13 @@ static void add_reason(json_t *nodes, json_t *all, const char *host, const char 
 static void node_drift(json_t *nodes, json_t *all, const json_t *rnode, const struct store_node *nd)
 {
 	const char *host = json_string_value(json_object_get(rnode, "hostname"));
-	json_t *facts = nd->facts_json ? json_loads(nd->facts_json, 0, NULL) : NULL;
-	json_t *now = facts ? so_snapshot(facts) : NULL, *d, *c;
+	/* Its snapshot as derived when the facts were written; else from the facts now. */
+	json_t *facts = !nd->derived && nd->facts_json ? json_loads(nd->facts_json, 0, NULL) : NULL;
+	json_t *now = nd->derived
+			      ? (nd->snapshot_json ? json_loads(nd->snapshot_json, 0, NULL) : NULL)
+		      : facts ? so_snapshot(facts)
+			      : NULL;
+	json_t *d, *c;
 	size_t i;
 
 	json_decref(facts);
@@ -175,7 +180,7 @@ static int staleness(struct store *st, const struct store_signoff *so, json_t **
 	struct store_deployment **deps = NULL;
 	size_t n = 0, nd = 0, i;
 	const json_t *rn;
-	int r = store_nodes_list(st, &v, &n);
+	int r = store_nodes_brief(st, &v, &n);
 
 	if (r >= 0)
 		r = store_deployments_list(st, false, STALE_SCAN_DEPLOYS, &deps, &nd);

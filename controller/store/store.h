@@ -13,7 +13,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -35,8 +35,25 @@ struct store;
 struct store_node {
 	char *id, *cluster, *hostname, *state, *cert_serial, *cert_fingerprint;
 	char *agent_version;		      /* NULL until first Hello */
-	char *facts_json;		      /* NULL until first Hello */
+	char *facts_json;		      /* NULL until first Hello; see store_nodes_brief() */
 	int64_t enrolled_at_ms, last_seen_ms; /* last_seen 0 if never */
+	/* Derived from the facts when they were written (v11, store_set_facts_deriver()): valid
+	 * only when `derived` (the store's deriver has the version that derived them). */
+	bool derived;
+	int64_t derived_version; /* of the deriver that wrote them; 0: none */
+	char *summary, *snapshot_json;
+};
+
+/* What the store keeps beside a node's facts, derived from them as they are written, so that
+ * listings neither read nor parse the facts (11 KB a node): a one-line summary and a snapshot
+ * (JSON text). The store does not know their shapes: its user sets the deriver. `version`
+ * names the code that derives them; rows derived by another version (or before v11) count as
+ * not derived, and store_nodes_rederive() derives them again. */
+struct json_t;
+struct store_facts_deriver {
+	int version; /* >= 1 */
+	/* New strings into *ret_summary and *ret_snapshot (caller frees); <0 on failure. */
+	int (*derive)(const struct json_t *facts, char **ret_summary, char **ret_snapshot);
 };
 
 /* What an enrollment records; all strings borrowed. peer (the remote address, only written to
@@ -158,6 +175,18 @@ STORE_WUR int store_nodes_list(struct store *s, struct store_node ***ret_nodes, 
 
 /* Free an array from store_nodes_list(). Accepts NULL. */
 void store_nodes_free(struct store_node **nodes, size_t n);
+
+/* Set the deriver (borrowed; it must outlive s) before the first write of facts. */
+void store_set_facts_deriver(struct store *s, const struct store_facts_deriver *d);
+
+/* As store_nodes_list(), but a node's facts_json is read only where its derived members are not
+ * valid (derived false): a listing of 1,000 nodes reads ~200 KB instead of ~11 MB. */
+STORE_WUR int store_nodes_brief(struct store *s, struct store_node ***ret_nodes, size_t *ret_n);
+
+/* Derive again every node whose derived members are missing or from another deriver version
+ * (after the upgrade to v11 or to a new deriver), in transactions of a few hundred rows.
+ * *ret_n (may be NULL): how many. 0 without a deriver; -RY_E_DB, -ENOMEM. */
+STORE_WUR int store_nodes_rederive(struct store *s, size_t *ret_n);
 
 /* The agent said Hello: state 'online', last_seen = now_ms (never moved backwards), and
  * agent_version / facts_json stored when not NULL (NULL keeps the stored value). facts_json must

@@ -47,6 +47,7 @@ struct store {
 	pthread_mutex_t errlock;   /* errmsg */
 	char errmsg[256];
 	char *path;
+	const struct store_facts_deriver *deriver; /* NULL: none (nothing derived) */
 };
 
 /* Record SQLite's message for a failed call and map rc to a project error (-ENOMEM,

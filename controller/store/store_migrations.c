@@ -331,11 +331,26 @@ static const char migration_v10[] =
 	"ALTER TABLE enroll_tokens ADD COLUMN revoked_at INTEGER;"
 	"ALTER TABLE bench_runs ADD COLUMN actor TEXT;";
 
+/* v11: a node's facts (~11 KB, in SQLite overflow pages) move out of its row into node_facts,
+ * and what listings need of them is derived as they are written (store_nodes.c): reading a
+ * column after the facts, or updating last_seen, no longer reads or rewrites them. */
+static const char migration_v11[] =
+	"CREATE TABLE node_facts ("
+	"  node_id TEXT PRIMARY KEY NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,"
+	"  facts TEXT NOT NULL"
+	");"
+	"INSERT INTO node_facts (node_id, facts) SELECT id, facts FROM nodes WHERE facts IS NOT "
+	"NULL;"
+	"ALTER TABLE nodes DROP COLUMN facts;"
+	"ALTER TABLE nodes ADD COLUMN summary TEXT;"
+	"ALTER TABLE nodes ADD COLUMN snapshot TEXT;"
+	"ALTER TABLE nodes ADD COLUMN derived_v INTEGER NOT NULL DEFAULT 0;";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1, false},  {2, migration_v2, false}, {3, migration_v3, false},
-	{4, migration_v4, false},  {5, migration_v5, false}, {6, migration_v6, false},
-	{7, migration_v7, false},  {8, migration_v8, false}, {9, migration_v9, false},
-	{10, migration_v10, true},
+	{1, migration_v1, false},  {2, migration_v2, false},  {3, migration_v3, false},
+	{4, migration_v4, false},  {5, migration_v5, false},  {6, migration_v6, false},
+	{7, migration_v7, false},  {8, migration_v8, false},  {9, migration_v9, false},
+	{10, migration_v10, true}, {11, migration_v11, true},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

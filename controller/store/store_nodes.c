@@ -16,11 +16,15 @@
 
 #define STORE_TOKEN_RANDOM 32 /* bytes: 256 bits */
 
-/* Columns read by node_from_row(), in this order. */
-#define NODE_COLUMNS                                                                               \
+/* Columns read by node_from_row(), in this order; NODE_COLUMNS_AS(FACTS) with the facts column
+ * as an expression. */
+#define NODE_COLUMNS_AS(facts)                                                                     \
 	"SELECT n.id, c.name, n.hostname, n.state, n.cert_serial, n.cert_fingerprint, "            \
-	"n.agent_version, n.facts, n.enrolled_at, n.last_seen "                                    \
-	"FROM nodes n JOIN clusters c ON c.id = n.cluster_id "
+	"n.agent_version, " facts ", n.enrolled_at, n.last_seen, n.summary, n.snapshot, "          \
+	"n.derived_v FROM nodes n JOIN clusters c ON c.id = n.cluster_id "
+#define NODE_COLUMNS NODE_COLUMNS_AS("(SELECT facts FROM node_facts WHERE node_id = n.id)")
+/* Rows in a transaction of store_nodes_rederive(). */
+#define REDERIVE_BATCH 256
 
 static struct store_sql SQL_CLUSTER_ENSURE =
 	STORE_SQL("INSERT INTO clusters (name, created_at) VALUES (?1, ?2) "
@@ -37,8 +41,21 @@ static struct store_sql SQL_NODE_BY_HOSTNAME =
 static struct store_sql SQL_NODE_BY_ID = STORE_SQL(NODE_COLUMNS "WHERE n.id = ?1");
 static struct store_sql SQL_NODE_DELETE = STORE_SQL("DELETE FROM nodes WHERE id = ?1");
 static struct store_sql SQL_NODE_FACTS =
-	STORE_SQL("UPDATE nodes SET facts = ?3, last_seen = MAX(last_seen, ?2) "
-		  "WHERE id = ?1 AND state != 'revoked'");
+	STORE_SQL("UPDATE nodes SET last_seen = MAX(last_seen, ?2), summary = ?3, snapshot = ?4, "
+		  "derived_v = ?5 WHERE id = ?1 AND state != 'revoked'");
+/* After the node's own row changed (so it exists and is not revoked). */
+static struct store_sql SQL_NODE_FACTS_PUT =
+	STORE_SQL("INSERT INTO node_facts (node_id, facts) VALUES (?1, ?2) "
+		  "ON CONFLICT (node_id) DO UPDATE SET facts = excluded.facts");
+/* The facts only where the derived members are not of the deriver's version (?1). */
+static struct store_sql SQL_NODE_BRIEF = STORE_SQL(NODE_COLUMNS_AS(
+	"CASE WHEN n.derived_v = ?1 THEN NULL ELSE "
+	"(SELECT facts FROM node_facts WHERE node_id = n.id) END") "ORDER BY c.name, n.hostname");
+static struct store_sql SQL_NODE_UNDERIVED =
+	STORE_SQL("SELECT n.id, f.facts FROM nodes n JOIN node_facts f ON f.node_id = n.id "
+		  "WHERE n.derived_v != ?1 LIMIT ?2");
+static struct store_sql SQL_NODE_DERIVED =
+	STORE_SQL("UPDATE nodes SET summary = ?2, snapshot = ?3, derived_v = ?4 WHERE id = ?1");
 static struct store_sql SQL_NODE_INSERT =
 	STORE_SQL("INSERT INTO nodes (id, cluster_id, hostname, cert_serial, "
 		  "cert_fingerprint, state, enrolled_at, last_seen) "
@@ -52,7 +69,10 @@ static struct store_sql SQL_NODE_OFFLINE =
 static struct store_sql SQL_NODE_ONLINE =
 	STORE_SQL("UPDATE nodes SET state = 'online', last_seen = MAX(last_seen, ?2), "
 		  "agent_version = COALESCE(?3, agent_version), "
-		  "facts = COALESCE(?4, facts) WHERE id = ?1 AND state != 'revoked'");
+		  "summary = CASE WHEN ?4 IS NULL THEN summary ELSE ?5 END, "
+		  "snapshot = CASE WHEN ?4 IS NULL THEN snapshot ELSE ?6 END, "
+		  "derived_v = CASE WHEN ?4 IS NULL THEN derived_v ELSE ?7 END "
+		  "WHERE id = ?1 AND state != 'revoked'");
 static struct store_sql SQL_NODE_REVOKE =
 	STORE_SQL("UPDATE nodes SET state = 'revoked', revoked_at = ?2 WHERE id = ?1");
 static struct store_sql SQL_NODE_SEEN = STORE_SQL("UPDATE nodes SET last_seen = MAX(last_seen, ?2) "
@@ -100,13 +120,45 @@ static void ids_free_v(void *v, size_t n)
 	store_ids_free(v, n);
 }
 
-/* Facts must be a JSON object of bounded size; checked before anything is written. */
-static int facts_validate(const char *facts_json)
+/* What the deriver made of a node's facts (all NULL, version 0: nothing). */
+struct derived {
+	char *summary, *snapshot;
+	int64_t version;
+};
+
+static void derived_done(struct derived *d)
+{
+	free(d->summary);
+	free(d->snapshot);
+}
+
+/* Derive from root with s's deriver; a failure (logged) leaves d empty but for the version, so
+ * that the row is not derived again and again: its listing then shows no summary. */
+static void derive(const struct store *s, const json_t *root, struct derived *d)
+{
+	const struct store_facts_deriver *dv = s->deriver;
+	int r;
+
+	*d = (struct derived){NULL, NULL, 0};
+	if (!dv)
+		return;
+	d->version = dv->version;
+	r = dv->derive((const struct json_t *)root, &d->summary, &d->snapshot);
+	if (r < 0) {
+		log_debug("store: deriving a node's summary failed: %s", ry_strerror(r));
+		free(d->summary);
+		free(d->snapshot);
+		d->summary = d->snapshot = NULL;
+	}
+}
+
+/* Facts must be a JSON object of bounded size; checked before anything is written. On success
+ * *ret is what s's deriver makes of them (derived_done()). */
+static int facts_validate(const struct store *s, const char *facts_json, struct derived *ret)
 {
 	json_error_t err;
 	json_t *root;
 	size_t len = strnlen(facts_json, (size_t)STORE_FACTS_MAX + 1);
-	bool ok;
 
 	if (len > STORE_FACTS_MAX)
 		return -RY_E_INVALID;
@@ -115,9 +167,13 @@ static int facts_validate(const char *facts_json)
 		log_debug("store: facts rejected: %s at line %d", err.text, err.line);
 		return -RY_E_INVALID;
 	}
-	ok = json_is_object(root);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return -RY_E_INVALID;
+	}
+	derive(s, root, ret);
 	json_decref(root);
-	return ok ? 0 : -RY_E_INVALID;
+	return 0;
 }
 
 /* SHA-256 of the token as lower-case hex: the only form in which tokens are stored. */
@@ -446,6 +502,8 @@ void store_node_free(struct store_node *n)
 	free(n->cert_fingerprint);
 	free(n->agent_version);
 	free(n->facts_json);
+	free(n->summary);
+	free(n->snapshot_json);
 	free(n);
 }
 
@@ -464,6 +522,7 @@ static int node_from_row(sqlite3_stmt *st, struct store_node **ret)
 	struct store_node *n = calloc(1, sizeof(*n));
 	char **cols[] = {&n->id,	  &n->cluster,		&n->hostname,	   &n->state,
 			 &n->cert_serial, &n->cert_fingerprint, &n->agent_version, &n->facts_json};
+	char **derived[] = {&n->summary, &n->snapshot_json};
 
 	if (!n)
 		return -ENOMEM;
@@ -475,8 +534,23 @@ static int node_from_row(sqlite3_stmt *st, struct store_node **ret)
 	}
 	n->enrolled_at_ms = sqlite3_column_int64(st, 8);
 	n->last_seen_ms = sqlite3_column_int64(st, 9);
+	/* Whose version derived_v is, node_mark() tells; derived stays false until then. */
+	n->derived = false;
+	for (size_t i = 0; i < RY_ARRAY_SIZE(derived); i++) {
+		if (store_col_dup(st, 10 + (int)i, derived[i]) < 0) {
+			store_node_free(n);
+			return -ENOMEM;
+		}
+	}
+	n->derived_version = sqlite3_column_int64(st, 12);
 	*ret = n;
 	return 0;
+}
+
+/* Are n's derived members of s's deriver? */
+static void node_mark(const struct store *s, struct store_node *n)
+{
+	n->derived = s->deriver && n->derived_version == s->deriver->version;
 }
 
 /* By id, or else by hostname when unique across clusters. */
@@ -540,6 +614,7 @@ int store_node_get(struct store *s, const char *id_or_hostname, struct store_nod
 	pthread_mutex_unlock(&c->lock);
 	if (r < 0)
 		return r;
+	node_mark(s, n);
 	*ret = n;
 	return 0;
 }
@@ -549,12 +624,113 @@ static int node_row(sqlite3_stmt *st, void *elem)
 	return node_from_row(st, elem);
 }
 
-int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)
+static int nodes_listing(struct store *s, bool brief, struct store_node ***ret_nodes, size_t *ret_n)
 {
+	struct store_node **v = NULL;
+	size_t n = 0;
+	int r;
+
 	if (!s || !ret_nodes || !ret_n)
 		return -EINVAL;
-	return store_q_list(&s->r, &SQL_NODE_LIST, sizeof(struct store_node *), node_row,
-			    nodes_free_v, (void **)ret_nodes, ret_n, "");
+	if (brief)
+		r = store_q_list(&s->r, &SQL_NODE_BRIEF, sizeof(*v), node_row, nodes_free_v,
+				 (void **)&v, &n, "l",
+				 (int64_t)(s->deriver ? s->deriver->version : -1));
+	else
+		r = store_q_list(&s->r, &SQL_NODE_LIST, sizeof(*v), node_row, nodes_free_v,
+				 (void **)&v, &n, "");
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		node_mark(s, v[i]);
+	*ret_nodes = v;
+	*ret_n = n;
+	return 0;
+}
+
+int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)
+{
+	return nodes_listing(s, false, ret_nodes, ret_n);
+}
+
+int store_nodes_brief(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)
+{
+	return nodes_listing(s, true, ret_nodes, ret_n);
+}
+
+void store_set_facts_deriver(struct store *s, const struct store_facts_deriver *d)
+{
+	if (s)
+		s->deriver = d;
+}
+
+/* One transaction of store_nodes_rederive(): up to REDERIVE_BATCH rows; *ret_n how many. */
+static int rederive_batch(struct store *s, size_t *ret_n)
+{
+	struct store_conn *c = &s->w;
+	struct {
+		char *id, *facts;
+	} rows[REDERIVE_BATCH];
+	int64_t version = s->deriver->version;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto unlock;
+	r = store_q_start(c, &SQL_NODE_UNDERIVED, &st, "ll", version, (int64_t)REDERIVE_BATCH);
+	while (r >= 0 && (r = store_q_step(c, st)) == 1) {
+		rows[n].id = rows[n].facts = NULL;
+		if (store_col_dup(st, 0, &rows[n].id) < 0 ||
+		    store_col_dup(st, 1, &rows[n].facts) < 0)
+			r = -ENOMEM;
+		n++;
+	}
+	store_q_end(st);
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		json_t *root = json_loads(rows[i].facts, 0, NULL);
+		struct derived d = {NULL, NULL, version};
+
+		if (json_is_object(root))
+			derive(s, root, &d);
+		json_decref(root);
+		r = store_q_exec(c, NULL, &SQL_NODE_DERIVED, "tttl", rows[i].id, d.summary,
+				 d.snapshot, version);
+		derived_done(&d);
+	}
+	if (r >= 0)
+		r = store_tx_commit(c);
+	else
+		store_tx_rollback(c);
+unlock:
+	pthread_mutex_unlock(&c->lock);
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].id);
+		free(rows[i].facts);
+	}
+	if (r >= 0)
+		*ret_n = n;
+	return r;
+}
+
+int store_nodes_rederive(struct store *s, size_t *ret_n)
+{
+	size_t total = 0, n = 0;
+	int r = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (s->deriver) {
+		do {
+			r = rederive_batch(s, &n);
+			total += r >= 0 ? n : 0;
+		} while (r >= 0 && n == REDERIVE_BATCH);
+	}
+	if (r >= 0 && ret_n)
+		*ret_n = total;
+	return r;
 }
 
 /* After an UPDATE guarded by "state != 'revoked'" changed nothing: say why. */
@@ -584,22 +760,39 @@ static int node_why_unchanged_locked(struct store_conn *c, const char *id)
 	return r == 0 ? store_db_fail_msg(c, "node update matched nothing") : r;
 }
 
-/* Run one of the per-node updates (each a single autocommit statement, so one transaction). */
+/* Run one of the per-node updates (each a single autocommit statement, so one transaction); d:
+ * what was derived from the facts among a and b (NULL for the statements without facts). */
 static int node_update(struct store *s, const char *id, struct store_sql *stmt, int64_t now_ms,
-		       const char *a, const char *b)
+		       const char *a, const char *b, const struct derived *d)
 {
 	struct store_conn *c = &s->w;
+	const char *facts = stmt == &SQL_NODE_ONLINE ? b : stmt == &SQL_NODE_FACTS ? a : NULL;
 	int r, changed = 0;
 
 	pthread_mutex_lock(&c->lock);
+	/* With facts, the node's row and its facts in one transaction. */
+	r = facts ? store_tx_begin(c) : 0;
+	if (r < 0)
+		goto unlock;
 	if (stmt == &SQL_NODE_ONLINE)
-		r = store_q_exec(c, &changed, stmt, "tltt", id, now_ms, a, b);
+		r = store_q_exec(c, &changed, stmt, "tlttttl", id, now_ms, a, b, d->summary,
+				 d->snapshot, d->version);
 	else if (stmt == &SQL_NODE_FACTS)
-		r = store_q_exec(c, &changed, stmt, "tlt", id, now_ms, a);
+		r = store_q_exec(c, &changed, stmt, "tlttl", id, now_ms, d->summary, d->snapshot,
+				 d->version);
 	else
 		r = store_q_exec(c, &changed, stmt, "tl", id, now_ms);
 	if (r == 0 && changed == 0)
 		r = node_why_unchanged_locked(c, id);
+	if (r == 0 && facts)
+		r = store_q_exec(c, NULL, &SQL_NODE_FACTS_PUT, "tt", id, facts);
+	if (facts) {
+		if (r == 0)
+			r = store_tx_commit(c);
+		else
+			store_tx_rollback(c);
+	}
+unlock:
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
@@ -607,6 +800,7 @@ static int node_update(struct store *s, const char *id, struct store_sql *stmt, 
 int store_node_online(struct store *s, const char *id, const char *agent_version,
 		      const char *facts_json, int64_t now_ms)
 {
+	struct derived d = {NULL, NULL, 0};
 	int r;
 
 	if (!s || !id)
@@ -614,18 +808,20 @@ int store_node_online(struct store *s, const char *id, const char *agent_version
 	if (agent_version && strnlen(agent_version, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
 		return -RY_E_INVALID;
 	if (facts_json) {
-		r = facts_validate(facts_json);
+		r = facts_validate(s, facts_json, &d);
 		if (r < 0)
 			return r;
 	}
-	return node_update(s, id, &SQL_NODE_ONLINE, now_ms, agent_version, facts_json);
+	r = node_update(s, id, &SQL_NODE_ONLINE, now_ms, agent_version, facts_json, &d);
+	derived_done(&d);
+	return r;
 }
 
 int store_node_touch(struct store *s, const char *id, int64_t now_ms)
 {
 	if (!s || !id)
 		return -EINVAL;
-	return node_update(s, id, &SQL_NODE_TOUCH, now_ms, NULL, NULL);
+	return node_update(s, id, &SQL_NODE_TOUCH, now_ms, NULL, NULL, NULL);
 }
 
 int store_node_check(struct store *s, const char *id)
@@ -643,14 +839,17 @@ int store_node_check(struct store *s, const char *id)
 
 int store_node_set_facts(struct store *s, const char *id, const char *facts_json, int64_t now_ms)
 {
+	struct derived d;
 	int r;
 
 	if (!s || !id || !facts_json)
 		return -EINVAL;
-	r = facts_validate(facts_json);
+	r = facts_validate(s, facts_json, &d);
 	if (r < 0)
 		return r;
-	return node_update(s, id, &SQL_NODE_FACTS, now_ms, facts_json, NULL);
+	r = node_update(s, id, &SQL_NODE_FACTS, now_ms, facts_json, NULL, &d);
+	derived_done(&d);
+	return r;
 }
 
 int store_node_offline(struct store *s, const char *id, int64_t now_ms)
@@ -659,7 +858,7 @@ int store_node_offline(struct store *s, const char *id, int64_t now_ms)
 
 	if (!s || !id)
 		return -EINVAL;
-	r = node_update(s, id, &SQL_NODE_OFFLINE, now_ms, NULL, NULL);
+	r = node_update(s, id, &SQL_NODE_OFFLINE, now_ms, NULL, NULL, NULL);
 	/* The session of a revoked node ending is expected; it stays revoked. */
 	return r == -RY_E_REVOKED ? 0 : r;
 }

@@ -1,3 +1,9 @@
 # controller: refusal throttling (enrollment per source, audit rows per node).
 railyard_test(test_throttle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_throttle.c
 	LIBS ry_controller LABELS unit)
+# controller/nodes.c: the facts deriver's output for a committed facts document, pinned to its
+# version (docs/architecture.md, "Node facts in the store").
+railyard_test(test_nodes_derive SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_nodes_derive.c
+	LIBS ry_controller LABELS unit)
+target_compile_definitions(test_nodes_derive PRIVATE
+	FACTS_FIXTURE="${CMAKE_SOURCE_DIR}/tests/fixtures/facts/h200-ib.json")

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -2496,6 +2497,166 @@ static void test_migrate_apitoken_v8(void **state)
 	free(tok);
 }
 
+/* ---- derived members of a node's facts (v11) ------------------------------------------------ */
+
+static int derive_calls;
+
+/* A deriver for the tests: the summary names the facts' "name", the snapshot is {"n": name};
+ * facts without a "name" fail. */
+static int test_derive(const struct json_t *facts, char **ret_summary, char **ret_snapshot)
+{
+	const char *name = json_string_value(json_object_get((const json_t *)facts, "name"));
+
+	derive_calls++;
+	if (!name)
+		return -RY_E_INVALID;
+	if (asprintf(ret_summary, "summary of %s", name) < 0)
+		return -ENOMEM;
+	if (asprintf(ret_snapshot, "{\"n\":\"%s\"}", name) < 0) {
+		free(*ret_summary);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static const struct store_facts_deriver deriver_v1 = {1, test_derive};
+static const struct store_facts_deriver deriver_v2 = {2, test_derive};
+
+static struct store_node *brief_one(struct store *s)
+{
+	struct store_node **v = NULL, *n;
+	size_t cnt = 0;
+
+	assert_int_equal(store_nodes_brief(s, &v, &cnt), 0);
+	assert_int_equal(cnt, 1);
+	n = v[0];
+	free(v);
+	return n;
+}
+
+/* Facts written with a deriver: the brief listing has the summary and snapshot and no facts;
+ * the full one and a get have both. Another deriver version (or none) sees them as not derived
+ * and gets the facts; rederive brings every row to its version, once. A failed derivation
+ * stores no summary and is not retried. Nothing but the node's own rows carries them. */
+static void test_facts_derived(void **state)
+{
+	struct fx *f = *state;
+	struct store_node *n, **v = NULL;
+	size_t cnt = 0;
+	char *tok;
+
+	fx_open(f);
+	tok = make_token(f->s, "c1", 3, T0);
+	assert_int_equal(enroll(f->s, tok, "n1", "h1", "s1", T0, NULL), 0);
+	store_set_facts_deriver(f->s, &deriver_v1);
+	assert_int_equal(store_node_online(f->s, "n1", "1.0", "{\"name\":\"alpha\"}", T0 + 1), 0);
+	n = brief_one(f->s);
+	assert_true(n->derived);
+	assert_int_equal(n->derived_version, 1);
+	assert_null(n->facts_json);
+	assert_string_equal(n->summary, "summary of alpha");
+	assert_string_equal(n->snapshot_json, "{\"n\":\"alpha\"}");
+	store_node_free(n);
+	n = get_node(f->s, "n1");
+	assert_true(n->derived);
+	assert_string_equal(n->facts_json, "{\"name\":\"alpha\"}");
+	store_node_free(n);
+	/* A Hello without facts keeps them and what was derived from them. */
+	assert_int_equal(store_node_online(f->s, "n1", "1.1", NULL, T0 + 2), 0);
+	n = brief_one(f->s);
+	assert_string_equal(n->summary, "summary of alpha");
+	store_node_free(n);
+	assert_int_equal(store_node_set_facts(f->s, "n1", "{\"name\":\"beta\"}", T0 + 3), 0);
+	n = brief_one(f->s);
+	assert_string_equal(n->summary, "summary of beta");
+	store_node_free(n);
+
+	/* Another version: not derived, the facts come with the brief listing. */
+	store_set_facts_deriver(f->s, &deriver_v2);
+	n = brief_one(f->s);
+	assert_false(n->derived);
+	assert_string_equal(n->facts_json, "{\"name\":\"beta\"}");
+	store_node_free(n);
+	derive_calls = 0;
+	assert_int_equal(store_nodes_rederive(f->s, &cnt), 0);
+	assert_int_equal(cnt, 1);
+	assert_int_equal(derive_calls, 1);
+	assert_int_equal(store_nodes_rederive(f->s, &cnt), 0);
+	assert_int_equal(cnt, 0);
+	n = brief_one(f->s);
+	assert_true(n->derived);
+	assert_int_equal(n->derived_version, 2);
+	assert_null(n->facts_json);
+	store_node_free(n);
+
+	/* A derivation that fails: stored without a summary, facts kept, not derived again. */
+	assert_int_equal(store_node_set_facts(f->s, "n1", "{\"other\":1}", T0 + 4), 0);
+	n = brief_one(f->s);
+	assert_true(n->derived);
+	assert_null(n->summary);
+	store_node_free(n);
+	assert_int_equal(store_nodes_rederive(f->s, &cnt), 0);
+	assert_int_equal(cnt, 0);
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->facts_json, "{\"other\":1}");
+	store_node_free(n);
+
+	/* Without a deriver nothing counts as derived; rederive does nothing. */
+	store_set_facts_deriver(f->s, NULL);
+	assert_int_equal(store_nodes_rederive(f->s, &cnt), 0);
+	assert_int_equal(cnt, 0);
+	assert_int_equal(store_nodes_brief(f->s, &v, &cnt), 0);
+	assert_int_equal(cnt, 1);
+	assert_false(v[0]->derived);
+	assert_non_null(v[0]->facts_json);
+	store_nodes_free(v, cnt);
+
+	/* Facts of a revoked node are refused as before, and its facts row goes with the node. */
+	assert_int_equal(store_node_revoke(f->s, "n1", "admin", T0 + 5, NULL), 0);
+	assert_int_equal(store_node_set_facts(f->s, "n1", "{\"name\":\"x\"}", T0 + 6),
+			 -RY_E_REVOKED);
+	n = get_node(f->s, "n1");
+	assert_string_equal(n->facts_json, "{\"other\":1}");
+	store_node_free(n);
+	free(tok);
+}
+
+/* v10 -> v11: facts move out of the nodes row with nothing lost; serve's rederive then fills
+ * in the summaries (a node without facts stays without). */
+static void test_migrate_facts_v10(void **state)
+{
+	struct fx *f = *state;
+	struct store_node **v = NULL;
+	size_t n = 0;
+	char *tok;
+
+	assert_int_equal(store_open_at_version(f->path, 10, &f->s), 0);
+	tok = make_token(f->s, "c1", 3, T0);
+	assert_int_equal(enroll(f->s, tok, "n1", "h1", "s1", T0, NULL), 0);
+	assert_int_equal(enroll(f->s, tok, "n2", "h2", "s2", T0, NULL), 0);
+	store_free(f->s);
+	f->s = NULL;
+	raw_sql(f->path, "UPDATE nodes SET facts = '{\"name\":\"old\"}', state = 'offline' "
+			 "WHERE id = 'n1'");
+	fx_open(f);
+	store_set_facts_deriver(f->s, &deriver_v1);
+	assert_int_equal(store_nodes_brief(f->s, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_false(v[0]->derived);
+	assert_string_equal(v[0]->facts_json, "{\"name\":\"old\"}");
+	assert_null(v[1]->facts_json);
+	store_nodes_free(v, n);
+	assert_int_equal(store_nodes_rederive(f->s, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_nodes_brief(f->s, &v, &n), 0);
+	assert_true(v[0]->derived);
+	assert_string_equal(v[0]->summary, "summary of old");
+	assert_null(v[0]->facts_json);
+	assert_false(v[1]->derived);
+	store_nodes_free(v, n);
+	free(tok);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -2543,6 +2704,8 @@ int main(void)
 		T(test_node_transitions),
 		T(test_nodes_list_order),
 		T(test_facts_invalid),
+		T(test_facts_derived),
+		T(test_migrate_facts_v10),
 		T(test_revoke),
 		T(test_audit),
 		T(test_concurrent),
