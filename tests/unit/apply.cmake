@@ -10,3 +10,14 @@ if(TARGET ry_apply)
 		endif()
 	endforeach()
 endif()
+# The driver-stack executors and the OpenPGP reader under valgrind: every path (fetch refused,
+# rollback, bad armor) frees what it took. Valgrind cannot run sanitized binaries.
+find_program(VALGRIND valgrind)
+if(TARGET test_apply_driver AND VALGRIND AND NOT RAILYARD_SANITIZE)
+	add_test(NAME test_apply_driver_valgrind
+		COMMAND ${VALGRIND} -q --error-exitcode=9 --leak-check=full
+			--errors-for-leak-kinds=definite,indirect $<TARGET_FILE:test_apply_driver>)
+	set_tests_properties(test_apply_driver_valgrind PROPERTIES LABELS "unit;valgrind"
+		TIMEOUT 300 SKIP_RETURN_CODE 77
+		ENVIRONMENT "RAILYARD_SOURCE_DIR=${CMAKE_SOURCE_DIR};RAILYARD_BUILD_DIR=${CMAKE_BINARY_DIR}")
+endif()

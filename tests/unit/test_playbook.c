@@ -152,6 +152,22 @@ static void test_shipped_ib(void **state)
 		json_object_get(plan_step(plan, "nvidia-peermem"), "params"), "persist")));
 	assert_string_equal(json_string_value(json_object_get(plan, "sha256")),
 			    playbook_sha256(pb));
+	/* The vendors' keys are pinned by their published fingerprints, the stack by version. */
+	assert_string_equal(param_str(plan, "cuda repository", "fingerprint", NULL),
+			    "EB693B3035CD5710E231E123A4B469963BF863CC");
+	assert_string_equal(param_str(plan, "cuda repository", "key_url", NULL),
+			    "https://developer.download.nvidia.com/compute/cuda/repos/debian12/"
+			    "x86_64/3bf863cc.pub");
+	assert_string_equal(param_str(plan, "fabric manager package", "version", NULL),
+			    param_str(plan, "nvidia driver", "version", NULL));
+	assert_true(json_is_true(json_object_get(
+		json_object_get(plan_step(plan, "nvidia driver"), "params"), "hold")));
+	assert_string_equal(param_str(plan, "kernel headers", "name", NULL),
+			    "linux-headers-6.1.0-28-amd64");
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_object_get(plan_step(plan, "nvidia-peermem"), "when"), "fact")),
+		"gpudirect.method");
 	/* The healthy node passes every assert; the second healthy IB node too. */
 	fails = failing_asserts(plan, ib);
 	assert_string_equal(fails, "");
@@ -188,6 +204,10 @@ static void test_shipped_roce(void **state)
 	assert_int_equal(json_integer_value(json_array_get(json_object_get(q, "pfc"), 0)), 3);
 	assert_int_equal(json_integer_value(json_object_get(q, "dscp")), 26);
 	assert_string_equal(json_string_value(json_object_get(q, "trust")), "dscp");
+	assert_string_equal(param_str(plan, "roce qos", "dscp2prio", "26"), "3");
+	q = json_object_get(plan_step(plan, "roce mtu"), "params");
+	assert_int_equal(json_integer_value(json_object_get(q, "mtu")), 9000);
+	assert_int_equal(json_array_size(json_object_get(q, "interfaces")), 8);
 	fails = failing_asserts(plan, roce);
 	assert_string_equal(fails, "");
 	free(fails);
