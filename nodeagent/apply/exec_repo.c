@@ -58,36 +58,39 @@ static int source_content(const json_t *params, char **ret)
 	return apply_buf_take(&b, ret);
 }
 
-/* Convert key material (armored or binary) into what key_path holds: binary packets for .gpg,
- * armor for .asc. *ret is new (caller frees). */
+/* Convert key material (armored or binary) into what key_path holds: the binary packets for
+ * .gpg, the same packets armored afresh for .asc (so the file never carries text from around
+ * the armor). *ret is new (caller frees). */
 static int key_bytes(struct apply_ctx *ctx, const char *key_path, const void *data, size_t len,
 		     unsigned char **ret, size_t *ret_len)
 {
-	bool armored = pb_pgp_is_armored(data, len);
-	char why[160];
+	unsigned char *bin = NULL;
+	size_t blen = 0;
+	char why[160], *a = NULL;
 	int r;
 
-	if (ends_with(key_path, ".gpg") && armored) {
-		r = pb_pgp_dearmor(data, len, ret, ret_len, why, sizeof(why));
-		return r == -RY_E_INVALID ? apply_ctx_fail(ctx, r, "key: %s", why) : r;
-	}
-	if (ends_with(key_path, ".asc") && !armored) {
-		char *a = NULL;
-
-		r = pb_pgp_armor(data, len, &a);
+	if (pb_pgp_is_armored(data, len)) {
+		r = pb_pgp_dearmor(data, len, &bin, &blen, why, sizeof(why));
 		if (r < 0)
-			return r;
-		*ret = (unsigned char *)a;
-		*ret_len = strlen(a);
+			return r == -RY_E_INVALID ? apply_ctx_fail(ctx, r, "key: %s", why) : r;
+	} else {
+		bin = malloc(len ? len : 1);
+		if (!bin)
+			return -ENOMEM;
+		memcpy(bin, data, len);
+		blen = len;
+	}
+	if (!ends_with(key_path, ".asc")) {
+		*ret = bin;
+		*ret_len = blen;
 		return 0;
 	}
-	*ret = malloc(len + 2);
-	if (!*ret)
-		return -ENOMEM;
-	memcpy(*ret, data, len);
-	*ret_len = len;
-	if (armored && (len == 0 || ((char *)data)[len - 1] != '\n'))
-		(*ret)[(*ret_len)++] = '\n';
+	r = pb_pgp_armor(bin, blen, &a);
+	free(bin);
+	if (r < 0)
+		return r;
+	*ret = (unsigned char *)a;
+	*ret_len = strlen(a);
 	return 0;
 }
 

@@ -238,7 +238,7 @@ static void test_repo(void **state)
 	expect_in(o.message, "rolled back 2 file(s)");
 	assert_false(tu_exists(root, "etc/apt/keyrings/site.asc"));
 	assert_false(tu_exists(root, "etc/apt/sources.list.d/site.sources"));
-	/* once the archive answers, it applies; the .asc holds the armored key as given */
+	/* once the archive answers, it applies; the .asc holds the key armored */
 	tu_write(root, "etc/railyard-test/apt-update-fail", "");
 	cycle(root, "repo", params);
 	key_file_has(root, "etc/apt/keyrings/site.asc", other, true);
