@@ -58,9 +58,16 @@ FP=$(awk '/^ca-fingerprint:/ {print $2}' "$DEMO/token")
 echo "== one-time token for ${#NODES[@]} nodes, CA pinned by $FP"
 
 # Each agent works on its own copy of a fixture node, with test doubles for the programs
-# that cannot run here (see tests/fixtures/prepare-sysroot.sh).
+# that cannot run here (see tests/fixtures/prepare-sysroot.sh). The vendors' servers cannot be
+# reached either: stand-in repository keys, made for this run, are served at their key URLs and
+# pinned in copies of the shipped playbooks in place of NVIDIA's fingerprints.
+"$SRC/tests/fixtures/vendor-keys.sh" "$DEMO/keys"
+mkdir -p "$DEMO/playbooks"
+for pb in h200-ndr-ib.yaml h200-roce.yaml; do
+	"$SRC/tests/fixtures/pin-test-keys.sh" "$DEMO/keys" "$SRC/playbooks/$pb" "$DEMO/playbooks/$pb"
+done
 for n in "${NODES[@]}"; do
-	"$SRC/tests/fixtures/prepare-sysroot.sh" "$FIX/$n" "$DEMO/root-$n"
+	"$SRC/tests/fixtures/prepare-sysroot.sh" "$FIX/$n" "$DEMO/root-$n" "$DEMO/keys"
 	"$AGENT" enroll --controller "$ADDR" --token "$TOKEN" --ca-fingerprint "$FP" \
 		--state-dir "$DEMO/$n" --sysroot "$DEMO/root-$n" | sed 's/^/   /'
 	"$AGENT" run --state-dir "$DEMO/$n" --sysroot "$DEMO/root-$n" >"$DEMO/$n.log" 2>&1 &
@@ -89,7 +96,7 @@ awk -v c=$((cpu1 - cpu0)) -v ns=$((t1 - t0)) -v rss="$rss" -v thr="$thr" -v n=${
 # degraded node so that the rollout goes on past it.
 deploy() { # deploy PLAYBOOK ARGS...
 	local pb=$1; shift
-	"$CTL" deploy --state-dir "$DEMO/ctl" --cluster demo --playbook "$SRC/playbooks/$pb" \
+	"$CTL" deploy --state-dir "$DEMO/ctl" --cluster demo --playbook "$DEMO/playbooks/$pb" \
 		--canary 0 --pause 0 --max-fail 1 --timeout 120s "$@" | tee "$DEMO/deploy.out" |
 		sed 's/^/   /' || true
 	DEP=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$DEMO/deploy.out")
@@ -102,6 +109,10 @@ echo "== h200-ndr-ib in check mode: what would change"
 deploy h200-ndr-ib.yaml --check
 echo "   steps that would change on gpu-node-01:"
 changed_steps gpu-node-01
+echo "   diff of the CUDA repository step on gpu-node-01 (stand-in key pinned):"
+"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
+	'.nodes[] | select(.hostname == "gpu-node-01") | .steps[] | select(.name == "cuda repository") | .diff' |
+	sed 's/^/      /'
 echo "   diff of /etc/nccl.conf on gpu-node-01:"
 "$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
 	'.nodes[] | select(.hostname == "gpu-node-01") | .steps[] | select(.name == "nccl settings") | .diff' |

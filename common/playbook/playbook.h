@@ -102,7 +102,8 @@ struct pb_step_schema {
 };
 
 /* The table of step types ("assert", "package", "kmod", "sysctl", "file", "nccl", "ucx", "mpi",
- * "service", "roce_qos", "command"), in that order, ending with an entry whose type is NULL.
+ * "service", "roce_qos", "command", "repo", "hca_firmware", "link"), in that order, ending with
+ * an entry whose type is NULL.
  * Static, read-only, thread-safe. */
 extern const struct pb_step_schema pb_step_schemas[];
 

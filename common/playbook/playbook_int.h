@@ -63,6 +63,10 @@ int pb_scalar_int(const struct pb_node *n, long long *ret);
 int pb_params_check(const struct pb_step_schema *s, const json_t *params, bool with_defaults,
 		    const char **ret_key, char *buf, size_t len);
 int pb_cond_check(const json_t *cond, bool plan, const char **ret_key, char *buf, size_t len);
+/* The per-type rules of a `repo` step (playbook_repo.c), same contract as pb_step_schema.check. */
+int pb_check_repo(const json_t *params, bool plan, const char **ret_key, char *buf, size_t len);
+/* Whether s is a Debian version (deb-version(7) characters, a digit first). */
+bool pb_debian_version_ok(const char *s);
 /* Check a fact path's syntax; 0 or -EINVAL. pb_path_check(p, true) also accepts a path that
  * starts with an index ("[0].name"), as used after vars.NAME. */
 int pb_fact_path_check(const char *path);

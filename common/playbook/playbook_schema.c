@@ -20,6 +20,7 @@ static const struct pb_field package_fields[] = {
 	{"name", PB_STRING, true, NULL, "Debian package name"},
 	{"version", PB_STRING, false, NULL, "constraint \"[OP ]VERSION\", OP one of = != < <= > >= (default =)"},
 	{"state", PB_STRING, false, "\"present\"", "present | absent"},
+	{"hold", PB_BOOL, false, NULL, "apt-mark hold (true) or unhold (false); absent = not managed"},
 	{0}};
 static const struct pb_field kmod_fields[] = {
 	{"name", PB_STRING, true, NULL, "kernel module name"},
@@ -62,13 +63,36 @@ static const struct pb_field roce_qos_fields[] = {
 	{"trust", PB_STRING, false, "\"dscp\"", "dscp | pcp"},
 	{"pfc", PB_LIST_OF_INT, false, NULL, "priorities 0-7 with PFC enabled (others disabled)"},
 	{"ecn", PB_LIST_OF_INT, false, NULL, "priorities 0-7 with ECN (DCQCN) enabled"},
-	{"dscp", PB_INT, false, NULL, "DSCP 0-63 of RoCE traffic (informational for the mapping)"},
+	{"dscp", PB_INT, false, NULL, "DSCP 0-63 of RoCE traffic (informational; the mapping is dscp2prio)"},
+	{"dscp2prio", PB_MAP_OF_SCALAR, false, NULL, "DSCP 0-63 -> priority 0-7, set with mlnx_qos --dscp2prio (trust dscp)"},
 	{0}};
 static const struct pb_field command_fields[] = {
 	{"argv", PB_LIST_OF_STRING, true, NULL, "program and arguments; no shell"},
 	{"timeout", PB_STRING, false, "\"" PB_COMMAND_DEFAULT_TIMEOUT "\"", "duration"},
 	{"creates", PB_STRING, false, NULL, "skip when this path exists"},
 	{"unless", PB_LIST_OF_STRING, false, NULL, "skip when this command exits 0"},
+	{0}};
+
+static const struct pb_field repo_fields[] = {
+	{"name", PB_STRING, true, NULL, "source name: /etc/apt/sources.list.d/NAME.sources"},
+	{"uri", PB_STRING, true, NULL, "https:// URL of the archive"},
+	{"suite", PB_STRING, true, NULL, "suite (bookworm) or, for a flat repository, a path ending in / (\"/\", \"./\")"},
+	{"components", PB_LIST_OF_STRING, false, NULL, "components (main, contrib); none for a flat repository"},
+	{"architectures", PB_LIST_OF_STRING, false, NULL, "architectures (amd64); absent = apt's default"},
+	{"key_path", PB_STRING, true, NULL, "signed-by key file under /usr/share/keyrings or /etc/apt/keyrings, .gpg (binary) or .asc (armored)"},
+	{"key", PB_STRING, false, NULL, "the ASCII-armored public key"},
+	{"key_url", PB_STRING, false, NULL, "https:// URL the agent fetches the key from (needs fingerprint)"},
+	{"fingerprint", PB_STRING, false, NULL, "fingerprint of the only key the key file may hold"},
+	{"update", PB_BOOL, false, "true", "apt-get update when this step changed something"},
+	{0}};
+static const struct pb_field hca_firmware_fields[] = {
+	{"minimum", PB_LIST_OF_MAP, true, NULL, "[{model, device_id, board_id?, version}]: minimum firmware per HCA model"},
+	{"unknown", PB_STRING, false, "\"fail\"", "an HCA whose model is not in the table: fail | ignore"},
+	{0}};
+static const struct pb_field link_fields[] = {
+	{"interfaces", PB_LIST_OF_STRING, true, NULL, "netdevs"},
+	{"mtu", PB_INT, true, NULL, "MTU in bytes, set with ip link and persisted"},
+	{"persist", PB_BOOL, false, "true", "keep it across reboots: /etc/systemd/network/60-railyard-IF.link"},
 	{0}};
 
 /* clang-format on */
@@ -304,6 +328,13 @@ static bool abs_path_ok(const char *s)
 	       !strchr(s, '\n');
 }
 
+/* A Debian version (deb-version(7)): [EPOCH:]UPSTREAM[-REVISION], starting with a digit, made
+ * of letters, digits and . + ~ : - only. */
+bool pb_debian_version_ok(const char *s)
+{
+	return s && isdigit((unsigned char)s[0]) && chars_ok(s, ".+~:-", 128);
+}
+
 static bool version_constraint_ok(const char *s)
 {
 	static const char *const ops[] = {">=", "<=", "!=", "==", "=", "<", ">", NULL};
@@ -318,7 +349,7 @@ static bool version_constraint_ok(const char *s)
 	}
 	while (*s == ' ')
 		s++;
-	return chars_ok(s, ".+~:-_", 128);
+	return pb_debian_version_ok(s);
 }
 
 /* Check every entry of a list of priorities is 0..7 and unique. */
@@ -363,6 +394,18 @@ static int settings_ok(const json_t *m, const char *extra, const char **ret_key,
 				    "settings: value of \"%s\" has a line break", k);
 	}
 	return 0;
+}
+
+/* A decimal integer 0..max without sign or leading zeros ("0", "26"). */
+static bool small_uint_ok(const char *s, int max)
+{
+	char *end;
+	long v;
+
+	if (!s || !isdigit((unsigned char)s[0]) || (s[0] == '0' && s[1]))
+		return false;
+	v = strtol(s, &end, 10);
+	return !*end && v >= 0 && v <= max;
 }
 
 /* ---- Per-type rules (the check of each table entry) ---------------------------------------- */
@@ -531,6 +574,125 @@ static int check_roce_qos(const json_t *p, bool plan, const char **ret_key, char
 	if ((v = json_object_get(p, "dscp")) && json_is_integer(v) &&
 	    (json_integer_value(v) < 0 || json_integer_value(v) > 63))
 		return fail(ret_key, "dscp", buf, len, "dscp: expected 0-63");
+	if ((v = json_object_get(p, "dscp2prio"))) {
+		const char *k;
+
+		if (json_object_size(v) == 0)
+			return fail(ret_key, "dscp2prio", buf, len,
+				    "dscp2prio: at least one DSCP -> priority mapping");
+		if ((s = STR("trust")) && strcmp(s, "dscp") != 0)
+			return fail(ret_key, "dscp2prio", buf, len,
+				    "dscp2prio: needs trust dscp (with trust %s the DSCP bits are "
+				    "not looked at)",
+				    s);
+		json_object_foreach(v, k, e)
+		{
+			const char *pv = json_string_value(e);
+
+			if (!small_uint_ok(k, 63))
+				return fail(ret_key, "dscp2prio", buf, len,
+					    "dscp2prio: bad DSCP \"%s\" (expected 0-63)", k);
+			if (pv && !small_uint_ok(pv, 7))
+				return fail(ret_key, "dscp2prio", buf, len,
+					    "dscp2prio.%s: bad priority \"%s\" (expected 0-7)", k,
+					    pv);
+		}
+	}
+	return 0;
+}
+
+static int check_hca_firmware(const json_t *p, bool plan, const char **ret_key, char *buf,
+			      size_t len)
+{
+	static const char *const keys[] = {"model", "device_id", "board_id", "version", NULL};
+	static const char *const unknowns[] = {"fail", "ignore", NULL};
+	json_t *v = json_object_get(p, "minimum"), *e;
+	const char *s;
+	size_t i;
+
+	if (json_is_array(v) && json_array_size(v) == 0)
+		return fail(ret_key, "minimum", buf, len, "minimum: at least one HCA model");
+	json_array_foreach(v, i, e)
+	{
+		const char *k, *dev, *board, *ver, *model;
+		json_t *x;
+
+		if (json_is_null(e))
+			continue;
+		json_object_foreach(e, k, x)
+		{
+			if (!str_in(k, keys))
+				return fail(ret_key, "minimum", buf, len,
+					    "minimum[%zu]: unknown key \"%s\" (model, device_id, "
+					    "board_id, version)",
+					    i, k);
+			if (!json_is_string(x) && !(!plan && json_is_null(x)))
+				return fail(ret_key, "minimum", buf, len,
+					    "minimum[%zu].%s: expected a string", i, k);
+		}
+		model = json_string_value(json_object_get(e, "model"));
+		dev = json_string_value(json_object_get(e, "device_id"));
+		board = json_string_value(json_object_get(e, "board_id"));
+		ver = json_string_value(json_object_get(e, "version"));
+		if (!json_object_get(e, "model") || !json_object_get(e, "device_id") ||
+		    !json_object_get(e, "version"))
+			return fail(ret_key, "minimum", buf, len,
+				    "minimum[%zu]: needs model, device_id and version", i);
+		if (model && (!*model || strpbrk(model, "\r\n")))
+			return fail(ret_key, "minimum", buf, len, "minimum[%zu].model: bad name",
+				    i);
+		if (dev && (strlen(dev) != 6 || strncmp(dev, "0x", 2) != 0 ||
+			    strspn(dev + 2, "0123456789abcdef") != 4))
+			return fail(ret_key, "minimum", buf, len,
+				    "minimum[%zu].device_id: expected a PCI device id like "
+				    "\"0x1021\", got \"%s\"",
+				    i, dev);
+		if (board && !chars_ok(board, "_-", 32))
+			return fail(ret_key, "minimum", buf, len,
+				    "minimum[%zu].board_id: expected a board id (PSID) like "
+				    "\"MT_0000000838\", got \"%s\"",
+				    i, board);
+		if (ver && (!isdigit((unsigned char)ver[0]) || !chars_ok(ver, ".", 32)))
+			return fail(ret_key, "minimum", buf, len,
+				    "minimum[%zu].version: expected a firmware version like "
+				    "\"28.42.1000\", got \"%s\"",
+				    i, ver);
+		for (size_t j = 0; dev && j < i; j++) {
+			json_t *o = json_array_get(v, j);
+			const char *od = json_string_value(json_object_get(o, "device_id")),
+				   *ob = json_string_value(json_object_get(o, "board_id"));
+
+			if (od && strcmp(od, dev) == 0 && !ob == !board &&
+			    (!ob || strcmp(ob, board) == 0))
+				return fail(ret_key, "minimum", buf, len,
+					    "minimum[%zu]: same device_id%s as minimum[%zu]", i,
+					    board ? " and board_id" : "", j);
+		}
+	}
+	if ((s = STR("unknown")) && !str_in(s, unknowns))
+		return fail(ret_key, "unknown", buf, len,
+			    "unknown: expected fail or ignore, got \"%s\"", s);
+	return 0;
+}
+
+static int check_link(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	json_t *v = json_object_get(p, "interfaces"), *e;
+	size_t i;
+
+	if (json_is_array(v) && json_array_size(v) == 0)
+		return fail(ret_key, "interfaces", buf, len, "interfaces: at least one interface");
+	json_array_foreach(v, i, e)
+	{
+		if (json_is_string(e) && !tool_name_ok(json_string_value(e), "_.:-", 15))
+			return fail(ret_key, "interfaces", buf, len,
+				    "interfaces: bad interface name \"%s\" (not starting with '-')",
+				    json_string_value(e));
+	}
+	v = json_object_get(p, "mtu");
+	if (json_is_integer(v) && (json_integer_value(v) < 68 || json_integer_value(v) > 65535))
+		return fail(ret_key, "mtu", buf, len, "mtu: expected 68-65535 bytes, got %lld",
+			    (long long)json_integer_value(v));
 	return 0;
 }
 
@@ -572,6 +734,9 @@ const struct pb_step_schema pb_step_schemas[] = {
 	{"service", service_fields, "systemd unit", check_service},
 	{"roce_qos", roce_qos_fields, "RoCE QoS: trust, PFC, ECN", check_roce_qos},
 	{"command", command_fields, "explicit escape hatch", check_command},
+	{"repo", repo_fields, "apt source with its signed-by key", pb_check_repo},
+	{"hca_firmware", hca_firmware_fields, "minimum HCA firmware per model; changes nothing", check_hca_firmware},
+	{"link", link_fields, "netdev MTU, set and persisted", check_link},
 	{0}};
 /* clang-format on */
 

@@ -21,9 +21,11 @@
 #define DEFAULT_COMMAND_TIMEOUT_MS 120000
 
 const struct apply_step_ops *const apply_step_ops_table[] = {
-	&apply_ops_assert,  &apply_ops_package,	 &apply_ops_kmod,    &apply_ops_sysctl,
-	&apply_ops_file,    &apply_ops_nccl,	 &apply_ops_ucx,     &apply_ops_mpi,
-	&apply_ops_service, &apply_ops_roce_qos, &apply_ops_command, NULL,
+	&apply_ops_assert,	 &apply_ops_package, &apply_ops_kmod,
+	&apply_ops_sysctl,	 &apply_ops_file,    &apply_ops_nccl,
+	&apply_ops_ucx,		 &apply_ops_mpi,     &apply_ops_service,
+	&apply_ops_roce_qos,	 &apply_ops_command, &apply_ops_repo,
+	&apply_ops_hca_firmware, &apply_ops_link,    NULL,
 };
 
 const struct apply_step_ops *apply_step_ops_find(const char *type)

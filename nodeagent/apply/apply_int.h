@@ -77,7 +77,8 @@ const struct apply_step_ops *apply_step_ops_find(const char *type);
 
 extern const struct apply_step_ops apply_ops_assert, apply_ops_package, apply_ops_kmod,
 	apply_ops_sysctl, apply_ops_file, apply_ops_nccl, apply_ops_ucx, apply_ops_mpi,
-	apply_ops_service, apply_ops_roce_qos, apply_ops_command;
+	apply_ops_service, apply_ops_roce_qos, apply_ops_command, apply_ops_repo,
+	apply_ops_hca_firmware, apply_ops_link;
 
 /* Append a formatted reason to the step message and return err (for `return apply_ctx_fail()`). */
 int apply_ctx_fail(struct apply_ctx *ctx, int err, const char *fmt, ...)

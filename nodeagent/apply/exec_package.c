@@ -1,6 +1,7 @@
-/* Executor package: a Debian package present (optionally with a version constraint) or absent.
- * State comes from dpkg-query with --admindir under the sysroot; changes go through apt-get run
- * by the runner (on a real node the sysroot is "/"; tests use the apt-get double). */
+/* Executor package: a Debian package present (optionally with a version constraint, and held
+ * with apt-mark so that an upgrade cannot move it) or absent. State comes from dpkg-query with
+ * --admindir under the sysroot; changes go through apt-get and apt-mark run by the runner (on a
+ * real node the sysroot is "/"; tests use the doubles). */
 #include "nodeagent/apply/apply_int.h"
 
 #include "common/util/error.h"
@@ -13,9 +14,11 @@
 #define P_NAME	  "name"
 #define P_VERSION "version"
 #define P_STATE	  "state"
+#define P_HOLD	  "hold"
 
-/* Installed version of name ("" when not installed), via dpkg-query. */
-static int installed_version(struct apply_ctx *ctx, const char *name, char *ver, size_t len)
+/* Installed version of name ("" when not installed) and whether it is held, via dpkg-query. */
+static int installed_version(struct apply_ctx *ctx, const char *name, char *ver, size_t len,
+			     bool *ret_held)
 {
 	char *admin = NULL, *opt = NULL;
 	struct runner_result res;
@@ -29,9 +32,13 @@ static int installed_version(struct apply_ctx *ctx, const char *name, char *ver,
 		return -ENOMEM;
 	}
 	{
-		const char *argv[] = {
-			"dpkg-query", opt, "-W", "-f", "${db:Status-Status} ${Version}\\n",
-			name,	      NULL};
+		const char *argv[] = {"dpkg-query",
+				      opt,
+				      "-W",
+				      "-f",
+				      "${db:Status-Want} ${db:Status-Status} ${Version}\\n",
+				      name,
+				      NULL};
 
 		r = apply_ctx_run(ctx, argv, 0, &res);
 	}
@@ -40,15 +47,19 @@ static int installed_version(struct apply_ctx *ctx, const char *name, char *ver,
 	if (r < 0)
 		return r;
 	ver[0] = '\0';
+	*ret_held = false;
 	if (res.timed_out || res.term_signal) {
 		r = apply_ctx_fail(ctx, -ETIMEDOUT, "dpkg-query %s: did not finish", name);
 	} else if (res.exit_code == 0) {
-		char *sp = strchr(res.out, ' ');
+		char want[16] = "", status[32] = "";
+		int used = 0;
 
-		if (sp && strncmp(res.out, "installed ", 10) == 0) {
-			size_t n = strcspn(sp + 1, " \r\n");
+		if (sscanf(res.out, "%15s %31s %n", want, status, &used) == 2 &&
+		    strcmp(status, "installed") == 0) {
+			size_t n = strcspn(res.out + used, " \r\n");
 
-			snprintf(ver, len, "%.*s", (int)n, sp + 1);
+			snprintf(ver, len, "%.*s", (int)n, res.out + used);
+			*ret_held = strcmp(want, "hold") == 0;
 		}
 	} else if (res.exit_code != 1) {
 		r = apply_ctx_fail(ctx, -RY_E_UNMET, "dpkg-query %s: exit %d: %.200s", name,
@@ -74,20 +85,24 @@ static const char *exact_version(const char *c)
 	return c;
 }
 
+/* *ret_ok: installed as wanted (version); *ret_hold_ok: held or not as wanted (always true
+ * when hold is not managed or the package is to be absent); *ret_held: held now. */
 static int package_state(struct apply_ctx *ctx, const json_t *params, char *ver, size_t len,
-			 bool *ret_ok)
+			 bool *ret_ok, bool *ret_hold_ok, bool *ret_held)
 {
 	const char *name = apply_param_str(params, P_NAME),
 		   *state = apply_param_str(params, P_STATE);
 	const char *constraint = apply_param_str(params, P_VERSION);
 	bool want = !state || strcmp(state, "absent") != 0;
+	const json_t *hold = json_object_get(params, P_HOLD);
 	int r;
 
 	if (!name || !*name || name[0] == '-' || strpbrk(name, "= \t\n/"))
 		return apply_ctx_fail(ctx, -RY_E_INVALID, "package: bad name");
-	r = installed_version(ctx, name, ver, len);
+	r = installed_version(ctx, name, ver, len, ret_held);
 	if (r < 0)
 		return r;
+	*ret_hold_ok = !want || !json_is_boolean(hold) || json_is_true(hold) == *ret_held;
 	if (!want) {
 		*ret_ok = !ver[0];
 		return 0;
@@ -112,18 +127,23 @@ static int package_check(struct apply_ctx *ctx, const json_t *params, struct app
 	const char *state = apply_param_str(params, P_STATE);
 	const char *constraint = apply_param_str(params, P_VERSION);
 	char ver[256];
-	bool ok;
+	bool ok, hold_ok, held;
 	int r;
 
-	r = package_state(ctx, params, ver, sizeof(ver), &ok);
-	if (r < 0 || ok)
+	r = package_state(ctx, params, ver, sizeof(ver), &ok, &hold_ok, &held);
+	if (r < 0 || (ok && hold_ok))
 		return r;
 	out->changed = true;
-	apply_buf_printf(&out->diff, "package %s: %s -> %s\n", apply_param_str(params, P_NAME),
-			 ver[0] ? ver : "(not installed)",
-			 state && strcmp(state, "absent") == 0 ? "(removed)"
-			 : constraint			       ? constraint
-							       : "(installed)");
+	if (!ok)
+		apply_buf_printf(&out->diff, "package %s: %s -> %s\n",
+				 apply_param_str(params, P_NAME), ver[0] ? ver : "(not installed)",
+				 state && strcmp(state, "absent") == 0 ? "(removed)"
+				 : constraint			       ? constraint
+								       : "(installed)");
+	if (!hold_ok)
+		apply_buf_printf(&out->diff, "package %s hold: %s -> %s\n",
+				 apply_param_str(params, P_NAME), held ? "held" : "not held",
+				 held ? "not held" : "held");
 	return 0;
 }
 
@@ -132,24 +152,53 @@ static int package_apply(struct apply_ctx *ctx, const json_t *params, struct app
 	const char *name = apply_param_str(params, P_NAME),
 		   *state = apply_param_str(params, P_STATE);
 	const char *constraint = apply_param_str(params, P_VERSION), *pin = NULL;
-	char *spec = NULL;
+	const json_t *hold = json_object_get(params, P_HOLD);
+	bool ok, hold_ok, held;
+	char *spec = NULL, ver[256];
 	int r;
 
+	r = package_state(ctx, params, ver, sizeof(ver), &ok, &hold_ok, &held);
+	if (r < 0)
+		return r;
 	if (state && strcmp(state, "absent") == 0) {
-		const char *argv[] = {"apt-get", "remove", "-y", "-q", name, NULL};
+		const char *argv[] = {"apt-get",
+				      "remove",
+				      "-y",
+				      "-q",
+				      held ? "--allow-change-held-packages" : name,
+				      held ? name : NULL,
+				      NULL};
 
 		r = apply_ctx_run_ok(ctx, argv, NULL);
-	} else {
+	} else if (!ok) {
 		if (constraint)
 			pin = exact_version(constraint);
 		if (pin ? asprintf(&spec, "%s=%s", name, pin) < 0 : !(spec = strdup(name)))
 			return -ENOMEM;
 		{
-			const char *argv[] = {"apt-get", "install", "-y", "-q", spec, NULL};
+			/* A pin may be a downgrade, and a held package only moves when told:
+			 * this step owns both decisions. */
+			const char *argv[8] = {"apt-get", "install", "-y", "-q"};
+			int n = 4;
 
+			if (pin)
+				argv[n++] = "--allow-downgrades";
+			if (held)
+				argv[n++] = "--allow-change-held-packages";
+			argv[n++] = spec;
+			argv[n] = NULL;
 			r = apply_ctx_run_ok(ctx, argv, NULL);
 		}
 		free(spec);
+	}
+	if (r == 0 && json_is_boolean(hold) && (state == NULL || strcmp(state, "absent") != 0)) {
+		r = package_state(ctx, params, ver, sizeof(ver), &ok, &hold_ok, &held);
+		if (r == 0 && !hold_ok) {
+			const char *argv[] = {"apt-mark", json_is_true(hold) ? "hold" : "unhold",
+					      name, NULL};
+
+			r = apply_ctx_run_ok(ctx, argv, NULL);
+		}
 	}
 	out->changed = r == 0;
 	return r;
@@ -158,8 +207,8 @@ static int package_apply(struct apply_ctx *ctx, const json_t *params, struct app
 static int package_verify(struct apply_ctx *ctx, const json_t *params)
 {
 	char ver[256];
-	bool ok;
-	int r = package_state(ctx, params, ver, sizeof(ver), &ok);
+	bool ok, hold_ok, held;
+	int r = package_state(ctx, params, ver, sizeof(ver), &ok, &hold_ok, &held);
 
 	if (r < 0)
 		return r;
@@ -167,6 +216,9 @@ static int package_verify(struct apply_ctx *ctx, const json_t *params)
 		return apply_ctx_fail(ctx, -RY_E_UNMET, "verify: package %s is %s",
 				      apply_param_str(params, P_NAME),
 				      ver[0] ? ver : "not installed");
+	if (!hold_ok)
+		return apply_ctx_fail(ctx, -RY_E_UNMET, "verify: package %s is %s",
+				      apply_param_str(params, P_NAME), held ? "held" : "not held");
 	return 0;
 }
 

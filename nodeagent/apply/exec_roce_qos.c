@@ -1,6 +1,6 @@
-/* Executor roce_qos: QoS of RoCE ports. Trust mode and PFC priorities are read from and set with
- * `mlnx_qos -i IF` (through the runner); ECN (DCQCN) per priority is read and written in
- * sys/class/net/IF/ecn/roce_{np,rp}/enable/N. */
+/* Executor roce_qos: QoS of RoCE ports. Trust mode, PFC priorities and the DSCP -> priority
+ * mapping are read from and set with `mlnx_qos -i IF` (through the runner); ECN (DCQCN) per
+ * priority is read and written in sys/class/net/IF/ecn/roce_{np,rp}/enable/N. */
 #include "nodeagent/apply/apply_int.h"
 
 #include "common/util/error.h"
@@ -14,12 +14,49 @@
 #define P_TRUST	     "trust"
 #define P_PFC	     "pfc"
 #define P_ECN	     "ecn"
+#define P_DSCP2PRIO  "dscp2prio"
 
 struct qos_state {
 	char trust[16];
 	int pfc[8];
-	bool have_trust, have_pfc;
+	int dscp2prio[64]; /* -1: not shown */
+	bool have_trust, have_pfc, have_dscp;
 };
+
+/* The "dscp2prio mapping:" block that mlnx_qos prints in dscp trust mode, one row per priority:
+ * "\tprio:3 dscp:31,30,29,28,27,26,25,24,". */
+static void parse_dscp2prio(const char *out, struct qos_state *st)
+{
+	const char *p = strstr(out, "dscp2prio mapping:");
+
+	for (int d = 0; d < 64; d++)
+		st->dscp2prio[d] = -1;
+	if (!p)
+		return;
+	p = strchr(p, '\n');
+	while (p) {
+		int prio, n = 0;
+
+		p++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (sscanf(p, "prio:%d dscp:%n", &prio, &n) != 1 || n == 0 || prio < 0 || prio > 7)
+			break;
+		p += n;
+		while (*p >= '0' && *p <= '9') {
+			char *end;
+			long d = strtol(p, &end, 10);
+
+			if (d >= 0 && d < 64)
+				st->dscp2prio[d] = prio;
+			p = end;
+			if (*p == ',')
+				p++;
+		}
+		st->have_dscp = true;
+		p = strchr(p, '\n');
+	}
+}
 
 /* Parse `mlnx_qos -i IF` output: "Priority trust state: dscp" and, under "PFC configuration:",
  * the row "enabled 0 0 0 1 0 0 0 0". */
@@ -39,6 +76,7 @@ static void parse_qos(const char *out, struct qos_state *st)
 				 &st->pfc[7]) == 8)
 			st->have_pfc = true;
 	}
+	parse_dscp2prio(out, st);
 }
 
 static int prio_mask(struct apply_ctx *ctx, const json_t *list, const char *what, int want[8])
@@ -64,11 +102,76 @@ static void fmt_prios(const int v[8], char *buf)
 		sprintf(buf + 2 * i, "%d%s", v[i] ? 1 : 0, i < 7 ? "," : "");
 }
 
+/* Set each DSCP -> priority mapping that differs (`mlnx_qos -i IF --dscp2prio set,D,P`, one
+ * call per mapping; undone with the priority read before). A port not yet in dscp trust mode
+ * shows no mapping: check mode reports it unknown, apply reads it again after the trust
+ * change. */
+static int dscp2prio_run(struct apply_ctx *ctx, const char *ifname, const json_t *map,
+			 struct qos_state *st, bool trust_changed, struct apply_change *out,
+			 bool doit)
+{
+	const char *k;
+	json_t *v;
+	int r;
+
+	if (doit && trust_changed) {
+		const char *argv[] = {"mlnx_qos", "-i", ifname, NULL};
+		struct runner_result res;
+
+		r = apply_ctx_run_ok(ctx, argv, &res);
+		if (r < 0)
+			return r;
+		parse_qos(res.out, st);
+		runner_result_done(&res);
+	}
+	json_object_foreach((json_t *)map, k, v)
+	{
+		char *end, set[16], undo[16];
+		long d = strtol(k, &end, 10);
+		const char *ps = json_string_value(v);
+		long p = ps ? strtol(ps, NULL, 10) : -1;
+		int cur;
+
+		if (*end || d < 0 || d > 63 || p < 0 || p > 7)
+			return apply_ctx_fail(ctx, -RY_E_INVALID,
+					      "dscp2prio: DSCP 0-63 -> priority 0-7");
+		cur = st->dscp2prio[d];
+		if (cur == p)
+			continue;
+		if (doit && !st->have_dscp)
+			return apply_ctx_fail(ctx, -RY_E_INVALID,
+					      "%s: cannot read the dscp2prio mapping (trust %s)",
+					      ifname, st->trust);
+		out->changed = true;
+		if (cur < 0)
+			apply_buf_printf(&out->diff,
+					 "%s dscp2prio %ld: (not shown in trust %s) -> %ld\n",
+					 ifname, d, st->trust, p);
+		else
+			apply_buf_printf(&out->diff, "%s dscp2prio %ld: %d -> %ld\n", ifname, d,
+					 cur, p);
+		if (!doit)
+			continue;
+		snprintf(set, sizeof(set), "set,%ld,%ld", d, p);
+		snprintf(undo, sizeof(undo), "set,%ld,%d", d, cur);
+		{
+			const char *argv[] = {"mlnx_qos", "-i", ifname, "--dscp2prio", set, NULL};
+			const char *uargv[] = {"mlnx_qos", "-i", ifname, "--dscp2prio", undo, NULL};
+
+			r = apply_ctx_run_undoable(ctx, argv, uargv);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 static int one_interface(struct apply_ctx *ctx, const char *ifname, const json_t *params,
 			 struct apply_change *out, bool doit)
 {
 	const char *trust = apply_param_str(params, P_TRUST);
 	const json_t *pfc = json_object_get(params, P_PFC), *ecn = json_object_get(params, P_ECN);
+	const json_t *dscp2prio = json_object_get(params, P_DSCP2PRIO);
 	char *dev = NULL, *host = NULL, want_s[16], cur_s[16];
 	struct runner_result res;
 	struct qos_state st;
@@ -143,6 +246,11 @@ static int one_interface(struct apply_ctx *ctx, const char *ifname, const json_t
 		}
 		argv[n] = undo[n] = NULL;
 		if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0)
+			goto out;
+	}
+	if (dscp2prio) {
+		r = dscp2prio_run(ctx, ifname, dscp2prio, &st, set_trust, out, doit);
+		if (r < 0)
 			goto out;
 	}
 	if (ecn) {

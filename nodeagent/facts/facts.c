@@ -21,6 +21,7 @@ static const struct facts_collector facts_collectors[] = {
 	{.name = "ofed", .collect = facts_collect_ofed},
 	{.name = "gpu", .collect = facts_collect_gpu},
 	{.name = "software", .collect = facts_collect_software},
+	{.name = "gpudirect", .collect = facts_collect_gpudirect},
 };
 
 int facts_collect(const char *sysroot, json_t **ret_facts)

@@ -29,6 +29,7 @@ int facts_collect_modules(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_ofed(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_gpu(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_software(struct facts_ctx *ctx, json_t *facts);
+int facts_collect_gpudirect(struct facts_ctx *ctx, json_t *facts);
 
 /* Bounds on what a sysroot can make us read or hold. */
 #define FACTS_MAX_DIR_ENTRIES 4096

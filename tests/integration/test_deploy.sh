@@ -8,8 +8,14 @@
 # create works offline.
 . "$(dirname "$0")/lib.sh"
 
-PB=$SRC/playbooks/h200-ndr-ib.yaml
 PREP=$SRC/tests/fixtures/prepare-sysroot.sh
+# The shipped playbooks with stand-in vendor keys pinned (the fixture nodes cannot reach the
+# vendors' repositories; tests/fixtures/vendor-keys.sh, test_driver_stack.sh for the pins).
+"$SRC/tests/fixtures/vendor-keys.sh" "$T/keys" || die "stand-in vendor keys (gpg installed?)"
+for pb in h200-ndr-ib h200-roce; do
+	"$SRC/tests/fixtures/pin-test-keys.sh" "$T/keys" "$SRC/playbooks/$pb.yaml" "$T/$pb.yaml" || die "pin $pb"
+done
+PB=$T/h200-ndr-ib.yaml
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 300ms
 new_token 6
@@ -18,7 +24,7 @@ new_token 6
 NODES="a:h200-ib:gpu-a b:h200-ib:gpu-b c:h200-ib:gpu-c d:h200-degraded:gpu-node-03 e:h200-ib-2:gpu-node-04 r:h200-roce:gpu-roce"
 for spec in $NODES; do
 	IFS=: read -r name fix host <<<"$spec"
-	"$PREP" "$FIXTURES/$fix" "$T/root-$name" || die "prepare $name"
+	"$PREP" "$FIXTURES/$fix" "$T/root-$name" "$T/keys" || die "prepare $name"
 	enroll "$name" "$T/root-$name" --hostname "$host" || die "enroll $name"
 	start_agent "$name" "$T/root-$name"
 done
@@ -119,7 +125,7 @@ check "the slow step's result was stored" \
 check "agent a ran the slow plan once" test "$(grep -c "plan $S: running" "$T/a.log")" = 1
 
 # --- the RoCE playbook on the RoCE node, and revalidate everywhere -----------------------------------
-"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/playbooks/h200-roce.yaml" \
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/h200-roce.yaml" \
 	--canary 0 --pause 0 --timeout 60s >"$T/roce.out" 2>&1
 check "h200-roce applies cleanly to the RoCE node" grep -q "succeeded$" "$T/roce.out"
 check "RoCE QoS set through mlnx_qos" grep -q "mlnx_qos .*--trust dscp" "$T/root-r/var/log/railyard-doubles.log"

@@ -203,3 +203,32 @@ void tu_plan_assert_valid(const json_t *plan)
 	if (playbook_plan_validate(plan, err, sizeof(err)) != 0)
 		fail_msg("invalid plan: %s", err);
 }
+
+char *tu_test_key(const char *root, const char *rel)
+{
+	const char *src = getenv("RAILYARD_SOURCE_DIR");
+	char script[4096], out[4096], *fpr;
+	struct runner_result res;
+
+	snprintf(script, sizeof(script), "%s/tests/fixtures/gen-test-key.sh", src);
+	snprintf(out, sizeof(out), "%s/%s", root, rel);
+	tu_write(root, rel, "");
+	if (access("/usr/bin/gpg", X_OK) != 0) {
+		fprintf(stderr, "SKIP: gpg is not installed (apt-get install gpg gpg-agent)\n");
+		exit(77);
+	}
+	assert_int_equal(runner_run(&(struct runner_cmd){.argv = (const char *const[]){"sh", script,
+										       out, NULL},
+							 .timeout_ms = 60000},
+				    &res),
+			 0);
+	if (res.exit_code != 0)
+		fprintf(stderr, "gen-test-key.sh: %s\n", res.err);
+	assert_int_equal(res.exit_code, 0);
+	res.out[strcspn(res.out, "\n")] = '\0';
+	assert_int_equal(strlen(res.out), 40);
+	fpr = strdup(res.out);
+	assert_non_null(fpr);
+	runner_result_done(&res);
+	return fpr;
+}

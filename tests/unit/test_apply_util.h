@@ -25,6 +25,10 @@ void tu_plan_add(json_t *plan, const char *name, const char *type, const char *p
 		 bool continue_on_error);
 /* Fail the test with the validator's reason unless plan is valid. */
 void tu_plan_assert_valid(const json_t *plan);
+/* Generate an OpenPGP test key (tests/fixtures/gen-test-key.sh): its armored public key is
+ * written to root/rel, its fingerprint returned (caller frees). Skips the test when gpg is not
+ * installed. */
+char *tu_test_key(const char *root, const char *rel);
 /* Number of lines of the doubles' call log that contain needle. */
 int tu_calls(const char *root, const char *needle);
 

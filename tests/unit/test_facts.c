@@ -973,6 +973,63 @@ static void *collect_thread(void *p)
 	return NULL;
 }
 
+/* gpudirect.method: dma-buf only with kernel >= 5.12, the open modules and driver >= 515; the
+ * first case is the H200 machine's (../shared/fixtures/h200-vm: kernel 6.18, open 580.159.04,
+ * where exporting GPU memory as a dma-buf worked). */
+static void test_gpudirect(void **state)
+{
+	static const struct {
+		const char *kernel, *modules, *driver, *method, *reason;
+	} cases[] = {
+		{"6.18.44-fc-v657-gpu", "Open Kernel Module", "580.159.04", "dma-buf",
+		 "kernel 6.18.44-fc-v657-gpu >= 5.12, open kernel modules, driver 580.159.04 >= "
+		 "515"},
+		{"5.12.0", "Open Kernel Module", "515.43.04", "dma-buf", ">= 5.12"},
+		{"5.11.22", "Open Kernel Module", "550.127.05", "peermem", "kernel 5.11.22 < 5.12"},
+		{"5.4.0-150-generic", "Open Kernel Module", "550.127.05", "peermem", "< 5.12"},
+		{"6.1.0-28-amd64", "Kernel Module", "550.127.05", "peermem", "proprietary"},
+		{"6.1.0-28-amd64", "Open Kernel Module", "510.108.03", "peermem",
+		 "driver 510.108.03 < 515"},
+		{NULL, "Open Kernel Module", "550.127.05", "peermem", "kernel release unknown"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *root = make_tmp(), *ver = NULL;
+		json_t *f;
+
+		if (cases[i].kernel)
+			put(root, "proc/sys/kernel/osrelease", cases[i].kernel);
+		assert_true(asprintf(&ver,
+				     "NVRM version: NVIDIA UNIX %s for x86_64  %s  Release Build  "
+				     "(dvs-builder@U16)  Tue Oct  8 03:27:50 UTC 2024\n",
+				     cases[i].modules, cases[i].driver) > 0);
+		put(root, "proc/driver/nvidia/version", ver);
+		f = collect(root);
+		assert_string_equal(json_string_value(jget(f, "gpudirect.method")),
+				    cases[i].method);
+		assert_int_equal(json_is_true(jget(f, "gpudirect.dmabuf")),
+				 strcmp(cases[i].method, "dma-buf") == 0);
+		if (!strstr(json_string_value(jget(f, "gpudirect.reason")), cases[i].reason))
+			fail_msg("case %zu: reason \"%s\"", i,
+				 json_string_value(jget(f, "gpudirect.reason")));
+		json_decref(f);
+		free(ver);
+		rm_tree(root);
+		free(root);
+	}
+	/* no NVIDIA driver: nothing to choose */
+	{
+		char *root = make_tmp();
+		json_t *f = collect(root);
+
+		assert_jabsent(f, "gpudirect");
+		json_decref(f);
+		rm_tree(root);
+		free(root);
+	}
+}
+
 static void test_concurrent(void **state)
 {
 	static const char *const names[] = {"h200-ib", "h200-roce", "h200-degraded", "h200-ib-2"};
@@ -1012,6 +1069,7 @@ int main(void)
 		cmocka_unit_test(test_empty_sysroot),  cmocka_unit_test(test_software_sources),
 		cmocka_unit_test(test_software_cases), cmocka_unit_test(test_software_large_libdir),
 		cmocka_unit_test(test_parsers),	       cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_gpudirect),
 	};
 
 	if (!getenv("RAILYARD_SOURCE_DIR")) {

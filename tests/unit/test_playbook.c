@@ -152,6 +152,22 @@ static void test_shipped_ib(void **state)
 		json_object_get(plan_step(plan, "nvidia-peermem"), "params"), "persist")));
 	assert_string_equal(json_string_value(json_object_get(plan, "sha256")),
 			    playbook_sha256(pb));
+	/* The vendors' keys are pinned by their published fingerprints, the stack by version. */
+	assert_string_equal(param_str(plan, "cuda repository", "fingerprint", NULL),
+			    "EB693B3035CD5710E231E123A4B469963BF863CC");
+	assert_string_equal(param_str(plan, "cuda repository", "key_url", NULL),
+			    "https://developer.download.nvidia.com/compute/cuda/repos/debian12/"
+			    "x86_64/3bf863cc.pub");
+	assert_string_equal(param_str(plan, "fabric manager package", "version", NULL),
+			    param_str(plan, "nvidia driver", "version", NULL));
+	assert_true(json_is_true(json_object_get(
+		json_object_get(plan_step(plan, "nvidia driver"), "params"), "hold")));
+	assert_string_equal(param_str(plan, "kernel headers", "name", NULL),
+			    "linux-headers-6.1.0-28-amd64");
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_object_get(plan_step(plan, "nvidia-peermem"), "when"), "fact")),
+		"gpudirect.method");
 	/* The healthy node passes every assert; the second healthy IB node too. */
 	fails = failing_asserts(plan, ib);
 	assert_string_equal(fails, "");
@@ -188,6 +204,10 @@ static void test_shipped_roce(void **state)
 	assert_int_equal(json_integer_value(json_array_get(json_object_get(q, "pfc"), 0)), 3);
 	assert_int_equal(json_integer_value(json_object_get(q, "dscp")), 26);
 	assert_string_equal(json_string_value(json_object_get(q, "trust")), "dscp");
+	assert_string_equal(param_str(plan, "roce qos", "dscp2prio", "26"), "3");
+	q = json_object_get(plan_step(plan, "roce mtu"), "params");
+	assert_int_equal(json_integer_value(json_object_get(q, "mtu")), 9000);
+	assert_int_equal(json_array_size(json_object_get(q, "interfaces")), 8);
 	fails = failing_asserts(plan, roce);
 	assert_string_equal(fails, "");
 	free(fails);
@@ -435,6 +455,16 @@ static void test_plan_validate_tampered(void **state)
 		{"q", "pfc", "[9]", "pfc: priorities must be distinct values 0-7"},
 		{"svc", "state", "\"on\"", "state: expected started"},
 		{"p", "state", "\"latest\"", "state: expected present or absent"},
+		{"r", "uri", "\"http://developer.download.nvidia.com/\"", "is not an https:// URL"},
+		{"r", "key_url", "\"file:///tmp/k.pub\"", "key_url: \"file:///tmp/k.pub\" is not"},
+		{"r", "key_path", "\"/etc/apt/trusted.gpg.d/k.gpg\"", "key_path: "},
+		{"r", "fingerprint", "\"nope\"", "fingerprint: \"nope\" is not a key fingerprint"},
+		{"r", "architectures", "[\"amd64\\nX: y\"]", "bad architecture"},
+		{"ph", "version", "\"1.0\\nPin: x\"", "version: bad constraint"},
+		{"fw", "minimum", "[{\"model\":\"x\",\"device_id\":\"0x1021\"}]",
+		 "needs model, device_id and version"},
+		{"l", "mtu", "1", "mtu: expected 68-65535"},
+		{"q2", "dscp2prio", "{\"64\":\"3\"}", "bad DSCP \"64\""},
 		{"a", "that",
 		 "[{\"fact\":\"x\",\"op\":\"eval\",\"value\":1,\"quantifier\":\"all\"}]",
 		 "unknown operator \"eval\""},
