@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NV_DIR	       "proc/driver/nvidia"
-#define FACTS_MAX_GPUS 64
+#define NV_DIR "proc/driver/nvidia"
 
 /* "Key: \t\t value" lines; fields we report, and whether the value is an integer. */
 static const struct {
