@@ -36,6 +36,18 @@ int facts_collect_software(struct facts_ctx *ctx, json_t *facts);
 #define FACTS_MAX_FILE_SIZE   (1024 * 1024)
 #define FACTS_MAX_GPUS	      64
 
+/* The test seam of the GPU facts: the NVML library to dlopen() instead of the driver's
+ * libnvidia-ml.so.1 (which is only used when the sysroot is "/"). */
+#define FACTS_NVML_LIBRARY_ENV "RAILYARD_NVML_LIBRARY"
+
+/* GPUs as NVML enumerates them (facts_nvml.c): *ret_gpus is a new array of gpus[] entries with
+ * source "nvml", or NULL when NVML is not used (no library, another machine's sysroot) or does
+ * not initialise; the caller then relies on /proc/driver/nvidia. driver_loaded: the kernel
+ * driver is there (/proc/driver/nvidia exists), so an NVML that finds no driver is a warning.
+ * 0 or -ENOMEM; every other failure is a warning. */
+__attribute__((warn_unused_result)) int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded,
+							json_t **ret_gpus);
+
 /* Read flags: FACTS_OPTIONAL means a missing file/dir (ENOENT) is silently absent; any other
  * failure, and ENOENT without the flag, appends a warning naming the path. FACTS_QUIET never
  * warns (attributes whose read fails by design, e.g. unused GID attributes). FACTS_SORT_BYTES

@@ -160,6 +160,9 @@ static void check_gpus(json_t *f, unsigned node)
 		assert_jint(f, i, "gpus.%u.minor", i);
 		assert_jint(f, i < 4 ? 0 : 1, "gpus.%u.numa_node", i);
 		assert_true(json_is_false(jget(f, "gpus.%u.excluded", i)));
+		/* fixture trees are not this machine: NVML is not asked */
+		assert_jstr(f, "proc", "gpus.%u.source", i);
+		assert_jabsent(f, "gpus.%u.serial", i);
 	}
 	assert_jstr(f, "550.127.05", "nvidia_driver.version");
 	assert_true(json_is_true(jget(f, "nvidia_driver.open_kernel_module")));
