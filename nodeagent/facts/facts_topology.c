@@ -11,9 +11,11 @@
 #include <string.h>
 #include <strings.h>
 
-#define TOPO_MAX_DEPTH 16  /* PCI bridges between a host bridge and a device */
-#define TOPO_MAX_HCAS  256 /* as many as the rdma collector reports */
-#define TOPO_MAX_GPUS  (2 * FACTS_MAX_GPUS)
+/* Bounds: 64 x 64 pairs keep the facts document (1 MiB at the controller) well inside its limit,
+ * about 230 KiB of pairs; an HGX node has 8 x 8 to 10. */
+#define TOPO_MAX_DEPTH 16 /* PCI bridges between a host bridge and a device */
+#define TOPO_MAX_HCAS  64
+#define TOPO_MAX_GPUS  FACTS_MAX_GPUS
 
 /* Closest first; the order is the preference when a GPU picks its HCA. */
 enum topo_rel { TOPO_PIX, TOPO_PXB, TOPO_PHB, TOPO_NODE, TOPO_SYS, TOPO__COUNT };
@@ -163,10 +165,18 @@ static void topo_hcas(struct topo *t, json_t *facts)
 		const char *pci = json_string_value(json_object_get(d, "pci_address"));
 		char *phys = NULL;
 
-		if (t->nhcas == TOPO_MAX_HCAS || t->ctx->oom)
+		if (t->ctx->oom)
 			break;
-		if (!name || !pci)
+		/* sub-functions (mlx5_core.sf.N) sit on their physical function like VFs */
+		if (!name || !pci || !topo_pci_address(pci))
 			continue;
+		if (t->nhcas == TOPO_MAX_HCAS) {
+			facts_warn(t->ctx,
+				   "/sys/class/infiniband: more than %d HCAs, the topology "
+				   "pairs the first %d",
+				   TOPO_MAX_HCAS, TOPO_MAX_HCAS);
+			break;
+		}
 		if (facts_readlinkf(t->ctx, FACTS_QUIET, &phys,
 				    "sys/class/infiniband/%s/device/physfn", name) == 0) {
 			free(phys);
@@ -198,10 +208,17 @@ static void topo_gpus(struct topo *t, json_t *gpus)
 		const char *bus = json_string_value(json_object_get(g, "bus"));
 		char link[64];
 
-		if (t->ngpus == TOPO_MAX_GPUS || t->ctx->oom)
+		if (t->ctx->oom)
 			break;
 		if (!bus || json_is_true(json_object_get(g, "excluded")) || strlen(bus) > 16)
 			continue;
+		if (t->ngpus == TOPO_MAX_GPUS) {
+			facts_warn(t->ctx,
+				   "/sys/bus/pci/devices: more than %d GPUs, the topology "
+				   "pairs the first %d",
+				   TOPO_MAX_GPUS, TOPO_MAX_GPUS);
+			break;
+		}
 		*d = (struct topo_dev){.name = bus, .pci = bus, .entry = g};
 		d->numa = topo_numa(g);
 		snprintf(link, sizeof(link), "sys/bus/pci/devices/%s", bus);

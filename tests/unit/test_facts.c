@@ -792,6 +792,21 @@ static void test_topology_cases(void **state)
 			 0xc1 + i);
 	strcat(deep, "/0000:d2:00.0");
 	topo_gpu(root, deep, 1, false);
+	/* a sub-function of mlx5_0 (auxiliary device, no PCI function of its own): no rail, no
+	 * warning */
+	put_or_link(root, "sys/class/infiniband/mlx5_9",
+		    "-> ../../devices/" SW0
+		    "/0000:02:02.0/0000:05:00.0/mlx5_core.sf.2/infiniband/mlx5_9");
+	put_or_link(root,
+		    "sys/devices/" SW0
+		    "/0000:02:02.0/0000:05:00.0/mlx5_core.sf.2/infiniband/mlx5_9/"
+		    "device",
+		    "-> ../../../mlx5_core.sf.2");
+	put_or_link(root,
+		    "sys/devices/" SW0
+		    "/0000:02:02.0/0000:05:00.0/mlx5_core.sf.2/infiniband/mlx5_9/"
+		    "ports/1/state",
+		    "4: ACTIVE\n");
 	/* a link that climbs out of the sysroot */
 	put_or_link(root, "proc/driver/nvidia/gpus/0000:60:00.0/information",
 		    "Model: NVIDIA H200\nBus Location: 0000:60:00.0\n");
@@ -811,6 +826,9 @@ static void test_topology_cases(void **state)
 	assert_jabsent(f, "gpus.4.nearest_hca");
 	assert_jabsent(f, "gpus.5.nearest_hca");
 	assert_jstr(f, "mlx5_0:1,mlx5_1:1", "topology.nccl_ib_hca");
+	assert_jstr(f, "mlx5_core.sf.2", "rdma.devices.2.pci_address");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_9"), "none");
+	assert_false(has_warning(f, "mlx5_9/device: not a PCI device"));
 	assert_true(has_warning(f, "/sys/bus/pci/devices/0000:50:00.0: not a PCI device below a "
 				   "host bridge"));
 	assert_true(has_warning(f, "/sys/bus/pci/devices/0000:d2:00.0: not a PCI device below a "
@@ -819,6 +837,30 @@ static void test_topology_cases(void **state)
 	assert_int_equal(json_array_size(jget(f, "topology.problems")), 1);
 	assert_non_null(strstr(json_string_value(jget(f, "topology.problems.0")),
 			       "GPU 0000:21:00.0: nearest HCA mlx5_1 (0000:31:00.0) is NODE"));
+	json_decref(f);
+	rm_tree(root);
+	free(root);
+}
+
+/* At most 64 HCAs are paired (64 x 64 pairs stay far below the controller's 1 MiB of facts). */
+static void test_topology_bound(void **state)
+{
+	char *root = make_tmp(), path[256], name[16];
+	json_t *f;
+
+	topo_gpu(root, SW0 "/0000:02:00.0/0000:03:00.0", 0, false);
+	for (int i = 0; i < 65; i++) {
+		snprintf(path, sizeof(path), SW0 "/0000:02:%02x.0/0000:%02x:00.0", i + 1, 0x10 + i);
+		snprintf(name, sizeof(name), "mlx5_%d", i);
+		topo_hca(root, path, 0, name, 1, 1u << 1);
+	}
+	f = collect(root);
+	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 65);
+	assert_int_equal(json_array_size(jget(f, "topology.pairs")), 64);
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_63"), "PIX");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_64"), "none");
+	assert_true(has_warning(f, "/sys/class/infiniband: more than 64 HCAs, the topology pairs "
+				   "the first 64"));
 	json_decref(f);
 	rm_tree(root);
 	free(root);
@@ -1269,7 +1311,7 @@ int main(void)
 		cmocka_unit_test(test_software_cases), cmocka_unit_test(test_software_large_libdir),
 		cmocka_unit_test(test_parsers),	       cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_h200_miscabled), cmocka_unit_test(test_topology_relations),
-		cmocka_unit_test(test_topology_cases),
+		cmocka_unit_test(test_topology_cases), cmocka_unit_test(test_topology_bound),
 	};
 
 	if (!getenv("RAILYARD_SOURCE_DIR")) {
