@@ -20,6 +20,8 @@ static const struct facts_collector facts_collectors[] = {
 	{.name = "modules", .collect = facts_collect_modules},
 	{.name = "ofed", .collect = facts_collect_ofed},
 	{.name = "gpu", .collect = facts_collect_gpu},
+	/* after gpu and rdma: it pairs their devices */
+	{.name = "topology", .collect = facts_collect_topology},
 	{.name = "software", .collect = facts_collect_software},
 	{.name = "gpudirect", .collect = facts_collect_gpudirect},
 };

@@ -1,14 +1,17 @@
-/* GPU facts: one entry per GPU the NVIDIA kernel driver knows
- * (proc/driver/nvidia/gpus/<bus>/information) and the driver version
- * (proc/driver/nvidia/version). No driver loaded: no GPUs and no warning. */
+/* GPU facts: one entry per GPU, from NVML where it answers (facts_nvml.c) merged with what the
+ * NVIDIA kernel driver says in proc/driver/nvidia/gpus/<bus>/information (the only source when
+ * NVML is absent), and the driver version (proc/driver/nvidia/version). No driver loaded: no
+ * GPUs and no warning. */
 #include "nodeagent/facts/facts_int.h"
+
+#include "common/util/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#define NV_DIR	       "proc/driver/nvidia"
-#define FACTS_MAX_GPUS 64
+#define NV_DIR "proc/driver/nvidia"
 
 /* "Key: \t\t value" lines; fields we report, and whether the value is an integer. */
 static const struct {
@@ -23,7 +26,7 @@ static const struct {
 
 static void facts_gpu_one(struct facts_ctx *ctx, json_t *list, const char *bus)
 {
-	char *buf = NULL, *line, *save = NULL, *s;
+	char *buf = NULL, *line, *save = NULL;
 	long long v;
 	json_t *gpu;
 
@@ -60,12 +63,6 @@ static void facts_gpu_one(struct facts_ctx *ctx, json_t *list, const char *bus)
 		facts_set_str(ctx, gpu, "bus", bus);
 	if (!json_object_get(gpu, "model"))
 		facts_warn(ctx, "/" NV_DIR "/gpus/%s/information: malformed: no Model", bus);
-	if (facts_read_attrf(ctx, FACTS_OPTIONAL, &s, "sys/bus/pci/devices/%s/numa_node", bus) ==
-	    0) {
-		if (facts_parse_int(s, 10, &v) == 0)
-			facts_set_int(ctx, gpu, "numa_node", v);
-		free(s);
-	}
 	facts_append_new(ctx, list, gpu);
 out:
 	free(buf);
@@ -112,19 +109,113 @@ out:
 	free(buf);
 }
 
+/* Index of the proc entry of the GPU at bus in procs; -1 when the driver's view lacks it. */
+static long facts_gpu_find(const json_t *procs, const char *bus)
+{
+	const json_t *p;
+	size_t i;
+
+	json_array_foreach(procs, i, p)
+	{
+		const char *b = json_string_value(json_object_get(p, "bus"));
+
+		if (b && bus && strcasecmp(b, bus) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
+static int facts_gpu_cmp(const void *a, const void *b)
+{
+	const char *x = json_string_value(json_object_get(*(json_t *const *)a, "bus"));
+	const char *y = json_string_value(json_object_get(*(json_t *const *)b, "bus"));
+
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+/* NVML's entries completed with the driver's members NVML has no reading for (irq, minor,
+ * excluded, bus_type, video_bios, model), then the GPUs only the driver lists (source "proc"),
+ * sorted by bus id, each with its sysfs numa_node. Consumes nvml (may be NULL) and procs. */
+static json_t *facts_gpu_merge(struct facts_ctx *ctx, json_t *nvml, json_t *procs)
+{
+	json_t *list = json_array(), *g, *p, *v, *sorted[2 * FACTS_MAX_GPUS];
+	bool merged[FACTS_MAX_GPUS] = {false};
+	const char *key;
+	size_t i, n = 0;
+	long long numa;
+	long k;
+	char *s;
+
+	if (!list) {
+		ctx->oom = true;
+		goto out;
+	}
+	json_array_foreach(nvml, i, g)
+	{
+		k = facts_gpu_find(procs, json_string_value(json_object_get(g, "bus")));
+		if (k >= 0 && k < FACTS_MAX_GPUS) {
+			merged[k] = true;
+			json_object_foreach(json_array_get(procs, (size_t)k), key, v)
+			{
+				if (!json_object_get(g, key))
+					facts_set_new(ctx, g, key, json_incref(v));
+			}
+		}
+		/* consumers of the driver's view read model */
+		v = json_object_get(g, "name");
+		if (!json_object_get(g, "model") && v)
+			facts_set_new(ctx, g, "model", json_incref(v));
+		if (n < RY_ARRAY_SIZE(sorted))
+			sorted[n++] = g;
+	}
+	json_array_foreach(procs, i, p)
+	{
+		if (i < FACTS_MAX_GPUS && merged[i])
+			continue;
+		facts_set_str(ctx, p, "source", "proc");
+		if (n < RY_ARRAY_SIZE(sorted))
+			sorted[n++] = p;
+	}
+	if (n > 1)
+		qsort(sorted, n, sizeof(*sorted), facts_gpu_cmp);
+	for (i = 0; i < n && !ctx->oom; i++) {
+		const char *bus = json_string_value(json_object_get(sorted[i], "bus"));
+
+		if (bus && facts_read_attrf(ctx, FACTS_OPTIONAL, &s,
+					    "sys/bus/pci/devices/%s/numa_node", bus) == 0) {
+			if (facts_parse_int(s, 10, &numa) == 0)
+				facts_set_int(ctx, sorted[i], "numa_node", numa);
+			free(s);
+		}
+		facts_append_new(ctx, list, json_incref(sorted[i]));
+	}
+out:
+	json_decref(nvml);
+	json_decref(procs);
+	return list;
+}
+
 int facts_collect_gpu(struct facts_ctx *ctx, json_t *facts)
 {
 	struct facts_names names = {0};
-	json_t *list;
+	json_t *procs, *nvml = NULL;
+	bool driver;
+	int r;
 
-	list = json_array();
-	if (!list)
+	procs = json_array();
+	if (!procs)
 		return -ENOMEM;
-	if (facts_list_dirf(ctx, FACTS_OPTIONAL | FACTS_SORT_BYTES, &names, NV_DIR "/gpus") == 0)
-		for (size_t i = 0; i < names.n && i < FACTS_MAX_GPUS && !ctx->oom; i++)
-			facts_gpu_one(ctx, list, names.v[i]);
-	facts_set_new(ctx, facts, "gpus", list);
+	driver = facts_list_dirf(ctx, FACTS_OPTIONAL | FACTS_SORT_BYTES, &names, NV_DIR "/gpus") ==
+		 0;
+	for (size_t i = 0; driver && i < names.n && i < FACTS_MAX_GPUS && !ctx->oom; i++)
+		facts_gpu_one(ctx, procs, names.v[i]);
 	facts_names_done(&names);
+	r = facts_nvml_gpus(ctx, driver, &nvml);
+	if (r < 0) {
+		json_decref(procs);
+		return r;
+	}
+	facts_set_new(ctx, facts, "gpus", facts_gpu_merge(ctx, nvml, procs));
 	facts_nvidia_driver(ctx, facts);
 	return ctx->oom ? -ENOMEM : 0;
 }

@@ -28,12 +28,26 @@ int facts_collect_rdma(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_modules(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_ofed(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_gpu(struct facts_ctx *ctx, json_t *facts);
+int facts_collect_topology(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_software(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_gpudirect(struct facts_ctx *ctx, json_t *facts);
 
 /* Bounds on what a sysroot can make us read or hold. */
 #define FACTS_MAX_DIR_ENTRIES 4096
 #define FACTS_MAX_FILE_SIZE   (1024 * 1024)
+#define FACTS_MAX_GPUS	      64
+
+/* The test seam of the GPU facts: the NVML library to dlopen() instead of the driver's
+ * libnvidia-ml.so.1 (which is only used when the sysroot is "/"). */
+#define FACTS_NVML_LIBRARY_ENV "RAILYARD_NVML_LIBRARY"
+
+/* GPUs as NVML enumerates them (facts_nvml.c): *ret_gpus is a new array of gpus[] entries with
+ * source "nvml", or NULL when NVML is not used (no library, another machine's sysroot) or does
+ * not initialise; the caller then relies on /proc/driver/nvidia. driver_loaded: the kernel
+ * driver is there (/proc/driver/nvidia exists), so an NVML that finds no driver is a warning.
+ * 0 or -ENOMEM; every other failure is a warning. */
+__attribute__((warn_unused_result)) int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded,
+							json_t **ret_gpus);
 
 /* Read flags: FACTS_OPTIONAL means a missing file/dir (ENOENT) is silently absent; any other
  * failure, and ENOENT without the flag, appends a warning naming the path. FACTS_QUIET never
@@ -63,6 +77,14 @@ __attribute__((warn_unused_result)) int facts_read_filef(struct facts_ctx *ctx, 
 /* Target of the symbolic link at sysroot + path (caller frees). Errors as facts_read_attrf(). */
 __attribute__((warn_unused_result)) int facts_readlinkf(struct facts_ctx *ctx, unsigned flags,
 							char **ret_target, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Where the link at sysroot + path finally leads (every link followed, as realpath(3)), as a
+ * path relative to the sysroot without a leading slash ("sys/devices/pci0000:10/..."; caller
+ * frees). A target outside the sysroot is -EXDEV, warned as "/<path>: leads outside the
+ * sysroot". Other errors as facts_read_attrf(). */
+__attribute__((warn_unused_result)) int facts_realpathf(struct facts_ctx *ctx, unsigned flags,
+							char **ret_rel, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* Entries of a directory, sorted in natural order (mlx5_2 before mlx5_10; bytewise with

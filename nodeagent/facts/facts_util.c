@@ -157,6 +157,59 @@ out:
 	return r;
 }
 
+int facts_realpathf(struct facts_ctx *ctx, unsigned flags, char **ret_rel, const char *fmt, ...)
+{
+	char *rel, *path = NULL, *root = NULL, *full = NULL, *out;
+	const char *inside = NULL;
+	size_t len;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	rel = facts_vrel(ctx, fmt, ap);
+	va_end(ap);
+	if (!rel)
+		return -ENOMEM;
+	path = fs_path_join(ctx->sysroot, rel);
+	if (!path) {
+		r = -ENOMEM;
+		ctx->oom = true;
+		goto out;
+	}
+	root = realpath(ctx->sysroot, NULL);
+	full = root ? realpath(path, NULL) : NULL;
+	if (!full) {
+		r = -errno;
+		facts_read_failed(ctx, flags, rel, r);
+		goto out;
+	}
+	len = strlen(root);
+	if (strcmp(root, "/") == 0)
+		inside = full + 1;
+	else if (strncmp(full, root, len) == 0 && full[len] == '/')
+		inside = full + len + 1;
+	if (!inside) {
+		r = -EXDEV;
+		if (!(flags & FACTS_QUIET))
+			facts_warn(ctx, "/%s: leads outside the sysroot", rel);
+		goto out;
+	}
+	out = strdup(inside);
+	if (!out) {
+		r = -ENOMEM;
+		ctx->oom = true;
+		goto out;
+	}
+	*ret_rel = out;
+	r = 0;
+out:
+	free(full);
+	free(root);
+	free(path);
+	free(rel);
+	return r;
+}
+
 static bool facts_name_ok(const char *name)
 {
 	if (name[0] == '.' || name[0] == '\0')

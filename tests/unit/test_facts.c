@@ -160,6 +160,9 @@ static void check_gpus(json_t *f, unsigned node)
 		assert_jint(f, i, "gpus.%u.minor", i);
 		assert_jint(f, i < 4 ? 0 : 1, "gpus.%u.numa_node", i);
 		assert_true(json_is_false(jget(f, "gpus.%u.excluded", i)));
+		/* fixture trees are not this machine: NVML is not asked */
+		assert_jstr(f, "proc", "gpus.%u.source", i);
+		assert_jabsent(f, "gpus.%u.serial", i);
 	}
 	assert_jstr(f, "550.127.05", "nvidia_driver.version");
 	assert_true(json_is_true(jget(f, "nvidia_driver.open_kernel_module")));
@@ -279,6 +282,36 @@ static void check_ib_rdma(json_t *f, unsigned node, int down_port, int hdr_port)
 	}
 }
 
+/* The HGX layout of the fixtures: switch s (0, 1 on NUMA node 0; 2, 3 on node 1) holds NICs 2s,
+ * 2s+1 and GPUs 2s, 2s+1. GPU i's rail is mlx5_i on its switch (PIX); the other HCA of its
+ * switch is PIX too, those of the other switch of its socket NODE, the rest SYS. */
+static void check_hgx_topology(json_t *f)
+{
+	char bus[16], name[16];
+
+	assert_jstr(f, "sysfs", "topology.source");
+	assert_int_equal(json_array_size(jget(f, "topology.pairs")), 64);
+	for (unsigned g = 0; g < 8; g++) {
+		snprintf(bus, sizeof(bus), "0000:%02x:00.0", nic_bus[g] + 1);
+		snprintf(name, sizeof(name), "mlx5_%u", g);
+		assert_jstr(f, name, "gpus.%u.nearest_hca.device", g);
+		assert_jint(f, 1, "gpus.%u.nearest_hca.port", g);
+		assert_jstr(f, "PIX", "gpus.%u.nearest_hca.relation", g);
+		for (unsigned h = 0; h < 8; h++) {
+			json_t *p = jget(f, "topology.pairs.%u", g * 8 + h);
+			const char *want = g / 2 == h / 2 ? "PIX" : g / 4 == h / 4 ? "NODE" : "SYS";
+
+			snprintf(name, sizeof(name), "mlx5_%u", h);
+			assert_jstr(p, bus, "gpu");
+			assert_jstr(p, name, "hca");
+			assert_jstr(p, want, "relation");
+		}
+	}
+	assert_jstr(f, "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1",
+		    "topology.nccl_ib_hca");
+	assert_int_equal(json_array_size(jget(f, "topology.problems")), 0);
+}
+
 static void test_h200_ib(void **state)
 {
 	json_t *f = collect_fixture("h200-ib");
@@ -294,6 +327,7 @@ static void test_h200_ib(void **state)
 	assert_jstr(f, "/usr/bin/ofed_info", "ofed.source");
 	assert_jstr(f, "24.10-1.1.4", "ofed.mlx5_core_version");
 	check_gpus(f, 1);
+	check_hgx_topology(f);
 	/* libnccl.so.2.23.4 (+ soname link), ucx.pc, ompi.pc linked from the openmpi tree */
 	assert_jstr(f, "2.23.4", "software.nccl");
 	assert_jstr(f, "1.17.0", "software.ucx");
@@ -315,6 +349,7 @@ static void test_h200_roce(void **state)
 	assert_jstr(f, "OFED-internal-24.10-1.1.4", "ofed.package");
 	assert_jstr(f, "/usr/bin/ofed_info", "ofed.source");
 	check_gpus(f, 2);
+	check_hgx_topology(f);
 	/* nccl.h defines, HPC-X's ucx.pc, no MPI */
 	assert_jstr(f, "2.21.5", "software.nccl");
 	assert_jstr(f, "1.16.0", "software.ucx");
@@ -375,6 +410,7 @@ static void test_h200_degraded(void **state)
 	assert_jstr(f, "0000:ba:00.0", "rdma.devices.6.pci_address");
 	check_modules(f, true);
 	check_gpus(f, 3);
+	check_hgx_topology(f);
 	assert_jabsent(f, "software");
 	json_decref(f);
 }
@@ -394,7 +430,46 @@ static void test_h200_ib_2(void **state)
 	assert_jstr(f, "/sys/module/mlx5_core/version", "ofed.source");
 	assert_jabsent(f, "ofed.package");
 	check_gpus(f, 4);
+	check_hgx_topology(f);
 	assert_jabsent(f, "software");
+	json_decref(f);
+}
+
+/* gpu-node-05: the ConnectX-7 of GPUs 0000:39/0000:4a's switch is cabled to a socket-1 root port
+ * (0000:d1:00.0, NUMA node 1); in PCI order it is mlx5_7 and the later ones move up a name. */
+static void test_h200_miscabled(void **state)
+{
+	static const char *const near[8][2] = {
+		{"mlx5_0", "PIX"}, {"mlx5_1", "PIX"}, {"mlx5_2", "PIX"}, {"mlx5_7", "SYS"},
+		{"mlx5_3", "PIX"}, {"mlx5_4", "PIX"}, {"mlx5_5", "PIX"}, {"mlx5_6", "PIX"},
+	};
+	json_t *f = collect_fixture("h200-miscabled");
+
+	dump_warnings(f);
+	assert_int_equal(json_array_size(jget(f, "warnings")), 0);
+	check_system(f, "gpu-node-05");
+	assert_jstr(f, "0000:d1:00.0", "rdma.devices.7.pci_address");
+	assert_jint(f, 1, "rdma.devices.7.numa_node");
+	assert_jstr(f, "ibp209s0", "rdma.devices.7.netdevs.0");
+	assert_jstr(f, "0000:49:00.0", "rdma.devices.2.pci_address");
+	for (unsigned g = 0; g < 8; g++) {
+		assert_jstr(f, near[g][0], "gpus.%u.nearest_hca.device", g);
+		assert_jstr(f, near[g][1], "gpus.%u.nearest_hca.relation", g);
+	}
+	/* GPU 0000:4a:00.0 against the moved NIC, and against its switch's remaining one */
+	assert_jstr(f, "0000:4a:00.0", "topology.pairs.%d.gpu", 3 * 8 + 7);
+	assert_jstr(f, "SYS", "topology.pairs.%d.relation", 3 * 8 + 7);
+	assert_jstr(f, "PIX", "topology.pairs.%d.relation", 3 * 8 + 2);
+	/* the socket-1 GPUs see it through the CPU */
+	assert_jstr(f, "NODE", "topology.pairs.%d.relation", 4 * 8 + 7);
+	assert_jstr(f, "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_7:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1",
+		    "topology.nccl_ib_hca");
+	assert_int_equal(json_array_size(jget(f, "topology.problems")), 1);
+	assert_jstr(f,
+		    "GPU 0000:4a:00.0: nearest free HCA mlx5_7 (0000:d1:00.0) is SYS (across "
+		    "sockets: GPU on NUMA node 0, HCA on node 1); the closer mlx5_2 (PIX) serves "
+		    "GPU 0000:39:00.0",
+		    "topology.problems.0");
 	json_decref(f);
 }
 
@@ -518,6 +593,9 @@ static void test_broken_sysroot(void **state)
 	assert_true(has_warning(f, "/usr/bin/ofed_info: malformed"));
 	assert_jabsent(f, "nvidia_driver");
 	assert_true(has_warning(f, "/proc/driver/nvidia/version: malformed"));
+	/* a GPU but no HCA with a PCI function: nothing to pair, and the GPU is not looked up */
+	assert_int_equal(json_array_size(jget(f, "topology.pairs")), 0);
+	assert_false(has_warning(f, "0000:17:00.0: cannot read"));
 	assert_int_equal(json_array_size(jget(f, "gpus")), 1);
 	assert_jabsent(f, "gpus.0.irq");
 	assert_jstr(f, "0000:17:00.0", "gpus.0.bus");
@@ -570,6 +648,224 @@ static void test_broken_sysroot(void **state)
 	free(root);
 }
 
+static void put_or_link(const char *root, const char *rel, const char *content);
+
+/* A PCI function at sys/devices/<path> (the last component its address) on NUMA node numa,
+ * listed in sys/bus/pci/devices. */
+static void topo_pci(const char *root, const char *path, int numa)
+{
+	const char *addr = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char rel[512], val[600];
+
+	snprintf(rel, sizeof(rel), "sys/devices/%s/numa_node", path);
+	snprintf(val, sizeof(val), "%d\n", numa);
+	put_or_link(root, rel, val);
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", addr);
+	snprintf(val, sizeof(val), "-> ../../../devices/%s", path);
+	put_or_link(root, rel, val);
+}
+
+static void topo_gpu(const char *root, const char *path, int numa, bool excluded)
+{
+	const char *addr = strrchr(path, '/') + 1;
+	char rel[256], val[256];
+
+	topo_pci(root, path, numa);
+	snprintf(rel, sizeof(rel), "proc/driver/nvidia/gpus/%s/information", addr);
+	snprintf(val, sizeof(val),
+		 "Model: \t\t NVIDIA H200\nBus Location: \t %s\nGPU Excluded:\t %s\n", addr,
+		 excluded ? "Yes" : "No");
+	put_or_link(root, rel, val);
+}
+
+/* An HCA name at PCI function path with ports 1..nports, those in the active mask ACTIVE. */
+static void topo_hca(const char *root, const char *path, int numa, const char *name, int nports,
+		     unsigned active)
+{
+	const char *addr = strrchr(path, '/') + 1;
+	char rel[512], val[600];
+
+	topo_pci(root, path, numa);
+	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s", name);
+	snprintf(val, sizeof(val), "-> ../../devices/%s/infiniband/%s", path, name);
+	put_or_link(root, rel, val);
+	snprintf(rel, sizeof(rel), "sys/devices/%s/infiniband/%s/device", path, name);
+	snprintf(val, sizeof(val), "-> ../../../%s", addr);
+	put_or_link(root, rel, val);
+	for (int p = 1; p <= nports; p++) {
+		snprintf(rel, sizeof(rel), "sys/devices/%s/infiniband/%s/ports/%d/state", path,
+			 name, p);
+		put_or_link(root, rel, active & (1u << p) ? "4: ACTIVE\n" : "1: DOWN\n");
+	}
+}
+
+static const char *pair_rel(json_t *f, const char *gpu, const char *hca)
+{
+	json_t *p;
+	size_t i;
+
+	json_array_foreach(jget(f, "topology.pairs"), i, p)
+	{
+		if (strcmp(json_string_value(json_object_get(p, "gpu")), gpu) == 0 &&
+		    strcmp(json_string_value(json_object_get(p, "hca")), hca) == 0)
+			return json_string_value(json_object_get(p, "relation"));
+	}
+	return "none";
+}
+
+#define SW0 "pci0000:00/0000:00:01.0/0000:01:00.0"
+
+/* Every relation nvidia-smi topo names, on a tree built here: one switch with a GPU, an HCA and
+ * a second-level switch with another HCA; root ports of the same host bridge; another host
+ * bridge on the same and on the other NUMA node. Software devices and virtual functions take no
+ * rail; the port is the first ACTIVE one. */
+static void test_topology_relations(void **state)
+{
+	char *root = make_tmp();
+	json_t *f;
+
+	topo_gpu(root, SW0 "/0000:02:00.0/0000:03:00.0", 0, false);
+	topo_hca(root, SW0 "/0000:02:01.0/0000:04:00.0", 0, "mlx5_0", 2, 1u << 2);
+	topo_hca(root, SW0 "/0000:02:02.0/0000:05:00.0/0000:06:00.0/0000:07:00.0", 0, "mlx5_1", 1,
+		 1u << 1);
+	topo_gpu(root, "pci0000:00/0000:00:02.0/0000:08:00.0", 0, false);
+	topo_hca(root, "pci0000:00/0000:00:03.0/0000:09:00.0", 0, "mlx5_2", 1, 1u << 1);
+	topo_hca(root, "pci0000:40/0000:40:01.0/0000:41:00.0", 0, "mlx5_3", 1, 1u << 1);
+	topo_hca(root, "pci0000:80/0000:80:01.0/0000:81:00.0", 1, "mlx5_4", 1, 1u << 1);
+	/* a VF of mlx5_4 and a soft-RoCE device */
+	topo_hca(root, "pci0000:80/0000:80:01.0/0000:81:00.1", 1, "mlx5_5", 1, 1u << 1);
+	put_or_link(root, "sys/devices/pci0000:80/0000:80:01.0/0000:81:00.1/physfn",
+		    "-> ../0000:81:00.0");
+	put_or_link(root, "sys/class/infiniband/rxe0/ports/1/state", "4: ACTIVE\n");
+	/* an excluded GPU takes no rail */
+	topo_gpu(root, "pci0000:40/0000:40:02.0/0000:42:00.0", 0, true);
+
+	f = collect(root);
+	assert_jstr(f, "PIX", "gpus.0.nearest_hca.relation");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_0"), "PIX");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_1"), "PXB");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_2"), "PHB");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_3"), "NODE");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_4"), "SYS");
+	assert_string_equal(pair_rel(f, "0000:08:00.0", "mlx5_0"), "PHB");
+	assert_string_equal(pair_rel(f, "0000:08:00.0", "mlx5_2"), "PHB");
+	assert_string_equal(pair_rel(f, "0000:08:00.0", "mlx5_4"), "SYS");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_5"), "none");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "rxe0"), "none");
+	assert_string_equal(pair_rel(f, "0000:42:00.0", "mlx5_3"), "none");
+	assert_int_equal(json_array_size(jget(f, "topology.pairs")), 2 * 5);
+	assert_jstr(f, "mlx5_0", "gpus.0.nearest_hca.device");
+	assert_jint(f, 2, "gpus.0.nearest_hca.port");
+	/* the second GPU has no switch in common with any HCA: the first free PHB one */
+	assert_jstr(f, "mlx5_1", "gpus.1.nearest_hca.device");
+	assert_jstr(f, "PHB", "gpus.1.nearest_hca.relation");
+	assert_jabsent(f, "gpus.2.nearest_hca");
+	assert_jstr(f, "mlx5_0:2,mlx5_1:1", "topology.nccl_ib_hca");
+	assert_int_equal(json_array_size(jget(f, "topology.problems")), 1);
+	assert_jstr(f,
+		    "GPU 0000:08:00.0: nearest HCA mlx5_1 (0000:07:00.0) is PHB (through the host "
+		    "bridge: no PCIe switch in common)",
+		    "topology.problems.0");
+	assert_false(has_warning(f, "not a PCI device"));
+	json_decref(f);
+	rm_tree(root);
+	free(root);
+}
+
+/* More GPUs than HCAs share the nearest; NUMA nodes that are not reported count as one; a GPU
+ * that is not below a host bridge or whose link leaves the sysroot is named and left out. */
+static void test_topology_cases(void **state)
+{
+	char *root = make_tmp(), deep[1024] = "pci0000:c0";
+	json_t *f;
+
+	topo_gpu(root, SW0 "/0000:02:00.0/0000:03:00.0", 0, false);
+	topo_gpu(root, SW0 "/0000:02:01.0/0000:04:00.0", 0, false);
+	topo_hca(root, SW0 "/0000:02:02.0/0000:05:00.0", 0, "mlx5_0", 1, 1u << 1);
+	topo_gpu(root, "pci0000:20/0000:20:01.0/0000:21:00.0", -1, false);
+	topo_hca(root, "pci0000:30/0000:30:01.0/0000:31:00.0", -1, "mlx5_1", 1, 0);
+	/* no host bridge above it */
+	topo_gpu(root, "platform/vpci/0000:50:00.0", 0, false);
+	/* 17 bridges deep: past the bound */
+	for (int i = 0; i < 17; i++)
+		snprintf(deep + strlen(deep), sizeof(deep) - strlen(deep), "/0000:%02x:00.0",
+			 0xc1 + i);
+	strcat(deep, "/0000:d2:00.0");
+	topo_gpu(root, deep, 1, false);
+	/* a sub-function of mlx5_0 (auxiliary device, no PCI function of its own): no rail, no
+	 * warning */
+	put_or_link(root, "sys/class/infiniband/mlx5_9",
+		    "-> ../../devices/" SW0
+		    "/0000:02:02.0/0000:05:00.0/mlx5_core.sf.2/infiniband/mlx5_9");
+	put_or_link(root,
+		    "sys/devices/" SW0
+		    "/0000:02:02.0/0000:05:00.0/mlx5_core.sf.2/infiniband/mlx5_9/"
+		    "device",
+		    "-> ../../../mlx5_core.sf.2");
+	put_or_link(root,
+		    "sys/devices/" SW0
+		    "/0000:02:02.0/0000:05:00.0/mlx5_core.sf.2/infiniband/mlx5_9/"
+		    "ports/1/state",
+		    "4: ACTIVE\n");
+	/* a link that climbs out of the sysroot */
+	put_or_link(root, "proc/driver/nvidia/gpus/0000:60:00.0/information",
+		    "Model: NVIDIA H200\nBus Location: 0000:60:00.0\n");
+	put_or_link(root, "sys/bus/pci/devices/0000:60:00.0",
+		    "-> ../../../../../../../../../../../../../../../tmp");
+
+	f = collect(root);
+	assert_jstr(f, "mlx5_0", "gpus.0.nearest_hca.device");
+	assert_jstr(f, "PIX", "gpus.0.nearest_hca.relation");
+	assert_jstr(f, "mlx5_0", "gpus.1.nearest_hca.device");
+	assert_jstr(f, "PIX", "gpus.1.nearest_hca.relation");
+	/* mlx5_1 has no ACTIVE port: its first */
+	assert_jstr(f, "mlx5_1", "gpus.2.nearest_hca.device");
+	assert_jint(f, 1, "gpus.2.nearest_hca.port");
+	assert_jstr(f, "NODE", "gpus.2.nearest_hca.relation");
+	assert_jabsent(f, "gpus.3.nearest_hca");
+	assert_jabsent(f, "gpus.4.nearest_hca");
+	assert_jabsent(f, "gpus.5.nearest_hca");
+	assert_jstr(f, "mlx5_0:1,mlx5_1:1", "topology.nccl_ib_hca");
+	assert_jstr(f, "mlx5_core.sf.2", "rdma.devices.2.pci_address");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_9"), "none");
+	assert_false(has_warning(f, "mlx5_9/device: not a PCI device"));
+	assert_true(has_warning(f, "/sys/bus/pci/devices/0000:50:00.0: not a PCI device below a "
+				   "host bridge"));
+	assert_true(has_warning(f, "/sys/bus/pci/devices/0000:d2:00.0: not a PCI device below a "
+				   "host bridge"));
+	assert_true(has_warning(f, "/sys/bus/pci/devices/0000:60:00.0: leads outside the sysroot"));
+	assert_int_equal(json_array_size(jget(f, "topology.problems")), 1);
+	assert_non_null(strstr(json_string_value(jget(f, "topology.problems.0")),
+			       "GPU 0000:21:00.0: nearest HCA mlx5_1 (0000:31:00.0) is NODE"));
+	json_decref(f);
+	rm_tree(root);
+	free(root);
+}
+
+/* At most 64 HCAs are paired (64 x 64 pairs stay far below the controller's 1 MiB of facts). */
+static void test_topology_bound(void **state)
+{
+	char *root = make_tmp(), path[256], name[16];
+	json_t *f;
+
+	topo_gpu(root, SW0 "/0000:02:00.0/0000:03:00.0", 0, false);
+	for (int i = 0; i < 65; i++) {
+		snprintf(path, sizeof(path), SW0 "/0000:02:%02x.0/0000:%02x:00.0", i + 1, 0x10 + i);
+		snprintf(name, sizeof(name), "mlx5_%d", i);
+		topo_hca(root, path, 0, name, 1, 1u << 1);
+	}
+	f = collect(root);
+	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 65);
+	assert_int_equal(json_array_size(jget(f, "topology.pairs")), 64);
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_63"), "PIX");
+	assert_string_equal(pair_rel(f, "0000:03:00.0", "mlx5_64"), "none");
+	assert_true(has_warning(f, "/sys/class/infiniband: more than 64 HCAs, the topology pairs "
+				   "the first 64"));
+	json_decref(f);
+	rm_tree(root);
+	free(root);
+}
+
 static void test_empty_sysroot(void **state)
 {
 	char *root = make_tmp();
@@ -586,6 +882,8 @@ static void test_empty_sysroot(void **state)
 	assert_jabsent(f, "modules");
 	assert_jabsent(f, "ofed");
 	assert_jabsent(f, "nvidia_driver");
+	/* no GPU, nothing to pair */
+	assert_jabsent(f, "topology");
 	assert_jabsent(f, "software");
 	/* no RDMA stack and no NVIDIA driver: empty lists, no warnings about them */
 	assert_int_equal(json_array_size(jget(f, "rdma.devices")), 0);
@@ -1063,13 +1361,23 @@ static void test_concurrent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_h200_ib),	       cmocka_unit_test(test_h200_roce),
-		cmocka_unit_test(test_h200_degraded),  cmocka_unit_test(test_h200_ib_2),
-		cmocka_unit_test(test_summary),	       cmocka_unit_test(test_broken_sysroot),
-		cmocka_unit_test(test_empty_sysroot),  cmocka_unit_test(test_software_sources),
-		cmocka_unit_test(test_software_cases), cmocka_unit_test(test_software_large_libdir),
-		cmocka_unit_test(test_parsers),	       cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_h200_ib),
+		cmocka_unit_test(test_h200_roce),
+		cmocka_unit_test(test_h200_degraded),
+		cmocka_unit_test(test_h200_ib_2),
+		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_broken_sysroot),
+		cmocka_unit_test(test_empty_sysroot),
+		cmocka_unit_test(test_software_sources),
+		cmocka_unit_test(test_software_cases),
+		cmocka_unit_test(test_software_large_libdir),
+		cmocka_unit_test(test_parsers),
+		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_gpudirect),
+		cmocka_unit_test(test_h200_miscabled),
+		cmocka_unit_test(test_topology_relations),
+		cmocka_unit_test(test_topology_cases),
+		cmocka_unit_test(test_topology_bound),
 	};
 
 	if (!getenv("RAILYARD_SOURCE_DIR")) {

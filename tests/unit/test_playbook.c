@@ -258,6 +258,37 @@ static void test_degraded(void **state)
 	json_decref(deg);
 }
 
+/* The NIC cabled to the wrong socket fails the topology assert of the IB and revalidation
+ * playbooks, naming the GPU and the HCA, and nothing else. */
+static void test_miscabled(void **state)
+{
+	static const char *const books[] = {"playbooks/h200-ndr-ib.yaml",
+					    "playbooks/revalidate.yaml"};
+	json_t *mis = fixture_facts("h200-miscabled");
+
+	(void)state;
+	for (size_t b = 0; b < 2; b++) {
+		struct playbook *pb = load_ok(books[b]);
+		json_t *plan = render_ok(pb, mis);
+		char *fails = failing_asserts(plan, mis);
+
+		assert_string_equal(
+			fails,
+			"every GPU needs an HCA of its own on its PCIe switch (gpus[*].nearest_hca."
+			"relation matches ^(PIX|PXB)$: got gpus[3].nearest_hca.relation = SYS)\n"
+			"GPU/HCA topology (topology.problems[*] matches .: got "
+			"topology.problems[0] = "
+			"GPU 0000:4a:00.0: nearest free HCA mlx5_7 (0000:d1:00.0) is SYS (across "
+			"sockets: GPU on NUMA node 0, HCA on node 1); the closer mlx5_2 (PIX) "
+			"serves "
+			"GPU 0000:39:00.0)\n");
+		free(fails);
+		json_decref(plan);
+		playbook_free(pb);
+	}
+	json_decref(mis);
+}
+
 static void test_revalidate_changes_nothing(void **state)
 {
 	struct playbook *pb = load_ok("playbooks/revalidate.yaml");
@@ -618,6 +649,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shipped_ib),
 		cmocka_unit_test(test_shipped_roce),
+		cmocka_unit_test(test_miscabled),
 		cmocka_unit_test(test_degraded),
 		cmocka_unit_test(test_revalidate_changes_nothing),
 		cmocka_unit_test(test_bad_corpus),

@@ -1,0 +1,448 @@
+/* A test double of libnvidia-ml.so.1, built only for the tests: the NVML entry points the GPU
+ * facts use, answering from a text file of readings named by $RAILYARD_NVML_DOUBLE_DATA (the
+ * format of tests/fixtures/nvml/h200-vm.txt, real readings of an H200; see
+ * tests/fixtures/nvml/README.md). A reading the file lacks is "Not Supported"; "ERR <text>" makes
+ * the call fail with the NVML error whose message is <text>; a later line overrides an earlier. The
+ * agent loads it through its seam, RAILYARD_NVML_LIBRARY. */
+#include "nodeagent/facts/facts_nvml_abi.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DOUBLE_MAX_GPUS	 64
+#define DOUBLE_MAX_LINES 256
+
+nvml_fn_void nvmlInit_v2, nvmlShutdown;
+nvml_fn_error_string nvmlErrorString;
+nvml_fn_sys_string nvmlSystemGetDriverVersion;
+nvml_fn_sys_int nvmlSystemGetCudaDriverVersion_v2;
+nvml_fn_count nvmlDeviceGetCount_v2;
+nvml_fn_handle nvmlDeviceGetHandleByIndex_v2;
+nvml_fn_pci_info nvmlDeviceGetPciInfo_v3;
+nvml_fn_dev_string nvmlDeviceGetName, nvmlDeviceGetUUID, nvmlDeviceGetSerial,
+	nvmlDeviceGetVbiosVersion;
+nvml_fn_memory nvmlDeviceGetMemoryInfo;
+nvml_fn_dev_states nvmlDeviceGetEccMode;
+nvml_fn_ecc_errors nvmlDeviceGetTotalEccErrors;
+nvml_fn_remapped_rows nvmlDeviceGetRemappedRows;
+nvml_fn_dev_uint nvmlDeviceGetCurrPcieLinkGeneration, nvmlDeviceGetMaxPcieLinkGeneration,
+	nvmlDeviceGetCurrPcieLinkWidth, nvmlDeviceGetMaxPcieLinkWidth,
+	nvmlDeviceGetPowerManagementLimit;
+nvml_fn_dev_state nvmlDeviceGetPersistenceMode;
+nvml_fn_dev_ull nvmlDeviceGetCurrentClocksEventReasons;
+nvml_fn_nvlink_state nvmlDeviceGetNvLinkState;
+nvml_fn_dev_uints nvmlDeviceGetMigMode;
+
+/* nvmlErrorString() texts, which is also how the readings file names errors. */
+static const struct {
+	nvmlReturn_t rc;
+	const char *text;
+} double_errors[] = {
+	{NVML_ERROR_UNINITIALIZED, "Uninitialized"},
+	{NVML_ERROR_INVALID_ARGUMENT, "Invalid Argument"},
+	{NVML_ERROR_NOT_SUPPORTED, "Not Supported"},
+	{NVML_ERROR_NO_PERMISSION, "Insufficient Permissions"},
+	{NVML_ERROR_NOT_FOUND, "Not Found"},
+	{NVML_ERROR_INSUFFICIENT_SIZE, "Insufficient Size"},
+	{NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded"},
+	{NVML_ERROR_TIMEOUT, "Timeout"},
+	{NVML_ERROR_CORRUPTED_INFOROM, "Corrupted infoROM"},
+	{NVML_ERROR_GPU_IS_LOST, "GPU is lost"},
+	{NVML_ERROR_RESET_REQUIRED, "GPU requires restart"},
+	{NVML_ERROR_LIB_RM_VERSION_MISMATCH, "RM has detected an NVML/RM version mismatch."},
+	{NVML_ERROR_UNKNOWN, "Unknown Error"},
+};
+
+/* One GPU's lines ("key value"); GPU 0 also holds the system keys (driver, cuda, init, count). */
+struct double_gpu {
+	char *key[DOUBLE_MAX_LINES], *val[DOUBLE_MAX_LINES];
+	int n;
+};
+
+static pthread_mutex_t double_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct double_gpu double_gpus[DOUBLE_MAX_GPUS];
+static int double_ngpus, double_refs;
+
+static void double_free(void)
+{
+	for (int g = 0; g < double_ngpus; g++) {
+		for (int i = 0; i < double_gpus[g].n; i++) {
+			free(double_gpus[g].key[i]);
+			free(double_gpus[g].val[i]);
+		}
+		double_gpus[g].n = 0;
+	}
+	double_ngpus = 0;
+}
+
+/* Read the file: "---" starts the next GPU, other lines are "key value". */
+static int double_load(void)
+{
+	const char *path = getenv("RAILYARD_NVML_DOUBLE_DATA");
+	char line[1024];
+	FILE *f;
+
+	if (!path || !(f = fopen(path, "r")))
+		return -1;
+	double_ngpus = 1;
+	while (fgets(line, sizeof(line), f)) {
+		struct double_gpu *g = &double_gpus[double_ngpus - 1];
+		char *sp;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (strcmp(line, "---") == 0) {
+			if (double_ngpus < DOUBLE_MAX_GPUS)
+				double_ngpus++;
+			continue;
+		}
+		sp = strchr(line, ' ');
+		if (!sp || g->n == DOUBLE_MAX_LINES)
+			continue;
+		*sp = '\0';
+		g->key[g->n] = strdup(line);
+		g->val[g->n] = strdup(sp + 1);
+		g->n++;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The last line of gpu with key: a later line overrides an earlier one. */
+static const char *double_get(int gpu, const char *key)
+{
+	const struct double_gpu *g = &double_gpus[gpu];
+
+	for (int i = g->n - 1; i >= 0; i--)
+		if (strcmp(g->key[i], key) == 0)
+			return g->val[i];
+	return NULL;
+}
+
+/* The result of a call whose reading is key of gpu: absent -> Not Supported, "ERR <text>" -> that
+ * error; *ret_val is the reading on success. */
+static nvmlReturn_t double_reading(int gpu, const char *key, const char **ret_val)
+{
+	const char *v;
+
+	if (!double_refs)
+		return NVML_ERROR_UNINITIALIZED;
+	if (gpu < 0 || gpu >= double_ngpus)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	v = double_get(gpu, key);
+	if (!v)
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (strncmp(v, "ERR ", 4) == 0) {
+		for (size_t i = 0; i < sizeof(double_errors) / sizeof(double_errors[0]); i++)
+			if (strcmp(v + 4, double_errors[i].text) == 0)
+				return double_errors[i].rc;
+		return NVML_ERROR_UNKNOWN;
+	}
+	*ret_val = v;
+	return NVML_SUCCESS;
+}
+
+/* Handles are the GPU index + 1. */
+static int double_index(nvmlDevice_t dev)
+{
+	return (int)((unsigned long)dev - 1);
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+	nvmlReturn_t rc = NVML_SUCCESS;
+	const char *v;
+
+	pthread_mutex_lock(&double_lock);
+	if (double_refs == 0 && double_load() < 0) {
+		rc = NVML_ERROR_DRIVER_NOT_LOADED;
+		goto out;
+	}
+	double_refs++;
+	/* "init ERR <text>": initialisation fails, as on a node whose driver is wedged */
+	rc = double_reading(0, "init", &v);
+	if (rc == NVML_ERROR_NOT_SUPPORTED) {
+		rc = NVML_SUCCESS;
+	} else if (rc != NVML_SUCCESS) {
+		if (--double_refs == 0)
+			double_free();
+	}
+out:
+	pthread_mutex_unlock(&double_lock);
+	return rc;
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+	nvmlReturn_t rc = NVML_SUCCESS;
+
+	pthread_mutex_lock(&double_lock);
+	if (double_refs == 0)
+		rc = NVML_ERROR_UNINITIALIZED;
+	else if (--double_refs == 0)
+		double_free();
+	pthread_mutex_unlock(&double_lock);
+	return rc;
+}
+
+const char *nvmlErrorString(nvmlReturn_t rc)
+{
+	for (size_t i = 0; i < sizeof(double_errors) / sizeof(double_errors[0]); i++)
+		if (double_errors[i].rc == rc)
+			return double_errors[i].text;
+	return "Unknown Error";
+}
+
+static nvmlReturn_t double_string(int gpu, const char *key, char *buf, unsigned int length)
+{
+	const char *v = NULL;
+	nvmlReturn_t rc = double_reading(gpu, key, &v);
+
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (strlen(v) + 1 > length)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(buf, v, strlen(v) + 1);
+	return NVML_SUCCESS;
+}
+
+/* "13000", or the first of "[1, 1]" / "(0, 0, 0, 0)"; then the following ones. */
+static nvmlReturn_t double_uints(int gpu, const char *key, unsigned long long *out, int n)
+{
+	const char *v = NULL;
+	nvmlReturn_t rc = double_reading(gpu, key, &v);
+	char *end;
+
+	if (rc != NVML_SUCCESS)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		v += strspn(v, "[(, ");
+		out[i] = strtoull(v, &end, 0);
+		if (end == v)
+			return NVML_ERROR_UNKNOWN;
+		v = end;
+	}
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t double_uint(int gpu, const char *key, unsigned int *out)
+{
+	unsigned long long v = 0;
+	nvmlReturn_t rc = double_uints(gpu, key, &v, 1);
+
+	if (rc == NVML_SUCCESS)
+		*out = (unsigned int)v;
+	return rc;
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned int length)
+{
+	return double_string(0, "driver", buf, length);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *value)
+{
+	unsigned int v = 0;
+	nvmlReturn_t rc = double_uint(0, "cuda", &v);
+
+	if (rc == NVML_SUCCESS)
+		*value = (int)v;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
+{
+	const char *v;
+	nvmlReturn_t rc = double_reading(0, "count", &v);
+
+	if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED)
+		return rc;
+	if (!double_refs)
+		return NVML_ERROR_UNINITIALIZED;
+	*count = (unsigned int)double_ngpus;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+	const char *v;
+	nvmlReturn_t rc;
+
+	if (index >= (unsigned int)double_ngpus)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	rc = double_reading((int)index, "handle", &v);
+	if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED)
+		return rc;
+	*device = (nvmlDevice_t)(unsigned long)(index + 1);
+	return NVML_SUCCESS;
+}
+
+/* "nvmlPciInfo_t(busIdLegacy: 0000:00:06.0, domain: 0x00000000, ..., busId: 00000000:00:06.0)" */
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+	const char *v = NULL, *p;
+	nvmlReturn_t rc = double_reading(double_index(device), "pci", &v);
+
+	if (rc != NVML_SUCCESS)
+		return rc;
+	memset(pci, 0, sizeof(*pci));
+	p = strstr(v, "busId: ");
+	if (!p)
+		return NVML_ERROR_UNKNOWN;
+	snprintf(pci->busId, sizeof(pci->busId), "%.*s", (int)strcspn(p + 7, ",)"), p + 7);
+	p = strstr(v, "busIdLegacy: ");
+	if (p)
+		snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%.*s",
+			 (int)strcspn(p + 13, ",)"), p + 13);
+	if ((p = strstr(v, "pciDeviceId: ")))
+		pci->pciDeviceId = (unsigned int)strtoul(p + 13, NULL, 16);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *buf, unsigned int length)
+{
+	return double_string(double_index(device), "name", buf, length);
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *buf, unsigned int length)
+{
+	return double_string(double_index(device), "uuid", buf, length);
+}
+
+nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *buf, unsigned int length)
+{
+	return double_string(double_index(device), "serial", buf, length);
+}
+
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *buf, unsigned int length)
+{
+	return double_string(double_index(device), "vbios", buf, length);
+}
+
+/* "c_nvmlMemory_t(total: 150754820096 B, free: ..., used: ... B)" */
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+	const char *v = NULL, *p;
+	nvmlReturn_t rc = double_reading(double_index(device), "mem", &v);
+
+	if (rc != NVML_SUCCESS)
+		return rc;
+	p = strstr(v, "total: ");
+	if (!p)
+		return NVML_ERROR_UNKNOWN;
+	memset(memory, 0, sizeof(*memory));
+	memory->total = strtoull(p + 7, NULL, 10);
+	if ((p = strstr(v, "free: ")))
+		memory->free = strtoull(p + 6, NULL, 10);
+	if ((p = strstr(v, "used: ")))
+		memory->used = strtoull(p + 6, NULL, 10);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current,
+				  nvmlEnableState_t *pending)
+{
+	unsigned long long v[2] = {0, 0};
+	nvmlReturn_t rc = double_uints(double_index(device), "ecc_mode", v, 2);
+
+	if (rc == NVML_SUCCESS) {
+		*current = (nvmlEnableState_t)v[0];
+		*pending = (nvmlEnableState_t)v[1];
+	}
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, int counter_type,
+					 unsigned long long *count)
+{
+	if (error_type != NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return double_uints(double_index(device),
+			    counter_type == NVML_VOLATILE_ECC ? "ecc_vol_uncorr" : "ecc_agg_uncorr",
+			    count, 1);
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corr, unsigned int *unc,
+				       unsigned int *pending, unsigned int *failure)
+{
+	unsigned long long v[4] = {0, 0, 0, 0};
+	nvmlReturn_t rc = double_uints(double_index(device), "remapped_rows", v, 4);
+
+	if (rc == NVML_SUCCESS) {
+		*corr = (unsigned int)v[0];
+		*unc = (unsigned int)v[1];
+		*pending = (unsigned int)v[2];
+		*failure = (unsigned int)v[3];
+	}
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *value)
+{
+	return double_uint(double_index(device), "pcie_gen_cur", value);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *value)
+{
+	return double_uint(double_index(device), "pcie_gen_max", value);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *value)
+{
+	return double_uint(double_index(device), "pcie_w_cur", value);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *value)
+{
+	return double_uint(double_index(device), "pcie_w_max", value);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *value)
+{
+	return double_uint(double_index(device), "power_limit", value);
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *state)
+{
+	unsigned int v = 0;
+	nvmlReturn_t rc = double_uint(double_index(device), "persistence", &v);
+
+	if (rc == NVML_SUCCESS)
+		*state = (nvmlEnableState_t)v;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *value)
+{
+	return double_uints(double_index(device), "throttle", value, 1);
+}
+
+/* "nvlink<N> <0|1>"; a link past the last one the file names is past the device's links. */
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+				      nvmlEnableState_t *active)
+{
+	char key[32];
+	unsigned int v = 0;
+	nvmlReturn_t rc;
+
+	if (link >= NVML_NVLINK_MAX_LINKS)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	snprintf(key, sizeof(key), "nvlink%u", link);
+	rc = double_uint(double_index(device), key, &v);
+	if (rc == NVML_SUCCESS)
+		*active = (nvmlEnableState_t)v;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, unsigned int *pending)
+{
+	unsigned long long v[2] = {0, 0};
+	nvmlReturn_t rc = double_uints(double_index(device), "mig", v, 2);
+
+	if (rc == NVML_SUCCESS) {
+		*current = (unsigned int)v[0];
+		*pending = (unsigned int)v[1];
+	}
+	return rc;
+}
