@@ -187,8 +187,10 @@ elif [ "$apt" = 1 ] && [ -n "$cur" ] && [ "$changed" = 0 ]; then
 	say "$PKG $cur is installed (upgrades: apt-get install --only-upgrade $PKG)"
 else
 	say "installing $PKG${deb:+ from $deb}"
+	# An archive that does not answer is not the end: the lists there are may do (a node of an
+	# offline cluster with a partial mirror); apt-get install says when they do not.
 	apt-get update -q >/tmp/railyard-bootstrap-apt.log 2>&1 ||
-		die "apt-get update failed (/tmp/railyard-bootstrap-apt.log)"
+		say "apt-get update failed (/tmp/railyard-bootstrap-apt.log): trying with the lists there are"
 	# Unattended: a configuration file already there (/etc/railyard/agent.env of an image) is
 	# kept, the package's own is put beside it as agent.env.dpkg-dist.
 	apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confdef \
