@@ -233,8 +233,9 @@ SOURCE="deb [trusted=yes] file:/srv/railyard ./"
 # The node's image brings its own agent.env (kept by the bootstrap's unattended install): a
 # short reconnect, so that the agent is back soon after the controller restarts below.
 echo "RAILYARD_AGENT_OPTS=--reconnect-max 1s" >"$R/etc/railyard/agent.env"
-check "bootstrap from an apt repository: installs, enrolls, starts" \
-	boot 0 "started railyard-agent.service" "${C[@]}" --apt --apt-source "$SOURCE"
+check "bootstrap from an apt repository (the token on stdin): installs, enrolls, starts" \
+	boot 0 "started railyard-agent.service" --controller "$ADDR" --token - \
+	--ca-fingerprint "$FP" --apt --apt-source "$SOURCE" <<<"$TOKEN"
 cat "$T/boot.out"
 check "  wrote the apt source" grep -qxF "$SOURCE" "$R/etc/apt/sources.list.d/railyard.list"
 NODE_PID=$(cat "$R/run/systemd-double/railyard-agent.service.pid")
