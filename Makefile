@@ -5,7 +5,7 @@ SANITIZE ?= OFF
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo demo-portal format format-check clean
+.PHONY: all deps configure build test package demo demo-portal format format-check clean
 
 all: build
 
@@ -22,6 +22,16 @@ build: configure
 test: build
 	@cd $(BUILD) && { ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS); rc=$$?; \
 		grep -h '^SKIP' Testing/Temporary/LastTest.log 2>/dev/null | sort -u; exit $$rc; }
+
+# Debian packages of this build into $(BUILD)/ (cmake/package.cmake): railyard-controller,
+# railyard-agent, railyard-bench, railyard-cli. Not from a sanitizer build.
+package:
+	@if [ "$(SANITIZE)" = "ON" ]; then \
+		echo "make package: not from a sanitizer build (its programs are not what is shipped)" >&2; \
+		exit 2; fi
+	@$(MAKE) --no-print-directory build
+	@cmake --build $(BUILD) --target package
+	@ls -l $(BUILD)/railyard-*.deb
 
 demo: build
 	@deploy/demo.sh $(BUILD)

@@ -17,6 +17,10 @@ PKGS=(
 	# tests/integration/test_portal.sh and bench/portal-render.sh drive Debian's Chromium headless
 	# (playwright-core from npm, never a downloaded browser); a font for legible screenshots.
 	chromium fonts-dejavu-core
+	# The Debian packages (make package; tests/package): dpkg-shlibdeps for their Depends,
+	# lintian, debootstrap for the Debian 12 root they are installed into, curl to see whether
+	# the archive answers.
+	dpkg-dev lintian debootstrap curl
 )
 # npm (tests/integration/test_openapi.sh lints docs/openapi.yaml with @redocly/cli from npm):
 # Debian's package, unless an npm is installed already (NodeSource's nodejs ships its own and

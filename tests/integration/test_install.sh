@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Installation: `cmake --install` lays out programs, systemd units, playbooks and docs; the units
-# pass `systemd-analyze verify` (with ExecStart pointed at this build's programs) and say what
-# an operator relies on (exit 3 of a revoked agent is not restarted; SIGHUP reloads facts).
+# Installation: `cmake --install` lays out programs, systemd units, configuration files, man
+# pages, playbooks and docs; the units name the install prefix's programs and configuration
+# files and pass `systemd-analyze verify`, and say what an operator relies on (exit 3 of a
+# revoked agent is not restarted; SIGHUP reloads facts; the controller runs as railyard). The
+# Debian packages built from the same rules: tests/package.
 . "$(dirname "$0")/lib.sh"
 
 cmake --install "$BUILD" --prefix "$T/inst" >"$T/install.log" 2>&1
 check "cmake --install succeeds" test $? -eq 0
-for f in bin/railyard-controller bin/railyard-agent lib/systemd/system/railyard-controller.service \
-	lib/systemd/system/railyard-agent.service share/railyard/playbooks/h200-ndr-ib.yaml \
-	share/railyard/playbooks/h200-roce.yaml share/railyard/playbooks/revalidate.yaml \
-	share/doc/railyard/operations.md; do
+for f in bin/railyard-controller bin/railyard-agent bin/railyard lib/systemd/system/railyard-controller.service \
+	lib/systemd/system/railyard-agent.service etc/railyard/controller.env etc/railyard/agent.env \
+	share/railyard/playbooks/h200-ndr-ib.yaml share/railyard/playbooks/h200-roce.yaml \
+	share/railyard/playbooks/revalidate.yaml share/railyard/bootstrap-agent.sh \
+	share/doc/railyard-controller/operations.md share/man/man1/railyard-controller.1.gz \
+	share/man/man1/railyard.1.gz share/bash-completion/completions/railyard; do
 	check "installed: $f" test -s "$T/inst/$f"
 done
 check "installed controller runs" bash -c "'$T/inst/bin/railyard-controller' version | grep -q '^railyard-controller '"
@@ -17,7 +21,17 @@ unit=$T/inst/lib/systemd/system
 check "agent unit: exit 3 (revoked) is not restarted" grep -qx "RestartPreventExitStatus=3" "$unit/railyard-agent.service"
 check "agent unit: RDMA may pin memory" grep -qx "LimitMEMLOCK=infinity" "$unit/railyard-agent.service"
 check "controller unit: reload is SIGHUP" grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$unit/railyard-controller.service"
-check "units start the configured prefix's programs" grep -q "^ExecStart=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$BUILD/CMakeCache.txt")/bin/railyard-agent run " "$unit/railyard-agent.service"
+check "controller unit: runs as railyard" grep -qx "User=railyard" "$unit/railyard-controller.service"
+for u in controller agent; do
+	check "$u unit: starts the install prefix's program" \
+		grep -q "^ExecStart=$T/inst/bin/railyard-$u " "$unit/railyard-$u.service"
+	check "$u unit: reads the install prefix's configuration file" \
+		grep -qx "EnvironmentFile=-$T/inst/etc/railyard/$u.env" "$unit/railyard-$u.service"
+done
+echo "RAILYARD_AGENT_OPTS=--reconnect-max 5s" >"$T/inst/etc/railyard/agent.env"
+cmake --install "$BUILD" --prefix "$T/inst" >"$T/install2.log" 2>&1
+check "installing again keeps an edited configuration file" \
+	grep -qx "RAILYARD_AGENT_OPTS=--reconnect-max 5s" "$T/inst/etc/railyard/agent.env"
 
 if command -v systemd-analyze >/dev/null 2>&1; then
 	mkdir -p "$T/units"
