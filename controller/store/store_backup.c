@@ -191,6 +191,42 @@ static int copy_db(sqlite3 *src, sqlite3 *dst, char *errbuf, size_t errlen)
 	return r;
 }
 
+/* Does db_path have a -wal with frames in it (commits that only the WAL holds)? */
+static bool wal_pending(const char *db_path)
+{
+	char *wal = NULL;
+	struct stat sb;
+	bool v;
+
+	if (asprintf(&wal, "%s-wal", db_path) < 0)
+		return true;
+	v = stat(wal, &sb) == 0 ? sb.st_size > 0 : errno != ENOENT;
+	free(wal);
+	return v;
+}
+
+/* Open db_path read-only as an immutable file (SQLite takes no lock and reads no WAL): only for
+ * a database nobody can be writing. */
+static int open_immutable(const char *db_path, sqlite3 **ret)
+{
+	char *uri = malloc(strlen(db_path) * 3 + 32), *o;
+	int r;
+
+	if (!uri)
+		return -ENOMEM;
+	o = uri + sprintf(uri, "file:");
+	for (const unsigned char *p = (const unsigned char *)db_path; *p; p++) {
+		if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20 || *p >= 0x7f)
+			o += sprintf(o, "%%%02X", *p);
+		else
+			*o++ = (char)*p;
+	}
+	strcpy(o, "?immutable=1");
+	r = open_db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, ret, NULL, 0);
+	free(uri);
+	return r;
+}
+
 static int exec(sqlite3 *db, const char *sql, char *errbuf, size_t errlen)
 {
 	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
@@ -218,7 +254,7 @@ int store_backup(const char *db_path, const char *dest, struct store_backup_info
 {
 	struct store_backup_info info = {0};
 	sqlite3 *src = NULL, *dst = NULL;
-	char *tmp = NULL, *journal = NULL;
+	char *tmp = NULL, *journal = NULL, buf[32];
 	int fd, r;
 
 	if (!db_path || !dest)
@@ -242,6 +278,19 @@ int store_backup(const char *db_path, const char *dest, struct store_backup_info
 	r = open_db(tmp, SQLITE_OPEN_READWRITE, &dst, errbuf, errlen);
 	if (r < 0)
 		goto out;
+	/* On a read-only file system SQLite cannot make the -shm a WAL reader needs. With no
+	 * -wal to read (the controller stopped cleanly) the file alone is the database, and
+	 * nobody can write it there: read it as an immutable file. */
+	if (one_text(src, "SELECT count(*) FROM sqlite_master", buf, sizeof(buf), NULL, 0) < 0 &&
+	    !wal_pending(db_path)) {
+		sqlite3_close_v2(src);
+		src = NULL;
+		r = open_immutable(db_path, &src);
+		if (r < 0) {
+			say(errbuf, errlen, "%s: cannot be read", db_path);
+			goto out;
+		}
+	}
 	r = copy_db(src, dst, errbuf, errlen);
 	if (r < 0)
 		goto out;
