@@ -124,6 +124,13 @@ check "restore --force replaces it with the final backup" \
 	test "$(dep_field "$D" '[.nodes[].steps[]] | length' "$T/x")" = $((2 * STEPS))
 check "  ... which passes integrity_check" test "$(q "$T/x/controller.db" 'PRAGMA integrity_check')" = ok
 
+if command -v valgrind >/dev/null && ! ldd "$CTL" | grep -q libasan; then
+	vg() { valgrind -q --leak-check=full --error-exitcode=99 "$CTL" "$@" >/dev/null 2>>"$T/valgrind.log"; }
+	check "no leak or error under valgrind: backup while serving, restore" bash -c \
+		"$(declare -f vg); CTL='$CTL' T='$T'; vg backup --state-dir '$T/ctl' --to '$T/vg.db' &&
+		vg restore --state-dir '$T/x' --from '$T/vg.db' --force && [ ! -s '$T/valgrind.log' ]"
+fi
+
 # --- the state directory lost: the last backup brings the fleet back ------------------------------
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
