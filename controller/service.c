@@ -4,6 +4,7 @@
 #include "common/util/util.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -34,9 +35,14 @@ int ctl_error_set(struct ctl_error *e, int r, const char *code, const char *fiel
 	return r;
 }
 
+bool ctl_store_transient(int r)
+{
+	return r == -RY_E_DB || r == -RY_E_BUSY || r == -RY_E_DISK_FULL || r == -EROFS || r == -EIO;
+}
+
 int ctl_error_store(struct ctl_error *e, int r, const char *what)
 {
-	bool again = r == -RY_E_BUSY || r == -RY_E_DISK_FULL;
+	bool again = r == -RY_E_BUSY || r == -RY_E_DISK_FULL || r == -EROFS || r == -EIO;
 
 	return ctl_error_set(e, r, again ? CTL_ERR_UNAVAILABLE : CTL_ERR_INTERNAL, NULL, "%s: %s",
 			     what, ry_strerror(r));

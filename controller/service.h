@@ -31,8 +31,13 @@ void ctl_error_done(struct ctl_error *e);
  * `return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "batch", "...")`. */
 int ctl_error_set(struct ctl_error *e, int r, const char *code, const char *field, const char *fmt,
 		  ...) __attribute__((format(printf, 5, 6)));
-/* An error of the store: unavailable (busy, disk full) or internal. */
+/* An error of the store: unavailable (busy, disk full, read-only or failing file system) or
+ * internal. */
 int ctl_error_store(struct ctl_error *e, int r, const char *what);
+/* Is r a store failure that passes (-RY_E_BUSY: another process's lock; -RY_E_DISK_FULL;
+ * -EROFS, -EIO: the file system read-only or failing, until it is repaired; -RY_E_DB: any other
+ * SQLite failure)? Work that meets one is retried later, not failed for good. */
+bool ctl_store_transient(int r);
 /* A cluster name: 1-64 of [A-Za-z0-9._-], starting with a letter or digit. */
 bool ctl_valid_cluster_name(const char *name);
 

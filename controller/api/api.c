@@ -274,10 +274,10 @@ static int authenticate(struct api_call *c)
 	r = store_api_token_check(c->st, h + 7, now, &t);
 	if (r < 0 || api_role_parse(t->role, &c->role) < 0) {
 		api_error(c, 401, "unauthenticated", NULL, "%s",
-			  r == -RY_E_TOKEN_EXPIRED	     ? "the API token has expired"
-			  : r == -RY_E_REVOKED		     ? "the API token was revoked"
-			  : r == -RY_E_BUSY || r == -RY_E_DB ? "the token could not be checked now"
-							     : "not a valid API token");
+			  r == -RY_E_TOKEN_EXPIRED ? "the API token has expired"
+			  : r == -RY_E_REVOKED	   ? "the API token was revoked"
+			  : ctl_store_transient(r) ? "the token could not be checked now"
+						   : "not a valid API token");
 		store_api_token_free(t);
 		return -1;
 	}

@@ -7,6 +7,7 @@
 #include "controller/campaign/campaign_int.h"
 #include "controller/engine/engine.h"
 #include "controller/server_int.h"
+#include "controller/service.h"
 #include "controller/signoff/signoff.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
@@ -112,7 +113,7 @@ static void conclude(struct ctl_campaigns *cs, struct entry *e, const struct sto
 	if (r >= 0)
 		r = cp_verdict(&e->c, rows, n, cancelled, &verdict);
 	store_campaign_rows_free(rows, n);
-	if (r == -RY_E_DB || r == -RY_E_BUSY) {
+	if (ctl_store_transient(r)) {
 		json_decref(left);
 		return; /* next pass */
 	}
@@ -314,7 +315,7 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 	r = store_campaign_row_start(st, m->id, w->test_idx, w->round, w->slot, &b, now);
 	if (r == 1) {
 		ctl_engine_kick(cs->srv->engine);
-	} else if (r == -RY_E_BUSY || r == -RY_E_DB || r == -RY_E_DISK_FULL) {
+	} else if (ctl_store_transient(r)) {
 		log_warn("campaign %s: storing a run failed: %s (next pass)", m->id,
 			 ry_strerror(r));
 	} else if (r < 0) {
@@ -486,7 +487,8 @@ static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campai
 		if (k < total) {
 			r = drive_round(cs, e, m, progress, t, k);
 			json_decref(progress);
-			if (r < 0 && r != -RY_E_DB && r != -RY_E_BUSY) {
+			/* A full disk or a lock for a moment is no reason to end it. */
+			if (r < 0 && !ctl_store_transient(r)) {
 				char why[128];
 
 				snprintf(why, sizeof(why), "round %zu of test %zu: %s", k + 1,

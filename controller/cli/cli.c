@@ -17,8 +17,8 @@
 #define PROG "railyard-controller"
 
 static const struct cli_command *const tables[] = {
-	cli_admin_commands,    cli_deploy_commands,  cli_bench_commands,
-	cli_campaign_commands, cli_signoff_commands, cli_apitoken_commands,
+	cli_admin_commands,   cli_deploy_commands,   cli_bench_commands,  cli_campaign_commands,
+	cli_signoff_commands, cli_apitoken_commands, cli_backup_commands,
 };
 
 int cli_usage(const struct cli_command *cmd, FILE *f)

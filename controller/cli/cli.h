@@ -30,6 +30,7 @@ extern const struct cli_command cli_bench_commands[];
 extern const struct cli_command cli_campaign_commands[];
 extern const struct cli_command cli_signoff_commands[];
 extern const struct cli_command cli_apitoken_commands[];
+extern const struct cli_command cli_backup_commands[];
 
 /* Parse argv (global options, then a command), run it, return the exit code. */
 int cli_main(int argc, char **argv);

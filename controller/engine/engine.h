@@ -9,6 +9,8 @@
 #include "railyard/v1/railyard.pb-c.h"
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 /* Passes run at least this often. */
 #define CTL_ENGINE_TICK_MS 250
@@ -49,6 +51,16 @@ void ctl_engine_kick(struct ctl_engine *e);
 /* A node completed its Hello: the passes hear it on the tick thread. Thread-safe; NULL is
  * fine. */
 void ctl_engine_node_online(struct ctl_engine *e, const char *node_id);
+
+/* How long the database must have taken every message before a pass gives up on a node's
+ * report: long enough for what waited to be stored, in order. */
+#define CTL_STORE_SETTLE_MS 5000
+/* Has every message since settle_ms ago been stored as it came (none waits for the database
+ * now, none did within settle_ms)? A pass's deadline for a node's report (a benchmark's result,
+ * a plan's end) counts only then: a report held while the disk is full, the file system
+ * read-only or another process holds the write lock has arrived, it is not missing.
+ * Thread-safe; NULL: true. */
+bool ctl_engine_store_settled(struct ctl_engine *e, int64_t settle_ms);
 
 /* Does the engine store messages of this kind (a handler is registered)? */
 int ctl_engine_handles(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase body);

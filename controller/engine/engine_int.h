@@ -44,6 +44,9 @@ struct ctl_engine {
 	/* How long storing each kind of message took, arrival at the worker to its outcome. */
 	struct ry_hist ingest_latency[ENGINE_HANDLERS_MAX];
 	int64_t next_chores_ms, data_version;
+	/* Monotonic ms: since when messages wait for the database (0: none waits), and when the
+	 * last such wait ended; read by ctl_engine_store_settled() on other threads. */
+	_Atomic int64_t held_since_ms, held_until_ms;
 };
 
 /* ingest.c */

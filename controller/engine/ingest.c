@@ -12,6 +12,7 @@
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -130,6 +131,7 @@ static void *ingest_main(void *arg)
 		if (o.verdict == CTL_RETRY && !stopping) {
 			if (!held_since) {
 				held_since = util_now_mono_ms();
+				atomic_store(&in->held_since_ms, held_since);
 				log_error("node %s: not stored yet: %s; holding its messages and "
 					  "retrying",
 					  ctl_session_node_id(it->s), o.why);
@@ -147,6 +149,8 @@ static void *ingest_main(void *arg)
 			log_info("database writable again after %lld ms; storing the held messages",
 				 (long long)(util_now_mono_ms() - held_since));
 			held_since = 0;
+			atomic_store(&in->held_until_ms, util_now_mono_ms());
+			atomic_store(&in->held_since_ms, 0);
 		}
 		backoff = 0;
 		if (it->msg) {
@@ -170,6 +174,18 @@ static void *ingest_main(void *arg)
 	}
 	pthread_mutex_unlock(&in->ilock);
 	return NULL;
+}
+
+bool ctl_engine_store_settled(struct ctl_engine *e, int64_t settle_ms)
+{
+	int64_t until;
+
+	if (!e)
+		return true;
+	if (atomic_load(&e->held_since_ms))
+		return false;
+	until = atomic_load(&e->held_until_ms);
+	return !until || util_now_mono_ms() - until >= settle_ms;
 }
 
 void engine_ingest_init(struct ctl_engine *e)

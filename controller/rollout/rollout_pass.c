@@ -245,9 +245,11 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 			open++;
 		if (node_failed(nodes[i].state))
 			failed_in_batch++;
-		/* A plan that never reports back fails its node. */
+		/* A plan that never reports back fails its node (not one whose reports wait for
+		 * the database). */
 		if (strcmp(nodes[i].state, "sent") == 0 &&
-		    now - nodes[i].sent_at_ms > dp->apply_timeout_ms) {
+		    now - nodes[i].sent_at_ms > dp->apply_timeout_ms &&
+		    ctl_engine_store_settled(dp->srv->engine, CTL_STORE_SETTLE_MS)) {
 			char why[96];
 
 			snprintf(why, sizeof(why), "no result within %lld s",

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define STORE_BUSY_TIMEOUT_MS 5000
@@ -42,6 +43,14 @@ static void set_errmsg(struct store *s, const char *fmt, ...)
 	pthread_mutex_unlock(&s->errlock);
 }
 
+/* Is the file system that holds path mounted read-only (or remounted so after an error)? */
+static bool read_only_fs(const char *path)
+{
+	struct statvfs sv;
+
+	return path && statvfs(path, &sv) == 0 && (sv.f_flag & ST_RDONLY);
+}
+
 /* Record SQLite's message for a failed call and map rc to a project error. Caller holds the
  * connection's lock (or owns the store exclusively during open). */
 int store_db_fail(struct store_conn *c, int rc, const char *what)
@@ -63,10 +72,26 @@ int store_db_fail(struct store_conn *c, int rc, const char *what)
 	case SQLITE_PERM:
 	case SQLITE_READONLY:
 	case SQLITE_CANTOPEN:
-		/* SQLite keeps the errno of the failed system call. */
-		return sqlite3_system_errno(c->db) == EACCES ? -EACCES : -RY_E_DB;
 	case SQLITE_IOERR:
-		return sqlite3_system_errno(c->db) == ENOSPC ? -RY_E_DISK_FULL : -RY_E_DB;
+		if (rc == SQLITE_IOERR_NOMEM)
+			return -ENOMEM;
+		/* SQLite keeps the errno of the failed system call: a full disk, a file system
+		 * gone read-only or a failing disk say so, not "database error". */
+		switch (c->db ? sqlite3_system_errno(c->db) : 0) {
+		case EACCES:
+			if ((rc & 0xff) != SQLITE_IOERR)
+				return -EACCES;
+			break;
+		case ENOSPC:
+			return -RY_E_DISK_FULL;
+		case EROFS:
+			return -EROFS;
+		}
+		/* That errno is not always kept (SQLite reads errno after other calls): ask the
+		 * file system itself. */
+		if (read_only_fs(c->s->path))
+			return -EROFS;
+		return (rc & 0xff) == SQLITE_IOERR ? -EIO : -RY_E_DB;
 	default:
 		return -RY_E_DB;
 	}

@@ -51,7 +51,8 @@ struct store {
 };
 
 /* Record SQLite's message for a failed call and map rc to a project error (-ENOMEM,
- * -RY_E_CORRUPT, -RY_E_DISK_FULL, -RY_E_BUSY, -EACCES, -RY_E_DB). Caller holds c->lock. */
+ * -RY_E_CORRUPT, -RY_E_DISK_FULL, -RY_E_BUSY, -EACCES, -EROFS, -EIO, -RY_E_DB). Caller holds
+ * c->lock. */
 int store_db_fail(struct store_conn *c, int rc, const char *what);
 /* Record an inconsistency found by the store itself; -RY_E_DB. */
 int store_db_fail_msg(struct store_conn *c, const char *msg);
