@@ -26,6 +26,9 @@ enum {
 	OPT_MEM,
 	OPT_TCLASS,
 	OPT_SL,
+	OPT_GPUDIRECT,
+	OPT_USE_CUDA,
+	OPT_USE_CUDA_DMABUF,
 };
 
 static const struct option options[] = {
@@ -55,6 +58,9 @@ static const struct option options[] = {
 	{"mem", required_argument, NULL, OPT_MEM},
 	{"tclass", required_argument, NULL, OPT_TCLASS},
 	{"sl", required_argument, NULL, OPT_SL},
+	{"gpudirect", required_argument, NULL, OPT_GPUDIRECT},
+	{"use_cuda", required_argument, NULL, OPT_USE_CUDA},	     /* perftest's */
+	{"use_cuda_dmabuf", no_argument, NULL, OPT_USE_CUDA_DMABUF}, /* perftest's */
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -72,7 +78,7 @@ void bench_cli_usage(FILE *f)
 	      "  -i, --ib-port   HCA port (verbs; default 1; not with --rdma-cm)\n"
 	      "  --op OP         send, write or read (default: write for verbs, send for tcp)\n"
 	      "  -s, --size      message bytes (K/M suffixes; default 2)\n"
-	      "  -a, --all       every size from 2 B to 8 MiB\n"
+	      "  -a, --all       every size from 2 B to 8 MiB (or the device's largest message)\n"
 	      "  -n, --iters     iterations (default 1000)  -D, --duration  seconds instead\n"
 	      "  -q, --qp        QPs / connections (bw)     -t, --tx-depth  window (bw, 128)\n"
 	      "  --bidir         both directions (bw)       -p, --port      port (18515)\n"
@@ -81,7 +87,12 @@ void bench_cli_usage(FILE *f)
 	      "  --margin MS     -D: excluded at both ends   --interval MS  bw samples (1000)\n"
 	      "  --timeout MS    connect / wait for the client (server default: 1 hour)\n"
 	      "  -I N, --tclass N, --sl N   verbs inline size, traffic class, service level\n"
-	      "  --json          one JSON document       --metrics  RY-METRIC lines for scripts\n",
+	      "  --json          one JSON document       --metrics  RY-METRIC lines for scripts\n"
+	      "  --mem M         host (default) or cuda[:GPU]: GPU memory (GPU: index, PCI bus id\n"
+	      "                  or GPU- UUID; perftest's --use_cuda N); tcp stages it through\n"
+	      "                  pinned host memory\n"
+	      "  --gpudirect G   verbs with cuda: auto (dma-buf, else nvidia-peermem), dmabuf\n"
+	      "                  (perftest's --use_cuda_dmabuf) or peermem\n",
 	      f);
 }
 
@@ -254,8 +265,28 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *ret_cli, char *err,
 			break;
 		case OPT_MEM:
 			if (strlen(optarg) >= sizeof(p->mem))
-				return usage_err(err, errlen, "unknown memory '%s'", optarg);
+				return usage_err(err, errlen, "unknown memory '%.64s'", optarg);
 			snprintf(p->mem, sizeof(p->mem), "%s", optarg);
+			break;
+		case OPT_USE_CUDA:
+			if (strlen(optarg) + 5 >= sizeof(p->mem) ||
+			    strspn(optarg, "0123456789") != strlen(optarg) || !optarg[0])
+				return usage_err(err, errlen,
+						 "--use_cuda wants a GPU index, not '%s'", optarg);
+			snprintf(p->mem, sizeof(p->mem), "cuda:%s", optarg);
+			break;
+		case OPT_GPUDIRECT: {
+			enum bench_gpudirect g;
+
+			if (bench_gpudirect_parse(optarg, &g) < 0)
+				return usage_err(err, errlen,
+						 "--gpudirect is auto, dmabuf or peermem, not '%s'",
+						 optarg);
+			p->gpudirect = (uint8_t)g;
+			break;
+		}
+		case OPT_USE_CUDA_DMABUF:
+			p->gpudirect = BENCH_GD_DMABUF;
 			break;
 		case OPT_TCLASS:
 			r = num("--tclass", optarg, 255, &v, err, errlen);

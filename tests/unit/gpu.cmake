@@ -1,0 +1,26 @@
+# GPU code without a GPU: the test double of libcuda.so.1 (tests/gpu/libcuda_double.c, built
+# only here, never installed) loaded through the RAILYARD_SEAM_LIBCUDA seam; the cuda memory
+# backend, GPUDirect registration choice and copy bandwidth on it, and the refusals without a
+# driver or a GPU.
+if(TARGET ry_bench AND NOT RAILYARD_WITH_CUDA STREQUAL "OFF")
+	add_library(cuda-double SHARED ${CMAKE_SOURCE_DIR}/tests/gpu/libcuda_double.c)
+	target_include_directories(cuda-double PRIVATE ${CMAKE_SOURCE_DIR})
+	target_link_libraries(cuda-double PRIVATE Threads::Threads)
+	set_target_properties(cuda-double PROPERTIES OUTPUT_NAME cuda-double
+		LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu)
+	set(RAILYARD_CUDA_DOUBLE ${CMAKE_BINARY_DIR}/tests/gpu/libcuda-double.so
+		CACHE INTERNAL "the libcuda test double")
+
+	railyard_test(test_bench_cuda SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_bench_cuda.c
+		LIBS ry_bench Threads::Threads m ${CMAKE_DL_LIBS} LABELS unit TIMEOUT 120)
+	add_dependencies(test_bench_cuda cuda-double)
+	set_property(TEST test_bench_cuda APPEND PROPERTY ENVIRONMENT
+		"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}" "RAILYARD_CUDA_DOUBLE_LEAKCHECK=1")
+	add_test(NAME test_bench_cuda_nolib COMMAND test_bench_cuda nolib)
+	set_tests_properties(test_bench_cuda_nolib PROPERTIES LABELS unit TIMEOUT 30
+		ENVIRONMENT "RAILYARD_SEAM_LIBCUDA=${CMAKE_BINARY_DIR}/tests/gpu/no-such-libcuda.so.1")
+	add_test(NAME test_bench_cuda_nogpu COMMAND test_bench_cuda nogpu)
+	set_tests_properties(test_bench_cuda_nogpu PROPERTIES LABELS unit TIMEOUT 30
+		ENVIRONMENT "RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE};RAILYARD_CUDA_DOUBLE_GPUS=0")
+
+endif()
