@@ -23,4 +23,17 @@ if(TARGET ry_bench AND NOT RAILYARD_WITH_CUDA STREQUAL "OFF")
 	set_tests_properties(test_bench_cuda_nogpu PROPERTIES LABELS unit TIMEOUT 30
 		ENVIRONMENT "RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE};RAILYARD_CUDA_DOUBLE_GPUS=0")
 
+	# The agent's GPU orders (a GPU check as a RunBench, GPU memory refused) in test_benchjob.
+	if(TEST test_benchjob)
+		add_dependencies(test_benchjob cuda-double)
+		set_property(TEST test_benchjob APPEND PROPERTY ENVIRONMENT
+			"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}")
+	endif()
+
+	# The GPU check's judgement on fixture facts, and the check on the double.
+	railyard_test(test_gpucheck SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_gpucheck.c
+		LIBS ry_agent m ${CMAKE_DL_LIBS} LABELS unit TIMEOUT 60)
+	add_dependencies(test_gpucheck cuda-double)
+	set_property(TEST test_gpucheck APPEND PROPERTY ENVIRONMENT
+		"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}" "RAILYARD_CUDA_DOUBLE_LEAKCHECK=1")
 endif()
