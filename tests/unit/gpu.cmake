@@ -37,3 +37,12 @@ if(TARGET ry_bench AND NOT RAILYARD_WITH_CUDA STREQUAL "OFF")
 	set_property(TEST test_gpucheck APPEND PROPERTY ENVIRONMENT
 		"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}" "RAILYARD_CUDA_DOUBLE_LEAKCHECK=1")
 endif()
+
+# A campaign's GPU parts: gpu tests (rounds, orders, summary, verdict), GPU <-> rail pairing.
+railyard_test(test_campaign_plan SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_campaign_plan.c
+	LIBS ry_controller LABELS unit TIMEOUT 60)
+
+# A campaign with a gpu test and a GPU-memory test over two agents on the double.
+railyard_script_test(integration_campaign_gpu
+	COMMAND ${CMAKE_SOURCE_DIR}/tests/integration/test_campaign_gpu.sh ${CMAKE_BINARY_DIR}
+	LABELS integration TIMEOUT 300)
