@@ -453,3 +453,80 @@ void bench_cli_print_metrics(FILE *f, const json_t *doc)
 				num_of(json_object_get(r, "bw"), "mbps"));
 	}
 }
+
+#ifdef RAILYARD_BENCH_HAVE_CUDA
+#include "nodeagent/bench/cuda.h"
+
+int bench_cli_gpu_info(int argc, char **argv, FILE *out)
+{
+	const char *mem = NULL;
+	char err[BENCH_ERR_LEN] = "", spec[BENCH_DEV_LEN];
+	const struct bench_cuda *cu;
+	json_t *all = NULL, *g;
+	bool json = false;
+	int n = 0, rc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc &&
+			   strncmp(argv[i + 1], "cuda", 4) == 0 &&
+			   strlen(argv[i + 1]) < sizeof(spec)) {
+			mem = argv[++i];
+		} else {
+			fprintf(stderr,
+				"usage: railyard-bench gpu-info [--mem cuda[:GPU]] [--json]\n");
+			return 2;
+		}
+	}
+	if (bench_cuda_get(&cu, err, sizeof(err)) < 0) {
+		fprintf(stderr, "railyard-bench gpu-info: %s\n", err);
+		return 1;
+	}
+	if (cu->device_get_count(&n) != 0 || n <= 0) {
+		fprintf(stderr, "railyard-bench gpu-info: no CUDA GPU on this host\n");
+		return 1;
+	}
+	all = json_array();
+	for (int d = 0; d < (mem ? 1 : n); d++) {
+		if (!mem)
+			snprintf(spec, sizeof(spec), "cuda:%d", d);
+		if (bench_cuda_probe(mem ? mem : spec, &g, err, sizeof(err)) < 0) {
+			fprintf(stderr, "railyard-bench gpu-info: %s\n", err);
+			rc = 1;
+			continue;
+		}
+		if (strcmp(json_string_value(json_object_get(g, "dmabuf_export")), "ok") != 0)
+			rc = 1;
+		json_array_append_new(all, g);
+	}
+	if (json) {
+		json_dumpf(all, out, JSON_INDENT(2));
+		fputc('\n', out);
+	} else {
+		size_t i;
+
+		json_array_foreach(all, i, g) fprintf(
+			out,
+			"GPU %d  %s  %s  %s  %.0f MiB  driver %d  dma-buf %s  GPUDirect RDMA "
+			"%s  dma-buf export: %s\n",
+			(int)json_integer_value(json_object_get(g, "index")), str_of(g, "name"),
+			str_of(g, "bus_id"), str_of(g, "uuid"),
+			num_of(g, "total_mem_bytes") / 1048576.0, (int)num_of(g, "driver_version"),
+			num_of(g, "dmabuf_supported") > 0 ? "yes" : "no",
+			num_of(g, "gpudirect_rdma_supported") > 0 ? "yes" : "no",
+			str_of(g, "dmabuf_export"));
+	}
+	json_decref(all);
+	return rc;
+}
+#else
+int bench_cli_gpu_info(int argc, char **argv, FILE *out)
+{
+	(void)argc;
+	(void)argv;
+	(void)out;
+	fprintf(stderr, "railyard-bench gpu-info: cuda memory not built\n");
+	return 1;
+}
+#endif

@@ -6,6 +6,7 @@
 #ifndef RAILYARD_BENCH_CUDA_H
 #define RAILYARD_BENCH_CUDA_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -122,6 +123,13 @@ struct bench_cuda_devinfo {
 	int gpudirect;	  /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: 1, 0, -1 */
 	size_t total_mem; /* bytes; 0 when unknown */
 };
+
+/* `railyard-bench gpu-info`: the GPU arg names ("cuda[:GPU]"; NULL: GPU 0) as JSON {driver_version,
+ * index, name, bus_id, uuid, total_mem_bytes, dmabuf_supported, gpudirect_rdma_supported (1, 0,
+ * -1 unknown), dmabuf_export: "ok" or why a 2 MiB allocation could not be exported}. *ret: new
+ * reference. Errors (reason in err): the GPU cannot be opened (bench_mem_open()'s). */
+__attribute__((warn_unused_result)) int bench_cuda_probe(const char *arg, json_t **ret, char *err,
+							 size_t errlen);
 
 __attribute__((warn_unused_result)) int bench_cuda_devinfo(const struct bench_cuda *cu, int dev,
 							   struct bench_cuda_devinfo *ret);

@@ -8,6 +8,8 @@
 
 #include "common/util/error.h"
 
+#include <jansson.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -297,6 +299,49 @@ static void cuda_env(void *st, struct bench_mem_env *ret_env)
 	snprintf(ret_env->bus_id, sizeof(ret_env->bus_id), "%s", m->info.bus_id);
 	snprintf(ret_env->uuid, sizeof(ret_env->uuid), "%s", m->info.uuid);
 	ret_env->index = m->info.ordinal;
+}
+
+int bench_cuda_probe(const char *arg, json_t **ret, char *err, size_t errlen)
+{
+	char e[BENCH_ERR_LEN] = "";
+	struct bench_mem m = {0};
+	const size_t len = 2u << 20;
+	void *buf = NULL;
+	uint64_t off = 0;
+	int fd = -1, r, version = 0;
+	struct cuda_mem *cm;
+	json_t *o;
+
+	r = bench_mem_open(arg && arg[0] ? arg : "cuda", &m, e);
+	if (r == 0 && strcmp(m.ops->name, "cuda") != 0) {
+		snprintf(e, sizeof(e), "'%s' is not GPU memory", arg);
+		r = -RY_E_INVALID;
+	}
+	if (r < 0) {
+		bench_mem_close(&m);
+		snprintf(err, errlen, "%s", e);
+		return r;
+	}
+	cm = m.st;
+	(void)cm->cu->driver_get_version(&version);
+	o = json_pack("{si si ss ss ss sI si si}", "driver_version", version, "index",
+		      cm->info.ordinal, "name", cm->info.name, "bus_id", cm->info.bus_id, "uuid",
+		      cm->info.uuid, "total_mem_bytes", (json_int_t)cm->info.total_mem,
+		      "dmabuf_supported", cm->info.dmabuf, "gpudirect_rdma_supported",
+		      cm->info.gpudirect);
+	r = cuda_alloc(cm, len, &buf);
+	if (r < 0)
+		snprintf(e, sizeof(e), "cannot allocate 2 MiB: %s", ry_strerror(r));
+	else
+		r = cuda_dmabuf(cm, buf, len, &fd, &off, e);
+	json_object_set_new(o, "dmabuf_export", json_string(r == 0 ? "ok" : e));
+	if (fd >= 0)
+		close(fd);
+	if (buf)
+		cuda_free(cm, buf, len);
+	bench_mem_close(&m);
+	*ret = o;
+	return 0;
 }
 
 const struct bench_mem_ops bench_mem_cuda = {

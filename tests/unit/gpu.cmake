@@ -30,6 +30,19 @@ if(TARGET ry_bench AND NOT RAILYARD_WITH_CUDA STREQUAL "OFF")
 			"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}")
 	endif()
 
+	# tests/gpu/run.sh, the GPU machine's script, on the double here (nvidia-smi steps skip), and
+	# for real where there is a GPU (label gpu; it skips saying why where there is none).
+	railyard_script_test(test_gpu_run_double
+		COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh --out ${CMAKE_BINARY_DIR}/gpu-run-double
+			--port 19750 --quick
+		LABELS integration TIMEOUT 120)
+	set_property(TEST test_gpu_run_double APPEND PROPERTY ENVIRONMENT
+		"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}"
+		"RAILYARD_CUDA_DOUBLE_RATES=h2d=55.5,d2h=55.3,d2d=1959")
+	railyard_script_test(gpu_run
+		COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh --out ${CMAKE_BINARY_DIR}/gpu-run --port 19800
+		LABELS gpu TIMEOUT 600)
+
 	# The GPU check's judgement on fixture facts, and the check on the double.
 	railyard_test(test_gpucheck SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_gpucheck.c
 		LIBS ry_agent m ${CMAKE_DL_LIBS} LABELS unit TIMEOUT 60)
