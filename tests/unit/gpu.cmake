@@ -16,6 +16,18 @@ if(TARGET ry_bench AND NOT RAILYARD_WITH_CUDA STREQUAL "OFF")
 	add_dependencies(test_bench_cuda cuda-double)
 	set_property(TEST test_bench_cuda APPEND PROPERTY ENVIRONMENT
 		"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}" "RAILYARD_CUDA_DOUBLE_LEAKCHECK=1")
+	# The cuda backend and the GPU check under valgrind: every path frees what it took (the
+	# double's own leak check covers what the "driver" handed out).
+	find_program(VALGRIND valgrind)
+	if(VALGRIND AND NOT RAILYARD_SANITIZE)
+		foreach(t test_bench_cuda test_gpucheck)
+			add_test(NAME ${t}_valgrind
+				COMMAND ${VALGRIND} -q --error-exitcode=9 --leak-check=full
+					--errors-for-leak-kinds=definite,indirect $<TARGET_FILE:${t}>)
+			set_tests_properties(${t}_valgrind PROPERTIES LABELS "unit;valgrind" TIMEOUT 300
+				ENVIRONMENT "RAILYARD_SOURCE_DIR=${CMAKE_SOURCE_DIR};RAILYARD_BUILD_DIR=${CMAKE_BINARY_DIR};RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE};RAILYARD_CUDA_DOUBLE_LEAKCHECK=1")
+		endforeach()
+	endif()
 	add_test(NAME test_bench_cuda_nolib COMMAND test_bench_cuda nolib)
 	set_tests_properties(test_bench_cuda_nolib PROPERTIES LABELS unit TIMEOUT 30
 		ENVIRONMENT "RAILYARD_SEAM_LIBCUDA=${CMAKE_BINARY_DIR}/tests/gpu/no-such-libcuda.so.1")
