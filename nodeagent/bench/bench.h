@@ -364,7 +364,10 @@ struct bench_clock {
 	void *ud;
 };
 
-/* CLOCK_MONOTONIC_RAW (falls back to CLOCK_MONOTONIC). */
+/* CLOCK_MONOTONIC_RAW (falls back to CLOCK_MONOTONIC). With the default clock (opts->clock
+ * NULL) latency samples are read from the CPU's time-stamp counter where the kernel keeps time
+ * with it, converted at a rate measured against this clock (docs/bench.md, "What is measured";
+ * RAILYARD_BENCH_CLOCK=monotonic turns that off); an injected clock is used for everything. */
 extern const struct bench_clock bench_clock_monotonic;
 
 /* ---- running a test ------------------------------------------------------------------------ */

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,109 @@ static int mono_now(void *ud, uint64_t *ret_ns)
 }
 
 const struct bench_clock bench_clock_monotonic = {.now = mono_now, .ud = NULL};
+
+/* Latency samples from the CPU's time-stamp counter, as perftest's get_cycles(), where the
+ * kernel itself keeps time with it (clocksource "tsc": invariant and synchronised across CPUs).
+ * Reading it is one instruction; clock_gettime() is a call into the vDSO and its data page, and
+ * between the two readings of a round trip that cost is in the sample. It shows where the
+ * round trip itself is short or makes the kernel switch tasks (a soft-RoCE RDMA read wakes
+ * ksoftirqd; under emulation each switch flushes the TLB, so every page and block touched after
+ * it costs): with clock_gettime our read latency was 4-5 % above ib_read_lat's. Ticks are
+ * converted with a rate measured against CLOCK_MONOTONIC_RAW once per process (20 ms);
+ * RAILYARD_BENCH_CLOCK=monotonic turns the counter off (both are named in the result). */
+#define TICK_CAL_NS 20000000ull
+
+static pthread_once_t tick_once = PTHREAD_ONCE_INIT;
+static double tick_ns; /* ns per tick; 0: not available here */
+
+#if defined(__x86_64__)
+static inline uint64_t tick_read(void)
+{
+	uint32_t lo, hi;
+
+	/* lfence: the reading is neither hoisted above what precedes it nor sunk below what
+	 * follows it (rdtsc_ordered() in the kernel). */
+	__asm__ __volatile__("lfence; rdtsc; lfence" : "=a"(lo), "=d"(hi)::"memory");
+	return (uint64_t)hi << 32 | lo;
+}
+
+static bool tick_clocksource_is_tsc(void)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	bool tsc;
+
+	if (!f)
+		return false;
+	tsc = fgets(buf, sizeof(buf), f) && strcmp(buf, "tsc\n") == 0;
+	fclose(f);
+	return tsc;
+}
+
+/* A (CLOCK_MONOTONIC_RAW, tick) pair read as close together as we can: of a few tries, the one
+ * whose tick readings around the clock reading are nearest. */
+static int tick_pair(uint64_t *ret_ns, uint64_t *ret_tick)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int k = 0; k < 5; k++) {
+		struct timespec ts;
+		uint64_t a = tick_read(), b;
+
+		if (clock_gettime(CLOCK_MONOTONIC_RAW, &ts) < 0)
+			return -errno;
+		b = tick_read();
+		if (b > a && b - a < best) {
+			best = b - a;
+			*ret_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			*ret_tick = a + (b - a) / 2;
+		}
+	}
+	return best == UINT64_MAX ? -EIO : 0;
+}
+
+static void tick_calibrate(void)
+{
+	const char *want = getenv("RAILYARD_BENCH_CLOCK");
+	struct timespec pause = {0, (long)TICK_CAL_NS};
+	uint64_t n0, k0, n1, k1;
+
+	if ((want && strcmp(want, "monotonic") == 0) || !tick_clocksource_is_tsc())
+		return;
+	if (tick_pair(&n0, &k0) < 0)
+		return;
+	while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
+		;
+	if (tick_pair(&n1, &k1) < 0 || n1 <= n0 || k1 <= k0 || n1 - n0 < TICK_CAL_NS)
+		return;
+	tick_ns = (double)(n1 - n0) / (double)(k1 - k0);
+	log_debug("bench: latency from the TSC, %.6f ns per tick", tick_ns);
+}
+#else
+static inline uint64_t tick_read(void)
+{
+	return 0;
+}
+
+static void tick_calibrate(void)
+{
+}
+#endif
+
+/* Whether this run's latency samples come from ticks: the default clock only (an injected
+ * clock is the test's), and the counter available. */
+static bool ticks_on(const struct bench_run_opts *o)
+{
+	if (o->clock)
+		return false;
+	(void)pthread_once(&tick_once, tick_calibrate);
+	return tick_ns > 0;
+}
+
+static inline uint64_t ticks_to_ns(uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * tick_ns + 0.5);
+}
 
 static int now_ns(struct run *run, uint64_t *ret_ns)
 {
@@ -860,8 +964,10 @@ static int run_lat(struct run *run, const struct bench_step *s, json_t **ret_loc
 {
 	bool client = run->role == BENCH_CLIENT;
 	bool passive = !client && run->p.op == BENCH_OP_READ;
+	bool ticks = ticks_on(run->o);
 	uint64_t total = run->p.iters ? run->p.warmup + run->p.iters : UINT64_MAX;
-	uint64_t i = 0, t0, t1, start, end_ns = 0, last_io, checked = 0;
+	uint64_t i = 0, t0 = 0, t1, start, end_ns = 0, last_io, checked = 0, k0 = 0, k1 = 0,
+		 k_start;
 	struct stats_lat *lat = NULL;
 	struct stats_lat_summary sum;
 	int r;
@@ -874,13 +980,15 @@ static int run_lat(struct run *run, const struct bench_step *s, json_t **ret_loc
 	r = now_ns(run, &start);
 	if (r < 0)
 		goto out;
+	k_start = ticks ? tick_read() : 0;
 	last_io = start;
 	if (passive) {
 		r = wait_peer_done(run);
 		goto report;
 	}
 	while (i < total) {
-		if (client && end_ns && run->last_ns - start >= end_ns)
+		if (client && end_ns &&
+		    (ticks ? ticks_to_ns(tick_read() - k_start) : run->last_ns - start) >= end_ns)
 			break;
 		if (!client && run->have_peer_done && i >= run->peer_done[0])
 			break;
@@ -889,10 +997,14 @@ static int run_lat(struct run *run, const struct bench_step *s, json_t **ret_loc
 		if (run->p.check_data && run->p.op != BENCH_OP_READ &&
 		    (r = fill_tx(run, s, 0, i, i)) < 0)
 			goto out;
-		r = now_ns(run, &t0);
-		if (r < 0)
+		/* Only the client measures; nothing but the round trip between the readings. */
+		if (ticks)
+			k0 = tick_read();
+		else if (client && (r = now_ns(run, &t0)) < 0)
 			goto out;
 		r = run->t->lat_iter(run->st, i, client ? (int)run->p.io_timeout_ms : SLICE_MS);
+		if (ticks)
+			k1 = tick_read();
 		if (r == -EAGAIN && !client) {
 			/* No ping yet: is the client done (duration mode), gone or silent? */
 			r = ctrl_poll(run);
@@ -915,9 +1027,16 @@ static int run_lat(struct run *run, const struct bench_step *s, json_t **ret_loc
 				 r == -ECONNRESET || r == -EPIPE ? "peer lost" : ry_strerror(r));
 			goto out;
 		}
-		r = now_ns(run, &t1);
-		if (r < 0)
+		if (ticks) {
+			if (k1 < k0 || k1 < k_start) {
+				r = fail(run, -RY_E_CLOCK, "the time-stamp counter went back");
+				goto out;
+			}
+			t1 = start + ticks_to_ns(k1 - k_start);
+			t0 = t1 - ticks_to_ns(k1 - k0);
+		} else if ((r = now_ns(run, &t1)) < 0) {
 			goto out;
+		}
 		last_io = t1;
 		if (run->p.check_data) {
 			/* READ: the peer's slot holds its static pattern (seeded by slot). */
@@ -1509,6 +1628,11 @@ static int run_main(struct run *run, const char *peer, json_t **ret_result)
 								? "round-trip"
 								: "one-way (RTT/2)"));
 			json_object_set_new(doc, "latency_unit", json_string("us"));
+			json_object_set_new(doc, "latency_clock",
+					    json_string(run->o->clock ? "injected"
+							: ticks_on(run->o)
+								? "tsc"
+								: "CLOCK_MONOTONIC_RAW"));
 		}
 		if ((r = msg_send_json(run, MSG_RESULT, doc)) < 0)
 			goto out;
