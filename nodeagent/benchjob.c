@@ -2,6 +2,7 @@
  * counters sampled around it, report through the outbox. */
 #include "nodeagent/benchjob.h"
 #include "nodeagent/counters.h"
+#include "nodeagent/gpucheck.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -42,6 +43,8 @@ struct bench_run {
 	bool server;
 	struct bench_params p;
 	uint32_t deadline_ms;
+	bool gpu; /* "kind": "gpu": the GPU check (gpu_opts), not a benchmark */
+	struct gpu_check_opts gpu_opts;
 };
 
 struct agent_bench {
@@ -108,7 +111,14 @@ int agent_bench_params_from_json(const json_t *o, struct bench_params *p, char *
 			p->rdma_cm = json_is_true(v);
 		else if (strcmp(key, "check_data") == 0 && json_is_boolean(v))
 			p->check_data = json_is_true(v);
-		else
+		else if (strcmp(key, "mem") == 0 && s && strlen(s) < sizeof(p->mem))
+			snprintf(p->mem, sizeof(p->mem), "%s", s);
+		else if (strcmp(key, "gpudirect") == 0 && s) {
+			enum bench_gpudirect g;
+
+			r = bench_gpudirect_parse(s, &g);
+			p->gpudirect = (uint8_t)g;
+		} else
 			r = -RY_E_INVALID;
 		if (r < 0) {
 			snprintf(err, errlen, "parameter '%.32s': unknown or of the wrong type",
@@ -326,6 +336,31 @@ static struct counters_snap *snapshot(const struct bench_run *run, const char *w
 	return snap;
 }
 
+/* A GPU check ordered like a benchmark (one side, the "client"): its document is the result;
+ * a check that ran is ok (its "passed" says whether the GPUs are healthy). */
+static void gpu_main(struct bench_run *run)
+{
+	char err[256] = "";
+	json_t *doc = NULL;
+	int r;
+
+	run->gpu_opts.cancel = &run->cancel;
+	log_info("bench %s: GPU check", run->id);
+	r = gpu_check_run(run->owner->sysroot, NULL, &run->gpu_opts, &doc, err, sizeof(err));
+	if (r < 0) {
+		log_warn("bench %s: GPU check: %s", run->id, err);
+		doc = json_pack("{si sb ss ss sb s{si ss}}", "version", 1, "ok", false, "tool",
+				"railyard gpu-check", "role", "client", "passed", false, "error",
+				"code", r, "message", err);
+	} else {
+		log_info("bench %s: GPU check %s", run->id,
+			 json_is_true(json_object_get(doc, "passed")) ? "passed" : "failed");
+		json_object_set_new(doc, "role", json_string("client"));
+	}
+	push_result(run->owner, run->id, false, doc, r >= 0);
+	json_decref(doc);
+}
+
 static void *run_main(void *arg)
 {
 	struct bench_run *run = arg;
@@ -335,6 +370,10 @@ static void *run_main(void *arg)
 	json_t *result = NULL;
 	int r;
 
+	if (run->gpu) {
+		gpu_main(run);
+		goto done;
+	}
 	o.cancel = &run->cancel;
 	o.deadline_ms = (uint64_t)util_now_mono_ms() + run->deadline_ms;
 	o.on_ready = on_ready;
@@ -364,6 +403,7 @@ static void *run_main(void *arg)
 	counters_snap_free(after);
 	push_result(run->owner, run->id, run->server, result, r >= 0);
 	json_decref(result);
+done:
 	pthread_mutex_lock(&run->owner->lock);
 	run->finished = true;
 	pthread_mutex_unlock(&run->owner->lock);
@@ -431,8 +471,10 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	enum bench_side side = side_parse(rb->role);
 	struct bench_run *run = NULL;
 	char err[BENCH_ERR_LEN] = "", host[256] = "";
+	struct gpu_check_opts gopts;
 	struct bench_params p;
 	json_t *params;
+	bool gpu;
 	int r;
 
 	if (!rb->bench_id[0] || strlen(rb->bench_id) > 64)
@@ -452,10 +494,25 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	pthread_mutex_unlock(&b->lock);
 
 	bench_params_init(&p);
+	gpu_check_opts_init(&gopts);
 	params = json_loads(rb->params_json, JSON_REJECT_DUPLICATES, NULL);
-	r = agent_bench_params_from_json(params, &p, err, sizeof(err));
+	gpu = json_is_string(json_object_get(params, "kind")) &&
+	      strcmp(json_string_value(json_object_get(params, "kind")), "gpu") == 0;
+	if (gpu) {
+		/* One side: the node checks its own GPUs; no peer, no port. */
+		r = gpu_check_opts_from_json(params, &gopts, err, sizeof(err));
+		if (r >= 0 && side != SIDE_CLIENT) {
+			snprintf(err, sizeof(err), "a GPU check runs as the client side");
+			r = -RY_E_INVALID;
+		} else if (r >= 0 && (rb->deadline_ms == 0 || rb->deadline_ms > 3 * 3600 * 1000u)) {
+			snprintf(err, sizeof(err), "deadline out of range");
+			r = -RY_E_INVALID;
+		}
+	} else {
+		r = agent_bench_params_from_json(params, &p, err, sizeof(err));
+	}
 	json_decref(params);
-	if (r >= 0) {
+	if (r >= 0 && !gpu) {
 		bool server = side == SIDE_SERVER;
 
 		if (side == SIDE_INVALID) {
@@ -505,6 +562,8 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	run->server = side == SIDE_SERVER;
 	run->p = p;
 	run->deadline_ms = rb->deadline_ms;
+	run->gpu = gpu;
+	run->gpu_opts = gopts;
 	if (pthread_create(&run->thread, NULL, run_main, run) != 0) {
 		run->used = false;
 		pthread_mutex_unlock(&b->lock);

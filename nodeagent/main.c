@@ -4,6 +4,7 @@
 #include "nodeagent/config.h"
 #include "nodeagent/enroll.h"
 #include "nodeagent/facts/facts.h"
+#include "nodeagent/gpucheck.h"
 #include "nodeagent/session.h"
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
@@ -37,6 +38,7 @@ static void usage(FILE *f)
 		   "         [--reconnect-max 30s] [--bench-ports 18515-18546|0]\n"
 		   "         [--outbox-max 32M]\n"
 		   "  facts  [--sysroot DIR] [--json]\n"
+		   "  gpu-check [--gpu N] [--json] ...  (railyard-agent gpu-check --help)\n"
 		   "  version\n"
 		   "\n"
 		   "--state-dir defaults to " AGENT_DEFAULT_STATE_DIR ", --sysroot to /.\n");
@@ -210,6 +212,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* Subcommands with options of their own. */
+	if (strcmp(cmd, "gpu-check") == 0)
+		return gpu_check_cmd(argc - 1, argv + 1, stdout);
 	eo.state_dir = so.state_dir = AGENT_DEFAULT_STATE_DIR;
 	eo.sysroot = so.sysroot = "/";
 	eo.timeout_ms = 15000;

@@ -169,12 +169,13 @@ const char *playbook_target_cluster(const struct playbook *pb);
 const json_t *playbook_target_selector(const struct playbook *pb);
 const struct pb_rollout *playbook_rollout(const struct playbook *pb);
 /* The validation section, normalized, as JSON, borrowed; an empty object when absent:
- * {transport, tests: [{name, kind, pattern, per_rail, op, size, duration_s, iters, qps, bidir |
- * congestors, victims, fraction, line}], acceptance: [{metric, test, field, op, value,
- * relative?, message?, line}]}. Shape in docs/playbooks.md; not rendered. */
+ * {transport, tests: [{name, kind, pattern, per_rail, op, size, duration_s, iters, qps, bidir,
+ * mem, gpu? | congestors, victims, fraction | (kind gpu) size, repeats, h2d_min, d2h_min,
+ * d2d_min; line}], acceptance: [{metric, test, field, op, value, relative?, message?, line}]}.
+ * Shape in docs/playbooks.md; not rendered. */
 const json_t *playbook_validation(const struct playbook *pb);
-/* Whether FIELD is a metric a test of KIND (lat, bw, congestion) measures; counters.NAME is one
- * for every kind. */
+/* Whether FIELD is a metric a test of KIND (lat, bw, congestion, gpu) measures; counters.NAME is
+ * one for every kind. */
 bool pb_metric_ok(const char *kind, const char *field);
 /* Number of steps, and the name/type of step i (borrowed; NULL when i is out of range). */
 size_t playbook_step_count(const struct playbook *pb);

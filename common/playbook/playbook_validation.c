@@ -19,6 +19,10 @@ static const char *const bw_fields[] = {"gbps", "msg_rate", NULL};
 static const char *const congestion_fields[] = {
 	"impact_avg",	    "impact_p99",    "impact_bw",      "isolated_p99_us",
 	"congested_p99_us", "isolated_gbps", "congested_gbps", NULL};
+/* A GPU check's: the lowest of the node's GPUs (GB/s), the checks that failed and the readings
+ * that could not be made (docs/bench.md, "GPU checks"), the GPUs measured. */
+static const char *const gpu_fields[] = {"h2d_gb_s", "d2h_gb_s", "d2d_gb_s", "checks_failed",
+					 "not_read", "gpus",	 NULL};
 
 static bool in(const char *s, const char *const *set)
 {
@@ -43,6 +47,8 @@ bool pb_metric_ok(const char *kind, const char *field)
 		return in(field, bw_fields);
 	if (strcmp(kind, "congestion") == 0)
 		return in(field, congestion_fields);
+	if (strcmp(kind, "gpu") == 0)
+		return in(field, gpu_fields);
 	return false;
 }
 
@@ -105,15 +111,64 @@ static int parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
-/* One test: {name, kind, pattern, per_rail, op, size, duration, iters, qps, bidir} or, for
- * kind congestion, {name, kind, congestors, victims, fraction, size, duration}. */
+/* A GB/s minimum of a gpu test: a number from 0 (not checked) to 100000. */
+static void gpu_min(struct vctx *c, const struct pb_node *t, const char *key, const char *where,
+		    double def, json_t *o)
+{
+	const struct pb_node *n = scalar(c, t, key, where);
+	double v = def;
+	char *end;
+
+	if (n) {
+		v = strtod(n->text, &end);
+		if (*end || !(v >= 0 && v <= 100000))
+			verr(c, n,
+			     "%s.%s: expected GB/s from 0 (not checked) to 100000, got \"%s\"",
+			     where, key, n->text);
+	}
+	json_object_set_new(o, key, json_real(v));
+}
+
+/* The keys of a gpu test: {name, kind, size (bytes per copy), repeats, h2d_min, d2h_min,
+ * d2d_min (GB/s)}; defaults as railyard-agent gpu-check's. */
+static void parse_gpu_test(struct vctx *c, const struct pb_node *t, const char *where, json_t *o)
+{
+	static const char *const keys[] = {"name",    "kind",	 "size",    "repeats",
+					   "h2d_min", "d2h_min", "d2d_min", NULL};
+	const struct pb_node *n;
+	uint64_t size = 256ull << 20;
+	long long v = 10;
+
+	for (size_t k = 0; k < t->n; k++)
+		if (!in(t->keys[k]->text, keys))
+			verr(c, t->keys[k],
+			     "%s: \"%s\" is not a key of a gpu test (size, repeats, "
+			     "h2d_min, d2h_min, d2d_min)",
+			     where, t->keys[k]->text);
+	n = scalar(c, t, "size", where);
+	if (n && (parse_size(n->text, &size) < 0 || size < (64u << 10)))
+		verr(c, n, "%s.size: expected bytes per copy from 64K to 4G, like 256M, got \"%s\"",
+		     where, n->text);
+	json_object_set_new(o, "size", json_integer((json_int_t)size));
+	n = scalar(c, t, "repeats", where);
+	if (n && (pb_scalar_int(n, &v) < 0 || v < 1 || v > 1000))
+		verr(c, n, "%s.repeats: expected 1-1000 timed copies", where);
+	json_object_set_new(o, "repeats", json_integer(v));
+	gpu_min(c, t, "h2d_min", where, 48, o);
+	gpu_min(c, t, "d2h_min", where, 48, o);
+	gpu_min(c, t, "d2d_min", where, 1500, o);
+}
+
+/* One test: {name, kind, pattern, per_rail, op, size, duration, iters, qps, bidir, mem, gpu}
+ * or, for kind congestion, {name, kind, congestors, victims, fraction, size, duration}, or for
+ * kind gpu, see parse_gpu_test(). */
 static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 {
-	static const char *const keys[] = {"name",     "kind",		"pattern",    "per_rail",
-					   "op",       "size",		"duration",   "iters",
-					   "qps",      "bidir",		"congestors", "victims",
-					   "fraction", "traffic_class", NULL};
-	static const char *const kinds[] = {"lat", "bw", "congestion", NULL};
+	static const char *const keys[] = {
+		"name",	      "kind",	 "pattern",  "per_rail",      "op",  "size",
+		"duration",   "iters",	 "qps",	     "bidir",	      "mem", "gpu",
+		"congestors", "victims", "fraction", "traffic_class", NULL};
+	static const char *const kinds[] = {"lat", "bw", "congestion", "gpu", NULL};
 	static const char *const patterns[] = {"loopback", "pairs", "ring", "random-ring", NULL};
 	static const char *const ops[] = {"write", "send", "read", NULL};
 	static const char *const congestors[] = {"incast", "all-to-all", NULL};
@@ -124,7 +179,10 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 	int errors = c->errors;
 
 	snprintf(where, sizeof(where), "tests[%zu]", i);
-	for (size_t k = 0; k < t->n; k++)
+	n = pb_node_get(t, "kind");
+	/* A gpu test's keys are its own (parse_gpu_test() checks them). */
+	for (size_t k = 0; k < t->n && !(n && n->kind == PBN_SCALAR && strcmp(n->text, "gpu") == 0);
+	     k++)
 		if (!in(t->keys[k]->text, keys))
 			verr(c, t->keys[k], "%s: unknown key \"%s\"", where, t->keys[k]->text);
 	name = scalar(c, t, "name", where);
@@ -138,7 +196,7 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 	if (!kind)
 		verr(c, t, "%s: missing required key \"kind\"", where);
 	else if (!in(kind->text, kinds))
-		verr(c, kind, "%s.kind: unknown kind \"%s\" (expected lat, bw or congestion)",
+		verr(c, kind, "%s.kind: unknown kind \"%s\" (expected lat, bw, congestion or gpu)",
 		     where, kind->text);
 	if (c->errors > errors) {
 		json_decref(o);
@@ -149,13 +207,18 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 	json_object_set_new(o, "kind", json_string(kind->text));
 	json_object_set_new(o, "line", json_integer(t->line));
 	json_object_set_new(o, "col", json_integer(t->col));
+	if (strcmp(kind->text, "gpu") == 0) {
+		parse_gpu_test(c, t, where, o);
+		return o;
+	}
 
 	if (congestion) {
 		const struct pb_node *v = pb_node_get(t, "victims");
 		json_t *victims = json_array();
 
-		for (const char *const *k = (const char *const[]){"pattern", "per_rail", "op",
-								  "iters", "qps", "bidir", NULL};
+		for (const char *const *k =
+			     (const char *const[]){"pattern", "per_rail", "op", "iters", "qps",
+						   "bidir", "mem", "gpu", NULL};
 		     *k; k++)
 			if ((n = pb_node_get(t, *k)))
 				verr(c, n, "%s.%s: not a key of a congestion test", where, *k);
@@ -236,6 +299,19 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 				verr(c, n, "%s.bidir: expected true or false", where);
 			json_object_set_new(o, "bidir", json_boolean(b));
 		}
+		/* Memory of the buffers: host, or GPU memory (GPUDirect RDMA over verbs), the GPU
+		 * of each rail chosen by topology (nearest) or by index (GPU i for rail i). */
+		n = scalar(c, t, "mem", where);
+		if (n && strcmp(n->text, "host") != 0 && strcmp(n->text, "cuda") != 0)
+			verr(c, n, "%s.mem: expected host or cuda, got \"%s\"", where, n->text);
+		json_object_set_new(o, "mem", json_string(n ? n->text : "host"));
+		n = scalar(c, t, "gpu", where);
+		if (n && strcmp(n->text, "nearest") != 0 && strcmp(n->text, "index") != 0)
+			verr(c, n, "%s.gpu: expected nearest or index, got \"%s\"", where, n->text);
+		else if (n && strcmp(json_string_value(json_object_get(o, "mem")), "cuda") != 0)
+			verr(c, n, "%s.gpu: pairs GPUs with rails for mem: cuda", where);
+		if (strcmp(json_string_value(json_object_get(o, "mem")), "cuda") == 0)
+			json_object_set_new(o, "gpu", json_string(n ? n->text : "nearest"));
 	}
 	n = scalar(c, t, "size", where);
 	{
@@ -334,6 +410,12 @@ static json_t *parse_rule(struct vctx *c, const struct pb_node *r, size_t i, con
 	if (rel && !in(rel->text, relatives))
 		verr(c, rel, "%s.relative: expected median, mad, min or max, got \"%s\"", where,
 		     rel->text);
+	if (rel && strcmp(json_string_value(json_object_get(test, "kind")), "gpu") == 0 &&
+	    strcmp(dot + 1, "checks_failed") == 0)
+		verr(c, rel,
+		     "%s.relative: checks_failed is a count of failed checks; compare it with "
+		     "a number",
+		     where);
 	if (rel && strcmp(json_string_value(json_object_get(test, "kind")), "congestion") == 0)
 		verr(c, rel,
 		     "%s.relative: a congestion impact is already a ratio (congested over "

@@ -1,8 +1,9 @@
 /* Benchmark runs between two nodes, driven by the serving controller from the database: send
  * the server side its RunBench, wait for BenchReady with the port, send the client side its
- * RunBench pointing at that port, store both results. A cancel request (`bench cancel`) or a
- * failed side sends Cancel to the sides still running. A pass of the engine's tick thread; the
- * agents' reports arrive on its ingest worker. */
+ * RunBench pointing at that port, store both results. A GPU check (kind "gpu") has one side:
+ * its node is sent the client order, and that side's result ends the run. A cancel request (`bench
+ * cancel`) or a failed side sends Cancel to the sides still running. A pass of the engine's tick
+ * thread; the agents' reports arrive on its ingest worker. */
 #include "controller/bench/bench.h"
 #include "controller/engine/engine.h"
 #include "controller/server_int.h"
@@ -42,6 +43,12 @@ static char *side_params(const char *params_json, bool server)
 out:
 	json_decref(p);
 	return s;
+}
+
+/* A GPU check (kind "gpu"): one side, the "client", on its node; no server, no port. */
+static bool one_sided(const struct store_bench_run *b)
+{
+	return b->kind && strcmp(b->kind, "gpu") == 0;
 }
 
 /* Does a stored result document say ok? */
@@ -166,7 +173,20 @@ static void advance(struct ctl_server *srv, const struct store_bench_run *b)
 		fail_run(srv, b, why);
 		return;
 	}
-	if (strcmp(b->state, "pending") == 0) {
+	if (strcmp(b->state, "pending") == 0 && one_sided(b)) {
+		if (ctl_session_peer_host(srv, b->client_node, host, sizeof(host)) < 0)
+			return;
+		if (store_bench_update(store, b->id, "client_sent", NULL, 0, NULL, NULL, NULL,
+				       now) != 1)
+			return;
+		if (send_run(srv, b, false, NULL) < 0) {
+			if (store_bench_update(store, b->id, "pending", NULL, 0, NULL, NULL, NULL,
+					       now) < 0)
+				log_error("bench %s: storing it pending again failed", b->id);
+			return;
+		}
+		log_info("bench %s: GPU check sent to %s", b->id, b->client_node);
+	} else if (strcmp(b->state, "pending") == 0) {
 		/* Both ends must be online; until the deadline, wait for them. */
 		if (ctl_session_peer_host(srv, b->client_node, host, sizeof(host)) < 0 ||
 		    (!b->server_address &&
@@ -236,8 +256,9 @@ static void node_online(void *ud, const char *node_id)
 			log_info("bench %s: server side sent again to %s", b->id, node_id);
 		if (strcmp(b->client_node, node_id) == 0 && strcmp(b->state, "client_sent") == 0 &&
 		    !b->result_json) {
-			snprintf(peer, sizeof(peer), "%s:%d", b->server_address, b->server_port);
-			if (send_run(srv, b, false, peer) == 0)
+			snprintf(peer, sizeof(peer), "%s:%d",
+				 b->server_address ? b->server_address : "", b->server_port);
+			if (send_run(srv, b, false, one_sided(b) ? NULL : peer) == 0)
 				log_info("bench %s: client side sent again to %s for %s", b->id,
 					 node_id, peer);
 		}
@@ -398,7 +419,7 @@ static void on_result(struct ctl_server *srv, struct ctl_session *s,
 	/* The run ends when both sides have reported (or either failed): the client measures,
 	 * the server adds its receive-side checks. */
 	if (client) {
-		bool both = b->server_result_json != NULL;
+		bool both = b->server_result_json != NULL || one_sided(b);
 
 		r = store_bench_update(store, bench_id,
 				       !ok    ? "failed"

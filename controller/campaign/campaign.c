@@ -108,6 +108,8 @@ static int spec_of(const struct playbook *pb, const struct ctl_campaign_request 
 				json_object_set_new(c, "iters", json_integer(100));
 			if (json_integer_value(json_object_get(c, "duration_s")) > 1)
 				json_object_set_new(c, "duration_s", json_integer(1));
+			if (json_integer_value(json_object_get(c, "repeats")) > 3)
+				json_object_set_new(c, "repeats", json_integer(3));
 		}
 		json_array_append_new(tests, c);
 	}
@@ -264,8 +266,13 @@ static json_t *node_entry(const struct store_node *nd, const json_t *facts)
 		}
 	}
 	free(sorted);
+	/* GPUs in facts order (NVML's index): NUMA for the explanations; UUID, bus and nearest HCA
+	 * to give each rail its GPU (mem: cuda). */
 	json_array_foreach(json_object_get(facts, "gpus"), i, g) json_array_append_new(
-		gpus, json_pack("{s:O?}", "numa_node", json_object_get(g, "numa_node")));
+		gpus,
+		json_pack("{s:O?, s:O?, s:O?, s:O?}", "numa_node", json_object_get(g, "numa_node"),
+			  "uuid", json_object_get(g, "uuid"), "bus", json_object_get(g, "bus"),
+			  "nearest_hca", json_object_get(g, "nearest_hca")));
 	json_array_foreach(loaded, i, m) peermem |=
 		json_is_string(m) && strcmp(json_string_value(m), "nvidia_peermem") == 0;
 	/* The snapshot is what a sign-off of this campaign reports as the node's configuration. */

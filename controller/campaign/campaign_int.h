@@ -23,6 +23,13 @@
 #define CP_OFFLINE_GRACE_MS 45000
 /* Victims start this long after every congestor is running (its warm-up margin). */
 #define CP_CONGESTOR_WARMUP_MS 1000
+/* A GPU check's own budget (8 GPUs x 3 directions x the copies), before CP_RUN_SLACK_MS. */
+#define CP_GPU_CHECK_MS 120000
+/* Failures and unread readings of a GPU check kept in a row's summary; fields of a gpu test. */
+#define CP_GPU_LISTED 16
+#define CP_GPU_FIELDS 5
+/* A memory spec a campaign gives a side ("cuda:GPU-<uuid>"), NUL included. */
+#define BENCH_MEM_SPEC_MAX 64
 
 /* One rail of a node: the RDMA device and its first active port. */
 struct cp_rail {
@@ -85,12 +92,13 @@ __attribute__((warn_unused_result)) int cp_test_rounds(const struct cp_campaign 
 						       size_t whylen);
 void cp_rounds_done(struct cp_rounds *r);
 
-/* The benchmark of a slot of test t: kind, parameters as JSON (new reference; with "sides"
- * for per-side device and port), and its deadline. */
-__attribute__((warn_unused_result)) int cp_slot_bench(const struct cp_campaign *c, size_t t,
-						      const struct cp_slot *s,
-						      const char **ret_kind, json_t **ret_params,
-						      int64_t *ret_deadline_ms);
+/* The benchmark of a slot of test t: kind ("lat", "bw", "gpu"), parameters as JSON (new
+ * reference; with "sides" for per-side device, port and memory), and its deadline. Errors:
+ * -RY_E_NOT_FOUND when the slot cannot run as the test asks (mem: cuda and a side has no GPU
+ * for its rail; why says so: the row fails with it), -EINVAL, -ENOMEM. */
+__attribute__((warn_unused_result)) int
+cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s, const char **ret_kind,
+	      json_t **ret_params, int64_t *ret_deadline_ms, char *why, size_t whylen);
 
 /* The summary of a finished run (docs/campaigns.md, "Results"): {metrics, counters,
  * counters_unknown, env}. New reference; NULL on allocation failure. */

@@ -275,7 +275,7 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 	struct cp_slot s;
 	const char *kind;
 	json_t *params = NULL;
-	char *params_s = NULL, id[16], hex[9];
+	char *params_s = NULL, id[16], hex[9], slot_why[256] = "";
 	unsigned char rnd[4];
 	int64_t deadline, now = util_now_unix_ms();
 	struct store_bench_new b;
@@ -300,7 +300,14 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 		row_set(st, m->id, w, "failed", NULL, why, false);
 		return;
 	}
-	r = cp_slot_bench(&e->c, (size_t)w->test_idx, &s, &kind, &params, &deadline);
+	r = cp_slot_bench(&e->c, (size_t)w->test_idx, &s, &kind, &params, &deadline, slot_why,
+			  sizeof(slot_why));
+	if (r == -RY_E_NOT_FOUND) {
+		/* The slot cannot run as the test asks (no GPU for the rail): a finding. */
+		log_warn("campaign %s: %s", m->id, slot_why);
+		row_set(st, m->id, w, "failed", NULL, slot_why, false);
+		goto out;
+	}
 	params_s = r >= 0 ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	if (params_s)
 		r = util_random_bytes(rnd, sizeof(rnd));

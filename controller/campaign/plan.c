@@ -220,6 +220,19 @@ int cp_test_rounds(const struct cp_campaign *c, size_t t, struct cp_rounds *ret,
 		e = congestion_rounds(c, test, seed, &r, why, whylen);
 		goto done;
 	}
+	if (strcmp(str(test, "kind"), "gpu") == 0) {
+		/* Each node checks its own GPUs, all at once: one round, slot (i, i). */
+		if (c->n < 1)
+			return -EINVAL;
+		e = rounds_alloc(&r, 1, c->n);
+		for (size_t i = 0; e >= 0 && i < c->n; i++)
+			r.slots[i] = (struct cp_slot){(uint32_t)i, (uint32_t)i, -1,
+						      0,	   VD_RUN,	CP_MEASURE};
+		if (e >= 0)
+			r.start[1] = c->n;
+		r.seed = seed;
+		goto done;
+	}
 	if (sched_pattern_parse(str(test, "pattern"), &pat) < 0)
 		return -EINVAL;
 	/* Rails only mean something over verbs; a loopback over verbs is per HCA by nature. */
@@ -294,8 +307,63 @@ static json_t *side(const struct cp_node *n, int32_t rail)
 			 n->rails[rail].port);
 }
 
+/* The GPU a node's side of a mem: cuda test uses, as a memory spec ("cuda:GPU-..." or
+ * "cuda:0000:18:00.0", else "cuda:I"): gpu nearest, the GPU whose nearest HCA (facts
+ * gpus[].nearest_hca.device) is the rail's device, the lowest such; gpu index, GPU i for rail
+ * i. Without a rail (tcp, or not per rail), GPU 0. 0, or -RY_E_NOT_FOUND with why. */
+static int gpu_of(const struct cp_node *n, int32_t rail, const char *how, char *out, size_t outlen,
+		  char *why, size_t whylen)
+{
+	const json_t *gpus = json_object_get(n->facts, "gpus"), *g = NULL, *x;
+	const char *dev = rail >= 0 && (uint32_t)rail < n->nrails ? n->rails[rail].device : NULL;
+	size_t i, idx = 0;
+
+	if (json_array_size(gpus) == 0) {
+		snprintf(why, whylen, "mem: cuda, but %s has no GPU", n->hostname);
+		return -RY_E_NOT_FOUND;
+	}
+	if (!dev) {
+		g = json_array_get(gpus, 0);
+	} else if (strcmp(how, "index") == 0) {
+		idx = (size_t)rail;
+		g = json_array_get(gpus, idx);
+		if (!g) {
+			snprintf(why, whylen,
+				 "gpu: index pairs rail %d (%s) of %s with GPU %d; it has %zu",
+				 (int)rail, dev, n->hostname, (int)rail, json_array_size(gpus));
+			return -RY_E_NOT_FOUND;
+		}
+	} else {
+		json_array_foreach(gpus, i, x)
+		{
+			const char *near = str(json_object_get(x, "nearest_hca"), "device");
+
+			if (strcmp(near, dev) == 0) {
+				g = x;
+				idx = i;
+				break;
+			}
+		}
+		if (!g) {
+			snprintf(why, whylen,
+				 "gpu: nearest: no GPU of %s has %s (rail %d) as its nearest HCA "
+				 "(facts gpus[].nearest_hca)",
+				 n->hostname, dev, (int)rail);
+			return -RY_E_NOT_FOUND;
+		}
+	}
+	if (str(g, "uuid")[0])
+		snprintf(out, outlen, "cuda:%s", str(g, "uuid"));
+	else if (str(g, "bus")[0])
+		snprintf(out, outlen, "cuda:%s", str(g, "bus"));
+	else
+		snprintf(out, outlen, "cuda:%zu", idx);
+	return 0;
+}
+
 int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s,
-		  const char **ret_kind, json_t **ret_params, int64_t *ret_deadline_ms)
+		  const char **ret_kind, json_t **ret_params, int64_t *ret_deadline_ms, char *why,
+		  size_t whylen)
 {
 	const json_t *test = cp_test(c, t);
 	const char *kind = str(test, "kind");
@@ -308,6 +376,21 @@ int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s
 
 	if (!test || s->a >= c->n || s->b >= c->n)
 		return -EINVAL;
+	if (strcmp(kind, "gpu") == 0) {
+		/* The node's own GPUs: one side; the copies take seconds, the rest is slack. */
+		p = json_pack("{s:s, s:I, s:I, s:f, s:f, s:f}", "kind", "gpu", "size",
+			      (json_int_t)num_of(test, "size"), "repeats",
+			      (json_int_t)num_of(test, "repeats"), "h2d_min_gb_s",
+			      json_number_value(json_object_get(test, "h2d_min")), "d2h_min_gb_s",
+			      json_number_value(json_object_get(test, "d2h_min")), "d2d_min_gb_s",
+			      json_number_value(json_object_get(test, "d2d_min")));
+		if (!p)
+			return -ENOMEM;
+		*ret_kind = "gpu";
+		*ret_params = p;
+		*ret_deadline_ms = CP_GPU_CHECK_MS + CP_RUN_SLACK_MS;
+		return 0;
+	}
 	if (strcmp(kind, "congestion") == 0) {
 		/* Victims measure for the test's duration; latency with small messages. A
 		 * congestion test names no op: RDMA writes over verbs, the lat/bw default. */
@@ -345,6 +428,24 @@ int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s
 		json_object_set_new(p, "sides",
 				    json_pack("{s:o, s:o}", "client", side(&c->v[s->a], s->rail),
 					      "server", side(&c->v[s->b], s->rail)));
+	if (strcmp(str(test, "mem"), "cuda") == 0 && s->role == CP_MEASURE) {
+		/* Each side in its own GPU's memory: the GPU of its rail. */
+		char ma[BENCH_MEM_SPEC_MAX], mb[BENCH_MEM_SPEC_MAX];
+		int32_t rail = verbs ? s->rail : -1;
+		json_t *sides = json_object_get(p, "sides");
+
+		if (gpu_of(&c->v[s->a], rail, str(test, "gpu"), ma, sizeof(ma), why, whylen) < 0 ||
+		    gpu_of(&c->v[s->b], rail, str(test, "gpu"), mb, sizeof(mb), why, whylen) < 0) {
+			json_decref(p);
+			return -RY_E_NOT_FOUND;
+		}
+		if (!sides) {
+			sides = json_pack("{s:{}, s:{}}", "client", "server");
+			json_object_set_new(p, "sides", sides);
+		}
+		json_object_set_new(json_object_get(sides, "client"), "mem", json_string(ma));
+		json_object_set_new(json_object_get(sides, "server"), "mem", json_string(mb));
+	}
 	*ret_kind = kind;
 	*ret_params = p;
 	*ret_deadline_ms =
@@ -421,11 +522,37 @@ static json_t *env_of(const json_t *e)
 			 json_object_get(e, "link_gbps"));
 }
 
+/* A GPU check's summary: its figures as metrics (the lowest of the node's GPUs), and what
+ * failed or was not read, bounded, for the verdict's reasons. */
+static json_t *gpu_summary(const json_t *doc)
+{
+	static const char *const keys[] = {"h2d_gb_s", "d2h_gb_s",	"d2d_gb_s",
+					   "gpus",     "checks_failed", "not_read"};
+	const json_t *sum = json_object_get(doc, "summary"), *x;
+	json_t *m = json_object(), *fails = json_array(), *unread = json_array();
+	size_t i;
+
+	for (i = 0; i < RY_ARRAY_SIZE(keys); i++)
+		if (json_is_number(json_object_get(sum, keys[i])))
+			json_object_set(m, keys[i], json_object_get(sum, keys[i]));
+	json_array_foreach(json_object_get(doc, "failures"), i, x)
+	{
+		if (i < CP_GPU_LISTED && json_is_string(x))
+			json_array_append(fails, (json_t *)x);
+	}
+	json_array_foreach(json_object_get(doc, "not_read"), i, x)
+	{
+		if (i < CP_GPU_LISTED && json_is_string(x))
+			json_array_append(unread, (json_t *)x);
+	}
+	return json_pack("{s:o, s:{}, s:{}, s:{s:o, s:o}}", "metrics", m, "counters",
+			 "counters_unknown", "gpu", "failures", fails, "not_read", unread);
+}
+
 json_t *cp_summary(const struct store_bench_run *b)
 {
 	json_t *res = b->result_json ? json_loads(b->result_json, 0, NULL) : NULL;
-	json_t *srv = b->server_result_json ? json_loads(b->server_result_json, 0, NULL) : NULL;
-	json_t *m = json_object(), *counters = json_object(), *unknown = json_object(), *out;
+	json_t *srv, *m, *counters, *unknown, *out;
 	const json_t *r0 = json_array_get(json_object_get(res, "results"), 0);
 	const json_t *lat = json_object_get(r0, "latency"), *bw = json_object_get(r0, "bw");
 	static const char *const lat_map[][2] = {
@@ -434,6 +561,15 @@ json_t *cp_summary(const struct store_bench_run *b)
 		{"mean", "mean_us"}, {"stddev", "stddev_us"},
 	};
 
+	if (b->kind && strcmp(b->kind, "gpu") == 0) {
+		out = gpu_summary(res);
+		json_decref(res);
+		return out;
+	}
+	srv = b->server_result_json ? json_loads(b->server_result_json, 0, NULL) : NULL;
+	m = json_object();
+	counters = json_object();
+	unknown = json_object();
 	for (size_t i = 0; lat && i < RY_ARRAY_SIZE(lat_map); i++)
 		if (json_is_number(json_object_get(lat, lat_map[i][0])))
 			json_object_set(m, lat_map[i][1], json_object_get(lat, lat_map[i][0]));
@@ -513,9 +649,20 @@ static char *note_of(const struct cp_campaign *c, const json_t *summary, uint32_
 	const json_t *env = json_object_get(summary, "env");
 	json_int_t ma = json_integer_value(json_object_get(json_object_get(env, "a"), "mtu"));
 	json_int_t mb = json_integer_value(json_object_get(json_object_get(env, "b"), "mtu"));
+	const json_t *gpu = json_object_get(summary, "gpu");
 	char buf[512] = "";
-	size_t len = 0;
+	size_t len = 0, i;
 	const char *name;
+
+	/* A GPU check: what failed on which GPU (the reasons of a failed row). */
+	json_array_foreach(json_object_get(gpu, "failures"), i, x)
+	{
+		if (len < sizeof(buf) - 64)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s",
+						len ? "; " : "", json_string_value(x));
+	}
+	if (len >= sizeof(buf))
+		len = sizeof(buf) - 1;
 
 	json_object_foreach((json_t *)cn, name, x)
 	{
@@ -541,13 +688,14 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 	int r = -ENOMEM;
 
 	memset(x, 0, sizeof(*x));
+	/* Room for one implicit rule per test (a gpu test's checks_failed == 0) and its fields. */
 	x->tests = calloc(nt + 1, sizeof(*x->tests));
-	x->rules = calloc(nrules + 1, sizeof(*x->rules));
-	x->fields = calloc(nrules + nt * (VD_RAW_N + 2) + 1, sizeof(*x->fields));
+	x->rules = calloc(nrules + nt + 1, sizeof(*x->rules));
+	x->fields = calloc(nrules + nt * (VD_RAW_N + CP_GPU_FIELDS + 2) + 1, sizeof(*x->fields));
 	x->nodes = calloc(c->n + 1, sizeof(*x->nodes));
 	x->rows = calloc(n + 1, sizeof(*x->rows));
-	x->notes = calloc(n + 1, sizeof(*x->notes));
-	rule_test = calloc(nrules + 1, sizeof(*rule_test));
+	x->notes = calloc(n + nt + 1, sizeof(*x->notes));
+	rule_test = calloc(nrules + nt + 1, sizeof(*rule_test));
 	if (!x->tests || !x->rules || !x->fields || !x->nodes || !x->rows || !x->notes ||
 	    !rule_test)
 		goto out;
@@ -564,7 +712,8 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 
 		T->name = str(test, "name");
 		T->kind = str(test, "kind");
-		T->pattern = cong ? NULL : str(test, "pattern");
+		T->pattern =
+			cong || strcmp(str(test, "kind"), "gpu") == 0 ? NULL : str(test, "pattern");
 		T->per_rail = strcmp(c->transport, "verbs") == 0 &&
 			      (json_is_true(json_object_get(test, "per_rail")) ||
 			       strcmp(str(test, "pattern"), "loopback") == 0);
@@ -578,6 +727,12 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 			/* Every test's verdict shows its main figures, ruled on or not. */
 			fields[nfields++] = "p50_us";
 			fields[nfields++] = "p99_us";
+		} else if (strcmp(T->kind, "gpu") == 0) {
+			fields[nfields++] = "h2d_gb_s";
+			fields[nfields++] = "d2h_gb_s";
+			fields[nfields++] = "d2d_gb_s";
+			fields[nfields++] = "checks_failed";
+			fields[nfields++] = "not_read";
 		} else {
 			fields[nfields++] = "gbps";
 		}
@@ -610,6 +765,29 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 			} else {
 				R->field = field_index(fields, &nfields, str(rj, "field"));
 			}
+			rule_test[k] = t;
+			T->nrules++;
+			k++;
+		}
+		if (strcmp(T->kind, "gpu") == 0) {
+			/* The check's own limits (the test's minimums, the health readings): a node
+			 * whose check failed fails, its failures are the row's note. */
+			struct vd_rule *R = &x->rules[k];
+			char *metric = NULL;
+
+			if (asprintf(&metric, "%s.checks_failed", T->name) < 0) {
+				r = -ENOMEM;
+				goto out;
+			}
+			x->notes[x->nnotes++] = metric;
+			*R = (struct vd_rule){
+				.metric = metric,
+				.message = "the GPU check's own limits",
+				.op = VD_EQ,
+				.rel = VD_ABS,
+				.value = 0,
+				.field = field_index(fields, &nfields, "checks_failed"),
+				.line = (int)num_of(test, "line")};
 			rule_test[k] = t;
 			T->nrules++;
 			k++;

@@ -740,6 +740,29 @@ static void name_bad(struct vd *v, uint32_t t, const struct rule_eval *ev, uint3
 	}
 	if (v->first_fail[s] != SIZE_MAX)
 		why = row_reason(v, T, ev, v->first_fail[s]);
+	if (T->kind && strcmp(T->kind, "gpu") == 0) {
+		/* A node's own GPUs: no peers to count, the check says what failed. */
+		const char *note =
+			v->first_fail[s] != SIZE_MAX ? v->in->rows[v->first_fail[s]].note : NULL;
+
+		push_str(reasons, fmt("%s", why ? why : "the GPU check failed"));
+		if (note)
+			push_str(reasons, fmt("%s", note));
+		size_t pre = strlen(T->name) + 2; /* row_reason()'s "NAME: " */
+		const char *bare = why && strncmp(why, T->name, pre - 2) == 0 && strlen(why) >= pre
+					   ? why + pre
+					   : why;
+		bool own = bare && strstr(bare, "checks_failed");
+
+		/* The checks' own failures say it all; a rule of the playbook says itself. */
+		finding(v, fmt("%s: node %s is bad: %s%s%s", T->name, node_name(v, i),
+			       note   ? note
+			       : bare ? bare
+				      : "the GPU check failed",
+			       note && bare && !own ? "; " : "", note && bare && !own ? bare : ""));
+		free(why);
+		return;
+	}
 	if (v->tot[s] == 0)
 		push_str(reasons, fmt("%s: failed against good peers on retest (%u of %u)", T->name,
 				      v->conf[s], v->conf[s] + v->clear[s]));
@@ -895,7 +918,9 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 		goto out;
 	}
 	v->R = (size_t)(maxrail < 0 ? 1 : maxrail + 1);
-	v->loopback = T->pattern && strcmp(T->pattern, "loopback") == 0;
+	/* A gpu test checks each node alone: a failing row names its node, as a loopback. */
+	v->loopback = (T->pattern && strcmp(T->pattern, "loopback") == 0) ||
+		      (T->kind && strcmp(T->kind, "gpu") == 0);
 	nslots = in->nnodes * v->R;
 	memset(v->tot, 0, nslots * sizeof(*v->tot));
 	memset(v->bad, 0, nslots * sizeof(*v->bad));

@@ -62,7 +62,8 @@ enum { VD_RAW_MEAN_US, VD_RAW_P99_US, VD_RAW_GBPS, VD_RAW_N };
 /* A test. Rows of a lat/bw test carry nfields values named fields[] (the metric fields its rules
  * use: "p99_us", "gbps", "counters.link_downed"); rows of a congestion test carry VD_RAW_N. */
 struct vd_test {
-	const char *name, *kind, *pattern; /* kind: "lat", "bw", "congestion" */
+	const char *name, *kind, *pattern; /* kind: "lat", "bw", "congestion", "gpu" (each node
+					      against itself, as a loopback; pattern NULL) */
 	bool per_rail;
 	const char *const *fields;
 	size_t nfields;

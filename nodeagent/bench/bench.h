@@ -55,12 +55,15 @@ struct bench_params {
 	enum bench_op op;
 	char transport[BENCH_NAME_LEN]; /* "tcp", "verbs" */
 	uint64_t size;			/* message bytes, BENCH_SIZE_MIN..BENCH_SIZE_MAX */
-	bool sweep;			/* -a: every power of two BENCH_SWEEP_MIN..BENCH_SIZE_MAX */
-	uint64_t iters;			/* per QP; 0 when duration_s is set */
-	uint32_t duration_s;		/* -D; 0 when iters is set */
-	uint32_t qps;			/* bw: 1..BENCH_QPS_MAX; lat: 1 */
-	uint32_t depth;			/* bw window per QP; 0: 128 (bw), 1 (lat) */
-	bool bidir;			/* bw only: both sides send */
+	bool sweep;			/* -a: every power of two BENCH_SWEEP_MIN..sweep_max */
+	uint64_t sweep_max;   /* -a's largest size; 0: BENCH_SIZE_MAX. The transport's validate()
+				 lowers it to the largest message its device takes; at negotiation
+				 both sides take the smaller of the two (it is not compared) */
+	uint64_t iters;	      /* per QP; 0 when duration_s is set */
+	uint32_t duration_s;  /* -D; 0 when iters is set */
+	uint32_t qps;	      /* bw: 1..BENCH_QPS_MAX; lat: 1 */
+	uint32_t depth;	      /* bw window per QP; 0: 128 (bw), 1 (lat) */
+	bool bidir;	      /* bw only: both sides send */
 	bool rdma_cm;	      /* verbs: connect with rdma_cm instead of the TCP side channel */
 	bool check_data;      /* fill with a pattern, verify at the receiver */
 	uint32_t warmup;      /* iters mode: iterations (lat) or messages per QP (bw) run
@@ -78,7 +81,8 @@ struct bench_params {
 	uint32_t inline_size;	     /* verbs inline threshold; 0 = transport default */
 	uint8_t traffic_class;	     /* verbs tclass */
 	uint8_t service_level;	     /* verbs SL */
-	char mem[BENCH_NAME_LEN];    /* memory backend: "host" (default), later "cuda" */
+	char mem[BENCH_DEV_LEN];     /* memory backend: "host" (default), "cuda[:GPU]" */
+	uint8_t gpudirect;	     /* enum bench_gpudirect: how verbs registers device memory */
 	uint32_t connect_timeout_ms; /* client: connect + negotiation; server: wait for the
 					client after listening. 0: 10000 */
 	uint32_t io_timeout_ms;	     /* longest silence from the peer mid-test. 0: 10000 */
@@ -107,6 +111,11 @@ BENCH_WUR int bench_params_unpack(const uint8_t *buf, size_t len, struct bench_p
 BENCH_WUR int bench_params_compare(const struct bench_params *ours, const struct bench_params *peer,
 				   char *err, size_t errlen);
 
+/* -a's largest size on a device whose largest message is device_max bytes: the largest power
+ * of two (from BENCH_SWEEP_MIN) that is at most both sweep_max and device_max; 0 when even
+ * BENCH_SWEEP_MIN is too large. */
+uint64_t bench_sweep_clamp(uint64_t sweep_max, uint64_t device_max);
+
 /* Short names: "lat"/"bw", "send"/"write"/"read"/"auto"; parse returns -RY_E_INVALID. */
 const char *bench_kind_name(enum bench_kind k);
 const char *bench_op_name(enum bench_op op);
@@ -117,23 +126,108 @@ BENCH_WUR int bench_op_parse(const char *s, enum bench_op *ret_op);
 
 /* A backend allocates the engine's buffers and fills/checks the data pattern (a device backend
  * copies through the host for that). The pattern of (seed, len) is deterministic: 8-byte word
- * w holds a 64-bit mix of (seed, w), so different seeds differ in (almost) every word. */
+ * w holds a 64-bit mix of (seed, w), so different seeds differ in (almost) every word.
+ * A backend is named in bench_params.mem as NAME or NAME:ARG ("host", "cuda", "cuda:1",
+ * "cuda:0000:18:00.0", "cuda:GPU-<uuid>"); each run opens its own instance (the void *st below)
+ * on the engine's thread and closes it there; every function of an instance is called from
+ * that thread only. */
+struct bench_mem_env {
+	char name[128];	 /* the device: "NVIDIA H200"; "" for host memory */
+	char bus_id[32]; /* its PCI address */
+	char uuid[48];
+	int32_t index; /* CUDA ordinal; -1 for host memory */
+};
+
 struct bench_mem_ops {
-	const char *name; /* "host" */
-	bool device;	  /* memory is not CPU-addressable (transports register it as dmabuf) */
+	const char *name; /* "host", "cuda" */
+	bool device;	  /* not CPU-addressable: transports copy through to_host/from_host or
+			     register it for GPUDirect RDMA */
+	/* Local checks of ARG (NULL when the name came alone) before any connection: the device
+	 * exists. Reason to err (BENCH_ERR_LEN). NULL: accept anything. */
+	int (*validate)(const char *arg, char *err);
+	int (*open)(const char *arg, void **ret_st, char *err); /* NULL: st is NULL */
+	void (*close)(void *st);				/* NULL st is fine */
 	/* Allocate len bytes, page-aligned, zeroed. -ENOMEM, -errno. */
-	int (*alloc)(size_t len, void **ret_buf);
-	void (*free)(void *buf, size_t len); /* NULL buf is fine */
-	void (*fill)(void *buf, size_t len, uint64_t seed);
+	int (*alloc)(void *st, size_t len, void **ret_buf);
+	void (*free)(void *st, void *buf, size_t len); /* NULL buf is fine */
+	/* Write the pattern of seed to buf. Host memory cannot fail; a device copy can (-EIO). */
+	int (*fill)(void *st, void *buf, size_t len, uint64_t seed);
 	/* 0 if buf holds the pattern of seed; -RY_E_DATA_MISMATCH otherwise, with the offset of
-	 * the first differing byte in *ret_off (may be NULL). */
-	int (*check)(const void *buf, size_t len, uint64_t seed, size_t *ret_off);
+	 * the first differing byte in *ret_off (may be NULL); -EIO when it cannot be read. */
+	int (*check)(void *st, const void *buf, size_t len, uint64_t seed, size_t *ret_off);
+	/* Device backends only (NULL for host memory). */
+	int (*to_host)(void *st, void *dst, const void *src, size_t len);   /* device -> host */
+	int (*from_host)(void *st, void *dst, const void *src, size_t len); /* host -> device */
+	/* Pinned host memory for staging copies (page-aligned, zeroed), and its release. */
+	int (*staging_alloc)(void *st, size_t len, void **ret_buf);
+	void (*staging_free)(void *st, void *buf, size_t len);
+	/* Prepare buf (from alloc) for GPUDirect RDMA and export it as a dma-buf: *ret_fd (caller
+	 * closes) and the offset of buf in it. -ENOTSUP when the device or driver cannot export
+	 * (reason in err). NULL: no dma-buf. */
+	int (*dmabuf)(void *st, void *buf, size_t len, int *ret_fd, uint64_t *ret_offset,
+		      char *err);
+	/* Prepare buf for registration through nvidia-peermem (ibv_reg_mr on the device
+	 * address). NULL: nothing to do. */
+	int (*peermem)(void *st, void *buf, size_t len, char *err);
+	void (*env)(void *st, struct bench_mem_env *ret_env); /* NULL: host */
+};
+
+/* An open memory backend (the engine's; transports borrow it through bench_ctx). */
+struct bench_mem {
+	const struct bench_mem_ops *ops;
+	void *st;
+	char spec[BENCH_DEV_LEN]; /* what bench_params.mem said */
 };
 
 extern const struct bench_mem_ops bench_mem_host;
+#ifdef RAILYARD_BENCH_HAVE_CUDA
+extern const struct bench_mem_ops bench_mem_cuda; /* mem_cuda.c */
+#endif
 
-/* Backend by name ("host"); NULL when unknown or not built. */
-const struct bench_mem_ops *bench_mem_find(const char *name);
+/* Backend of a memory spec ("cuda:1" -> cuda; *ret_arg, if non-NULL, gets "1", or NULL when
+ * there is no ':'); NULL when unknown or not built (then bench_mem_known() tells whether the
+ * name is a backend this build merely lacks, e.g. "cuda"). */
+const struct bench_mem_ops *bench_mem_find(const char *spec, const char **ret_arg);
+bool bench_mem_known(const char *spec);
+
+/* Open the backend spec names into *ret (validated before: bench_params_validate()). Errors
+ * (reason in err, BENCH_ERR_LEN): -RY_E_NOT_FOUND, or the backend's (-ENODEV, -ENOMEM...).
+ * Close with bench_mem_close(), which accepts a zeroed or failed *m. */
+BENCH_WUR int bench_mem_open(const char *spec, struct bench_mem *ret, char *err);
+void bench_mem_close(struct bench_mem *m);
+
+/* The data pattern on CPU-addressable memory (what the host backend does, and what a device
+ * backend copies). check: as bench_mem_ops.check. */
+void bench_pattern_fill(void *buf, size_t len, uint64_t seed);
+BENCH_WUR int bench_pattern_check(const void *buf, size_t len, uint64_t seed, size_t *ret_off);
+
+/* How a transport moves device memory, for the result ("mem_path"). */
+enum bench_gpudirect {
+	BENCH_GD_AUTO = 0, /* dma-buf when it works, else nvidia-peermem */
+	BENCH_GD_DMABUF,   /* ibv_reg_dmabuf_mr on an exported dma-buf (perftest's
+			      --use_cuda_dmabuf) */
+	BENCH_GD_PEERMEM,  /* ibv_reg_mr on the device address (nvidia-peermem) */
+};
+const char *bench_gpudirect_name(enum bench_gpudirect g); /* "auto", "dmabuf", "peermem" */
+BENCH_WUR int bench_gpudirect_parse(const char *s, enum bench_gpudirect *ret);
+
+/* Registering device memory for RDMA, the choice between dma-buf and nvidia-peermem: a
+ * transport gives the two ways it can register (reg_dmabuf: fd, offset, len, iova = the buffer's
+ * address; reg_addr: the address itself), and this tries them in the order want asks for.
+ * AUTO: dma-buf, then peermem when the dma-buf export or registration failed; DMABUF/PEERMEM:
+ * that one only. *ret_used gets what worked; on AUTO's fallback note (notelen bytes, may be 0)
+ * says why dma-buf was not used. Errors: the failure of the last way tried, with both reasons
+ * in err (BENCH_ERR_LEN). The fd of an export is closed here once registered (the MR keeps its
+ * reference). Pure apart from the callbacks and the memory backend. */
+struct bench_gd_reg {
+	int (*reg_dmabuf)(void *ud, int fd, uint64_t offset, size_t len, uint64_t iova);
+	int (*reg_addr)(void *ud, void *addr, size_t len);
+	void *ud;
+};
+BENCH_WUR int bench_gpudirect_register(enum bench_gpudirect want, const struct bench_mem *mem,
+				       void *buf, size_t len, const struct bench_gd_reg *reg,
+				       enum bench_gpudirect *ret_used, char *note, size_t notelen,
+				       char *err);
 
 /* ---- what the engine hands to a transport ------------------------------------------------- */
 
@@ -163,11 +257,11 @@ struct bench_ctx {
 			  (the tcp transport does); client: -1 */
 	struct sockaddr_storage peer_addr; /* the peer's control address (client: incl. port) */
 	socklen_t peer_addrlen;
-	uint64_t cookie; /* random per run, agreed: tag data connections with it */
-	const struct bench_mem_ops *mem;
-	struct bench_qp_buf *bufs; /* params->qps entries */
-	int timeout_ms;		   /* budget for open() (connect, exchange) */
-	char *err;		   /* on failure write a one-line reason here (BENCH_ERR_LEN) */
+	uint64_t cookie;	     /* random per run, agreed: tag data connections with it */
+	const struct bench_mem *mem; /* the open memory backend of the buffers */
+	struct bench_qp_buf *bufs;   /* params->qps entries */
+	int timeout_ms;		     /* budget for open() (connect, exchange) */
+	char *err;		     /* on failure write a one-line reason here (BENCH_ERR_LEN) */
 };
 
 /* A completion from bw_poll(): message number msg of qp finished (sent, or received). */
@@ -190,6 +284,10 @@ struct bench_env {
 	uint32_t inline_size;  /* effective inline threshold */
 	uint8_t traffic_class; /* what the QPs were given (GRH traffic class; 0 without a GRH) */
 	uint8_t service_level; /* what the QPs were given (address vector SL) */
+	/* How the data reached device memory ("" for host memory): "staged" (copied through
+	 * pinned host memory), "dmabuf", "peermem"; mem_note: why AUTO fell back ("" if not). */
+	char mem_path[16];
+	char mem_note[BENCH_ERR_LEN];
 };
 
 /* A transport. All functions are called from one engine thread per run; a transport instance
@@ -221,8 +319,9 @@ struct bench_transport_ops {
 	uint32_t op_mask;	  /* (1u << BENCH_OP_SEND) | ... : ops it implements */
 	enum bench_op default_op; /* what BENCH_OP_AUTO means here */
 	/* Local checks before any connection (device exists, sizes allowed, op supported); NULL
-	 * to accept. Write the reason to err (BENCH_ERR_LEN). */
-	int (*validate)(const struct bench_params *p, char *err);
+	 * to accept. Write the reason to err (BENCH_ERR_LEN). May lower p->sweep_max to the
+	 * device's largest message (and nothing else). */
+	int (*validate)(struct bench_params *p, char *err);
 	/* Build the data path for ctx->params->qps QPs over ctx->bufs, connect to the peer. The
 	 * ctx and what it points to stay valid until close(). */
 	int (*open)(const struct bench_ctx *ctx, void **ret_st);
@@ -265,7 +364,10 @@ struct bench_clock {
 	void *ud;
 };
 
-/* CLOCK_MONOTONIC_RAW (falls back to CLOCK_MONOTONIC). */
+/* CLOCK_MONOTONIC_RAW (falls back to CLOCK_MONOTONIC). With the default clock (opts->clock
+ * NULL) latency samples are read from the CPU's time-stamp counter where the kernel keeps time
+ * with it, converted at a rate measured against this clock (docs/bench.md, "What is measured";
+ * RAILYARD_BENCH_CLOCK=monotonic turns that off); an injected clock is used for everything. */
 extern const struct bench_clock bench_clock_monotonic;
 
 /* ---- running a test ------------------------------------------------------------------------ */

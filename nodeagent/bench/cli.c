@@ -26,6 +26,9 @@ enum {
 	OPT_MEM,
 	OPT_TCLASS,
 	OPT_SL,
+	OPT_GPUDIRECT,
+	OPT_USE_CUDA,
+	OPT_USE_CUDA_DMABUF,
 };
 
 static const struct option options[] = {
@@ -55,6 +58,9 @@ static const struct option options[] = {
 	{"mem", required_argument, NULL, OPT_MEM},
 	{"tclass", required_argument, NULL, OPT_TCLASS},
 	{"sl", required_argument, NULL, OPT_SL},
+	{"gpudirect", required_argument, NULL, OPT_GPUDIRECT},
+	{"use_cuda", required_argument, NULL, OPT_USE_CUDA},	     /* perftest's */
+	{"use_cuda_dmabuf", no_argument, NULL, OPT_USE_CUDA_DMABUF}, /* perftest's */
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -72,7 +78,7 @@ void bench_cli_usage(FILE *f)
 	      "  -i, --ib-port   HCA port (verbs; default 1; not with --rdma-cm)\n"
 	      "  --op OP         send, write or read (default: write for verbs, send for tcp)\n"
 	      "  -s, --size      message bytes (K/M suffixes; default 2)\n"
-	      "  -a, --all       every size from 2 B to 8 MiB\n"
+	      "  -a, --all       every size from 2 B to 8 MiB (or the device's largest message)\n"
 	      "  -n, --iters     iterations (default 1000)  -D, --duration  seconds instead\n"
 	      "  -q, --qp        QPs / connections (bw)     -t, --tx-depth  window (bw, 128)\n"
 	      "  --bidir         both directions (bw)       -p, --port      port (18515)\n"
@@ -81,7 +87,12 @@ void bench_cli_usage(FILE *f)
 	      "  --margin MS     -D: excluded at both ends   --interval MS  bw samples (1000)\n"
 	      "  --timeout MS    connect / wait for the client (server default: 1 hour)\n"
 	      "  -I N, --tclass N, --sl N   verbs inline size, traffic class, service level\n"
-	      "  --json          one JSON document       --metrics  RY-METRIC lines for scripts\n",
+	      "  --json          one JSON document       --metrics  RY-METRIC lines for scripts\n"
+	      "  --mem M         host (default) or cuda[:GPU]: GPU memory (GPU: index, PCI bus id\n"
+	      "                  or GPU- UUID; perftest's --use_cuda N); tcp stages it through\n"
+	      "                  pinned host memory\n"
+	      "  --gpudirect G   verbs with cuda: auto (dma-buf, else nvidia-peermem), dmabuf\n"
+	      "                  (perftest's --use_cuda_dmabuf) or peermem\n",
 	      f);
 }
 
@@ -254,8 +265,28 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *ret_cli, char *err,
 			break;
 		case OPT_MEM:
 			if (strlen(optarg) >= sizeof(p->mem))
-				return usage_err(err, errlen, "unknown memory '%s'", optarg);
+				return usage_err(err, errlen, "unknown memory '%.64s'", optarg);
 			snprintf(p->mem, sizeof(p->mem), "%s", optarg);
+			break;
+		case OPT_USE_CUDA:
+			if (strlen(optarg) + 5 >= sizeof(p->mem) ||
+			    strspn(optarg, "0123456789") != strlen(optarg) || !optarg[0])
+				return usage_err(err, errlen,
+						 "--use_cuda wants a GPU index, not '%s'", optarg);
+			snprintf(p->mem, sizeof(p->mem), "cuda:%s", optarg);
+			break;
+		case OPT_GPUDIRECT: {
+			enum bench_gpudirect g;
+
+			if (bench_gpudirect_parse(optarg, &g) < 0)
+				return usage_err(err, errlen,
+						 "--gpudirect is auto, dmabuf or peermem, not '%s'",
+						 optarg);
+			p->gpudirect = (uint8_t)g;
+			break;
+		}
+		case OPT_USE_CUDA_DMABUF:
+			p->gpudirect = BENCH_GD_DMABUF;
 			break;
 		case OPT_TCLASS:
 			r = num("--tclass", optarg, 255, &v, err, errlen);
@@ -422,3 +453,80 @@ void bench_cli_print_metrics(FILE *f, const json_t *doc)
 				num_of(json_object_get(r, "bw"), "mbps"));
 	}
 }
+
+#ifdef RAILYARD_BENCH_HAVE_CUDA
+#include "nodeagent/bench/cuda.h"
+
+int bench_cli_gpu_info(int argc, char **argv, FILE *out)
+{
+	const char *mem = NULL;
+	char err[BENCH_ERR_LEN] = "", spec[BENCH_DEV_LEN];
+	const struct bench_cuda *cu;
+	json_t *all = NULL, *g;
+	bool json = false;
+	int n = 0, rc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc &&
+			   strncmp(argv[i + 1], "cuda", 4) == 0 &&
+			   strlen(argv[i + 1]) < sizeof(spec)) {
+			mem = argv[++i];
+		} else {
+			fprintf(stderr,
+				"usage: railyard-bench gpu-info [--mem cuda[:GPU]] [--json]\n");
+			return 2;
+		}
+	}
+	if (bench_cuda_get(&cu, err, sizeof(err)) < 0) {
+		fprintf(stderr, "railyard-bench gpu-info: %s\n", err);
+		return 1;
+	}
+	if (cu->device_get_count(&n) != 0 || n <= 0) {
+		fprintf(stderr, "railyard-bench gpu-info: no CUDA GPU on this host\n");
+		return 1;
+	}
+	all = json_array();
+	for (int d = 0; d < (mem ? 1 : n); d++) {
+		if (!mem)
+			snprintf(spec, sizeof(spec), "cuda:%d", d);
+		if (bench_cuda_probe(mem ? mem : spec, &g, err, sizeof(err)) < 0) {
+			fprintf(stderr, "railyard-bench gpu-info: %s\n", err);
+			rc = 1;
+			continue;
+		}
+		if (strcmp(json_string_value(json_object_get(g, "dmabuf_export")), "ok") != 0)
+			rc = 1;
+		json_array_append_new(all, g);
+	}
+	if (json) {
+		json_dumpf(all, out, JSON_INDENT(2));
+		fputc('\n', out);
+	} else {
+		size_t i;
+
+		json_array_foreach(all, i, g) fprintf(
+			out,
+			"GPU %d  %s  %s  %s  %.0f MiB  driver %d  dma-buf %s  GPUDirect RDMA "
+			"%s  dma-buf export: %s\n",
+			(int)json_integer_value(json_object_get(g, "index")), str_of(g, "name"),
+			str_of(g, "bus_id"), str_of(g, "uuid"),
+			num_of(g, "total_mem_bytes") / 1048576.0, (int)num_of(g, "driver_version"),
+			num_of(g, "dmabuf_supported") > 0 ? "yes" : "no",
+			num_of(g, "gpudirect_rdma_supported") > 0 ? "yes" : "no",
+			str_of(g, "dmabuf_export"));
+	}
+	json_decref(all);
+	return rc;
+}
+#else
+int bench_cli_gpu_info(int argc, char **argv, FILE *out)
+{
+	(void)argc;
+	(void)argv;
+	(void)out;
+	fprintf(stderr, "railyard-bench gpu-info: cuda memory not built\n");
+	return 1;
+}
+#endif

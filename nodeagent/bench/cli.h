@@ -33,4 +33,10 @@ void bench_cli_print(FILE *f, const json_t *result);
  * -a. The forms tests/rdma-vm/guest/lib.sh's ry_perf_check prints for perftest. */
 void bench_cli_print_metrics(FILE *f, const json_t *result);
 
+/* `railyard-bench gpu-info [--mem cuda[:GPU]] [--json]` (argv[0] is "gpu-info"): what CUDA says
+ * about the GPU (or each GPU) and whether a buffer of it exports as a dma-buf, as a table or
+ * JSON on out. Returns the exit status: 0 every GPU exported, 1 one did not or none could be
+ * opened (reason on stderr), 2 usage. */
+int bench_cli_gpu_info(int argc, char **argv, FILE *out);
+
 #endif

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ struct run {
 	const struct bench_run_opts *o;
 	const struct bench_clock *clock;
 	const struct bench_transport_ops *t;
-	const struct bench_mem_ops *mem;
+	struct bench_mem mem; /* the run's memory backend, open from run_main() to the end */
 	int ctrl_fd, listen_fd;
 	struct bench_ctx ctx;
 	struct bench_qp_buf *bufs;
@@ -87,6 +88,109 @@ static int mono_now(void *ud, uint64_t *ret_ns)
 }
 
 const struct bench_clock bench_clock_monotonic = {.now = mono_now, .ud = NULL};
+
+/* Latency samples from the CPU's time-stamp counter, as perftest's get_cycles(), where the
+ * kernel itself keeps time with it (clocksource "tsc": invariant and synchronised across CPUs).
+ * Reading it is one instruction; clock_gettime() is a call into the vDSO and its data page, and
+ * between the two readings of a round trip that cost is in the sample. It shows where the
+ * round trip itself is short or makes the kernel switch tasks (a soft-RoCE RDMA read wakes
+ * ksoftirqd; under emulation each switch flushes the TLB, so every page and block touched after
+ * it costs): with clock_gettime our read latency was 4-5 % above ib_read_lat's. Ticks are
+ * converted with a rate measured against CLOCK_MONOTONIC_RAW once per process (20 ms);
+ * RAILYARD_BENCH_CLOCK=monotonic turns the counter off (both are named in the result). */
+#define TICK_CAL_NS 20000000ull
+
+static pthread_once_t tick_once = PTHREAD_ONCE_INIT;
+static double tick_ns; /* ns per tick; 0: not available here */
+
+#if defined(__x86_64__)
+static inline uint64_t tick_read(void)
+{
+	uint32_t lo, hi;
+
+	/* lfence: the reading is neither hoisted above what precedes it nor sunk below what
+	 * follows it (rdtsc_ordered() in the kernel). */
+	__asm__ __volatile__("lfence; rdtsc; lfence" : "=a"(lo), "=d"(hi)::"memory");
+	return (uint64_t)hi << 32 | lo;
+}
+
+static bool tick_clocksource_is_tsc(void)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	bool tsc;
+
+	if (!f)
+		return false;
+	tsc = fgets(buf, sizeof(buf), f) && strcmp(buf, "tsc\n") == 0;
+	fclose(f);
+	return tsc;
+}
+
+/* A (CLOCK_MONOTONIC_RAW, tick) pair read as close together as we can: of a few tries, the one
+ * whose tick readings around the clock reading are nearest. */
+static int tick_pair(uint64_t *ret_ns, uint64_t *ret_tick)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int k = 0; k < 5; k++) {
+		struct timespec ts;
+		uint64_t a = tick_read(), b;
+
+		if (clock_gettime(CLOCK_MONOTONIC_RAW, &ts) < 0)
+			return -errno;
+		b = tick_read();
+		if (b > a && b - a < best) {
+			best = b - a;
+			*ret_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			*ret_tick = a + (b - a) / 2;
+		}
+	}
+	return best == UINT64_MAX ? -EIO : 0;
+}
+
+static void tick_calibrate(void)
+{
+	const char *want = getenv("RAILYARD_BENCH_CLOCK");
+	struct timespec pause = {0, (long)TICK_CAL_NS};
+	uint64_t n0, k0, n1, k1;
+
+	if ((want && strcmp(want, "monotonic") == 0) || !tick_clocksource_is_tsc())
+		return;
+	if (tick_pair(&n0, &k0) < 0)
+		return;
+	while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
+		;
+	if (tick_pair(&n1, &k1) < 0 || n1 <= n0 || k1 <= k0 || n1 - n0 < TICK_CAL_NS)
+		return;
+	tick_ns = (double)(n1 - n0) / (double)(k1 - k0);
+	log_debug("bench: latency from the TSC, %.6f ns per tick", tick_ns);
+}
+#else
+static inline uint64_t tick_read(void)
+{
+	return 0;
+}
+
+static void tick_calibrate(void)
+{
+}
+#endif
+
+/* Whether this run's latency samples come from ticks: the default clock only (an injected
+ * clock is the test's), and the counter available. */
+static bool ticks_on(const struct bench_run_opts *o)
+{
+	if (o->clock)
+		return false;
+	(void)pthread_once(&tick_once, tick_calibrate);
+	return tick_ns > 0;
+}
+
+static inline uint64_t ticks_to_ns(uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * tick_ns + 0.5);
+}
 
 static int now_ns(struct run *run, uint64_t *ret_ns)
 {
@@ -546,6 +650,14 @@ out:
 
 /* ---- negotiation --------------------------------------------------------------------------- */
 
+/* -a runs up to the smaller of both sides' largest message (each side's device may take less
+ * than BENCH_SIZE_MAX); both compute the same from the two limits exchanged. */
+static void sweep_agree(struct bench_params *ours, const struct bench_params *peer)
+{
+	if (ours->sweep && peer->sweep_max && peer->sweep_max < ours->sweep_max)
+		ours->sweep_max = peer->sweep_max;
+}
+
 static int negotiate_client(struct run *run)
 {
 	uint8_t hello[BENCH_PARAMS_WIRE + 8];
@@ -577,6 +689,8 @@ static int negotiate_client(struct run *run)
 		r = fail(run, -RY_E_PARAM_MISMATCH, "peer refused our parameters");
 	if (r < 0)
 		run->peer_failed = true; /* the server already knows */
+	else
+		sweep_agree(&run->p, &peer);
 out:
 	free(buf);
 	return r;
@@ -601,7 +715,10 @@ static int negotiate_server(struct run *run)
 	}
 	run->ctx.cookie = get64((uint8_t *)buf + BENCH_PARAMS_WIRE);
 	r = bench_params_compare(&run->p, &peer, run->err, sizeof(run->err));
+	/* Our reply carries our own limit; the client takes the smaller of the two too. */
 	bench_params_pack(&run->p, reply);
+	if (r == 0)
+		sweep_agree(&run->p, &peer);
 	if (msg_send(run, r < 0 ? MSG_REFUSE : MSG_ACCEPT, reply, sizeof(reply)) < 0 && r == 0)
 		r = -ECONNRESET;
 	if (r < 0)
@@ -632,13 +749,15 @@ static uint64_t step_size(const struct bench_params *p, uint32_t i)
 	return p->sweep ? (uint64_t)BENCH_SWEEP_MIN << i : p->size;
 }
 
+/* -a: every power of two from BENCH_SWEEP_MIN to sweep_max (what both devices take). */
 static uint32_t step_count(const struct bench_params *p)
 {
+	uint64_t max = p->sweep_max ? p->sweep_max : BENCH_SIZE_MAX;
 	uint32_t n = 0;
 
 	if (!p->sweep)
 		return 1;
-	while (((uint64_t)BENCH_SWEEP_MIN << n) <= BENCH_SIZE_MAX)
+	while (((uint64_t)BENCH_SWEEP_MIN << n) <= max)
 		n++;
 	return n;
 }
@@ -650,8 +769,8 @@ static void bufs_free(struct run *run)
 	if (!run->bufs)
 		return;
 	for (q = 0; q < run->p.qps; q++) {
-		run->mem->free(run->bufs[q].tx, run->bufs[q].len);
-		run->mem->free(run->bufs[q].rx, run->bufs[q].len);
+		run->mem.ops->free(run->mem.st, run->bufs[q].tx, run->bufs[q].len);
+		run->mem.ops->free(run->mem.st, run->bufs[q].rx, run->bufs[q].len);
 	}
 	free(run->bufs);
 	run->bufs = NULL;
@@ -673,13 +792,13 @@ static int bufs_alloc(struct run *run)
 		return fail(run, -ENOMEM, "out of memory");
 	for (q = 0; q < run->p.qps; q++) {
 		run->bufs[q].len = len;
-		r = run->mem->alloc(len, &run->bufs[q].tx);
+		r = run->mem.ops->alloc(run->mem.st, len, &run->bufs[q].tx);
 		if (r >= 0)
-			r = run->mem->alloc(len, &run->bufs[q].rx);
+			r = run->mem.ops->alloc(run->mem.st, len, &run->bufs[q].rx);
 		if (r < 0)
 			return fail(run, r,
 				    "cannot allocate 2 x %" PRIu64 " bytes of %s memory: %s", len,
-				    run->mem->name, ry_strerror(r));
+				    run->mem.spec, ry_strerror(r));
 	}
 	return 0;
 }
@@ -696,14 +815,20 @@ static enum bench_role peer_role(const struct run *run)
 	return run->role == BENCH_SERVER ? BENCH_CLIENT : BENCH_SERVER;
 }
 
-static void fill_tx(struct run *run, const struct bench_step *s, uint32_t qp, uint64_t msg,
-		    uint64_t seed_msg)
+static int fill_tx(struct run *run, const struct bench_step *s, uint32_t qp, uint64_t msg,
+		   uint64_t seed_msg)
 {
 	uint8_t *slot = (uint8_t *)run->bufs[qp].tx + (msg % s->slots) * s->size;
+	int r = run->mem.ops->fill(run->mem.st, slot, s->size,
+				   seed_of(run, run->role, qp, seed_msg));
 
-	run->mem->fill(slot, s->size, seed_of(run, run->role, qp, seed_msg));
-	if (run->o->tx_hook)
+	if (r < 0)
+		return fail(run, r, "writing the data pattern to %s memory: %s", run->mem.spec,
+			    ry_strerror(r));
+	/* A device buffer is not the CPU's to touch: the hook sees host memory only. */
+	if (run->o->tx_hook && !run->mem.ops->device)
 		run->o->tx_hook(run->o->ud, qp, msg, slot, s->size);
+	return 0;
 }
 
 static int check_rx(struct run *run, const struct bench_step *s, uint32_t qp, uint64_t msg,
@@ -711,8 +836,13 @@ static int check_rx(struct run *run, const struct bench_step *s, uint32_t qp, ui
 {
 	const uint8_t *slot = (const uint8_t *)run->bufs[qp].rx + (msg % s->slots) * s->size;
 	size_t off = 0;
+	int r = run->mem.ops->check(run->mem.st, slot, s->size,
+				    seed_of(run, peer_role(run), qp, seed_msg), &off);
 
-	if (run->mem->check(slot, s->size, seed_of(run, peer_role(run), qp, seed_msg), &off) < 0)
+	if (r < 0 && r != -RY_E_DATA_MISMATCH)
+		return fail(run, r, "reading received data from %s memory: %s", run->mem.spec,
+			    ry_strerror(r));
+	if (r < 0)
 		return fail(run, -RY_E_DATA_MISMATCH,
 			    "data mismatch: message %" PRIu64 " of QP %u (size %" PRIu64
 			    ") differs at byte %zu",
@@ -834,8 +964,10 @@ static int run_lat(struct run *run, const struct bench_step *s, json_t **ret_loc
 {
 	bool client = run->role == BENCH_CLIENT;
 	bool passive = !client && run->p.op == BENCH_OP_READ;
+	bool ticks = ticks_on(run->o);
 	uint64_t total = run->p.iters ? run->p.warmup + run->p.iters : UINT64_MAX;
-	uint64_t i = 0, t0, t1, start, end_ns = 0, last_io, checked = 0;
+	uint64_t i = 0, t0 = 0, t1, start, end_ns = 0, last_io, checked = 0, k0 = 0, k1 = 0,
+		 k_start;
 	struct stats_lat *lat = NULL;
 	struct stats_lat_summary sum;
 	int r;
@@ -848,24 +980,31 @@ static int run_lat(struct run *run, const struct bench_step *s, json_t **ret_loc
 	r = now_ns(run, &start);
 	if (r < 0)
 		goto out;
+	k_start = ticks ? tick_read() : 0;
 	last_io = start;
 	if (passive) {
 		r = wait_peer_done(run);
 		goto report;
 	}
 	while (i < total) {
-		if (client && end_ns && run->last_ns - start >= end_ns)
+		if (client && end_ns &&
+		    (ticks ? ticks_to_ns(tick_read() - k_start) : run->last_ns - start) >= end_ns)
 			break;
 		if (!client && run->have_peer_done && i >= run->peer_done[0])
 			break;
 		if ((i & 1023) == 0 && (r = check_cancel(run)) < 0)
 			goto out;
-		if (run->p.check_data && run->p.op != BENCH_OP_READ)
-			fill_tx(run, s, 0, i, i);
-		r = now_ns(run, &t0);
-		if (r < 0)
+		if (run->p.check_data && run->p.op != BENCH_OP_READ &&
+		    (r = fill_tx(run, s, 0, i, i)) < 0)
+			goto out;
+		/* Only the client measures; nothing but the round trip between the readings. */
+		if (ticks)
+			k0 = tick_read();
+		else if (client && (r = now_ns(run, &t0)) < 0)
 			goto out;
 		r = run->t->lat_iter(run->st, i, client ? (int)run->p.io_timeout_ms : SLICE_MS);
+		if (ticks)
+			k1 = tick_read();
 		if (r == -EAGAIN && !client) {
 			/* No ping yet: is the client done (duration mode), gone or silent? */
 			r = ctrl_poll(run);
@@ -888,9 +1027,16 @@ static int run_lat(struct run *run, const struct bench_step *s, json_t **ret_loc
 				 r == -ECONNRESET || r == -EPIPE ? "peer lost" : ry_strerror(r));
 			goto out;
 		}
-		r = now_ns(run, &t1);
-		if (r < 0)
+		if (ticks) {
+			if (k1 < k0 || k1 < k_start) {
+				r = fail(run, -RY_E_CLOCK, "the time-stamp counter went back");
+				goto out;
+			}
+			t1 = start + ticks_to_ns(k1 - k_start);
+			t0 = t1 - ticks_to_ns(k1 - k0);
+		} else if ((r = now_ns(run, &t1)) < 0) {
 			goto out;
+		}
 		last_io = t1;
 		if (run->p.check_data) {
 			/* READ: the peer's slot holds its static pattern (seeded by slot). */
@@ -1089,8 +1235,9 @@ static int run_bw(struct run *run, const struct bench_step *s, json_t **ret_loca
 		}
 		for (q = 0; sender && q < qps; q++)
 			while (posted[q] < target[q] && posted[q] - done[q] < s->window) {
-				if (run->p.check_data && run->p.op != BENCH_OP_READ)
-					fill_tx(run, s, q, posted[q], posted[q]);
+				if (run->p.check_data && run->p.op != BENCH_OP_READ &&
+				    (r = fill_tx(run, s, q, posted[q], posted[q])) < 0)
+					goto out;
 				r = run->t->bw_post_send(run->st, q, posted[q]);
 				if (r < 0)
 					goto io_fail;
@@ -1249,6 +1396,11 @@ static json_t *params_json(const struct bench_params *p)
 	if (j) {
 		json_object_set_new(j, "interval_ms", json_integer(p->interval_ms));
 		json_object_set_new(j, "ib_port", json_integer(p->ib_port));
+		if (p->sweep)
+			json_object_set_new(j, "sweep_max", json_integer((json_int_t)p->sweep_max));
+		if (strcmp(p->mem, "host") != 0)
+			json_object_set_new(j, "gpudirect",
+					    json_string(bench_gpudirect_name(p->gpudirect)));
 	}
 	return j;
 }
@@ -1269,9 +1421,23 @@ static json_t *env_json(struct run *run)
 		      env.gid, "gid_index", (int)env.gid_index, "link_layer", env.link_layer,
 		      "link_gbps", env.link_gbps, "inline_size", (int)env.inline_size);
 	if (j) {
-		json_object_set_new(j, "mem", json_string(run->mem->name));
+		json_object_set_new(j, "mem", json_string(run->mem.spec));
 		json_object_set_new(j, "traffic_class", json_integer(env.traffic_class));
 		json_object_set_new(j, "service_level", json_integer(env.service_level));
+	}
+	if (j && run->mem.ops && run->mem.ops->device) {
+		struct bench_mem_env me = {.index = -1};
+
+		if (run->mem.ops->env)
+			run->mem.ops->env(run->mem.st, &me);
+		/* What moved the data to and from the GPU: perftest's "using dma-buf" line. */
+		json_object_set_new(j, "mem_path",
+				    json_string(env.mem_path[0] ? env.mem_path : "?"));
+		if (env.mem_note[0])
+			json_object_set_new(j, "mem_note", json_string(env.mem_note));
+		json_object_set_new(j, "gpu",
+				    json_pack("{si ss ss ss}", "index", (int)me.index, "name",
+					      me.name, "bus_id", me.bus_id, "uuid", me.uuid));
 	}
 	return j;
 }
@@ -1339,9 +1505,11 @@ static int run_steps(struct run *run, json_t *results)
 		    (run->role == BENCH_SERVER || run->p.bidir)) {
 			uint32_t q, sl;
 
-			for (q = 0; q < run->p.qps; q++)
-				for (sl = 0; sl < s.slots; sl++)
-					fill_tx(run, &s, q, sl, sl);
+			for (q = 0; q < run->p.qps && r == 0; q++)
+				for (sl = 0; sl < s.slots && r == 0; sl++)
+					r = fill_tx(run, &s, q, sl, sl);
+			if (r < 0)
+				break;
 		}
 		if (run->t->prepare && (r = run->t->prepare(run->st, &s)) < 0) {
 			r = fail(run, r, "preparing size %" PRIu64 ": %s", s.size, ry_strerror(r));
@@ -1404,13 +1572,16 @@ static int run_main(struct run *run, const char *peer, json_t **ret_result)
 		if ((r = negotiate_client(run)) < 0)
 			return r;
 	}
+	/* After negotiation: the peer hears why we give up (no GPU, ...). */
+	if ((r = bench_mem_open(run->p.mem, &run->mem, run->err)) < 0)
+		return fail(run, r, "%s", ry_strerror(r));
 	if ((r = bufs_alloc(run)) < 0)
 		return r;
 	run->ctx.params = &run->p;
 	run->ctx.role = run->role;
 	run->ctx.ctrl_fd = run->ctrl_fd;
 	run->ctx.listen_fd = run->role == BENCH_SERVER ? run->listen_fd : -1;
-	run->ctx.mem = run->mem;
+	run->ctx.mem = &run->mem;
 	run->ctx.bufs = run->bufs;
 	run->ctx.timeout_ms = (int)run->p.connect_timeout_ms;
 	run->ctx.err = run->err;
@@ -1457,6 +1628,11 @@ static int run_main(struct run *run, const char *peer, json_t **ret_result)
 								? "round-trip"
 								: "one-way (RTT/2)"));
 			json_object_set_new(doc, "latency_unit", json_string("us"));
+			json_object_set_new(doc, "latency_clock",
+					    json_string(run->o->clock ? "injected"
+							: ticks_on(run->o)
+								? "tsc"
+								: "CLOCK_MONOTONIC_RAW"));
 		}
 		if ((r = msg_send_json(run, MSG_RESULT, doc)) < 0)
 			goto out;
@@ -1498,7 +1674,6 @@ static int run_any(const struct bench_params *p, enum bench_role role, const cha
 		goto out;
 	}
 	run->t = bench_transport_find(run->p.transport);
-	run->mem = bench_mem_find(run->p.mem);
 	r = run_main(run, peer, ret_result);
 	if (r < 0)
 		send_error(run, r);
@@ -1512,6 +1687,7 @@ out:
 	if (run->t && run->st)
 		run->t->close(run->st);
 	bufs_free(run);
+	bench_mem_close(&run->mem);
 	if (r < 0 && run->ctrl_fd >= 0)
 		ctrl_drain(run);
 	if (run->ctrl_fd >= 0)

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static atomic_bool stop;
 
@@ -36,6 +37,8 @@ int main(int argc, char **argv)
 	int r;
 
 	log_set_ident("railyard-bench");
+	if (argc > 1 && strcmp(argv[1], "gpu-info") == 0)
+		return bench_cli_gpu_info(argc - 1, argv + 1, stdout);
 	r = bench_cli_parse(argc, argv, &cli, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "railyard-bench: %s\n", err);

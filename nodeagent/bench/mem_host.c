@@ -5,11 +5,12 @@
 #include "common/util/error.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int host_alloc(size_t len, void **ret_buf)
+static int host_alloc(void *st, size_t len, void **ret_buf)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	void *buf = NULL;
@@ -25,8 +26,9 @@ static int host_alloc(size_t len, void **ret_buf)
 	return 0;
 }
 
-static void host_free(void *buf, size_t len)
+static void host_free(void *st, void *buf, size_t len)
 {
+	(void)st;
 	(void)len;
 	free(buf);
 }
@@ -47,7 +49,7 @@ static inline uint64_t word_of(uint64_t seed, uint64_t w)
 	return mix(seed * 0x9e3779b97f4a7c15ull + w + 1);
 }
 
-static void host_fill(void *buf, size_t len, uint64_t seed)
+void bench_pattern_fill(void *buf, size_t len, uint64_t seed)
 {
 	uint8_t *b = buf;
 	size_t w, nw = len / 8;
@@ -63,7 +65,7 @@ static void host_fill(void *buf, size_t len, uint64_t seed)
 	}
 }
 
-static int host_check(const void *buf, size_t len, uint64_t seed, size_t *ret_off)
+int bench_pattern_check(const void *buf, size_t len, uint64_t seed, size_t *ret_off)
 {
 	const uint8_t *b = buf;
 	size_t w, i, nw = (len + 7) / 8, n;
@@ -85,9 +87,32 @@ static int host_check(const void *buf, size_t len, uint64_t seed, size_t *ret_of
 	return 0;
 }
 
+static int host_fill(void *st, void *buf, size_t len, uint64_t seed)
+{
+	(void)st;
+	bench_pattern_fill(buf, len, seed);
+	return 0;
+}
+
+static int host_check(void *st, const void *buf, size_t len, uint64_t seed, size_t *ret_off)
+{
+	(void)st;
+	return bench_pattern_check(buf, len, seed, ret_off);
+}
+
+static int host_validate(const char *arg, char *err)
+{
+	if (arg) {
+		snprintf(err, BENCH_ERR_LEN, "host memory takes no argument (':%s')", arg);
+		return -RY_E_INVALID;
+	}
+	return 0;
+}
+
 const struct bench_mem_ops bench_mem_host = {
 	.name = "host",
 	.device = false,
+	.validate = host_validate,
 	.alloc = host_alloc,
 	.free = host_free,
 	.fill = host_fill,

@@ -24,10 +24,6 @@ static const struct bench_transport_ops *const transports[] = {
 /* Transports this code base knows, whether built or not. */
 static const char *const transport_names[] = {"tcp", "verbs"};
 
-static const struct bench_mem_ops *const mems[] = {
-	&bench_mem_host,
-};
-
 const struct bench_transport_ops *bench_transport_find(const char *name)
 {
 	size_t i;
@@ -48,14 +44,15 @@ bool bench_transport_known(const char *name)
 	return false;
 }
 
-const struct bench_mem_ops *bench_mem_find(const char *name)
+uint64_t bench_sweep_clamp(uint64_t sweep_max, uint64_t device_max)
 {
-	size_t i;
+	uint64_t limit = sweep_max < device_max ? sweep_max : device_max, s = BENCH_SWEEP_MIN;
 
-	for (i = 0; name && i < RY_ARRAY_SIZE(mems); i++)
-		if (strcmp(mems[i]->name, name) == 0)
-			return mems[i];
-	return NULL;
+	if (limit < BENCH_SWEEP_MIN)
+		return 0;
+	while (s <= limit / 2)
+		s *= 2;
+	return s;
 }
 
 const char *bench_kind_name(enum bench_kind k)
@@ -139,6 +136,8 @@ static bool str_terminated(const char *s, size_t len)
 int bench_params_validate(struct bench_params *p, char *err, size_t errlen)
 {
 	const struct bench_transport_ops *t;
+	const struct bench_mem_ops *mem;
+	const char *mem_arg = NULL;
 	char terr[BENCH_ERR_LEN] = "";
 	int r;
 
@@ -154,8 +153,19 @@ int bench_params_validate(struct bench_params *p, char *err, size_t errlen)
 	if (!t)
 		return fail(err, errlen, -RY_E_NOT_FOUND, "unknown transport '%s' (tcp, verbs)",
 			    p->transport);
-	if (!bench_mem_find(p->mem))
-		return fail(err, errlen, -RY_E_NOT_FOUND, "unknown memory '%s' (host)", p->mem);
+	mem = bench_mem_find(p->mem, &mem_arg);
+	if (!mem && bench_mem_known(p->mem))
+		return fail(err, errlen, -ENOTSUP, "%.*s memory not built",
+			    (int)strcspn(p->mem, ":"), p->mem);
+	if (!mem)
+		return fail(err, errlen, -RY_E_NOT_FOUND, "unknown memory '%s' (host, cuda)",
+			    p->mem);
+	if (p->gpudirect > BENCH_GD_PEERMEM)
+		return fail(err, errlen, -RY_E_INVALID, "--gpudirect is auto, dmabuf or peermem");
+	if (p->gpudirect != BENCH_GD_AUTO && !mem->device)
+		return fail(err, errlen, -RY_E_INVALID,
+			    "--gpudirect %s is for GPU memory (--mem cuda)",
+			    bench_gpudirect_name(p->gpudirect));
 	if (p->op == BENCH_OP_AUTO)
 		p->op = t->default_op;
 	if (p->op < BENCH_OP_SEND || p->op > BENCH_OP_READ)
@@ -165,6 +175,11 @@ int bench_params_validate(struct bench_params *p, char *err, size_t errlen)
 			    t->name, bench_op_name(p->op));
 	if (p->sweep) {
 		p->size = 0;
+		if (p->sweep_max == 0)
+			p->sweep_max = BENCH_SIZE_MAX;
+		if (p->sweep_max < BENCH_SWEEP_MIN || p->sweep_max > BENCH_SIZE_MAX)
+			return fail(err, errlen, -ERANGE, "-a up to %" PRIu64 " B: outside %u..%u",
+				    p->sweep_max, BENCH_SWEEP_MIN, BENCH_SIZE_MAX);
 	} else if (p->size < BENCH_SIZE_MIN || p->size > BENCH_SIZE_MAX) {
 		return fail(err, errlen, -ERANGE, "size %" PRIu64 " outside %u..%u", p->size,
 			    BENCH_SIZE_MIN, BENCH_SIZE_MAX);
@@ -223,10 +238,21 @@ int bench_params_validate(struct bench_params *p, char *err, size_t errlen)
 		return fail(err, errlen, -ERANGE, "timeouts are bounded to %u ms", TIMEOUT_MAX_MS);
 	if (p->gid_index < -1)
 		return fail(err, errlen, -RY_E_INVALID, "GID index %d is negative", p->gid_index);
+	if (!p->sweep)
+		p->sweep_max = 0;
+	if (mem->validate) {
+		r = mem->validate(mem_arg, terr);
+		if (r < 0)
+			return fail(err, errlen, r, "%s memory: %s", mem->name,
+				    terr[0] ? terr : ry_strerror(r));
+	}
 	if (t->validate) {
 		r = t->validate(p, terr);
 		if (r < 0)
 			return fail(err, errlen, r, "%s", terr[0] ? terr : ry_strerror(r));
+		if (p->sweep && p->sweep_max < BENCH_SWEEP_MIN)
+			return fail(err, errlen, -ERANGE, "the device takes no message of %u B",
+				    BENCH_SWEEP_MIN);
 	}
 	return 0;
 }
@@ -270,7 +296,7 @@ static uint64_t get64(const uint8_t *b)
 
 /* Layout (big-endian): 0 magic, 4 version u16, 6 kind u8, 7 op u8, 8 flags u8, 9..11 zero,
  * 12 qps, 16 size u64, 24 iters u64, 32 duration_s, 36 depth, 40 warmup, 44 margin_ms,
- * 48 interval_ms, 52 transport[16], 68..71 zero. */
+ * 48 interval_ms, 52 transport[16], 68 sweep_max (0 from a peer that predates it: 8 MiB). */
 void bench_params_pack(const struct bench_params *p, uint8_t out[BENCH_PARAMS_WIRE])
 {
 	memset(out, 0, BENCH_PARAMS_WIRE);
@@ -290,6 +316,7 @@ void bench_params_pack(const struct bench_params *p, uint8_t out[BENCH_PARAMS_WI
 	put32(out + 48, p->interval_ms);
 	memcpy(out + 52, p->transport, BENCH_NAME_LEN);
 	out[52 + BENCH_NAME_LEN - 1] = '\0';
+	put32(out + 68, (uint32_t)p->sweep_max);
 }
 
 int bench_params_unpack(const uint8_t *buf, size_t len, struct bench_params *ret_p)
@@ -319,6 +346,11 @@ int bench_params_unpack(const uint8_t *buf, size_t len, struct bench_params *ret
 	p.interval_ms = get32(buf + 48);
 	memcpy(p.transport, buf + 52, BENCH_NAME_LEN);
 	if (p.transport[BENCH_NAME_LEN - 1] != '\0')
+		return -RY_E_INVALID;
+	p.sweep_max = get32(buf + 68);
+	if (p.sweep && p.sweep_max == 0)
+		p.sweep_max = BENCH_SIZE_MAX;
+	if (p.sweep_max > BENCH_SIZE_MAX || (p.sweep && p.sweep_max < BENCH_SWEEP_MIN))
 		return -RY_E_INVALID;
 	if (p.size > BENCH_SIZE_MAX || p.iters > BENCH_ITERS_MAX ||
 	    p.duration_s > BENCH_DURATION_MAX || p.qps < 1 || p.qps > BENCH_QPS_MAX ||

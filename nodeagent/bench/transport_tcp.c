@@ -1,6 +1,8 @@
 /* The "tcp" benchmark transport: one TCP connection per QP with TCP_NODELAY, accepted on the
  * engine's control port (tagged with the run's cookie), latency as a ping-pong of S bytes and
- * bandwidth as a stream of S-byte messages written and read straight from the engine's slots. */
+ * bandwidth as a stream of S-byte messages written and read straight from the engine's slots.
+ * Device memory (a GPU's) is staged: each message is copied to a pinned host buffer of the same
+ * layout before it is written and from it once it is read, inside what is measured. */
 #include "nodeagent/bench/bench.h"
 
 #include "common/log/log.h"
@@ -12,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -37,9 +40,54 @@ struct tcp_state {
 	uint32_t nqp;
 	struct tcp_qp *qps;
 	struct pollfd *pfds;
+	struct bench_qp_buf *stage; /* device memory: pinned host mirrors of ctx->bufs; else NULL */
 };
 
-static int tcp_validate(const struct bench_params *p, char *err)
+/* Where the socket reads and writes QP q's slots: the engine's buffers, or their staging. */
+static uint8_t *tx_of(const struct tcp_state *st, uint32_t q)
+{
+	return st->stage ? st->stage[q].tx : st->ctx->bufs[q].tx;
+}
+
+static uint8_t *rx_of(const struct tcp_state *st, uint32_t q)
+{
+	return st->stage ? st->stage[q].rx : st->ctx->bufs[q].rx;
+}
+
+/* Staging: device tx slot -> host before a write; host rx slot -> device once it is read. */
+static int stage_fail(const struct tcp_state *st, int r, const char *dir)
+{
+	if (st->ctx->err[0] == '\0')
+		snprintf(st->ctx->err, BENCH_ERR_LEN, "tcp: staging copy %s %s memory failed: %s",
+			 dir, st->ctx->mem->spec, ry_strerror(r));
+	return r;
+}
+
+static int stage_out(const struct tcp_state *st, uint32_t q, size_t off, size_t len)
+{
+	const struct bench_mem *m = st->ctx->mem;
+	int r;
+
+	if (!st->stage)
+		return 0;
+	r = m->ops->to_host(m->st, (uint8_t *)st->stage[q].tx + off,
+			    (const uint8_t *)st->ctx->bufs[q].tx + off, len);
+	return r < 0 ? stage_fail(st, r, "from") : 0;
+}
+
+static int stage_in(const struct tcp_state *st, uint32_t q, size_t off, size_t len)
+{
+	const struct bench_mem *m = st->ctx->mem;
+	int r;
+
+	if (!st->stage)
+		return 0;
+	r = m->ops->from_host(m->st, (uint8_t *)st->ctx->bufs[q].rx + off,
+			      (const uint8_t *)st->stage[q].rx + off, len);
+	return r < 0 ? stage_fail(st, r, "to") : 0;
+}
+
+static int tcp_validate(struct bench_params *p, char *err)
 {
 	return 0;
 }
@@ -54,6 +102,13 @@ static void tcp_close(void *arg)
 	for (q = 0; q < st->nqp; q++)
 		if (st->qps[q].fd >= 0)
 			close(st->qps[q].fd);
+	for (q = 0; st->stage && q < st->nqp; q++) {
+		const struct bench_mem *m = st->ctx->mem;
+
+		m->ops->staging_free(m->st, st->stage[q].tx, st->stage[q].len);
+		m->ops->staging_free(m->st, st->stage[q].rx, st->stage[q].len);
+	}
+	free(st->stage);
 	free(st->qps);
 	free(st->pfds);
 	free(st);
@@ -191,6 +246,29 @@ static int tcp_open(const struct bench_ctx *ctx, void **ret_st)
 	}
 	for (q = 0; q < st->nqp; q++)
 		st->qps[q].fd = -1;
+	if (ctx->mem->ops->device) {
+		const struct bench_mem *m = ctx->mem;
+
+		st->stage = calloc(st->nqp, sizeof(*st->stage));
+		if (!st->stage) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		for (q = 0; q < st->nqp; q++) {
+			st->stage[q].len = ctx->bufs[q].len;
+			r = m->ops->staging_alloc(m->st, st->stage[q].len, &st->stage[q].tx);
+			if (r == 0)
+				r = m->ops->staging_alloc(m->st, st->stage[q].len,
+							  &st->stage[q].rx);
+			if (r < 0) {
+				snprintf(ctx->err, BENCH_ERR_LEN,
+					 "tcp: cannot allocate 2 x %zu bytes of pinned host memory "
+					 "to stage %s memory: %s",
+					 st->stage[q].len, m->spec, ry_strerror(r));
+				goto fail;
+			}
+		}
+	}
 	if (ctx->role == BENCH_SERVER) {
 		r = accept_data(st, end);
 		if (r < 0)
@@ -219,6 +297,8 @@ static void tcp_env(void *arg, struct bench_env *ret_env)
 	socklen_t sl = sizeof(mss);
 
 	snprintf(ret_env->link_layer, sizeof(ret_env->link_layer), "tcp");
+	if (st->stage)
+		snprintf(ret_env->mem_path, sizeof(ret_env->mem_path), "staged");
 	if (st->nqp && getsockopt(st->qps[0].fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) == 0)
 		ret_env->mtu = (uint32_t)mss; /* what TCP segments carry */
 }
@@ -300,30 +380,41 @@ static int tcp_lat_iter(void *arg, uint64_t iter, int timeout_ms)
 	struct tcp_state *st = arg;
 	struct tcp_qp *c = &st->qps[0];
 	size_t size = st->step.size, slot = (size_t)(iter % st->step.slots) * size;
-	uint8_t *tx = (uint8_t *)st->ctx->bufs[0].tx + slot;
-	uint8_t *rx = (uint8_t *)st->ctx->bufs[0].rx + slot;
+	uint8_t *tx = tx_of(st, 0) + slot;
+	uint8_t *rx = rx_of(st, 0) + slot;
 	size_t off = 0;
 	int r;
 
 	if (st->ctx->role == BENCH_CLIENT) {
-		r = lat_send(c->fd, tx, size, timeout_ms);
+		r = stage_out(st, 0, slot, size);
+		if (r == 0)
+			r = lat_send(c->fd, tx, size, timeout_ms);
 		if (r == 0)
 			r = lat_recv(c->fd, rx, size, &off, timeout_ms, false);
+		if (r == 0)
+			r = stage_in(st, 0, slot, size);
 		return r;
 	}
 	r = lat_recv(c->fd, rx, size, &c->lat_off, timeout_ms, true);
 	if (r < 0)
 		return r;
 	c->lat_off = 0;
-	return lat_send(c->fd, tx, size, timeout_ms);
+	r = stage_in(st, 0, slot, size);
+	if (r == 0)
+		r = stage_out(st, 0, slot, size);
+	return r < 0 ? r : lat_send(c->fd, tx, size, timeout_ms);
 }
 
 static int tcp_post_send(void *arg, uint32_t qp, uint64_t msg)
 {
 	struct tcp_state *st = arg;
+	int r;
 
 	if (qp >= st->nqp || msg != st->qps[qp].tx_queued)
 		return -EINVAL;
+	r = stage_out(st, qp, (size_t)(msg % st->step.slots) * st->step.size, st->step.size);
+	if (r < 0)
+		return r;
 	st->qps[qp].tx_queued++;
 	return 0;
 }
@@ -355,8 +446,8 @@ static int progress(struct tcp_state *st, uint32_t q, struct bench_cqe *cqes, ui
 			k = slots - slot;
 		if (k > max - *n)
 			k = max - *n;
-		w = send(c->fd, (uint8_t *)st->ctx->bufs[q].tx + slot * size + c->tx_off,
-			 k * size - c->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		w = send(c->fd, tx_of(st, q) + slot * size + c->tx_off, k * size - c->tx_off,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				break;
@@ -377,8 +468,8 @@ static int progress(struct tcp_state *st, uint32_t q, struct bench_cqe *cqes, ui
 			k = slots - slot;
 		if (k > max - *n)
 			k = max - *n;
-		w = recv(c->fd, (uint8_t *)st->ctx->bufs[q].rx + slot * size + c->rx_off,
-			 k * size - c->rx_off, MSG_DONTWAIT);
+		w = recv(c->fd, rx_of(st, q) + slot * size + c->rx_off, k * size - c->rx_off,
+			 MSG_DONTWAIT);
 		if (w == 0)
 			return -ECONNRESET;
 		if (w < 0) {
@@ -388,6 +479,10 @@ static int progress(struct tcp_state *st, uint32_t q, struct bench_cqe *cqes, ui
 		}
 		c->rx_off += (size_t)w;
 		while (c->rx_off >= size) {
+			int r = stage_in(st, q, (size_t)(c->rx_done % slots * size), size);
+
+			if (r < 0)
+				return r;
 			cqes[(*n)++] = (struct bench_cqe){
 				.msg = c->rx_done++, .qp = q, .kind = BENCH_CQE_RECV};
 			c->rx_off -= size;

@@ -210,7 +210,7 @@ mkdir -p "$ovl/ry" "$ovl/opt/railyard/bin" "$ovl/$ARCH_LIBDIR" "$ovl/usr/lib64"
 install -m 0755 "$HERE/guest/init.sh" "$ovl/init"
 install -m 0644 "$HERE/guest/lib.sh" "$ovl/ry/lib.sh"
 bins=$(find "$BUILD_DIR" -path "$OUT" -prune -o -type f -perm -u+x \
-	\( -name 'railyard-*' -o -name 'verbs-smoke' \) -print | sort)
+	\( -name 'railyard-*' -o -name 'verbs-smoke' -o -name 'libcuda-double.so' \) -print | sort)
 # Unpack the base's library list once so host libraries already in the guest are not copied.
 baselibs=$OUT/baselibs.txt
 if [ ! -f "$baselibs" ] || [ "$baselibs" -ot "$BASE/base.cpio.gz" ]; then

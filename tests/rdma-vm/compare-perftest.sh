@@ -43,12 +43,25 @@ echo "soft-RoCE, one guest, looped back on rxe0; $rounds rounds, $iters iteratio
 	"${size:+$size B}${size:-2 B latency / 65536 B bandwidth}"
 # Median and best (lowest latency, highest bandwidth) per tool and test: emulation only ever
 # adds time, so the best round shows each tool's own cost and the median the typical run.
-# Failed measurements (inf/nan/0) are counted, never averaged in.
+# "paired": the median over rounds of each round's railyard/perftest ratio (the two ran back to
+# back), which a load that drifts between rounds does not move the way it moves a best or a
+# median of either tool alone. Failed measurements (inf/nan/0) are counted, never averaged in.
 tr -d '\r' <"$log" | awk -v tests="$tests" '
 	/^RY-CMP / {
 		tool = $2; t = $3
 		if ($5 == "failed") { bad[tool, t]++; next }
-		n[tool, t]++; v[tool, t, n[tool, t]] = $5; unit[t] = $6
+		n[tool, t]++; v[tool, t, n[tool, t]] = $5; unit[t] = $6; at[tool, t, $4] = $5
+		rounds[$4] = 1
+	}
+	# the median over rounds of railyard/perftest, as ratio() takes them
+	function paired(t,   k, a, r, i, j, x) {
+		k = 0
+		for (r in rounds)
+			if ((("perftest", t, r) in at) && (("railyard-bench", t, r) in at) && at["perftest", t, r] > 0)
+				a[++k] = at["railyard-bench", t, r] / at["perftest", t, r]
+		if (k == 0) return "-"
+		for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+		return sprintf("%.2f", (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2)
 	}
 	# sorted values of (tool, t) into a[1..k]; returns k
 	function sorted(tool, t, a,   k, i, j, x) {
@@ -70,13 +83,13 @@ tr -d '\r' <"$log" | awk -v tests="$tests" '
 	function ratio(p, r) { return (p != "" && r != "" && p > 0) ? sprintf("%.2f", r / p) : "-" }
 	function show(x) { return x == "" ? "-" : x }
 	END {
-		printf "%-10s %-7s %9s %9s %6s   %9s %9s %6s  %s\n", "", "", "median", "", "", "best", "", "", ""
-		printf "%-10s %-7s %9s %9s %6s   %9s %9s %6s  %s\n", "test", "unit", "perftest", "railyard", "ratio", "perftest", "railyard", "ratio", "failed(p/r)"
+		printf "%-10s %-7s %9s %9s %6s   %9s %9s %6s  %6s  %s\n", "", "", "median", "", "", "best", "", "", "", ""
+		printf "%-10s %-7s %9s %9s %6s   %9s %9s %6s  %6s  %s\n", "test", "unit", "perftest", "railyard", "ratio", "perftest", "railyard", "ratio", "paired", "failed(p/r)"
 		split(tests, ts, " ")
 		for (i = 1; i in ts; i++) {
 			t = ts[i]; bw = (t ~ /_bw$/)
 			p = median("perftest", t); r = median("railyard-bench", t)
 			pb = best("perftest", t, bw); rb = best("railyard-bench", t, bw)
-			printf "%-10s %-7s %9s %9s %6s   %9s %9s %6s  %d/%d\n", t, unit[t], show(p), show(r), ratio(p, r), show(pb), show(rb), ratio(pb, rb), bad["perftest", t], bad["railyard-bench", t]
+			printf "%-10s %-7s %9s %9s %6s   %9s %9s %6s  %6s  %d/%d\n", t, unit[t], show(p), show(r), ratio(p, r), show(pb), show(rb), ratio(pb, rb), paired(t), bad["perftest", t], bad["railyard-bench", t]
 		}
 	}'

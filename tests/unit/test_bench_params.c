@@ -98,7 +98,8 @@ static void test_parse_errors(void **state)
 	assert_int_equal(PARSE(&cli, err, "lat", "--op", "write"), -RY_E_INVALID);
 	assert_non_null(strstr(err, "tcp transport does not do --op write"));
 	assert_int_equal(PARSE(&cli, err, "lat", "--transport", "carrier-pigeon"), -RY_E_NOT_FOUND);
-	assert_int_equal(PARSE(&cli, err, "lat", "--mem", "cuda"), -RY_E_NOT_FOUND);
+	assert_int_equal(PARSE(&cli, err, "lat", "--mem", "floppy"), -RY_E_NOT_FOUND);
+	assert_non_null(strstr(err, "unknown memory 'floppy' (host, cuda)"));
 	assert_int_equal(PARSE(&cli, err, "bw", "-D", "2", "--margin", "1000"), -RY_E_INVALID);
 }
 

@@ -267,6 +267,49 @@ static void test_lat_sweep(void **state)
 	json_decref(res);
 }
 
+/* -a stops at the largest message both sides' devices take: the server's "device" takes up to
+ * 5000 B (what its transport's validate() would set), the client's everything; both run
+ * 2 B .. 4 KiB and say so, instead of refusing the sweep. */
+static void test_sweep_device_limit(void **state)
+{
+	struct bench_params sp, cp;
+	struct bench_run_opts o = {0};
+	char err[BENCH_ERR_LEN] = "";
+	json_t *res = NULL, *results, *r;
+	struct srv s;
+	size_t i;
+
+	base(&sp, BENCH_LAT, 0, 20);
+	sp.sweep = true;
+	sp.warmup = 0;
+	cp = sp;
+	sp.sweep_max = bench_sweep_clamp(BENCH_SIZE_MAX, 5000);
+	assert_int_equal(sp.sweep_max, 4096);
+	cp.port = srv_start(&s, &sp);
+	o.err = err;
+	o.errlen = sizeof(err);
+	assert_int_equal(bench_run_client(&cp, "127.0.0.1", &o, &res), 0);
+	srv_join(&s);
+	assert_int_equal(s.r, 0);
+	results = json_object_get(res, "results");
+	assert_int_equal(json_array_size(results), 12); /* 2 B .. 4 KiB */
+	json_array_foreach(results, i, r)
+	{
+		assert_int_equal((uint64_t)num(r, "size"), 2ull << i);
+		check_lat(json_object_get(r, "latency"), 20);
+	}
+	assert_int_equal(num(json_object_get(res, "params"), "sweep_max"), 4096);
+	assert_true(json_equal(results, json_object_get(s.res, "results")));
+	json_decref(s.res);
+	json_decref(res);
+	/* The limit itself: powers of two, never over either bound. */
+	assert_int_equal(bench_sweep_clamp(BENCH_SIZE_MAX, 1u << 31), BENCH_SIZE_MAX);
+	assert_int_equal(bench_sweep_clamp(BENCH_SIZE_MAX, 4096), 4096);
+	assert_int_equal(bench_sweep_clamp(1000, 1u << 20), 512);
+	assert_int_equal(bench_sweep_clamp(BENCH_SIZE_MAX, 2), 2);
+	assert_int_equal(bench_sweep_clamp(BENCH_SIZE_MAX, 1), 0);
+}
+
 static void corrupt_msg7(void *ud, uint32_t qp, uint64_t msg, void *slot, size_t len)
 {
 	if (msg == 7 && qp == 0)
@@ -570,13 +613,13 @@ static void test_error_result(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lat),	     cmocka_unit_test(test_bw_uni),
-		cmocka_unit_test(test_bw_bidir_qps), cmocka_unit_test(test_bw_duration),
-		cmocka_unit_test(test_lat_sweep),    cmocka_unit_test(test_data_mismatch),
-		cmocka_unit_test(test_disagree),     cmocka_unit_test(test_not_listening),
-		cmocka_unit_test(test_peer_dies),    cmocka_unit_test(test_server_dies),
-		cmocka_unit_test(test_bad_clock),    cmocka_unit_test(test_cancel_server),
-		cmocka_unit_test(test_error_result),
+		cmocka_unit_test(test_lat),	      cmocka_unit_test(test_bw_uni),
+		cmocka_unit_test(test_bw_bidir_qps),  cmocka_unit_test(test_bw_duration),
+		cmocka_unit_test(test_lat_sweep),     cmocka_unit_test(test_sweep_device_limit),
+		cmocka_unit_test(test_data_mismatch), cmocka_unit_test(test_disagree),
+		cmocka_unit_test(test_not_listening), cmocka_unit_test(test_peer_dies),
+		cmocka_unit_test(test_server_dies),   cmocka_unit_test(test_bad_clock),
+		cmocka_unit_test(test_cancel_server), cmocka_unit_test(test_error_result),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

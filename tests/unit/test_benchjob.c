@@ -1,7 +1,8 @@
 /* Unit tests of the agent's benchmark job layer (nodeagent/benchjob) over tcp on 127.0.0.1:
  * a loopback run (one bench id, this agent both server and client) reports two results, one per
  * role, each with its port counter deltas; a re-sent order is ignored per (id, role); a Cancel
- * stops both sides; AGENT_BENCH_MAX sides run at once. Messages are read back from an in-memory
+ * stops both sides; AGENT_BENCH_MAX sides run at once; GPU checks and GPU memory orders on the
+ * libcuda double (when CTest gives its seam). Messages are read back from an in-memory
  * outbox the way the session reads them (outbox_flush), waiting with deadlines. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -273,12 +274,78 @@ static void test_capacity(void **state)
 	/* Teardown cancels them: agent_bench_free() waits for every side. */
 }
 
+static int submit_params(struct fx *f, const char *id, const char *role, const char *params)
+{
+	Railyard__V1__RunBench rb = RAILYARD__V1__RUN_BENCH__INIT;
+
+	rb.bench_id = (char *)id;
+	rb.role = (char *)role;
+	rb.peer = (char *)"";
+	rb.params_json = (char *)params;
+	rb.deadline_ms = 60000;
+	return agent_bench_submit(f->b, &rb);
+}
+
+static const char *error_of(const struct msg *m)
+{
+	return json_string_value(json_object_get(json_object_get(m->doc, "error"), "message"));
+}
+
+/* GPU orders (CTest runs this with the libcuda double, one GPU): a GPU check is one side, its
+ * document the result; GPU memory that is not there is refused with the reason. */
+static void test_gpu_orders(void **state)
+{
+	struct fx *f = *state;
+	const struct msg *m;
+	const json_t *g;
+
+	if (!getenv("RAILYARD_SEAM_LIBCUDA"))
+		skip();
+	assert_int_equal(submit_params(f, "b-gpu", "client",
+				       "{\"kind\":\"gpu\",\"size\":65536,\"repeats\":2,"
+				       "\"h2d_min_gb_s\":0,\"d2h_min_gb_s\":0,\"d2d_min_gb_s\":0}"),
+			 0);
+	wait_for(f, true, "b-gpu", 1);
+	m = find(f, true, "b-gpu", "client");
+	assert_true(m->ok);
+	assert_string_equal(json_string_value(json_object_get(m->doc, "role")), "client");
+	g = json_array_get(json_object_get(m->doc, "gpus"), 0);
+	assert_int_equal(
+		json_integer_value(json_object_get(
+			json_object_get(json_object_get(g, "bandwidth"), "h2d"), "samples")),
+		2);
+	/* the fixture sysroot has no GPU facts: no check failed, and the health is said to be not
+	 * read (a playbook rule `not_read == 0` makes that fail) */
+	assert_true(json_is_true(json_object_get(m->doc, "passed")));
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(m->doc, "summary"), "not_read")),
+		1);
+	assert_int_equal(submit_params(f, "b-gpu-srv", "server", "{\"kind\":\"gpu\"}"), 0);
+	wait_for(f, true, "b-gpu-srv", 1);
+	m = find(f, true, "b-gpu-srv", NULL);
+	assert_false(m->ok);
+	assert_non_null(strstr(error_of(m), "runs as the client side"));
+	assert_int_equal(submit_params(f, "b-gpu-bad", "client", "{\"kind\":\"gpu\",\"size\":1}"),
+			 0);
+	wait_for(f, true, "b-gpu-bad", 1);
+	assert_false(find(f, true, "b-gpu-bad", NULL)->ok);
+	assert_int_equal(
+		submit_params(f, "b-nogpu", "server",
+			      "{\"kind\":\"lat\",\"transport\":\"tcp\",\"mem\":\"cuda:5\"}"),
+		0);
+	wait_for(f, true, "b-nogpu", 1);
+	m = find(f, true, "b-nogpu", NULL);
+	assert_false(m->ok);
+	assert_non_null(strstr(error_of(m), "cuda memory: no GPU 5: this host has 1"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_loopback, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_both, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_capacity, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_orders, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
