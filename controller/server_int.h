@@ -65,7 +65,17 @@ struct ctl_server {
 	/* Agent messages received, by AgentMessage body case (/metrics). */
 	atomic_uint_fast64_t rpc_received[CTL_RPC_KINDS];
 	int64_t started_ms; /* unix ms when this process started serving */
+	int port;	    /* the bound gRPC port */
+	/* Descriptors: open and the soft limit as the reaper counted them (every second), and
+	 * sessions opened since (the guard in session_open()). */
+	_Atomic long fds_open, fds_limit, fds_opened;
+	int64_t listener_logged_ms; /* reaper only */
 };
+
+/* Descriptors kept free at the open-file limit: sessions beyond it are refused (with a hint
+ * to retry later and let go of the connection) so that gRPC's accept() never fails (1.51 stops
+ * listening when it does). limit/32, between 16 and 1024. */
+int ctl_fd_margin(long limit);
 
 /* Write the sessions' counters (messages received by kind) and the engine's (ingest latency by
  * kind) as Prometheus text (session.c, ingest.c). */

@@ -101,6 +101,15 @@ static int session_send(struct ctl_session *s, Railyard__V1__ControllerMessage *
 	return r;
 }
 
+/* A wait between lo and hi ms, spread so that refused agents do not come back together. */
+static int retry_after_ms(int lo, int hi)
+{
+	static _Atomic unsigned next;
+	unsigned x = atomic_fetch_add(&next, 2654435761u) ^ (unsigned)util_now_mono_ms();
+
+	return lo + (int)(x % (unsigned)(hi - lo + 1));
+}
+
 static int is_revoked_cb(void *userdata, const char *serial)
 {
 	return store_cert_is_revoked(userdata, serial);
@@ -115,7 +124,24 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	char fp[PKI_FINGERPRINT_LEN], err[256] = "";
 	grpc_status_code code = GRPC_STATUS_OK;
 	X509 *cert = NULL;
+	long limit = atomic_load(&srv->fds_limit);
 	int r;
+
+	/* Near the open-file limit a new session is refused and its agent told to let go of the
+	 * connection for a while: gRPC 1.51 stops listening when accept() fails. */
+	if (limit > 0) {
+		long in_use = atomic_load(&srv->fds_open) + atomic_fetch_add(&srv->fds_opened, 1);
+
+		if (in_use + ctl_fd_margin(limit) > limit) {
+			code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+			snprintf(err, sizeof(err),
+				 "the controller is at its open-file limit (%ld of %ld descriptors "
+				 "in use); retry later",
+				 in_use, limit);
+			rpc_stream_set_retry_after(st, retry_after_ms(5000, 15000));
+			goto out;
+		}
+	}
 
 	/* TLS verified the chain; revocation and the node's current certificate are ours. These
 	 * are reads on the store's reader connection: they never wait for a write. */
@@ -198,7 +224,16 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	}
 	log_debug("session opened for node %s from %s", s->node_id, peer->address);
 out:
-	if (code != GRPC_STATUS_OK) {
+	if (code == GRPC_STATUS_RESOURCE_EXHAUSTED) {
+		/* At the limit every agent beyond it comes back every few seconds. */
+		static _Atomic unsigned long n_full;
+		unsigned long n = atomic_fetch_add(&n_full, 1) + 1;
+
+		if (n <= 10 || n % 1000 == 0)
+			log_warn("refused connection from %s (%s): %s (%lu refused so)",
+				 peer->address, peer->common_name, err, n);
+		*ret_msg = strdup(err);
+	} else if (code != GRPC_STATUS_OK) {
 		log_warn("refused connection from %s (%s): %s", peer->address,
 			 peer->common_name[0] ? peer->common_name : "no certificate", err);
 		*ret_msg = strdup(err);

@@ -139,6 +139,25 @@ int rpc_channel_wait_ready(struct rpc_channel *ch, int64_t deadline_mono_ms)
 	return r;
 }
 
+int rpc_retry_after(const grpc_metadata_array *md)
+{
+	for (size_t i = 0; i < md->count; i++) {
+		char v[16];
+		char *end;
+		long ms;
+
+		if (grpc_slice_str_cmp(md->metadata[i].key, RPC_RETRY_AFTER_MD) != 0)
+			continue;
+		rpc_slice_copy(md->metadata[i].value, v, sizeof(v));
+		ms = strtol(v, &end, 10);
+		/* Network input: digits only, bounded. */
+		if (end == v || *end || ms <= 0)
+			return 0;
+		return ms > RPC_RETRY_AFTER_MAX_MS ? RPC_RETRY_AFTER_MAX_MS : (int)ms;
+	}
+	return 0;
+}
+
 static void status_fill(struct rpc_status *st, grpc_status_code code, grpc_slice details,
 			const char *error_string)
 {
@@ -363,6 +382,7 @@ int rpc_client_stream_next(struct rpc_client_stream *cs, int64_t deadline_mono_m
 		if (tag == &cs->tags[CS_STATUS]) {
 			cs->done = true;
 			status_fill(&cs->status, cs->code, cs->details, NULL);
+			cs->status.retry_after_ms = rpc_retry_after(&cs->trail_md);
 			return -EPIPE;
 		} else if (tag == &cs->tags[CS_SEND]) {
 			grpc_byte_buffer_destroy(cs->send_bb);

@@ -22,6 +22,11 @@ int rpc_buffer_from_bytes(const void *data, size_t len, grpc_byte_buffer **ret);
 int rpc_buffer_to_message(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
 			  ProtobufCMessage **ret);
 
+/* Longest wait a server's RPC_RETRY_AFTER_MD may ask for. */
+#define RPC_RETRY_AFTER_MAX_MS 600000
+/* The server's RPC_RETRY_AFTER_MD in trailing metadata, in ms (0: none or malformed). */
+int rpc_retry_after(const grpc_metadata_array *md);
+
 /* Copy a grpc_slice of status details into a fixed buffer. */
 void rpc_slice_copy(grpc_slice s, char *out, size_t outlen);
 

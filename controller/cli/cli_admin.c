@@ -302,6 +302,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 		{"threads", required_argument, NULL, 'n'},
 		{"apply-timeout", required_argument, NULL, 'A'},
 		{"reconnect-grace", required_argument, NULL, 'G'},
+		{"expected-agents", required_argument, NULL, 'E'},
 		{"http", required_argument, NULL, 'H'},
 		{"http-cert", required_argument, NULL, 'C'},
 		{"http-key", required_argument, NULL, 'K'},
@@ -314,7 +315,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 	struct ctl_server_config cfg = {.listen = "0.0.0.0:7443"};
 	struct ctl_api_config acfg = {.listen = CTL_API_LISTEN_DEFAULT};
 	const char *http_cert = NULL, *http_key = NULL;
-	long threads = 4;
+	long threads = 4, expected = 0;
 	sigset_t set;
 	char *end;
 	int c, r;
@@ -355,6 +356,11 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 			if (cli_parse_ms("--reconnect-grace", optarg, &grace_ms))
 				return 2;
 			break;
+		case 'E':
+			expected = strtol(optarg, &end, 10);
+			if (*end || end == optarg || expected < 0 || expected > 10000000)
+				return cli_bad("--expected-agents (0-10000000)", optarg);
+			break;
 		case 'H':
 			if (strcmp(optarg, "off") == 0)
 				acfg.listen = NULL;
@@ -392,6 +398,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 	cfg.cert_days = 365;
 	cfg.apply_timeout_ms = apply_timeout_ms;
 	cfg.reconnect_grace_ms = grace_ms;
+	cfg.expected_agents = expected;
 	return serve(state_dir, &cfg, &acfg, http_cert, http_key);
 }
 
@@ -626,7 +633,7 @@ const struct cli_command cli_admin_commands[] = {
 	{"serve",
 	 "[--state-dir D] [--listen HOST:PORT] [--heartbeat-interval 5s]\n"
 	 "        [--heartbeat-timeout 15s] [--facts-refresh 1h] [--threads 4]\n"
-	 "        [--apply-timeout 30m] [--reconnect-grace 30s]\n"
+	 "        [--apply-timeout 30m] [--reconnect-grace 30s] [--expected-agents N]\n"
 	 "        [--http HOST:PORT|off] [--http-cert FILE --http-key FILE]",
 	 "serve the agents (gRPC with mutual TLS), the REST API (HTTPS, default 127.0.0.1:8443, "
 	 "and the state directory's api.sock), and run deployments, campaigns and benchmarks",
