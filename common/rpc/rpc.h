@@ -212,6 +212,42 @@ void rpc_client_stream_cancel(struct rpc_client_stream *cs);
 /* Cancel if still open, drain and free. */
 void rpc_client_stream_free(struct rpc_client_stream *cs);
 
+/* ---- Many client streams in one process ------------------------------------------------
+ * rpc_client_stream_next() needs a thread per stream; a process that plays thousands of
+ * clients (the load generator) runs them on one shared completion queue instead, driven by a
+ * few threads, with callbacks. */
+struct rpc_client_loop;
+struct rpc_async_stream;
+
+/* A completion queue and `threads` threads that run the callbacks of the streams on it. */
+RPC_WUR int rpc_client_loop_new(int threads, struct rpc_client_loop **ret);
+/* Stop the threads and free; every stream on it must have ended and been freed. */
+void rpc_client_loop_free(struct rpc_client_loop *l);
+
+struct rpc_async_ops {
+	/* One message from the server (owned by the callee: protobuf_c_message_free_unpacked).
+	 * Calls for one stream never overlap; the next message is read after this returns. */
+	void (*message)(void *ud, ProtobufCMessage *msg);
+	/* The stream ended (status borrowed for the call); once, after the last message() and
+	 * after every batch of the stream completed: the callee may free the stream now. */
+	void (*ended)(void *ud, const struct rpc_status *st);
+};
+
+/* Open a bidirectional stream on ch (wait-for-ready: it waits for the channel to connect)
+ * whose callbacks run on l's threads. Callbacks may run before this returns: a caller that
+ * keeps *ret for them must publish it under a lock that its callbacks take. */
+RPC_WUR int rpc_async_stream_open(struct rpc_channel *ch, struct rpc_client_loop *l,
+				  const char *path, const ProtobufCMessageDescriptor *resp_desc,
+				  const struct rpc_async_ops *ops, void *ud,
+				  struct rpc_async_stream **ret);
+/* Queue a message (thread-safe). -EPIPE after the stream ended, -ENOBUFS when RPC_MAX_QUEUED
+ * are waiting. */
+RPC_WUR int rpc_async_stream_send(struct rpc_async_stream *as, const ProtobufCMessage *msg);
+/* End the stream from any thread; ended() follows. */
+void rpc_async_stream_cancel(struct rpc_async_stream *as);
+/* Free a stream whose ended() has run (or from within ended()). NULL is fine. */
+void rpc_async_stream_free(struct rpc_async_stream *as);
+
 /* Jittered exponential backoff for reconnect loops. */
 struct rpc_backoff {
 	int base_ms, max_ms, attempt;

@@ -13,10 +13,6 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-struct rpc_channel {
-	grpc_channel *ch;
-};
-
 enum cs_tag { CS_STATUS, CS_MD, CS_RECV, CS_SEND, CS_N };
 
 struct rpc_client_stream {

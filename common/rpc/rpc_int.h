@@ -14,6 +14,11 @@ struct rpc_tag {
 	void (*fn)(struct rpc_tag *tag, bool ok);
 };
 
+/* A client channel (rpc_client.c; streams on a shared queue in rpc_async.c use it too). */
+struct rpc_channel {
+	grpc_channel *ch;
+};
+
 /* Pack a message into a new byte buffer (caller destroys). */
 int rpc_buffer_from_message(const ProtobufCMessage *msg, grpc_byte_buffer **ret);
 /* Raw bytes into a new byte buffer (caller destroys). */
