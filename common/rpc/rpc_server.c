@@ -105,7 +105,8 @@ struct rpc_stream {
 	int retry_after_ms;  /* > 0: sent with the status as RPC_RETRY_AFTER_MD */
 	grpc_metadata trail; /* its key and value while the status is sent */
 
-	pthread_mutex_t cb_lock; /* serialises handler callbacks */
+	pthread_mutex_t cb_lock; /* serialises handler callbacks (open() included) */
+	bool opened;		 /* open() accepted the stream */
 	bool closed_called;
 };
 
@@ -482,7 +483,7 @@ static void stream_close_done(struct rpc_tag *tag, bool ok)
 	pthread_mutex_unlock(&st->lock);
 
 	pthread_mutex_lock(&st->cb_lock);
-	was_open = !st->closed_called;
+	was_open = st->opened && !st->closed_called;
 	st->closed_called = true;
 	pthread_mutex_unlock(&st->cb_lock);
 	/* closed() runs outside cb_lock so that it may take the handler's own locks freely; no
@@ -535,7 +536,13 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 		return;
 	}
 
-	if (m->require_client_cert && !st->peer.authenticated) {
+	/* The close batch may complete on another queue thread before or while open() runs (a
+	 * client that gives up at once): under cb_lock, closed() waits for open() and runs only
+	 * for a stream that open() accepted; a stream already gone is not opened at all. */
+	pthread_mutex_lock(&st->cb_lock);
+	if (st->closed_called) {
+		code = GRPC_STATUS_CANCELLED;
+	} else if (m->require_client_cert && !st->peer.authenticated) {
 		code = GRPC_STATUS_UNAUTHENTICATED;
 		msg = strdup("client certificate required");
 		if (ops->error)
@@ -543,15 +550,15 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 	} else {
 		code = ops->open(srv->userdata, st, &st->peer, &msg);
 	}
-	if (code != GRPC_STATUS_OK) {
-		/* Refused: closed() must not run for a stream that was never opened. */
-		pthread_mutex_lock(&st->cb_lock);
-		st->closed_called = true;
-		pthread_mutex_unlock(&st->cb_lock);
+	if (code == GRPC_STATUS_OK)
+		st->opened = true;
+	else
+		st->closed_called = true; /* closed() must not run for a stream never opened */
+	pthread_mutex_unlock(&st->cb_lock);
+	if (code != GRPC_STATUS_OK)
 		rpc_stream_finish(st, code, msg);
-	} else {
+	else
 		stream_recv_arm(st);
-	}
 	free(msg);
 }
 
