@@ -44,10 +44,15 @@ struct ctl_server {
 	struct ctl_state *state;
 	struct ctl_server_config cfg;
 	struct rpc_server *rpc;
-	pthread_mutex_t lock; /* sessions list, resume table, stopping */
+	pthread_mutex_t lock; /* the session registry, the resume table, stopping */
 	pthread_cond_t cond;
-	struct ctl_session *sessions;
-	struct ctl_resume *resume;
+	/* Sessions by node id and what away nodes' last sessions committed (session.c): chained
+	 * hash tables of a power-of-two number of buckets. */
+	struct ctl_session **sessions;
+	size_t sessions_cap, n_sessions, n_online;
+	struct ctl_resume **resume;
+	size_t resume_cap, n_resume;
+	int64_t resume_pruned_ms; /* reaper only */
 	bool stopping;
 	pthread_t reaper;
 	bool reaper_started;
