@@ -298,6 +298,32 @@ STORE_WUR int store_deployment_update(struct store *s, const char *id, const cha
 STORE_WUR int store_deploy_nodes(struct store *s, const char *id, struct store_deploy_node **ret,
 				 size_t *ret_n);
 void store_deploy_nodes_free(struct store_deploy_node *v, size_t n);
+/* How a deployment's nodes stand, counted by the database (no row leaves it): all batches, and
+ * the batch `batch`. */
+struct store_deploy_counts {
+	size_t total, failed_total, sent_total; /* failed: failed or unreachable */
+	int last_batch;
+	size_t waiting, sent, failed; /* in `batch` */
+};
+STORE_WUR int store_deploy_counts(struct store *s, const char *id, int batch,
+				  struct store_deploy_counts *ret);
+/* The deployment's nodes in state, of batch (-1: any), sent before sent_before_ms (0: any),
+ * ordered by batch, hostname (caller frees with store_deploy_nodes_free()). */
+STORE_WUR int store_deploy_nodes_in(struct store *s, const char *id, const char *state, int batch,
+				    int64_t sent_before_ms, struct store_deploy_node **ret,
+				    size_t *ret_n);
+/* One node of a deployment (caller frees with store_deploy_nodes_free(*ret, 1));
+ * -RY_E_NOT_FOUND when it is not part of it. */
+STORE_WUR int store_deploy_node_get(struct store *s, const char *id, const char *node_id,
+				    struct store_deploy_node **ret);
+/* Every node still waiting becomes skipped with message; returns how many. */
+STORE_WUR int store_deploy_nodes_skip_waiting(struct store *s, const char *id, const char *message,
+					      int64_t now_ms);
+/* store_deploy_node_sent() for n nodes in one transaction: ret_moved[i] says whether node i
+ * was waiting (and is sent now). Nothing is stored on an error. */
+STORE_WUR int store_deploy_nodes_sent(struct store *s, const char *id, const char *const *node_ids,
+				      const int *plan_steps, size_t n, int64_t now_ms,
+				      bool *ret_moved);
 /* Move a node that has not finished to state with counts {ok, changed, failed, skipped} (NULL:
  * zeros) and message (NULL keeps it). Returns 1 when it moved, 0 when the node had already
  * finished (late or repeated reports change nothing). */
