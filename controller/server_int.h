@@ -101,6 +101,7 @@ struct ctl_outcome {
 	const char *err_code;  /* CTL_REFUSE: Error.code, e.g. "not_member" */
 	char target[96];       /* CTL_REFUSE: what the report was about, for the audit row */
 	char why[512];	       /* the reason, for every verdict but CTL_DONE */
+	bool kick;	       /* run the engine's passes once this is committed */
 };
 
 /* Outcome from a store error that is not the message's fault: retry, or (corrupt database)

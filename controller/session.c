@@ -1065,9 +1065,10 @@ int ctl_server_online_count(struct ctl_server *srv)
 
 int ctl_sessions_register(struct ctl_engine *e)
 {
-	int r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, on_hello);
+	int r = ctl_engine_handle_grouped(e, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, on_hello);
 
 	if (r >= 0)
-		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE, on_facts);
+		r = ctl_engine_handle_grouped(e, RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE,
+					      on_facts);
 	return r;
 }

@@ -35,6 +35,7 @@ struct ctl_engine {
 
 	/* The ingest worker (ingest.c). */
 	ctl_msg_handler handlers[ENGINE_HANDLERS_MAX];
+	bool grouped[ENGINE_HANDLERS_MAX]; /* may share a transaction (ctl_engine_handle_grouped) */
 	pthread_t ingest;
 	bool ingest_started;
 	pthread_mutex_t ilock; /* head, tail, istop, joined */

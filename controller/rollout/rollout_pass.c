@@ -593,7 +593,7 @@ static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
 		ctl_events_emit(srv->events, "deployment.node", ctl_session_cluster(s),
 				json_pack("{s:s, s:s, s:s, s:s}", "id", d->deployment_id, "node",
 					  node_id, "hostname", hostname, "state", d->status));
-		ctl_engine_kick(srv->engine);
+		o->kick = true;
 	} else if (r == STORE_REPORT_DUPLICATE) {
 		log_debug("node %s: the end of %s again (a re-send): already stored", hostname,
 			  d->deployment_id);
@@ -612,10 +612,10 @@ int ctl_rollout_register(struct ctl_rollout *dp, struct ctl_engine *e)
 	int r = ctl_engine_add_pass(e, &rollout_pass, dp);
 
 	if (r >= 0)
-		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT,
-				      on_step_event);
+		r = ctl_engine_handle_grouped(e, RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT,
+					      on_step_event);
 	if (r >= 0)
-		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE,
-				      on_apply_done);
+		r = ctl_engine_handle_grouped(e, RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE,
+					      on_apply_done);
 	return r;
 }

@@ -714,4 +714,24 @@ STORE_WUR int store_api_token_revoke(struct store *s, const char *id_or_name, co
 void store_api_token_free(struct store_api_token *t);
 void store_api_tokens_free(struct store_api_token **v, size_t n);
 
+/* ---- Group commit -----------------------------------------------------------------------
+ * Several state changes in one write transaction, so one fsync: the serving controller's
+ * ingest worker stores a run of agents' messages so, each in a savepoint of its own, and
+ * acknowledges none of them before the commit. Between store_batch_begin() and
+ * store_batch_commit()/_rollback() the calling thread holds the writer connection (other
+ * threads' writes wait for the end of the batch); the store functions it calls meanwhile run
+ * inside the batch (their transactions become savepoints). Reads on the reader connection do
+ * not see the batch before it commits: only handlers that read through the writer belong in
+ * one. */
+STORE_WUR int store_batch_begin(struct store *s);
+/* One item: a savepoint, ended with keep (released) or not (rolled back to). */
+STORE_WUR int store_batch_item_begin(struct store *s);
+void store_batch_item_end(struct store *s, bool keep);
+/* Did something fail so that the batch cannot commit (SQLite rolled the transaction back, or
+ * a savepoint failed)? */
+bool store_batch_broken(struct store *s);
+/* Commit (a broken batch is rolled back and fails) and let go of the writer. */
+STORE_WUR int store_batch_commit(struct store *s);
+void store_batch_rollback(struct store *s);
+
 #endif

@@ -39,6 +39,8 @@ static struct store_sql SQL_NODE_DELETE = STORE_SQL("DELETE FROM nodes WHERE id 
 static struct store_sql SQL_NODE_FACTS =
 	STORE_SQL("UPDATE nodes SET facts = ?3, last_seen = MAX(last_seen, ?2) "
 		  "WHERE id = ?1 AND state != 'revoked'");
+static struct store_sql SQL_NODE_FACTS_SAME =
+	STORE_SQL("SELECT 1 FROM nodes WHERE id = ?1 AND facts = ?2");
 static struct store_sql SQL_NODE_INSERT =
 	STORE_SQL("INSERT INTO nodes (id, cluster_id, hostname, cert_serial, "
 		  "cert_fingerprint, state, enrolled_at, last_seen) "
@@ -604,6 +606,22 @@ static int node_update(struct store *s, const char *id, struct store_sql *stmt, 
 	return r;
 }
 
+/* Are facts_json the node's stored facts, byte for byte? On the writer (inside a batch, it
+ * sees what the batch wrote). */
+static bool facts_unchanged(struct store *s, const char *id, const char *facts_json)
+{
+	struct store_conn *c = &s->w;
+	sqlite3_stmt *st = NULL;
+	bool same = false;
+
+	pthread_mutex_lock(&c->lock);
+	if (store_q_start(c, &SQL_NODE_FACTS_SAME, &st, "tt", id, facts_json) == 0)
+		same = store_q_step(c, st) == 1;
+	store_q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	return same;
+}
+
 int store_node_online(struct store *s, const char *id, const char *agent_version,
 		      const char *facts_json, int64_t now_ms)
 {
@@ -613,6 +631,10 @@ int store_node_online(struct store *s, const char *id, const char *agent_version
 		return -EINVAL;
 	if (agent_version && strnlen(agent_version, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
 		return -RY_E_INVALID;
+	/* The same facts as stored (every reconnect of an unchanged node): nothing to parse or
+	 * write. SQLite compares the bytes. */
+	if (facts_json && facts_unchanged(s, id, facts_json))
+		facts_json = NULL;
 	if (facts_json) {
 		r = facts_validate(facts_json);
 		if (r < 0)

@@ -1344,6 +1344,92 @@ static void test_deploy_counts(void **state)
 	store_deploy_nodes_free(v, 1);
 }
 
+/* Group commit: items of a batch in savepoints of their own (a refused one leaves nothing, the
+ * store functions' own transactions nest), nothing visible to the reader before the commit,
+ * and a batch whose transaction SQLite gave up is not committed. */
+static void test_batch(void **state)
+{
+	struct fx *f = *state;
+	struct store_deploy_target t[] = {{"n-a", "gpu01", 0}, {"n-b", "gpu02", 0}};
+	struct store_deployment_new d = {
+		.id = "d-1",
+		.cluster = "c1",
+		.actor = "admin",
+		.playbook_name = "h200",
+		.playbook_version = "1.0",
+		.playbook_sha256 = "abc123",
+		.playbook_text = "name: h200\n",
+		.policy_json = "{}",
+	};
+	struct store_step_result s0 = {.name = "s0", .status = "ok", .diff = "", .idx = 0};
+	struct store_step_result s1 = {.name = "s1", .status = "ok", .diff = "", .idx = 1};
+	struct store_step_result bad = {.name = "s0", .status = "failed", .diff = "", .idx = 0};
+	struct store_deploy_counts k;
+	char why[512];
+	sqlite3 *raw;
+
+	fx_open(f);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_deployment_create(f->s, &d, t, 2, T0), 0);
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-a", 2, T0), 1);
+
+	assert_int_equal(store_batch_begin(f->s), 0);
+	/* item 1: stored */
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s0, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	store_batch_item_end(f->s, true);
+	/* item 2: refused inside (a rewritten result): its own rollback, nothing left */
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &bad, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	store_batch_item_end(f->s, true);
+	/* item 3: stored, then undone by its item (a retry) */
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	store_batch_item_end(f->s, false);
+	assert_false(store_batch_broken(f->s));
+	/* The reader does not see the batch before it commits. */
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM step_results", NULL), 0);
+	assert_int_equal(store_batch_commit(f->s), 0);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM step_results", NULL), 1);
+	assert_int_equal(
+		raw_count_in(f->path, "SELECT count(*) FROM step_results WHERE idx = 1", NULL), 0);
+	/* The writer is free again: an ordinary write works. */
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-b", 2, T0), 1);
+
+	/* A batch rolled back leaves nothing. */
+	assert_int_equal(store_batch_begin(f->s), 0);
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	store_batch_item_end(f->s, true);
+	store_batch_rollback(f->s);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM step_results", NULL), 1);
+
+	/* A transaction that vanished under the batch (here: rolled back behind the store's
+	 * back, as SQLite does after some I/O errors) is not committed. */
+	assert_int_equal(store_batch_begin(f->s), 0);
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	store_batch_item_end(f->s, true);
+	assert_int_equal(sqlite3_exec(f->s->w.db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+	assert_true(store_batch_broken(f->s));
+	assert_true(store_batch_commit(f->s) < 0);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM step_results", NULL), 1);
+
+	/* Another process holds the write lock: a batch cannot start, and says so in time. */
+	raw = raw_open(f->path);
+	raw_exec(raw, "BEGIN IMMEDIATE");
+	assert_int_equal(store_batch_begin(f->s), -RY_E_BUSY);
+	raw_exec(raw, "ROLLBACK");
+	sqlite3_close(raw);
+	assert_int_equal(store_deploy_counts(f->s, "d-1", 0, &k), 0);
+	assert_int_equal(k.sent, 2);
+}
+
 /* Reports from nodes: only from a node the plan was sent to, while it runs there, for steps of
  * its plan, once; the end only after every step and consistent with them. */
 static void test_reports(void **state)
@@ -2597,6 +2683,7 @@ int main(void)
 		T(test_deployments),
 		T(test_reports),
 		T(test_deploy_counts),
+		T(test_batch),
 		T(test_report_budget),
 		T(test_migrate_deploy_v5),
 		T(test_bench_runs),
