@@ -104,8 +104,11 @@ static _Atomic bool stopping;
 
 /* Counters for the status lines. */
 static _Atomic long n_online, n_ever_online, n_sessions, n_ended, n_refused_full, n_refused_busy,
-	n_refused_other, n_revoked, n_plans, n_steps, n_bench, n_streams;
+	n_refused_other, n_revoked, n_plans, n_steps, n_bench, n_streams, n_hb;
 static _Atomic int64_t all_online_ms;
+/* How late the timer thread ran its latest timer since the last status line: a load generator
+ * that falls behind its own schedule says so. */
+static _Atomic int64_t timer_lag_ms;
 
 static pthread_mutex_t dep_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lg_dep deps[LG_DEPS_MAX];
@@ -562,25 +565,33 @@ static const struct rpc_async_ops lg_ops = {.message = on_message, .ended = on_e
 
 /* ---- connecting ------------------------------------------------------------------------- */
 
-static void connect_agent(struct lg_agent *a)
+/* The agent's channel, as an agent makes it at start (it connects only when a call starts).
+ * Caller holds a->lock, or is alone with a. */
+static int channel_make(struct lg_agent *a)
 {
 	struct rpc_channel_config cc = {0};
+
+	if (a->ch)
+		return 0;
+	cc.target = opt.controller;
+	cc.tls.ca_pem = a->ca_pem;
+	cc.tls.cert_pem = a->cert_pem;
+	cc.tls.key_pem = a->key_pem;
+	cc.server_name = LG_SERVER_NAME;
+	cc.reconnect_max_ms = opt.backoff_max_ms;
+	return rpc_channel_new(&cc, &a->ch);
+}
+
+static void connect_agent(struct lg_agent *a)
+{
 	int r;
 
 	if (a->st || a->dead || stopping)
 		return;
-	if (!a->ch) {
-		cc.target = opt.controller;
-		cc.tls.ca_pem = a->ca_pem;
-		cc.tls.cert_pem = a->cert_pem;
-		cc.tls.key_pem = a->key_pem;
-		cc.server_name = LG_SERVER_NAME;
-		cc.reconnect_max_ms = opt.backoff_max_ms;
-		if (rpc_channel_new(&cc, &a->ch) < 0) {
-			log_error("loadgen: %s: cannot create a channel", a->name);
-			a->dead = true;
-			return;
-		}
+	if (channel_make(a) < 0) {
+		log_error("loadgen: %s: cannot create a channel", a->name);
+		a->dead = true;
+		return;
 	}
 	/* Under a->lock: ended() takes it and so sees a->st set. */
 	r = rpc_async_stream_open(a->ch, loop_, LG_CONNECT_PATH,
@@ -618,7 +629,8 @@ static void fire(const struct lg_timer_ent *e)
 			hb.sent_unix_ms = util_now_unix_ms();
 			m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
 			m.heartbeat = &hb;
-			(void)send_msg(a, &m);
+			if (send_msg(a, &m) == 0)
+				n_hb++;
 			timer_arm(a, T_HEARTBEAT, a->heartbeat_ms);
 		}
 		break;
@@ -637,6 +649,8 @@ static void *timer_main(void *arg)
 		int64_t now = util_now_mono_ms();
 
 		if (heap_pop_due(now, &e)) {
+			if (now - e.due > timer_lag_ms)
+				timer_lag_ms = now - e.due;
 			pthread_mutex_unlock(&tm_lock);
 			fire(&e);
 			pthread_mutex_lock(&tm_lock);
@@ -691,6 +705,8 @@ static int load_agent(struct lg_agent *a)
 	return r;
 }
 
+static int channel_make(struct lg_agent *a);
+
 static void *enroll_main(void *arg)
 {
 	for (;;) {
@@ -718,6 +734,10 @@ static void *enroll_main(void *arg)
 		free(crt);
 		if (r >= 0)
 			r = load_agent(a);
+		/* Channels are made here, not in the connect storm (creating one parses the key
+		 * and certificates: milliseconds each on a busy machine). */
+		if (r >= 0 && !opt.enroll_only && channel_make(a) < 0)
+			r = -ENOMEM;
 		if (r < 0) {
 			if (n_enroll_failed++ < 10)
 				log_error("loadgen: %s: enrollment failed: %s", a->name,
@@ -742,11 +762,12 @@ static void status_line(int64_t t0)
 		       "\"online\":%ld,\"sessions\":%ld,\"ended\":%ld,\"welcomes\":%ld,"
 		       "\"refused_full\":%ld,\"refused_busy\":%ld,\"refused_other\":%ld,"
 		       "\"revoked\":%ld,\"plans\":%ld,\"steps\":%ld,\"bench_refused\":%ld,"
-		       "\"deployments\":%zu}\n",
+		       "\"deployments\":%zu,\"heartbeats\":%ld,\"timer_lag_ms\":%lld}\n",
 		       (long long)now, (long long)(now - t0), opt.agents, (long)n_enrolled,
 		       (long)n_online, (long)n_sessions, (long)n_ended, (long)n_ever_online,
 		       (long)n_refused_full, (long)n_refused_busy, (long)n_refused_other,
-		       (long)n_revoked, (long)n_plans, (long)n_steps, (long)n_bench, n_deps);
+		       (long)n_revoked, (long)n_plans, (long)n_steps, (long)n_bench, n_deps,
+		       (long)n_hb, (long long)atomic_exchange(&timer_lag_ms, 0));
 	else
 		printf("%6.1f s: %ld/%ld online, %ld sessions opened, %ld ended (refused: %ld at "
 		       "the fd limit, %ld busy, %ld other), %ld plans, %ld steps, %ld benchmarks "
