@@ -12,6 +12,7 @@
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,6 +31,8 @@
 #define REFUSAL_AUDIT_WINDOW_MS 60000
 /* How often the reaper looks at the database file and at the descriptors in use. */
 #define DB_WATCH_MS 1000
+/* How often the reaper returns freed memory to the system. */
+#define TRIM_MS 30000
 /* Descriptors kept for the REST API's connections when checking the limit. */
 #define FD_API 64
 /* Logging a stopped listener that cannot be replaced yet: at most once a minute. */
@@ -153,6 +156,7 @@ static void *reaper_main(void *arg)
 {
 	struct ctl_server *srv = arg;
 	int64_t period = srv->cfg.heartbeat_interval_ms / 2, next_watch = 0;
+	int64_t next_trim = util_now_mono_ms() + TRIM_MS;
 	int64_t next_refresh = srv->cfg.facts_refresh_ms > 0
 				       ? util_now_mono_ms() + srv->cfg.facts_refresh_ms
 				       : INT64_MAX;
@@ -187,6 +191,13 @@ static void *reaper_main(void *arg)
 			next_watch = now + DB_WATCH_MS;
 			watch_database(srv);
 			watch_descriptors(srv, now);
+		}
+		if (now >= next_trim) {
+			/* glibc keeps what a connect storm freed (each Hello's facts, each
+			 * handshake's buffers) in its arenas: give it back, or RSS stays at the
+			 * storm's peak. O(heap), a few ms. */
+			next_trim = now + TRIM_MS;
+			malloc_trim(0);
 		}
 		pthread_mutex_lock(&srv->lock);
 	}

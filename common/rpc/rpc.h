@@ -30,7 +30,8 @@ struct rpc_tls {
 struct rpc_peer {
 	bool authenticated;    /* presented a client certificate that chains to our CA */
 	char common_name[256]; /* the certificate's CN, "" when not authenticated */
-	char *cert_pem;	       /* the client's leaf certificate (owned by the call), or NULL */
+	char *cert_pem;	       /* the client's leaf certificate (owned by the call), or NULL; for
+				* a stream, only while open() runs */
 	char address[128];     /* transport address, e.g. "ipv4:127.0.0.1:40312" */
 };
 

@@ -21,6 +21,8 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
+/* TLS record and first TCP read size on the server's connections (see gen_start()). */
+#define RPC_TLS_FRAME 4096
 /* Listeners the server replaces (rpc_server_check_listener()) before it gives up. */
 #define RPC_GENS_MAX 16
 /* Descriptors held open on /dev/null and let go when a listener must be replaced at the
@@ -95,8 +97,11 @@ struct rpc_stream {
 
 	pthread_mutex_t lock; /* refs, queue and flags below */
 	int refs;
-	grpc_byte_buffer *queue[RPC_MAX_QUEUED];
-	size_t q_head, q_len;
+	/* Messages waiting to be sent: a ring of q_cap, grown by doubling up to RPC_MAX_QUEUED
+	 * (most streams never hold more than a few: 8 KB each for a fixed ring was most of a
+	 * session's own memory). */
+	grpc_byte_buffer **queue;
+	size_t q_head, q_len, q_cap;
 	grpc_byte_buffer *send_bb; /* in flight */
 	bool send_in_flight;
 	bool finishing, status_sent, ended;
@@ -246,7 +251,8 @@ static void unary_handle(struct rpc_server *srv, const struct rpc_method *m, grp
 static void stream_free(struct rpc_stream *st)
 {
 	for (size_t i = 0; i < st->q_len; i++)
-		grpc_byte_buffer_destroy(st->queue[(st->q_head + i) % RPC_MAX_QUEUED]);
+		grpc_byte_buffer_destroy(st->queue[(st->q_head + i) % st->q_cap]);
+	free(st->queue);
 	if (st->send_bb)
 		grpc_byte_buffer_destroy(st->send_bb);
 	if (st->finishing)
@@ -303,7 +309,7 @@ static void stream_send_next_locked(struct rpc_stream *st)
 	memset(&op, 0, sizeof(op));
 	if (st->q_len > 0) {
 		st->send_bb = st->queue[st->q_head];
-		st->q_head = (st->q_head + 1) % RPC_MAX_QUEUED;
+		st->q_head = (st->q_head + 1) % st->q_cap;
 		st->q_len--;
 		op.op = GRPC_OP_SEND_MESSAGE;
 		op.data.send_message.send_message = st->send_bb;
@@ -349,6 +355,26 @@ static void stream_send_done(struct rpc_tag *tag, bool ok)
 	rpc_stream_unref(st);
 }
 
+/* Double the send ring (4 to RPC_MAX_QUEUED). Caller holds st->lock. */
+static int queue_grow(struct rpc_stream *st)
+{
+	size_t cap = st->q_cap ? st->q_cap * 2 : 4;
+	grpc_byte_buffer **q;
+
+	if (cap > RPC_MAX_QUEUED)
+		return -ENOBUFS;
+	q = malloc(cap * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->q_len; i++)
+		q[i] = st->queue[(st->q_head + i) % st->q_cap];
+	free(st->queue);
+	st->queue = q;
+	st->q_head = 0;
+	st->q_cap = cap;
+	return 0;
+}
+
 int rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg)
 {
 	grpc_byte_buffer *bb;
@@ -360,10 +386,10 @@ int rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg)
 	pthread_mutex_lock(&st->lock);
 	if (st->ended || st->finishing) {
 		r = -EPIPE;
-	} else if (st->q_len == RPC_MAX_QUEUED) {
-		r = -ENOBUFS;
+	} else if (st->q_len == st->q_cap && queue_grow(st) < 0) {
+		r = st->q_cap >= RPC_MAX_QUEUED ? -ENOBUFS : -ENOMEM;
 	} else {
-		st->queue[(st->q_head + st->q_len) % RPC_MAX_QUEUED] = bb;
+		st->queue[(st->q_head + st->q_len) % st->q_cap] = bb;
 		st->q_len++;
 		bb = NULL;
 		stream_send_next_locked(st);
@@ -477,7 +503,7 @@ static void stream_close_done(struct rpc_tag *tag, bool ok)
 	st->ended = true;
 	while (st->q_len > 0) {
 		grpc_byte_buffer_destroy(st->queue[st->q_head]);
-		st->q_head = (st->q_head + 1) % RPC_MAX_QUEUED;
+		st->q_head = (st->q_head + 1) % st->q_cap;
 		st->q_len--;
 	}
 	pthread_mutex_unlock(&st->lock);
@@ -554,6 +580,9 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 		st->opened = true;
 	else
 		st->closed_called = true; /* closed() must not run for a stream never opened */
+	/* The certificate was for open() to judge; a session lives long. */
+	free(st->peer.cert_pem);
+	st->peer.cert_pem = NULL;
 	pthread_mutex_unlock(&st->cb_lock);
 	if (code != GRPC_STATUS_OK)
 		rpc_stream_finish(st, code, msg);
@@ -673,7 +702,7 @@ static int gen_start(struct rpc_server *srv, const char *listen, struct rpc_gen 
 	grpc_ssl_server_certificate_config *certcfg;
 	grpc_ssl_server_credentials_options *opts;
 	grpc_server_credentials *creds;
-	grpc_arg args[3];
+	grpc_arg args[5];
 	grpc_channel_args chargs = {sizeof(args) / sizeof(args[0]), args};
 	struct rpc_gen *gen;
 	int port;
@@ -698,6 +727,15 @@ static int gen_start(struct rpc_server *srv, const char *listen, struct rpc_gen 
 	args[2].type = GRPC_ARG_INTEGER;
 	args[2].key = GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS;
 	args[2].value.integer = 10000;
+	/* Memory per connection, which is most of what an agent costs the controller: TLS records
+	 * of 4 KiB (not 16: the frame protector's buffer is that size, per connection), and TCP
+	 * reads that start small (sessions carry heartbeats; a 20 KiB Hello takes a few reads). */
+	args[3].type = GRPC_ARG_INTEGER;
+	args[3].key = GRPC_ARG_TSI_MAX_FRAME_SIZE;
+	args[3].value.integer = RPC_TLS_FRAME;
+	args[4].type = GRPC_ARG_INTEGER;
+	args[4].key = GRPC_ARG_TCP_READ_CHUNK_SIZE;
+	args[4].value.integer = RPC_TLS_FRAME;
 
 	gen->server = grpc_server_create(&chargs, NULL);
 	grpc_server_register_completion_queue(gen->server, srv->cq, NULL);
