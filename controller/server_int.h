@@ -31,6 +31,10 @@
 /* Refused reports after which a session is ended (RESOURCE_EXHAUSTED): a node that keeps
  * sending what it may not costs a database read each. */
 #define CTL_SESSION_REFUSALS_MAX 1000
+/* Messages waiting for the ingest worker beyond which new sessions are refused (UNAVAILABLE
+ * with a retry hint of 1 s plus 1 ms per 2 waiting, spread): the queue, and the facts its
+ * Hellos hold, stay bounded in a connect storm. */
+#define CTL_OPEN_BACKLOG_MAX 2048
 /* AgentMessage body cases are small numbers: counters per case. */
 #define CTL_RPC_KINDS 32
 
@@ -52,7 +56,8 @@ struct ctl_server {
 	size_t sessions_cap, n_sessions, n_online;
 	struct ctl_resume **resume;
 	size_t resume_cap, n_resume;
-	int64_t resume_pruned_ms; /* reaper only */
+	int64_t resume_pruned_ms;	/* reaper only */
+	int64_t mass_silence_logged_ms; /* reaper only */
 	bool stopping;
 	pthread_t reaper;
 	bool reaper_started;

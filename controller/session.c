@@ -250,6 +250,19 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 		}
 	}
 
+	/* Overloaded: a session opened now would wait behind the messages being stored (its Hello
+	 * after them, holding its facts in memory meanwhile); the agent is told when to come back
+	 * instead, and keeps its connection. */
+	if (ctl_engine_backlog(srv->engine) > CTL_OPEN_BACKLOG_MAX) {
+		size_t backlog = ctl_engine_backlog(srv->engine);
+
+		code = GRPC_STATUS_UNAVAILABLE;
+		snprintf(err, sizeof(err),
+			 "the controller is busy storing %zu messages; retry later", backlog);
+		rpc_stream_set_retry_after(st, retry_after_ms(1000, 1000 + (int)(backlog / 2)));
+		goto out;
+	}
+
 	/* TLS verified the chain; revocation and the node's current certificate are ours. These
 	 * are reads on the store's reader connection: they never wait for a write. */
 	if (!peer->cert_pem ||
@@ -337,8 +350,9 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	}
 	log_debug("session opened for node %s from %s", s->node_id, peer->address);
 out:
-	if (code == GRPC_STATUS_RESOURCE_EXHAUSTED) {
-		/* At the limit every agent beyond it comes back every few seconds. */
+	if (code == GRPC_STATUS_RESOURCE_EXHAUSTED ||
+	    (code == GRPC_STATUS_UNAVAILABLE && strstr(err, "busy storing"))) {
+		/* At the limit (or in a storm) refused agents come back every few seconds. */
 		static _Atomic unsigned long n_full;
 		unsigned long n = atomic_fetch_add(&n_full, 1) + 1;
 
@@ -941,12 +955,26 @@ struct reap_ctx {
 	struct ctl_server *srv;
 	int64_t now;
 	bool refresh;
+	int64_t timeout_ms;
 };
+
+/* Silent sessions beyond which the reaper suspects the controller itself (CPU starved, its
+ * completion-queue threads behind a handshake storm, its network): max(16, 5 % of those
+ * online). Those are then given CTL_MASS_SILENCE_GRACE timeouts more before they end, so that a
+ * controller that is behind does not end healthy sessions and make the storm worse; a real
+ * outage still ends them then (and TCP keepalive on its own). */
+#define CTL_MASS_SILENCE_MIN   16
+#define CTL_MASS_SILENCE_GRACE 2
 
 static bool silent(const struct ctl_session *s, const struct reap_ctx *c)
 {
 	/* A session whose message waits for the database is not silent: we are the slow side. */
-	return !s->busy && c->now - s->last_heard_ms > c->srv->cfg.heartbeat_timeout_ms;
+	return !s->busy && c->now - s->last_heard_ms > c->timeout_ms;
+}
+
+static bool pick_silent(const struct ctl_session *s, void *ud)
+{
+	return s->hello_done && silent(s, ud);
 }
 
 static bool pick_reap(const struct ctl_session *s, void *ud)
@@ -956,15 +984,41 @@ static bool pick_reap(const struct ctl_session *s, void *ud)
 	return silent(s, c) || (c->refresh && s->hello_done);
 }
 
+/* How many sessions that completed their Hello are silent now (the reaper's count). */
+static size_t count_silent(struct ctl_server *srv, const struct reap_ctx *c, size_t *ret_online)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&srv->lock);
+	for (size_t i = 0; i < srv->sessions_cap; i++)
+		for (struct ctl_session *s = srv->sessions[i]; s; s = s->next)
+			n += pick_silent(s, (void *)c) ? 1 : 0;
+	*ret_online = srv->n_online;
+	pthread_mutex_unlock(&srv->lock);
+	return n;
+}
+
 void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh)
 {
-	struct reap_ctx c = {srv, now_mono_ms, refresh};
+	struct reap_ctx c = {srv, now_mono_ms, refresh, srv->cfg.heartbeat_timeout_ms};
 	struct ctl_session **v;
-	size_t n;
+	size_t n, n_silent, online, mass;
 
 	if (now_mono_ms - srv->resume_pruned_ms > 60000) {
 		srv->resume_pruned_ms = now_mono_ms;
 		resume_prune(srv, now_mono_ms);
+	}
+	n_silent = count_silent(srv, &c, &online);
+	mass = online / 20 > CTL_MASS_SILENCE_MIN ? online / 20 : CTL_MASS_SILENCE_MIN;
+	if (n_silent > mass) {
+		c.timeout_ms *= 1 + CTL_MASS_SILENCE_GRACE;
+		if (now_mono_ms - srv->mass_silence_logged_ms > 60000) {
+			srv->mass_silence_logged_ms = now_mono_ms;
+			log_warn("%zu of %zu sessions are silent at once: this controller (or its "
+				 "network) is behind, not its nodes; they get up to %lld ms before "
+				 "they are ended",
+				 n_silent, online, (long long)c.timeout_ms);
+		}
 	}
 	v = sessions_pick(srv, pick_reap, &c, &n);
 	for (size_t i = 0; i < n; i++) {
@@ -973,8 +1027,9 @@ void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh
 		if (silent(s, &c)) {
 			char why[96];
 
-			snprintf(why, sizeof(why), "no message for over %d ms (heartbeat timeout)",
-				 srv->cfg.heartbeat_timeout_ms);
+			snprintf(why, sizeof(why),
+				 "no message for over %lld ms (heartbeat timeout)",
+				 (long long)c.timeout_ms);
 			session_finish(s, GRPC_STATUS_DEADLINE_EXCEEDED, why);
 		} else {
 			Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;

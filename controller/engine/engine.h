@@ -63,6 +63,8 @@ void ctl_engine_node_online(struct ctl_engine *e, const char *node_id);
 int ctl_engine_handles(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase body);
 /* Queue a message of s for its handler (takes msg and a reference on s). */
 void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg);
+/* Messages waiting for the ingest worker now (thread-safe). */
+size_t ctl_engine_backlog(struct ctl_engine *e);
 /* Queue "s ended: mark its node offline" (takes a reference on s). */
 void ctl_engine_offline(struct ctl_engine *e, struct ctl_session *s);
 

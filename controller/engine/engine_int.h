@@ -8,6 +8,7 @@
 #include "common/util/hist.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -41,6 +42,7 @@ struct ctl_engine {
 	pthread_mutex_t ilock; /* head, tail, istop, joined */
 	pthread_cond_t icond;
 	struct engine_item *head, *tail;
+	_Atomic size_t queued; /* items between head and tail */
 	bool istop, joined;
 	/* How long storing each kind of message took, arrival at the worker to its outcome. */
 	struct ry_hist ingest_latency[ENGINE_HANDLERS_MAX];

@@ -282,6 +282,7 @@ static void *ingest_main(void *arg)
 			in->head = v[i]->next;
 			if (!in->head)
 				in->tail = NULL;
+			in->queued--;
 		}
 		pthread_mutex_unlock(&in->ilock);
 		for (size_t i = 0; i < done; i++)
@@ -386,8 +387,14 @@ static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessa
 	else
 		in->head = it;
 	in->tail = it;
+	in->queued++;
 	pthread_cond_signal(&in->icond);
 	pthread_mutex_unlock(&in->ilock);
+}
+
+size_t ctl_engine_backlog(struct ctl_engine *e)
+{
+	return e ? atomic_load(&e->queued) : 0;
 }
 
 void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg)
