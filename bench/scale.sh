@@ -13,18 +13,24 @@
 #            (committed) as the agents see it;
 #  reconnect kill -9 of the controller, started again on the same port at once: until all N
 #            are online again, and how many are not after --reconnect-wait;
-# then a table of every N with each figure's growth against the first N.
+# with the controller's CPU seconds in the storm and in the reconnect (less sensitive than wall
+# times to other load on the machine); then a table of every N with each figure's growth
+# against the first N.
 # Descriptors: each agent is one on each side; the script raises ulimit -n (root may raise the
 # hard limit) and says what it got.
-# Usage: bench/scale.sh [--build DIR] [--work DIR] [--connect-rate 2000] [--idle-secs 30]
-#        [--heartbeat 5s] [--steps-delay 10ms] [--reconnect-wait 120] [--json FILE] N [N...]
+# Usage: bench/scale.sh [--build DIR] [--controller BIN] [--work DIR] [--connect-rate 2000]
+#        [--idle-secs 30] [--heartbeat 5s] [--steps-delay 10ms] [--reconnect-wait 120]
+#        [--json FILE] N [N...]
+# (--controller: another railyard-controller binary, e.g. an older build, against the same
+# load generator.)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$SRC/build work= rate=2000 idle_secs=30 hb=5s step_delay=10ms reconnect_wait=120 json_out=
+BUILD=$SRC/build ctl_bin= work= rate=2000 idle_secs=30 hb=5s step_delay=10ms reconnect_wait=120 json_out=
 ns=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) BUILD=$2; shift 2 ;;
+	--controller) ctl_bin=$2; shift 2 ;;
 	--work) work=$2; shift 2 ;;
 	--connect-rate) rate=$2; shift 2 ;;
 	--idle-secs) idle_secs=$2; shift 2 ;;
@@ -38,10 +44,14 @@ while [ $# -gt 0 ]; do
 done
 [ ${#ns[@]} -gt 0 ] || { echo "usage: $0 [options] N [N...]" >&2; exit 2; }
 for c in jq curl; do command -v $c >/dev/null || { echo "$0: needs $c" >&2; exit 1; }; done
-[ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null
-cmake --build "$BUILD" --target railyard-controller railyard-loadgen railyard-rest-load \
-	-j"$(nproc)" >/dev/null
-CTL=$BUILD/controller/railyard-controller
+# A build tree is brought up to date; a directory of copied binaries (same layout) is used as
+# it is (so that a long run is not changed under it by a rebuild).
+if [ -f "$BUILD/CMakeCache.txt" ] || [ ! -e "$BUILD" ]; then
+	[ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null
+	cmake --build "$BUILD" --target railyard-controller railyard-loadgen railyard-rest-load \
+		-j"$(nproc)" >/dev/null
+fi
+CTL=${ctl_bin:-$BUILD/controller/railyard-controller}
 LOADGEN=$BUILD/tests/scale/railyard-loadgen
 LOAD=$BUILD/bench/railyard-rest-load
 SYSROOT=$SRC/tests/fixtures/sysroots/h200-ib
@@ -132,6 +142,8 @@ run_one() {
 	sleep 2
 	local rss0
 	rss0=$(rss_kb "$CPID")
+	local sk0 sk1
+	sk0=$(ticks "$CPID")
 	"${lg[@]}" >"$LG_OUT" 2>"$D/loadgen.err" &
 	LGPID=$!
 	pids+=("$LGPID")
@@ -144,7 +156,9 @@ run_one() {
 	else
 		online_s="timeout($(last_status | jq .online)/$N)"
 	fi
-	local la_storm
+	local la_storm storm_cpu
+	sk1=$(ticks "$CPID")
+	storm_cpu=$(awk -v d=$((sk1 - sk0)) -v hz="$HZ" 'BEGIN { printf "%.1f", d / hz }')
 	la_storm=$(loadavg)
 
 	# idle
@@ -197,6 +211,8 @@ run_one() {
 	kill -9 "$CPID"
 	wait "$CPID" 2>/dev/null || true
 	start_ctl
+	local rk0 rk1 re_cpu
+	rk0=$(ticks "$CPID")
 	if wait_for "$reconnect_wait" has_event_after all_online "$tk"; then
 		tr=$(event_after all_online "$tk")
 		back_s=$(awk -v a="$tk" -v b="$tr" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
@@ -206,6 +222,8 @@ run_one() {
 		behind=$((N - $(last_status | jq .online)))
 	fi
 	la_re=$(loadavg)
+	rk1=$(ticks "$CPID")
+	re_cpu=$(awk -v d=$((rk1 - rk0)) -v hz="$HZ" 'BEGIN { printf "%.1f", d / hz }')
 	kill -TERM "$LGPID" "$CPID" 2>/dev/null || true
 	wait "$LGPID" "$CPID" 2>/dev/null || true
 
@@ -218,17 +236,21 @@ run_one() {
 	echo "$row"
 	echo "  load average: storm $la_storm; idle $la_idle; deploy $la_dep; reconnect $la_re;" \
 		"GET /nodes reply $bytes B; ulimit -n $(ulimit -n); $(nproc) CPUs"
+	echo "  controller CPU: storm $storm_cpu s ($(awk -v c="$storm_cpu" -v n="$N" \
+		'BEGIN { printf "%.1f", 1000 * c / n }') ms/agent), reconnect $re_cpu s"
 	if [ -n "$json_out" ]; then
 		jq -nc --argjson n "$N" --arg enroll "$enroll_s" --arg online "$online_s" --arg cpu "$cpu" \
 			--arg rss_per "$rss_per" --arg rss_delta "$rss_delta" --arg lgcpu "$lgcpu" \
 			--arg p50 "${p50:-}" --arg p99 "${p99:-}" --arg plan "$plan_s" --arg done "$done_s" \
 			--arg back "$back_s" --argjson behind "$behind" --arg state "$dep_state" \
 			--arg la "storm $la_storm; idle $la_idle; deploy $la_dep; reconnect $la_re" \
+			--arg storm_cpu "$storm_cpu" --arg re_cpu "$re_cpu" \
 			'{n: $n, enroll_s: $enroll, online_s: $online, idle_cpu_pct: $cpu,
 			  rss_kb_per_agent: $rss_per, rss_kb_per_agent_delta: $rss_delta,
 			  loadgen_idle_cpu_pct: $lgcpu, get_nodes_p50_ms: $p50, get_nodes_p99_ms: $p99,
 			  deploy_plans_s: $plan, deploy_done_s: $done, reconnect_s: $back,
-			  left_behind: $behind, deployment: $state, loadavg: $la}' >>"$json_out"
+			  left_behind: $behind, deployment: $state, loadavg: $la,
+			  storm_cpu_s: $storm_cpu, reconnect_cpu_s: $re_cpu}' >>"$json_out"
 	fi
 }
 

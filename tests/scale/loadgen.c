@@ -44,6 +44,7 @@
 #define LG_AGENTS_MAX	100000
 #define LG_DEPS_MAX	64 /* deployments tracked for the "deployment" event */
 #define LG_SEEN_MAX	16 /* plans an agent remembers (a re-sent ApplyPlan is not run twice) */
+#define LG_CONNECTORS	2  /* threads that open sessions */
 
 struct lg_opts {
 	const char *controller, *token, *fingerprint, *state_dir, *sysroot, *prefix;
@@ -609,6 +610,8 @@ static void connect_agent(struct lg_agent *a)
 	timer_arm(a, T_HEARTBEAT, a->heartbeat_ms);
 }
 
+static void connect_post(long idx);
+
 static void fire(const struct lg_timer_ent *e)
 {
 	struct lg_agent *a = &agents[e->idx];
@@ -622,7 +625,9 @@ static void fire(const struct lg_timer_ent *e)
 	}
 	switch (e->kind) {
 	case T_CONNECT:
-		connect_agent(a);
+		/* Starting a call on a channel is slow work (milliseconds on a busy machine):
+		 * the connectors do it, so that heartbeats and steps keep their times. */
+		connect_post(a->idx);
 		break;
 	case T_HEARTBEAT:
 		if (a->st) {
@@ -639,6 +644,47 @@ static void fire(const struct lg_timer_ent *e)
 		break;
 	}
 	pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- connectors: threads that open sessions, off the timer thread ---------------------- */
+
+static pthread_mutex_t cn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cn_cond = PTHREAD_COND_INITIALIZER;
+static long *cn_queue; /* ring of agent indexes; an agent is in it at most once */
+static size_t cn_head, cn_len;
+
+static void connect_post(long idx)
+{
+	pthread_mutex_lock(&cn_lock);
+	if (cn_len < (size_t)opt.agents) {
+		cn_queue[(cn_head + cn_len) % (size_t)opt.agents] = idx;
+		cn_len++;
+		pthread_cond_signal(&cn_cond);
+	}
+	pthread_mutex_unlock(&cn_lock);
+}
+
+static void *connector_main(void *arg)
+{
+	pthread_mutex_lock(&cn_lock);
+	for (;;) {
+		long idx;
+
+		while (!stopping && cn_len == 0)
+			pthread_cond_wait(&cn_cond, &cn_lock);
+		if (stopping)
+			break;
+		idx = cn_queue[cn_head];
+		cn_head = (cn_head + 1) % (size_t)opt.agents;
+		cn_len--;
+		pthread_mutex_unlock(&cn_lock);
+		pthread_mutex_lock(&agents[idx].lock);
+		connect_agent(&agents[idx]);
+		pthread_mutex_unlock(&agents[idx].lock);
+		pthread_mutex_lock(&cn_lock);
+	}
+	pthread_mutex_unlock(&cn_lock);
+	return NULL;
 }
 
 static void *timer_main(void *arg)
@@ -895,7 +941,7 @@ int main(int argc, char **argv)
 		{0},
 	};
 	char tmpdir[] = "/tmp/railyard-loadgen.XXXXXX";
-	pthread_t timer, *enrollers = NULL;
+	pthread_t timer, connectors[LG_CONNECTORS] = {0}, *enrollers = NULL;
 	pthread_condattr_t ca;
 	sigset_t set;
 	struct rlimit rl;
@@ -1085,8 +1131,12 @@ int main(int argc, char **argv)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&tm_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (pthread_create(&timer, NULL, timer_main, NULL) != 0)
+	cn_queue = calloc((size_t)opt.agents, sizeof(*cn_queue));
+	if (!cn_queue || pthread_create(&timer, NULL, timer_main, NULL) != 0)
 		goto out_loop;
+	for (int i = 0; i < LG_CONNECTORS; i++)
+		if (pthread_create(&connectors[i], NULL, connector_main, NULL) != 0)
+			connectors[i] = 0;
 	/* The connect storm, paced at --connect-rate. */
 	t_connect = util_now_unix_ms();
 	for (long i = 0; i < opt.agents; i++) {
@@ -1115,6 +1165,12 @@ int main(int argc, char **argv)
 	pthread_cond_signal(&tm_cond);
 	pthread_mutex_unlock(&tm_lock);
 	pthread_join(timer, NULL);
+	pthread_mutex_lock(&cn_lock);
+	pthread_cond_broadcast(&cn_cond);
+	pthread_mutex_unlock(&cn_lock);
+	for (int i = 0; i < LG_CONNECTORS; i++)
+		if (connectors[i])
+			pthread_join(connectors[i], NULL);
 	for (long i = 0; i < opt.agents; i++) {
 		pthread_mutex_lock(&agents[i].lock);
 		rpc_async_stream_cancel(agents[i].st);
@@ -1151,6 +1207,7 @@ out_rpc:
 	free(agents);
 	free(enrollers);
 	free(heap);
+	free(cn_queue);
 	free(facts_head);
 	free(facts_tail);
 	if (own_dir)
