@@ -70,7 +70,12 @@ int rpc_channel_new(const struct rpc_channel_config *cfg, struct rpc_channel **r
 	ARG_INT(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, RPC_MAX_MESSAGE);
 	ARG_INT(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, backoff_max);
 	ARG_INT(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, backoff_max < 1000 ? backoff_max : 1000);
-	ARG_INT(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, backoff_max < 1000 ? backoff_max : 1000);
+	/* Despite its name, gRPC 1.51 takes this as the least time a connection attempt (TCP, TLS
+	 * handshake, HTTP/2 settings) is given before it is abandoned (subchannel.cc,
+	 * min_connect_timeout; default 20 s). At 1 s, a controller busy with a connect storm could
+	 * not finish handshakes in time: every client gave up and tried again, and the storm fed
+	 * itself (5,000 agents: 407 sessions in 10 minutes). The server gives a handshake 120 s. */
+	ARG_INT(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, RPC_CONNECT_TIMEOUT_MS);
 	/* Detect a controller that vanished without a FIN (partition, power loss). */
 	ARG_INT(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
 	ARG_INT(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);

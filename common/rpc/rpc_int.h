@@ -27,6 +27,8 @@ int rpc_buffer_from_bytes(const void *data, size_t len, grpc_byte_buffer **ret);
 int rpc_buffer_to_message(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
 			  ProtobufCMessage **ret);
 
+/* Least time a client's connection attempt is given (see rpc_channel_new()). */
+#define RPC_CONNECT_TIMEOUT_MS 60000
 /* Longest wait a server's RPC_RETRY_AFTER_MD may ask for. */
 #define RPC_RETRY_AFTER_MAX_MS 600000
 /* The server's RPC_RETRY_AFTER_MD in trailing metadata, in ms (0: none or malformed). */
