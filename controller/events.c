@@ -58,16 +58,95 @@ void ctl_events_free(struct ctl_events *ev)
 	free(ev);
 }
 
+/* Events emitted by this thread while it holds them (ctl_events_hold()). */
+struct held_event {
+	char *type, *cluster;
+	json_t *data;
+};
+static __thread struct {
+	bool on;
+	struct held_event *v;
+	size_t n, cap;
+} held;
+
+void ctl_events_hold(void)
+{
+	held.on = true;
+}
+
+size_t ctl_events_held(void)
+{
+	return held.n;
+}
+
+void ctl_events_drop(size_t mark)
+{
+	while (held.n > mark) {
+		struct held_event *h = &held.v[--held.n];
+
+		free(h->type);
+		free(h->cluster);
+		json_decref(h->data);
+	}
+}
+
+void ctl_events_release(struct ctl_events *ev, bool publish)
+{
+	size_t n = held.n;
+
+	held.on = false;
+	if (!publish)
+		ctl_events_drop(0);
+	for (size_t i = 0; i < n && publish; i++) {
+		struct held_event *h = &held.v[i];
+
+		ctl_events_emit(ev, h->type, h->cluster, h->data);
+		free(h->type);
+		free(h->cluster);
+	}
+	held.n = 0;
+	free(held.v);
+	held.v = NULL;
+	held.cap = 0;
+}
+
 void ctl_events_emit(struct ctl_events *ev, const char *type, const char *cluster, json_t *data)
 {
 	struct event *e;
-	char *json, *text = NULL, *cl = cluster ? strdup(cluster) : NULL;
+	char *json, *text = NULL, *cl = NULL;
 
 	if (!ev || !data) {
 		json_decref(data);
-		free(cl);
 		return;
 	}
+	if (held.on) {
+		struct held_event *h;
+
+		if (held.n == held.cap) {
+			size_t cap = held.cap ? held.cap * 2 : 64;
+			struct held_event *v = realloc(held.v, cap * sizeof(*v));
+
+			if (!v) {
+				json_decref(data);
+				return;
+			}
+			held.v = v;
+			held.cap = cap;
+		}
+		h = &held.v[held.n];
+		h->type = strdup(type);
+		h->cluster = cluster ? strdup(cluster) : NULL;
+		h->data = data;
+		if (!h->type || (cluster && !h->cluster)) {
+			free(h->type);
+			free(h->cluster);
+			json_decref(data);
+			return;
+		}
+		held.n++;
+		return;
+	}
+	cl = cluster ? strdup(cluster) : NULL;
 	if (cluster)
 		json_object_set_new(data, "cluster", json_string(cluster));
 	json_object_set_new(data, "at_ms", json_integer(util_now_unix_ms()));

@@ -7,6 +7,7 @@
 #define RAILYARD_CONTROLLER_EVENTS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -24,6 +25,15 @@ void ctl_events_free(struct ctl_events *ev);
 /* Publish an event of type ("node.online", "deployment.state", ...) about cluster (NULL: of no
  * cluster) with data (stolen; its "cluster" member is set). Wakes every subscriber. */
 void ctl_events_emit(struct ctl_events *ev, const char *type, const char *cluster, json_t *data);
+
+/* Events of state changes that are not committed yet (the ingest worker's batch): after
+ * ctl_events_hold(), what this thread emits is kept; ctl_events_release() publishes it (after
+ * the commit) or drops it (a rollback). ctl_events_held() is a mark that ctl_events_drop()
+ * goes back to (one rolled-back item of a batch). Per thread. */
+void ctl_events_hold(void);
+size_t ctl_events_held(void);
+void ctl_events_drop(size_t mark);
+void ctl_events_release(struct ctl_events *ev, bool publish);
 
 /* A subscriber reading events with an id above after (0: only new ones... use
  * ctl_events_last_id() to start from now), of the clusters in scope_json (NULL: all).

@@ -12,12 +12,14 @@
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,8 +29,14 @@
 #define ENROLL_REFUSAL_DRAIN_MS 6000
 /* One audit row per source (enrollments) or node (reports) and minute, with a count. */
 #define REFUSAL_AUDIT_WINDOW_MS 60000
-/* How often the reaper looks at the database file. */
+/* How often the reaper looks at the database file and at the descriptors in use. */
 #define DB_WATCH_MS 1000
+/* How often the reaper returns freed memory to the system. */
+#define TRIM_MS 30000
+/* Descriptors kept for the REST API's connections when checking the limit. */
+#define FD_API 64
+/* Logging a stopped listener that cannot be replaced yet: at most once a minute. */
+#define LISTENER_LOG_MS 60000
 
 static const struct rpc_method ctl_methods[] = {
 	{
@@ -101,10 +109,54 @@ static void watch_database(struct ctl_server *srv)
 				path, (long long)st.st_size);
 }
 
+int ctl_fd_margin(long limit)
+{
+	long m = limit / 32;
+
+	return (int)(m < 16 ? 16 : m > 1024 ? 1024 : m);
+}
+
+/* Descriptors in use (for the sessions' guard) and the listener that gRPC 1.51 stops for good
+ * when accept4() fails at the open-file limit (rpc_server_check_listener()). */
+static void watch_descriptors(struct ctl_server *srv, int64_t now)
+{
+	long open_fds = 0, limit = 0;
+	int r;
+
+	if (rpc_fd_usage(&open_fds, &limit) == 0) {
+		atomic_store(&srv->fds_opened, 0);
+		atomic_store(&srv->fds_open, open_fds);
+		atomic_store(&srv->fds_limit, limit);
+	} else {
+		/* Not even a descriptor to count them with: the limit is reached. */
+		open_fds = limit = atomic_load(&srv->fds_limit);
+		atomic_store(&srv->fds_open, limit);
+	}
+	r = rpc_server_check_listener(srv->rpc);
+	if (r == 1) {
+		log_warn("the gRPC listener had stopped accepting connections (the open-file limit "
+			 "was reached); listening again on port %d (%ld of %ld descriptors in use)",
+			 srv->port, open_fds, limit);
+		srv->listener_logged_ms = 0;
+	} else if (r == -ENOSPC) {
+		ctl_server_fail(srv, "the gRPC listener stopped accepting connections again after "
+				     "being replaced 15 times; stopping (exit 1) for the service "
+				     "manager to restart the controller");
+	} else if (r < 0 && now - srv->listener_logged_ms >= LISTENER_LOG_MS) {
+		srv->listener_logged_ms = now;
+		log_error("the gRPC listener stopped accepting connections: %s; %ld of %ld "
+			  "descriptors in use, new agents wait until connections close (raise "
+			  "LimitNOFILE, docs/operations.md)",
+			  r == -EMFILE ? "the open-file limit is reached" : ry_strerror(r),
+			  open_fds, limit);
+	}
+}
+
 static void *reaper_main(void *arg)
 {
 	struct ctl_server *srv = arg;
 	int64_t period = srv->cfg.heartbeat_interval_ms / 2, next_watch = 0;
+	int64_t next_trim = util_now_mono_ms() + TRIM_MS;
 	int64_t next_refresh = srv->cfg.facts_refresh_ms > 0
 				       ? util_now_mono_ms() + srv->cfg.facts_refresh_ms
 				       : INT64_MAX;
@@ -138,6 +190,14 @@ static void *reaper_main(void *arg)
 		if (now >= next_watch) {
 			next_watch = now + DB_WATCH_MS;
 			watch_database(srv);
+			watch_descriptors(srv, now);
+		}
+		if (now >= next_trim) {
+			/* glibc keeps what a connect storm freed (each Hello's facts, each
+			 * handshake's buffers) in its arenas: give it back, or RSS stays at the
+			 * storm's peak. O(heap), a few ms. */
+			next_trim = now + TRIM_MS;
+			malloc_trim(0);
 		}
 		pthread_mutex_lock(&srv->lock);
 	}
@@ -175,6 +235,51 @@ static int write_addr_file(struct ctl_state *state, const char *listen, int port
 	return r;
 }
 
+/* The soft open-file limit raised to the hard one (an agent connection is a descriptor). */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != rl.rlim_max) {
+		rlim_t was = rl.rlim_cur;
+
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			log_debug("open-file limit raised from %llu to %llu",
+				  (unsigned long long)was, (unsigned long long)rl.rlim_max);
+	}
+}
+
+/* Once listening: the open-file limit against the fleet the operator expects, one descriptor
+ * per agent connection besides those open now, FD_API for the REST API's connections and
+ * the guard's margin. Too low a limit is logged, not fatal (a smaller fleet may be all there
+ * is). */
+static void check_fd_limit(const struct ctl_server_config *cfg)
+{
+	long open_fds = 0, limit = 0, room, need;
+
+	if (rpc_fd_usage(&open_fds, &limit) < 0)
+		return;
+	if (limit == 0) {
+		log_info("open-file limit: unlimited");
+		return;
+	}
+	room = limit - open_fds - FD_API - ctl_fd_margin(limit);
+	if (room < 0)
+		room = 0;
+	need = open_fds + FD_API + cfg->expected_agents;
+	need += ctl_fd_margin(need);
+	if (cfg->expected_agents > room)
+		log_warn("open-file limit %ld is short of the %ld descriptors %ld agents need: "
+			 "about %ld agents can connect, the others are refused until some leave; "
+			 "raise it (LimitNOFILE= in the systemd unit, which ships 1048576; ulimit "
+			 "-n)",
+			 limit, need, cfg->expected_agents, room);
+	else
+		log_info("open-file limit %ld: room for about %ld agents%s", limit, room,
+			 cfg->expected_agents > 0 ? "" : " (--expected-agents checks your fleet)");
+}
+
 int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cfg,
 		     struct ctl_server **ret, char *errbuf, size_t errlen)
 {
@@ -189,6 +294,7 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 	srv->cfg = *cfg;
 	srv->started_ms = util_now_unix_ms();
 	pthread_mutex_init(&srv->lock, NULL);
+	raise_fd_limit();
 	{
 		pthread_condattr_t ca;
 
@@ -282,6 +388,7 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		snprintf(errbuf, errlen, "cannot listen on %s: %s", cfg->listen, ry_strerror(r));
 		goto fail;
 	}
+	srv->port = port;
 	r = write_addr_file(state, cfg->listen, port);
 	if (r < 0) {
 		snprintf(errbuf, errlen, "writing controller.addr: %s", ry_strerror(r));
@@ -294,6 +401,7 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 	}
 	srv->reaper_started = true;
 	log_info("listening on %s (port %d), CA %s", cfg->listen, port, state->ca_fingerprint);
+	check_fd_limit(cfg);
 	*ret = srv;
 	return 0;
 fail:

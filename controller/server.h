@@ -17,12 +17,14 @@ struct ctl_server_config {
 	int cert_days;		    /* validity of node certificates */
 	int64_t apply_timeout_ms;   /* a node's time to report a plan's end (0: 30 min) */
 	int64_t reconnect_grace_ms; /* after start, offline nodes are waited for this long */
+	long expected_agents;	    /* checked against the open-file limit at start (0: none) */
 };
 
 struct ctl_server;
 
-/* Start serving with an opened state (borrowed; must outlive the server). Writes the bound
- * address to <state-dir>/controller.addr. Errors name the cause in errbuf. */
+/* Start serving with an opened state (borrowed; must outlive the server). Raises the soft
+ * open-file limit to the hard one and warns when it is short of cfg->expected_agents. Writes
+ * the bound address to <state-dir>/controller.addr. Errors name the cause in errbuf. */
 __attribute__((warn_unused_result)) int ctl_server_start(struct ctl_state *state,
 							 const struct ctl_server_config *cfg,
 							 struct ctl_server **ret, char *errbuf,

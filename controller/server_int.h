@@ -31,6 +31,10 @@
 /* Refused reports after which a session is ended (RESOURCE_EXHAUSTED): a node that keeps
  * sending what it may not costs a database read each. */
 #define CTL_SESSION_REFUSALS_MAX 1000
+/* Messages waiting for the ingest worker beyond which new sessions are refused (UNAVAILABLE
+ * with a retry hint of 1 s plus 1 ms per 2 waiting, spread): the queue, and the facts its
+ * Hellos hold, stay bounded in a connect storm. */
+#define CTL_OPEN_BACKLOG_MAX 2048
 /* AgentMessage body cases are small numbers: counters per case. */
 #define CTL_RPC_KINDS 32
 
@@ -44,10 +48,16 @@ struct ctl_server {
 	struct ctl_state *state;
 	struct ctl_server_config cfg;
 	struct rpc_server *rpc;
-	pthread_mutex_t lock; /* sessions list, resume table, stopping */
+	pthread_mutex_t lock; /* the session registry, the resume table, stopping */
 	pthread_cond_t cond;
-	struct ctl_session *sessions;
-	struct ctl_resume *resume;
+	/* Sessions by node id and what away nodes' last sessions committed (session.c): chained
+	 * hash tables of a power-of-two number of buckets. */
+	struct ctl_session **sessions;
+	size_t sessions_cap, n_sessions, n_online;
+	struct ctl_resume **resume;
+	size_t resume_cap, n_resume;
+	int64_t resume_pruned_ms;	/* reaper only */
+	int64_t mass_silence_logged_ms; /* reaper only */
 	bool stopping;
 	pthread_t reaper;
 	bool reaper_started;
@@ -65,7 +75,17 @@ struct ctl_server {
 	/* Agent messages received, by AgentMessage body case (/metrics). */
 	atomic_uint_fast64_t rpc_received[CTL_RPC_KINDS];
 	int64_t started_ms; /* unix ms when this process started serving */
+	int port;	    /* the bound gRPC port */
+	/* Descriptors: open and the soft limit as the reaper counted them (every second), and
+	 * sessions opened since (the guard in session_open()). */
+	_Atomic long fds_open, fds_limit, fds_opened;
+	int64_t listener_logged_ms; /* reaper only */
 };
+
+/* Descriptors kept free at the open-file limit: sessions beyond it are refused (with a hint
+ * to retry later and let go of the connection) so that gRPC's accept() never fails (1.51 stops
+ * listening when it does). limit/32, between 16 and 1024. */
+int ctl_fd_margin(long limit);
 
 /* Write the sessions' counters (messages received by kind) and the engine's (ingest latency by
  * kind) as Prometheus text (session.c, ingest.c). */
@@ -86,6 +106,7 @@ struct ctl_outcome {
 	const char *err_code;  /* CTL_REFUSE: Error.code, e.g. "not_member" */
 	char target[96];       /* CTL_REFUSE: what the report was about, for the audit row */
 	char why[512];	       /* the reason, for every verdict but CTL_DONE */
+	bool kick;	       /* run the engine's passes once this is committed */
 };
 
 /* Outcome from a store error that is not the message's fault: retry, or (corrupt database)

@@ -13,11 +13,12 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct ctl_session {
-	struct ctl_session *next;
+	struct ctl_session *next; /* in its registry bucket */
 	struct rpc_stream *st;
 	char node_id[64];
 	char cluster[128];
@@ -41,11 +42,117 @@ struct ctl_session {
 /* What a node's previous session had committed, so that an agent that reconnects within the
  * same boot learns which of its messages were stored. */
 struct ctl_resume {
-	struct ctl_resume *next;
+	struct ctl_resume *next; /* in its bucket */
 	char node_id[64];
 	char boot_id[CTL_BOOT_ID_MAX + 1];
 	uint64_t last_seq;
+	int64_t at_ms; /* monotonic: when the session it comes from ended */
 };
+
+/* Resume entries of nodes that have not come back for this long are dropped (an agent that
+ * reconnects later within the same boot sends its whole outbox again; the controller takes
+ * what it has as re-sends). */
+#define CTL_RESUME_KEEP_MS (24 * 3600 * 1000LL)
+
+/* ---- the registry: sessions and resume entries by node id -------------------------------
+ * Two chained hash tables under srv->lock, doubled at a load factor of 1: opening, closing,
+ * finding and sending are O(1) in the number of sessions; only the reaper's and the chores'
+ * passes walk them all. */
+
+static size_t id_hash(const char *id)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (; *id; id++)
+		h = (h ^ (unsigned char)*id) * 1099511628211ULL;
+	return (size_t)(h ^ (h >> 32));
+}
+
+/* Double a table of cap buckets (next pointer at offset next_off, key at key_off) when n
+ * reaches cap; out of memory keeps the old one (longer chains, still correct). */
+static void table_grow(void ***tab, size_t *cap, size_t n, size_t next_off, size_t key_off)
+{
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	void **nt;
+
+	if (n < *cap)
+		return;
+	nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return;
+	for (size_t i = 0; i < *cap; i++) {
+		void *e = (*tab)[i];
+
+		while (e) {
+			void **enext = (void **)((char *)e + next_off);
+			void *following = *enext;
+			size_t b = id_hash((const char *)e + key_off) & (ncap - 1);
+
+			*enext = nt[b];
+			nt[b] = e;
+			e = following;
+		}
+	}
+	free(*tab);
+	*tab = nt;
+	*cap = ncap;
+}
+
+static struct ctl_session **reg_bucket(struct ctl_server *srv, const char *id)
+{
+	return &srv->sessions[id_hash(id) & (srv->sessions_cap - 1)];
+}
+
+/* The registered session of node id, or NULL. Caller holds srv->lock. */
+static struct ctl_session *reg_find_locked(struct ctl_server *srv, const char *id)
+{
+	if (!srv->sessions_cap)
+		return NULL;
+	for (struct ctl_session *s = *reg_bucket(srv, id); s; s = s->next)
+		if (strcmp(s->node_id, id) == 0)
+			return s;
+	return NULL;
+}
+
+/* Caller holds srv->lock; no session of s's node is registered. -ENOMEM. */
+static int reg_insert_locked(struct ctl_server *srv, struct ctl_session *s)
+{
+	struct ctl_session **b;
+
+	table_grow((void ***)&srv->sessions, &srv->sessions_cap, srv->n_sessions,
+		   offsetof(struct ctl_session, next), offsetof(struct ctl_session, node_id));
+	if (!srv->sessions_cap)
+		return -ENOMEM;
+	b = reg_bucket(srv, s->node_id);
+	s->next = *b;
+	*b = s;
+	s->registered = true;
+	srv->n_sessions++;
+	return 0;
+}
+
+/* Unregister s if it is registered. Caller holds srv->lock. */
+static void reg_remove_locked(struct ctl_server *srv, struct ctl_session *s)
+{
+	if (!s->registered)
+		return;
+	for (struct ctl_session **pp = reg_bucket(srv, s->node_id); *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	s->registered = false;
+	s->next = NULL;
+	srv->n_sessions--;
+	if (s->hello_done)
+		srv->n_online--;
+}
+
+static struct ctl_resume **resume_bucket(struct ctl_server *srv, const char *id)
+{
+	return &srv->resume[id_hash(id) & (srv->resume_cap - 1)];
+}
 
 void ctl_session_ref(struct ctl_server *srv, struct ctl_session *s)
 {
@@ -101,6 +208,15 @@ static int session_send(struct ctl_session *s, Railyard__V1__ControllerMessage *
 	return r;
 }
 
+/* A wait between lo and hi ms, spread so that refused agents do not come back together. */
+static int retry_after_ms(int lo, int hi)
+{
+	static _Atomic unsigned next;
+	unsigned x = atomic_fetch_add(&next, 2654435761u) ^ (unsigned)util_now_mono_ms();
+
+	return lo + (int)(x % (unsigned)(hi - lo + 1));
+}
+
 static int is_revoked_cb(void *userdata, const char *serial)
 {
 	return store_cert_is_revoked(userdata, serial);
@@ -115,7 +231,37 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	char fp[PKI_FINGERPRINT_LEN], err[256] = "";
 	grpc_status_code code = GRPC_STATUS_OK;
 	X509 *cert = NULL;
+	long limit = atomic_load(&srv->fds_limit);
 	int r;
+
+	/* Near the open-file limit a new session is refused and its agent told to let go of the
+	 * connection for a while: gRPC 1.51 stops listening when accept() fails. */
+	if (limit > 0) {
+		long in_use = atomic_load(&srv->fds_open) + atomic_fetch_add(&srv->fds_opened, 1);
+
+		if (in_use + ctl_fd_margin(limit) > limit) {
+			code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+			snprintf(err, sizeof(err),
+				 "the controller is at its open-file limit (%ld of %ld descriptors "
+				 "in use); retry later",
+				 in_use, limit);
+			rpc_stream_set_retry_after(st, retry_after_ms(5000, 15000));
+			goto out;
+		}
+	}
+
+	/* Overloaded: a session opened now would wait behind the messages being stored (its Hello
+	 * after them, holding its facts in memory meanwhile); the agent is told when to come back
+	 * instead, and keeps its connection. */
+	if (ctl_engine_backlog(srv->engine) > CTL_OPEN_BACKLOG_MAX) {
+		size_t backlog = ctl_engine_backlog(srv->engine);
+
+		code = GRPC_STATUS_UNAVAILABLE;
+		snprintf(err, sizeof(err),
+			 "the controller is busy storing %zu messages; retry later", backlog);
+		rpc_stream_set_retry_after(st, retry_after_ms(1000, 1000 + (int)(backlog / 2)));
+		goto out;
+	}
 
 	/* TLS verified the chain; revocation and the node's current certificate are ours. These
 	 * are reads on the store's reader connection: they never wait for a write. */
@@ -179,26 +325,42 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	/* One session per node: a reconnect replaces a session the old stream has not noticed
 	 * ending yet. */
 	pthread_mutex_lock(&srv->lock);
-	for (struct ctl_session **pp = &srv->sessions; *pp; pp = &(*pp)->next) {
-		if (strcmp((*pp)->node_id, s->node_id) == 0) {
-			old = *pp;
-			*pp = old->next;
-			old->registered = false;
-			old->refs++;
-			break;
-		}
+	old = reg_find_locked(srv, s->node_id);
+	if (old) {
+		reg_remove_locked(srv, old);
+		old->refs++;
 	}
-	s->registered = true;
-	s->next = srv->sessions;
-	srv->sessions = s;
+	r = reg_insert_locked(srv, s);
 	pthread_mutex_unlock(&srv->lock);
+	if (r < 0) {
+		/* Not registered: the stream's close finds it so and frees it. */
+		code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+		snprintf(err, sizeof(err), "out of memory");
+		rpc_stream_set_data(st, NULL);
+		ctl_session_unref(srv, s);
+		if (old) {
+			session_finish(old, GRPC_STATUS_ABORTED, "superseded by a new session");
+			ctl_session_unref(srv, old);
+		}
+		goto out;
+	}
 	if (old) {
 		session_finish(old, GRPC_STATUS_ABORTED, "superseded by a new session");
 		ctl_session_unref(srv, old);
 	}
 	log_debug("session opened for node %s from %s", s->node_id, peer->address);
 out:
-	if (code != GRPC_STATUS_OK) {
+	if (code == GRPC_STATUS_RESOURCE_EXHAUSTED ||
+	    (code == GRPC_STATUS_UNAVAILABLE && strstr(err, "busy storing"))) {
+		/* At the limit (or in a storm) refused agents come back every few seconds. */
+		static _Atomic unsigned long n_full;
+		unsigned long n = atomic_fetch_add(&n_full, 1) + 1;
+
+		if (n <= 10 || n % 1000 == 0)
+			log_warn("refused connection from %s (%s): %s (%lu refused so)",
+				 peer->address, peer->common_name, err, n);
+		*ret_msg = strdup(err);
+	} else if (code != GRPC_STATUS_OK) {
 		log_warn("refused connection from %s (%s): %s", peer->address,
 			 peer->common_name[0] ? peer->common_name : "no certificate", err);
 		*ret_msg = strdup(err);
@@ -215,22 +377,29 @@ out:
  * whose seqs are lower than that Hello's. */
 static void resume_remember(struct ctl_server *srv, const struct ctl_session *s)
 {
-	struct ctl_resume *r;
+	struct ctl_resume *r = NULL;
 
 	pthread_mutex_lock(&srv->lock);
 	if (!s->boot_id[0]) {
 		pthread_mutex_unlock(&srv->lock);
 		return;
 	}
-	for (r = srv->resume; r; r = r->next)
-		if (strcmp(r->node_id, s->node_id) == 0)
-			break;
+	if (srv->resume_cap)
+		for (r = *resume_bucket(srv, s->node_id); r; r = r->next)
+			if (strcmp(r->node_id, s->node_id) == 0)
+				break;
 	if (!r) {
-		r = calloc(1, sizeof(*r));
+		table_grow((void ***)&srv->resume, &srv->resume_cap, srv->n_resume,
+			   offsetof(struct ctl_resume, next), offsetof(struct ctl_resume, node_id));
+		r = srv->resume_cap ? calloc(1, sizeof(*r)) : NULL;
 		if (r) {
+			struct ctl_resume **b;
+
 			snprintf(r->node_id, sizeof(r->node_id), "%s", s->node_id);
-			r->next = srv->resume;
-			srv->resume = r;
+			b = resume_bucket(srv, r->node_id);
+			r->next = *b;
+			*b = r;
+			srv->n_resume++;
 		}
 	}
 	if (r && strcmp(r->boot_id, s->boot_id) != 0) {
@@ -239,29 +408,72 @@ static void resume_remember(struct ctl_server *srv, const struct ctl_session *s)
 	}
 	if (r && s->sent_ack > r->last_seq)
 		r->last_seq = s->sent_ack;
+	if (r)
+		r->at_ms = util_now_mono_ms();
 	pthread_mutex_unlock(&srv->lock);
 }
 
-static uint64_t resume_lookup(struct ctl_server *srv, const char *node_id, const char *boot_id)
+/* What the node's previous session committed, for the Welcome of its next one within the same
+ * boot; the entry is taken (the new session carries the value on: sent_ack), so the table holds
+ * only nodes that are away. */
+static uint64_t resume_take(struct ctl_server *srv, const char *node_id, const char *boot_id)
 {
 	uint64_t seq = 0;
 
 	pthread_mutex_lock(&srv->lock);
-	for (struct ctl_resume *r = srv->resume; r; r = r->next)
-		if (strcmp(r->node_id, node_id) == 0 && strcmp(r->boot_id, boot_id) == 0)
+	for (struct ctl_resume **pp = srv->resume_cap ? resume_bucket(srv, node_id) : NULL;
+	     pp && *pp; pp = &(*pp)->next) {
+		struct ctl_resume *r = *pp;
+
+		if (strcmp(r->node_id, node_id) != 0)
+			continue;
+		if (strcmp(r->boot_id, boot_id) == 0)
 			seq = r->last_seq;
+		*pp = r->next;
+		free(r);
+		srv->n_resume--;
+		break;
+	}
 	pthread_mutex_unlock(&srv->lock);
 	return seq;
 }
 
+/* Drop resume entries older than CTL_RESUME_KEEP_MS (the reaper, now and then). */
+static void resume_prune(struct ctl_server *srv, int64_t now_mono_ms)
+{
+	pthread_mutex_lock(&srv->lock);
+	for (size_t i = 0; i < srv->resume_cap; i++) {
+		for (struct ctl_resume **pp = &srv->resume[i]; *pp;) {
+			struct ctl_resume *r = *pp;
+
+			if (now_mono_ms - r->at_ms > CTL_RESUME_KEEP_MS) {
+				*pp = r->next;
+				free(r);
+				srv->n_resume--;
+			} else {
+				pp = &r->next;
+			}
+		}
+	}
+	pthread_mutex_unlock(&srv->lock);
+}
+
 void ctl_sessions_done(struct ctl_server *srv)
 {
-	while (srv->resume) {
-		struct ctl_resume *r = srv->resume;
+	for (size_t i = 0; i < srv->resume_cap; i++) {
+		while (srv->resume[i]) {
+			struct ctl_resume *r = srv->resume[i];
 
-		srv->resume = r->next;
-		free(r);
+			srv->resume[i] = r->next;
+			free(r);
+		}
 	}
+	free(srv->resume);
+	srv->resume = NULL;
+	srv->resume_cap = srv->n_resume = 0;
+	free(srv->sessions);
+	srv->sessions = NULL;
+	srv->sessions_cap = 0;
 }
 
 static void on_hello(struct ctl_server *srv, struct ctl_session *s,
@@ -349,7 +561,10 @@ static void send_welcome(struct ctl_server *srv, struct ctl_session *s)
 	w.node_id = s->node_id;
 	w.cluster = s->cluster;
 	w.heartbeat_interval_ms = (uint32_t)srv->cfg.heartbeat_interval_ms;
-	w.last_agent_seq = s->boot_id[0] ? resume_lookup(srv, s->node_id, s->boot_id) : 0;
+	w.last_agent_seq = s->boot_id[0] ? resume_take(srv, s->node_id, s->boot_id) : 0;
+	/* Should this session store nothing more, its end remembers the same. */
+	if (w.last_agent_seq > s->sent_ack)
+		s->sent_ack = w.last_agent_seq;
 	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME;
 	m.welcome = &w;
 	(void)session_send(s, &m);
@@ -475,6 +690,8 @@ void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,
 
 		pthread_mutex_lock(&srv->lock);
 		s->hello_done = true;
+		if (s->registered)
+			srv->n_online++;
 		ended = s->closed && s->owned_node;
 		pthread_mutex_unlock(&srv->lock);
 		if (ended) {
@@ -496,13 +713,11 @@ static struct ctl_session *session_find(struct ctl_server *srv, const char *node
 	struct ctl_session *s = NULL;
 
 	pthread_mutex_lock(&srv->lock);
-	for (struct ctl_session *it = srv->sessions; it; it = it->next) {
-		if (strcmp(it->node_id, node_id) == 0 && it->hello_done) {
-			s = it;
-			s->refs++;
-			break;
-		}
-	}
+	s = reg_find_locked(srv, node_id);
+	if (s && s->hello_done)
+		s->refs++;
+	else
+		s = NULL;
 	pthread_mutex_unlock(&srv->lock);
 	return s;
 }
@@ -653,13 +868,7 @@ static void session_closed(void *userdata, struct rpc_stream *st, bool cancelled
 
 	pthread_mutex_lock(&srv->lock);
 	was_registered = s->registered;
-	for (struct ctl_session **pp = &srv->sessions; *pp; pp = &(*pp)->next) {
-		if (*pp == s) {
-			*pp = s->next;
-			break;
-		}
-	}
-	s->registered = false;
+	reg_remove_locked(srv, s);
 	s->closed = true;
 	s->owned_node = was_registered;
 	hello = s->hello_done;
@@ -718,13 +927,14 @@ static struct ctl_session **sessions_pick(struct ctl_server *srv,
 	size_t n = 0, cap = 0;
 
 	pthread_mutex_lock(&srv->lock);
-	for (struct ctl_session *s = srv->sessions; s; s = s->next)
-		cap++;
+	cap = srv->n_sessions;
 	v = cap ? calloc(cap, sizeof(*v)) : NULL;
-	for (struct ctl_session *s = srv->sessions; v && s; s = s->next) {
-		if (pick(s, ud)) {
-			s->refs++;
-			v[n++] = s;
+	for (size_t i = 0; v && i < srv->sessions_cap; i++) {
+		for (struct ctl_session *s = srv->sessions[i]; s; s = s->next) {
+			if (n < cap && pick(s, ud)) {
+				s->refs++;
+				v[n++] = s;
+			}
 		}
 	}
 	pthread_mutex_unlock(&srv->lock);
@@ -745,12 +955,26 @@ struct reap_ctx {
 	struct ctl_server *srv;
 	int64_t now;
 	bool refresh;
+	int64_t timeout_ms;
 };
+
+/* Silent sessions beyond which the reaper suspects the controller itself (CPU starved, its
+ * completion-queue threads behind a handshake storm, its network): max(16, 5 % of those
+ * online). Those are then given CTL_MASS_SILENCE_GRACE timeouts more before they end, so that a
+ * controller that is behind does not end healthy sessions and make the storm worse; a real
+ * outage still ends them then (and TCP keepalive on its own). */
+#define CTL_MASS_SILENCE_MIN   16
+#define CTL_MASS_SILENCE_GRACE 2
 
 static bool silent(const struct ctl_session *s, const struct reap_ctx *c)
 {
 	/* A session whose message waits for the database is not silent: we are the slow side. */
-	return !s->busy && c->now - s->last_heard_ms > c->srv->cfg.heartbeat_timeout_ms;
+	return !s->busy && c->now - s->last_heard_ms > c->timeout_ms;
+}
+
+static bool pick_silent(const struct ctl_session *s, void *ud)
+{
+	return s->hello_done && silent(s, ud);
 }
 
 static bool pick_reap(const struct ctl_session *s, void *ud)
@@ -760,12 +984,42 @@ static bool pick_reap(const struct ctl_session *s, void *ud)
 	return silent(s, c) || (c->refresh && s->hello_done);
 }
 
+/* How many sessions that completed their Hello are silent now (the reaper's count). */
+static size_t count_silent(struct ctl_server *srv, const struct reap_ctx *c, size_t *ret_online)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&srv->lock);
+	for (size_t i = 0; i < srv->sessions_cap; i++)
+		for (struct ctl_session *s = srv->sessions[i]; s; s = s->next)
+			n += pick_silent(s, (void *)c) ? 1 : 0;
+	*ret_online = srv->n_online;
+	pthread_mutex_unlock(&srv->lock);
+	return n;
+}
+
 void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh)
 {
-	struct reap_ctx c = {srv, now_mono_ms, refresh};
+	struct reap_ctx c = {srv, now_mono_ms, refresh, srv->cfg.heartbeat_timeout_ms};
 	struct ctl_session **v;
-	size_t n;
+	size_t n, n_silent, online, mass;
 
+	if (now_mono_ms - srv->resume_pruned_ms > 60000) {
+		srv->resume_pruned_ms = now_mono_ms;
+		resume_prune(srv, now_mono_ms);
+	}
+	n_silent = count_silent(srv, &c, &online);
+	mass = online / 20 > CTL_MASS_SILENCE_MIN ? online / 20 : CTL_MASS_SILENCE_MIN;
+	if (n_silent > mass) {
+		c.timeout_ms *= 1 + CTL_MASS_SILENCE_GRACE;
+		if (now_mono_ms - srv->mass_silence_logged_ms > 60000) {
+			srv->mass_silence_logged_ms = now_mono_ms;
+			log_warn("%zu of %zu sessions are silent at once: this controller (or its "
+				 "network) is behind, not its nodes; they get up to %lld ms before "
+				 "they are ended",
+				 n_silent, online, (long long)c.timeout_ms);
+		}
+	}
 	v = sessions_pick(srv, pick_reap, &c, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct ctl_session *s = v[i];
@@ -773,8 +1027,9 @@ void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh
 		if (silent(s, &c)) {
 			char why[96];
 
-			snprintf(why, sizeof(why), "no message for over %d ms (heartbeat timeout)",
-				 srv->cfg.heartbeat_timeout_ms);
+			snprintf(why, sizeof(why),
+				 "no message for over %lld ms (heartbeat timeout)",
+				 (long long)c.timeout_ms);
 			session_finish(s, GRPC_STATUS_DEADLINE_EXCEEDED, why);
 		} else {
 			Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
@@ -855,20 +1110,20 @@ void ctl_sessions_end_revoked(struct ctl_server *srv)
 
 int ctl_server_online_count(struct ctl_server *srv)
 {
-	int n = 0;
+	int n;
 
 	pthread_mutex_lock(&srv->lock);
-	for (struct ctl_session *s = srv->sessions; s; s = s->next)
-		n += s->hello_done ? 1 : 0;
+	n = (int)srv->n_online;
 	pthread_mutex_unlock(&srv->lock);
 	return n;
 }
 
 int ctl_sessions_register(struct ctl_engine *e)
 {
-	int r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, on_hello);
+	int r = ctl_engine_handle_grouped(e, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, on_hello);
 
 	if (r >= 0)
-		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE, on_facts);
+		r = ctl_engine_handle_grouped(e, RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE,
+					      on_facts);
 	return r;
 }

@@ -337,7 +337,9 @@ int agent_enroll(const struct agent_enroll_opts *o, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "writing %s: %s", o->state_dir, ry_strerror(r));
 		goto out;
 	}
-	printf("enrolled %s as node %s in cluster %s\n", hostname, resp->node_id, resp->cluster);
+	if (!o->quiet)
+		printf("enrolled %s as node %s in cluster %s\n", hostname, resp->node_id,
+		       resp->cluster);
 out:
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);

@@ -3,6 +3,7 @@
 #ifndef RAILYARD_AGENT_ENROLL_H
 #define RAILYARD_AGENT_ENROLL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct agent_enroll_opts {
@@ -13,6 +14,7 @@ struct agent_enroll_opts {
 	const char *hostname; /* NULL: from the facts under sysroot */
 	const char *sysroot;
 	int timeout_ms;
+	bool quiet; /* do not print "enrolled ... as node ..." on stdout */
 };
 
 /* Fetch the CA certificate the controller presents and check it against pin before anything

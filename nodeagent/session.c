@@ -26,7 +26,13 @@
 struct agent_session {
 	struct agent_session_opts o;
 	struct agent_config cfg;
+	struct rpc_channel_config cc; /* borrows from cfg, o and the PEMs below */
 	struct rpc_channel *ch;
+	/* What the controller's last refusal asked for (RPC_RETRY_AFTER_MD): wait at least this
+	 * long; with RESOURCE_EXHAUSTED also let go of the connection meanwhile (the controller
+	 * is short of descriptors). */
+	int retry_after_ms;
+	bool drop_channel;
 	char *ca_pem, *cert_pem, *key_pem;
 	char boot_id[33];
 	uint64_t seq; /* our messages, across reconnects of this process */
@@ -61,7 +67,7 @@ static int read_pem(const char *dir, const char *name, char **ret, char *errbuf,
 int agent_session_new(const struct agent_session_opts *o, struct agent_session **ret, char *errbuf,
 		      size_t errlen)
 {
-	struct rpc_channel_config cc = {0};
+	struct rpc_channel_config *cc;
 	struct agent_session *s;
 	unsigned char rnd[16];
 	int r;
@@ -123,15 +129,16 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 	}
 	util_hex(rnd, sizeof(rnd), s->boot_id);
 
-	cc.target = o->controller ? o->controller : s->cfg.controller;
-	cc.tls.ca_pem = s->ca_pem;
-	cc.tls.cert_pem = s->cert_pem;
-	cc.tls.key_pem = s->key_pem;
-	cc.server_name = AGENT_SERVER_NAME;
-	cc.reconnect_max_ms = s->o.backoff_max_ms;
-	r = rpc_channel_new(&cc, &s->ch);
+	cc = &s->cc;
+	cc->target = o->controller ? o->controller : s->cfg.controller;
+	cc->tls.ca_pem = s->ca_pem;
+	cc->tls.cert_pem = s->cert_pem;
+	cc->tls.key_pem = s->key_pem;
+	cc->server_name = AGENT_SERVER_NAME;
+	cc->reconnect_max_ms = s->o.backoff_max_ms;
+	r = rpc_channel_new(cc, &s->ch);
 	if (r < 0) {
-		snprintf(errbuf, errlen, "cannot create a channel to %s", cc.target);
+		snprintf(errbuf, errlen, "cannot create a channel to %s", cc->target);
 		goto fail;
 	}
 	*ret = s;
@@ -448,6 +455,9 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 		r = 0;
 	} else {
 		log_warn("session ended: %s: %s", rpc_status_name(st->code), st->details);
+		s->retry_after_ms = st->retry_after_ms;
+		s->drop_channel =
+			st->retry_after_ms > 0 && st->code == GRPC_STATUS_RESOURCE_EXHAUSTED;
 		r = st->code == GRPC_STATUS_PERMISSION_DENIED ||
 				    st->code == GRPC_STATUS_UNAUTHENTICATED
 			    ? -RY_E_REVOKED
@@ -473,6 +483,20 @@ int agent_session_run(struct agent_session *s)
 		if (stopping(s))
 			break;
 		delay = rpc_backoff_next_ms(&bo);
+		if (s->retry_after_ms > delay)
+			delay = s->retry_after_ms;
+		s->retry_after_ms = 0;
+		if (s->drop_channel) {
+			struct rpc_channel *ch = NULL;
+
+			/* The controller is out of descriptors: our idle connection holds one of
+			 * them. A new channel connects afresh after the pause. */
+			s->drop_channel = false;
+			if (rpc_channel_new(&s->cc, &ch) == 0) {
+				rpc_channel_free(s->ch);
+				s->ch = ch;
+			}
+		}
 		log_info("reconnecting in %d ms", delay);
 		pause_ms(s, delay);
 	}

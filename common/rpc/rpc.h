@@ -30,7 +30,8 @@ struct rpc_tls {
 struct rpc_peer {
 	bool authenticated;    /* presented a client certificate that chains to our CA */
 	char common_name[256]; /* the certificate's CN, "" when not authenticated */
-	char *cert_pem;	       /* the client's leaf certificate (owned by the call), or NULL */
+	char *cert_pem;	       /* the client's leaf certificate (owned by the call), or NULL; for
+				* a stream, only while open() runs */
 	char address[128];     /* transport address, e.g. "ipv4:127.0.0.1:40312" */
 };
 
@@ -39,6 +40,15 @@ void rpc_log_init(void);
 /* grpc_init()/grpc_shutdown() wrappers, reference counted by gRPC itself. */
 void rpc_init(void);
 void rpc_shutdown(void);
+
+/* gRPC 1.51's TCP listener stops for good when accept4() fails with anything but EINTR, EAGAIN
+ * or ECONNABORTED (EMFILE at the open-file limit): it logs "Failed accept4" once and never
+ * accepts on that socket again. The rpc layer counts those lines (routed by rpc_log_init()),
+ * and rpc_server_check_listener() replaces such a listener. Thread-safe. */
+uint64_t rpc_accept_failures(void);
+/* Descriptors this process has open now (counted in /proc/self/fd: O(open descriptors)) and
+ * its soft RLIMIT_NOFILE (0: unlimited). -errno. */
+RPC_WUR int rpc_fd_usage(long *ret_open, long *ret_limit);
 
 /* Name of a gRPC status code ("UNAVAILABLE"); never NULL. */
 const char *rpc_status_name(grpc_status_code code);
@@ -110,6 +120,15 @@ RPC_WUR int rpc_server_start(const struct rpc_server_config *cfg, struct rpc_ser
  * run); the completion-queue threads keep running, so streams that handlers still reference
  * can be released. Idempotent. */
 void rpc_server_stop(struct rpc_server *srv);
+/* Replace the listener when gRPC has stopped accepting since the last call (see
+ * rpc_accept_failures()): the stopped sockets on the server's port are shut down and a new
+ * grpc_server listens on the same address (the older ones keep serving their connections).
+ * Returns 1 when replaced, 0 when nothing had stopped, -EMFILE while the process is still at
+ * its open-file limit (try again once connections closed), -ENOSPC after RPC_GENS_MAX
+ * replacements (the caller should exit for its service manager to restart it), another
+ * negative error otherwise. Call periodically from one thread; safe against the
+ * completion-queue threads. */
+RPC_WUR int rpc_server_check_listener(struct rpc_server *srv);
 /* rpc_server_stop() if not done, then stop the threads and free. Handlers are not called after
  * this returns; release every stream reference before. */
 void rpc_server_free(struct rpc_server *srv);
@@ -121,6 +140,12 @@ RPC_WUR int rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg);
 /* Read the next message after the handler returned RPC_MSG_HELD (thread-safe). A stream that
  * ended meanwhile is left alone. */
 void rpc_stream_resume(struct rpc_stream *st);
+/* Trailing metadata of a refusal that tells the client when to try again ("5000": ms); the
+ * agents' backoff waits at least that long (rpc_status.retry_after_ms). */
+#define RPC_RETRY_AFTER_MD "railyard-retry-after-ms"
+/* Send RPC_RETRY_AFTER_MD with the stream's status (set before rpc_stream_finish(), or in
+ * open() before refusing). Thread-safe. */
+void rpc_stream_set_retry_after(struct rpc_stream *st, int ms);
 /* End the stream with a status after the queued messages (thread-safe, idempotent). */
 void rpc_stream_finish(struct rpc_stream *st, grpc_status_code code, const char *msg);
 /* Keep a stream beyond its handlers (thread-safe). */
@@ -155,6 +180,7 @@ RPC_WUR int rpc_channel_wait_ready(struct rpc_channel *ch, int64_t deadline_mono
 struct rpc_status {
 	grpc_status_code code;
 	char details[512];
+	int retry_after_ms; /* the server's RPC_RETRY_AFTER_MD (0: none), at most 10 minutes */
 };
 
 /* Blocking unary call. On GRPC_STATUS_OK *ret_resp holds the decoded reply (free with
@@ -186,6 +212,42 @@ const struct rpc_status *rpc_client_stream_status(struct rpc_client_stream *cs);
 void rpc_client_stream_cancel(struct rpc_client_stream *cs);
 /* Cancel if still open, drain and free. */
 void rpc_client_stream_free(struct rpc_client_stream *cs);
+
+/* ---- Many client streams in one process ------------------------------------------------
+ * rpc_client_stream_next() needs a thread per stream; a process that plays thousands of
+ * clients (the load generator) runs them on one shared completion queue instead, driven by a
+ * few threads, with callbacks. */
+struct rpc_client_loop;
+struct rpc_async_stream;
+
+/* A completion queue and `threads` threads that run the callbacks of the streams on it. */
+RPC_WUR int rpc_client_loop_new(int threads, struct rpc_client_loop **ret);
+/* Stop the threads and free; every stream on it must have ended and been freed. */
+void rpc_client_loop_free(struct rpc_client_loop *l);
+
+struct rpc_async_ops {
+	/* One message from the server (owned by the callee: protobuf_c_message_free_unpacked).
+	 * Calls for one stream never overlap; the next message is read after this returns. */
+	void (*message)(void *ud, ProtobufCMessage *msg);
+	/* The stream ended (status borrowed for the call); once, after the last message() and
+	 * after every batch of the stream completed: the callee may free the stream now. */
+	void (*ended)(void *ud, const struct rpc_status *st);
+};
+
+/* Open a bidirectional stream on ch (wait-for-ready: it waits for the channel to connect)
+ * whose callbacks run on l's threads. Callbacks may run before this returns: a caller that
+ * keeps *ret for them must publish it under a lock that its callbacks take. */
+RPC_WUR int rpc_async_stream_open(struct rpc_channel *ch, struct rpc_client_loop *l,
+				  const char *path, const ProtobufCMessageDescriptor *resp_desc,
+				  const struct rpc_async_ops *ops, void *ud,
+				  struct rpc_async_stream **ret);
+/* Queue a message (thread-safe). -EPIPE after the stream ended, -ENOBUFS when RPC_MAX_QUEUED
+ * are waiting. */
+RPC_WUR int rpc_async_stream_send(struct rpc_async_stream *as, const ProtobufCMessage *msg);
+/* End the stream from any thread; ended() follows. */
+void rpc_async_stream_cancel(struct rpc_async_stream *as);
+/* Free a stream whose ended() has run (or from within ended()). NULL is fine. */
+void rpc_async_stream_free(struct rpc_async_stream *as);
 
 /* Jittered exponential backoff for reconnect loops. */
 struct rpc_backoff {

@@ -13,10 +13,6 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-struct rpc_channel {
-	grpc_channel *ch;
-};
-
 enum cs_tag { CS_STATUS, CS_MD, CS_RECV, CS_SEND, CS_N };
 
 struct rpc_client_stream {
@@ -74,7 +70,12 @@ int rpc_channel_new(const struct rpc_channel_config *cfg, struct rpc_channel **r
 	ARG_INT(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, RPC_MAX_MESSAGE);
 	ARG_INT(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, backoff_max);
 	ARG_INT(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, backoff_max < 1000 ? backoff_max : 1000);
-	ARG_INT(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, backoff_max < 1000 ? backoff_max : 1000);
+	/* Despite its name, gRPC 1.51 takes this as the least time a connection attempt (TCP, TLS
+	 * handshake, HTTP/2 settings) is given before it is abandoned (subchannel.cc,
+	 * min_connect_timeout; default 20 s). At 1 s, a controller busy with a connect storm could
+	 * not finish handshakes in time: every client gave up and tried again, and the storm fed
+	 * itself (5,000 agents: 407 sessions in 10 minutes). The server gives a handshake 120 s. */
+	ARG_INT(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, RPC_CONNECT_TIMEOUT_MS);
 	/* Detect a controller that vanished without a FIN (partition, power loss). */
 	ARG_INT(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
 	ARG_INT(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
@@ -137,6 +138,25 @@ int rpc_channel_wait_ready(struct rpc_channel *ch, int64_t deadline_mono_ms)
 	}
 	cq_drain_destroy(cq);
 	return r;
+}
+
+int rpc_retry_after(const grpc_metadata_array *md)
+{
+	for (size_t i = 0; i < md->count; i++) {
+		char v[16];
+		char *end;
+		long ms;
+
+		if (grpc_slice_str_cmp(md->metadata[i].key, RPC_RETRY_AFTER_MD) != 0)
+			continue;
+		rpc_slice_copy(md->metadata[i].value, v, sizeof(v));
+		ms = strtol(v, &end, 10);
+		/* Network input: digits only, bounded. */
+		if (end == v || *end || ms <= 0)
+			return 0;
+		return ms > RPC_RETRY_AFTER_MAX_MS ? RPC_RETRY_AFTER_MAX_MS : (int)ms;
+	}
+	return 0;
 }
 
 static void status_fill(struct rpc_status *st, grpc_status_code code, grpc_slice details,
@@ -363,6 +383,7 @@ int rpc_client_stream_next(struct rpc_client_stream *cs, int64_t deadline_mono_m
 		if (tag == &cs->tags[CS_STATUS]) {
 			cs->done = true;
 			status_fill(&cs->status, cs->code, cs->details, NULL);
+			cs->status.retry_after_ms = rpc_retry_after(&cs->trail_md);
 			return -EPIPE;
 		} else if (tag == &cs->tags[CS_SEND]) {
 			grpc_byte_buffer_destroy(cs->send_bb);

@@ -4,17 +4,55 @@
 #include "common/util/error.h"
 #include "common/util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
 #include <grpc/support/log.h>
 
+/* "Failed accept4" lines gRPC logged: in 1.51 each one is a listener that stopped for good. */
+static _Atomic uint64_t accept_failures;
+
+uint64_t rpc_accept_failures(void)
+{
+	return atomic_load(&accept_failures);
+}
+
+int rpc_fd_usage(long *ret_open, long *ret_limit)
+{
+	struct rlimit rl;
+	DIR *d;
+	long n = 0;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return -errno;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	/* ".", ".." and the directory's own descriptor */
+	*ret_open = n > 3 ? n - 3 : 0;
+	*ret_limit = rl.rlim_cur == RLIM_INFINITY ? 0 : (long)rl.rlim_cur;
+	return 0;
+}
+
 static void rpc_gpr_log(gpr_log_func_args *args)
 {
 	enum log_level level;
+
+	/* gRPC 1.51's TCP listener (tcp_server_posix.cc) logs this once when accept4() fails for
+	 * any reason but EINTR/EAGAIN/ECONNABORTED (EMFILE: the open-file limit) and never
+	 * accepts on that socket again; rpc_server_check_listener() replaces it. */
+	if (args->severity == GPR_LOG_SEVERITY_ERROR &&
+	    strncmp(args->message, "Failed accept4", 14) == 0)
+		atomic_fetch_add(&accept_failures, 1);
 
 	switch (args->severity) {
 	case GPR_LOG_SEVERITY_ERROR:

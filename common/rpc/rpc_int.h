@@ -14,6 +14,11 @@ struct rpc_tag {
 	void (*fn)(struct rpc_tag *tag, bool ok);
 };
 
+/* A client channel (rpc_client.c; streams on a shared queue in rpc_async.c use it too). */
+struct rpc_channel {
+	grpc_channel *ch;
+};
+
 /* Pack a message into a new byte buffer (caller destroys). */
 int rpc_buffer_from_message(const ProtobufCMessage *msg, grpc_byte_buffer **ret);
 /* Raw bytes into a new byte buffer (caller destroys). */
@@ -21,6 +26,13 @@ int rpc_buffer_from_bytes(const void *data, size_t len, grpc_byte_buffer **ret);
 /* Decode a received byte buffer (borrowed). -RY_E_INVALID when undecodable. */
 int rpc_buffer_to_message(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
 			  ProtobufCMessage **ret);
+
+/* Least time a client's connection attempt is given (see rpc_channel_new()). */
+#define RPC_CONNECT_TIMEOUT_MS 60000
+/* Longest wait a server's RPC_RETRY_AFTER_MD may ask for. */
+#define RPC_RETRY_AFTER_MAX_MS 600000
+/* The server's RPC_RETRY_AFTER_MD in trailing metadata, in ms (0: none or malformed). */
+int rpc_retry_after(const grpc_metadata_array *md);
 
 /* Copy a grpc_slice of status details into a fixed buffer. */
 void rpc_slice_copy(grpc_slice s, char *out, size_t outlen);

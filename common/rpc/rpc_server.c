@@ -5,41 +5,69 @@
 #include "common/log/log.h"
 #include "common/util/error.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-struct rpc_server {
+/* TLS record and first TCP read size on the server's connections (see gen_start()). */
+#define RPC_TLS_FRAME 4096
+/* Listeners the server replaces (rpc_server_check_listener()) before it gives up. */
+#define RPC_GENS_MAX 16
+/* Descriptors held open on /dev/null and let go when a listener must be replaced at the
+ * open-file limit. */
+#define RPC_FD_RESERVE 4
+
+/* One grpc_server: the first, and each that replaced a listener gRPC had stopped. All share
+ * the completion queue and its threads; an older one keeps serving the calls of the
+ * connections it accepted. */
+struct rpc_gen {
+	struct rpc_server *srv;
 	grpc_server *server;
+	void **handles;
+	struct rpc_tag shutdown_tag;
+	bool shutdown_done; /* under srv->lock */
+};
+
+struct rpc_server {
 	grpc_completion_queue *cq;
 	pthread_t *threads;
 	int n_threads;
+	int n_arm; /* requests armed per method and generation */
 	const struct rpc_method *methods;
 	size_t n_methods;
-	void **handles;
 	void *userdata;
-	struct rpc_tag shutdown_tag;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* gens, n_gens, shutting_down, n_open_streams, shutdown_done */
 	pthread_cond_t cond;
+	struct rpc_gen *gens[RPC_GENS_MAX];
+	int n_gens;
 	bool shutting_down;
-	bool shutdown_done;
 	/* Streams whose close batch has not finished (closed() not yet returned): the shutdown tag
 	 * can complete on one queue thread while another still runs a stream's closed(). */
 	int n_open_streams;
+	/* What a replacement listener needs: the host part of the listen address, the bound
+	 * port, the TLS material (copies). */
+	char *host, *ca_pem, *cert_pem, *key_pem;
+	int port;
+	uint64_t accept_failures_seen; /* rpc_accept_failures() when last handled */
+	int reserve[RPC_FD_RESERVE];
 };
 
 /* One outstanding grpc_server_request_registered_call. */
 struct rpc_request {
 	struct rpc_tag tag;
-	struct rpc_server *srv;
+	struct rpc_gen *gen;
 	size_t idx;
 	grpc_call *call;
 	gpr_timespec deadline;
@@ -69,19 +97,26 @@ struct rpc_stream {
 
 	pthread_mutex_t lock; /* refs, queue and flags below */
 	int refs;
-	grpc_byte_buffer *queue[RPC_MAX_QUEUED];
-	size_t q_head, q_len;
+	/* Messages waiting to be sent: a ring of q_cap, grown by doubling up to RPC_MAX_QUEUED
+	 * (most streams never hold more than a few: 8 KB each for a fixed ring was most of a
+	 * session's own memory). */
+	grpc_byte_buffer **queue;
+	size_t q_head, q_len, q_cap;
 	grpc_byte_buffer *send_bb; /* in flight */
 	bool send_in_flight;
 	bool finishing, status_sent, ended;
 	grpc_status_code fin_code;
 	grpc_slice fin_details;
+	int retry_after_ms;  /* > 0: sent with the status as RPC_RETRY_AFTER_MD */
+	grpc_metadata trail; /* its key and value while the status is sent */
 
-	pthread_mutex_t cb_lock; /* serialises handler callbacks */
+	pthread_mutex_t cb_lock; /* serialises handler callbacks (open() included) */
+	bool opened;		 /* open() accepted the stream */
 	bool closed_called;
 };
 
-static void request_arm(struct rpc_server *srv, size_t idx);
+static void request_arm(struct rpc_gen *gen, size_t idx);
+static void server_release(struct rpc_server *srv);
 
 static void *cq_thread(void *arg)
 {
@@ -216,11 +251,16 @@ static void unary_handle(struct rpc_server *srv, const struct rpc_method *m, grp
 static void stream_free(struct rpc_stream *st)
 {
 	for (size_t i = 0; i < st->q_len; i++)
-		grpc_byte_buffer_destroy(st->queue[(st->q_head + i) % RPC_MAX_QUEUED]);
+		grpc_byte_buffer_destroy(st->queue[(st->q_head + i) % st->q_cap]);
+	free(st->queue);
 	if (st->send_bb)
 		grpc_byte_buffer_destroy(st->send_bb);
 	if (st->finishing)
 		grpc_slice_unref(st->fin_details);
+	if (st->status_sent && st->retry_after_ms > 0) {
+		grpc_slice_unref(st->trail.key);
+		grpc_slice_unref(st->trail.value);
+	}
 	grpc_call_unref(st->call);
 	free(st->peer.cert_pem);
 	pthread_mutex_destroy(&st->lock);
@@ -269,7 +309,7 @@ static void stream_send_next_locked(struct rpc_stream *st)
 	memset(&op, 0, sizeof(op));
 	if (st->q_len > 0) {
 		st->send_bb = st->queue[st->q_head];
-		st->q_head = (st->q_head + 1) % RPC_MAX_QUEUED;
+		st->q_head = (st->q_head + 1) % st->q_cap;
 		st->q_len--;
 		op.op = GRPC_OP_SEND_MESSAGE;
 		op.data.send_message.send_message = st->send_bb;
@@ -278,6 +318,15 @@ static void stream_send_next_locked(struct rpc_stream *st)
 		op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
 		op.data.send_status_from_server.status = st->fin_code;
 		op.data.send_status_from_server.status_details = &st->fin_details;
+		if (st->retry_after_ms > 0) {
+			char v[16];
+
+			snprintf(v, sizeof(v), "%d", st->retry_after_ms);
+			st->trail.key = grpc_slice_from_static_string(RPC_RETRY_AFTER_MD);
+			st->trail.value = grpc_slice_from_copied_string(v);
+			op.data.send_status_from_server.trailing_metadata_count = 1;
+			op.data.send_status_from_server.trailing_metadata = &st->trail;
+		}
 	} else {
 		return;
 	}
@@ -306,6 +355,26 @@ static void stream_send_done(struct rpc_tag *tag, bool ok)
 	rpc_stream_unref(st);
 }
 
+/* Double the send ring (4 to RPC_MAX_QUEUED). Caller holds st->lock. */
+static int queue_grow(struct rpc_stream *st)
+{
+	size_t cap = st->q_cap ? st->q_cap * 2 : 4;
+	grpc_byte_buffer **q;
+
+	if (cap > RPC_MAX_QUEUED)
+		return -ENOBUFS;
+	q = malloc(cap * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->q_len; i++)
+		q[i] = st->queue[(st->q_head + i) % st->q_cap];
+	free(st->queue);
+	st->queue = q;
+	st->q_head = 0;
+	st->q_cap = cap;
+	return 0;
+}
+
 int rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg)
 {
 	grpc_byte_buffer *bb;
@@ -317,10 +386,10 @@ int rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg)
 	pthread_mutex_lock(&st->lock);
 	if (st->ended || st->finishing) {
 		r = -EPIPE;
-	} else if (st->q_len == RPC_MAX_QUEUED) {
-		r = -ENOBUFS;
+	} else if (st->q_len == st->q_cap && queue_grow(st) < 0) {
+		r = st->q_cap >= RPC_MAX_QUEUED ? -ENOBUFS : -ENOMEM;
 	} else {
-		st->queue[(st->q_head + st->q_len) % RPC_MAX_QUEUED] = bb;
+		st->queue[(st->q_head + st->q_len) % st->q_cap] = bb;
 		st->q_len++;
 		bb = NULL;
 		stream_send_next_locked(st);
@@ -329,6 +398,14 @@ int rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg)
 	if (bb)
 		grpc_byte_buffer_destroy(bb);
 	return r;
+}
+
+void rpc_stream_set_retry_after(struct rpc_stream *st, int ms)
+{
+	pthread_mutex_lock(&st->lock);
+	if (!st->status_sent)
+		st->retry_after_ms = ms > 0 ? ms : 0;
+	pthread_mutex_unlock(&st->lock);
 }
 
 void rpc_stream_finish(struct rpc_stream *st, grpc_status_code code, const char *msg)
@@ -426,13 +503,13 @@ static void stream_close_done(struct rpc_tag *tag, bool ok)
 	st->ended = true;
 	while (st->q_len > 0) {
 		grpc_byte_buffer_destroy(st->queue[st->q_head]);
-		st->q_head = (st->q_head + 1) % RPC_MAX_QUEUED;
+		st->q_head = (st->q_head + 1) % st->q_cap;
 		st->q_len--;
 	}
 	pthread_mutex_unlock(&st->lock);
 
 	pthread_mutex_lock(&st->cb_lock);
-	was_open = !st->closed_called;
+	was_open = st->opened && !st->closed_called;
 	st->closed_called = true;
 	pthread_mutex_unlock(&st->cb_lock);
 	/* closed() runs outside cb_lock so that it may take the handler's own locks freely; no
@@ -485,7 +562,13 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 		return;
 	}
 
-	if (m->require_client_cert && !st->peer.authenticated) {
+	/* The close batch may complete on another queue thread before or while open() runs (a
+	 * client that gives up at once): under cb_lock, closed() waits for open() and runs only
+	 * for a stream that open() accepted; a stream already gone is not opened at all. */
+	pthread_mutex_lock(&st->cb_lock);
+	if (st->closed_called) {
+		code = GRPC_STATUS_CANCELLED;
+	} else if (m->require_client_cert && !st->peer.authenticated) {
 		code = GRPC_STATUS_UNAUTHENTICATED;
 		msg = strdup("client certificate required");
 		if (ops->error)
@@ -493,15 +576,18 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 	} else {
 		code = ops->open(srv->userdata, st, &st->peer, &msg);
 	}
-	if (code != GRPC_STATUS_OK) {
-		/* Refused: closed() must not run for a stream that was never opened. */
-		pthread_mutex_lock(&st->cb_lock);
-		st->closed_called = true;
-		pthread_mutex_unlock(&st->cb_lock);
+	if (code == GRPC_STATUS_OK)
+		st->opened = true;
+	else
+		st->closed_called = true; /* closed() must not run for a stream never opened */
+	/* The certificate was for open() to judge; a session lives long. */
+	free(st->peer.cert_pem);
+	st->peer.cert_pem = NULL;
+	pthread_mutex_unlock(&st->cb_lock);
+	if (code != GRPC_STATUS_OK)
 		rpc_stream_finish(st, code, msg);
-	} else {
+	else
 		stream_recv_arm(st);
-	}
 	free(msg);
 }
 
@@ -510,7 +596,8 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 static void request_done(struct rpc_tag *tag, bool ok)
 {
 	struct rpc_request *rq = RPC_CONTAINER_OF(tag, struct rpc_request, tag);
-	struct rpc_server *srv = rq->srv;
+	struct rpc_gen *gen = rq->gen;
+	struct rpc_server *srv = gen->srv;
 	const struct rpc_method *m = &srv->methods[rq->idx];
 	bool stopping;
 
@@ -518,7 +605,7 @@ static void request_done(struct rpc_tag *tag, bool ok)
 	stopping = srv->shutting_down;
 	pthread_mutex_unlock(&srv->lock);
 	if (ok && !stopping)
-		request_arm(srv, rq->idx);
+		request_arm(gen, rq->idx);
 	if (ok) {
 		if (m->kind == RPC_UNARY)
 			unary_handle(srv, m, rq->call, rq->payload);
@@ -531,8 +618,9 @@ static void request_done(struct rpc_tag *tag, bool ok)
 	free(rq);
 }
 
-static void request_arm(struct rpc_server *srv, size_t idx)
+static void request_arm(struct rpc_gen *gen, size_t idx)
 {
+	struct rpc_server *srv = gen->srv;
 	struct rpc_request *rq = calloc(1, sizeof(*rq));
 	grpc_call_error e;
 
@@ -541,11 +629,11 @@ static void request_arm(struct rpc_server *srv, size_t idx)
 		return;
 	}
 	rq->tag.fn = request_done;
-	rq->srv = srv;
+	rq->gen = gen;
 	rq->idx = idx;
 	grpc_metadata_array_init(&rq->md);
 	e = grpc_server_request_registered_call(
-		srv->server, srv->handles[idx], &rq->call, &rq->deadline, &rq->md,
+		gen->server, gen->handles[idx], &rq->call, &rq->deadline, &rq->md,
 		srv->methods[idx].kind == RPC_UNARY ? &rq->payload : NULL, srv->cq, srv->cq,
 		&rq->tag);
 	if (e != GRPC_CALL_OK) {
@@ -557,10 +645,11 @@ static void request_arm(struct rpc_server *srv, size_t idx)
 
 static void shutdown_done(struct rpc_tag *tag, bool ok)
 {
-	struct rpc_server *srv = RPC_CONTAINER_OF(tag, struct rpc_server, shutdown_tag);
+	struct rpc_gen *gen = RPC_CONTAINER_OF(tag, struct rpc_gen, shutdown_tag);
+	struct rpc_server *srv = gen->srv;
 
 	pthread_mutex_lock(&srv->lock);
-	srv->shutdown_done = true;
+	gen->shutdown_done = true;
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->lock);
 }
@@ -594,37 +683,40 @@ static int diagnose_bind(const char *listen)
 	return r;
 }
 
-int rpc_server_start(const struct rpc_server_config *cfg, struct rpc_server **ret_server,
+static void gen_free(struct rpc_gen *gen)
+{
+	if (!gen)
+		return;
+	if (gen->server)
+		grpc_server_destroy(gen->server);
+	free(gen->handles);
+	free(gen);
+}
+
+/* A grpc_server listening on listen, with the method table, on the server's completion queue;
+ * started and with its requests armed. *ret_port gets the bound port. */
+static int gen_start(struct rpc_server *srv, const char *listen, struct rpc_gen **ret,
 		     int *ret_port)
 {
-	grpc_ssl_pem_key_cert_pair pair = {cfg->tls.key_pem, cfg->tls.cert_pem};
+	grpc_ssl_pem_key_cert_pair pair = {srv->key_pem, srv->cert_pem};
 	grpc_ssl_server_certificate_config *certcfg;
 	grpc_ssl_server_credentials_options *opts;
 	grpc_server_credentials *creds;
-	grpc_arg args[3];
+	grpc_arg args[5];
 	grpc_channel_args chargs = {sizeof(args) / sizeof(args[0]), args};
-	struct rpc_server *srv;
-	int port, r;
+	struct rpc_gen *gen;
+	int port;
 
-	if (!cfg->listen || !cfg->tls.cert_pem || !cfg->tls.key_pem || !cfg->tls.ca_pem ||
-	    cfg->threads < 1)
-		return -EINVAL;
-	srv = calloc(1, sizeof(*srv));
-	if (!srv)
+	gen = calloc(1, sizeof(*gen));
+	if (!gen)
 		return -ENOMEM;
-	pthread_mutex_init(&srv->lock, NULL);
-	pthread_cond_init(&srv->cond, NULL);
-	srv->methods = cfg->methods;
-	srv->n_methods = cfg->n_methods;
-	srv->userdata = cfg->userdata;
-	srv->shutdown_tag.fn = shutdown_done;
-	srv->handles = calloc(cfg->n_methods, sizeof(void *));
-	srv->threads = calloc((size_t)cfg->threads, sizeof(pthread_t));
-	if (!srv->handles || !srv->threads) {
-		r = -ENOMEM;
-		goto fail;
+	gen->srv = srv;
+	gen->shutdown_tag.fn = shutdown_done;
+	gen->handles = calloc(srv->n_methods, sizeof(void *));
+	if (!gen->handles) {
+		free(gen);
+		return -ENOMEM;
 	}
-
 	args[0].type = GRPC_ARG_INTEGER;
 	args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
 	args[0].value.integer = RPC_MAX_MESSAGE;
@@ -635,43 +727,118 @@ int rpc_server_start(const struct rpc_server_config *cfg, struct rpc_server **re
 	args[2].type = GRPC_ARG_INTEGER;
 	args[2].key = GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS;
 	args[2].value.integer = 10000;
+	/* Memory per connection, which is most of what an agent costs the controller: TLS records
+	 * of 4 KiB (not 16: the frame protector's buffer is that size, per connection), and TCP
+	 * reads that start small (sessions carry heartbeats; a 20 KiB Hello takes a few reads). */
+	args[3].type = GRPC_ARG_INTEGER;
+	args[3].key = GRPC_ARG_TSI_MAX_FRAME_SIZE;
+	args[3].value.integer = RPC_TLS_FRAME;
+	args[4].type = GRPC_ARG_INTEGER;
+	args[4].key = GRPC_ARG_TCP_READ_CHUNK_SIZE;
+	args[4].value.integer = RPC_TLS_FRAME;
 
-	srv->cq = grpc_completion_queue_create_for_next(NULL);
-	srv->server = grpc_server_create(&chargs, NULL);
-	grpc_server_register_completion_queue(srv->server, srv->cq, NULL);
-	for (size_t i = 0; i < cfg->n_methods; i++) {
-		srv->handles[i] = grpc_server_register_method(
-			srv->server, cfg->methods[i].path, NULL,
-			cfg->methods[i].kind == RPC_UNARY
+	gen->server = grpc_server_create(&chargs, NULL);
+	grpc_server_register_completion_queue(gen->server, srv->cq, NULL);
+	for (size_t i = 0; i < srv->n_methods; i++) {
+		gen->handles[i] = grpc_server_register_method(
+			gen->server, srv->methods[i].path, NULL,
+			srv->methods[i].kind == RPC_UNARY
 				? GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER
 				: GRPC_SRM_PAYLOAD_NONE,
 			0);
-		if (!srv->handles[i]) {
-			r = -EINVAL;
-			goto fail_server;
+		if (!gen->handles[i]) {
+			gen_free(gen);
+			return -EINVAL;
 		}
 	}
-
 	/* Client certificates are optional at the TLS layer (Enroll has none) but verified when
 	 * presented; methods that need one check it per call. */
-	certcfg = grpc_ssl_server_certificate_config_create(cfg->tls.ca_pem, &pair, 1);
+	certcfg = grpc_ssl_server_certificate_config_create(srv->ca_pem, &pair, 1);
 	opts = grpc_ssl_server_credentials_create_options_using_config(
 		GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY, certcfg);
 	creds = grpc_ssl_server_credentials_create_with_options(opts);
 	if (!creds) {
-		r = -EINVAL;
-		goto fail_server;
+		gen_free(gen);
+		return -EINVAL;
 	}
-	port = grpc_server_add_http2_port(srv->server, cfg->listen, creds);
+	port = grpc_server_add_http2_port(gen->server, listen, creds);
 	grpc_server_credentials_release(creds);
 	if (port <= 0) {
-		r = diagnose_bind(cfg->listen);
-		goto fail_server;
+		/* Never started: destroying it needs no shutdown. */
+		gen_free(gen);
+		return diagnose_bind(listen);
 	}
-	grpc_server_start(srv->server);
-	for (size_t i = 0; i < cfg->n_methods; i++)
-		for (int k = 0; k < cfg->threads; k++)
-			request_arm(srv, i);
+	grpc_server_start(gen->server);
+	for (size_t i = 0; i < srv->n_methods; i++)
+		for (int k = 0; k < srv->n_arm; k++)
+			request_arm(gen, i);
+	*ret = gen;
+	*ret_port = port;
+	return 0;
+}
+
+static void reserve_fill(struct rpc_server *srv)
+{
+	for (int i = 0; i < RPC_FD_RESERVE; i++)
+		if (srv->reserve[i] < 0)
+			srv->reserve[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void reserve_release(struct rpc_server *srv)
+{
+	for (int i = 0; i < RPC_FD_RESERVE; i++) {
+		if (srv->reserve[i] >= 0)
+			close(srv->reserve[i]);
+		srv->reserve[i] = -1;
+	}
+}
+
+int rpc_server_start(const struct rpc_server_config *cfg, struct rpc_server **ret_server,
+		     int *ret_port)
+{
+	struct rpc_server *srv;
+	struct rpc_gen *gen = NULL;
+	const char *colon;
+	int port, r;
+
+	if (!cfg->listen || !cfg->tls.cert_pem || !cfg->tls.key_pem || !cfg->tls.ca_pem ||
+	    cfg->threads < 1 || !(colon = strrchr(cfg->listen, ':')))
+		return -EINVAL;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_cond_init(&srv->cond, NULL);
+	for (int i = 0; i < RPC_FD_RESERVE; i++)
+		srv->reserve[i] = -1;
+	srv->methods = cfg->methods;
+	srv->n_methods = cfg->n_methods;
+	srv->userdata = cfg->userdata;
+	srv->n_arm = cfg->threads;
+	srv->accept_failures_seen = rpc_accept_failures();
+	srv->threads = calloc((size_t)cfg->threads, sizeof(pthread_t));
+	srv->host = strndup(cfg->listen, (size_t)(colon - cfg->listen));
+	srv->ca_pem = strdup(cfg->tls.ca_pem);
+	srv->cert_pem = strdup(cfg->tls.cert_pem);
+	srv->key_pem = strdup(cfg->tls.key_pem);
+	if (!srv->threads || !srv->host || !srv->ca_pem || !srv->cert_pem || !srv->key_pem) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	srv->cq = grpc_completion_queue_create_for_next(NULL);
+	r = gen_start(srv, cfg->listen, &gen, &port);
+	if (r < 0) {
+		grpc_completion_queue_shutdown(srv->cq);
+		while (grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
+			       .type != GRPC_QUEUE_SHUTDOWN)
+			;
+		grpc_completion_queue_destroy(srv->cq);
+		srv->cq = NULL;
+		goto fail;
+	}
+	srv->gens[srv->n_gens++] = gen;
+	srv->port = port;
+	reserve_fill(srv);
 	for (int i = 0; i < cfg->threads; i++) {
 		if (pthread_create(&srv->threads[i], NULL, cq_thread, srv) != 0)
 			break;
@@ -685,44 +852,139 @@ int rpc_server_start(const struct rpc_server_config *cfg, struct rpc_server **re
 		*ret_port = port;
 	*ret_server = srv;
 	return 0;
-
-fail_server:
-	/* Never started: no shutdown needed before destroy. */
-	grpc_server_destroy(srv->server);
-	grpc_completion_queue_shutdown(srv->cq);
-	while (grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-	       GRPC_QUEUE_SHUTDOWN)
-		;
-	grpc_completion_queue_destroy(srv->cq);
 fail:
-	free(srv->handles);
-	free(srv->threads);
-	pthread_mutex_destroy(&srv->lock);
-	pthread_cond_destroy(&srv->cond);
-	free(srv);
+	server_release(srv);
 	return r;
+}
+
+/* The listening sockets of this process on port: shut down (they stop listening and free the
+ * port; gRPC keeps and later closes the descriptors). -errno when /proc/self/fd is unreadable. */
+static int listeners_shut(int port)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd, on = 0, lport;
+		socklen_t olen = sizeof(on);
+		struct stat stt;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		fd = atoi(e->d_name);
+		if (fd == dirfd(d) || fstat(fd, &stt) < 0 || !S_ISSOCK(stt.st_mode))
+			continue;
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) < 0 || !on)
+			continue;
+		if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+			continue;
+		if (ss.ss_family == AF_INET)
+			lport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		else if (ss.ss_family == AF_INET6)
+			lport = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		else
+			continue;
+		if (lport == port && shutdown(fd, SHUT_RDWR) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int rpc_server_check_listener(struct rpc_server *srv)
+{
+	uint64_t failures = rpc_accept_failures();
+	struct rpc_gen *gen = NULL;
+	char listen[300];
+	long open_fds = 0, limit = 0;
+	int port = 0, r;
+
+	if (!srv || failures == srv->accept_failures_seen)
+		return 0;
+	pthread_mutex_lock(&srv->lock);
+	r = srv->shutting_down ? -ECANCELED : srv->n_gens == RPC_GENS_MAX ? -ENOSPC : 0;
+	pthread_mutex_unlock(&srv->lock);
+	if (r < 0)
+		return r;
+	/* A new listener at the limit would fail at its first accept again: wait until
+	 * connections have closed (the reserve gives the count its directory descriptor). */
+	reserve_release(srv);
+	r = rpc_fd_usage(&open_fds, &limit);
+	if (r < 0 || (limit > 0 && open_fds + RPC_FD_RESERVE + 8 >= limit)) {
+		reserve_fill(srv);
+		return -EMFILE;
+	}
+	r = listeners_shut(srv->port);
+	if (r >= 0) {
+		snprintf(listen, sizeof(listen), "%s:%d", srv->host, srv->port);
+		r = gen_start(srv, listen, &gen, &port);
+	}
+	reserve_fill(srv);
+	if (r < 0)
+		return r;
+	srv->accept_failures_seen = failures;
+	pthread_mutex_lock(&srv->lock);
+	if (srv->shutting_down) {
+		/* Stopped meanwhile: this one never served; shut it down with the rest. */
+		grpc_server_shutdown_and_notify(gen->server, srv->cq, &gen->shutdown_tag);
+		grpc_server_cancel_all_calls(gen->server);
+	}
+	srv->gens[srv->n_gens++] = gen;
+	pthread_mutex_unlock(&srv->lock);
+	return 1;
 }
 
 void rpc_server_stop(struct rpc_server *srv)
 {
-	bool first;
+	bool first, done;
 
 	if (!srv)
 		return;
 	pthread_mutex_lock(&srv->lock);
 	first = !srv->shutting_down;
 	srv->shutting_down = true;
-	pthread_mutex_unlock(&srv->lock);
 	if (first) {
-		grpc_server_shutdown_and_notify(srv->server, srv->cq, &srv->shutdown_tag);
-		grpc_server_cancel_all_calls(srv->server);
+		for (int i = 0; i < srv->n_gens; i++)
+			grpc_server_shutdown_and_notify(srv->gens[i]->server, srv->cq,
+							&srv->gens[i]->shutdown_tag);
+		for (int i = 0; i < srv->n_gens; i++)
+			grpc_server_cancel_all_calls(srv->gens[i]->server);
 	}
-	pthread_mutex_lock(&srv->lock);
 	/* Every stream's closed() has returned once this ends: callers rely on it to have seen
 	 * each session's end before they tear down what closed() hands work to. */
-	while (!srv->shutdown_done || srv->n_open_streams > 0)
+	for (;;) {
+		done = srv->n_open_streams == 0;
+		for (int i = 0; i < srv->n_gens; i++)
+			done = done && srv->gens[i]->shutdown_done;
+		if (done)
+			break;
 		pthread_cond_wait(&srv->cond, &srv->lock);
+	}
 	pthread_mutex_unlock(&srv->lock);
+}
+
+/* Free what rpc_server_start() allocated besides the threads and the queue. */
+static void server_release(struct rpc_server *srv)
+{
+	for (int i = 0; i < srv->n_gens; i++)
+		gen_free(srv->gens[i]);
+	reserve_release(srv);
+	free(srv->threads);
+	free(srv->host);
+	free(srv->ca_pem);
+	free(srv->cert_pem);
+	if (srv->key_pem) {
+		explicit_bzero(srv->key_pem, strlen(srv->key_pem));
+		free(srv->key_pem);
+	}
+	pthread_mutex_destroy(&srv->lock);
+	pthread_cond_destroy(&srv->cond);
+	free(srv);
 }
 
 void rpc_server_free(struct rpc_server *srv)
@@ -733,13 +995,12 @@ void rpc_server_free(struct rpc_server *srv)
 	grpc_completion_queue_shutdown(srv->cq);
 	for (int i = 0; i < srv->n_threads; i++)
 		pthread_join(srv->threads[i], NULL);
-	grpc_server_destroy(srv->server);
+	for (int i = 0; i < srv->n_gens; i++) {
+		grpc_server_destroy(srv->gens[i]->server);
+		srv->gens[i]->server = NULL;
+	}
 	grpc_completion_queue_destroy(srv->cq);
-	free(srv->handles);
-	free(srv->threads);
-	pthread_mutex_destroy(&srv->lock);
-	pthread_cond_destroy(&srv->cond);
-	free(srv);
+	server_release(srv);
 }
 
 const struct rpc_peer *rpc_stream_peer(struct rpc_stream *st)

@@ -29,7 +29,16 @@
 #define MAX_SANS 32
 
 /* Options of each command, in the order of its getopt table. */
-enum { OPT_STATE_DIR = 1000, OPT_JSON, OPT_LIMIT };
+enum {
+	OPT_STATE_DIR = 1000,
+	OPT_JSON,
+	OPT_LIMIT,
+	OPT_FACTS,
+	OPT_CLUSTER,
+	OPT_STATE,
+	OPT_CURSOR,
+	OPT_FIELDS
+};
 
 static const struct option opt_state_dir = {"state-dir", required_argument, NULL, OPT_STATE_DIR};
 static const struct option opt_help = {"help", no_argument, NULL, 'h'};
@@ -302,6 +311,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 		{"threads", required_argument, NULL, 'n'},
 		{"apply-timeout", required_argument, NULL, 'A'},
 		{"reconnect-grace", required_argument, NULL, 'G'},
+		{"expected-agents", required_argument, NULL, 'E'},
 		{"http", required_argument, NULL, 'H'},
 		{"http-cert", required_argument, NULL, 'C'},
 		{"http-key", required_argument, NULL, 'K'},
@@ -314,7 +324,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 	struct ctl_server_config cfg = {.listen = "0.0.0.0:7443"};
 	struct ctl_api_config acfg = {.listen = CTL_API_LISTEN_DEFAULT};
 	const char *http_cert = NULL, *http_key = NULL;
-	long threads = 4;
+	long threads = 4, expected = 0;
 	sigset_t set;
 	char *end;
 	int c, r;
@@ -355,6 +365,11 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 			if (cli_parse_ms("--reconnect-grace", optarg, &grace_ms))
 				return 2;
 			break;
+		case 'E':
+			expected = strtol(optarg, &end, 10);
+			if (*end || end == optarg || expected < 0 || expected > 10000000)
+				return cli_bad("--expected-agents (0-10000000)", optarg);
+			break;
 		case 'H':
 			if (strcmp(optarg, "off") == 0)
 				acfg.listen = NULL;
@@ -392,6 +407,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 	cfg.cert_days = 365;
 	cfg.apply_timeout_ms = apply_timeout_ms;
 	cfg.reconnect_grace_ms = grace_ms;
+	cfg.expected_agents = expected;
 	return serve(state_dir, &cfg, &acfg, http_cert, http_key);
 }
 
@@ -435,27 +451,152 @@ static int list_opts(const struct cli_command *cmd, int argc, char **argv, const
 	return cli_positionals(cmd, argc, argv, positionals);
 }
 
+/* Each node of arr reduced to the comma-separated top-level fields (NULL: all). */
+static int project(json_t *arr, const char *fields)
+{
+	json_t *o;
+	size_t i;
+
+	if (!fields)
+		return 0;
+	json_array_foreach(arr, i, o)
+	{
+		json_t *keep = json_object();
+		const char *f = fields;
+
+		if (!keep)
+			return -ENOMEM;
+		while (*f) {
+			size_t len = strcspn(f, ",");
+			char key[64];
+			json_t *v;
+
+			snprintf(key, sizeof(key), "%.*s", (int)(len < 63 ? len : 63), f);
+			v = json_object_get(o, key);
+			if (v)
+				json_object_set(keep, key, v);
+			f += len + (f[len] == ',');
+		}
+		json_array_set_new(arr, i, keep);
+	}
+	return 0;
+}
+
+/* The page of arr from offset cursor, limit long: {"items", "next_cursor"} as the REST API
+ * pages its lists. New reference. */
+static json_t *page(json_t *arr, long cursor, long limit)
+{
+	json_t *items = json_array();
+	size_t n = json_array_size(arr);
+	char next[32];
+
+	for (size_t i = (size_t)cursor; i < n && i < (size_t)(cursor + limit); i++)
+		json_array_append(items, json_array_get(arr, i));
+	snprintf(next, sizeof(next), "%ld", cursor + limit);
+	return json_pack("{s:o, s:s?}", "items", items, "next_cursor",
+			 (size_t)(cursor + limit) < n ? next : NULL);
+}
+
 static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
 {
-	const char *state_dir = CTL_DEFAULT_STATE_DIR;
+	static const struct option opts[] = {
+		opt_state_dir,
+		{"json", no_argument, NULL, OPT_JSON},
+		{"facts", no_argument, NULL, OPT_FACTS},
+		{"cluster", required_argument, NULL, OPT_CLUSTER},
+		{"state", required_argument, NULL, OPT_STATE},
+		{"limit", required_argument, NULL, OPT_LIMIT},
+		{"cursor", required_argument, NULL, OPT_CURSOR},
+		{"fields", required_argument, NULL, OPT_FIELDS},
+		opt_help,
+		{0},
+	};
+	static const char *const states[] = {"enrolled", "online", "offline", "revoked", NULL};
+	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL, *state = NULL;
+	const char *fields = NULL;
 	struct ctl_state *st = NULL;
 	struct ctl_error err;
 	json_t *arr = NULL, *o;
-	bool json = false;
+	bool json = false, facts = false;
+	long limit = 0, cursor = -1;
+	char *end;
 	size_t i;
-	int r, rc = 1;
+	int c, r, rc = 1;
 
-	if ((r = list_opts(cmd, argc, argv, &state_dir, &json, NULL, 0)) != 0)
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_FACTS:
+			facts = true;
+			break;
+		case OPT_CLUSTER:
+			cluster = optarg;
+			break;
+		case OPT_STATE:
+			for (i = 0; states[i] && strcmp(states[i], optarg) != 0; i++)
+				;
+			if (!states[i])
+				return cli_bad("--state (enrolled, online, offline, revoked)",
+					       optarg);
+			state = optarg;
+			break;
+		case OPT_LIMIT:
+			limit = strtol(optarg, &end, 10);
+			if (*end || end == optarg || limit < 1 || limit > 100000)
+				return cli_bad("--limit (1-100000)", optarg);
+			break;
+		case OPT_CURSOR:
+			cursor = strtol(optarg, &end, 10);
+			if (*end || end == optarg || cursor < 0)
+				return cli_bad("--cursor (a next_cursor of the previous page)",
+					       optarg);
+			break;
+		case OPT_FIELDS:
+			if (!optarg[0] ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz_,") != strlen(optarg))
+				return cli_bad("--fields (names, comma-separated)", optarg);
+			fields = optarg;
+			break;
+		case 'h':
+			return cli_usage(cmd, stdout);
+		default:
+			return cli_usage(cmd, stderr);
+		}
+	}
+	if ((r = cli_positionals(cmd, argc, argv, 0)) != 0)
 		return r;
+	if (!json && (facts || fields || limit || cursor >= 0)) {
+		log_error("nodes: --facts, --fields, --limit and --cursor go with --json");
+		return 2;
+	}
 	if (cli_open_state(state_dir, false, &st) < 0)
 		return 1;
 	ctl_error_init(&err);
-	if (ctl_nodes_list(st->store, NULL, NULL, json, &arr, &err) < 0) {
+	/* Facts are ~11-20 KB a node: only when asked (the REST listing's ?facts=true). */
+	if (ctl_nodes_list(st->store, cluster, state, facts || (fields && strstr(fields, "facts")),
+			   &arr, &err) < 0) {
 		cli_error(&err);
 		goto out;
 	}
 	if (json) {
-		rc = cli_print_json(stdout, arr);
+		json_t *doc;
+
+		if (project(arr, fields) < 0) {
+			log_error("nodes: out of memory");
+			goto out;
+		}
+		if (!limit && cursor < 0) {
+			rc = cli_print_json(stdout, arr);
+			goto out;
+		}
+		doc = page(arr, cursor < 0 ? 0 : cursor, limit ? limit : 100);
+		rc = doc ? cli_print_json(stdout, doc) : 1;
+		json_decref(doc);
 		goto out;
 	}
 	printf("%-16s %-14s %-10s %-8s %-20s %-8s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER",
@@ -626,12 +767,17 @@ const struct cli_command cli_admin_commands[] = {
 	{"serve",
 	 "[--state-dir D] [--listen HOST:PORT] [--heartbeat-interval 5s]\n"
 	 "        [--heartbeat-timeout 15s] [--facts-refresh 1h] [--threads 4]\n"
-	 "        [--apply-timeout 30m] [--reconnect-grace 30s]\n"
+	 "        [--apply-timeout 30m] [--reconnect-grace 30s] [--expected-agents N]\n"
 	 "        [--http HOST:PORT|off] [--http-cert FILE --http-key FILE]",
 	 "serve the agents (gRPC with mutual TLS), the REST API (HTTPS, default 127.0.0.1:8443, "
 	 "and the state directory's api.sock), and run deployments, campaigns and benchmarks",
 	 cmd_serve},
-	{"nodes", "[--json] [--state-dir D]", "list the enrolled nodes", cmd_nodes},
+	{"nodes",
+	 "[--cluster C] [--state S] [--json [--facts] [--fields a,b] [--limit N [--cursor C]]]\n"
+	 "        [--state-dir D]",
+	 "list the enrolled nodes (--json: without their facts unless --facts; with --limit or "
+	 "--cursor one page, {items, next_cursor}, as the REST API pages)",
+	 cmd_nodes},
 	{"api routes", "[--json]", "list the REST API's routes and the permission each needs",
 	 cmd_api_routes},
 	{"node revoke", "NODE [--state-dir D]", "revoke a node (id or host name)", cmd_node_revoke},

@@ -56,6 +56,16 @@ int ctl_engine_handle(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase
 	return 0;
 }
 
+int ctl_engine_handle_grouped(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase body,
+			      ctl_msg_handler fn)
+{
+	int r = ctl_engine_handle(e, body, fn);
+
+	if (r >= 0)
+		e->grouped[body] = true;
+	return r;
+}
+
 int ctl_engine_handles(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase body)
 {
 	return (int)body > 0 && (int)body < ENGINE_HANDLERS_MAX && e->handlers[body] != NULL;

@@ -29,7 +29,8 @@ struct ctl_pass {
 };
 
 /* Store one message of a session (borrowed) and say what it came to in o (zeroed). On the
- * ingest worker. */
+ * ingest worker. What it emits to the event stream is published only once it is committed;
+ * o->kick asks for the passes to run after the commit. */
 typedef void (*ctl_msg_handler)(struct ctl_server *srv, struct ctl_session *s,
 				const Railyard__V1__AgentMessage *m, struct ctl_outcome *o);
 
@@ -42,6 +43,14 @@ __attribute__((warn_unused_result)) int ctl_engine_add_pass(struct ctl_engine *e
 __attribute__((warn_unused_result)) int ctl_engine_handle(struct ctl_engine *e,
 							  Railyard__V1__AgentMessage__BodyCase body,
 							  ctl_msg_handler fn);
+/* As ctl_engine_handle(), for a handler that reads and writes only through the store's writer
+ * connection (what it stores goes through the store's functions that take the writer): the
+ * ingest worker may then store a run of such messages in one transaction (group commit, one
+ * fsync), each in a savepoint, and acknowledge them after the commit. Other handlers run
+ * alone, in their own transactions. */
+__attribute__((warn_unused_result)) int
+ctl_engine_handle_grouped(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase body,
+			  ctl_msg_handler fn);
 /* Start the tick thread and the ingest worker; the passes run at once (resuming what the
  * database says was in progress). */
 __attribute__((warn_unused_result)) int ctl_engine_start(struct ctl_engine *e);
@@ -66,6 +75,8 @@ bool ctl_engine_store_settled(struct ctl_engine *e, int64_t settle_ms);
 int ctl_engine_handles(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase body);
 /* Queue a message of s for its handler (takes msg and a reference on s). */
 void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg);
+/* Messages waiting for the ingest worker now (thread-safe). */
+size_t ctl_engine_backlog(struct ctl_engine *e);
 /* Queue "s ended: mark its node offline" (takes a reference on s). */
 void ctl_engine_offline(struct ctl_engine *e, struct ctl_session *s);
 

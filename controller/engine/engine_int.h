@@ -8,6 +8,7 @@
 #include "common/util/hist.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -35,11 +36,13 @@ struct ctl_engine {
 
 	/* The ingest worker (ingest.c). */
 	ctl_msg_handler handlers[ENGINE_HANDLERS_MAX];
+	bool grouped[ENGINE_HANDLERS_MAX]; /* may share a transaction (ctl_engine_handle_grouped) */
 	pthread_t ingest;
 	bool ingest_started;
 	pthread_mutex_t ilock; /* head, tail, istop, joined */
 	pthread_cond_t icond;
 	struct engine_item *head, *tail;
+	_Atomic size_t queued; /* items between head and tail */
 	bool istop, joined;
 	/* How long storing each kind of message took, arrival at the worker to its outcome. */
 	struct ry_hist ingest_latency[ENGINE_HANDLERS_MAX];

@@ -1,10 +1,13 @@
 /* The engine's ingest worker: one thread that stores, in arrival order, the messages sessions
  * hand it (through the dispatch table of registered handlers), then acknowledges each or ends
- * its session, and marks ended sessions' nodes offline. A message that cannot be stored yet (the
- * database is locked by another process, the disk is full) stays at the head and is retried with
- * backoff; its stream waits meanwhile, so nothing is acknowledged that is not committed and
- * nothing is dropped. Between messages it runs the periodic session chores that need the
- * database (last_seen, revocations made by other processes). */
+ * its session, and marks ended sessions' nodes offline. Group commit: a run of messages whose
+ * handlers may share a transaction (ctl_engine_handle_grouped(): Hello, FactsUpdate, StepEvent,
+ * ApplyDone, offline marks) is stored in one transaction, each message in a savepoint of its own,
+ * and only after the commit (one fsync for all) is any of them acknowledged. A message that
+ * cannot be stored yet (the database is locked by another process, the disk is full) stays at
+ * the head and is retried with backoff; its stream waits meanwhile, so nothing is acknowledged
+ * that is not committed and nothing is dropped. Between batches it runs the periodic session
+ * chores that need the database (last_seen, revocations made by other processes). */
 #include "controller/engine/engine_int.h"
 #include "controller/server_int.h"
 #include "common/log/log.h"
@@ -20,6 +23,10 @@
 #define INGEST_CHORES_MS    1000 /* revocation watch and last_seen, at most this often */
 #define INGEST_RETRY_MIN_MS 50
 #define INGEST_RETRY_MAX_MS 2000
+/* A batch: at most this many messages, and no more added once its handlers took this long (the
+ * writer connection is the batch's until it commits). */
+#define INGEST_BATCH_MAX 512
+#define INGEST_BATCH_US	 50000
 
 struct engine_item {
 	struct engine_item *next;
@@ -105,19 +112,112 @@ static void wait_locked(struct ctl_engine *in, int64_t ms)
 	pthread_cond_timedwait(&in->icond, &in->ilock, &ts);
 }
 
+/* May the item share a transaction with others? Offline marks and grouped handlers may. */
+static bool groupable(struct ctl_engine *e, const struct engine_item *it)
+{
+	const Railyard__V1__AgentMessage *m = (const Railyard__V1__AgentMessage *)it->msg;
+
+	return !m || (ctl_engine_handles(e, m->body_case) && e->grouped[m->body_case]);
+}
+
+/* Up to max items from the head, in order (not dequeued). */
+static size_t peek(struct ctl_engine *in, struct engine_item **v, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&in->ilock);
+	for (struct engine_item *it = in->head; it && n < max; it = it->next)
+		v[n++] = it;
+	pthread_mutex_unlock(&in->ilock);
+	return n;
+}
+
+/* Store a run of grouped items from the head in one transaction. Returns how many were stored
+ * (their outcomes in outs), 0 when the first could not be (its outcome in outs[0], CTL_RETRY).
+ * What the handlers emit is published only after the commit. */
+static size_t store_batch(struct ctl_engine *in, struct engine_item **v, size_t n,
+			  struct ctl_outcome *outs)
+{
+	struct ctl_server *srv = in->srv;
+	struct store *st = srv->state->store;
+	int64_t t0 = util_now_mono_us();
+	size_t k = 0;
+	int r;
+
+	r = store_batch_begin(st);
+	if (r < 0) {
+		memset(&outs[0], 0, sizeof(outs[0]));
+		ctl_outcome_store_error(srv, &outs[0], r, "starting a transaction");
+		return 0;
+	}
+	ctl_events_hold();
+	for (; k < n && groupable(in, v[k]); k++) {
+		size_t mark = ctl_events_held();
+
+		if (k > 0 && util_now_mono_us() - t0 > INGEST_BATCH_US)
+			break;
+		r = store_batch_item_begin(st);
+		if (r < 0) {
+			memset(&outs[k], 0, sizeof(outs[k]));
+			ctl_outcome_store_error(srv, &outs[k], r, "starting a savepoint");
+			break;
+		}
+		handle(in, v[k], &outs[k]);
+		if (outs[k].verdict == CTL_RETRY || store_batch_broken(st)) {
+			/* Not this one, nor any after it: the batch ends before it. */
+			store_batch_item_end(st, false);
+			ctl_events_drop(mark);
+			break;
+		}
+		store_batch_item_end(st, true);
+	}
+	if (k == 0 || store_batch_broken(st)) {
+		/* Nothing stored: outs[0] says why the first could not be (its handler, or the
+		 * transaction that SQLite rolled back). */
+		store_batch_rollback(st);
+		ctl_events_release(srv->events, false);
+		if (k > 0) {
+			memset(&outs[0], 0, sizeof(outs[0]));
+			ctl_outcome_store_error(srv, &outs[0], -RY_E_DB, "storing a batch");
+		}
+		return 0;
+	}
+	r = store_batch_commit(st);
+	if (r < 0) {
+		/* None of them is stored: all stay queued, the first is retried. */
+		ctl_events_release(srv->events, false);
+		memset(&outs[0], 0, sizeof(outs[0]));
+		ctl_outcome_store_error(srv, &outs[0], r, "committing a batch");
+		return 0;
+	}
+	ctl_events_release(srv->events, true);
+	return k;
+}
+
 static void *ingest_main(void *arg)
 {
 	struct ctl_engine *in = arg;
 	struct ctl_server *srv = in->srv;
+	struct engine_item **v = calloc(INGEST_BATCH_MAX, sizeof(*v));
+	struct ctl_outcome *outs = calloc(INGEST_BATCH_MAX, sizeof(*outs));
+	size_t batch_max = v && outs ? INGEST_BATCH_MAX : 1;
+	struct engine_item *v1[1];
+	struct ctl_outcome out1[1];
 	int64_t backoff = 0, held_since = 0;
 
+	if (batch_max == 1) {
+		log_error("ingest: out of memory for batches; storing one message at a time");
+		free(v);
+		free(outs);
+		v = v1;
+		outs = out1;
+	}
 	pthread_mutex_lock(&in->ilock);
 	for (;;) {
-		struct engine_item *it = in->head;
-		struct ctl_outcome o;
-		bool stopping = in->istop;
+		bool stopping = in->istop, kick = false;
+		size_t n, done;
 
-		if (!it) {
+		if (!in->head) {
 			if (stopping)
 				break;
 			wait_locked(in, INGEST_CHORES_MS);
@@ -127,14 +227,22 @@ static void *ingest_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&in->ilock);
-		handle(in, it, &o);
-		if (o.verdict == CTL_RETRY && !stopping) {
+		n = peek(in, v, batch_max);
+		if (groupable(in, v[0])) {
+			done = store_batch(in, v, n, outs);
+		} else {
+			/* A handler that reads through the reader connection: alone, in its own
+			 * transaction(s). */
+			handle(in, v[0], &outs[0]);
+			done = outs[0].verdict == CTL_RETRY ? 0 : 1;
+		}
+		if (done == 0 && !stopping) {
 			if (!held_since) {
 				held_since = util_now_mono_ms();
 				atomic_store(&in->held_since_ms, held_since);
 				log_error("node %s: not stored yet: %s; holding its messages and "
 					  "retrying",
-					  ctl_session_node_id(it->s), o.why);
+					  ctl_session_node_id(v[0]->s), outs[0].why);
 			}
 			backoff = backoff ? backoff * 2 : INGEST_RETRY_MIN_MS;
 			if (backoff > INGEST_RETRY_MAX_MS)
@@ -153,26 +261,44 @@ static void *ingest_main(void *arg)
 			atomic_store(&in->held_since_ms, 0);
 		}
 		backoff = 0;
-		if (it->msg) {
-			if (o.verdict == CTL_RETRY)
+		if (done == 0) {
+			/* Shutting down with the database unwritable: the node sends it again. */
+			if (v[0]->msg)
 				log_warn("node %s: a message not stored before shutdown (%s); the "
 					 "node sends it again",
-					 ctl_session_node_id(it->s), o.why);
-			else
-				ctl_session_processed(srv, it->s,
-						      (const Railyard__V1__AgentMessage *)it->msg,
-						      &o);
+					 ctl_session_node_id(v[0]->s), outs[0].why);
+			done = 1;
+		} else {
+			/* Committed: now, and only now, acknowledge. */
+			for (size_t i = 0; i < done; i++) {
+				kick = kick || outs[i].kick;
+				if (v[i]->msg)
+					ctl_session_processed(
+						srv, v[i]->s,
+						(const Railyard__V1__AgentMessage *)v[i]->msg,
+						&outs[i]);
+			}
 		}
+		if (kick)
+			ctl_engine_kick(srv->engine);
 		pthread_mutex_lock(&in->ilock);
-		in->head = it->next;
-		if (!in->head)
-			in->tail = NULL;
+		for (size_t i = 0; i < done; i++) {
+			in->head = v[i]->next;
+			if (!in->head)
+				in->tail = NULL;
+			in->queued--;
+		}
 		pthread_mutex_unlock(&in->ilock);
-		item_free(srv, it);
+		for (size_t i = 0; i < done; i++)
+			item_free(srv, v[i]);
 		chores(in);
 		pthread_mutex_lock(&in->ilock);
 	}
 	pthread_mutex_unlock(&in->ilock);
+	if (v != v1) {
+		free(v);
+		free(outs);
+	}
 	return NULL;
 }
 
@@ -267,6 +393,8 @@ static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessa
 		if (msg && o.verdict != CTL_RETRY)
 			ctl_session_processed(in->srv, s, (const Railyard__V1__AgentMessage *)msg,
 					      &o);
+		if (o.kick)
+			ctl_engine_kick(in->srv->engine);
 		item_free(in->srv, it);
 		return;
 	}
@@ -275,8 +403,14 @@ static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessa
 	else
 		in->head = it;
 	in->tail = it;
+	in->queued++;
 	pthread_cond_signal(&in->icond);
 	pthread_mutex_unlock(&in->ilock);
+}
+
+size_t ctl_engine_backlog(struct ctl_engine *e)
+{
+	return e ? atomic_load(&e->queued) : 0;
 }
 
 void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg)

@@ -27,40 +27,95 @@ struct deploy_pause {
 	int64_t until_mono_ms;
 };
 
+/* Parsed playbooks of the active deployments (a plan is rendered per node from it; parsing it
+ * once per node would cost more than the render). Tick thread only. */
+struct pb_cached {
+	struct pb_cached *next;
+	char id[64];
+	struct playbook *pb;
+};
+
+/* Nodes dispatched per transaction: their 'sent' marks are one commit (one fsync), their plans
+ * leave after it. */
+#define DISPATCH_CHUNK 256
+
 struct ctl_rollout {
 	struct ctl_server *srv;
 	struct deploy_pause *pauses; /* tick thread only */
+	struct pb_cached *pbs;	     /* tick thread only */
 	int64_t apply_timeout_ms;
 	/* Until then an offline node is waited for, not failed: after a controller restart the
 	 * agents need a moment (their reconnect backoff) to come back. */
 	int64_t grace_until_mono_ms;
 };
 
-/* Render the deployment's playbook for one node. *ret_plan_json (caller frees) on success;
- * otherwise a one-line reason in why. */
-static int render_for_node(struct ctl_server *srv, const char *dep_id, const char *node_id,
-			   struct playbook **pb_cache, char **ret_plan_json, int *ret_steps,
-			   char *why, size_t len)
+/* The parsed playbook of a deployment, parsed on first use (borrowed: the cache owns it, until
+ * pb_drop()). NULL with a reason in why. */
+static struct playbook *pb_get(struct ctl_rollout *dp, const char *dep_id, char *why, size_t len)
 {
-	struct store_node *node = NULL;
+	struct pb_cached *c;
 	struct pb_diags d;
-	json_t *facts = NULL, *plan = NULL;
 	char *text = NULL;
 	int r;
 
+	for (c = dp->pbs; c; c = c->next)
+		if (strcmp(c->id, dep_id) == 0)
+			return c->pb;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(why, len, "out of memory");
+		return NULL;
+	}
 	pb_diags_init(&d);
-	if (!*pb_cache) {
-		r = store_deployment_playbook_text(srv->state->store, dep_id, &text);
-		if (r < 0) {
-			snprintf(why, len, "playbook unavailable: %s", ry_strerror(r));
-			goto out;
+	r = store_deployment_playbook_text(dp->srv->state->store, dep_id, &text);
+	if (r < 0)
+		snprintf(why, len, "playbook unavailable: %s", ry_strerror(r));
+	else if ((r = playbook_parse(text, strlen(text), dep_id, &c->pb, &d)) < 0)
+		snprintf(why, len, "stored playbook no longer parses: %s",
+			 d.count ? d.items[0].message : ry_strerror(r));
+	free(text);
+	pb_diags_done(&d);
+	if (r < 0) {
+		free(c);
+		return NULL;
+	}
+	snprintf(c->id, sizeof(c->id), "%s", dep_id);
+	c->next = dp->pbs;
+	dp->pbs = c;
+	return c->pb;
+}
+
+static void pb_drop(struct ctl_rollout *dp, const char *dep_id)
+{
+	for (struct pb_cached **pp = &dp->pbs; *pp; pp = &(*pp)->next) {
+		if (strcmp((*pp)->id, dep_id) == 0) {
+			struct pb_cached *c = *pp;
+
+			*pp = c->next;
+			playbook_free(c->pb);
+			free(c);
+			return;
 		}
-		r = playbook_parse(text, strlen(text), dep_id, pb_cache, &d);
-		if (r < 0) {
-			snprintf(why, len, "stored playbook no longer parses: %s",
-				 d.count ? d.items[0].message : ry_strerror(r));
-			goto out;
-		}
+	}
+}
+
+/* Render the deployment's playbook for one node. *ret_plan_json (caller frees) on success;
+ * otherwise a one-line reason in why. */
+static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const char *node_id,
+			   char **ret_plan_json, int *ret_steps, char *why, size_t len)
+{
+	struct ctl_server *srv = dp->srv;
+	struct store_node *node = NULL;
+	struct playbook *pb;
+	struct pb_diags d;
+	json_t *facts = NULL, *plan = NULL;
+	int r;
+
+	pb_diags_init(&d);
+	pb = pb_get(dp, dep_id, why, len);
+	if (!pb) {
+		r = -RY_E_INVALID;
+		goto out;
 	}
 	r = store_node_get(srv->state->store, node_id, &node);
 	if (r < 0 || !node->facts_json) {
@@ -69,7 +124,7 @@ static int render_for_node(struct ctl_server *srv, const char *dep_id, const cha
 		goto out;
 	}
 	facts = json_loads(node->facts_json, 0, NULL);
-	r = facts ? playbook_render(*pb_cache, facts, &plan, &d) : -RY_E_INVALID;
+	r = facts ? playbook_render(pb, facts, &plan, &d) : -RY_E_INVALID;
 	if (r < 0) {
 		if (d.count)
 			snprintf(why, len, "render failed: %s:%d:%d: %s", d.items[0].file,
@@ -85,59 +140,50 @@ out:
 	json_decref(plan);
 	json_decref(facts);
 	store_node_free(node);
-	free(text);
 	pb_diags_done(&d);
 	return r;
 }
 
-/* Send one waiting (or, on reconnect, already sent) node its plan. The node is marked sent,
- * with its plan's step count, before the plan leaves: its first report may arrive before this
- * function returns, and reports are accepted only from nodes that were sent the plan. */
-static void dispatch(struct ctl_rollout *dp, const struct store_deployment *dep,
-		     const struct store_deploy_node *n, struct playbook **pb_cache)
+/* A node at its turn that is offline, or whose plan cannot be rendered: stored so (offline:
+ * unreachable once the reconnect grace is over; a node already sent its plan keeps waiting for
+ * its result, it gets the plan again when it reconnects). Otherwise its rendered plan in
+ * *ret_plan (caller frees) and 1. */
+static int prepare(struct ctl_rollout *dp, const struct store_deployment *dep,
+		   const struct store_deploy_node *n, char **ret_plan, int *ret_steps)
 {
 	struct store *store = dp->srv->state->store;
 	int64_t now = util_now_unix_ms();
 	bool waiting = strcmp(n->state, "waiting") == 0;
-	char why[512] = "", *plan = NULL;
-	int r, steps = 0;
+	char why[512] = "";
 
 	if (!ctl_session_online(dp->srv, n->node_id)) {
-		/* An offline node at its turn counts as failed (Ansible: unreachable), once the
-		 * reconnect grace is over. A node that was already sent its plan keeps waiting for
-		 * its result (it gets the plan again when it reconnects). */
+		/* An offline node at its turn counts as failed (Ansible: unreachable). */
 		if (!waiting || util_now_mono_ms() < dp->grace_until_mono_ms)
-			return;
+			return 0;
 		if (store_deploy_node_update(store, dep->id, n->node_id, "unreachable",
 					     "node offline at its batch", NULL, now) < 0)
 			log_error("deployment %s: storing %s unreachable failed", dep->id,
 				  n->hostname);
 		log_warn("deployment %s: node %s is offline", dep->id, n->hostname);
-		return;
+		return 0;
 	}
-	r = render_for_node(dp->srv, dep->id, n->node_id, pb_cache, &plan, &steps, why,
-			    sizeof(why));
-	if (r < 0) {
+	if (render_for_node(dp, dep->id, n->node_id, ret_plan, ret_steps, why, sizeof(why)) < 0) {
 		log_warn("deployment %s: node %s: %s", dep->id, n->hostname, why);
 		if (store_deploy_node_update(store, dep->id, n->node_id, "failed", why, NULL, now) <
 		    0)
 			log_error("deployment %s: storing the failure of %s failed", dep->id,
 				  n->hostname);
-		return;
+		return 0;
 	}
-	if (waiting) {
-		r = store_deploy_node_sent(store, dep->id, n->node_id, steps, now);
-		if (r <= 0) {
-			if (r < 0)
-				log_error("deployment %s: storing 'sent' for %s failed: %s; next "
-					  "pass",
-					  dep->id, n->hostname, ry_strerror(r));
-			free(plan);
-			return;
-		}
-	}
-	r = ctl_session_send_plan(dp->srv, n->node_id, dep->id, plan, dep->check_mode);
-	free(plan);
+	return 1;
+}
+
+/* Send a node its plan (marked sent before). */
+static void send_plan(struct ctl_rollout *dp, const struct store_deployment *dep,
+		      const struct store_deploy_node *n, const char *plan, int steps, bool again)
+{
+	int r = ctl_session_send_plan(dp->srv, n->node_id, dep->id, plan, dep->check_mode);
+
 	if (r == -ENOTCONN) {
 		log_warn("deployment %s: %s went offline as its plan was sent; it gets the plan "
 			 "when it reconnects",
@@ -153,8 +199,52 @@ static void dispatch(struct ctl_rollout *dp, const struct store_deployment *dep,
 				"the plan could not be queued");
 		return;
 	}
-	log_info("deployment %s: plan sent to %s (%d steps)%s%s", dep->id, n->hostname, steps,
-		 dep->check_mode ? ", check mode" : "", waiting ? "" : ", again after a reconnect");
+	log_debug("deployment %s: plan sent to %s (%d steps)%s%s", dep->id, n->hostname, steps,
+		  dep->check_mode ? ", check mode" : "", again ? ", again after a reconnect" : "");
+}
+
+/* Send waiting nodes their plans, DISPATCH_CHUNK at a time: render each, mark the chunk sent
+ * (with each plan's step count) in one transaction, then send. Marked before the plan leaves:
+ * a node's first report may arrive before this returns, and reports are accepted only from
+ * nodes that were sent the plan. */
+static void dispatch_waiting(struct ctl_rollout *dp, const struct store_deployment *dep,
+			     const struct store_deploy_node *nodes, size_t n)
+{
+	const struct store_deploy_node *who[DISPATCH_CHUNK];
+	const char *ids[DISPATCH_CHUNK];
+	char *plans[DISPATCH_CHUNK];
+	int steps[DISPATCH_CHUNK];
+	bool moved[DISPATCH_CHUNK];
+	size_t sent = 0;
+
+	for (size_t i = 0; i < n;) {
+		size_t m = 0;
+		int r;
+
+		for (; i < n && m < DISPATCH_CHUNK; i++) {
+			if (prepare(dp, dep, &nodes[i], &plans[m], &steps[m]) != 1)
+				continue;
+			who[m] = &nodes[i];
+			ids[m] = nodes[i].node_id;
+			m++;
+		}
+		r = store_deploy_nodes_sent(dp->srv->state->store, dep->id, ids, steps, m,
+					    util_now_unix_ms(), moved);
+		if (r < 0)
+			log_error("deployment %s: storing 'sent' for %zu nodes failed: %s; next "
+				  "pass",
+				  dep->id, m, ry_strerror(r));
+		for (size_t k = 0; k < m; k++) {
+			if (r >= 0 && moved[k]) {
+				send_plan(dp, dep, who[k], plans[k], steps[k], false);
+				sent++;
+			}
+			free(plans[k]);
+		}
+	}
+	if (sent)
+		log_info("deployment %s: plan sent to %zu nodes%s", dep->id, sent,
+			 dep->check_mode ? " (check mode)" : "");
 }
 
 static struct deploy_pause *pause_find(struct ctl_rollout *dp, const char *id)
@@ -178,16 +268,6 @@ static void pause_drop(struct ctl_rollout *dp, const char *id)
 	}
 }
 
-static bool node_finished(const char *state)
-{
-	return strcmp(state, "waiting") != 0 && strcmp(state, "sent") != 0;
-}
-
-static bool node_failed(const char *state)
-{
-	return strcmp(state, "failed") == 0 || strcmp(state, "unreachable") == 0;
-}
-
 static void finish(struct ctl_rollout *dp, const struct store_deployment *dep, const char *state,
 		   const char *reason, int batch)
 {
@@ -201,18 +281,20 @@ static void finish(struct ctl_rollout *dp, const struct store_deployment *dep, c
 				json_pack("{s:s, s:s, s:s?}", "id", dep->id, "state", state,
 					  "reason", reason));
 	pause_drop(dp, dep->id);
+	pb_drop(dp, dep->id);
 	log_info("deployment %s %s%s%s", dep->id, state, reason ? ": " : "", reason ? reason : "");
 }
 
-/* One pass over one deployment. Cost: O(nodes) reads, writes only on transitions. */
+/* One pass over one deployment. Cost: one aggregate query over its nodes inside SQLite, rows
+ * read only for the nodes that move (dispatch, timeouts); writes only on transitions. */
 static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 {
 	struct store *store = dp->srv->state->store;
 	struct store_deploy_node *nodes = NULL;
-	struct playbook *pb = NULL;
+	struct store_deploy_counts k;
 	struct rollout_policy pol;
-	size_t n = 0, failed_total = 0, failed_in_batch = 0;
-	int cur = dep->current_batch, last_batch = 0, waiting = 0, open = 0;
+	size_t n = 0;
+	int cur = dep->current_batch, r;
 	int64_t now = util_now_unix_ms();
 	char reason[256];
 
@@ -220,94 +302,76 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 		finish(dp, dep, "failed", "stored rollout policy is unreadable", cur);
 		return;
 	}
-	if (store_deploy_nodes(store, dep->id, &nodes, &n) < 0)
+	if (store_deploy_counts(store, dep->id, cur, &k) < 0)
 		return;
 	if (strcmp(dep->state, "pending") == 0) {
 		if (store_deployment_update(store, dep->id, "running", NULL, cur, now) < 0)
-			goto out;
+			return;
 		log_info("deployment %s started: %s %s on %zu nodes%s", dep->id, dep->playbook_name,
-			 dep->playbook_version, n, dep->check_mode ? " (check mode)" : "");
+			 dep->playbook_version, k.total, dep->check_mode ? " (check mode)" : "");
 	}
-	if (n == 0) {
+	if (k.total == 0) {
 		finish(dp, dep, "succeeded", "no node matched the playbook's target", 0);
-		goto out;
+		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (nodes[i].batch > last_batch)
-			last_batch = nodes[i].batch;
-		if (node_failed(nodes[i].state))
-			failed_total++;
-		if (nodes[i].batch != cur)
-			continue;
-		if (strcmp(nodes[i].state, "waiting") == 0)
-			waiting++;
-		if (!node_finished(nodes[i].state))
-			open++;
-		if (node_failed(nodes[i].state))
-			failed_in_batch++;
-		/* A plan that never reports back fails its node (not one whose reports wait for
-		 * the database). */
-		if (strcmp(nodes[i].state, "sent") == 0 &&
-		    now - nodes[i].sent_at_ms > dp->apply_timeout_ms &&
-		    ctl_engine_store_settled(dp->srv->engine, CTL_STORE_SETTLE_MS)) {
-			char why[96];
+	/* A plan that never reports back fails its node (not one whose reports wait for the
+	 * database). */
+	if (k.sent > 0 && ctl_engine_store_settled(dp->srv->engine, CTL_STORE_SETTLE_MS) &&
+	    store_deploy_nodes_in(store, dep->id, "sent", cur, now - dp->apply_timeout_ms, &nodes,
+				  &n) == 0) {
+		char why[96];
 
-			snprintf(why, sizeof(why), "no result within %lld s",
-				 (long long)(dp->apply_timeout_ms / 1000));
+		snprintf(why, sizeof(why), "no result within %lld s",
+			 (long long)(dp->apply_timeout_ms / 1000));
+		for (size_t i = 0; i < n; i++)
 			if (store_deploy_node_update(store, dep->id, nodes[i].node_id, "failed",
 						     why, NULL, now) == 1)
 				log_warn("deployment %s: node %s: %s", dep->id, nodes[i].hostname,
 					 why);
-		}
+		store_deploy_nodes_free(nodes, n);
+		nodes = NULL;
+		n = 0;
 	}
 
 	/* Cancelled: nothing more is sent; the plans running finish (a step is not cut off
 	 * halfway), then the deployment ends. */
 	if (dep->cancel_requested_ms) {
-		size_t sent = 0, skipped = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			if (strcmp(nodes[i].state, "sent") == 0)
-				sent++;
-			else if (strcmp(nodes[i].state, "waiting") == 0 &&
-				 store_deploy_node_update(store, dep->id, nodes[i].node_id,
-							  "skipped", "deployment cancelled", NULL,
-							  now) == 1)
-				skipped++;
-		}
-		if (skipped)
-			log_info("deployment %s: cancelled; %zu nodes will not be sent the plan",
-				 dep->id, skipped);
-		if (sent == 0)
+		r = store_deploy_nodes_skip_waiting(store, dep->id, "deployment cancelled", now);
+		if (r > 0)
+			log_info("deployment %s: cancelled; %d nodes will not be sent the plan",
+				 dep->id, r);
+		if (k.sent_total == 0)
 			finish(dp, dep, "cancelled", "cancelled on request", cur);
-		goto out;
+		return;
 	}
-	if (waiting > 0) {
+	if (k.waiting > 0) {
 		struct deploy_pause *p = pause_find(dp, dep->id);
 
 		if (p && p->batch == cur && util_now_mono_ms() < p->until_mono_ms)
-			goto out;
-		for (size_t i = 0; i < n; i++)
-			if (nodes[i].batch == cur && strcmp(nodes[i].state, "waiting") == 0)
-				dispatch(dp, dep, &nodes[i], &pb);
-		goto out;
+			return;
+		r = store_deploy_nodes_in(store, dep->id, "waiting", cur, 0, &nodes, &n);
+		if (r < 0) {
+			log_error("deployment %s: listing its waiting nodes failed: %s", dep->id,
+				  ry_strerror(r));
+			return;
+		}
+		dispatch_waiting(dp, dep, nodes, n);
+		store_deploy_nodes_free(nodes, n);
+		return;
 	}
-	if (open > 0)
-		goto out;
+	if (k.sent > 0)
+		return;
 
 	/* The batch is over: apply the policy. */
-	if (rollout_should_stop(&pol, n, failed_total, pol.canary > 0 && cur == 0, failed_in_batch,
+	if (rollout_should_stop(&pol, k.total, k.failed_total, pol.canary > 0 && cur == 0, k.failed,
 				reason, sizeof(reason))) {
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(nodes[i].state, "waiting") == 0 &&
-			    store_deploy_node_update(store, dep->id, nodes[i].node_id, "skipped",
-						     "rollout stopped", NULL, now) < 0)
-				log_error("deployment %s: marking %s skipped failed", dep->id,
-					  nodes[i].hostname);
+		if (store_deploy_nodes_skip_waiting(store, dep->id, "rollout stopped", now) < 0)
+			log_error("deployment %s: marking the waiting nodes skipped failed",
+				  dep->id);
 		finish(dp, dep, "failed", reason, cur);
-		goto out;
+		return;
 	}
-	if (cur < last_batch) {
+	if (cur < k.last_batch) {
 		struct deploy_pause *p = pause_find(dp, dep->id);
 
 		if (pol.pause_ms > 0) {
@@ -328,20 +392,17 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 			log_error("deployment %s: advancing to batch %d failed", dep->id, cur + 1);
 		else
 			log_info("deployment %s: batch %d done, %zu failed so far; next batch %d",
-				 dep->id, cur, failed_total, cur + 1);
+				 dep->id, cur, k.failed_total, cur + 1);
 		ctl_engine_kick(dp->srv->engine);
-		goto out;
+		return;
 	}
-	if (failed_total > 0) {
+	if (k.failed_total > 0) {
 		snprintf(reason, sizeof(reason), "%zu of %zu nodes failed (tolerated)",
-			 failed_total, n);
+			 k.failed_total, k.total);
 		finish(dp, dep, "partial", reason, cur);
 	} else {
 		finish(dp, dep, "succeeded", NULL, cur);
 	}
-out:
-	playbook_free(pb);
-	store_deploy_nodes_free(nodes, n);
 }
 
 static void pass(void *ud)
@@ -371,19 +432,19 @@ static void node_online(void *ud, const char *node_id)
 
 	if (store_deployments_list(store, true, 0, &deps, &n) < 0)
 		return;
+	/* One row per active deployment (its primary key), not every node of each. */
 	for (size_t i = 0; i < n; i++) {
-		struct store_deploy_node *nodes = NULL;
-		struct playbook *pb = NULL;
-		size_t m = 0;
+		struct store_deploy_node *node = NULL;
+		char *plan = NULL;
+		int steps = 0;
 
-		if (store_deploy_nodes(store, deps[i]->id, &nodes, &m) < 0)
+		if (store_deploy_node_get(store, deps[i]->id, node_id, &node) < 0)
 			continue;
-		for (size_t k = 0; k < m; k++)
-			if (strcmp(nodes[k].node_id, node_id) == 0 &&
-			    strcmp(nodes[k].state, "sent") == 0)
-				dispatch(dp, deps[i], &nodes[k], &pb);
-		playbook_free(pb);
-		store_deploy_nodes_free(nodes, m);
+		if (strcmp(node->state, "sent") == 0 &&
+		    prepare(dp, deps[i], node, &plan, &steps) == 1)
+			send_plan(dp, deps[i], node, plan, steps, true);
+		free(plan);
+		store_deploy_nodes_free(node, 1);
 	}
 	store_deployments_free(deps, n);
 }
@@ -412,6 +473,8 @@ void ctl_rollout_free(struct ctl_rollout *dp)
 		dp->pauses = p->next;
 		free(p);
 	}
+	while (dp->pbs)
+		pb_drop(dp, dp->pbs->id);
 	free(dp);
 }
 
@@ -532,7 +595,7 @@ static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
 		ctl_events_emit(srv->events, "deployment.node", ctl_session_cluster(s),
 				json_pack("{s:s, s:s, s:s, s:s}", "id", d->deployment_id, "node",
 					  node_id, "hostname", hostname, "state", d->status));
-		ctl_engine_kick(srv->engine);
+		o->kick = true;
 	} else if (r == STORE_REPORT_DUPLICATE) {
 		log_debug("node %s: the end of %s again (a re-send): already stored", hostname,
 			  d->deployment_id);
@@ -551,10 +614,10 @@ int ctl_rollout_register(struct ctl_rollout *dp, struct ctl_engine *e)
 	int r = ctl_engine_add_pass(e, &rollout_pass, dp);
 
 	if (r >= 0)
-		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT,
-				      on_step_event);
+		r = ctl_engine_handle_grouped(e, RAILYARD__V1__AGENT_MESSAGE__BODY_STEP_EVENT,
+					      on_step_event);
 	if (r >= 0)
-		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE,
-				      on_apply_done);
+		r = ctl_engine_handle_grouped(e, RAILYARD__V1__AGENT_MESSAGE__BODY_APPLY_DONE,
+					      on_apply_done);
 	return r;
 }

@@ -25,6 +25,10 @@
 
 static struct store_sql SQL_BEGIN = STORE_SQL("BEGIN IMMEDIATE");
 static struct store_sql SQL_COMMIT = STORE_SQL("COMMIT");
+/* Nested levels are savepoints of one name: RELEASE and ROLLBACK TO act on the innermost. */
+static struct store_sql SQL_SAVEPOINT = STORE_SQL("SAVEPOINT ry");
+static struct store_sql SQL_RELEASE = STORE_SQL("RELEASE ry");
+static struct store_sql SQL_ROLLBACK_TO = STORE_SQL("ROLLBACK TO ry");
 static struct store_sql SQL_DATA_VERSION = STORE_SQL("PRAGMA data_version");
 static struct store_sql SQL_ROLLBACK = STORE_SQL("ROLLBACK");
 static struct store_sql SQL_USER_VERSION = STORE_SQL("PRAGMA user_version");
@@ -211,27 +215,178 @@ int store_q_exec(struct store_conn *c, int *ret_changes, struct store_sql *q, co
 	return 0;
 }
 
+/* BEGIN IMMEDIATE without waiting for another process's write lock under c->lock: SQLite's
+ * busy timeout would sleep with the mutex held and queue every other writer of this process
+ * (the rollout, the API, enrollment) behind, say, a backup. The wait is ours instead, with the
+ * mutex let go between tries, up to the same STORE_BUSY_TIMEOUT_MS. Caller holds c->lock once,
+ * and no transaction is open. */
+static int begin_immediate(struct store_conn *c)
+{
+	int64_t deadline = util_now_mono_ms() + STORE_BUSY_TIMEOUT_MS;
+	int delay_ms = 1, r;
+
+	(void)sqlite3_busy_timeout(c->db, 0);
+	for (;;) {
+		r = store_q_exec(c, NULL, &SQL_BEGIN, "");
+		if (r != -RY_E_BUSY || util_now_mono_ms() >= deadline)
+			break;
+		pthread_mutex_unlock(&c->lock);
+		usleep((useconds_t)delay_ms * 1000);
+		pthread_mutex_lock(&c->lock);
+		delay_ms = delay_ms < 32 ? delay_ms * 2 : 50;
+	}
+	(void)sqlite3_busy_timeout(c->db, STORE_BUSY_TIMEOUT_MS);
+	return r;
+}
+
+/* Nesting: level 1 is the transaction, deeper levels are savepoints (a store function called
+ * inside store_batch_begin()). A nested begin that fails leaves no level: the rollback its
+ * caller may send is absorbed (tx_orphans), and the batch is marked broken, so that its owner
+ * rolls all of it back. */
 int store_tx_begin(struct store_conn *c)
 {
-	c->tx_start_us = util_now_mono_us();
-	return store_q_exec(c, NULL, &SQL_BEGIN, "");
+	int r;
+
+	if (c->tx_depth == 0) {
+		c->tx_start_us = util_now_mono_us();
+		r = begin_immediate(c);
+		if (r >= 0)
+			c->tx_depth = 1;
+		return r;
+	}
+	r = sqlite3_get_autocommit(c->db)
+		    ? store_db_fail_msg(c, "the enclosing transaction was rolled back")
+		    : store_q_exec(c, NULL, &SQL_SAVEPOINT, "");
+	if (r < 0) {
+		c->tx_broken = true;
+		c->tx_orphans++;
+		return r;
+	}
+	c->tx_depth++;
+	return 0;
 }
 
 void store_tx_rollback(struct store_conn *c)
 {
-	if (!sqlite3_get_autocommit(c->db))
-		(void)store_q_exec(c, NULL, &SQL_ROLLBACK, "");
+	if (c->tx_orphans > 0) {
+		c->tx_orphans--;
+		return;
+	}
+	if (c->tx_depth <= 1) {
+		if (!sqlite3_get_autocommit(c->db))
+			(void)store_q_exec(c, NULL, &SQL_ROLLBACK, "");
+		c->tx_depth = 0;
+		return;
+	}
+	/* SQLite itself may have rolled the whole transaction back (a full disk, an I/O
+	 * error): then there is no savepoint left either. */
+	if (sqlite3_get_autocommit(c->db) || store_q_exec(c, NULL, &SQL_ROLLBACK_TO, "") < 0 ||
+	    store_q_exec(c, NULL, &SQL_RELEASE, "") < 0)
+		c->tx_broken = true;
+	if (sqlite3_get_autocommit(c->db))
+		c->tx_depth = 0;
+	else
+		c->tx_depth--;
 }
 
 int store_tx_commit(struct store_conn *c)
 {
-	int r = store_q_exec(c, NULL, &SQL_COMMIT, "");
+	int r;
 
-	if (r < 0)
+	if (c->tx_depth <= 1) {
+		r = store_q_exec(c, NULL, &SQL_COMMIT, "");
+		if (r < 0) {
+			store_tx_rollback(c);
+		} else {
+			c->tx_depth = 0;
+			ry_hist_add(&c->s->tx_latency, util_now_mono_us() - c->tx_start_us);
+		}
+		return r;
+	}
+	r = sqlite3_get_autocommit(c->db)
+		    ? store_db_fail_msg(c, "the enclosing transaction was rolled back")
+		    : store_q_exec(c, NULL, &SQL_RELEASE, "");
+	if (r < 0) {
 		store_tx_rollback(c);
-	else
-		ry_hist_add(&c->s->tx_latency, util_now_mono_us() - c->tx_start_us);
+		c->tx_broken = true;
+		return r;
+	}
+	c->tx_depth--;
+	return 0;
+}
+
+int store_batch_begin(struct store *s)
+{
+	struct store_conn *c = &s->w;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	c->tx_broken = false;
+	c->tx_orphans = 0;
+	r = c->tx_depth == 0 ? store_tx_begin(c) : -EBUSY;
+	if (r < 0)
+		pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+int store_batch_item_begin(struct store *s)
+{
+	return store_tx_begin(&s->w);
+}
+
+void store_batch_item_end(struct store *s, bool keep)
+{
+	struct store_conn *c = &s->w;
+
+	if (c->tx_depth <= 1) {
+		/* Its savepoint never opened (the begin failed): the batch cannot be trusted. */
+		c->tx_broken = true;
+		return;
+	}
+	if (!keep)
+		store_tx_rollback(c);
+	else if (store_tx_commit(c) < 0)
+		c->tx_broken = true;
+}
+
+bool store_batch_broken(struct store *s)
+{
+	return s->w.tx_broken || sqlite3_get_autocommit(s->w.db);
+}
+
+/* Roll back whatever is open, savepoints included. Caller holds c->lock. */
+static void tx_abort(struct store_conn *c)
+{
+	if (!sqlite3_get_autocommit(c->db))
+		(void)store_q_exec(c, NULL, &SQL_ROLLBACK, "");
+	c->tx_depth = 0;
+	c->tx_orphans = 0;
+	c->tx_broken = false;
+}
+
+int store_batch_commit(struct store *s)
+{
+	struct store_conn *c = &s->w;
+	int r;
+
+	if (store_batch_broken(s) || c->tx_depth != 1) {
+		tx_abort(c);
+		r = store_db_fail_msg(c, "the batch's transaction was rolled back");
+	} else {
+		r = store_tx_commit(c);
+		if (r < 0)
+			tx_abort(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+void store_batch_rollback(struct store *s)
+{
+	struct store_conn *c = &s->w;
+
+	tx_abort(c);
+	pthread_mutex_unlock(&c->lock);
 }
 
 const struct ry_hist *store_tx_latency(const struct store *s)
@@ -481,7 +636,16 @@ static int conn_open(struct store *s, struct store_conn *c, const char *path, bo
 	int rc, r;
 
 	c->s = s;
-	r = -pthread_mutex_init(&c->lock, NULL);
+	{
+		/* Recursive: a batch (store_batch_begin()) holds the writer while the store
+		 * functions it calls take it again. */
+		pthread_mutexattr_t ma;
+
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+		r = -pthread_mutex_init(&c->lock, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
 	if (r < 0)
 		return r;
 	/* Our mutex serializes every use of the connection. */

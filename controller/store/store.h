@@ -327,6 +327,32 @@ STORE_WUR int store_deployment_update(struct store *s, const char *id, const cha
 STORE_WUR int store_deploy_nodes(struct store *s, const char *id, struct store_deploy_node **ret,
 				 size_t *ret_n);
 void store_deploy_nodes_free(struct store_deploy_node *v, size_t n);
+/* How a deployment's nodes stand, counted by the database (no row leaves it): all batches, and
+ * the batch `batch`. */
+struct store_deploy_counts {
+	size_t total, failed_total, sent_total; /* failed: failed or unreachable */
+	int last_batch;
+	size_t waiting, sent, failed; /* in `batch` */
+};
+STORE_WUR int store_deploy_counts(struct store *s, const char *id, int batch,
+				  struct store_deploy_counts *ret);
+/* The deployment's nodes in state, of batch (-1: any), sent before sent_before_ms (0: any),
+ * ordered by batch, hostname (caller frees with store_deploy_nodes_free()). */
+STORE_WUR int store_deploy_nodes_in(struct store *s, const char *id, const char *state, int batch,
+				    int64_t sent_before_ms, struct store_deploy_node **ret,
+				    size_t *ret_n);
+/* One node of a deployment (caller frees with store_deploy_nodes_free(*ret, 1));
+ * -RY_E_NOT_FOUND when it is not part of it. */
+STORE_WUR int store_deploy_node_get(struct store *s, const char *id, const char *node_id,
+				    struct store_deploy_node **ret);
+/* Every node still waiting becomes skipped with message; returns how many. */
+STORE_WUR int store_deploy_nodes_skip_waiting(struct store *s, const char *id, const char *message,
+					      int64_t now_ms);
+/* store_deploy_node_sent() for n nodes in one transaction: ret_moved[i] says whether node i
+ * was waiting (and is sent now). Nothing is stored on an error. */
+STORE_WUR int store_deploy_nodes_sent(struct store *s, const char *id, const char *const *node_ids,
+				      const int *plan_steps, size_t n, int64_t now_ms,
+				      bool *ret_moved);
 /* Move a node that has not finished to state with counts {ok, changed, failed, skipped} (NULL:
  * zeros) and message (NULL keeps it). Returns 1 when it moved, 0 when the node had already
  * finished (late or repeated reports change nothing). */
@@ -749,5 +775,25 @@ STORE_WUR int store_backup_check(const char *path, struct store_backup_info *ret
  * describes the restored database. Errors as store_backup(). */
 STORE_WUR int store_restore(const char *src_path, const char *db_path,
 			    struct store_backup_info *ret_info, char *errbuf, size_t errlen);
+
+/* ---- Group commit -----------------------------------------------------------------------
+ * Several state changes in one write transaction, so one fsync: the serving controller's
+ * ingest worker stores a run of agents' messages so, each in a savepoint of its own, and
+ * acknowledges none of them before the commit. Between store_batch_begin() and
+ * store_batch_commit()/_rollback() the calling thread holds the writer connection (other
+ * threads' writes wait for the end of the batch); the store functions it calls meanwhile run
+ * inside the batch (their transactions become savepoints). Reads on the reader connection do
+ * not see the batch before it commits: only handlers that read through the writer belong in
+ * one. */
+STORE_WUR int store_batch_begin(struct store *s);
+/* One item: a savepoint, ended with keep (released) or not (rolled back to). */
+STORE_WUR int store_batch_item_begin(struct store *s);
+void store_batch_item_end(struct store *s, bool keep);
+/* Did something fail so that the batch cannot commit (SQLite rolled the transaction back, or
+ * a savepoint failed)? */
+bool store_batch_broken(struct store *s);
+/* Commit (a broken batch is rolled back and fails) and let go of the writer. */
+STORE_WUR int store_batch_commit(struct store *s);
+void store_batch_rollback(struct store *s);
 
 #endif

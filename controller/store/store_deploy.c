@@ -40,6 +40,22 @@ static struct store_sql SQL_DEPLOY_NODES =
 	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
 		  "skipped, message, sent_at, finished_at FROM deployment_nodes "
 		  "WHERE deployment_id = ?1 ORDER BY batch, hostname");
+static struct store_sql SQL_DEPLOY_COUNTS =
+	STORE_SQL("SELECT batch = ?2, state, count(*), max(batch) FROM deployment_nodes "
+		  "WHERE deployment_id = ?1 GROUP BY batch = ?2, state");
+/* ?2: a state; ?3: a batch (-1: any); ?4: sent before (0: any). */
+static struct store_sql SQL_DEPLOY_NODES_IN =
+	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
+		  "skipped, message, sent_at, finished_at FROM deployment_nodes "
+		  "WHERE deployment_id = ?1 AND state = ?2 AND (?3 < 0 OR batch = ?3) "
+		  "AND (?4 = 0 OR sent_at < ?4) ORDER BY batch, hostname");
+static struct store_sql SQL_DEPLOY_NODE_ONE =
+	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
+		  "skipped, message, sent_at, finished_at FROM deployment_nodes "
+		  "WHERE deployment_id = ?1 AND node_id = ?2");
+static struct store_sql SQL_DEPLOY_SKIP_WAITING =
+	STORE_SQL("UPDATE deployment_nodes SET state = 'skipped', message = ?2, finished_at = ?3 "
+		  "WHERE deployment_id = ?1 AND state = 'waiting'");
 static struct store_sql SQL_DEPLOY_NODE_BYTES =
 	STORE_SQL("UPDATE deployment_nodes SET result_bytes = result_bytes + ?3 "
 		  "WHERE deployment_id = ?1 AND node_id = ?2");
@@ -353,6 +369,123 @@ int store_deploy_nodes(struct store *s, const char *id, struct store_deploy_node
 		return -EINVAL;
 	return store_q_list(&s->r, &SQL_DEPLOY_NODES, sizeof(struct store_deploy_node),
 			    deploy_node_row, deploy_nodes_free_v, (void **)ret, ret_n, "t", id);
+}
+
+int store_deploy_counts(struct store *s, const char *id, int batch, struct store_deploy_counts *ret)
+{
+	struct store_conn *c = &s->r;
+	struct store_deploy_counts k = {0};
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !id || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_q_start(c, &SQL_DEPLOY_COUNTS, &st, "tl", id, (int64_t)batch);
+	while (r >= 0 && (r = store_q_step(c, st)) == 1) {
+		bool cur = sqlite3_column_int(st, 0) != 0;
+		const char *state = (const char *)sqlite3_column_text(st, 1);
+		size_t n = (size_t)sqlite3_column_int64(st, 2);
+		int last = sqlite3_column_int(st, 3);
+		bool failed = strcmp(state, "failed") == 0 || strcmp(state, "unreachable") == 0;
+
+		k.total += n;
+		if (last > k.last_batch)
+			k.last_batch = last;
+		if (failed)
+			k.failed_total += n;
+		if (strcmp(state, "sent") == 0)
+			k.sent_total += n;
+		if (!cur)
+			continue;
+		if (strcmp(state, "waiting") == 0)
+			k.waiting += n;
+		if (strcmp(state, "sent") == 0)
+			k.sent += n;
+		if (failed)
+			k.failed += n;
+	}
+	store_q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0)
+		return r;
+	*ret = k;
+	return 0;
+}
+
+int store_deploy_nodes_in(struct store *s, const char *id, const char *state, int batch,
+			  int64_t sent_before_ms, struct store_deploy_node **ret, size_t *ret_n)
+{
+	if (!s || !id || !deploy_node_state_ok(state) || !ret || !ret_n)
+		return -EINVAL;
+	return store_q_list(&s->r, &SQL_DEPLOY_NODES_IN, sizeof(struct store_deploy_node),
+			    deploy_node_row, deploy_nodes_free_v, (void **)ret, ret_n, "ttll", id,
+			    state, (int64_t)batch, sent_before_ms);
+}
+
+int store_deploy_node_get(struct store *s, const char *id, const char *node_id,
+			  struct store_deploy_node **ret)
+{
+	struct store_deploy_node *v = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!s || !id || !node_id || !ret)
+		return -EINVAL;
+	r = store_q_list(&s->r, &SQL_DEPLOY_NODE_ONE, sizeof(struct store_deploy_node),
+			 deploy_node_row, deploy_nodes_free_v, (void **)&v, &n, "tt", id, node_id);
+	if (r < 0)
+		return r;
+	if (n == 0) {
+		store_deploy_nodes_free(v, n);
+		return -RY_E_NOT_FOUND;
+	}
+	*ret = v;
+	return 0;
+}
+
+int store_deploy_nodes_skip_waiting(struct store *s, const char *id, const char *message,
+				    int64_t now_ms)
+{
+	struct store_conn *c = &s->w;
+	int changes = 0, r;
+
+	if (!s || !id || !message)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_q_exec(c, &changes, &SQL_DEPLOY_SKIP_WAITING, "ttl", id, message, now_ms);
+	pthread_mutex_unlock(&c->lock);
+	return r < 0 ? r : changes;
+}
+
+int store_deploy_nodes_sent(struct store *s, const char *id, const char *const *node_ids,
+			    const int *plan_steps, size_t n, int64_t now_ms, bool *ret_moved)
+{
+	struct store_conn *c = &s->w;
+	int r;
+
+	if (!s || !id || (n && (!node_ids || !plan_steps || !ret_moved)))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!node_ids[i] || plan_steps[i] < 0)
+			return -EINVAL;
+	if (n == 0)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		int changes = 0;
+
+		r = store_q_exec(c, &changes, &SQL_DEPLOY_NODE_SENT, "ttll", id, node_ids[i],
+				 now_ms, (int64_t)plan_steps[i]);
+		ret_moved[i] = changes > 0;
+	}
+	if (r >= 0)
+		r = store_tx_commit(c);
+	else
+		store_tx_rollback(c);
+	pthread_mutex_unlock(&c->lock);
+	return r;
 }
 
 int store_deploy_node_update(struct store *s, const char *id, const char *node_id,

@@ -35,6 +35,9 @@ struct store_conn {
 	sqlite3 *db;
 	sqlite3_stmt *stmts[STORE_STMT_MAX];
 	int64_t tx_start_us; /* when the open write transaction began (monotonic) */
+	int tx_depth;	     /* open levels: 1 the transaction, more are savepoints */
+	int tx_orphans;	     /* rollbacks to absorb: nested begins that failed */
+	bool tx_broken;	     /* a nested level failed: the batch must be rolled back */
 };
 
 /* Two connections to one file: the writer runs every write transaction (and the reads inside
@@ -76,8 +79,9 @@ int store_q_exec(struct store_conn *c, int *ret_changes, struct store_sql *q, co
 int store_q_list(struct store_conn *c, struct store_sql *q, size_t esz,
 		 int (*row)(sqlite3_stmt *st, void *elem), void (*array_free)(void *v, size_t n),
 		 void **ret_v, size_t *ret_n, const char *fmt, ...);
-/* BEGIN IMMEDIATE / ROLLBACK (when a transaction is open) / COMMIT (rolls back on failure).
- * Caller holds c->lock. */
+/* BEGIN IMMEDIATE / ROLLBACK (when a transaction is open) / COMMIT (rolls back on failure);
+ * inside a transaction already open (a batch, store_batch_begin()) a savepoint / ROLLBACK TO
+ * and RELEASE / RELEASE. Caller holds c->lock. */
 int store_tx_begin(struct store_conn *c);
 void store_tx_rollback(struct store_conn *c);
 int store_tx_commit(struct store_conn *c);

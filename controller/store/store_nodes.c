@@ -56,6 +56,10 @@ static struct store_sql SQL_NODE_UNDERIVED =
 		  "WHERE n.derived_v != ?1 LIMIT ?2");
 static struct store_sql SQL_NODE_DERIVED =
 	STORE_SQL("UPDATE nodes SET summary = ?2, snapshot = ?3, derived_v = ?4 WHERE id = ?1");
+/* The node's stored facts are these bytes, and the members derived from them are current. */
+static struct store_sql SQL_NODE_FACTS_SAME =
+	STORE_SQL("SELECT 1 FROM node_facts f JOIN nodes n ON n.id = f.node_id "
+		  "WHERE f.node_id = ?1 AND f.facts = ?2 AND n.derived_v = ?3");
 static struct store_sql SQL_NODE_INSERT =
 	STORE_SQL("INSERT INTO nodes (id, cluster_id, hostname, cert_serial, "
 		  "cert_fingerprint, state, enrolled_at, last_seen) "
@@ -797,6 +801,23 @@ unlock:
 	return r;
 }
 
+/* Are facts_json the node's stored facts, byte for byte? On the writer (inside a batch, it
+ * sees what the batch wrote). */
+static bool facts_unchanged(struct store *s, const char *id, const char *facts_json)
+{
+	struct store_conn *c = &s->w;
+	sqlite3_stmt *st = NULL;
+	bool same = false;
+
+	pthread_mutex_lock(&c->lock);
+	if (store_q_start(c, &SQL_NODE_FACTS_SAME, &st, "ttl", id, facts_json,
+			  (int64_t)(s->deriver ? s->deriver->version : 0)) == 0)
+		same = store_q_step(c, st) == 1;
+	store_q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	return same;
+}
+
 int store_node_online(struct store *s, const char *id, const char *agent_version,
 		      const char *facts_json, int64_t now_ms)
 {
@@ -807,6 +828,10 @@ int store_node_online(struct store *s, const char *id, const char *agent_version
 		return -EINVAL;
 	if (agent_version && strnlen(agent_version, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
 		return -RY_E_INVALID;
+	/* The same facts as stored (every reconnect of an unchanged node): nothing to parse or
+	 * write. SQLite compares the bytes. */
+	if (facts_json && facts_unchanged(s, id, facts_json))
+		facts_json = NULL;
 	if (facts_json) {
 		r = facts_validate(s, facts_json, &d);
 		if (r < 0)

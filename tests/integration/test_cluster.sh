@@ -45,7 +45,7 @@ start_agent a2 "$T/roce-root"
 start_agent a3 "$FIXTURES/h200-degraded"
 check "3 agents online" wait_for 20 count_is online 3
 check "facts stored: degraded node shows a DOWN port" bash -c \
-	"'$CTL' nodes --json --state-dir $T/ctl | jq -e '.[] | select(.hostname==\"gpu-node-03\") | .facts.rdma.devices[] | select(.ports[0].state==\"DOWN\")' >/dev/null"
+	"'$CTL' nodes --json --facts --state-dir $T/ctl | jq -e '.[] | select(.hostname==\"gpu-node-03\") | .facts.rdma.devices[] | select(.ports[0].state==\"DOWN\")' >/dev/null"
 A1_ID=$(node_field gpu-node-01 id)
 
 kill -9 "${AGENT_PID[a1]}"
@@ -59,7 +59,7 @@ check "same node id, no re-enrollment" test "$(node_field gpu-node-01 id)" = "$A
 echo "6.1.0-99-amd64" >"$T/roce-root/proc/sys/kernel/osrelease"
 kill -HUP "$CTL_PID"
 check "SIGHUP refreshes facts from agents" wait_for 10 \
-	bash -c "[ \"\$('$CTL' nodes --json --state-dir $T/ctl | jq -r '.[] | select(.hostname==\"gpu-node-02\") | .facts.kernel.release')\" = 6.1.0-99-amd64 ]"
+	bash -c "[ \"\$('$CTL' nodes --json --facts --state-dir $T/ctl | jq -r '.[] | select(.hostname==\"gpu-node-02\") | .facts.kernel.release')\" = 6.1.0-99-amd64 ]"
 
 # Controller restart: agents reconnect on their own.
 kill -TERM "$CTL_PID"
@@ -86,7 +86,7 @@ for m in garbage no-hello bad-seq no-body bad-facts huge-facts; do
 	check "malformed stream ($m) gets INVALID_ARGUMENT" "$ROGUE" $R --mode $m --expect INVALID_ARGUMENT
 done
 check "malformed facts were not stored" bash -c \
-	"[ \"\$('$CTL' nodes --json --state-dir $T/ctl | jq -r '.[] | select(.hostname==\"rogue-node\") | .facts | type')\" = object ]"
+	"[ \"\$('$CTL' nodes --json --facts --state-dir $T/ctl | jq -r '.[] | select(.hostname==\"rogue-node\") | .facts | type')\" = object ]"
 check "the real agents are still online" count_is online 3
 check "controller still running" kill -0 "$CTL_PID"
 

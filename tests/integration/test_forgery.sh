@@ -88,7 +88,7 @@ check "deployments ID: no forged row (one line per node)" test "$(grep -c 'FORGE
 printf '{"kernel": {"release": "6.1.0\\u001b[31m\\nFORGED  node  online"}}' >"$T/evil-facts.json"
 rogue w --mode hello --facts "$T/evil-facts.json" --expect WELCOME >/dev/null 2>&1
 check "the controller stored rogue-w's odd facts" bash -c \
-	"'$CTL' nodes --json --state-dir '$T/ctl' | jq -r '.[] | select(.hostname==\"rogue-w\") | .facts.kernel.release' | grep -q FORGED"
+	"'$CTL' nodes --json --facts --state-dir '$T/ctl' | jq -r '.[] | select(.hostname==\"rogue-w\") | .facts.kernel.release' | grep -q FORGED"
 "$CTL" nodes --state-dir "$T/ctl" >"$T/nodes.out"
 check "nodes: no raw escape" no_esc "$T/nodes.out"
 check "nodes: one line per node and the header" test "$(wc -l <"$T/nodes.out")" = "$(("$("$CTL" nodes --json --state-dir "$T/ctl" | jq length)" + 1))"

@@ -140,7 +140,7 @@ sed -i 's/24\.10-1\.1\.4/25.01-0.6.0/g' "$T/roce-root/usr/bin/ofed_info"
 echo 1500 >"$T/roce-root/sys/class/net/enp22s0np0/mtu"
 kill -HUP "$CTL_PID"
 check "refreshed facts show the new OFED" wait_for 15 bash -c "[ \"\$('$CTL' nodes --json \
-	--state-dir '$T/ctl' | jq -r '.[] | select(.hostname == \"gpu-node-02\") | .facts.ofed.version')\" = 25.01-0.6.0 ]"
+	--facts --state-dir '$T/ctl' | jq -r '.[] | select(.hostname == \"gpu-node-02\") | .facts.ofed.version')\" = 25.01-0.6.0 ]"
 check "the changed node is stale" test "$(sostate gpu-node-02)" = stale
 check "the others stay current" test "$(sostate gpu-node-01)/$(sostate gpu-node-04)" = current/current
 "$CTL" nodes --json --state-dir "$T/ctl" >"$T/nodes.json"

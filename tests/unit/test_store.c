@@ -1258,6 +1258,179 @@ static void test_deployments(void **state)
 	store_deployments_free(list, n);
 }
 
+/* What the rollout pass reads instead of every node row: counts by the database, the nodes in
+ * one state, one node; and its writes: a chunk marked sent in one transaction, the waiting ones
+ * skipped at once. */
+static void test_deploy_counts(void **state)
+{
+	struct fx *f = *state;
+	struct store_deploy_target t[] = {
+		{"n-a", "gpu01", 0},
+		{"n-b", "gpu02", 0},
+		{"n-c", "gpu03", 1},
+		{"n-d", "gpu04", 2},
+	};
+	struct store_deployment_new d = {
+		.id = "d-1",
+		.cluster = "c1",
+		.actor = "admin",
+		.playbook_name = "h200",
+		.playbook_version = "1.0",
+		.playbook_sha256 = "abc123",
+		.playbook_text = "name: h200\n",
+		.policy_json = "{}",
+	};
+	const char *ids[] = {"n-a", "n-b", "n-x"};
+	int steps[] = {3, 3, 3};
+	bool moved[3] = {false, false, true};
+	struct store_deploy_counts k;
+	struct store_deploy_node *v = NULL;
+	size_t n = 0;
+
+	fx_open(f);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_deployment_create(f->s, &d, t, 4, T0), 0);
+	assert_int_equal(store_deploy_counts(f->s, "d-1", 0, &k), 0);
+	assert_int_equal(k.total, 4);
+	assert_int_equal(k.last_batch, 2);
+	assert_int_equal(k.waiting, 2);
+	assert_int_equal(k.sent + k.sent_total + k.failed + k.failed_total, 0);
+
+	/* n-x is not part of it: not moved, the others are, in one transaction. */
+	assert_int_equal(store_deploy_nodes_sent(f->s, "d-1", ids, steps, 3, T0 + 5, moved), 0);
+	assert_true(moved[0] && moved[1] && !moved[2]);
+	assert_int_equal(store_deploy_nodes_sent(f->s, "d-1", ids, steps, 2, T0 + 6, moved), 0);
+	assert_true(!moved[0] && !moved[1]); /* once */
+	assert_int_equal(
+		store_deploy_node_update(f->s, "d-1", "n-b", "unreachable", "gone", NULL, T0 + 7),
+		1);
+	assert_int_equal(store_deploy_counts(f->s, "d-1", 0, &k), 0);
+	assert_int_equal(k.waiting, 0);
+	assert_int_equal(k.sent, 1);
+	assert_int_equal(k.failed, 1); /* unreachable counts as failed */
+	assert_int_equal(k.sent_total, 1);
+	assert_int_equal(k.failed_total, 1);
+	assert_int_equal(store_deploy_counts(f->s, "d-1", 1, &k), 0);
+	assert_int_equal(k.waiting, 1);
+	assert_int_equal(k.sent, 0);
+
+	/* Sent before a time: the timed-out ones only. */
+	assert_int_equal(store_deploy_nodes_in(f->s, "d-1", "sent", 0, T0 + 5, &v, &n), 0);
+	assert_int_equal(n, 0);
+	store_deploy_nodes_free(v, n);
+	assert_int_equal(store_deploy_nodes_in(f->s, "d-1", "sent", 0, T0 + 6, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].node_id, "n-a");
+	store_deploy_nodes_free(v, n);
+	assert_int_equal(store_deploy_nodes_in(f->s, "d-1", "waiting", -1, 0, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].hostname, "gpu03"); /* by batch, host name */
+	assert_string_equal(v[1].hostname, "gpu04");
+	store_deploy_nodes_free(v, n);
+	assert_int_equal(store_deploy_nodes_in(f->s, "d-1", "bogus", -1, 0, &v, &n), -EINVAL);
+
+	assert_int_equal(store_deploy_node_get(f->s, "d-1", "n-a", &v), 0);
+	assert_string_equal(v->state, "sent");
+	assert_int_equal(v->sent_at_ms, T0 + 5);
+	store_deploy_nodes_free(v, 1);
+	assert_int_equal(store_deploy_node_get(f->s, "d-1", "n-x", &v), -RY_E_NOT_FOUND);
+
+	assert_int_equal(store_deploy_nodes_skip_waiting(f->s, "d-1", "rollout stopped", T0 + 9),
+			 2);
+	assert_int_equal(store_deploy_nodes_skip_waiting(f->s, "d-1", "rollout stopped", T0 + 9),
+			 0);
+	assert_int_equal(store_deploy_node_get(f->s, "d-1", "n-d", &v), 0);
+	assert_string_equal(v->state, "skipped");
+	assert_string_equal(v->message, "rollout stopped");
+	store_deploy_nodes_free(v, 1);
+}
+
+/* Group commit: items of a batch in savepoints of their own (a refused one leaves nothing, the
+ * store functions' own transactions nest), nothing visible to the reader before the commit,
+ * and a batch whose transaction SQLite gave up is not committed. */
+static void test_batch(void **state)
+{
+	struct fx *f = *state;
+	struct store_deploy_target t[] = {{"n-a", "gpu01", 0}, {"n-b", "gpu02", 0}};
+	struct store_deployment_new d = {
+		.id = "d-1",
+		.cluster = "c1",
+		.actor = "admin",
+		.playbook_name = "h200",
+		.playbook_version = "1.0",
+		.playbook_sha256 = "abc123",
+		.playbook_text = "name: h200\n",
+		.policy_json = "{}",
+	};
+	struct store_step_result s0 = {.name = "s0", .status = "ok", .diff = "", .idx = 0};
+	struct store_step_result s1 = {.name = "s1", .status = "ok", .diff = "", .idx = 1};
+	struct store_step_result bad = {.name = "s0", .status = "failed", .diff = "", .idx = 0};
+	struct store_deploy_counts k;
+	char why[512];
+	sqlite3 *raw;
+
+	fx_open(f);
+	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
+	assert_int_equal(store_deployment_create(f->s, &d, t, 2, T0), 0);
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-a", 2, T0), 1);
+
+	assert_int_equal(store_batch_begin(f->s), 0);
+	/* item 1: stored */
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s0, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	store_batch_item_end(f->s, true);
+	/* item 2: refused inside (a rewritten result): its own rollback, nothing left */
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &bad, why, sizeof(why)),
+			 -RY_E_REFUSED);
+	store_batch_item_end(f->s, true);
+	/* item 3: stored, then undone by its item (a retry) */
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	store_batch_item_end(f->s, false);
+	assert_false(store_batch_broken(f->s));
+	/* The reader does not see the batch before it commits. */
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM step_results", NULL), 0);
+	assert_int_equal(store_batch_commit(f->s), 0);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM step_results", NULL), 1);
+	assert_int_equal(
+		raw_count_in(f->path, "SELECT count(*) FROM step_results WHERE idx = 1", NULL), 0);
+	/* The writer is free again: an ordinary write works. */
+	assert_int_equal(store_deploy_node_sent(f->s, "d-1", "n-b", 2, T0), 1);
+
+	/* A batch rolled back leaves nothing. */
+	assert_int_equal(store_batch_begin(f->s), 0);
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	store_batch_item_end(f->s, true);
+	store_batch_rollback(f->s);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM step_results", NULL), 1);
+
+	/* A transaction that vanished under the batch (here: rolled back behind the store's
+	 * back, as SQLite does after some I/O errors) is not committed. */
+	assert_int_equal(store_batch_begin(f->s), 0);
+	assert_int_equal(store_batch_item_begin(f->s), 0);
+	assert_int_equal(store_report_step(f->s, "d-1", "n-a", &s1, why, sizeof(why)),
+			 STORE_REPORT_STORED);
+	store_batch_item_end(f->s, true);
+	assert_int_equal(sqlite3_exec(f->s->w.db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+	assert_true(store_batch_broken(f->s));
+	assert_true(store_batch_commit(f->s) < 0);
+	assert_int_equal(raw_count_in(f->path, "SELECT count(*) FROM step_results", NULL), 1);
+
+	/* Another process holds the write lock: a batch cannot start, and says so in time. */
+	raw = raw_open(f->path);
+	raw_exec(raw, "BEGIN IMMEDIATE");
+	assert_int_equal(store_batch_begin(f->s), -RY_E_BUSY);
+	raw_exec(raw, "ROLLBACK");
+	sqlite3_close(raw);
+	assert_int_equal(store_deploy_counts(f->s, "d-1", 0, &k), 0);
+	assert_int_equal(k.sent, 2);
+}
+
 /* Reports from nodes: only from a node the plan was sent to, while it runs there, for steps of
  * its plan, once; the end only after every step and consistent with them. */
 static void test_reports(void **state)
@@ -2670,6 +2843,8 @@ int main(void)
 		T(test_newer_schema_refused),
 		T(test_deployments),
 		T(test_reports),
+		T(test_deploy_counts),
+		T(test_batch),
 		T(test_report_budget),
 		T(test_migrate_deploy_v5),
 		T(test_bench_runs),
