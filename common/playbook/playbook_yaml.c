@@ -1,5 +1,6 @@
 /* YAML to a small tree with 1-based positions, built from libfyaml parser events (the document
- * API of libfyaml 0.7 does not expose node positions). Rejects aliases, tags, duplicate keys,
+ * API of libfyaml 0.7 does not expose node positions). Rejects text that is not UTF-8 (at the
+ * first bad byte: libfyaml would read it as null scalars), aliases, tags, duplicate keys,
  * non-scalar keys, several documents and excessive nesting. */
 #include "common/playbook/playbook_int.h"
 
@@ -205,16 +206,116 @@ static int on_event(struct builder *b, struct fy_event *ev)
 	return 0;
 }
 
-static void report_syntax(struct builder *b, struct fy_diag *diag)
+/* Bytes of the UTF-8 sequence that c starts, 0 when c cannot start one. */
+static size_t utf8_seq_len(unsigned char c)
+{
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return 2;
+	if (c >= 0xe0 && c <= 0xef)
+		return 3;
+	return c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
+/* The first byte of text that is not part of a valid UTF-8 sequence (overlong forms, surrogates
+ * and code points past U+10FFFF are invalid), with its 1-based line and column (columns count
+ * characters, as libfyaml's do). False when the whole text is valid. */
+static bool utf8_first_invalid(const char *text, size_t len, int *ret_line, int *ret_col,
+			       unsigned char *ret_byte)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	int line = 1, col = 1;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t n = utf8_seq_len(c);
+		bool ok = n > 0 && n <= len - i;
+
+		for (size_t k = 1; ok && k < n; k++)
+			ok = (s[i + k] & 0xc0) == 0x80;
+		/* The second byte's range rules out overlong forms, surrogates, > U+10FFFF. */
+		if (ok && n >= 3) {
+			unsigned char c1 = s[i + 1];
+
+			ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 > 0x9f) &&
+			     !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 > 0x8f);
+		}
+		if (!ok) {
+			*ret_line = line;
+			*ret_col = col;
+			*ret_byte = c;
+			return true;
+		}
+		if (c == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+		i += n;
+	}
+	return false;
+}
+
+/* Column (1-based) of a tab in the indentation of the line [p, end), 0 when it has none. */
+static int indent_tab(const char *p, const char *end)
+{
+	for (const char *q = p; q < end && (*q == ' ' || *q == '\t'); q++)
+		if (*q == '\t')
+			return (int)(q - p) + 1;
+	return 0;
+}
+
+/* libfyaml places a tab in indentation just after the tab, or at the token it was scanning:
+ * point at the tab itself, on the reported line or the first line after it with a tab in its
+ * indentation (failing that, the last one before). One pass over the text. */
+static void tab_position(const char *text, size_t len, int *ret_line, int *ret_col)
+{
+	const char *p = text, *end = text + len;
+	int line = 1, before_line = 0, before_col = 0;
+
+	for (;;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		int c = indent_tab(p, nl ? nl : end);
+
+		if (c > 0 && line >= *ret_line) {
+			*ret_line = line;
+			*ret_col = c;
+			return;
+		}
+		if (c > 0) {
+			before_line = line;
+			before_col = c;
+		}
+		if (!nl)
+			break;
+		p = nl + 1;
+		line++;
+	}
+	if (before_line) {
+		*ret_line = before_line;
+		*ret_col = before_col;
+	}
+}
+
+static void report_syntax(struct builder *b, struct fy_diag *diag, const char *text, size_t len)
 {
 	void *it = NULL;
 	struct fy_diag_error *e;
 	bool any = false;
 
 	while (diag && (e = fy_diag_errors_iterate(diag, &it)) != NULL) {
-		/* libfyaml positions are 0-based. */
-		pb_diags_add(b->d, b->name, e->line + 1, e->column + 1, "YAML syntax error: %s",
-			     e->msg ? e->msg : "invalid YAML");
+		/* Collected errors are 1-based already (marks and events are 0-based). */
+		int line = e->line > 0 ? e->line : 1, col = e->column > 0 ? e->column : 1;
+		const char *msg = e->msg ? e->msg : "invalid YAML";
+
+		if (strstr(msg, "tab")) {
+			tab_position(text, len, &line, &col);
+			msg = "a tab character may not be used as indentation (indent with spaces)";
+		}
+		pb_diags_add(b->d, b->name, line, col, "YAML syntax error: %s", msg);
 		any = true;
 		break; /* later errors are consequences of the first */
 	}
@@ -231,8 +332,14 @@ int pb_yaml_build(const char *text, size_t len, const char *name, struct pb_node
 	struct fy_parse_cfg cfg;
 	struct fy_event *ev;
 	struct builder b = {.name = name, .d = d};
-	int r = 0;
+	unsigned char bad;
+	int r = 0, line, col;
 
+	if (utf8_first_invalid(text, len, &line, &col, &bad)) {
+		pb_diags_add(d, name, line, col,
+			     "invalid UTF-8 (byte 0x%02X): a playbook must be UTF-8 text", bad);
+		return -RY_E_INVALID;
+	}
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
 	dcfg.colorize = false;
@@ -260,7 +367,7 @@ int pb_yaml_build(const char *text, size_t len, const char *name, struct pb_node
 			break;
 	}
 	if (r == 0 && fy_parser_get_stream_error(fyp)) {
-		report_syntax(&b, diag);
+		report_syntax(&b, diag, text, len);
 		r = -RY_E_INVALID;
 	}
 	if (r == 0 && !b.root) {

@@ -315,6 +315,65 @@ static void test_bad_corpus(void **state)
 	json_decref(facts);
 }
 
+/* The first diagnostic of text as "LINE:COL: message", into buf. */
+static const char *first_diag(const char *text, size_t len, char *buf, size_t buflen)
+{
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+
+	pb_diags_init(&d);
+	assert_int_equal(playbook_parse(text, len, "t.yaml", &pb, &d), -RY_E_INVALID);
+	assert_true(d.count >= 1);
+	snprintf(buf, buflen, "%d:%d: %s", d.items[0].line, d.items[0].col, d.items[0].message);
+	pb_diags_done(&d);
+	return buf;
+}
+
+/* Text that is not UTF-8 is refused at its first bad byte (libfyaml read it as null scalars or
+ * ended the stream early); columns count characters. Syntax errors are where they are (libfyaml's
+ * collected positions are 1-based), a tab in indentation at the tab. */
+static void test_utf8_and_positions(void **state)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"name: t\xc3", "1:8: invalid UTF-8 (byte 0xC3): a playbook must be UTF-8 text"},
+		{"name: t\n# caf\xe9\nsteps: []\n", "2:6: invalid UTF-8 (byte 0xE9)"},
+		{"name: \xc3\xa9\xff\n", "1:8: invalid UTF-8 (byte 0xFF)"},
+		{"a: \xc0\xaf\n", "1:4: invalid UTF-8 (byte 0xC0)"},	     /* overlong */
+		{"a: \xe0\x80\xaf\n", "1:4: invalid UTF-8 (byte 0xE0)"},     /* overlong */
+		{"a: \xed\xa0\x80\n", "1:4: invalid UTF-8 (byte 0xED)"},     /* surrogate */
+		{"a: \xf4\x90\x80\x80\n", "1:4: invalid UTF-8 (byte 0xF4)"}, /* > U+10FFFF */
+		{"a: \xe2\x82\n", "1:4: invalid UTF-8 (byte 0xE2)"},	     /* cut short */
+		{"name: t\nversion: \"1\"\nsteps: [abc, {a: 1]\n",
+		 "3:19: YAML syntax error: mismatched flow sequence end"},
+		{"name: t\nversion: \"1\"\nsteps:\n  - name: s\n\t  type: sysctl\n",
+		 "5:1: YAML syntax error: a tab character may not be used as indentation"},
+		{"s:\n  p:\n    a: 1\n  \t  b: 2\n",
+		 "4:3: YAML syntax error: a tab character may not be used as indentation"},
+	};
+	static const char ok[] =
+		"\xef\xbb\xbfname: t\nversion: \"1\"\n"
+		"description: \"caf\xc3\xa9 \xf0\x9f\x9a\x80\"\n"
+		"steps:\n  - {name: s, type: sysctl, params: {settings: {x: 1}}}\n";
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+	char got[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		first_diag(cases[i].text, strlen(cases[i].text), got, sizeof(got));
+		if (strncmp(got, cases[i].want, strlen(cases[i].want)) != 0)
+			fail_msg("case %zu: expected %s\n  got      %s", i, cases[i].want, got);
+	}
+	/* A BOM, a two-byte and a four-byte character are UTF-8. */
+	pb_diags_init(&d);
+	assert_int_equal(playbook_parse(ok, strlen(ok), "ok.yaml", &pb, &d), 0);
+	assert_string_equal(playbook_description(pb), "caf\xc3\xa9 \xf0\x9f\x9a\x80");
+	playbook_free(pb);
+	pb_diags_done(&d);
+}
+
 static void test_size_limit_and_all_errors(void **state)
 {
 	size_t big = PB_MAX_SIZE + 1;
@@ -591,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_degraded),
 		cmocka_unit_test(test_revalidate_changes_nothing),
 		cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_utf8_and_positions),
 		cmocka_unit_test(test_size_limit_and_all_errors),
 		cmocka_unit_test(test_render_types_and_filters),
 		cmocka_unit_test(test_plan_validate_tampered),
