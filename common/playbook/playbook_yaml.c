@@ -300,6 +300,25 @@ static void tab_position(const char *text, size_t len, int *ret_line, int *ret_c
 	}
 }
 
+/* libfyaml ends a text without a final newline with one: an error at its end is on a line
+ * that is not there. Put such a position at the end of the last line. */
+static void clamp_to_text(const char *text, size_t len, int *line, int *col)
+{
+	const char *last = text;
+	int lines = 1, chars = 1;
+
+	for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))) != NULL; p++) {
+		lines++;
+		last = p + 1;
+	}
+	if (*line <= lines)
+		return;
+	for (const char *p = last; p < text + len; p++)
+		chars += ((unsigned char)*p & 0xc0) != 0x80;
+	*line = lines;
+	*col = chars;
+}
+
 static void report_syntax(struct builder *b, struct fy_diag *diag, const char *text, size_t len)
 {
 	void *it = NULL;
@@ -310,6 +329,8 @@ static void report_syntax(struct builder *b, struct fy_diag *diag, const char *t
 		/* Collected errors are 1-based already (marks and events are 0-based). */
 		int line = e->line > 0 ? e->line : 1, col = e->column > 0 ? e->column : 1;
 		const char *msg = e->msg ? e->msg : "invalid YAML";
+
+		clamp_to_text(text, len, &line, &col);
 
 		if (strstr(msg, "tab")) {
 			tab_position(text, len, &line, &col);

@@ -349,6 +349,9 @@ static void test_utf8_and_positions(void **state)
 		 "3:19: YAML syntax error: mismatched flow sequence end"},
 		{"name: t\nversion: \"1\"\nsteps:\n  - name: s\n\t  type: sysctl\n",
 		 "5:1: YAML syntax error: a tab character may not be used as indentation"},
+		/* No final newline: the end of the text, not a line after it. */
+		{"name: t\nsteps: {a: 1\n_",
+		 "3:2: YAML syntax error: missing comma in flow mapping"},
 		{"s:\n  p:\n    a: 1\n  \t  b: 2\n",
 		 "4:3: YAML syntax error: a tab character may not be used as indentation"},
 	};
