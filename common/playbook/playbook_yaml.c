@@ -206,6 +206,20 @@ static int on_event(struct builder *b, struct fy_event *ev)
 	return 0;
 }
 
+/* The end of the line that starts at p (its line break or end), and in *ret_next the start of
+ * the next one (NULL after the last). Line breaks are YAML's: LF, CR LF, and a CR alone. */
+static const char *line_end(const char *p, const char *end, const char **ret_next)
+{
+	for (const char *q = p; q < end; q++) {
+		if (*q == '\n' || *q == '\r') {
+			*ret_next = *q == '\r' && q + 1 < end && q[1] == '\n' ? q + 2 : q + 1;
+			return q;
+		}
+	}
+	*ret_next = NULL;
+	return end;
+}
+
 /* Bytes of the UTF-8 sequence that c starts, 0 when c cannot start one. */
 static size_t utf8_seq_len(unsigned char c)
 {
@@ -248,10 +262,10 @@ static bool utf8_first_invalid(const char *text, size_t len, int *ret_line, int 
 			*ret_byte = c;
 			return true;
 		}
-		if (c == '\n') {
+		if (c == '\n' || (c == '\r' && (i + 1 == len || s[i + 1] != '\n'))) {
 			line++;
 			col = 1;
-		} else {
+		} else if (c != '\r') {
 			col++;
 		}
 		i += n;
@@ -276,9 +290,9 @@ static void tab_position(const char *text, size_t len, int *ret_line, int *ret_c
 	const char *p = text, *end = text + len;
 	int line = 1, before_line = 0, before_col = 0;
 
-	for (;;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		int c = indent_tab(p, nl ? nl : end);
+	while (p) {
+		const char *next, *eol = line_end(p, end, &next);
+		int c = indent_tab(p, eol);
 
 		if (c > 0 && line >= *ret_line) {
 			*ret_line = line;
@@ -289,9 +303,7 @@ static void tab_position(const char *text, size_t len, int *ret_line, int *ret_c
 			before_line = line;
 			before_col = c;
 		}
-		if (!nl)
-			break;
-		p = nl + 1;
+		p = next;
 		line++;
 	}
 	if (before_line) {
@@ -304,16 +316,19 @@ static void tab_position(const char *text, size_t len, int *ret_line, int *ret_c
  * that is not there. Put such a position at the end of the last line. */
 static void clamp_to_text(const char *text, size_t len, int *line, int *col)
 {
-	const char *last = text;
+	const char *end = text + len, *last = text, *next;
 	int lines = 1, chars = 1;
 
-	for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))) != NULL; p++) {
+	for (const char *p = text;; p = next) {
+		(void)line_end(p, end, &next);
+		if (!next)
+			break;
 		lines++;
-		last = p + 1;
+		last = next;
 	}
 	if (*line <= lines)
 		return;
-	for (const char *p = last; p < text + len; p++)
+	for (const char *p = last; p < end; p++)
 		chars += ((unsigned char)*p & 0xc0) != 0x80;
 	*line = lines;
 	*col = chars;

@@ -349,6 +349,11 @@ static void test_utf8_and_positions(void **state)
 		 "3:19: YAML syntax error: mismatched flow sequence end"},
 		{"name: t\nversion: \"1\"\nsteps:\n  - name: s\n\t  type: sysctl\n",
 		 "5:1: YAML syntax error: a tab character may not be used as indentation"},
+		/* A CR alone is a line break in YAML (old Mac files), CR LF one break. */
+		{"name: t\rsteps: [a, {b: 1]\r",
+		 "2:17: YAML syntax error: mismatched flow sequence"},
+		{"name: t\r\nv: \xff\r\n", "2:4: invalid UTF-8 (byte 0xFF)"},
+		{"name: t\rv: \xff\r", "2:4: invalid UTF-8 (byte 0xFF)"},
 		/* No final newline: the end of the text, not a line after it. */
 		{"name: t\nsteps: {a: 1\n_",
 		 "3:2: YAML syntax error: missing comma in flow mapping"},
