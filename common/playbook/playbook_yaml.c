@@ -63,6 +63,8 @@ static int node_append(struct pb_node *parent, struct pb_node *key, struct pb_no
 
 struct builder {
 	const char *name;
+	const char *text; /* what is parsed (scalar positions are offsets in it) */
+	size_t len;
 	struct pb_diags *d;
 	struct pb_node *stack[PB_MAX_DEPTH + 1];
 	struct pb_node *pending_key[PB_MAX_DEPTH + 1];
@@ -125,6 +127,99 @@ static struct pb_node *node_new(enum pb_node_kind kind, struct fy_event *ev)
 	return n;
 }
 
+/* The end of the line that starts at p (its line break or end), and in *ret_next the start of
+ * the next one (NULL after the last). Line breaks are YAML's: LF, CR LF, and a CR alone. */
+static const char *line_end(const char *p, const char *end, const char **ret_next)
+{
+	for (const char *q = p; q < end; q++) {
+		if (*q == '\n' || *q == '\r') {
+			*ret_next = *q == '\r' && q + 1 < end && q[1] == '\n' ? q + 2 : q + 1;
+			return q;
+		}
+	}
+	*ret_next = NULL;
+	return end;
+}
+
+/* Whether c is YAML white space (s-white). */
+static bool is_white(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+size_t pb_yaml_single_quoted(const char *raw, size_t len, char *out)
+{
+	const char *p = raw, *end = raw + len;
+	size_t n = 0, breaks = 0;
+	bool first = true;
+
+	while (p) {
+		const char *next, *eol = line_end(p, end, &next), *s = p, *e = eol;
+
+		if (!first)
+			while (s < e && is_white(*s))
+				s++;
+		if (next)
+			while (e > s && is_white(e[-1]))
+				e--;
+		if (!first && next && s == e) {
+			breaks++; /* an empty line inside: a newline */
+			p = next;
+			continue;
+		}
+		if (!first) {
+			if (breaks == 0)
+				out[n++] = ' ';
+			for (; breaks > 0; breaks--)
+				out[n++] = '\n';
+		}
+		for (const char *q = s; q < e; q++) {
+			out[n++] = *q;
+			if (*q == '\'' && q + 1 < e && q[1] == '\'')
+				q++;
+		}
+		first = false;
+		p = next;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* A scalar's text into n->text (NUL-terminated, n->len bytes) and whether it was plain.
+ * libfyaml 0.7 leaks the buffer of its formatting of a single-quoted scalar with many ''
+ * (found by tests/fuzz/fuzz_playbook; fixed upstream, pantoniou/libfyaml#233): those are
+ * decoded here, from the text between the quotes. 0 or -ENOMEM. */
+static int scalar_text(struct builder *b, struct fy_token *tok, struct pb_node *n)
+{
+	const struct fy_mark *sm = tok ? fy_token_start_mark(tok) : NULL;
+	const struct fy_mark *em = tok ? fy_token_end_mark(tok) : NULL;
+	size_t len = 0;
+	const char *t;
+
+	n->plain = !tok || fy_token_scalar_style(tok) == FYSS_PLAIN;
+	if (tok && fy_token_scalar_style(tok) == FYSS_SINGLE_QUOTED && sm && em &&
+	    sm->input_pos <= em->input_pos && em->input_pos <= b->len &&
+	    memmem(b->text + sm->input_pos, em->input_pos - sm->input_pos, "''", 2)) {
+		len = em->input_pos - sm->input_pos;
+		n->text = malloc(len + 1);
+		if (!n->text)
+			return -ENOMEM;
+		n->len = pb_yaml_single_quoted(b->text + sm->input_pos, len, n->text);
+		return 0;
+	}
+	t = tok ? fy_token_get_text(tok, &len) : NULL;
+	if (!t)
+		len = 0;
+	n->text = malloc(len + 1);
+	if (!n->text)
+		return -ENOMEM;
+	if (len)
+		memcpy(n->text, t, len);
+	n->text[len] = '\0';
+	n->len = len;
+	return 0;
+}
+
 static int on_event(struct builder *b, struct fy_event *ev)
 {
 	struct pb_node *n = NULL;
@@ -150,24 +245,9 @@ static int on_event(struct builder *b, struct fy_event *ev)
 		n = node_new(PBN_SCALAR, ev);
 		if (!n)
 			return -ENOMEM;
-		{
-			size_t len = 0;
-			const char *t =
-				ev->scalar.value ? fy_token_get_text(ev->scalar.value, &len) : NULL;
-
-			if (!t)
-				len = 0;
-			n->text = malloc(len + 1);
-			if (!n->text) {
-				free(n);
-				return -ENOMEM;
-			}
-			if (len)
-				memcpy(n->text, t, len);
-			n->text[len] = '\0';
-			n->len = len;
-			n->plain = !ev->scalar.value ||
-				   fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN;
+		if (scalar_text(b, ev->scalar.value, n) < 0) {
+			free(n);
+			return -ENOMEM;
 		}
 		break;
 	case FYET_SEQUENCE_START:
@@ -204,20 +284,6 @@ static int on_event(struct builder *b, struct fy_event *ev)
 	b->pending_key[b->depth] = NULL;
 	b->stack[b->depth++] = n;
 	return 0;
-}
-
-/* The end of the line that starts at p (its line break or end), and in *ret_next the start of
- * the next one (NULL after the last). Line breaks are YAML's: LF, CR LF, and a CR alone. */
-static const char *line_end(const char *p, const char *end, const char **ret_next)
-{
-	for (const char *q = p; q < end; q++) {
-		if (*q == '\n' || *q == '\r') {
-			*ret_next = *q == '\r' && q + 1 < end && q[1] == '\n' ? q + 2 : q + 1;
-			return q;
-		}
-	}
-	*ret_next = NULL;
-	return end;
 }
 
 /* Bytes of the UTF-8 sequence that c starts, 0 when c cannot start one. */
@@ -367,7 +433,7 @@ int pb_yaml_build(const char *text, size_t len, const char *name, struct pb_node
 	struct fy_parser *fyp = NULL;
 	struct fy_parse_cfg cfg;
 	struct fy_event *ev;
-	struct builder b = {.name = name, .d = d};
+	struct builder b = {.name = name, .text = text, .len = len, .d = d};
 	unsigned char bad;
 	int r = 0, line, col;
 
