@@ -61,7 +61,7 @@ static void *zalloc(size_t n)
 }
 
 /* The record's message, built as protobuf-c would decode it (every field malloc'd). */
-static ProtobufCMessage *build(struct fuzz_in *in, unsigned kind, unsigned flags)
+static ProtobufCMessage *build(struct fuzz_in *in, unsigned kind)
 {
 	Railyard__V1__AgentMessage *m = zalloc(sizeof(*m));
 
@@ -162,7 +162,6 @@ static ProtobufCMessage *build(struct fuzz_in *in, unsigned kind, unsigned flags
 		break;
 	}
 	}
-	(void)flags;
 	return &m->base;
 }
 
@@ -263,7 +262,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				continue;
 			}
 		} else {
-			msg = build(&in, kind, flags);
+			msg = build(&in, kind);
 			((Railyard__V1__AgentMessage *)msg)->seq = seq;
 			((Railyard__V1__AgentMessage *)msg)->ack = ack;
 		}

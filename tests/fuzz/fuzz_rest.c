@@ -236,12 +236,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	puts_(&req, len);
 	put(&req, body, body_len);
 	exchange(&req, &reply);
-	if (getenv("FUZZ_LOG"))
+	if (getenv("FUZZ_LOG")) {
+		const char *b = reply.p ? strstr(reply.p, "\r\n\r\n") : NULL;
+
+		/* FUZZ_LOG=1: the request line and the reply's body, to check seeds. */
 		fprintf(stderr, "fuzz_rest: %.*s -> %.300s\n", (int)strcspn(req.p, "\r"), req.p,
-			reply.p ? reply.p + (strstr(reply.p, "\r\n\r\n")
-						     ? strstr(reply.p, "\r\n\r\n") - reply.p + 4
-						     : 0)
-				: "(none)");
+			b ? b + 4 : "(no reply)");
+	}
 	check_reply(&reply, &req, strcmp(method, "HEAD") == 0);
 	free(reply.p);
 	free(req.p);

@@ -4,7 +4,6 @@
 
 #include "common/log/log.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdarg.h>
@@ -85,19 +84,6 @@ char *fuzz_str(struct fuzz_in *in, size_t max)
 	return s;
 }
 
-char *fuzz_rest(struct fuzz_in *in)
-{
-	char *s = malloc(in->left + 1);
-
-	if (!s)
-		abort();
-	memcpy(s, in->p, in->left);
-	s[in->left] = '\0';
-	in->p += in->left;
-	in->left = 0;
-	return s;
-}
-
 /* Scratch directories, removed at a normal exit (a crash leaves them for a look). */
 static char *made[16];
 static size_t n_made;
@@ -142,26 +128,6 @@ void fuzz_rmtree(const char *path)
 {
 	if (path)
 		(void)nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-void fuzz_empty_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		char *p;
-
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (asprintf(&p, "%s/%s", path, e->d_name) < 0)
-			abort();
-		fuzz_rmtree(p);
-		free(p);
-	}
-	closedir(d);
 }
 
 char *fuzz_src_path(const char *rel)

@@ -37,16 +37,12 @@ const uint8_t *fuzz_bytes(struct fuzz_in *in, size_t n, size_t *ret_n);
 /* A NUL-terminated copy of the bytes up to the next NUL (consumed) or the end, at most max
  * bytes; caller frees. */
 char *fuzz_str(struct fuzz_in *in, size_t max);
-/* A NUL-terminated copy of everything left; caller frees. */
-char *fuzz_rest(struct fuzz_in *in);
 
 /* A new empty directory under $FUZZ_TMPDIR, /dev/shm or /tmp (tmpfs keeps fsync cheap), removed
  * with its contents at a normal exit. The path is the caller's (never freed). */
 char *fuzz_mkdtemp(const char *what);
 /* rm -rf path (a tree the target made); errors are ignored. */
 void fuzz_rmtree(const char *path);
-/* Empty the directory path, keeping it. */
-void fuzz_empty_dir(const char *path);
 /* RAILYARD_SOURCE_DIR/rel, as compiled in (caller frees). */
 char *fuzz_src_path(const char *rel);
 /* A file's contents (NUL-terminated; caller frees), aborting when unreadable. */
