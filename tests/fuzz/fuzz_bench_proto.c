@@ -497,9 +497,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		r = bench_run_server(&p, &o, &result);
 	}
+	/* A server's result is the document its client sent (engine.c: both sides return the
+	 * same results), whatever it holds; a client builds its own. */
 	if (r == 0)
-		FUZZ_CHECK(json_is_object(result) &&
-				   json_is_array(json_object_get(result, "results")),
+		FUZZ_CHECK(json_is_object(result) && (!(setup & 1) || json_is_array(json_object_get(
+									      result, "results"))),
 			   "a run that succeeded without a result document");
 	else
 		FUZZ_CHECK(result == NULL && err[0], "a failed run (%d) without a reason", r);
