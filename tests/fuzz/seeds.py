@@ -64,7 +64,11 @@ def write(target, name, data):
 
 # ---- fuzz_ctl_messages ---------------------------------------------------------------------
 # record: u8 kind, u8 flags, fields (fuzz_ctl_messages.c)
-def hello(facts="@F0", boot="boot-x", version="0.1.0", resume=0, flags=0):
+# Small facts keep most inputs cheap; "hello-fixture-facts" sends a fixture node's ("@F0").
+SMALL_FACTS = '{"schema":1,"hostname":"gpu-node-01","gpus":[],"rdma":{"devices":[]}}'
+
+
+def hello(facts=SMALL_FACTS, boot="boot-x", version="0.1.0", resume=0, flags=0):
     return u8(1) + u8(flags) + s(version) + s(boot) + s(facts) + u64(resume)
 
 
@@ -120,6 +124,7 @@ LAT_RESULT = {
 def ctl_messages():
     t = "fuzz_ctl_messages"
     write(t, "hello", hello() + heartbeat())
+    write(t, "hello-fixture-facts", hello(facts="@F0") + heartbeat())
     write(t, "plan-succeeded",
           hello() + b"".join(step(idx=i, name="@S%d" % i, status="changed" if i == 9 else "ok",
                                   diff="--- a\n+++ b\n@@ -1 +1 @@\n-0\n+1\n" if i == 9 else "")
@@ -144,7 +149,7 @@ def ctl_messages():
           heartbeat() + reconnect() + hello() + hello(flags=1) + reconnect() + hello() +
           hello(flags=3))
     write(t, "reconnect",
-          hello() + reconnect(True) + hello(facts="@F1", boot="boot-b") + result(bench="@B0",
+          hello() + reconnect(True) + hello(boot="boot-b") + result(bench="@B0",
                                                                                  role="client")
           + reconnect(False, True) + hello(boot="boot-x") + ready())
     write(t, "enroll",
