@@ -450,6 +450,16 @@ static void test_single_quoted(void **state)
 		pb_diags_done(&d);
 		free(want);
 	}
+	/* Two '' in a row are two quotes (libfyaml 0.7.12 reads 'a''''b' as a''', one quote too
+	 * many and the b lost). */
+	snprintf(text, sizeof(text),
+		 "name: t\nversion: '1'\ndescription: 'a''''b x'''' lines'\nsteps:\n"
+		 "  - {name: s, type: sysctl, params: {settings: {x: 1}}}\n");
+	pb_diags_init(&d);
+	assert_int_equal(playbook_parse(text, strlen(text), "t.yaml", &pb, &d), 0);
+	assert_string_equal(playbook_description(pb), "a''b x'' lines");
+	playbook_free(pb);
+	pb_diags_done(&d);
 	/* Forty '' in a row: forty quotes. */
 	memset(many, 0, sizeof(many));
 	memset(many, '\'', 82);
