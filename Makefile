@@ -4,8 +4,11 @@ JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 SANITIZE ?= OFF
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECS ?= 60
+FUZZ_TARGETS ?=
 
-.PHONY: all deps configure build test package demo demo-portal format format-check clean
+.PHONY: all deps configure build test package demo demo-portal fuzz format format-check clean
 
 all: build
 
@@ -40,6 +43,14 @@ demo: build
 # 127.0.0.1:8443) with its URL and login tokens printed, until Ctrl-C.
 demo-portal: build
 	@HTTP=$(HTTP) deploy/demo.sh $(BUILD) --portal
+
+# libFuzzer targets (docs/fuzzing.md): a clang build with ASan+UBSan in $(FUZZ_BUILD), then each
+# target for FUZZ_SECS seconds (FUZZ_TARGETS="fuzz_playbook fuzz_rest": only those); prints
+# executions and findings, exits 1 on a finding.
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DRAILYARD_FUZZ=ON $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz-targets
+	@tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECS) $(FUZZ_TARGETS)
 
 # Fixture sysroots hold headers as a node has them (data, not our code).
 SOURCES = git ls-files '*.c' '*.h' ':!:tests/fixtures/sysroots/**'

@@ -14,6 +14,18 @@ if(RAILYARD_SANITIZE)
 		-fno-omit-frame-pointer)
 	add_link_options(-fsanitize=address,undefined)
 endif()
+# Fuzz build: coverage instrumentation for libFuzzer everywhere, sanitizers on; only the fuzz
+# targets link libFuzzer itself (railyard_fuzz() in tests/fuzz/CMakeLists.txt).
+if(RAILYARD_FUZZ)
+	if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
+		message(FATAL_ERROR "RAILYARD_FUZZ=ON needs clang (cmake -DCMAKE_C_COMPILER=clang)")
+	endif()
+	add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+		-fno-omit-frame-pointer)
+	add_link_options(-fsanitize=address,undefined)
+	# clang, unlike gcc, wants format(printf, N, 0) on every va_list wrapper.
+	add_compile_options(-Wno-format-nonliteral)
+endif()
 
 pkg_check_modules(GRPC REQUIRED IMPORTED_TARGET grpc gpr)
 pkg_check_modules(PROTOBUFC REQUIRED IMPORTED_TARGET libprotobuf-c)

@@ -14,6 +14,7 @@ PKGS=(
 	sockperf iperf3
 	python3-yaml # tests/integration/test_openapi.sh reads docs/openapi.yaml
 	gpg gpg-agent # OpenPGP keys made at test time (tests/fixtures/gen-test-key.sh)
+	clang libclang-rt-dev # make fuzz: libFuzzer targets (docs/fuzzing.md); the build needs gcc only
 	# tests/integration/test_portal.sh and bench/portal-render.sh drive Debian's Chromium headless
 	# (playwright-core from npm, never a downloaded browser); a font for legible screenshots.
 	chromium fonts-dejavu-core

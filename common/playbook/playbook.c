@@ -14,6 +14,7 @@
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"
+#include "proto/railyard/v1/limits.h"
 
 /* ---- Diagnostics ---------------------------------------------------------------------------- */
 
@@ -327,6 +328,18 @@ static void parse_validation(struct parse_ctx *c, const struct pb_node *n)
 	c->pb->validation = v;
 }
 
+/* A step name as the protocol carries it (StepEvent.name, which the controller checks the same
+ * way): 1 to RY_PROTO_STEP_NAME_MAX printable ASCII bytes. */
+static bool step_name_ok(const struct pb_node *n)
+{
+	if (n->len == 0 || n->len > RY_PROTO_STEP_NAME_MAX || strlen(n->text) != n->len)
+		return false;
+	for (size_t i = 0; i < n->len; i++)
+		if (!isprint((unsigned char)n->text[i]))
+			return false;
+	return true;
+}
+
 static void parse_steps(struct parse_ctx *c, struct pb_render *r, const struct pb_node *n)
 {
 	struct playbook *pb = c->pb;
@@ -355,6 +368,9 @@ static void parse_steps(struct parse_ctx *c, struct pb_render *r, const struct p
 			continue;
 		}
 		name = get_string(c, st, "name", true, &nn);
+		if (name && !step_name_ok(nn))
+			perr(c, nn, "name: a step name is 1 to %d printable ASCII characters",
+			     RY_PROTO_STEP_NAME_MAX);
 		type = get_string(c, st, "type", true, &tn);
 		for (size_t j = 0; name && j < i; j++) {
 			const struct pb_node *prev = pb_node_get(n->items[j], "name");

@@ -30,6 +30,12 @@ struct pb_node {
 int pb_yaml_build(const char *text, size_t len, const char *name, struct pb_node **ret_root,
 		  struct pb_diags *d);
 void pb_node_free(struct pb_node *n);
+/* The value of a single-quoted scalar whose content (between the quotes) is raw[0, len), into
+ * out (at least len + 1 bytes, NUL-terminated): '' is one quote, and lines fold as in every
+ * flow scalar (white space around a line break goes; one break becomes a space, a break followed
+ * by k empty lines k newlines). Returns the length. The builder uses it where libfyaml 0.7 leaks
+ * (many ''); tests compare it with libfyaml elsewhere. */
+size_t pb_yaml_single_quoted(const char *raw, size_t len, char *out);
 /* Mapping value by key, NULL if absent. */
 struct pb_node *pb_node_get(const struct pb_node *map, const char *key);
 

@@ -1,5 +1,6 @@
 /* YAML to a small tree with 1-based positions, built from libfyaml parser events (the document
- * API of libfyaml 0.7 does not expose node positions). Rejects aliases, tags, duplicate keys,
+ * API of libfyaml 0.7 does not expose node positions). Rejects text that is not UTF-8 (at the
+ * first bad byte: libfyaml would read it as null scalars), aliases, tags, duplicate keys,
  * non-scalar keys, several documents and excessive nesting. */
 #include "common/playbook/playbook_int.h"
 
@@ -62,6 +63,8 @@ static int node_append(struct pb_node *parent, struct pb_node *key, struct pb_no
 
 struct builder {
 	const char *name;
+	const char *text; /* what is parsed (scalar positions are offsets in it) */
+	size_t len;
 	struct pb_diags *d;
 	struct pb_node *stack[PB_MAX_DEPTH + 1];
 	struct pb_node *pending_key[PB_MAX_DEPTH + 1];
@@ -124,6 +127,99 @@ static struct pb_node *node_new(enum pb_node_kind kind, struct fy_event *ev)
 	return n;
 }
 
+/* The end of the line that starts at p (its line break or end), and in *ret_next the start of
+ * the next one (NULL after the last). Line breaks are YAML's: LF, CR LF, and a CR alone. */
+static const char *line_end(const char *p, const char *end, const char **ret_next)
+{
+	for (const char *q = p; q < end; q++) {
+		if (*q == '\n' || *q == '\r') {
+			*ret_next = *q == '\r' && q + 1 < end && q[1] == '\n' ? q + 2 : q + 1;
+			return q;
+		}
+	}
+	*ret_next = NULL;
+	return end;
+}
+
+/* Whether c is YAML white space (s-white). */
+static bool is_white(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+size_t pb_yaml_single_quoted(const char *raw, size_t len, char *out)
+{
+	const char *p = raw, *end = raw + len;
+	size_t n = 0, breaks = 0;
+	bool first = true;
+
+	while (p) {
+		const char *next, *eol = line_end(p, end, &next), *s = p, *e = eol;
+
+		if (!first)
+			while (s < e && is_white(*s))
+				s++;
+		if (next)
+			while (e > s && is_white(e[-1]))
+				e--;
+		if (!first && next && s == e) {
+			breaks++; /* an empty line inside: a newline */
+			p = next;
+			continue;
+		}
+		if (!first) {
+			if (breaks == 0)
+				out[n++] = ' ';
+			for (; breaks > 0; breaks--)
+				out[n++] = '\n';
+		}
+		for (const char *q = s; q < e; q++) {
+			out[n++] = *q;
+			if (*q == '\'' && q + 1 < e && q[1] == '\'')
+				q++;
+		}
+		first = false;
+		p = next;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* A scalar's text into n->text (NUL-terminated, n->len bytes) and whether it was plain.
+ * libfyaml 0.7 leaks the buffer of its formatting of a single-quoted scalar with many ''
+ * (found by tests/fuzz/fuzz_playbook; fixed upstream, pantoniou/libfyaml#233): those are
+ * decoded here, from the text between the quotes. 0 or -ENOMEM. */
+static int scalar_text(struct builder *b, struct fy_token *tok, struct pb_node *n)
+{
+	const struct fy_mark *sm = tok ? fy_token_start_mark(tok) : NULL;
+	const struct fy_mark *em = tok ? fy_token_end_mark(tok) : NULL;
+	size_t len = 0;
+	const char *t;
+
+	n->plain = !tok || fy_token_scalar_style(tok) == FYSS_PLAIN;
+	if (tok && fy_token_scalar_style(tok) == FYSS_SINGLE_QUOTED && sm && em &&
+	    sm->input_pos <= em->input_pos && em->input_pos <= b->len &&
+	    memmem(b->text + sm->input_pos, em->input_pos - sm->input_pos, "''", 2)) {
+		len = em->input_pos - sm->input_pos;
+		n->text = malloc(len + 1);
+		if (!n->text)
+			return -ENOMEM;
+		n->len = pb_yaml_single_quoted(b->text + sm->input_pos, len, n->text);
+		return 0;
+	}
+	t = tok ? fy_token_get_text(tok, &len) : NULL;
+	if (!t)
+		len = 0;
+	n->text = malloc(len + 1);
+	if (!n->text)
+		return -ENOMEM;
+	if (len)
+		memcpy(n->text, t, len);
+	n->text[len] = '\0';
+	n->len = len;
+	return 0;
+}
+
 static int on_event(struct builder *b, struct fy_event *ev)
 {
 	struct pb_node *n = NULL;
@@ -149,24 +245,9 @@ static int on_event(struct builder *b, struct fy_event *ev)
 		n = node_new(PBN_SCALAR, ev);
 		if (!n)
 			return -ENOMEM;
-		{
-			size_t len = 0;
-			const char *t =
-				ev->scalar.value ? fy_token_get_text(ev->scalar.value, &len) : NULL;
-
-			if (!t)
-				len = 0;
-			n->text = malloc(len + 1);
-			if (!n->text) {
-				free(n);
-				return -ENOMEM;
-			}
-			if (len)
-				memcpy(n->text, t, len);
-			n->text[len] = '\0';
-			n->len = len;
-			n->plain = !ev->scalar.value ||
-				   fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN;
+		if (scalar_text(b, ev->scalar.value, n) < 0) {
+			free(n);
+			return -ENOMEM;
 		}
 		break;
 	case FYET_SEQUENCE_START:
@@ -205,16 +286,138 @@ static int on_event(struct builder *b, struct fy_event *ev)
 	return 0;
 }
 
-static void report_syntax(struct builder *b, struct fy_diag *diag)
+/* Bytes of the UTF-8 sequence that c starts, 0 when c cannot start one. */
+static size_t utf8_seq_len(unsigned char c)
+{
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return 2;
+	if (c >= 0xe0 && c <= 0xef)
+		return 3;
+	return c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
+/* The first byte of text that is not part of a valid UTF-8 sequence (overlong forms, surrogates
+ * and code points past U+10FFFF are invalid), with its 1-based line and column (columns count
+ * characters, as libfyaml's do). False when the whole text is valid. */
+static bool utf8_first_invalid(const char *text, size_t len, int *ret_line, int *ret_col,
+			       unsigned char *ret_byte)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	int line = 1, col = 1;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t n = utf8_seq_len(c);
+		bool ok = n > 0 && n <= len - i;
+
+		for (size_t k = 1; ok && k < n; k++)
+			ok = (s[i + k] & 0xc0) == 0x80;
+		/* The second byte's range rules out overlong forms, surrogates, > U+10FFFF. */
+		if (ok && n >= 3) {
+			unsigned char c1 = s[i + 1];
+
+			ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 > 0x9f) &&
+			     !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 > 0x8f);
+		}
+		if (!ok) {
+			*ret_line = line;
+			*ret_col = col;
+			*ret_byte = c;
+			return true;
+		}
+		if (c == '\n' || (c == '\r' && (i + 1 == len || s[i + 1] != '\n'))) {
+			line++;
+			col = 1;
+		} else if (c != '\r') {
+			col++;
+		}
+		i += n;
+	}
+	return false;
+}
+
+/* Column (1-based) of a tab in the indentation of the line [p, end), 0 when it has none. */
+static int indent_tab(const char *p, const char *end)
+{
+	for (const char *q = p; q < end && (*q == ' ' || *q == '\t'); q++)
+		if (*q == '\t')
+			return (int)(q - p) + 1;
+	return 0;
+}
+
+/* libfyaml places a tab in indentation just after the tab, or at the token it was scanning:
+ * point at the tab itself, on the reported line or the first line after it with a tab in its
+ * indentation (failing that, the last one before). One pass over the text. */
+static void tab_position(const char *text, size_t len, int *ret_line, int *ret_col)
+{
+	const char *p = text, *end = text + len;
+	int line = 1, before_line = 0, before_col = 0;
+
+	while (p) {
+		const char *next, *eol = line_end(p, end, &next);
+		int c = indent_tab(p, eol);
+
+		if (c > 0 && line >= *ret_line) {
+			*ret_line = line;
+			*ret_col = c;
+			return;
+		}
+		if (c > 0) {
+			before_line = line;
+			before_col = c;
+		}
+		p = next;
+		line++;
+	}
+	if (before_line) {
+		*ret_line = before_line;
+		*ret_col = before_col;
+	}
+}
+
+/* libfyaml ends a text without a final newline with one: an error at its end is on a line
+ * that is not there. Put such a position at the end of the last line. */
+static void clamp_to_text(const char *text, size_t len, int *line, int *col)
+{
+	const char *end = text + len, *last = text, *next;
+	int lines = 1, chars = 1;
+
+	for (const char *p = text;; p = next) {
+		(void)line_end(p, end, &next);
+		if (!next)
+			break;
+		lines++;
+		last = next;
+	}
+	if (*line <= lines)
+		return;
+	for (const char *p = last; p < end; p++)
+		chars += ((unsigned char)*p & 0xc0) != 0x80;
+	*line = lines;
+	*col = chars;
+}
+
+static void report_syntax(struct builder *b, struct fy_diag *diag, const char *text, size_t len)
 {
 	void *it = NULL;
 	struct fy_diag_error *e;
 	bool any = false;
 
 	while (diag && (e = fy_diag_errors_iterate(diag, &it)) != NULL) {
-		/* libfyaml positions are 0-based. */
-		pb_diags_add(b->d, b->name, e->line + 1, e->column + 1, "YAML syntax error: %s",
-			     e->msg ? e->msg : "invalid YAML");
+		/* Collected errors are 1-based already (marks and events are 0-based). */
+		int line = e->line > 0 ? e->line : 1, col = e->column > 0 ? e->column : 1;
+		const char *msg = e->msg ? e->msg : "invalid YAML";
+
+		clamp_to_text(text, len, &line, &col);
+
+		if (strstr(msg, "tab")) {
+			tab_position(text, len, &line, &col);
+			msg = "a tab character may not be used as indentation (indent with spaces)";
+		}
+		pb_diags_add(b->d, b->name, line, col, "YAML syntax error: %s", msg);
 		any = true;
 		break; /* later errors are consequences of the first */
 	}
@@ -230,9 +433,15 @@ int pb_yaml_build(const char *text, size_t len, const char *name, struct pb_node
 	struct fy_parser *fyp = NULL;
 	struct fy_parse_cfg cfg;
 	struct fy_event *ev;
-	struct builder b = {.name = name, .d = d};
-	int r = 0;
+	struct builder b = {.name = name, .text = text, .len = len, .d = d};
+	unsigned char bad;
+	int r = 0, line, col;
 
+	if (utf8_first_invalid(text, len, &line, &col, &bad)) {
+		pb_diags_add(d, name, line, col,
+			     "invalid UTF-8 (byte 0x%02X): a playbook must be UTF-8 text", bad);
+		return -RY_E_INVALID;
+	}
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
 	dcfg.colorize = false;
@@ -260,7 +469,7 @@ int pb_yaml_build(const char *text, size_t len, const char *name, struct pb_node
 			break;
 	}
 	if (r == 0 && fy_parser_get_stream_error(fyp)) {
-		report_syntax(&b, diag);
+		report_syntax(&b, diag, text, len);
 		r = -RY_E_INVALID;
 	}
 	if (r == 0 && !b.root) {

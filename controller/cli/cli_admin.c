@@ -40,15 +40,23 @@ enum {
 	OPT_FIELDS
 };
 
-static const struct option opt_state_dir = {"state-dir", required_argument, NULL, OPT_STATE_DIR};
-static const struct option opt_help = {"help", no_argument, NULL, 'h'};
+/* Macros, not const objects: C does not take an object as an initializer of a static array (gcc
+ * folds it anyway, clang refuses). */
+#define OPT_STATE_DIR_ENTRY                                                                        \
+	{                                                                                          \
+		"state-dir", required_argument, NULL, OPT_STATE_DIR                                \
+	}
+#define OPT_HELP_ENTRY                                                                             \
+	{                                                                                          \
+		"help", no_argument, NULL, 'h'                                                     \
+	}
 
 static int cmd_init(const struct cli_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		opt_state_dir,
+		OPT_STATE_DIR_ENTRY,
 		{"san", required_argument, NULL, 'S'},
-		opt_help,
+		OPT_HELP_ENTRY,
 		{0},
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *sans[MAX_SANS];
@@ -90,12 +98,12 @@ static int cmd_init(const struct cli_command *cmd, int argc, char **argv)
 static int cmd_token_create(const struct cli_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		opt_state_dir,
+		OPT_STATE_DIR_ENTRY,
 		{"cluster", required_argument, NULL, 'c'},
 		{"ttl", required_argument, NULL, 't'},
 		{"uses", required_argument, NULL, 'u'},
 		{"controller", required_argument, NULL, 'C'},
-		opt_help,
+		OPT_HELP_ENTRY,
 		{0},
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *cluster = NULL, *controller = NULL;
@@ -303,7 +311,7 @@ out:
 static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		opt_state_dir,
+		OPT_STATE_DIR_ENTRY,
 		{"listen", required_argument, NULL, 'l'},
 		{"heartbeat-interval", required_argument, NULL, 'i'},
 		{"heartbeat-timeout", required_argument, NULL, 'T'},
@@ -315,7 +323,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 		{"http", required_argument, NULL, 'H'},
 		{"http-cert", required_argument, NULL, 'C'},
 		{"http-key", required_argument, NULL, 'K'},
-		opt_help,
+		OPT_HELP_ENTRY,
 		{0},
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR;
@@ -416,10 +424,10 @@ static int list_opts(const struct cli_command *cmd, int argc, char **argv, const
 		     bool *json, long *limit, int positionals)
 {
 	static const struct option opts[] = {
-		opt_state_dir,
+		OPT_STATE_DIR_ENTRY,
 		{"json", no_argument, NULL, OPT_JSON},
 		{"limit", required_argument, NULL, OPT_LIMIT},
-		opt_help,
+		OPT_HELP_ENTRY,
 		{0},
 	};
 	char *end;
@@ -723,7 +731,7 @@ static int cmd_playbook_check(const struct cli_command *cmd, int argc, char **ar
 {
 	static const struct option opts[] = {
 		{"facts", required_argument, NULL, 'f'},
-		opt_help,
+		OPT_HELP_ENTRY,
 		{0},
 	};
 	const char *facts = NULL;
@@ -747,7 +755,7 @@ static int cmd_playbook_check(const struct cli_command *cmd, int argc, char **ar
 
 static int cmd_version(const struct cli_command *cmd, int argc, char **argv)
 {
-	static const struct option opts[] = {opt_help, {0}};
+	static const struct option opts[] = {OPT_HELP_ENTRY, {0}};
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)

@@ -157,6 +157,12 @@ void ctl_engine_node_online(struct ctl_engine *e, const char *node_id)
 	}
 	snprintf(o->node_id, sizeof(o->node_id), "%s", node_id);
 	pthread_mutex_lock(&e->lock);
+	if (e->stop) {
+		/* The passes are stopped: nobody would read it before ctl_engine_free(). */
+		pthread_mutex_unlock(&e->lock);
+		free(o);
+		return;
+	}
 	o->next = e->online;
 	e->online = o;
 	e->kicked = true;

@@ -57,8 +57,8 @@ __attribute__((warn_unused_result)) int ctl_engine_start(struct ctl_engine *e);
 
 /* Run the passes now (a result arrived, something was created). Thread-safe; NULL is fine. */
 void ctl_engine_kick(struct ctl_engine *e);
-/* A node completed its Hello: the passes hear it on the tick thread. Thread-safe; NULL is
- * fine. */
+/* A node completed its Hello: the passes hear it on the tick thread (not after
+ * ctl_engine_stop_passes(): dropped). Thread-safe; NULL is fine. */
 void ctl_engine_node_online(struct ctl_engine *e, const char *node_id);
 
 /* How long the database must have taken every message before a pass gives up on a node's

@@ -380,10 +380,11 @@ static int msg_recv(struct run *run, int timeout_ms, uint32_t *ret_type, char **
 	}
 	buf[len] = '\0';
 	if (type == MSG_ERROR) {
-		int code = len >= 4 ? -(int32_t)get32((uint8_t *)buf) : -EIO;
+		/* The peer's code as a positive errno or RY_E_*; anything else (0, a negative or an
+		 * out-of-range number: negating 0x80000000 would overflow) is EIO. */
+		uint32_t raw = len >= 4 ? get32((uint8_t *)buf) : EIO;
+		int code = raw >= 1 && raw <= (uint32_t)RY_E_MAX ? -(int)raw : -EIO;
 
-		if (code >= 0 || code < -RY_E_MAX)
-			code = -EIO;
 		run->peer_failed = true;
 		r = fail(run, code, "peer: %s", len > 4 ? buf + 4 : ry_strerror(code));
 		free(buf);

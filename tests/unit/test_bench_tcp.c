@@ -436,6 +436,31 @@ static int fake_client(uint16_t port, const struct bench_params *p, size_t send_
 	return 0;
 }
 
+/* A peer whose ERROR carries a code out of range (here 0x80000000, which negated overflows an
+ * int: found by tests/fuzz/fuzz_bench_proto) makes the run fail with EIO and its text. */
+static void test_peer_error_code(void **state)
+{
+	static const uint8_t error[] = {0,    0, 0, 4, 0,   0,	 0,   8, /* ERROR, 8 bytes */
+					0x80, 0, 0, 0, 'b', 'a', 'd', '!'};
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct bench_params p;
+	struct srv s;
+	int c;
+
+	(void)state;
+	base(&p, BENCH_LAT, 2, 10);
+	a.sin_port = htons(srv_start(&s, &p));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(bench_ctrl_send(c, error, sizeof(error), 5000), 0);
+	srv_join(&s);
+	close(c);
+	assert_int_equal(s.r, -EIO);
+	assert_null(s.res);
+	assert_string_equal(s.err, "peer: bad!");
+}
+
 static void test_peer_dies(void **state)
 {
 	static const enum bench_kind kinds[] = {BENCH_LAT, BENCH_BW};
@@ -603,7 +628,7 @@ static void test_error_result(void **state)
 	j = bench_result_error(&p, BENCH_CLIENT, -ETIMEDOUT, "no answer");
 	assert_non_null(j);
 	assert_true(json_is_false(json_object_get(j, "ok")));
-	assert_int_equal(num(json_object_get(j, "error"), "code"), -ETIMEDOUT);
+	assert_int_equal((int)num(json_object_get(j, "error"), "code"), -ETIMEDOUT);
 	assert_string_equal(
 		json_string_value(json_object_get(json_object_get(j, "error"), "message")),
 		"no answer");
@@ -617,9 +642,10 @@ int main(void)
 		cmocka_unit_test(test_bw_bidir_qps),  cmocka_unit_test(test_bw_duration),
 		cmocka_unit_test(test_lat_sweep),     cmocka_unit_test(test_sweep_device_limit),
 		cmocka_unit_test(test_data_mismatch), cmocka_unit_test(test_disagree),
-		cmocka_unit_test(test_not_listening), cmocka_unit_test(test_peer_dies),
-		cmocka_unit_test(test_server_dies),   cmocka_unit_test(test_bad_clock),
-		cmocka_unit_test(test_cancel_server), cmocka_unit_test(test_error_result),
+		cmocka_unit_test(test_not_listening), cmocka_unit_test(test_peer_error_code),
+		cmocka_unit_test(test_peer_dies),     cmocka_unit_test(test_server_dies),
+		cmocka_unit_test(test_bad_clock),     cmocka_unit_test(test_cancel_server),
+		cmocka_unit_test(test_error_result),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -944,6 +944,53 @@ static void test_cms_tampered(void **state)
 	EVP_PKEY_free(key);
 }
 
+/* A SignedData whose digestAlgorithms names a digest OpenSSL does not know: refused, and nothing
+ * leaks (OpenSSL 3.0's CMS_verify() leaked its copy of a memory BIO then; found by
+ * tests/fuzz/fuzz_signoff_verify, the ASan suite's LeakSanitizer checks it here). */
+static void test_cms_unknown_digest(void **state)
+{
+	static const unsigned char sha256_oid[] = {0x06, 0x09, 0x60, 0x86, 0x48, 0x01,
+						   0x65, 0x03, 0x04, 0x02, 0x01};
+	struct fixture *f = *state;
+	char *p7s, *pem = NULL, err[256];
+	size_t len = strlen(report);
+	unsigned char *der = NULL;
+	long der_len = 0, pem_len;
+	char *name = NULL, *header = NULL;
+	X509 *cert;
+	EVP_PKEY *key;
+	BIO *bio;
+
+	cert = issue_signing(f, &key);
+	assert_int_equal(pki_cms_sign(cert, key, f->ca, report, len, &p7s), 0);
+	bio = BIO_new_mem_buf(p7s, -1);
+	assert_int_equal(PEM_read_bio(bio, &name, &header, &der, &der_len), 1);
+	BIO_free(bio);
+	/* The first SHA-256 OID is the SignedData's digestAlgorithms: 2.16.840.1.101.3.4.2.99. */
+	for (long i = 0; i + (long)sizeof(sha256_oid) <= der_len; i++) {
+		if (memcmp(der + i, sha256_oid, sizeof(sha256_oid)) == 0) {
+			der[i + sizeof(sha256_oid) - 1] = 99;
+			break;
+		}
+	}
+	bio = BIO_new(BIO_s_mem());
+	assert_true(PEM_write_bio(bio, "CMS", "", der, der_len) > 0);
+	pem_len = BIO_get_mem_data(bio, &pem);
+	assert_true(pem_len > 0);
+	assert_int_equal(pki_cms_verify(f->ca, report, len, pem, (size_t)pem_len, NULL, NULL, err,
+					sizeof(err)),
+			 -RY_E_CRYPTO);
+	assert_true(strlen(err) > 0);
+	assert_int_equal(ERR_peek_error(), 0);
+	BIO_free(bio);
+	OPENSSL_free(name);
+	OPENSSL_free(header);
+	OPENSSL_free(der);
+	free(p7s);
+	X509_free(cert);
+	EVP_PKEY_free(key);
+}
+
 static void test_cms_other_ca(void **state)
 {
 	struct fixture *f = *state;
@@ -1246,6 +1293,7 @@ int main(void)
 		cmocka_unit_test(test_signing_cert),
 		cmocka_unit_test(test_cms_round_trip),
 		cmocka_unit_test(test_cms_tampered),
+		cmocka_unit_test(test_cms_unknown_digest),
 		cmocka_unit_test(test_cms_other_ca),
 		cmocka_unit_test(test_cms_malformed),
 		cmocka_unit_test(test_cms_not_signoff_signer),

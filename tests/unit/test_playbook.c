@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include <libfyaml.h>
+
 #include "common/playbook/playbook.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
@@ -366,6 +368,164 @@ static void test_bad_corpus(void **state)
 	json_decref(facts);
 }
 
+/* The first diagnostic of text as "LINE:COL: message", into buf. */
+static const char *first_diag(const char *text, size_t len, char *buf, size_t buflen)
+{
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+
+	pb_diags_init(&d);
+	assert_int_equal(playbook_parse(text, len, "t.yaml", &pb, &d), -RY_E_INVALID);
+	assert_true(d.count >= 1);
+	snprintf(buf, buflen, "%d:%d: %s", d.items[0].line, d.items[0].col, d.items[0].message);
+	pb_diags_done(&d);
+	return buf;
+}
+
+/* Text that is not UTF-8 is refused at its first bad byte (libfyaml read it as null scalars or
+ * ended the stream early); columns count characters. Syntax errors are where they are (libfyaml's
+ * collected positions are 1-based), a tab in indentation at the tab. */
+static void test_utf8_and_positions(void **state)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"name: t\xc3", "1:8: invalid UTF-8 (byte 0xC3): a playbook must be UTF-8 text"},
+		{"name: t\n# caf\xe9\nsteps: []\n", "2:6: invalid UTF-8 (byte 0xE9)"},
+		{"name: \xc3\xa9\xff\n", "1:8: invalid UTF-8 (byte 0xFF)"},
+		{"a: \xc0\xaf\n", "1:4: invalid UTF-8 (byte 0xC0)"},	     /* overlong */
+		{"a: \xe0\x80\xaf\n", "1:4: invalid UTF-8 (byte 0xE0)"},     /* overlong */
+		{"a: \xed\xa0\x80\n", "1:4: invalid UTF-8 (byte 0xED)"},     /* surrogate */
+		{"a: \xf4\x90\x80\x80\n", "1:4: invalid UTF-8 (byte 0xF4)"}, /* > U+10FFFF */
+		{"a: \xe2\x82\n", "1:4: invalid UTF-8 (byte 0xE2)"},	     /* cut short */
+		{"name: t\nversion: \"1\"\nsteps: [abc, {a: 1]\n",
+		 "3:19: YAML syntax error: mismatched flow sequence end"},
+		{"name: t\nversion: \"1\"\nsteps:\n  - name: s\n\t  type: sysctl\n",
+		 "5:1: YAML syntax error: a tab character may not be used as indentation"},
+		/* A CR alone is a line break in YAML (old Mac files), CR LF one break. */
+		{"name: t\rsteps: [a, {b: 1]\r",
+		 "2:17: YAML syntax error: mismatched flow sequence"},
+		{"name: t\r\nv: \xff\r\n", "2:4: invalid UTF-8 (byte 0xFF)"},
+		{"name: t\rv: \xff\r", "2:4: invalid UTF-8 (byte 0xFF)"},
+		/* No final newline: the end of the text, not a line after it. */
+		{"name: t\nsteps: {a: 1\n_",
+		 "3:2: YAML syntax error: missing comma in flow mapping"},
+		{"s:\n  p:\n    a: 1\n  \t  b: 2\n",
+		 "4:3: YAML syntax error: a tab character may not be used as indentation"},
+	};
+	static const char ok[] =
+		"\xef\xbb\xbfname: t\nversion: \"1\"\n"
+		"description: \"caf\xc3\xa9 \xf0\x9f\x9a\x80\"\n"
+		"steps:\n  - {name: s, type: sysctl, params: {settings: {x: 1}}}\n";
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+	char got[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		first_diag(cases[i].text, strlen(cases[i].text), got, sizeof(got));
+		if (strncmp(got, cases[i].want, strlen(cases[i].want)) != 0)
+			fail_msg("case %zu: expected %s\n  got      %s", i, cases[i].want, got);
+	}
+	/* A BOM, a two-byte and a four-byte character are UTF-8. */
+	pb_diags_init(&d);
+	assert_int_equal(playbook_parse(ok, strlen(ok), "ok.yaml", &pb, &d), 0);
+	assert_string_equal(playbook_description(pb), "caf\xc3\xa9 \xf0\x9f\x9a\x80");
+	playbook_free(pb);
+	pb_diags_done(&d);
+}
+
+/* libfyaml's own reading of the scalar of "d: <quoted>" (NUL-terminated, caller frees). */
+static char *libfyaml_scalar(const char *quoted)
+{
+	struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET};
+	struct fy_parser *fyp = fy_parser_create(&cfg);
+	struct fy_event *ev;
+	char *doc = NULL, *out = NULL;
+	int i = 0;
+
+	assert_non_null(fyp);
+	assert_true(asprintf(&doc, "d: %s\n", quoted) > 0);
+	assert_int_equal(fy_parser_set_string(fyp, doc, strlen(doc)), 0);
+	while ((ev = fy_parser_parse(fyp)) != NULL) {
+		if (ev->type == FYET_SCALAR && i++ == 1) {
+			size_t len = 0;
+			const char *t = fy_token_get_text(ev->scalar.value, &len);
+
+			out = strndup(t ? t : "", len);
+		}
+		fy_parser_event_free(fyp, ev);
+	}
+	fy_parser_destroy(fyp);
+	free(doc);
+	assert_non_null(out);
+	return out;
+}
+
+/* Single-quoted scalars with '' are read by the parser itself (libfyaml 0.7 leaks on many of
+ * them): it reads them as libfyaml does, folded lines and all, and many '' leak nothing (the
+ * ASan suite's LeakSanitizer checks that). */
+static void test_single_quoted(void **state)
+{
+	static const char *const cases[] = {
+		"'a''b'",
+		"'it''s\n  folded  \n\n  over '' lines'",
+		"'  lead'' \n   '",
+		"''''",
+		"'a''\n\n  '",
+		"'a''\n\n\n  b  c\n  '",
+		"'x''\r\n  y\r\n\r\n  z'",
+		"'tab''\t\n  end'",
+	};
+	char text[512], many[200];
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *want = libfyaml_scalar(cases[i]);
+
+		snprintf(text, sizeof(text),
+			 "name: t\nversion: '1'\ndescription: %s\nsteps:\n"
+			 "  - {name: s, type: sysctl, params: {settings: {x: 1}}}\n",
+			 cases[i]);
+		pb_diags_init(&d);
+		if (playbook_parse(text, strlen(text), "t.yaml", &pb, &d) != 0) {
+			pb_diags_print(&d, stderr);
+			fail_msg("case %zu does not parse", i);
+		}
+		if (strcmp(playbook_description(pb), want) != 0)
+			fail_msg("case %zu: libfyaml reads <%s>, the parser <%s>", i, want,
+				 playbook_description(pb));
+		playbook_free(pb);
+		pb_diags_done(&d);
+		free(want);
+	}
+	/* Two '' in a row are two quotes (libfyaml 0.7.12 reads 'a''''b' as a''', one quote too
+	 * many and the b lost). */
+	snprintf(text, sizeof(text),
+		 "name: t\nversion: '1'\ndescription: 'a''''b x'''' lines'\nsteps:\n"
+		 "  - {name: s, type: sysctl, params: {settings: {x: 1}}}\n");
+	pb_diags_init(&d);
+	assert_int_equal(playbook_parse(text, strlen(text), "t.yaml", &pb, &d), 0);
+	assert_string_equal(playbook_description(pb), "a''b x'' lines");
+	playbook_free(pb);
+	pb_diags_done(&d);
+	/* Forty '' in a row: forty quotes. */
+	memset(many, 0, sizeof(many));
+	memset(many, '\'', 82);
+	snprintf(text, sizeof(text),
+		 "name: t\nversion: '1'\ndescription: %s\nsteps:\n"
+		 "  - {name: s, type: sysctl, params: {settings: {x: 1}}}\n",
+		 many);
+	pb_diags_init(&d);
+	assert_int_equal(playbook_parse(text, strlen(text), "t.yaml", &pb, &d), 0);
+	assert_int_equal(strlen(playbook_description(pb)), 40);
+	assert_int_equal(strspn(playbook_description(pb), "'"), 40);
+	playbook_free(pb);
+	pb_diags_done(&d);
+}
+
 static void test_size_limit_and_all_errors(void **state)
 {
 	size_t big = PB_MAX_SIZE + 1;
@@ -653,6 +813,8 @@ int main(void)
 		cmocka_unit_test(test_degraded),
 		cmocka_unit_test(test_revalidate_changes_nothing),
 		cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_utf8_and_positions),
+		cmocka_unit_test(test_single_quoted),
 		cmocka_unit_test(test_size_limit_and_all_errors),
 		cmocka_unit_test(test_render_types_and_filters),
 		cmocka_unit_test(test_plan_validate_tampered),
