@@ -508,7 +508,7 @@ static json_t *page(json_t *arr, long cursor, long limit)
 static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		opt_state_dir,
+		OPT_STATE_DIR_ENTRY,
 		{"json", no_argument, NULL, OPT_JSON},
 		{"facts", no_argument, NULL, OPT_FACTS},
 		{"cluster", required_argument, NULL, OPT_CLUSTER},
@@ -516,7 +516,7 @@ static int cmd_nodes(const struct cli_command *cmd, int argc, char **argv)
 		{"limit", required_argument, NULL, OPT_LIMIT},
 		{"cursor", required_argument, NULL, OPT_CURSOR},
 		{"fields", required_argument, NULL, OPT_FIELDS},
-		opt_help,
+		OPT_HELP_ENTRY,
 		{0},
 	};
 	static const char *const states[] = {"enrolled", "online", "offline", "revoked", NULL};
