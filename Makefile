@@ -48,12 +48,12 @@ demo-portal: build
 # target for FUZZ_SECS seconds (FUZZ_TARGETS="fuzz_playbook fuzz_rest": only those); prints
 # executions and findings, exits 1 on a finding.
 fuzz: deps
-	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DRAILYARD_FUZZ=ON $(CMAKE_ARGS) >/dev/null
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRAILYARD_FUZZ=ON $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz-targets
 	@tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECS) $(FUZZ_TARGETS)
 
 # Fixture sysroots hold headers as a node has them (data, not our code).
-SOURCES = git ls-files '*.c' '*.h' ':!:tests/fixtures/sysroots/**'
+SOURCES = git ls-files '*.c' '*.h' '*.cc' ':!:tests/fixtures/sysroots/**'
 
 format:
 	@$(SOURCES) | xargs clang-format -i

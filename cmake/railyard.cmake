@@ -3,8 +3,8 @@ include(CheckCCompilerFlag)
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 
-add_compile_options(-Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2
-	-Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE)
+add_compile_options(-Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter -fno-strict-aliasing
+	-D_GNU_SOURCE "$<$<COMPILE_LANGUAGE:C>:-Wmissing-prototypes;-Wstrict-prototypes>")
 if(RAILYARD_WERROR)
 	add_compile_options(-Werror)
 endif()
@@ -28,6 +28,8 @@ if(RAILYARD_FUZZ)
 endif()
 
 pkg_check_modules(GRPC REQUIRED IMPORTED_TARGET grpc gpr)
+# gRPC's locks are Abseil's; common/rpc/rpc_absl.cc sets one of Abseil's options (C++ only).
+pkg_check_modules(ABSL_SYNC REQUIRED IMPORTED_TARGET absl_synchronization)
 pkg_check_modules(PROTOBUFC REQUIRED IMPORTED_TARGET libprotobuf-c)
 pkg_check_modules(SQLITE REQUIRED IMPORTED_TARGET sqlite3)
 pkg_check_modules(OPENSSL REQUIRED IMPORTED_TARGET libssl libcrypto)

@@ -34,8 +34,7 @@ struct rpc_async_stream {
 	grpc_status_code code;
 	grpc_slice details;
 	grpc_byte_buffer *recv_bb, *send_bb;
-	grpc_byte_buffer **queue; /* ring of cap, grown on demand up to RPC_MAX_QUEUED */
-	size_t q_head, q_len, q_cap;
+	struct rpc_sendq sendq;
 	bool send_in_flight, done, ended_called;
 	struct rpc_status status;
 };
@@ -121,11 +120,8 @@ static void send_next_locked(struct rpc_async_stream *as)
 {
 	grpc_op op;
 
-	if (as->send_in_flight || as->q_len == 0 || as->done)
+	if (as->send_in_flight || as->done || !(as->send_bb = rpc_sendq_pop(&as->sendq)))
 		return;
-	as->send_bb = as->queue[as->q_head];
-	as->q_head = (as->q_head + 1) % as->q_cap;
-	as->q_len--;
 	memset(&op, 0, sizeof(op));
 	op.op = GRPC_OP_SEND_MESSAGE;
 	op.data.send_message.send_message = as->send_bb;
@@ -306,24 +302,7 @@ int rpc_async_stream_send(struct rpc_async_stream *as, const ProtobufCMessage *m
 	pthread_mutex_lock(&as->lock);
 	if (as->done) {
 		r = -EPIPE;
-	} else if (as->q_len == as->q_cap) {
-		size_t cap = as->q_cap ? as->q_cap * 2 : 4;
-		grpc_byte_buffer **q = cap <= RPC_MAX_QUEUED ? malloc(cap * sizeof(*q)) : NULL;
-
-		if (!q) {
-			r = cap > RPC_MAX_QUEUED ? -ENOBUFS : -ENOMEM;
-		} else {
-			for (size_t i = 0; i < as->q_len; i++)
-				q[i] = as->queue[(as->q_head + i) % as->q_cap];
-			free(as->queue);
-			as->queue = q;
-			as->q_head = 0;
-			as->q_cap = cap;
-		}
-	}
-	if (r == 0) {
-		as->queue[(as->q_head + as->q_len) % as->q_cap] = bb;
-		as->q_len++;
+	} else if ((r = rpc_sendq_push(&as->sendq, bb)) == 0) {
 		bb = NULL;
 		send_next_locked(as);
 	}
@@ -349,9 +328,7 @@ void rpc_async_stream_free(struct rpc_async_stream *as)
 		grpc_byte_buffer_destroy(as->recv_bb);
 	if (as->send_bb)
 		grpc_byte_buffer_destroy(as->send_bb);
-	for (size_t i = 0; i < as->q_len; i++)
-		grpc_byte_buffer_destroy(as->queue[(as->q_head + i) % as->q_cap]);
-	free(as->queue);
+	rpc_sendq_clear(&as->sendq, true);
 	grpc_metadata_array_destroy(&as->init_md);
 	grpc_metadata_array_destroy(&as->trail_md);
 	grpc_slice_unref(as->details);

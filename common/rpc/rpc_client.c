@@ -26,8 +26,7 @@ struct rpc_client_stream {
 	grpc_slice details;
 	grpc_byte_buffer *recv_bb;
 	grpc_byte_buffer *send_bb;
-	grpc_byte_buffer *queue[RPC_MAX_QUEUED];
-	size_t q_head, q_len;
+	struct rpc_sendq sendq;
 	bool recv_armed, send_in_flight, done, server_closed;
 	struct rpc_status status;
 };
@@ -250,11 +249,8 @@ static void cs_send_next(struct rpc_client_stream *cs)
 {
 	grpc_op op;
 
-	if (cs->send_in_flight || cs->q_len == 0 || cs->done)
+	if (cs->send_in_flight || cs->done || !(cs->send_bb = rpc_sendq_pop(&cs->sendq)))
 		return;
-	cs->send_bb = cs->queue[cs->q_head];
-	cs->q_head = (cs->q_head + 1) % RPC_MAX_QUEUED;
-	cs->q_len--;
 	memset(&op, 0, sizeof(op));
 	op.op = GRPC_OP_SEND_MESSAGE;
 	op.data.send_message.send_message = cs->send_bb;
@@ -328,16 +324,17 @@ fail:
 
 static int cs_enqueue(struct rpc_client_stream *cs, grpc_byte_buffer *bb)
 {
+	int r;
+
 	if (cs->done || cs->server_closed) {
 		grpc_byte_buffer_destroy(bb);
 		return -EPIPE;
 	}
-	if (cs->q_len == RPC_MAX_QUEUED) {
+	r = rpc_sendq_push(&cs->sendq, bb);
+	if (r < 0) {
 		grpc_byte_buffer_destroy(bb);
-		return -ENOBUFS;
+		return r;
 	}
-	cs->queue[(cs->q_head + cs->q_len) % RPC_MAX_QUEUED] = bb;
-	cs->q_len++;
 	cs_send_next(cs);
 	return 0;
 }
@@ -449,11 +446,7 @@ void rpc_client_stream_free(struct rpc_client_stream *cs)
 		grpc_byte_buffer_destroy(cs->recv_bb);
 	if (cs->send_bb)
 		grpc_byte_buffer_destroy(cs->send_bb);
-	while (cs->q_len > 0) {
-		grpc_byte_buffer_destroy(cs->queue[cs->q_head]);
-		cs->q_head = (cs->q_head + 1) % RPC_MAX_QUEUED;
-		cs->q_len--;
-	}
+	rpc_sendq_clear(&cs->sendq, true);
 	grpc_metadata_array_destroy(&cs->init_md);
 	grpc_metadata_array_destroy(&cs->trail_md);
 	grpc_slice_unref(cs->details);

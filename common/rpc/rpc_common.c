@@ -75,8 +75,56 @@ void rpc_log_init(void)
 								 : GPR_LOG_SEVERITY_ERROR);
 }
 
+int rpc_sendq_push(struct rpc_sendq *q, grpc_byte_buffer *bb)
+{
+	if (q->len == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 4;
+		grpc_byte_buffer **v;
+
+		if (cap > RPC_MAX_QUEUED)
+			return -ENOBUFS;
+		v = malloc(cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < q->len; i++)
+			v[i] = q->v[(q->head + i) % q->cap];
+		free(q->v);
+		q->v = v;
+		q->head = 0;
+		q->cap = cap;
+	}
+	q->v[(q->head + q->len) % q->cap] = bb;
+	q->len++;
+	return 0;
+}
+
+grpc_byte_buffer *rpc_sendq_pop(struct rpc_sendq *q)
+{
+	grpc_byte_buffer *bb;
+
+	if (q->len == 0)
+		return NULL;
+	bb = q->v[q->head];
+	q->head = (q->head + 1) % q->cap;
+	q->len--;
+	return bb;
+}
+
+void rpc_sendq_clear(struct rpc_sendq *q, bool release)
+{
+	grpc_byte_buffer *bb;
+
+	while ((bb = rpc_sendq_pop(q)))
+		grpc_byte_buffer_destroy(bb);
+	if (release) {
+		free(q->v);
+		*q = (struct rpc_sendq){NULL, 0, 0, 0};
+	}
+}
+
 void rpc_init(void)
 {
+	rpc_absl_quiet();
 	grpc_init();
 }
 

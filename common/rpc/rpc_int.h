@@ -19,6 +19,20 @@ struct rpc_channel {
 	grpc_channel *ch;
 };
 
+/* Messages waiting to be sent on a stream: a ring grown by doubling from 4 up to RPC_MAX_QUEUED
+ * (most streams never hold more than a few). Not locked: its stream's lock guards it. */
+struct rpc_sendq {
+	grpc_byte_buffer **v;
+	size_t head, len, cap;
+};
+
+/* Append bb (taken on success). -ENOBUFS when RPC_MAX_QUEUED wait, -ENOMEM. */
+int rpc_sendq_push(struct rpc_sendq *q, grpc_byte_buffer *bb);
+/* The oldest message (the caller's now), or NULL when none waits. */
+grpc_byte_buffer *rpc_sendq_pop(struct rpc_sendq *q);
+/* Destroy the messages waiting; with release, the ring's storage too. */
+void rpc_sendq_clear(struct rpc_sendq *q, bool release);
+
 /* Pack a message into a new byte buffer (caller destroys). */
 int rpc_buffer_from_message(const ProtobufCMessage *msg, grpc_byte_buffer **ret);
 /* Raw bytes into a new byte buffer (caller destroys). */
@@ -26,6 +40,9 @@ int rpc_buffer_from_bytes(const void *data, size_t len, grpc_byte_buffer **ret);
 /* Decode a received byte buffer (borrowed). -RY_E_INVALID when undecodable. */
 int rpc_buffer_to_message(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
 			  ProtobufCMessage **ret);
+
+/* Turn Abseil's mutex deadlock detection off (rpc_absl.cc); before grpc_init(). */
+void rpc_absl_quiet(void);
 
 /* Least time a client's connection attempt is given (see rpc_channel_new()). */
 #define RPC_CONNECT_TIMEOUT_MS 60000
