@@ -229,8 +229,9 @@ struct rpc_async_ops {
 	/* One message from the server (owned by the callee: protobuf_c_message_free_unpacked).
 	 * Calls for one stream never overlap; the next message is read after this returns. */
 	void (*message)(void *ud, ProtobufCMessage *msg);
-	/* The stream ended (status borrowed for the call); once, after the last message() and
-	 * after every batch of the stream completed: the callee may free the stream now. */
+	/* The stream ended; once, after the last message() and after every batch of the stream
+	 * completed: the callee may free the stream now. st is the stream's own: read it before
+	 * rpc_async_stream_free(). */
 	void (*ended)(void *ud, const struct rpc_status *st);
 };
 

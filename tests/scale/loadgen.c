@@ -513,9 +513,11 @@ out:
 	protobuf_c_message_free_unpacked(msg, NULL);
 }
 
-static void on_ended(void *ud, const struct rpc_status *st)
+static void on_ended(void *ud, const struct rpc_status *status)
 {
 	struct lg_agent *a = ud;
+	/* status lives in the stream, freed here first */
+	const struct rpc_status copy = *status, *st = &copy;
 	int delay;
 
 	pthread_mutex_lock(&a->lock);
