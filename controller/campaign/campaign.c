@@ -526,13 +526,20 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 	char id[20] = "";
 	int r;
 
-	if (!ctl_valid_cluster_name(rq->cluster))
-		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "cluster",
-				     "bad cluster name");
+	/* Every failure goes out through out: (tests and progress are made above). */
+	if (!ctl_valid_cluster_name(rq->cluster)) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "cluster",
+				  "bad cluster name");
+		goto out;
+	}
 	if (rq->nodes && (r = selector_check(rq->nodes, err)) < 0)
-		return r;
+		goto out;
 	if (rq->baseline && (r = baseline_check(st, rq, err)) < 0)
-		return r;
+		goto out;
+	if (!tests || !progress) {
+		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
 	r = ctl_playbook_for_cluster(rq->playbook_text, rq->playbook_len, rq->playbook_file,
 				     rq->cluster, &pb, err);
 	if (r < 0)
