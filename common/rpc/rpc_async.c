@@ -43,18 +43,7 @@ static void *loop_thread(void *arg)
 {
 	struct rpc_client_loop *l = arg;
 
-	for (;;) {
-		grpc_event ev =
-			grpc_completion_queue_next(l->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-
-		if (ev.type == GRPC_QUEUE_SHUTDOWN)
-			break;
-		if (ev.type == GRPC_OP_COMPLETE) {
-			struct rpc_tag *t = ev.tag;
-
-			t->fn(t, ev.success != 0);
-		}
-	}
+	rpc_cq_run(l->cq);
 	return NULL;
 }
 

@@ -75,6 +75,22 @@ void rpc_log_init(void)
 								 : GPR_LOG_SEVERITY_ERROR);
 }
 
+void rpc_cq_run(grpc_completion_queue *cq)
+{
+	for (;;) {
+		grpc_event ev =
+			grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+
+		if (ev.type == GRPC_QUEUE_SHUTDOWN)
+			break;
+		if (ev.type == GRPC_OP_COMPLETE) {
+			struct rpc_tag *t = ev.tag;
+
+			t->fn(t, ev.success != 0);
+		}
+	}
+}
+
 int rpc_sendq_push(struct rpc_sendq *q, grpc_byte_buffer *bb)
 {
 	if (q->len == q->cap) {

@@ -41,6 +41,10 @@ int rpc_buffer_from_bytes(const void *data, size_t len, grpc_byte_buffer **ret);
 int rpc_buffer_to_message(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
 			  ProtobufCMessage **ret);
 
+/* A completion-queue thread's loop: each completed batch's tag called with its outcome, until
+ * the queue shuts down. */
+void rpc_cq_run(grpc_completion_queue *cq);
+
 /* Turn Abseil's mutex deadlock detection off (rpc_absl.cc); before grpc_init(). */
 void rpc_absl_quiet(void);
 

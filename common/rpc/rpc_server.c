@@ -120,18 +120,7 @@ static void *cq_thread(void *arg)
 {
 	struct rpc_server *srv = arg;
 
-	for (;;) {
-		grpc_event ev = grpc_completion_queue_next(
-			srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-
-		if (ev.type == GRPC_QUEUE_SHUTDOWN)
-			break;
-		if (ev.type == GRPC_OP_COMPLETE) {
-			struct rpc_tag *t = ev.tag;
-
-			t->fn(t, ev.success != 0);
-		}
-	}
+	rpc_cq_run(srv->cq);
 	return NULL;
 }
 
