@@ -492,7 +492,10 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 	st->srv = srv;
 	st->method = m;
 	st->call = call;
-	st->refs = 1; /* held by the close batch */
+	/* One reference for the close batch, one for this function: the close may complete on
+	 * another queue thread (and closed() drop the handler's references) while open() and the
+	 * first receive are set up here. */
+	st->refs = 2;
 	st->close_tag.fn = stream_close_done;
 	st->recv_tag.fn = stream_recv_done;
 	st->send_tag.fn = stream_send_done;
@@ -512,6 +515,7 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 		log_debug("rpc: start_batch(close) failed on %s", st->peer.address);
 		grpc_call_cancel(call, NULL);
 		stream_count_done(srv);
+		rpc_stream_unref(st);
 		rpc_stream_unref(st);
 		return;
 	}
@@ -543,6 +547,7 @@ static void stream_start(struct rpc_server *srv, const struct rpc_method *m, grp
 	else
 		stream_recv_arm(st);
 	free(msg);
+	rpc_stream_unref(st);
 }
 
 /* ---- requests ---- */
