@@ -109,6 +109,23 @@ static void watch_database(struct ctl_server *srv)
 				path, (long long)st.st_size);
 }
 
+int ctl_heartbeat_interval(int base_ms, int max_rate, long fleet)
+{
+	int64_t need;
+
+	if (max_rate <= 0 || fleet <= 0)
+		return base_ms;
+	/* fleet / rate seconds between two heartbeats of each node, rounded up to a second. */
+	need = ((int64_t)fleet * 1000 + max_rate - 1) / max_rate;
+	if (need <= base_ms)
+		return base_ms;
+	need = (need + 999) / 1000 * 1000;
+	return need > CTL_HEARTBEAT_STRETCH_MAX_MS
+		       ? (base_ms > CTL_HEARTBEAT_STRETCH_MAX_MS ? base_ms
+								 : CTL_HEARTBEAT_STRETCH_MAX_MS)
+		       : (int)need;
+}
+
 int ctl_fd_margin(long limit)
 {
 	long m = limit / 32;
@@ -401,6 +418,14 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 	}
 	srv->reaper_started = true;
 	log_info("listening on %s (port %d), CA %s", cfg->listen, port, state->ca_fingerprint);
+	if (cfg->max_heartbeat_rate > 0)
+		log_info("heartbeat every %d ms, stretched to keep under %d a second (%d ms at %ld "
+			 "agents)",
+			 cfg->heartbeat_interval_ms, cfg->max_heartbeat_rate,
+			 ctl_heartbeat_interval(cfg->heartbeat_interval_ms, cfg->max_heartbeat_rate,
+						cfg->expected_agents > 0 ? cfg->expected_agents
+									 : 10000),
+			 cfg->expected_agents > 0 ? cfg->expected_agents : 10000);
 	check_fd_limit(cfg);
 	*ret = srv;
 	return 0;

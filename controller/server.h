@@ -10,8 +10,9 @@
 
 struct ctl_server_config {
 	const char *listen;	    /* HOST:PORT, default 0.0.0.0:7443 */
-	int heartbeat_interval_ms;  /* told to agents in Welcome */
-	int heartbeat_timeout_ms;   /* silence after which a node is offline */
+	int heartbeat_interval_ms;  /* told to agents in Welcome (the shortest) */
+	int heartbeat_timeout_ms;   /* silence after which a node is offline (at that interval) */
+	int max_heartbeat_rate;	    /* heartbeats a second across the fleet (0: no cap) */
 	int facts_refresh_ms;	    /* periodic RefreshFacts, 0 = never */
 	int threads;		    /* completion-queue threads */
 	int cert_days;		    /* validity of node certificates */
@@ -21,6 +22,18 @@ struct ctl_server_config {
 };
 
 struct ctl_server;
+
+/* Heartbeats a second one controller takes from its fleet by default (`--max-heartbeat-rate`):
+ * ~150 us of CPU each (TLS, HTTP/2, the completion queue), 500 a second ~7.5 % of a core. */
+#define CTL_MAX_HEARTBEAT_RATE_DEFAULT 500
+
+/* The longest heartbeat interval a Welcome tells (a dead node is noticed within 3 of them). */
+#define CTL_HEARTBEAT_STRETCH_MAX_MS 60000
+
+/* The heartbeat interval to tell a node joining a fleet of `fleet` nodes: base_ms, stretched
+ * (up to CTL_HEARTBEAT_STRETCH_MAX_MS, in whole seconds) so that the fleet's heartbeats stay
+ * under max_rate a second; max_rate 0: base_ms. A node's silence timeout stretches with it. */
+int ctl_heartbeat_interval(int base_ms, int max_rate, long fleet);
 
 /* Start serving with an opened state (borrowed; must outlive the server). Raises the soft
  * open-file limit to the hard one and warns when it is short of cfg->expected_agents. Writes

@@ -35,6 +35,7 @@ struct ctl_session {
 	_Atomic uint64_t sent_ack; /* the ack_seq of the last message not a Hello (resume) */
 	_Atomic uint64_t out_seq;  /* last controller seq sent */
 	_Atomic int64_t last_heard_ms;
+	_Atomic int64_t hb_timeout_ms; /* silence that ends it: stretched with its interval */
 	_Atomic int64_t seen_saved_ms; /* last_heard_ms when last_seen was last written */
 	_Atomic unsigned refused;      /* reports refused in this session */
 };
@@ -320,6 +321,7 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	snprintf(s->hostname, sizeof(s->hostname), "%s", node->hostname);
 	s->last_heard_ms = util_now_mono_ms();
 	s->seen_saved_ms = s->last_heard_ms;
+	s->hb_timeout_ms = srv->cfg.heartbeat_timeout_ms;
 	rpc_stream_set_data(st, s);
 
 	/* One session per node: a reconnect replaces a session the old stream has not noticed
@@ -553,6 +555,26 @@ static void on_facts(struct ctl_server *srv, struct ctl_session *s,
 	}
 }
 
+/* The heartbeat interval for a session being welcomed (the fleet: the expected agents or the
+ * sessions open now, whichever is more), and its silence timeout, stretched alike. */
+static int heartbeat_for(struct ctl_server *srv, struct ctl_session *s)
+{
+	const struct ctl_server_config *cfg = &srv->cfg;
+	long fleet = cfg->expected_agents;
+	int iv;
+
+	pthread_mutex_lock(&srv->lock);
+	if ((long)srv->n_sessions > fleet)
+		fleet = (long)srv->n_sessions;
+	pthread_mutex_unlock(&srv->lock);
+	iv = ctl_heartbeat_interval(cfg->heartbeat_interval_ms, cfg->max_heartbeat_rate, fleet);
+	s->hb_timeout_ms =
+		cfg->heartbeat_interval_ms > 0 && iv > cfg->heartbeat_interval_ms
+			? (int64_t)cfg->heartbeat_timeout_ms * iv / cfg->heartbeat_interval_ms
+			: cfg->heartbeat_timeout_ms;
+	return iv;
+}
+
 static void send_welcome(struct ctl_server *srv, struct ctl_session *s)
 {
 	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
@@ -560,7 +582,7 @@ static void send_welcome(struct ctl_server *srv, struct ctl_session *s)
 
 	w.node_id = s->node_id;
 	w.cluster = s->cluster;
-	w.heartbeat_interval_ms = (uint32_t)srv->cfg.heartbeat_interval_ms;
+	w.heartbeat_interval_ms = (uint32_t)heartbeat_for(srv, s);
 	w.last_agent_seq = s->boot_id[0] ? resume_take(srv, s->node_id, s->boot_id) : 0;
 	/* Should this session store nothing more, its end remembers the same. */
 	if (w.last_agent_seq > s->sent_ack)
@@ -609,6 +631,7 @@ void ctl_sessions_metrics(struct ctl_server *srv, FILE *f)
 	fprintf(f, "# HELP railyard_rpc_messages_total Agent messages received, by kind.\n"
 		   "# TYPE railyard_rpc_messages_total counter\n");
 	unsigned long long other = 0;
+	long fleet;
 
 	for (int k = 0; k < CTL_RPC_KINDS; k++) {
 		uint_fast64_t v = atomic_load_explicit(&srv->rpc_received[k], memory_order_relaxed);
@@ -620,6 +643,18 @@ void ctl_sessions_metrics(struct ctl_server *srv, FILE *f)
 				(unsigned long long)v);
 	}
 	fprintf(f, "railyard_rpc_messages_total{kind=\"other\"} %llu\n", other);
+	pthread_mutex_lock(&srv->lock);
+	fleet = (long)srv->n_sessions > srv->cfg.expected_agents ? (long)srv->n_sessions
+								 : srv->cfg.expected_agents;
+	pthread_mutex_unlock(&srv->lock);
+	fprintf(f,
+		"# HELP railyard_heartbeat_interval_seconds The heartbeat interval a Welcome tells "
+		"now (stretched with the fleet by --max-heartbeat-rate).\n"
+		"# TYPE railyard_heartbeat_interval_seconds gauge\n"
+		"railyard_heartbeat_interval_seconds %.3f\n",
+		ctl_heartbeat_interval(srv->cfg.heartbeat_interval_ms, srv->cfg.max_heartbeat_rate,
+				       fleet) /
+			1000.0);
 }
 
 /* A refused report: answered with an Error, logged (the first ten of a session, then every
@@ -955,7 +990,7 @@ struct reap_ctx {
 	struct ctl_server *srv;
 	int64_t now;
 	bool refresh;
-	int64_t timeout_ms;
+	int64_t factor; /* of each session's own timeout */
 };
 
 /* Silent sessions beyond which the reaper suspects the controller itself (CPU starved, its
@@ -969,7 +1004,7 @@ struct reap_ctx {
 static bool silent(const struct ctl_session *s, const struct reap_ctx *c)
 {
 	/* A session whose message waits for the database is not silent: we are the slow side. */
-	return !s->busy && c->now - s->last_heard_ms > c->timeout_ms;
+	return !s->busy && c->now - s->last_heard_ms > c->factor * s->hb_timeout_ms;
 }
 
 static bool pick_silent(const struct ctl_session *s, void *ud)
@@ -1000,7 +1035,7 @@ static size_t count_silent(struct ctl_server *srv, const struct reap_ctx *c, siz
 
 void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh)
 {
-	struct reap_ctx c = {srv, now_mono_ms, refresh, srv->cfg.heartbeat_timeout_ms};
+	struct reap_ctx c = {srv, now_mono_ms, refresh, 1};
 	struct ctl_session **v;
 	size_t n, n_silent, online, mass;
 
@@ -1011,13 +1046,13 @@ void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh
 	n_silent = count_silent(srv, &c, &online);
 	mass = online / 20 > CTL_MASS_SILENCE_MIN ? online / 20 : CTL_MASS_SILENCE_MIN;
 	if (n_silent > mass) {
-		c.timeout_ms *= 1 + CTL_MASS_SILENCE_GRACE;
+		c.factor = 1 + CTL_MASS_SILENCE_GRACE;
 		if (now_mono_ms - srv->mass_silence_logged_ms > 60000) {
 			srv->mass_silence_logged_ms = now_mono_ms;
 			log_warn("%zu of %zu sessions are silent at once: this controller (or its "
-				 "network) is behind, not its nodes; they get up to %lld ms before "
-				 "they are ended",
-				 n_silent, online, (long long)c.timeout_ms);
+				 "network) is behind, not its nodes; they get up to %lld times "
+				 "their heartbeat timeout before they are ended",
+				 n_silent, online, (long long)c.factor);
 		}
 	}
 	v = sessions_pick(srv, pick_reap, &c, &n);
@@ -1029,7 +1064,7 @@ void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh
 
 			snprintf(why, sizeof(why),
 				 "no message for over %lld ms (heartbeat timeout)",
-				 (long long)c.timeout_ms);
+				 (long long)(c.factor * s->hb_timeout_ms));
 			session_finish(s, GRPC_STATUS_DEADLINE_EXCEEDED, why);
 		} else {
 			Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;

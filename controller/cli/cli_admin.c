@@ -320,6 +320,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 		{"apply-timeout", required_argument, NULL, 'A'},
 		{"reconnect-grace", required_argument, NULL, 'G'},
 		{"expected-agents", required_argument, NULL, 'E'},
+		{"max-heartbeat-rate", required_argument, NULL, 'R'},
 		{"http", required_argument, NULL, 'H'},
 		{"http-cert", required_argument, NULL, 'C'},
 		{"http-key", required_argument, NULL, 'K'},
@@ -332,7 +333,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 	struct ctl_server_config cfg = {.listen = "0.0.0.0:7443"};
 	struct ctl_api_config acfg = {.listen = CTL_API_LISTEN_DEFAULT};
 	const char *http_cert = NULL, *http_key = NULL;
-	long threads = 4, expected = 0;
+	long threads = 4, expected = 0, hb_rate = CTL_MAX_HEARTBEAT_RATE_DEFAULT;
 	sigset_t set;
 	char *end;
 	int c, r;
@@ -378,6 +379,13 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 			if (*end || end == optarg || expected < 0 || expected > 10000000)
 				return cli_bad("--expected-agents (0-10000000)", optarg);
 			break;
+		case 'R':
+			hb_rate = strtol(optarg, &end, 10);
+			if (*end || end == optarg || hb_rate < 0 || hb_rate > 1000000)
+				return cli_bad(
+					"--max-heartbeat-rate (0-1000000 a second, 0: no cap)",
+					optarg);
+			break;
 		case 'H':
 			if (strcmp(optarg, "off") == 0)
 				acfg.listen = NULL;
@@ -416,6 +424,7 @@ static int cmd_serve(const struct cli_command *cmd, int argc, char **argv)
 	cfg.apply_timeout_ms = apply_timeout_ms;
 	cfg.reconnect_grace_ms = grace_ms;
 	cfg.expected_agents = expected;
+	cfg.max_heartbeat_rate = (int)hb_rate;
 	return serve(state_dir, &cfg, &acfg, http_cert, http_key);
 }
 
@@ -776,7 +785,8 @@ const struct cli_command cli_admin_commands[] = {
 	 "[--state-dir D] [--listen HOST:PORT] [--heartbeat-interval 5s]\n"
 	 "        [--heartbeat-timeout 15s] [--facts-refresh 1h] [--threads 4]\n"
 	 "        [--apply-timeout 30m] [--reconnect-grace 30s] [--expected-agents N]\n"
-	 "        [--http HOST:PORT|off] [--http-cert FILE --http-key FILE]",
+	 "        [--max-heartbeat-rate 500] [--http HOST:PORT|off]\n"
+	 "        [--http-cert FILE --http-key FILE]",
 	 "serve the agents (gRPC with mutual TLS), the REST API (HTTPS, default 127.0.0.1:8443, "
 	 "and the state directory's api.sock), and run deployments, campaigns and benchmarks",
 	 cmd_serve},

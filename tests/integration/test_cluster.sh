@@ -67,8 +67,24 @@ check "controller exits cleanly on SIGTERM" wait_for 15 exited "$CTL_PID"
 wait "$CTL_PID"
 check "controller exit status 0" test $? -eq 0
 check "nodes offline while the controller is down" count_is online 0
-start_controller --heartbeat-interval 300ms --heartbeat-timeout 1500ms
+# Restarted for a fleet of 6 under 2 heartbeats a second: Welcome stretches the 300 ms to 3 s,
+# and each session's 1.5 s timeout with it (15 s).
+log_mark=$(wc -l <"$T/controller.log")
+start_controller --heartbeat-interval 300ms --heartbeat-timeout 1500ms --expected-agents 6 \
+	--max-heartbeat-rate 2
 check "agents reconnect to the restarted controller" wait_for 30 count_is online 3
+check "Welcome tells the stretched heartbeat (3000 ms)" wait_for 10 log_has "$T/a1.log" "heartbeat 3000 ms"
+ADMIN=$("$CTL" api-token create --name it-admin --role admin --state-dir "$T/ctl" | awk '/^token:/ {print $2}')
+metric() { # NAME{LABELS}: its value on /metrics
+	curl -s --cacert "$T/ctl/ca.crt" -H "Authorization: Bearer $ADMIN" "$(cat "$T/ctl/api.addr")/metrics" |
+		awk -v m="$1" '$1 == m { print $2 }'
+}
+check "/metrics: the interval told now" test "$(metric railyard_heartbeat_interval_seconds)" = 3.000
+heartbeats_at_least() { [ "$(metric 'railyard_rpc_messages_total{kind="Heartbeat"}')" -ge "$1" ]; }
+check "two stretched heartbeats from each agent" wait_for 20 heartbeats_at_least 6
+check "no session ended at the unstretched timeout meanwhile" \
+	bash -c "! tail -n +$((log_mark + 1)) '$T/controller.log' | grep -q 'heartbeat timeout'"
+check "all still online" count_is online 3
 
 # --- refusals on Connect ---------------------------------------------------------------------------
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=intruder \

@@ -7,3 +7,6 @@ railyard_test(test_nodes_derive SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_nodes_der
 	LIBS ry_controller LABELS unit)
 target_compile_definitions(test_nodes_derive PRIVATE
 	FACTS_FIXTURE="${CMAKE_SOURCE_DIR}/tests/fixtures/facts/h200-ib.json")
+# controller/server.c: the heartbeat interval stretched with the fleet (--max-heartbeat-rate).
+railyard_test(test_heartbeat SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_heartbeat.c
+	LIBS ry_controller LABELS unit)
