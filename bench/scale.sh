@@ -6,7 +6,9 @@
 #  online    a cold connect storm: the controller restarted, all N connecting at
 #            --connect-rate, until every agent has its Welcome;
 #  idle      the controller's CPU (% of one core, utime+stime) over --idle-secs at the default
-#            heartbeat, and its RSS: total / N and (total - RSS before any agent) / N;
+#            heartbeat (--heartbeat, stretched by the controller with the fleet to stay under
+#            --max-heartbeat-rate a second; "hb s": the interval its Welcome told), and its
+#            RSS: total / N and (total - RSS before any agent) / N;
 #  GET       GET /api/v1/nodes?limit=1000 over one keep-alive connection for 10 s: p50/p99;
 #  deploy    a check-mode deployment to all N (one batch, no canary, no pause): from the
 #            deploy command to the last plan received, and to the last ApplyDone acknowledged
@@ -19,13 +21,15 @@
 # Descriptors: each agent is one on each side; the script raises ulimit -n (root may raise the
 # hard limit) and says what it got.
 # Usage: bench/scale.sh [--build DIR] [--controller BIN] [--work DIR] [--connect-rate 2000]
-#        [--idle-secs 30] [--heartbeat 5s] [--steps-delay 10ms] [--reconnect-wait 120]
+#        [--idle-secs 30] [--heartbeat 5s] [--max-heartbeat-rate R] [--steps-delay 10ms]
+#        [--reconnect-wait 120]
 #        [--json FILE] N [N...]
 # (--controller: another railyard-controller binary, e.g. an older build, against the same
 # load generator.)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$SRC/build ctl_bin= work= rate=2000 idle_secs=30 hb=5s step_delay=10ms reconnect_wait=120 json_out=
+BUILD=$SRC/build ctl_bin= work= rate=2000 idle_secs=30 hb=5s hb_rate= step_delay=10ms
+reconnect_wait=120 json_out=
 ns=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
 	--connect-rate) rate=$2; shift 2 ;;
 	--idle-secs) idle_secs=$2; shift 2 ;;
 	--heartbeat) hb=$2; shift 2 ;;
+	--max-heartbeat-rate) hb_rate=$2; shift 2 ;;
 	--steps-delay) step_delay=$2; shift 2 ;;
 	--reconnect-wait) reconnect_wait=$2; shift 2 ;;
 	--json) json_out=$2; shift 2 ;;
@@ -101,7 +106,8 @@ last_status() { grep '"t_ms"' "$LG_OUT" | tail -1; }
 start_ctl() { # extra serve args
 	rm -f "$D/ctl/controller.addr"
 	"$CTL" serve --state-dir "$D/ctl" --listen "127.0.0.1:${PORT:-0}" --http 127.0.0.1:0 \
-		--heartbeat-interval "$hb" --expected-agents "$N" "$@" >>"$D/controller.log" 2>&1 &
+		--heartbeat-interval "$hb" ${hb_rate:+--max-heartbeat-rate "$hb_rate"} \
+		--expected-agents "$N" "$@" >>"$D/controller.log" 2>&1 &
 	CPID=$!
 	pids+=("$CPID")
 	wait_for 60 test -s "$D/ctl/controller.addr" || { echo "$0: controller did not start" >&2; exit 1; }
@@ -162,6 +168,12 @@ run_one() {
 	la_storm=$(loadavg)
 
 	# idle
+	local url ca admin hb_s
+	url=$(cat "$D/ctl/api.addr") ca=$D/ctl/ca.crt
+	admin=$("$CTL" api-token create --name bench --role admin --state-dir "$D/ctl" 2>/dev/null |
+		awk '/^token:/ { print $2 }')
+	hb_s=$(curl -s --cacert "$ca" -H "Authorization: Bearer $admin" "$url/metrics" |
+		awk '$1 == "railyard_heartbeat_interval_seconds" { print $2 + 0 }')
 	sleep 10
 	local k0 k1 n0 n1 lk0 lk1 rss cpu lgcpu rss_per rss_delta la_idle
 	k0=$(ticks "$CPID") lk0=$(ticks "$LGPID") n0=$(now_ms)
@@ -175,10 +187,7 @@ run_one() {
 	rss_delta=$(awk -v r="$rss" -v r0="$rss0" -v n="$N" 'BEGIN { printf "%.0f", (r - r0) / n }')
 
 	# GET /api/v1/nodes
-	local url ca admin out p50 p99 bytes
-	url=$(cat "$D/ctl/api.addr") ca=$D/ctl/ca.crt
-	admin=$("$CTL" api-token create --name bench --role admin --state-dir "$D/ctl" 2>/dev/null |
-		awk '/^token:/ { print $2 }')
+	local out p50 p99 bytes
 	out=$("$LOAD" get --url "$url" --path "/api/v1/nodes?limit=1000" --conns 1 --seconds 10 \
 		--ca "$ca" --token "$admin" 2>&1) || true
 	p50=$(awk -F= '$1 == "p50_ms" { print $2 }' <<<"$out")
@@ -228,8 +237,8 @@ run_one() {
 	wait "$LGPID" "$CPID" 2>/dev/null || true
 
 	local row
-	row=$(printf '%6d %8s %8s %6s %9s %9s %6s %6s %8s %8s %9s %10s %6s  %s' "$N" "$enroll_s" \
-		"$online_s" "$cpu" "$rss_per" "$rss_delta" "$lgcpu" "${p50:-?}" "${p99:-?}" "$plan_s" \
+	row=$(printf '%6d %8s %8s %6s %5s %9s %9s %6s %6s %8s %8s %9s %10s %6s  %s' "$N" \
+		"$enroll_s" "$online_s" "$cpu" "${hb_s:-?}" "$rss_per" "$rss_delta" "$lgcpu" "${p50:-?}" "${p99:-?}" "$plan_s" \
 		"$done_s" "$back_s" "$behind" "$dep_state")
 	rows+=("$row")
 	echo "$HEADER"
@@ -241,11 +250,12 @@ run_one() {
 	if [ -n "$json_out" ]; then
 		jq -nc --argjson n "$N" --arg enroll "$enroll_s" --arg online "$online_s" --arg cpu "$cpu" \
 			--arg rss_per "$rss_per" --arg rss_delta "$rss_delta" --arg lgcpu "$lgcpu" \
-			--arg p50 "${p50:-}" --arg p99 "${p99:-}" --arg plan "$plan_s" --arg done "$done_s" \
+			--arg hb_s "${hb_s:-}" --arg p50 "${p50:-}" --arg p99 "${p99:-}" --arg plan "$plan_s" --arg done "$done_s" \
 			--arg back "$back_s" --argjson behind "$behind" --arg state "$dep_state" \
 			--arg la "storm $la_storm; idle $la_idle; deploy $la_dep; reconnect $la_re" \
 			--arg storm_cpu "$storm_cpu" --arg re_cpu "$re_cpu" \
 			'{n: $n, enroll_s: $enroll, online_s: $online, idle_cpu_pct: $cpu,
+			  heartbeat_s: $hb_s,
 			  rss_kb_per_agent: $rss_per, rss_kb_per_agent_delta: $rss_delta,
 			  loadgen_idle_cpu_pct: $lgcpu, get_nodes_p50_ms: $p50, get_nodes_p99_ms: $p99,
 			  deploy_plans_s: $plan, deploy_done_s: $done, reconnect_s: $back,
@@ -254,15 +264,16 @@ run_one() {
 	fi
 }
 
-HEADER=$(printf '%6s %8s %8s %6s %9s %9s %6s %6s %8s %8s %9s %10s %6s  %s' N "enroll s" \
-	"online s" "cpu %" "kB/agent" "kB/ag-0" "lg %" "GETp50" "GETp99" "plans s" "deploy s" \
+HEADER=$(printf '%6s %8s %8s %6s %5s %9s %9s %6s %6s %8s %8s %9s %10s %6s  %s' N "enroll s" \
+	"online s" "cpu %" "hb s" "kB/agent" "kB/ag-0" "lg %" "GETp50" "GETp99" "plans s" "deploy s" \
 	"reconn s" behind deployment)
 for n in "${ns[@]}"; do
 	run_one "$n"
 done
 echo
 echo "==== railyard-controller with N simulated agents; $(nproc) CPUs shared with the load generator ===="
-echo "(online: cold connect storm at --connect-rate $rate/s; cpu: idle, heartbeat $hb, % of one core;"
+echo "(online: cold connect storm at --connect-rate $rate/s; cpu: idle, % of one core, at the heartbeat"
+echo " the controller told (hb s: $hb, stretched with the fleet under --max-heartbeat-rate${hb_rate:+ $hb_rate});"
 echo " kB/agent: RSS / N, kB/ag-0: (RSS - RSS before agents) / N; lg %: the load generator's idle CPU;"
 echo " GET: /api/v1/nodes?limit=1000 in ms; plans/deploy: s from deploy to the last plan / last end stored;"
 echo " reconn: s from kill -9 to all online again; behind: not online after ${reconnect_wait} s)"
@@ -274,9 +285,9 @@ if [ ${#rows[@]} -gt 1 ]; then
 	for r in "${rows[@]:1}"; do
 		awk -v b="$base" -v r="$r" 'BEGIN {
 			split(b, x); split(r, y)
-			printf "  N x%-5.1f online x%s  cpu x%s  kB/agent x%s  GETp50 x%s  deploy x%s  reconnect x%s\n",
-				y[1] / x[1], g(y[3], x[3]), g(y[4], x[4]), g(y[5], x[5]), g(y[8], x[8]),
-				g(y[11], x[11]), g(y[12], x[12]) }
+			printf "  N x%-5.1f online x%s  cpu x%s  kB/agent x%s  GETp50 x%s  plans x%s  deploy x%s  reconnect x%s\n",
+				y[1] / x[1], g(y[3], x[3]), g(y[4], x[4]), g(y[6], x[6]), g(y[9], x[9]),
+				g(y[11], x[11]), g(y[12], x[12]), g(y[13], x[13]) }
 			function g(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.1f", a / b) : "?" }'
 	done
 fi

@@ -37,6 +37,12 @@
 #define FD_API 64
 /* Logging a stopped listener that cannot be replaced yet: at most once a minute. */
 #define LISTENER_LOG_MS 60000
+/* Descriptors are counted (a walk of /proc/self/fd: ~1 ms for 10,000) every FDS_COUNT_MS, and
+ * every DB_WATCH_MS once fewer than FDS_NEAR_MARGINS times the sessions' margin are left. Between
+ * two counts the guard adds every session opened since and subtracts none closed: a stale
+ * count only refuses early, never lets a session past the limit. */
+#define FDS_COUNT_MS	 10000
+#define FDS_NEAR_MARGINS 4
 
 static const struct rpc_method ctl_methods[] = {
 	{
@@ -137,17 +143,23 @@ int ctl_fd_margin(long limit)
  * when accept4() fails at the open-file limit (rpc_server_check_listener()). */
 static void watch_descriptors(struct ctl_server *srv, int64_t now)
 {
-	long open_fds = 0, limit = 0;
+	long open_fds = atomic_load(&srv->fds_open) + atomic_load(&srv->fds_opened);
+	long limit = atomic_load(&srv->fds_limit);
+	bool recent = srv->fds_counted_ms && now - srv->fds_counted_ms < FDS_COUNT_MS;
+	bool near = limit > 0 && open_fds + FDS_NEAR_MARGINS * (long)ctl_fd_margin(limit) >= limit;
 	int r;
 
-	if (rpc_fd_usage(&open_fds, &limit) == 0) {
-		atomic_store(&srv->fds_opened, 0);
-		atomic_store(&srv->fds_open, open_fds);
-		atomic_store(&srv->fds_limit, limit);
-	} else {
-		/* Not even a descriptor to count them with: the limit is reached. */
-		open_fds = limit = atomic_load(&srv->fds_limit);
-		atomic_store(&srv->fds_open, limit);
+	if (!recent || near) {
+		srv->fds_counted_ms = now;
+		if (rpc_fd_usage(&open_fds, &limit) == 0) {
+			atomic_store(&srv->fds_opened, 0);
+			atomic_store(&srv->fds_open, open_fds);
+			atomic_store(&srv->fds_limit, limit);
+		} else {
+			/* Not even a descriptor to count them with: the limit is reached. */
+			open_fds = limit = atomic_load(&srv->fds_limit);
+			atomic_store(&srv->fds_open, limit);
+		}
 	}
 	r = rpc_server_check_listener(srv->rpc);
 	if (r == 1) {

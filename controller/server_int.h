@@ -80,6 +80,7 @@ struct ctl_server {
 	 * sessions opened since (the guard in session_open()). */
 	_Atomic long fds_open, fds_limit, fds_opened;
 	int64_t listener_logged_ms; /* reaper only */
+	int64_t fds_counted_ms;	    /* reaper only: when fds_open was last counted */
 };
 
 /* Descriptors kept free at the open-file limit: sessions beyond it are refused (with a hint
