@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/test_json.h"
+
 static char *fixture(const char *name)
 {
 	const char *src = getenv("RAILYARD_SOURCE_DIR");
@@ -48,43 +50,6 @@ static json_t *collect_fixture(const char *name)
 }
 
 /* Value at a dotted path; numeric segments index arrays ("rdma.devices.3.name"). */
-static json_t *jget(json_t *root, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static json_t *jget(json_t *root, const char *fmt, ...)
-{
-	char path[256], *seg, *save = NULL;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(path, sizeof(path), fmt, ap);
-	va_end(ap);
-	for (seg = strtok_r(path, ".", &save); seg && root; seg = strtok_r(NULL, ".", &save)) {
-		if (json_is_array(root))
-			root = json_array_get(root, strtoul(seg, NULL, 10));
-		else
-			root = json_object_get(root, seg);
-	}
-	return root;
-}
-
-#define assert_jstr(root, expected, ...)                                                           \
-	do {                                                                                       \
-		json_t *v_ = jget(root, __VA_ARGS__);                                              \
-		assert_non_null(v_);                                                               \
-		assert_true(json_is_string(v_));                                                   \
-		assert_string_equal(json_string_value(v_), expected);                              \
-	} while (0)
-
-#define assert_jint(root, expected, ...)                                                           \
-	do {                                                                                       \
-		json_t *v_ = jget(root, __VA_ARGS__);                                              \
-		assert_non_null(v_);                                                               \
-		assert_true(json_is_integer(v_));                                                  \
-		assert_int_equal(json_integer_value(v_), expected);                                \
-	} while (0)
-
-#define assert_jabsent(root, ...) assert_null(jget(root, __VA_ARGS__))
-
 /* Whether some warning contains needle. */
 static bool has_warning(json_t *facts, const char *needle)
 {
