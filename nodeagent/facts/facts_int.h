@@ -40,6 +40,8 @@ int facts_collect_gpudirect(struct facts_ctx *ctx, json_t *facts);
 /* The test seam of the GPU facts: the NVML library to dlopen() instead of the driver's
  * libnvidia-ml.so.1 (which is only used when the sysroot is "/"). */
 #define FACTS_NVML_LIBRARY_ENV "RAILYARD_NVML_LIBRARY"
+/* How long a collection waits for NVML (ms, 1-600000; default 10 s): for the tests. */
+#define FACTS_NVML_TIMEOUT_ENV "RAILYARD_NVML_TIMEOUT_MS"
 
 /* GPUs as NVML enumerates them (facts_nvml.c): *ret_gpus is a new array of gpus[] entries with
  * source "nvml", or NULL when NVML is not used (no library, another machine's sysroot) or does
@@ -48,6 +50,9 @@ int facts_collect_gpudirect(struct facts_ctx *ctx, json_t *facts);
  * 0 or -ENOMEM; every other failure is a warning. */
 __attribute__((warn_unused_result)) int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded,
 							json_t **ret_gpus);
+/* An earlier collection gave up waiting for NVML and its worker is still inside NVML: until it
+ * returns, collections take the GPUs from /proc (with a warning) without calling NVML. */
+bool facts_nvml_busy(void);
 
 /* Read flags: FACTS_OPTIONAL means a missing file/dir (ENOENT) is silently absent; any other
  * failure, and ENOENT without the flag, appends a warning naming the path. FACTS_QUIET never

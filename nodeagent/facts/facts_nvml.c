@@ -9,9 +9,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NVML_DEFAULT_LIBRARY "libnvidia-ml.so.1"
 
@@ -551,10 +553,11 @@ static bool nvml_resolve(struct nvml *n)
 	return true;
 }
 
-int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded, json_t **ret_gpus)
+/* One collection through NVML: lib (from_env: named by the seam) opened, read, closed. */
+static int nvml_collect(struct facts_ctx *ctx, const char *lib, bool from_env, bool driver_loaded,
+			json_t **ret_gpus)
 {
-	const char *env = getenv(FACTS_NVML_LIBRARY_ENV);
-	struct nvml n = {.ctx = ctx};
+	struct nvml n = {.ctx = ctx, .lib = lib};
 	struct nvml_system sys;
 	unsigned int count = 0;
 	json_t *list = NULL;
@@ -562,19 +565,13 @@ int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded, json_t **ret_gpus
 	char buf[32];
 
 	*ret_gpus = NULL;
-	if (env && *env)
-		n.lib = env;
-	else if (strcmp(ctx->sysroot, "/") == 0)
-		n.lib = NVML_DEFAULT_LIBRARY;
-	else
-		return 0; /* a fixture tree: NVML would describe this machine instead */
 	n.dl = dlopen(n.lib, RTLD_NOW | RTLD_LOCAL);
 	if (!n.dl) {
 		const char *e = dlerror();
 
 		/* no NVIDIA userspace driver: the /proc view is all there is. A library named in
 		 * the environment must be there. */
-		if (n.lib == env)
+		if (from_env)
 			facts_warn(ctx, "%s: cannot load (" FACTS_NVML_LIBRARY_ENV "): %.200s",
 				   n.lib, e && facts_text_ok(e) ? e : "dlopen failed");
 		return 0;
@@ -624,4 +621,181 @@ out:
 	}
 	*ret_gpus = list;
 	return 0;
+}
+
+/* A wedged driver (a GPU fallen off the bus, Xid 79; a hung GSP) can keep an NVML call from
+ * returning for minutes, and a collection that waits for it holds up the agent's session
+ * (heartbeats, plans). So NVML is read on a worker thread that a collection waits for up to
+ * FACTS_NVML_TIMEOUT_MS; past that the GPUs come from /proc with a warning, the worker is left to
+ * finish on its own (it then frees what it read), and until it has, collections do not call
+ * NVML again: they would hang behind it. */
+#define FACTS_NVML_TIMEOUT_MS 10000
+
+struct nvml_job {
+	char *lib;
+	bool from_env, driver_loaded;
+	struct facts_ctx ctx; /* its own: warnings here, moved over when it answers in time */
+	json_t *gpus;
+	int r;
+	bool done, abandoned; /* under nvml_lock */
+	int64_t started_ms;
+};
+
+static pthread_mutex_t nvml_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t nvml_cond;
+static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
+static struct nvml_job *nvml_stuck; /* under nvml_lock: an abandoned job still inside NVML */
+
+static void nvml_cond_init(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&nvml_cond, &a);
+	pthread_condattr_destroy(&a);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nvml_job_free(struct nvml_job *j)
+{
+	if (!j)
+		return;
+	json_decref(j->gpus);
+	json_decref(j->ctx.warnings);
+	free(j->lib);
+	free((char *)j->ctx.sysroot);
+	free(j);
+}
+
+static void *nvml_worker(void *arg)
+{
+	struct nvml_job *j = arg;
+	bool abandoned;
+
+	j->r = nvml_collect(&j->ctx, j->lib, j->from_env, j->driver_loaded, &j->gpus);
+	pthread_mutex_lock(&nvml_lock);
+	j->done = true;
+	abandoned = j->abandoned;
+	if (abandoned && nvml_stuck == j)
+		nvml_stuck = NULL;
+	pthread_cond_broadcast(&nvml_cond);
+	pthread_mutex_unlock(&nvml_lock);
+	if (abandoned)
+		nvml_job_free(j);
+	return NULL;
+}
+
+/* The wait for NVML: $RAILYARD_NVML_TIMEOUT_MS (1-600000, for tests) or the default. */
+static int nvml_timeout_ms(void)
+{
+	const char *v = getenv(FACTS_NVML_TIMEOUT_ENV);
+	char *end;
+	long ms;
+
+	if (!v || !*v)
+		return FACTS_NVML_TIMEOUT_MS;
+	ms = strtol(v, &end, 10);
+	return *end || ms < 1 || ms > 600000 ? FACTS_NVML_TIMEOUT_MS : (int)ms;
+}
+
+bool facts_nvml_busy(void)
+{
+	bool busy;
+
+	pthread_mutex_lock(&nvml_lock);
+	busy = nvml_stuck != NULL;
+	pthread_mutex_unlock(&nvml_lock);
+	return busy;
+}
+
+int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded, json_t **ret_gpus)
+{
+	const char *env = getenv(FACTS_NVML_LIBRARY_ENV), *lib;
+	int timeout = nvml_timeout_ms();
+	struct nvml_job *j;
+	pthread_attr_t attr;
+	pthread_t t;
+	struct timespec until;
+	int64_t deadline;
+	bool done;
+	int r;
+
+	*ret_gpus = NULL;
+	if (env && *env)
+		lib = env;
+	else if (strcmp(ctx->sysroot, "/") == 0)
+		lib = NVML_DEFAULT_LIBRARY;
+	else
+		return 0; /* a fixture tree: NVML would describe this machine instead */
+	pthread_once(&nvml_once, nvml_cond_init);
+	pthread_mutex_lock(&nvml_lock);
+	if (nvml_stuck) {
+		long long secs = (long long)((mono_ms() - nvml_stuck->started_ms) / 1000);
+
+		pthread_mutex_unlock(&nvml_lock);
+		facts_warn(ctx,
+			   "%s: NVML has not answered for %lld s (an earlier collection is still "
+			   "waiting for it); GPUs from /proc only",
+			   lib, secs);
+		return ctx->oom ? -ENOMEM : 0;
+	}
+	pthread_mutex_unlock(&nvml_lock);
+
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->lib = strdup(lib)) || !(j->ctx.sysroot = strdup(ctx->sysroot)) ||
+	    !(j->ctx.warnings = json_array())) {
+		nvml_job_free(j);
+		return -ENOMEM;
+	}
+	j->from_env = lib == env;
+	j->driver_loaded = driver_loaded;
+	j->started_ms = mono_ms();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = pthread_create(&t, &attr, nvml_worker, j);
+	pthread_attr_destroy(&attr);
+	if (r != 0) {
+		/* No thread to spare: read it here, without the guard. */
+		nvml_job_free(j);
+		return nvml_collect(ctx, lib, lib == env, driver_loaded, ret_gpus);
+	}
+
+	deadline = j->started_ms + timeout;
+	pthread_mutex_lock(&nvml_lock);
+	while (!j->done && mono_ms() < deadline) {
+		until.tv_sec = deadline / 1000;
+		until.tv_nsec = (deadline % 1000) * 1000000;
+		pthread_cond_timedwait(&nvml_cond, &nvml_lock, &until);
+	}
+	done = j->done;
+	if (!done) {
+		j->abandoned = true;
+		nvml_stuck = j;
+	}
+	pthread_mutex_unlock(&nvml_lock);
+	if (!done) {
+		facts_warn(ctx,
+			   "%s: NVML did not answer within %d ms (a GPU fallen off the bus or a "
+			   "wedged driver?); GPUs from /proc only",
+			   lib, timeout);
+		return ctx->oom ? -ENOMEM : 0;
+	}
+	/* Answered in time: its warnings and GPUs are this collection's. */
+	if (json_array_extend(ctx->warnings, j->ctx.warnings) < 0)
+		ctx->oom = true;
+	r = j->ctx.oom ? -ENOMEM : j->r;
+	if (r >= 0) {
+		*ret_gpus = j->gpus;
+		j->gpus = NULL;
+	}
+	nvml_job_free(j);
+	return r;
 }

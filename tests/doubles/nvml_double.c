@@ -2,14 +2,17 @@
  * facts use, answering from a text file of readings named by $RAILYARD_NVML_DOUBLE_DATA (the
  * format of tests/fixtures/nvml/h200-vm.txt, real readings of an H200; see
  * tests/fixtures/nvml/README.md). A reading the file lacks is "Not Supported"; "ERR <text>" makes
- * the call fail with the NVML error whose message is <text>; a later line overrides an earlier. The
- * agent loads it through its seam, RAILYARD_NVML_LIBRARY. */
+ * the call fail with the NVML error whose message is <text>; a later line overrides an earlier;
+ * "count_hang_ms <ms>" makes nvmlDeviceGetCount_v2 block that long (a wedged driver). The agent
+ * loads it through its seam, RAILYARD_NVML_LIBRARY. */
 #include "nodeagent/facts/facts_nvml_abi.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DOUBLE_MAX_GPUS	 64
 #define DOUBLE_MAX_LINES 256
@@ -254,7 +257,18 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *value)
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
 {
 	const char *v;
-	nvmlReturn_t rc = double_reading(0, "count", &v);
+	nvmlReturn_t rc;
+
+	/* "count_hang_ms <ms>": the call blocks that long first, as it does on a node whose driver
+	 * is wedged (a GPU fallen off the bus) */
+	if (double_reading(0, "count_hang_ms", &v) == NVML_SUCCESS) {
+		long ms = strtol(v, NULL, 10);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+	rc = double_reading(0, "count", &v);
 
 	if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED)
 		return rc;

@@ -14,9 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tests/unit/test_json.h"
 
 #define DATA_ENV "RAILYARD_NVML_DOUBLE_DATA"
 
@@ -49,51 +52,6 @@ static json_t *collect_with(const char *sysroot, const char *library, const char
 	free(root);
 	return f;
 }
-
-static json_t *jget(json_t *root, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static json_t *jget(json_t *root, const char *fmt, ...)
-{
-	char path[256], *seg, *save = NULL;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(path, sizeof(path), fmt, ap);
-	va_end(ap);
-	for (seg = strtok_r(path, ".", &save); seg && root; seg = strtok_r(NULL, ".", &save)) {
-		if (json_is_array(root))
-			root = json_array_get(root, strtoul(seg, NULL, 10));
-		else
-			root = json_object_get(root, seg);
-	}
-	return root;
-}
-
-#define assert_jstr(root, expected, ...)                                                           \
-	do {                                                                                       \
-		json_t *v_ = jget(root, __VA_ARGS__);                                              \
-		if (!json_is_string(v_))                                                           \
-			fail_msg("not a string: " __VA_ARGS__);                                    \
-		assert_string_equal(json_string_value(v_), expected);                              \
-	} while (0)
-
-#define assert_jint(root, expected, ...)                                                           \
-	do {                                                                                       \
-		json_t *v_ = jget(root, __VA_ARGS__);                                              \
-		if (!json_is_integer(v_))                                                          \
-			fail_msg("not an integer: " __VA_ARGS__);                                  \
-		assert_true(json_integer_value(v_) == (json_int_t)(expected));                     \
-	} while (0)
-
-#define assert_jbool(root, expected, ...)                                                          \
-	do {                                                                                       \
-		json_t *v_ = jget(root, __VA_ARGS__);                                              \
-		if (!json_is_boolean(v_))                                                          \
-			fail_msg("not a boolean: " __VA_ARGS__);                                   \
-		assert_true(json_is_true(v_) == (expected));                                       \
-	} while (0)
-
-#define assert_jabsent(root, ...) assert_null(jget(root, __VA_ARGS__))
 
 static size_t count_warnings(json_t *facts, const char *needle)
 {
@@ -459,12 +417,67 @@ static void test_hgx(void **state)
 	drop(data);
 }
 
+/* A wedged driver: NVML blocks (the double's count_hang_ms). The collection gives up after
+ * $RAILYARD_NVML_TIMEOUT_MS with a warning and the /proc view; while the call still hangs, the
+ * next collection does not call NVML again; once it has returned, NVML is read as before. */
+static void test_hang(void **state)
+{
+	static const char *const hang[] = {"count_hang_ms 1500", NULL};
+	char *slow = data_with(1, hang), *ok = data_with(1, NULL);
+	json_t *f;
+	int64_t deadline;
+	struct timespec ts;
+	bool recovered = false;
+
+	(void)state;
+	assert_int_equal(setenv(FACTS_NVML_TIMEOUT_ENV, "200", 1), 0);
+	f = collect_with("tests/fixtures/sysroots/h200-vm", double_path, slow);
+	assert_int_equal(count_warnings(f, "NVML did not answer within 200 ms"), 1);
+	assert_int_equal(count_warnings(f, double_path), 1);
+	assert_int_equal(json_array_size(jget(f, "gpus")), 1);
+	assert_jstr(f, "proc", "gpus.0.source");
+	json_decref(f);
+	assert_true(facts_nvml_busy());
+
+	/* Still hanging: not called again (no second timeout), said so. */
+	f = collect_with("tests/fixtures/sysroots/h200-vm", double_path, ok);
+	if (facts_nvml_busy()) {
+		assert_int_equal(count_warnings(f, "NVML has not answered for"), 1);
+		assert_int_equal(count_warnings(f, "did not answer within"), 0);
+		assert_jstr(f, "proc", "gpus.0.source");
+	}
+	json_decref(f);
+
+	/* Once the hung call has returned (its worker frees what it read), NVML answers again. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000 + 20000;
+	while (!recovered) {
+		struct timespec nap = {0, 50 * 1000000L};
+
+		f = collect_with("tests/fixtures/sysroots/h200-vm", double_path, ok);
+		recovered = strcmp(json_string_value(jget(f, "gpus.0.source")), "nvml") == 0;
+		if (recovered) {
+			assert_int_equal(count_warnings(f, double_path), 0);
+			assert_false(facts_nvml_busy());
+		}
+		json_decref(f);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (!recovered && ts.tv_sec * 1000LL + ts.tv_nsec / 1000000 > deadline)
+			fail_msg("NVML not read again within 20 s of the hang");
+		if (!recovered)
+			nanosleep(&nap, NULL);
+	}
+	unsetenv(FACTS_NVML_TIMEOUT_ENV);
+	drop(slow);
+	drop(ok);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_h200_readings), cmocka_unit_test(test_absent),
 		cmocka_unit_test(test_init_fails),    cmocka_unit_test(test_reading_errors),
-		cmocka_unit_test(test_hgx),
+		cmocka_unit_test(test_hgx),	      cmocka_unit_test(test_hang),
 	};
 
 	if (!getenv("RAILYARD_SOURCE_DIR") || argc < 2) {
