@@ -20,55 +20,25 @@
 
 #include <cmocka.h>
 
-struct outcome {
-	enum apply_status status;
-	char diff[8192];
-	char message[2048];
-	bool rolled_back;
-};
-
-static struct outcome run1(const char *root, const char *type, const char *params, bool check,
-			   const json_t *facts)
-{
-	struct apply_summary s;
-	struct outcome o = {0};
-	json_t *plan = tu_plan();
-
-	tu_plan_add(plan, "step", type, params, false);
-	tu_plan_assert_valid(plan);
-	assert_int_equal(apply_plan(plan,
-				    &(struct apply_opts){
-					    .sysroot = root, .check_mode = check, .facts = facts},
-				    &s),
-			 0);
-	o.status = s.steps[0].status;
-	snprintf(o.diff, sizeof(o.diff), "%s", s.steps[0].diff);
-	snprintf(o.message, sizeof(o.message), "%s", s.steps[0].message);
-	o.rolled_back = s.steps[0].rolled_back;
-	apply_summary_done(&s);
-	json_decref(plan);
-	return o;
-}
-
 /* check (changed, tree untouched), apply (changed), apply again and check (ok, nothing moves). */
-static struct outcome cycle(const char *root, const char *type, const char *params)
+static struct tu_outcome cycle(const char *root, const char *type, const char *params)
 {
 	uint64_t before = tu_tree_hash(root);
-	struct outcome chk = run1(root, type, params, true, NULL), o;
+	struct tu_outcome chk = tu_run1(root, type, params, true, NULL), o;
 
 	if (chk.status != APPLY_STATUS_CHANGED)
 		fail_msg("check: %s: %s", apply_status_name(chk.status), chk.message);
 	assert_true(tu_tree_hash(root) == before);
-	o = run1(root, type, params, false, NULL);
+	o = tu_run1(root, type, params, false, NULL);
 	if (o.status != APPLY_STATUS_CHANGED)
 		fail_msg("apply: %s: %s", apply_status_name(o.status), o.message);
 	before = tu_tree_hash(root);
-	o = run1(root, type, params, false, NULL);
+	o = tu_run1(root, type, params, false, NULL);
 	if (o.status != APPLY_STATUS_OK)
 		fail_msg("second apply: %s: %s / %s", apply_status_name(o.status), o.message,
 			 o.diff);
 	assert_true(tu_tree_hash(root) == before);
-	assert_int_equal(run1(root, type, params, true, NULL).status, APPLY_STATUS_OK);
+	assert_int_equal(tu_run1(root, type, params, true, NULL).status, APPLY_STATUS_OK);
 	return chk;
 }
 
@@ -161,7 +131,7 @@ static void test_pgp(void **state)
 static void test_repo(void **state)
 {
 	char *root = tu_sysroot("h200-ib"), *fpr, *other, *asc, *params = NULL, *src;
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	fpr = tu_test_key(root, "etc/railyard-test/www/vendor.example/repo/key.pub");
@@ -174,7 +144,7 @@ static void test_repo(void **state)
 			     "\"fingerprint\":\"%s\"}",
 			     fpr) > 0);
 	/* before the repository, apt knows no such package */
-	o = run1(root, "package", "{\"name\":\"vendor-tools\"}", false, NULL);
+	o = tu_run1(root, "package", "{\"name\":\"vendor-tools\"}", false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	expect_in(o.message, "Unable to locate package vendor-tools");
 	o = cycle(root, "repo", params);
@@ -192,8 +162,8 @@ static void test_repo(void **state)
 	expect_in(src, "Types: deb\nURIs: " REPO_URI "\nSuites: /\n");
 	free(src);
 	/* now the package installs, pinned */
-	o = run1(root, "package", "{\"name\":\"vendor-tools\",\"version\":\"= 1.2-1\"}", false,
-		 NULL);
+	o = tu_run1(root, "package", "{\"name\":\"vendor-tools\",\"version\":\"= 1.2-1\"}", false,
+		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_CHANGED);
 
 	/* the server hands out another key: refused, nothing written */
@@ -205,7 +175,7 @@ static void test_repo(void **state)
 			     "\"key_url\":\"https://vendor.example/repo/key.pub\","
 			     "\"fingerprint\":\"%s\"}",
 			     fpr) > 0);
-	o = run1(root, "repo", params, false, NULL);
+	o = tu_run1(root, "repo", params, false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	expect_in(o.message, other);
 	expect_in(o.message, "pinned: nothing written");
@@ -226,12 +196,12 @@ static void test_repo(void **state)
 		params = json_dumps(p, 0);
 		json_decref(p);
 	}
-	o = run1(root, "repo", params, true, NULL);
+	o = tu_run1(root, "repo", params, true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_CHANGED);
 	expect_in(o.diff, "key /etc/apt/keyrings/site.asc: (absent) -> fingerprint ");
 	expect_in(o.diff, "(inline)\n");
 	expect_in(o.diff, "+Components: main\n");
-	o = run1(root, "repo", params, false, NULL);
+	o = tu_run1(root, "repo", params, false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_true(o.rolled_back);
 	expect_in(o.message, "`apt-get update -q` exit 100: E: Failed to fetch");
@@ -250,7 +220,7 @@ static void test_repo(void **state)
 			     "\"key_path\":\"/usr/share/keyrings/imaged.gpg\","
 			     "\"fingerprint\":\"%s\"}",
 			     fpr) > 0);
-	o = run1(root, "repo", params, true, NULL);
+	o = tu_run1(root, "repo", params, true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	expect_in(o.message, "key /usr/share/keyrings/imaged.gpg is (absent), expected the key");
 	expect_in(o.message, "nothing to install it from");
@@ -264,7 +234,7 @@ static void test_repo(void **state)
 static void test_package_hold(void **state)
 {
 	char *root = tu_sysroot("h200-ib"), *st;
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	tu_write(root, "etc/railyard-test/apt-candidates",
@@ -286,8 +256,8 @@ static void test_package_hold(void **state)
 					"--allow-change-held-packages nvidia-driver=550.90.07-1"),
 			 1);
 	/* without the step's consent apt refuses to move a held package */
-	o = run1(root, "package", "{\"name\":\"nvidia-driver\",\"version\":\"= 550.127.05-1\"}",
-		 false, NULL);
+	o = tu_run1(root, "package", "{\"name\":\"nvidia-driver\",\"version\":\"= 550.127.05-1\"}",
+		    false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_CHANGED); /* the step consents when it is held */
 	o = cycle(root, "package", "{\"name\":\"nvidia-driver\",\"hold\":false}");
 	assert_string_equal(o.diff, "package nvidia-driver hold: held -> not held\n");
@@ -297,7 +267,7 @@ static void test_package_hold(void **state)
 static void test_link(void **state)
 {
 	char *root = tu_sysroot("h200-roce"), *mac;
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	tu_write(root, "sys/class/net/enp22s0np0/mtu", "1500\n");
@@ -318,8 +288,8 @@ static void test_link(void **state)
 	}
 	/* the second port refuses: the first is put back, MTU and file */
 	tu_write(root, "etc/railyard-test/ip-fail", "enp56s0np0\n");
-	o = run1(root, "link", "{\"interfaces\":[\"enp39s0np0\",\"enp56s0np0\"],\"mtu\":4200}",
-		 false, NULL);
+	o = tu_run1(root, "link", "{\"interfaces\":[\"enp39s0np0\",\"enp56s0np0\"],\"mtu\":4200}",
+		    false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_true(o.rolled_back);
 	expect_in(o.message, "mtu greater than device maximum");
@@ -332,7 +302,7 @@ static void test_link(void **state)
 		free(m);
 	}
 	assert_false(tu_exists(root, "etc/systemd/network/60-railyard-enp39s0np0.link"));
-	o = run1(root, "link", "{\"interfaces\":[\"eth9\"],\"mtu\":9000}", true, NULL);
+	o = tu_run1(root, "link", "{\"interfaces\":[\"eth9\"],\"mtu\":9000}", true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	expect_in(o.message, "eth9: no such interface");
 	free(mac);
@@ -342,7 +312,7 @@ static void test_link(void **state)
 static void test_dscp2prio(void **state)
 {
 	char *root = tu_sysroot("h200-roce"), *st;
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	/* from pcp: the mapping is not shown before the trust change, then only 26 moves */
@@ -354,14 +324,14 @@ static void test_dscp2prio(void **state)
 	assert_int_equal(tu_calls(root, "mlnx_qos -i enp22s0np0 --dscp2prio set,26,5"), 1);
 	assert_int_equal(tu_calls(root, "--dscp2prio set,48"), 0);
 	/* in dscp trust the diff reads back the current priority */
-	o = run1(root, "roce_qos", "{\"interfaces\":[\"enp22s0np0\"],\"dscp2prio\":{\"26\":\"3\"}}",
-		 true, NULL);
+	o = tu_run1(root, "roce_qos",
+		    "{\"interfaces\":[\"enp22s0np0\"],\"dscp2prio\":{\"26\":\"3\"}}", true, NULL);
 	assert_string_equal(o.diff, "enp22s0np0 dscp2prio 26: 5 -> 3\n");
 	/* the second port refuses: the first port's mapping is put back */
 	tu_write(root, "etc/railyard-test/mlnx_qos-fail", "enp39s0np0\n");
-	o = run1(root, "roce_qos",
-		 "{\"interfaces\":[\"enp22s0np0\",\"enp39s0np0\"],\"dscp2prio\":{\"26\":\"3\"}}",
-		 false, NULL);
+	o = tu_run1(root, "roce_qos",
+		    "{\"interfaces\":[\"enp22s0np0\",\"enp39s0np0\"],\"dscp2prio\":{\"26\":\"3\"}}",
+		    false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_true(o.rolled_back);
 	assert_int_equal(tu_calls(root, "mlnx_qos -i enp22s0np0 --dscp2prio set,26,5"), 2);
@@ -376,41 +346,41 @@ static void test_hca_firmware(void **state)
 	char *root = tu_sysroot("h200-ib");
 	json_t *facts = NULL;
 	uint64_t before = tu_tree_hash(root);
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	assert_int_equal(facts_collect(root, &facts), 0);
-	o = run1(root, "hca_firmware",
-		 "{\"minimum\":[{\"model\":\"ConnectX-7\",\"device_id\":\"0x1021\","
-		 "\"version\":\"28.42.1000\"}]}",
-		 false, facts);
+	o = tu_run1(root, "hca_firmware",
+		    "{\"minimum\":[{\"model\":\"ConnectX-7\",\"device_id\":\"0x1021\","
+		    "\"version\":\"28.42.1000\"}]}",
+		    false, facts);
 	assert_int_equal(o.status, APPLY_STATUS_OK);
 	assert_string_equal(o.message, "8 HCA(s) at or above the minimum firmware");
-	o = run1(root, "hca_firmware",
-		 "{\"minimum\":[{\"model\":\"ConnectX-7\",\"device_id\":\"0x1021\","
-		 "\"version\":\"28.43.1014\"}]}",
-		 true, facts);
+	o = tu_run1(root, "hca_firmware",
+		    "{\"minimum\":[{\"model\":\"ConnectX-7\",\"device_id\":\"0x1021\","
+		    "\"version\":\"28.43.1014\"}]}",
+		    true, facts);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	expect_in(o.message, "8 of 8 HCA(s) below the minimum: mlx5_0 (ConnectX-7 0x1021, board "
 			     "MT_0000000838): firmware 28.42.1000 < 28.43.1014");
 	/* a board-specific row wins over the model's */
-	o = run1(root, "hca_firmware",
-		 "{\"minimum\":[{\"model\":\"ConnectX-7\",\"device_id\":\"0x1021\","
-		 "\"version\":\"28.43.1014\"},{\"model\":\"ConnectX-7 OSFP\",\"device_id\":"
-		 "\"0x1021\",\"board_id\":\"MT_0000000838\",\"version\":\"28.39.1002\"}]}",
-		 false, facts);
+	o = tu_run1(root, "hca_firmware",
+		    "{\"minimum\":[{\"model\":\"ConnectX-7\",\"device_id\":\"0x1021\","
+		    "\"version\":\"28.43.1014\"},{\"model\":\"ConnectX-7 OSFP\",\"device_id\":"
+		    "\"0x1021\",\"board_id\":\"MT_0000000838\",\"version\":\"28.39.1002\"}]}",
+		    false, facts);
 	assert_int_equal(o.status, APPLY_STATUS_OK);
 	/* a model the table does not know */
-	o = run1(root, "hca_firmware",
-		 "{\"minimum\":[{\"model\":\"ConnectX-6 Dx\",\"device_id\":\"0x101d\","
-		 "\"version\":\"22.42.1000\"}]}",
-		 false, facts);
+	o = tu_run1(root, "hca_firmware",
+		    "{\"minimum\":[{\"model\":\"ConnectX-6 Dx\",\"device_id\":\"0x101d\","
+		    "\"version\":\"22.42.1000\"}]}",
+		    false, facts);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	expect_in(o.message, "mlx5_0 (device 0x1021, board MT_0000000838): model not in the table");
-	o = run1(root, "hca_firmware",
-		 "{\"minimum\":[{\"model\":\"ConnectX-6 Dx\",\"device_id\":\"0x101d\","
-		 "\"version\":\"22.42.1000\"}],\"unknown\":\"ignore\"}",
-		 false, facts);
+	o = tu_run1(root, "hca_firmware",
+		    "{\"minimum\":[{\"model\":\"ConnectX-6 Dx\",\"device_id\":\"0x101d\","
+		    "\"version\":\"22.42.1000\"}],\"unknown\":\"ignore\"}",
+		    false, facts);
 	assert_int_equal(o.status, APPLY_STATUS_OK);
 	expect_in(o.message, "8 not in the table (ignored)");
 	assert_true(tu_tree_hash(root) == before);

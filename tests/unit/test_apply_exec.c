@@ -20,61 +20,29 @@
 
 #include <cmocka.h>
 
-/* Run a one-step plan; returns the step's status and fills res fields into the out copies. */
-struct outcome {
-	enum apply_status status;
-	char diff[8192];
-	char message[2048];
-	bool rolled_back;
-};
-
-static struct outcome run1(const char *root, const char *type, const char *params, bool check,
-			   const json_t *facts)
-{
-	struct apply_summary s;
-	struct outcome o = {0};
-	json_t *plan = tu_plan();
-
-	tu_plan_add(plan, "step", type, params, false);
-	tu_plan_assert_valid(plan);
-	assert_int_equal(apply_plan(plan,
-				    &(struct apply_opts){
-					    .sysroot = root, .check_mode = check, .facts = facts},
-				    &s),
-			 0);
-	assert_int_equal(s.n_steps, 1);
-	o.status = s.steps[0].status;
-	snprintf(o.diff, sizeof(o.diff), "%s", s.steps[0].diff);
-	snprintf(o.message, sizeof(o.message), "%s", s.steps[0].message);
-	o.rolled_back = s.steps[0].rolled_back;
-	apply_summary_done(&s);
-	json_decref(plan);
-	return o;
-}
-
 /* check (changed, tree untouched), apply (changed), apply again (ok); returns the check diff. */
-static struct outcome cycle(const char *root, const char *type, const char *params,
-			    const json_t *facts)
+static struct tu_outcome cycle(const char *root, const char *type, const char *params,
+			       const json_t *facts)
 {
 	uint64_t before = tu_tree_hash(root);
-	struct outcome chk = run1(root, type, params, true, facts), o;
+	struct tu_outcome chk = tu_run1(root, type, params, true, facts), o;
 
 	if (chk.status != APPLY_STATUS_CHANGED)
 		fail_msg("check: %s: %s", apply_status_name(chk.status), chk.message);
 	assert_true(chk.diff[0] != '\0');
 	assert_true(tu_tree_hash(root) == before);
-	o = run1(root, type, params, false, facts);
+	o = tu_run1(root, type, params, false, facts);
 	if (o.status != APPLY_STATUS_CHANGED)
 		fail_msg("apply: %s: %s", apply_status_name(o.status), o.message);
 	assert_true(tu_tree_hash(root) != before);
 	before = tu_tree_hash(root);
-	o = run1(root, type, params, false, facts);
+	o = tu_run1(root, type, params, false, facts);
 	if (o.status != APPLY_STATUS_OK)
 		fail_msg("second apply: %s: %s / %s", apply_status_name(o.status), o.message,
 			 o.diff);
 	assert_string_equal(o.diff, "");
 	assert_true(tu_tree_hash(root) == before);
-	o = run1(root, type, params, true, facts);
+	o = tu_run1(root, type, params, true, facts);
 	assert_int_equal(o.status, APPLY_STATUS_OK);
 	return chk;
 }
@@ -92,7 +60,7 @@ static void assert_file(const char *root, const char *rel, const char *content)
 static void test_nccl_ucx_mpi(void **state)
 {
 	char *root = tu_sysroot("h200-roce");
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	o = cycle(root, "nccl",
@@ -122,7 +90,7 @@ static void test_nccl_ucx_mpi(void **state)
 static void test_file(void **state)
 {
 	char *root = tu_sysroot("h200-ib"), *host;
-	struct outcome o;
+	struct tu_outcome o;
 	struct stat st;
 
 	(void)state;
@@ -150,8 +118,8 @@ static void test_file(void **state)
 	assert_string_equal(o.diff, "/etc/railyard/topo.xml mode: 0644 -> 0600\n");
 	free(host);
 	/* unknown owner: failed, precise */
-	o = run1(root, "file", "{\"path\":\"/etc/x\",\"content\":\"x\",\"owner\":\"nobody2\"}",
-		 false, NULL);
+	o = tu_run1(root, "file", "{\"path\":\"/etc/x\",\"content\":\"x\",\"owner\":\"nobody2\"}",
+		    false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "\"nobody2\" not found in /etc/passwd"));
 	assert_false(tu_exists(root, "etc/x"));
@@ -161,7 +129,7 @@ static void test_file(void **state)
 static void test_sysctl(void **state)
 {
 	char *root = tu_sysroot("h200-ib");
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	tu_write(root, "proc/sys/net/core/rmem_max", "212992\n");
@@ -182,7 +150,7 @@ static void test_sysctl(void **state)
 		  NULL);
 	assert_string_equal(o.diff, "net.core.rmem_max: 268435456 -> 1\n");
 	/* a key the kernel does not have */
-	o = run1(root, "sysctl", "{\"settings\":{\"net.core.nope\":\"1\"}}", true, NULL);
+	o = tu_run1(root, "sysctl", "{\"settings\":{\"net.core.nope\":\"1\"}}", true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(
 		strstr(o.message, "sysctl net.core.nope: no such key (/proc/sys/net/core/nope)"));
@@ -192,7 +160,7 @@ static void test_sysctl(void **state)
 static void test_kmod(void **state)
 {
 	char *root = tu_sysroot("h200-roce");
-	struct outcome o;
+	struct tu_outcome o;
 	char *mods;
 
 	(void)state;
@@ -215,9 +183,9 @@ static void test_kmod(void **state)
 	/* a module this kernel lacks: failed, its files rolled back (one created, one restored) */
 	tu_write(root, "etc/railyard-test/modprobe-fail", "nvidia_fs\n");
 	tu_write(root, "etc/modprobe.d/railyard-nvidia_fs.conf", "old\n");
-	o = run1(root, "kmod",
-		 "{\"name\":\"nvidia_fs\",\"options\":{\"x\":\"1\"},\"persist\":true}", false,
-		 NULL);
+	o = tu_run1(root, "kmod",
+		    "{\"name\":\"nvidia_fs\",\"options\":{\"x\":\"1\"},\"persist\":true}", false,
+		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_true(o.rolled_back);
 	assert_non_null(strstr(o.message, "`modprobe nvidia_fs` exit 1: modprobe: FATAL: Module "
@@ -232,7 +200,7 @@ static void test_kmod(void **state)
 		snprintf(dbl, sizeof(dbl), "%s/usr/local/sbin/modprobe", root);
 		assert_int_equal(unlink(dbl), 0);
 	}
-	o = run1(root, "kmod", "{\"name\":\"ib_ipoib\"}", false, NULL);
+	o = tu_run1(root, "kmod", "{\"name\":\"ib_ipoib\"}", false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "cannot run modprobe: not in "));
 	assert_non_null(strstr(o.message, "never from the host"));
@@ -242,7 +210,7 @@ static void test_kmod(void **state)
 static void test_command(void **state)
 {
 	char *root = tu_sysroot("h200-ib");
-	struct outcome o;
+	struct tu_outcome o;
 	int64_t t0;
 
 	(void)state;
@@ -254,25 +222,26 @@ static void test_command(void **state)
 	assert_string_equal(o.diff, "run: sh -c echo hi > $RAILYARD_SYSROOT/tmp/made\n");
 	assert_file(root, "tmp/made", "hi\n");
 	/* unless guard */
-	o = run1(root, "command", "{\"argv\":[\"false\"],\"unless\":[\"true\"]}", false, NULL);
+	o = tu_run1(root, "command", "{\"argv\":[\"false\"],\"unless\":[\"true\"]}", false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_OK);
 	assert_non_null(strstr(o.message, "unless"));
-	o = run1(root, "command", "{\"argv\":[\"true\"],\"unless\":[\"false\"]}", false, NULL);
+	o = tu_run1(root, "command", "{\"argv\":[\"true\"],\"unless\":[\"false\"]}", false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_CHANGED);
 	/* failure names the exit status and stderr */
-	o = run1(root, "command", "{\"argv\":[\"sh\",\"-c\",\"echo boom >&2; exit 7\"]}", false,
-		 NULL);
+	o = tu_run1(root, "command", "{\"argv\":[\"sh\",\"-c\",\"echo boom >&2; exit 7\"]}", false,
+		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "exit 7: boom"));
 	/* timeout: killed and reported */
 	t0 = time(NULL);
-	o = run1(root, "command", "{\"argv\":[\"sleep\",\"60\"],\"timeout\":\"200ms\"}", false,
-		 NULL);
+	o = tu_run1(root, "command", "{\"argv\":[\"sleep\",\"60\"],\"timeout\":\"200ms\"}", false,
+		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "`sleep` timed out after 200 ms and was killed"));
 	assert_true(time(NULL) - t0 < 20);
 	/* creates is verified */
-	o = run1(root, "command", "{\"argv\":[\"true\"],\"creates\":\"/tmp/never\"}", false, NULL);
+	o = tu_run1(root, "command", "{\"argv\":[\"true\"],\"creates\":\"/tmp/never\"}", false,
+		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "/tmp/never was not created"));
 	tu_rm(root);
@@ -287,21 +256,21 @@ static void test_assert(void **state)
 		"{\"fact\":\"rdma.devices\",\"op\":\"count==\",\"value\":8,\"quantifier\":\"all\"}]"
 		"}";
 	json_t *facts = NULL;
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	assert_int_equal(facts_collect(deg, &facts), 0);
-	o = run1(deg, "assert", params, true, facts);
+	o = tu_run1(deg, "assert", params, true, facts);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "DOWN"));
 	if (!strstr(o.message, "state = DOWN (rdma.devices[3].ports[0] is mlx5_3 port 1)"))
 		fail_msg("%s", o.message);
 	json_decref(facts);
 	assert_int_equal(facts_collect(ok, &facts), 0);
-	o = run1(ok, "assert", params, false, facts);
+	o = tu_run1(ok, "assert", params, false, facts);
 	assert_int_equal(o.status, APPLY_STATUS_OK);
 	assert_string_equal(o.message, "2 condition(s) hold");
-	o = run1(ok, "assert", params, false, NULL);
+	o = tu_run1(ok, "assert", params, false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	json_decref(facts);
 	tu_rm(deg);
@@ -311,7 +280,7 @@ static void test_assert(void **state)
 static void test_service(void **state)
 {
 	char *root = tu_sysroot("h200-ib");
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	tu_write(root, "lib/systemd/system/nvidia-persistenced.service", "[Service]\n");
@@ -326,23 +295,26 @@ static void test_service(void **state)
 	cycle(root, "service", "{\"name\":\"nvidia-persistenced.service\",\"state\":\"stopped\"}",
 	      NULL);
 	/* restarted always restarts */
-	o = run1(root, "service",
-		 "{\"name\":\"nvidia-persistenced.service\",\"state\":\"restarted\"}", false, NULL);
+	o = tu_run1(root, "service",
+		    "{\"name\":\"nvidia-persistenced.service\",\"state\":\"restarted\"}", false,
+		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_CHANGED);
 	assert_int_equal(tu_calls(root, "systemctl restart"), 1);
 	/* unknown unit */
-	o = run1(root, "service", "{\"name\":\"nope.service\",\"enabled\":true}", true, NULL);
+	o = tu_run1(root, "service", "{\"name\":\"nope.service\",\"enabled\":true}", true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "unit nope.service: Failed to get unit file state"));
 	/* a unit that fails to start */
 	tu_write(root, "lib/systemd/system/bad.service", "[Service]\n");
 	tu_write(root, "etc/railyard-test/systemctl-fail", "bad.service\n");
-	o = run1(root, "service", "{\"name\":\"bad.service\",\"state\":\"started\"}", false, NULL);
+	o = tu_run1(root, "service", "{\"name\":\"bad.service\",\"state\":\"started\"}", false,
+		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "`systemctl start bad.service` exit 1: Job for"));
 	/* enabled, then the start fails: the enable is undone by the rollback */
-	o = run1(root, "service",
-		 "{\"name\":\"bad.service\",\"enabled\":true,\"state\":\"started\"}", false, NULL);
+	o = tu_run1(root, "service",
+		    "{\"name\":\"bad.service\",\"enabled\":true,\"state\":\"started\"}", false,
+		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_true(o.rolled_back);
 	assert_non_null(strstr(o.message, "undid 1 command(s)"));
@@ -355,7 +327,7 @@ static void test_service(void **state)
 static void test_package(void **state)
 {
 	char *root = tu_sysroot("h200-ib");
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	tu_write(root, "var/lib/dpkg/status",
@@ -370,11 +342,11 @@ static void test_package(void **state)
 	assert_int_equal(tu_calls(root, "apt-get install -y -q --allow-downgrades bar=3.0"), 1);
 	o = cycle(root, "package", "{\"name\":\"foo\",\"state\":\"absent\"}", NULL);
 	assert_string_equal(o.diff, "package foo: 2.0-1 -> (removed)\n");
-	o = run1(root, "package", "{\"name\":\"baz\"}", false, NULL);
+	o = tu_run1(root, "package", "{\"name\":\"baz\"}", false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "E: Unable to locate package baz"));
 	/* installed but the wanted version is not available */
-	o = run1(root, "package", "{\"name\":\"bar\",\"version\":\"= 9.9\"}", false, NULL);
+	o = tu_run1(root, "package", "{\"name\":\"bar\",\"version\":\"= 9.9\"}", false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "Version '9.9' for 'bar' was not found"));
 	tu_rm(root);
@@ -385,7 +357,7 @@ static void test_roce_qos(void **state)
 	char *root = tu_sysroot("h200-roce");
 	const char *ifs[] = {"enp22s0np0", "enp39s0np0"};
 	char rel[256];
-	struct outcome o;
+	struct tu_outcome o;
 
 	(void)state;
 	for (int i = 0; i < 2; i++)
@@ -409,7 +381,7 @@ static void test_roce_qos(void **state)
 	assert_file(root, "sys/class/net/enp39s0np0/ecn/roce_np/enable/3", "1\n");
 	assert_file(root, "sys/class/net/enp39s0np0/ecn/roce_np/enable/2", "0\n");
 	/* missing interface and missing ECN controls are named */
-	o = run1(root, "roce_qos", "{\"interfaces\":[\"eth9\"]}", true, NULL);
+	o = tu_run1(root, "roce_qos", "{\"interfaces\":[\"eth9\"]}", true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "eth9: no such interface (/sys/class/net/eth9)"));
 	{
@@ -418,16 +390,16 @@ static void test_roce_qos(void **state)
 		assert_true(asprintf(&ecn, "%s/sys/class/net/enp56s0np0/ecn", root) > 0);
 		tu_rm(ecn); /* a port whose driver exposes no ECN controls */
 	}
-	o = run1(root, "roce_qos", "{\"interfaces\":[\"enp56s0np0\"],\"ecn\":[3]}", true, NULL);
+	o = tu_run1(root, "roce_qos", "{\"interfaces\":[\"enp56s0np0\"],\"ecn\":[3]}", true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "enp56s0np0: no ECN control"));
 	/* The first port is set (mlnx_qos, ECN files), then the second refuses: the rollback puts
 	 * the first back, files from their backups and mlnx_qos from the state read before. */
 	tu_write(root, "etc/railyard-test/mlnx_qos-fail", "enp152s0np0\n");
-	o = run1(root, "roce_qos",
-		 "{\"interfaces\":[\"enp73s0np0\",\"enp152s0np0\"],\"trust\":\"dscp\","
-		 "\"pfc\":[3],\"ecn\":[3]}",
-		 false, NULL);
+	o = tu_run1(root, "roce_qos",
+		    "{\"interfaces\":[\"enp73s0np0\",\"enp152s0np0\"],\"trust\":\"dscp\","
+		    "\"pfc\":[3],\"ecn\":[3]}",
+		    false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_true(o.rolled_back);
 	assert_non_null(strstr(o.message, "Operation not permitted (enp152s0np0)"));

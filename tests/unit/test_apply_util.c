@@ -232,3 +232,27 @@ char *tu_test_key(const char *root, const char *rel)
 	runner_result_done(&res);
 	return fpr;
 }
+
+struct tu_outcome tu_run1(const char *root, const char *type, const char *params, bool check,
+			  const json_t *facts)
+{
+	struct apply_summary s;
+	struct tu_outcome o = {0};
+	json_t *plan = tu_plan();
+
+	tu_plan_add(plan, "step", type, params, false);
+	tu_plan_assert_valid(plan);
+	assert_int_equal(apply_plan(plan,
+				    &(struct apply_opts){
+					    .sysroot = root, .check_mode = check, .facts = facts},
+				    &s),
+			 0);
+	assert_int_equal(s.n_steps, 1);
+	o.status = s.steps[0].status;
+	snprintf(o.diff, sizeof(o.diff), "%s", s.steps[0].diff);
+	snprintf(o.message, sizeof(o.message), "%s", s.steps[0].message);
+	o.rolled_back = s.steps[0].rolled_back;
+	apply_summary_done(&s);
+	json_decref(plan);
+	return o;
+}

@@ -3,6 +3,8 @@
 #ifndef RAILYARD_TEST_APPLY_UTIL_H
 #define RAILYARD_TEST_APPLY_UTIL_H
 
+#include "nodeagent/apply/apply.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,5 +33,15 @@ void tu_plan_assert_valid(const json_t *plan);
 char *tu_test_key(const char *root, const char *rel);
 /* Number of lines of the doubles' call log that contain needle. */
 int tu_calls(const char *root, const char *needle);
+/* A one-step plan (type, params as JSON text) run on root, in check mode or not, with facts (or
+ * NULL): that step's outcome. */
+struct tu_outcome {
+	enum apply_status status;
+	char diff[8192];
+	char message[2048];
+	bool rolled_back;
+};
+struct tu_outcome tu_run1(const char *root, const char *type, const char *params, bool check,
+			  const json_t *facts);
 
 #endif

@@ -14,6 +14,7 @@
 #include "nodeagent/bench/cli.h"
 #include "nodeagent/bench/cuda.h"
 #include "nodeagent/bench/gpubw.h"
+#include "tests/unit/test_bench_srv.h"
 
 #include "common/util/error.h"
 
@@ -68,76 +69,21 @@ static int reset_knobs(void **state)
 
 /* ---- a run over tcp on 127.0.0.1 --------------------------------------------------------- */
 
-struct srv {
-	pthread_t th;
-	struct bench_params p;
-	struct bench_run_opts o;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool ready;
-	uint16_t port;
-	int r;
-	json_t *res;
-	char err[BENCH_ERR_LEN];
-};
-
-static void srv_ready(void *ud, uint16_t port)
-{
-	struct srv *s = ud;
-
-	pthread_mutex_lock(&s->mu);
-	s->port = port;
-	s->ready = true;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-}
-
-static void *srv_main(void *arg)
-{
-	struct srv *s = arg;
-
-	s->r = bench_run_server(&s->p, &s->o, &s->res);
-	pthread_mutex_lock(&s->mu);
-	s->ready = true;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	return NULL;
-}
-
 /* Server with sp, client with cp (both port 0 / the server's); the client's result, r of both. */
 static json_t *run(const struct bench_params *sp, const struct bench_params *cp, int *ret_cr,
 		   int *ret_sr, char *cerr, char *serr)
 {
 	struct bench_run_opts o = {.err = cerr, .errlen = BENCH_ERR_LEN};
 	struct bench_params c = *cp;
-	struct timespec ts;
 	json_t *res = NULL;
-	struct srv s;
+	struct tsrv s;
 
-	memset(&s, 0, sizeof(s));
-	s.p = *sp;
-	s.p.port = 0;
-	s.o.on_ready = srv_ready;
-	s.o.ud = &s;
-	s.o.err = s.err;
-	s.o.errlen = sizeof(s.err);
-	pthread_mutex_init(&s.mu, NULL);
-	pthread_cond_init(&s.cv, NULL);
-	assert_int_equal(pthread_create(&s.th, NULL, srv_main, &s), 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 20;
-	pthread_mutex_lock(&s.mu);
-	while (!s.ready)
-		assert_int_equal(pthread_cond_timedwait(&s.cv, &s.mu, &ts), 0);
-	pthread_mutex_unlock(&s.mu);
-	c.port = s.port;
+	c.port = tsrv_start(&s, sp);
 	*ret_cr = bench_run_client(&c, "127.0.0.1", &o, &res);
-	assert_int_equal(pthread_join(s.th, NULL), 0);
+	tsrv_join(&s);
 	*ret_sr = s.r;
 	snprintf(serr, BENCH_ERR_LEN, "%s", s.err);
 	json_decref(s.res);
-	pthread_mutex_destroy(&s.mu);
-	pthread_cond_destroy(&s.cv);
 	return res;
 }
 

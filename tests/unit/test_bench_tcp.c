@@ -11,6 +11,7 @@
 
 #include "common/util/error.h"
 #include "common/util/util.h"
+#include "tests/unit/test_bench_srv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,73 +22,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-struct srv {
-	pthread_t th;
-	struct bench_params p;
-	struct bench_run_opts o;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool ready, finished;
-	uint16_t port;
-	int r;
-	json_t *res;
-	char err[BENCH_ERR_LEN];
-};
-
-static void srv_ready(void *ud, uint16_t port)
+/* A server that must be listening. */
+static uint16_t srv_start(struct tsrv *s, const struct bench_params *p)
 {
-	struct srv *s = ud;
+	uint16_t port = tsrv_start(s, p);
 
-	pthread_mutex_lock(&s->mu);
-	s->port = port;
-	s->ready = true;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-}
-
-static void *srv_main(void *arg)
-{
-	struct srv *s = arg;
-
-	s->r = bench_run_server(&s->p, &s->o, &s->res);
-	pthread_mutex_lock(&s->mu);
-	s->finished = true;
-	s->ready = true;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	return NULL;
-}
-
-/* Start a server with p on port 0 and wait (bounded) until it listens. */
-static uint16_t srv_start(struct srv *s, const struct bench_params *p)
-{
-	struct timespec ts;
-
-	memset(s, 0, sizeof(*s));
-	s->p = *p;
-	s->p.port = 0;
-	s->o.on_ready = srv_ready;
-	s->o.ud = s;
-	s->o.err = s->err;
-	s->o.errlen = sizeof(s->err);
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
-	assert_int_equal(pthread_create(&s->th, NULL, srv_main, s), 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 20;
-	pthread_mutex_lock(&s->mu);
-	while (!s->ready)
-		assert_int_equal(pthread_cond_timedwait(&s->cv, &s->mu, &ts), 0);
-	pthread_mutex_unlock(&s->mu);
 	assert_false(s->finished);
-	return s->port;
-}
-
-static void srv_join(struct srv *s)
-{
-	assert_int_equal(pthread_join(s->th, NULL), 0);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
+	return port;
 }
 
 static void base(struct bench_params *p, enum bench_kind kind, uint64_t size, uint64_t iters)
@@ -112,7 +53,7 @@ static json_t *run_pair(const struct bench_params *p, const struct bench_run_opt
 	struct bench_params c = *p;
 	char err[BENCH_ERR_LEN] = "";
 	json_t *res = NULL;
-	struct srv s;
+	struct tsrv s;
 	int r;
 
 	c.port = srv_start(&s, p);
@@ -121,7 +62,7 @@ static json_t *run_pair(const struct bench_params *p, const struct bench_run_opt
 	o.err = err;
 	o.errlen = sizeof(err);
 	r = bench_run_client(&c, "127.0.0.1", &o, &res);
-	srv_join(&s);
+	tsrv_join(&s);
 	if (r != 0 || s.r != 0)
 		fail_msg("client %d (%s), server %d (%s)", r, err, s.r, s.err);
 	assert_true(json_is_true(json_object_get(res, "ok")));
@@ -276,7 +217,7 @@ static void test_sweep_device_limit(void **state)
 	struct bench_run_opts o = {0};
 	char err[BENCH_ERR_LEN] = "";
 	json_t *res = NULL, *results, *r;
-	struct srv s;
+	struct tsrv s;
 	size_t i;
 
 	base(&sp, BENCH_LAT, 0, 20);
@@ -289,7 +230,7 @@ static void test_sweep_device_limit(void **state)
 	o.err = err;
 	o.errlen = sizeof(err);
 	assert_int_equal(bench_run_client(&cp, "127.0.0.1", &o, &res), 0);
-	srv_join(&s);
+	tsrv_join(&s);
 	assert_int_equal(s.r, 0);
 	results = json_object_get(res, "results");
 	assert_int_equal(json_array_size(results), 12); /* 2 B .. 4 KiB */
@@ -324,7 +265,7 @@ static void test_data_mismatch(void **state)
 	char err[BENCH_ERR_LEN] = "";
 	struct bench_params p;
 	json_t *res = NULL;
-	struct srv s;
+	struct tsrv s;
 	size_t k;
 
 	for (k = 0; k < 2; k++) {
@@ -334,7 +275,7 @@ static void test_data_mismatch(void **state)
 		o.err = err;
 		o.errlen = sizeof(err);
 		assert_int_equal(bench_run_client(&p, "127.0.0.1", &o, &res), -RY_E_DATA_MISMATCH);
-		srv_join(&s);
+		tsrv_join(&s);
 		assert_int_equal(s.r, -RY_E_DATA_MISMATCH);
 		assert_null(s.res);
 		assert_non_null(strstr(s.err, "message 7 of QP 0"));
@@ -349,13 +290,13 @@ static void test_disagree(void **state)
 	char err[BENCH_ERR_LEN] = "";
 	struct bench_run_opts o = {.err = err, .errlen = sizeof(err)};
 	json_t *res = NULL;
-	struct srv s;
+	struct tsrv s;
 
 	base(&p, BENCH_BW, 65536, 100);
 	base(&c, BENCH_LAT, 2, 100);
 	c.port = srv_start(&s, &p);
 	assert_int_equal(bench_run_client(&c, "127.0.0.1", &o, &res), -RY_E_PARAM_MISMATCH);
-	srv_join(&s);
+	tsrv_join(&s);
 	assert_int_equal(s.r, -RY_E_PARAM_MISMATCH);
 	assert_null(res);
 	assert_non_null(strstr(err, "peer runs bw with size 65536, we run lat with size 2"));
@@ -444,7 +385,7 @@ static void test_peer_error_code(void **state)
 					0x80, 0, 0, 0, 'b', 'a', 'd', '!'};
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	struct bench_params p;
-	struct srv s;
+	struct tsrv s;
 	int c;
 
 	(void)state;
@@ -454,7 +395,7 @@ static void test_peer_error_code(void **state)
 	c = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(bench_ctrl_send(c, error, sizeof(error), 5000), 0);
-	srv_join(&s);
+	tsrv_join(&s);
 	close(c);
 	assert_int_equal(s.r, -EIO);
 	assert_null(s.res);
@@ -465,7 +406,7 @@ static void test_peer_dies(void **state)
 {
 	static const enum bench_kind kinds[] = {BENCH_LAT, BENCH_BW};
 	struct bench_params p, v;
-	struct srv s;
+	struct tsrv s;
 	char err[BENCH_ERR_LEN];
 	size_t k;
 
@@ -477,7 +418,7 @@ static void test_peer_dies(void **state)
 		srv_start(&s, &p);
 		/* lat: one ping and a half, then gone; bw: 10.5 messages, then gone. */
 		assert_int_equal(fake_client(s.port, &v, kinds[k] == BENCH_LAT ? 1536 : 10752), 0);
-		srv_join(&s);
+		tsrv_join(&s);
 		assert_true(s.r == -ECONNRESET || s.r == -EPIPE);
 		assert_null(s.res);
 		assert_true(s.err[0] != '\0');
@@ -582,13 +523,13 @@ static void test_bad_clock(void **state)
 	struct bench_run_opts o = {.err = err, .errlen = sizeof(err)};
 	struct bench_params p;
 	json_t *res = NULL;
-	struct srv s;
+	struct tsrv s;
 
 	base(&p, BENCH_LAT, 2, 1000);
 	o.clock = &back;
 	p.port = srv_start(&s, &p);
 	assert_int_equal(bench_run_client(&p, "127.0.0.1", &o, &res), -RY_E_CLOCK);
-	srv_join(&s);
+	tsrv_join(&s);
 	assert_non_null(strstr(err, "clock went back"));
 	assert_int_equal(s.r, -RY_E_CLOCK);
 
@@ -596,7 +537,7 @@ static void test_bad_clock(void **state)
 	err[0] = '\0';
 	p.port = srv_start(&s, &p);
 	assert_int_equal(bench_run_client(&p, "127.0.0.1", &o, &res), -RY_E_CLOCK);
-	srv_join(&s);
+	tsrv_join(&s);
 	assert_non_null(strstr(err, "did not advance"));
 	assert_null(res);
 }
@@ -605,7 +546,7 @@ static void test_cancel_server(void **state)
 {
 	atomic_bool cancel = true;
 	struct bench_params p;
-	struct srv s;
+	struct tsrv s;
 
 	/* A server canceled while waiting for its client returns promptly. */
 	base(&p, BENCH_LAT, 2, 10);
