@@ -24,8 +24,10 @@ struct ctl_server_config {
 struct ctl_server;
 
 /* Heartbeats a second one controller takes from its fleet by default (`--max-heartbeat-rate`):
- * ~150 us of CPU each (TLS, HTTP/2, the completion queue), 500 a second ~7.5 % of a core. */
-#define CTL_MAX_HEARTBEAT_RATE_DEFAULT 500
+ * ~160 us of CPU each (a TLS record read, HTTP/2 and the completion queue, and the WINDOW_UPDATE
+ * that gRPC 1.51 writes back for it), 300 a second ~5 % of a core; 10,000 agents then heartbeat
+ * every 34 s (docs/scaling.md). */
+#define CTL_MAX_HEARTBEAT_RATE_DEFAULT 300
 
 /* The longest heartbeat interval a Welcome tells (a dead node is noticed within 3 of them). */
 #define CTL_HEARTBEAT_STRETCH_MAX_MS 60000

@@ -785,7 +785,7 @@ const struct cli_command cli_admin_commands[] = {
 	 "[--state-dir D] [--listen HOST:PORT] [--heartbeat-interval 5s]\n"
 	 "        [--heartbeat-timeout 15s] [--facts-refresh 1h] [--threads 4]\n"
 	 "        [--apply-timeout 30m] [--reconnect-grace 30s] [--expected-agents N]\n"
-	 "        [--max-heartbeat-rate 500] [--http HOST:PORT|off]\n"
+	 "        [--max-heartbeat-rate 300] [--http HOST:PORT|off]\n"
 	 "        [--http-cert FILE --http-key FILE]",
 	 "serve the agents (gRPC with mutual TLS), the REST API (HTTPS, default 127.0.0.1:8443, "
 	 "and the state directory's api.sock), and run deployments, campaigns and benchmarks",
