@@ -126,10 +126,9 @@ int ctl_heartbeat_interval(int base_ms, int max_rate, long fleet)
 	if (need <= base_ms)
 		return base_ms;
 	need = (need + 999) / 1000 * 1000;
-	return need > CTL_HEARTBEAT_STRETCH_MAX_MS
-		       ? (base_ms > CTL_HEARTBEAT_STRETCH_MAX_MS ? base_ms
-								 : CTL_HEARTBEAT_STRETCH_MAX_MS)
-		       : (int)need;
+	if (need > CTL_HEARTBEAT_STRETCH_MAX_MS)
+		need = CTL_HEARTBEAT_STRETCH_MAX_MS;
+	return need > base_ms ? (int)need : base_ms;
 }
 
 int ctl_fd_margin(long limit)
@@ -430,14 +429,16 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 	}
 	srv->reaper_started = true;
 	log_info("listening on %s (port %d), CA %s", cfg->listen, port, state->ca_fingerprint);
-	if (cfg->max_heartbeat_rate > 0)
+	if (cfg->max_heartbeat_rate > 0) {
+		long fleet = cfg->expected_agents > 0 ? cfg->expected_agents : 10000;
+
 		log_info("heartbeat every %d ms, stretched to keep under %d a second (%d ms at %ld "
 			 "agents)",
 			 cfg->heartbeat_interval_ms, cfg->max_heartbeat_rate,
 			 ctl_heartbeat_interval(cfg->heartbeat_interval_ms, cfg->max_heartbeat_rate,
-						cfg->expected_agents > 0 ? cfg->expected_agents
-									 : 10000),
-			 cfg->expected_agents > 0 ? cfg->expected_agents : 10000);
+						fleet),
+			 fleet);
+	}
 	check_fd_limit(cfg);
 	*ret = srv;
 	return 0;

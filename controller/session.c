@@ -555,19 +555,26 @@ static void on_facts(struct ctl_server *srv, struct ctl_session *s,
 	}
 }
 
-/* The heartbeat interval for a session being welcomed (the fleet: the expected agents or the
- * sessions open now, whichever is more), and its silence timeout, stretched alike. */
-static int heartbeat_for(struct ctl_server *srv, struct ctl_session *s)
+/* The heartbeat interval a Welcome tells now: the fleet is the expected agents or the sessions
+ * open, whichever is more. */
+static int heartbeat_now(struct ctl_server *srv)
 {
-	const struct ctl_server_config *cfg = &srv->cfg;
-	long fleet = cfg->expected_agents;
-	int iv;
+	long fleet = srv->cfg.expected_agents;
 
 	pthread_mutex_lock(&srv->lock);
 	if ((long)srv->n_sessions > fleet)
 		fleet = (long)srv->n_sessions;
 	pthread_mutex_unlock(&srv->lock);
-	iv = ctl_heartbeat_interval(cfg->heartbeat_interval_ms, cfg->max_heartbeat_rate, fleet);
+	return ctl_heartbeat_interval(srv->cfg.heartbeat_interval_ms, srv->cfg.max_heartbeat_rate,
+				      fleet);
+}
+
+/* The interval for a session being welcomed, and its silence timeout, stretched alike. */
+static int heartbeat_for(struct ctl_server *srv, struct ctl_session *s)
+{
+	const struct ctl_server_config *cfg = &srv->cfg;
+	int iv = heartbeat_now(srv);
+
 	s->hb_timeout_ms =
 		cfg->heartbeat_interval_ms > 0 && iv > cfg->heartbeat_interval_ms
 			? (int64_t)cfg->heartbeat_timeout_ms * iv / cfg->heartbeat_interval_ms
@@ -631,7 +638,6 @@ void ctl_sessions_metrics(struct ctl_server *srv, FILE *f)
 	fprintf(f, "# HELP railyard_rpc_messages_total Agent messages received, by kind.\n"
 		   "# TYPE railyard_rpc_messages_total counter\n");
 	unsigned long long other = 0;
-	long fleet;
 
 	for (int k = 0; k < CTL_RPC_KINDS; k++) {
 		uint_fast64_t v = atomic_load_explicit(&srv->rpc_received[k], memory_order_relaxed);
@@ -643,18 +649,12 @@ void ctl_sessions_metrics(struct ctl_server *srv, FILE *f)
 				(unsigned long long)v);
 	}
 	fprintf(f, "railyard_rpc_messages_total{kind=\"other\"} %llu\n", other);
-	pthread_mutex_lock(&srv->lock);
-	fleet = (long)srv->n_sessions > srv->cfg.expected_agents ? (long)srv->n_sessions
-								 : srv->cfg.expected_agents;
-	pthread_mutex_unlock(&srv->lock);
 	fprintf(f,
 		"# HELP railyard_heartbeat_interval_seconds The heartbeat interval a Welcome tells "
 		"now (stretched with the fleet by --max-heartbeat-rate).\n"
 		"# TYPE railyard_heartbeat_interval_seconds gauge\n"
 		"railyard_heartbeat_interval_seconds %.3f\n",
-		ctl_heartbeat_interval(srv->cfg.heartbeat_interval_ms, srv->cfg.max_heartbeat_rate,
-				       fleet) /
-			1000.0);
+		heartbeat_now(srv) / 1000.0);
 }
 
 /* A refused report: answered with an Error, logged (the first ten of a session, then every

@@ -5,6 +5,7 @@
  * system (sysroot "/"), else none: a fixture sysroot is not this machine. */
 #include "nodeagent/facts/facts_int.h"
 #include "nodeagent/facts/facts_nvml_abi.h"
+#include "common/util/util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -656,14 +657,6 @@ static void nvml_cond_init(void)
 	pthread_condattr_destroy(&a);
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void nvml_job_free(struct nvml_job *j)
 {
 	if (!j)
@@ -738,7 +731,7 @@ int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded, json_t **ret_gpus
 	pthread_once(&nvml_once, nvml_cond_init);
 	pthread_mutex_lock(&nvml_lock);
 	if (nvml_stuck) {
-		long long secs = (long long)((mono_ms() - nvml_stuck->started_ms) / 1000);
+		long long secs = (long long)((util_now_mono_ms() - nvml_stuck->started_ms) / 1000);
 
 		pthread_mutex_unlock(&nvml_lock);
 		facts_warn(ctx,
@@ -757,7 +750,7 @@ int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded, json_t **ret_gpus
 	}
 	j->from_env = lib == env;
 	j->driver_loaded = driver_loaded;
-	j->started_ms = mono_ms();
+	j->started_ms = util_now_mono_ms();
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	r = pthread_create(&t, &attr, nvml_worker, j);
@@ -770,7 +763,7 @@ int facts_nvml_gpus(struct facts_ctx *ctx, bool driver_loaded, json_t **ret_gpus
 
 	deadline = j->started_ms + timeout;
 	pthread_mutex_lock(&nvml_lock);
-	while (!j->done && mono_ms() < deadline) {
+	while (!j->done && util_now_mono_ms() < deadline) {
 		until.tv_sec = deadline / 1000;
 		until.tv_nsec = (deadline % 1000) * 1000000;
 		pthread_cond_timedwait(&nvml_cond, &nvml_lock, &until);
