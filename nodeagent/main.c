@@ -36,7 +36,7 @@ static void usage(FILE *f)
 		   "         [--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]\n"
 		   "  run    [--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
 		   "         [--reconnect-max 30s] [--bench-ports 18515-18546|0]\n"
-		   "         [--outbox-max 32M]\n"
+		   "         [--outbox-max 32M] [--keepalive 120s]\n"
 		   "  facts  [--sysroot DIR] [--json]\n"
 		   "  gpu-check [--gpu N] [--json] ...  (railyard-agent gpu-check --help)\n"
 		   "  version\n"
@@ -184,6 +184,7 @@ int main(int argc, char **argv)
 		{"reconnect-max", required_argument, NULL, 'R'},
 		{"bench-ports", required_argument, NULL, 'B'},
 		{"outbox-max", required_argument, NULL, 'O'},
+		{"keepalive", required_argument, NULL, 'K'},
 		{"json", no_argument, NULL, 'j'},
 		{"playbook", required_argument, NULL, 'p'},
 		{"check", no_argument, NULL, 'k'},
@@ -255,6 +256,15 @@ int main(int argc, char **argv)
 			so.backoff_max_ms = (int)ms;
 			if (so.backoff_max_ms < 500)
 				so.backoff_base_ms = so.backoff_max_ms / 2;
+			break;
+		case 'K':
+			/* A controller that stops reading while its kernel still acknowledges (a
+			 * hung process, a proxy in between) is noticed after this silence plus
+			 * RPC_KEEPALIVE_TIMEOUT_MS. Shorter than the heartbeat interval, every
+			 * heartbeat costs the controller a PING too. */
+			if (util_parse_duration_ms(optarg, &ms) < 0 || ms < 1000 || ms > 3600000)
+				return bad("--keepalive (1s to 1h)", optarg);
+			so.keepalive_ms = (int)ms;
 			break;
 		case 'B': {
 			unsigned long lo, hi;

@@ -136,6 +136,7 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 	cc->tls.key_pem = s->key_pem;
 	cc->server_name = AGENT_SERVER_NAME;
 	cc->reconnect_max_ms = s->o.backoff_max_ms;
+	cc->keepalive_ms = s->o.keepalive_ms;
 	r = rpc_channel_new(cc, &s->ch);
 	if (r < 0) {
 		snprintf(errbuf, errlen, "cannot create a channel to %s", cc->target);

@@ -14,6 +14,7 @@ struct agent_session_opts {
 	int backoff_base_ms;	/* first reconnect delay (default 500) */
 	int backoff_max_ms;	/* cap (default 30000) */
 	int connect_timeout_ms; /* wait for the channel per attempt (default 10000) */
+	int keepalive_ms;	/* silence before a PING to the controller (0: RPC_KEEPALIVE_MS) */
 	/* Benchmark control ports the agent serves on, leased one per running server side:
 	 * bench_port_lo..bench_port_hi; both 0: an ephemeral port each time. */
 	uint16_t bench_port_lo, bench_port_hi;

@@ -167,7 +167,20 @@ struct rpc_channel_config {
 	struct rpc_tls tls;	 /* ca_pem required; cert/key for mTLS (optional) */
 	const char *server_name; /* name checked in the server's certificate (NULL: host) */
 	int reconnect_max_ms;	 /* gRPC's own subchannel backoff cap (0: default 30 s) */
+	int keepalive_ms;	 /* silence before a PING to the server (0: RPC_KEEPALIVE_MS) */
 };
+
+/* A client PINGs its server after RPC_KEEPALIVE_MS without reading anything and closes the
+ * connection when no answer came within RPC_KEEPALIVE_TIMEOUT_MS. gRPC restarts the wait on
+ * every read, and an agent reads only the controller's answer to each heartbeat, so the wait
+ * outlasts the longest heartbeat interval a controller tells (CTL_HEARTBEAT_STRETCH_MAX_MS,
+ * 60 s): at 10,000 agents and a 34 s interval a 30 s wait had every agent PING once a cycle,
+ * doubling what an idle controller reads. The timeout outlasts a controller that is slow to
+ * read in a connect storm (at 10 s, sessions it had welcomed were closed by their agents and
+ * came back as more handshakes). gRPC also makes the timeout the socket's TCP_USER_TIMEOUT: a
+ * heartbeat that the network does not acknowledge ends the connection after it. */
+#define RPC_KEEPALIVE_MS	 120000
+#define RPC_KEEPALIVE_TIMEOUT_MS 30000
 
 RPC_WUR int rpc_channel_new(const struct rpc_channel_config *cfg, struct rpc_channel **ret);
 void rpc_channel_free(struct rpc_channel *ch);

@@ -76,8 +76,9 @@ int rpc_channel_new(const struct rpc_channel_config *cfg, struct rpc_channel **r
 	 * itself (5,000 agents: 407 sessions in 10 minutes). The server gives a handshake 120 s. */
 	ARG_INT(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, RPC_CONNECT_TIMEOUT_MS);
 	/* Detect a controller that vanished without a FIN (partition, power loss). */
-	ARG_INT(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
-	ARG_INT(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+	ARG_INT(GRPC_ARG_KEEPALIVE_TIME_MS,
+		cfg->keepalive_ms > 0 ? cfg->keepalive_ms : RPC_KEEPALIVE_MS);
+	ARG_INT(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, RPC_KEEPALIVE_TIMEOUT_MS);
 	/* Each channel its own connection, also when a process holds several (tests, tools). */
 	ARG_INT(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
 #undef ARG_INT

@@ -55,7 +55,9 @@ for spec in a:h200-ib b:h200-ib-2 c:h200-roce; do
 	mkdir -p "$T/root-$name/var/tmp"
 	enroll "$name" "$T/root-$name" --hostname "node-$name" || die "enroll $name"
 	start_proxy "$name"
-	start_agent "$name" "$T/root-$name" --controller "${PADDR[$name]}"
+	# The proxy's kernel acknowledges what a severed session sends, so only the agent's PING
+	# tells: after 10 s of silence here (120 s by default), then 30 s for the answer.
+	start_agent "$name" "$T/root-$name" --controller "${PADDR[$name]}" --keepalive 10s
 done
 check "3 agents online through their proxies" wait_for 30 count_is online 3
 one_each() { for n in a b c; do [[ "$(pctl $n stats)" == *" live=1 "* ]] || return 1; done; }
@@ -74,7 +76,7 @@ check "the plan started on every node" wait_for 30 bash -c "[ -s '$T/root-a/var/
 sa=$(sessions a) sb=$(sessions b) sc=$(sessions c)
 
 # c: the session goes silent, as behind a partition that drops everything (or a peer that
-# lost power): no FIN, no RST. Only the agent's own keepalive can tell.
+# lost power): no FIN, no RST. Only the agent's own keepalive (its PING) can tell.
 pctl c sever >/dev/null
 severed_at=$(date +%s)
 check "c: the controller drops the silent session (heartbeat timeout)" wait_for 15 node_state_is node-c offline

@@ -59,6 +59,8 @@ expect_fail "token create --controller with port 0" "invalid --controller" \
 	"$CTL" token create --state-dir "$T/ctl2" --cluster it --controller 10.0.0.1:0
 expect_fail "agent --controller with an out-of-range port" "invalid --controller" \
 	"$AGENT" run --state-dir "$T/agent-none" --controller 127.0.0.1:70000
+expect_fail "agent --keepalive under a second" "invalid --keepalive (1s to 1h) '500ms'" \
+	"$AGENT" run --state-dir "$T/agent-none" --keepalive 500ms
 expect_fail "agent apply on a missing sysroot" "sysroot $T/nonexistent: No such file" \
 	"$AGENT" apply --sysroot "$T/nonexistent" --playbook "$SRC/playbooks/h200-ndr-ib.yaml"
 check "and nothing was created there" test ! -e "$T/nonexistent"
