@@ -439,6 +439,12 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 						fleet),
 			 fleet);
 	}
+	/* An agent's keepalive wait restarts at each read, and it reads once a heartbeat. */
+	if (cfg->heartbeat_interval_ms >= RPC_KEEPALIVE_MS)
+		log_warn("--heartbeat-interval %d ms is not shorter than the agents' default "
+			 "keepalive (%d ms): each heartbeat comes with a PING too; run the agents "
+			 "with a longer --keepalive",
+			 cfg->heartbeat_interval_ms, RPC_KEEPALIVE_MS);
 	check_fd_limit(cfg);
 	*ret = srv;
 	return 0;

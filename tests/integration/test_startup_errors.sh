@@ -40,6 +40,15 @@ cp -a "$T/ctl" "$T/ctl2"
 start_controller
 expect_fail "port in use" "Address already in use" \
 	"$CTL" serve --state-dir "$T/ctl2" --listen "127.0.0.1:$PORT"
+# A heartbeat as long as the agents' keepalive: it serves, and says what that costs.
+"$CTL" serve --state-dir "$T/ctl2" --listen 127.0.0.1:0 --heartbeat-interval 2m >"$T/hb2m.log" 2>&1 &
+hb_pid=$!
+PIDS+=("$hb_pid")
+check "--heartbeat-interval 2m: a warning that each heartbeat draws a PING" \
+	wait_for 20 log_has "$T/hb2m.log" "not shorter than the agents' default keepalive (120000 ms)"
+check "  ... and it serves" kill -0 "$hb_pid"
+kill "$hb_pid"
+wait "$hb_pid" 2>/dev/null
 # A second serve on a served state directory: refused before it touches anything.
 addr_before=$(cat "$T/ctl/controller.addr")
 out=$("$CTL" serve --state-dir "$T/ctl" --listen 127.0.0.1:0 2>&1); rc=$?
