@@ -174,7 +174,8 @@ void ctl_sessions_end_revoked(struct ctl_server *srv);
 
 /* Heartbeat reaper pass: end sessions silent for longer than the timeout; periodic refresh. */
 void ctl_sessions_reap(struct ctl_server *srv, int64_t now_mono_ms, bool refresh);
-/* Drop the resume table (shutdown). */
+/* Drop the session registry and the resume table (shutdown; the fuzz harness between inputs,
+ * with the reaper running). */
 void ctl_sessions_done(struct ctl_server *srv);
 
 /* True when s is a printable ASCII string of 1..max bytes. */

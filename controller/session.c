@@ -462,6 +462,9 @@ static void resume_prune(struct ctl_server *srv, int64_t now_mono_ms)
 
 void ctl_sessions_done(struct ctl_server *srv)
 {
+	/* Under the lock: the fuzz harness drops the tables between inputs while the reaper still
+	 * walks them (fuzz_ctl_reset()); at shutdown the reaper has stopped. */
+	pthread_mutex_lock(&srv->lock);
 	for (size_t i = 0; i < srv->resume_cap; i++) {
 		while (srv->resume[i]) {
 			struct ctl_resume *r = srv->resume[i];
@@ -476,6 +479,7 @@ void ctl_sessions_done(struct ctl_server *srv)
 	free(srv->sessions);
 	srv->sessions = NULL;
 	srv->sessions_cap = 0;
+	pthread_mutex_unlock(&srv->lock);
 }
 
 static void on_hello(struct ctl_server *srv, struct ctl_session *s,
