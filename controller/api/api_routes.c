@@ -863,6 +863,12 @@ static void post_api_token(struct api_call *c)
 		return;
 	}
 	cl = json_object_get(b, "clusters");
+	if (cl && !json_is_null(cl) && !json_is_array(cl)) {
+		/* json_dumps() encodes only arrays and objects: a number here was a 500. */
+		api_error(c, 400, CTL_ERR_INVALID, "clusters",
+			  "clusters must be an array of cluster names (or null for all)");
+		return;
+	}
 	if (cl && !json_is_null(cl) && !(cls = json_dumps(cl, JSON_COMPACT))) {
 		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
 		return;

@@ -388,6 +388,8 @@ api DELETE "/api/v1/api-tokens/m-viewer-all" "$ADMIN" >/dev/null
 bad_is "a revoked token" 401 "" GET /api/v1/nodes "${TOK[viewer/all]}"
 check "  says so" test "$(body .error.message)" = "the API token was revoked"
 bad_is "a role without the right" 403 "" POST /api/v1/api-tokens "$INT" '{}'
+bad_is "a token's clusters not an array (was a 500)" 400 clusters POST /api/v1/api-tokens "$ADMIN" \
+	'{"name":"x","role":"viewer","clusters":86400000}'
 bad_is "another scope's object" 404 "" GET "/api/v1/campaigns/$CAMP" "${TOK[admin/other]}"
 check "nothing was stored by any of it" test "$(ncamp)/$(ndep)" = "$before"
 check "the server still serves" test "$(api GET /healthz "")" = 200
