@@ -156,8 +156,10 @@ deploy --playbook "$T/lock.yaml" --no-wait >"$T/lock.out" 2>&1 || fail "deploy l
 LD=$(last_id "$T/lock.out")
 wait_for 30 bash -c "[ \$(cat '$T/root-a/var/tmp/runs-lock' 2>/dev/null | wc -l) -ge 2 ]" || fail "lock: never started"
 timeouts_before=$(grep -c "heartbeat timeout" "$T/controller.log")
+# The locker waits (up to 5 s) for a write the controller has in progress, then holds the lock:
+# without a busy timeout its BEGIN failed at once when it met one of the rollout's commits.
 (echo "BEGIN IMMEDIATE;"; echo "INSERT INTO audit_log (at, actor, action, outcome) VALUES (0, 'test', 'lock', 'held');"; sleep 4.5; echo "COMMIT;") |
-	sqlite3 "$T/ctl/controller.db" &
+	sqlite3 -cmd ".timeout 5000" "$T/ctl/controller.db" &
 LOCKER=$!
 locked() { ! sqlite3 -cmd ".timeout 0" "$T/ctl/controller.db" "BEGIN IMMEDIATE; ROLLBACK;" >/dev/null 2>&1; }
 check "the lock is held" wait_for 5 locked
