@@ -22,14 +22,17 @@
 # hard limit) and says what it got.
 # Usage: bench/scale.sh [--build DIR] [--controller BIN] [--work DIR] [--connect-rate 2000]
 #        [--idle-secs 30] [--heartbeat 5s] [--max-heartbeat-rate R] [--steps-delay 10ms]
-#        [--reconnect-wait 120]
+#        [--reconnect-wait 120] [--perf DIR]
 #        [--json FILE] N [N...]
+# (--perf DIR: `perf record` of the controller in the storm, the deployment and the reconnect,
+# into DIR/N-storm.data, N-deploy.data, N-reconnect.data; `perf report -i FILE --sort
+# comm,dso,sym` reads them. Recording costs the controller a little CPU.)
 # (--controller: another railyard-controller binary, e.g. an older build, against the same
 # load generator.)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$SRC/build ctl_bin= work= rate=2000 idle_secs=30 hb=5s hb_rate= step_delay=10ms
-reconnect_wait=120 json_out=
+reconnect_wait=120 json_out= perf_dir=
 ns=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--steps-delay) step_delay=$2; shift 2 ;;
 	--reconnect-wait) reconnect_wait=$2; shift 2 ;;
 	--json) json_out=$2; shift 2 ;;
+	--perf) perf_dir=$(mkdir -p "$2" && cd "$2" && pwd); shift 2 ;;
 	-*) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 	*) ns+=("$1"); shift ;;
 	esac
@@ -101,6 +105,20 @@ event_after() { # KIND AFTER_MS
 		'select(.event == $k and .unix_ms > $t) | .unix_ms' "$LG_OUT" 2>/dev/null | head -1
 }
 has_event_after() { [ -n "$(event_after "$1" "$2")" ]; }
+# perf record of the controller until perf_stop (with --perf only).
+PERFPID=
+perf_start() { # PHASE
+	[ -n "$perf_dir" ] || return 0
+	perf record -q -F 499 -p "$CPID" -o "$perf_dir/$N-$1.data" >/dev/null 2>&1 &
+	PERFPID=$!
+	pids+=("$PERFPID")
+}
+perf_stop() {
+	[ -n "$PERFPID" ] || return 0
+	kill -INT "$PERFPID" 2>/dev/null || true
+	wait "$PERFPID" 2>/dev/null || true
+	PERFPID=
+}
 last_status() { grep '"t_ms"' "$LG_OUT" | tail -1; }
 
 start_ctl() { # extra serve args
@@ -150,6 +168,7 @@ run_one() {
 	rss0=$(rss_kb "$CPID")
 	local sk0 sk1
 	sk0=$(ticks "$CPID")
+	perf_start storm
 	"${lg[@]}" >"$LG_OUT" 2>"$D/loadgen.err" &
 	LGPID=$!
 	pids+=("$LGPID")
@@ -163,6 +182,7 @@ run_one() {
 		online_s="timeout($(last_status | jq .online)/$N)"
 	fi
 	local la_storm storm_cpu
+	perf_stop
 	sk1=$(ticks "$CPID")
 	storm_cpu=$(awk -v d=$((sk1 - sk0)) -v hz="$HZ" 'BEGIN { printf "%.1f", d / hz }')
 	la_storm=$(loadavg)
@@ -196,6 +216,7 @@ run_one() {
 
 	# a check-mode deployment to all N
 	local td dep plan_s done_s dep_state la_dep
+	perf_start deploy
 	td=$(now_ms)
 	"$CTL" deploy --state-dir "$D/ctl" --cluster scale --playbook "$SRC/playbooks/h200-ndr-ib.yaml" \
 		--check --batch 100% --canary 0 --pause 0 --max-fail 100% --no-wait >"$D/deploy.out" 2>&1 ||
@@ -209,6 +230,7 @@ run_one() {
 	else
 		plan_s=timeout done_s=timeout
 	fi
+	perf_stop
 	wait_for 60 bash -c "'$CTL' deployments '$dep' --json --state-dir '$D/ctl' | jq -e '.state != \"running\" and .state != \"pending\"'" || true
 	dep_state=$("$CTL" deployments "$dep" --json --state-dir "$D/ctl" | jq -r .state)
 	la_dep=$(loadavg)
@@ -222,6 +244,7 @@ run_one() {
 	start_ctl
 	local rk0 rk1 re_cpu
 	rk0=$(ticks "$CPID")
+	perf_start reconnect
 	if wait_for "$reconnect_wait" has_event_after all_online "$tk"; then
 		tr=$(event_after all_online "$tk")
 		back_s=$(awk -v a="$tk" -v b="$tr" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
@@ -231,6 +254,7 @@ run_one() {
 		behind=$((N - $(last_status | jq .online)))
 	fi
 	la_re=$(loadavg)
+	perf_stop
 	rk1=$(ticks "$CPID")
 	re_cpu=$(awk -v d=$((rk1 - rk0)) -v hz="$HZ" 'BEGIN { printf "%.1f", d / hz }')
 	kill -TERM "$LGPID" "$CPID" 2>/dev/null || true
