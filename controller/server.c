@@ -403,6 +403,11 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		}
 	}
 
+	/* Agents never resume a TLS session: the tickets OpenSSL would send after each handshake
+	 * are work for nothing in a connect storm. */
+	r = rpc_tls_no_session_tickets(errbuf, errlen);
+	if (r < 0)
+		goto fail;
 	rc.listen = cfg->listen;
 	rc.tls.ca_pem = state->ca_pem;
 	rc.tls.cert_pem = state->server_chain_pem;

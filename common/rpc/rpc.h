@@ -41,6 +41,15 @@ void rpc_log_init(void);
 void rpc_init(void);
 void rpc_shutdown(void);
 
+/* TLS servers of this process send no session tickets. OpenSSL sends two TLS 1.3 tickets after
+ * every full handshake, serialising the session (client certificate included) for each; agents
+ * keep no session cache and a restarted controller could not decrypt a ticket anyway, so they
+ * cost a connect storm CPU for nothing (docs/scaling.md). gRPC 1.51 gives no handle on its
+ * SSL_CTX: this loads an OpenSSL configuration into the process that keeps the system file's
+ * system_default settings and adds NumTickets = 0 (the file is not changed; other processes are
+ * not affected). Call before the first server starts; idempotent. -errno, a reason in err. */
+RPC_WUR int rpc_tls_no_session_tickets(char *err, size_t errlen);
+
 /* gRPC 1.51's TCP listener stops for good when accept4() fails with anything but EINTR, EAGAIN
  * or ECONNABORTED (EMFILE at the open-file limit): it logs "Failed accept4" once and never
  * accepts on that socket again. The rpc layer counts those lines (routed by rpc_log_init()),

@@ -40,6 +40,18 @@ enroll o "$FIXTURES/h200-roce" --hostname outsider || die "enroll outsider"
 start_agent a "$T/root-a"
 check "node-a online" wait_for 20 node_state_is node-a online
 
+# --- TLS: a full handshake with a node's certificate brings no session tickets --------------------------
+# (agents never resume a session; OpenSSL's two tickets a handshake were a connect storm's CPU for
+# nothing: rpc_tls_no_session_tickets(), docs/scaling.md)
+# (s_client's input stays open for a second: a ticket comes after the handshake, and OpenSSL's
+# own s_server sends two in that time)
+sleep 1 | timeout 10 openssl s_client -connect "$ADDR" -alpn h2 -servername railyard-controller \
+	-CAfile "$T/ctl/ca.crt" -cert "$T/a/node.crt" -key "$T/a/node.key" -msg >"$T/s_client.out" 2>&1
+check "a TLS 1.3 handshake with node-a's certificate completes" \
+	grep -aq "Verify return code: 0 (ok)" "$T/s_client.out"
+check "... and the controller sends no session ticket" \
+	bash -c "! grep -aq NewSessionTicket '$T/s_client.out'"
+
 cat >"$T/small.yaml" <<'EOF'
 name: small
 version: "1"
