@@ -99,6 +99,8 @@ enum ctl_verdict {
 	CTL_REFUSE, /* refused for good: acknowledge with an Error, audit, read on */
 	CTL_RETRY,  /* not stored for now (database busy, disk full): keep it, try again */
 	CTL_END,    /* a protocol violation: end the session with code */
+	CTL_DROP,   /* its session was ended before it was stored: not stored, not acknowledged
+		     * (the node sends it again on its next session) */
 };
 
 struct ctl_outcome {
@@ -148,10 +150,11 @@ void ctl_session_end(struct ctl_server *srv, const char *node_id, grpc_status_co
 		     const char *why);
 
 /* ---- Sessions and the engine's ingest worker (session.c). A session hands every message of a
- * kind the engine has a handler for to the ingest worker and reads nothing more from its stream
- * until it is committed (or refused, or ends the session): acknowledgements cover only what is
- * stored, completion-queue threads never wait for the database, and a node whose messages
- * cannot be stored yet is held back through gRPC's flow control rather than dropped. */
+ * kind the engine has a handler for to the ingest worker, in order, and reads ahead of them only
+ * up to a small window (none past a Hello); then it reads nothing more from its stream until one
+ * is committed (or refused, or ends the session): acknowledgements cover only what is stored,
+ * completion-queue threads never wait for the database, and a node whose messages cannot be
+ * stored yet is held back through gRPC's flow control rather than dropped. */
 void ctl_session_ref(struct ctl_server *srv, struct ctl_session *s);
 void ctl_session_unref(struct ctl_server *srv, struct ctl_session *s);
 const char *ctl_session_node_id(const struct ctl_session *s);
@@ -159,10 +162,18 @@ const char *ctl_session_hostname(const struct ctl_session *s);
 const char *ctl_session_cluster(const struct ctl_session *s);
 /* Register the Hello and FactsUpdate handlers with the engine, before it starts. */
 __attribute__((warn_unused_result)) int ctl_sessions_register(struct ctl_engine *e);
-/* The message seq of s was handled with outcome o (not CTL_RETRY): acknowledge it (Welcome
- * after Hello, Receipt, or Error for a refusal), or end the session; then read on. */
+/* The message seq of s (bytes: its size, as submitted) was handled with outcome o (not
+ * CTL_RETRY): acknowledge it (Welcome after Hello, Error for a refusal, a Receipt when it is
+ * the session's last message in the commit: last), or end the session, or (CTL_DROP) nothing;
+ * then it leaves the session's window. */
 void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,
-			   const Railyard__V1__AgentMessage *m, const struct ctl_outcome *o);
+			   const Railyard__V1__AgentMessage *m, const struct ctl_outcome *o,
+			   size_t bytes, bool last);
+/* Ingest worker: walking a commit's messages from its last, true at a session's first
+ * (i.e. its last message in the commit); batch: a number of that commit's own, never 0. */
+bool ctl_session_last_in_batch(struct ctl_session *s, unsigned batch);
+/* Has the controller ended s (its queued messages are then dropped)? */
+bool ctl_session_ended(const struct ctl_session *s);
 /* Store that the node of a session that ended is offline (when it was the node's current
  * session); a negative store error to retry. */
 int ctl_session_store_offline(struct ctl_server *srv, struct ctl_session *s);

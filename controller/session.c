@@ -1,8 +1,10 @@
 /* Controller.Connect: one session per node, keyed by the identity in the client certificate.
  * Enforces the message order (Hello first, seq strictly increasing) on the completion-queue
- * thread and hands every message that needs the database to the ingest worker, reading nothing
- * more from the stream until it is stored: acknowledgements ("ack") cover only committed
- * messages. Liveness is in memory; sessions that fall silent are ended by the reaper. */
+ * thread and hands every message that needs the database to the ingest worker, in order, up to
+ * a window of messages (and bytes) waiting to be stored; then the stream reads nothing more
+ * until one is stored. Acknowledgements ("ack") cover only committed messages: one Receipt per
+ * session and commit carries them. Liveness is in memory; sessions that fall silent are ended by
+ * the reaper. */
 #include "controller/server_int.h"
 #include "controller/engine/engine.h"
 #include "controller/throttle.h"
@@ -29,7 +31,13 @@ struct ctl_session {
 	bool closed;	 /* under srv->lock: the stream ended (closed() ran) */
 	bool owned_node; /* under srv->lock: it was the node's session when it ended */
 	_Atomic bool hello_done;
-	_Atomic bool busy;	   /* a message is with the ingest worker (the stream waits) */
+	/* Messages with the ingest worker, and WINDOW_PAUSED while the stream waits for them (set
+	 * by the completion-queue thread that stops reading, cleared by the worker that resumes
+	 * it: one atomic word, so that a stop and a resume can never miss each other). */
+	_Atomic unsigned inflight;
+	_Atomic size_t inflight_bytes;
+	_Atomic bool ended;	   /* session_finish() ran: what it still has queued is dropped */
+	unsigned batch_mark;	   /* ingest worker only: ctl_session_last_in_batch() */
 	_Atomic uint64_t last_seq; /* highest agent seq received (order check) */
 	_Atomic uint64_t ack_seq;  /* highest agent seq committed: what acks say */
 	_Atomic uint64_t sent_ack; /* the ack_seq of the last message not a Hello (resume) */
@@ -49,6 +57,16 @@ struct ctl_resume {
 	uint64_t last_seq;
 	int64_t at_ms; /* monotonic: when the session it comes from ended */
 };
+
+/* The read-ahead window: a session may have this many messages (and, past the first, this many
+ * encoded bytes) with the ingest worker before its stream stops reading. A check-mode plan's
+ * step events and its end (27 for the H200 playbooks) then go into one commit, acknowledged by
+ * one Receipt, instead of a commit and a Receipt each; the bytes bound what one node can make
+ * the controller hold (its messages may be 4 MiB each). A Hello is never read ahead of: nothing
+ * else may come before its Welcome. */
+#define CTL_SESSION_WINDOW	 32
+#define CTL_SESSION_WINDOW_BYTES (256 * 1024)
+#define WINDOW_PAUSED		 (1u << 31)
 
 /* Resume entries of nodes that have not come back for this long are dropped (an agent that
  * reconnects later within the same boot sends its whole outbox again; the controller takes
@@ -192,6 +210,7 @@ const char *ctl_session_cluster(const struct ctl_session *s)
 
 static void session_finish(struct ctl_session *s, grpc_status_code code, const char *why)
 {
+	s->ended = true;
 	log_warn("session of node %s (%s) ended: %s", s->node_id, rpc_stream_peer(s->st)->address,
 		 why);
 	rpc_stream_finish(s->st, code, why);
@@ -702,28 +721,81 @@ static void refuse(struct ctl_server *srv, struct ctl_session *s,
 			       "too many refused reports in this session");
 }
 
+static bool window_busy(const struct ctl_session *s)
+{
+	return (atomic_load(&s->inflight) & ~WINDOW_PAUSED) != 0;
+}
+
+/* Completion-queue thread, before the message goes to the worker: count it in the window.
+ * True when the stream is to stop reading (the message is a Hello, or the window is full). */
+static bool window_take(struct ctl_session *s, size_t bytes, bool hold)
+{
+	size_t before = atomic_fetch_add(&s->inflight_bytes, bytes);
+	unsigned old = atomic_load(&s->inflight), nw;
+
+	do {
+		nw = old + 1;
+		if (hold || (nw & ~WINDOW_PAUSED) >= CTL_SESSION_WINDOW ||
+		    (before > 0 && before + bytes > CTL_SESSION_WINDOW_BYTES))
+			nw |= WINDOW_PAUSED;
+	} while (!atomic_compare_exchange_weak(&s->inflight, &old, nw));
+	return (nw & WINDOW_PAUSED) != 0;
+}
+
+/* Ingest worker, once a message is done with: out of the window; the stream reads on if it had
+ * stopped for the window. */
+static void window_release(struct ctl_session *s, size_t bytes)
+{
+	unsigned old = atomic_load(&s->inflight), nw;
+
+	atomic_fetch_sub(&s->inflight_bytes, bytes);
+	do
+		nw = (old - 1) & ~WINDOW_PAUSED;
+	while (!atomic_compare_exchange_weak(&s->inflight, &old, nw));
+	if (old & WINDOW_PAUSED)
+		rpc_stream_resume(s->st);
+}
+
+bool ctl_session_last_in_batch(struct ctl_session *s, unsigned batch)
+{
+	if (s->batch_mark == batch)
+		return false;
+	s->batch_mark = batch;
+	return true;
+}
+
+bool ctl_session_ended(const struct ctl_session *s)
+{
+	return s->ended;
+}
+
 void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,
-			   const Railyard__V1__AgentMessage *m, const struct ctl_outcome *o)
+			   const Railyard__V1__AgentMessage *m, const struct ctl_outcome *o,
+			   size_t bytes, bool last)
 {
 	bool hello = m->body_case == RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO;
 
+	if (o->verdict == CTL_DROP) {
+		window_release(s, bytes);
+		return;
+	}
 	if (o->verdict == CTL_END) {
-		s->busy = false;
 		session_finish(s, o->code, o->why);
+		window_release(s, bytes);
 		return;
 	}
 	s->ack_seq = m->seq;
 	if (!hello)
 		s->sent_ack = m->seq;
+	/* A Receipt only for the session's last message of the commit: it acknowledges them all. */
 	if (o->verdict == CTL_REFUSE)
 		refuse(srv, s, m, o);
 	else if (hello)
 		send_welcome(srv, s);
-	else
+	else if (last)
 		send_receipt(s);
 	/* We were the slow side: the node's silence while it waited is not its fault. */
 	s->last_heard_ms = util_now_mono_ms();
-	s->busy = false;
 	if (hello && o->verdict == CTL_DONE) {
 		bool ended;
 
@@ -743,7 +815,7 @@ void ctl_session_processed(struct ctl_server *srv, struct ctl_session *s,
 			ctl_engine_node_online(srv->engine, s->node_id);
 		}
 	}
-	rpc_stream_resume(s->st);
+	window_release(s, bytes);
 }
 
 /* The online session of a node, referenced (ctl_session_unref()), or NULL. */
@@ -849,6 +921,8 @@ static int session_message(void *userdata, struct rpc_stream *st, ProtobufCMessa
 	struct ctl_server *srv = userdata;
 	struct ctl_session *s = rpc_stream_get_data(st);
 	const Railyard__V1__AgentMessage *m = (const Railyard__V1__AgentMessage *)msg;
+	size_t bytes;
+	bool held;
 
 	if (m->seq <= s->last_seq) {
 		char why[128];
@@ -871,14 +945,16 @@ static int session_message(void *userdata, struct rpc_stream *st, ProtobufCMessa
 	switch (m->body_case) {
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
 		/* Nothing to store: liveness is last_heard_ms. A revocation is noticed by the
-		 * ingest worker's watch. Everything before it is committed (the stream waits for
-		 * each stored message), so the ack may move. */
-		s->ack_seq = m->seq;
+		 * ingest worker's watch. The ack may move past it only when nothing before it
+		 * waits to be stored (the worker's own acks cover what it stores). */
+		if (!window_busy(s))
+			s->ack_seq = m->seq;
 		return RPC_MSG_DONE;
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_ERROR:
 		log_warn("node %s (%s) reports error %.64s: %.512s", s->node_id, s->hostname,
 			 m->error->code, m->error->message);
-		s->ack_seq = m->seq;
+		if (!window_busy(s))
+			s->ack_seq = m->seq;
 		return RPC_MSG_DONE;
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO:
 		if (s->hello_done) {
@@ -893,10 +969,11 @@ static int session_message(void *userdata, struct rpc_stream *st, ProtobufCMessa
 		session_finish(s, GRPC_STATUS_INVALID_ARGUMENT, "message without a known body");
 		return RPC_MSG_DONE;
 	}
-	s->busy = true;
 	ctl_session_ref(srv, s);
-	ctl_engine_submit(srv->engine, s, msg);
-	return RPC_MSG_HELD;
+	bytes = rpc_stream_msg_size(st);
+	held = window_take(s, bytes, m->body_case == RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO);
+	ctl_engine_submit(srv->engine, s, msg, bytes);
+	return held ? RPC_MSG_HELD : RPC_MSG_TAKEN;
 }
 
 static void session_closed(void *userdata, struct rpc_stream *st, bool cancelled)
@@ -1007,8 +1084,8 @@ struct reap_ctx {
 
 static bool silent(const struct ctl_session *s, const struct reap_ctx *c)
 {
-	/* A session whose message waits for the database is not silent: we are the slow side. */
-	return !s->busy && c->now - s->last_heard_ms > c->factor * s->hb_timeout_ms;
+	/* A session whose messages wait for the database is not silent: we are the slow side. */
+	return !window_busy(s) && c->now - s->last_heard_ms > c->factor * s->hb_timeout_ms;
 }
 
 static bool pick_silent(const struct ctl_session *s, void *ud)

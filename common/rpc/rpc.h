@@ -87,7 +87,9 @@ struct rpc_stream_ops {
 	 * until the handler calls rpc_stream_resume() (from any thread, exactly once). While a
 	 * message is held the client's further messages wait in gRPC's flow control: this is how
 	 * a handler that must commit a message before it acknowledges it applies back-pressure
-	 * without blocking a completion-queue thread. */
+	 * without blocking a completion-queue thread. Return RPC_MSG_TAKEN: the handler owns msg
+	 * and the stream reads the next message at once (a handler that lets a bounded number of
+	 * messages wait with it, and returns RPC_MSG_HELD when that bound is reached). */
 	int (*message)(void *userdata, struct rpc_stream *st, ProtobufCMessage *msg);
 	/* The stream ended (client gone, cancelled, or finished). Called once, after the last
 	 * message() and never concurrently with it. */
@@ -98,7 +100,7 @@ struct rpc_stream_ops {
 };
 
 /* Return values of rpc_stream_ops.message. */
-enum { RPC_MSG_DONE = 0, RPC_MSG_HELD = 1 };
+enum { RPC_MSG_DONE = 0, RPC_MSG_HELD = 1, RPC_MSG_TAKEN = 2 };
 
 enum rpc_kind { RPC_UNARY, RPC_BIDI };
 
@@ -149,6 +151,8 @@ RPC_WUR int rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg);
 /* Read the next message after the handler returned RPC_MSG_HELD (thread-safe). A stream that
  * ended meanwhile is left alone. */
 void rpc_stream_resume(struct rpc_stream *st);
+/* The encoded size of the message message() was given (valid during that call). */
+size_t rpc_stream_msg_size(const struct rpc_stream *st);
 /* Trailing metadata of a refusal that tells the client when to try again ("5000": ms); the
  * agents' backoff waits at least that long (rpc_status.retry_after_ms). */
 #define RPC_RETRY_AFTER_MD "railyard-retry-after-ms"

@@ -111,6 +111,7 @@ struct rpc_stream {
 	pthread_mutex_t cb_lock; /* serialises handler callbacks (open() included) */
 	bool opened;		 /* open() accepted the stream */
 	bool closed_called;
+	size_t msg_size; /* the encoded size of the message message() is given */
 };
 
 static void request_arm(struct rpc_gen *gen, size_t idx);
@@ -386,7 +387,8 @@ static void stream_recv_done(struct rpc_tag *tag, bool ok)
 	const struct rpc_stream_ops *ops = st->method->bidi;
 	ProtobufCMessage *msg = NULL;
 	grpc_byte_buffer *bb = st->recv_bb;
-	bool held = false;
+	int rv = RPC_MSG_DONE;
+	size_t size;
 
 	st->recv_bb = NULL;
 	if (!ok || !bb) {
@@ -406,16 +408,24 @@ static void stream_recv_done(struct rpc_tag *tag, bool ok)
 		rpc_stream_unref(st);
 		return;
 	}
+	size = grpc_byte_buffer_length(bb);
 	grpc_byte_buffer_destroy(bb);
 	pthread_mutex_lock(&st->cb_lock);
-	if (!st->closed_called)
-		held = ops->message(st->srv->userdata, st, msg) == RPC_MSG_HELD;
-	pthread_mutex_unlock(&st->cb_lock);
-	if (!held) {
-		protobuf_c_message_free_unpacked(msg, NULL);
-		stream_recv_arm(st);
+	if (!st->closed_called) {
+		st->msg_size = size;
+		rv = ops->message(st->srv->userdata, st, msg);
 	}
+	pthread_mutex_unlock(&st->cb_lock);
+	if (rv == RPC_MSG_DONE)
+		protobuf_c_message_free_unpacked(msg, NULL);
+	if (rv != RPC_MSG_HELD)
+		stream_recv_arm(st);
 	rpc_stream_unref(st);
+}
+
+size_t rpc_stream_msg_size(const struct rpc_stream *st)
+{
+	return st->msg_size;
 }
 
 void rpc_stream_resume(struct rpc_stream *st)

@@ -73,8 +73,10 @@ bool ctl_engine_store_settled(struct ctl_engine *e, int64_t settle_ms);
 
 /* Does the engine store messages of this kind (a handler is registered)? */
 int ctl_engine_handles(struct ctl_engine *e, Railyard__V1__AgentMessage__BodyCase body);
-/* Queue a message of s for its handler (takes msg and a reference on s). */
-void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg);
+/* Queue a message of s for its handler (takes msg and a reference on s); bytes: its encoded
+ * size, handed back to ctl_session_processed(). */
+void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg,
+		       size_t bytes);
 /* Messages waiting for the ingest worker now (thread-safe). */
 size_t ctl_engine_backlog(struct ctl_engine *e);
 /* Queue "s ended: mark its node offline" (takes a reference on s). */

@@ -32,6 +32,8 @@ struct engine_item {
 	struct engine_item *next;
 	struct ctl_session *s;
 	ProtobufCMessage *msg; /* NULL: the session ended; mark its node offline */
+	size_t bytes;	       /* msg's encoded size (the session's window counts it) */
+	bool last;	       /* the session's last message in its commit */
 };
 
 void ctl_outcome_store_error(struct ctl_server *srv, struct ctl_outcome *o, int r, const char *what)
@@ -57,6 +59,12 @@ static void handle(struct ctl_engine *e, struct engine_item *it, struct ctl_outc
 			ctl_outcome_store_error(srv, o, r, "marking the node offline");
 		else
 			o->verdict = CTL_DONE;
+		return;
+	}
+	if (ctl_session_ended(it->s)) {
+		/* Read ahead of the message that ended its session (or before a superseding
+		 * session, the reaper or a revocation ended it): the node sends it again. */
+		o->verdict = CTL_DROP;
 		return;
 	}
 	if (ctl_engine_handles(e, m->body_case)) {
@@ -204,6 +212,7 @@ static void *ingest_main(void *arg)
 	struct engine_item *v1[1];
 	struct ctl_outcome out1[1];
 	int64_t backoff = 0, held_since = 0;
+	unsigned batch = 0;
 
 	if (batch_max == 1) {
 		log_error("ingest: out of memory for batches; storing one message at a time");
@@ -269,14 +278,18 @@ static void *ingest_main(void *arg)
 					 ctl_session_node_id(v[0]->s), outs[0].why);
 			done = 1;
 		} else {
-			/* Committed: now, and only now, acknowledge. */
+			/* Committed: now, and only now, acknowledge; one Receipt per session. */
+			if (++batch == 0)
+				batch = 1;
+			for (size_t i = done; i-- > 0;)
+				v[i]->last = v[i]->msg && ctl_session_last_in_batch(v[i]->s, batch);
 			for (size_t i = 0; i < done; i++) {
 				kick = kick || outs[i].kick;
 				if (v[i]->msg)
 					ctl_session_processed(
 						srv, v[i]->s,
 						(const Railyard__V1__AgentMessage *)v[i]->msg,
-						&outs[i]);
+						&outs[i], v[i]->bytes, v[i]->last);
 			}
 		}
 		if (kick)
@@ -365,7 +378,8 @@ void engine_ingest_done(struct ctl_engine *e)
 	pthread_cond_destroy(&e->icond);
 }
 
-static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessage *msg)
+static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessage *msg,
+		    size_t bytes)
 {
 	struct engine_item *it = calloc(1, sizeof(*it));
 
@@ -383,6 +397,7 @@ static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessa
 	}
 	it->s = s;
 	it->msg = msg;
+	it->bytes = bytes;
 	pthread_mutex_lock(&in->ilock);
 	if (in->joined) {
 		/* Shutting down, the worker is gone: a session that ends late is handled here. */
@@ -392,7 +407,7 @@ static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessa
 		handle(in, it, &o);
 		if (msg && o.verdict != CTL_RETRY)
 			ctl_session_processed(in->srv, s, (const Railyard__V1__AgentMessage *)msg,
-					      &o);
+					      &o, bytes, true);
 		if (o.kick)
 			ctl_engine_kick(in->srv->engine);
 		item_free(in->srv, it);
@@ -413,14 +428,15 @@ size_t ctl_engine_backlog(struct ctl_engine *e)
 	return e ? atomic_load(&e->queued) : 0;
 }
 
-void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg)
+void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMessage *msg,
+		       size_t bytes)
 {
-	enqueue(e, s, msg);
+	enqueue(e, s, msg, bytes);
 }
 
 void ctl_engine_offline(struct ctl_engine *e, struct ctl_session *s)
 {
-	enqueue(e, s, NULL);
+	enqueue(e, s, NULL, 0);
 }
 
 void ctl_engine_metrics(struct ctl_engine *e, FILE *f)

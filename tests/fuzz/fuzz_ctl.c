@@ -34,6 +34,7 @@ void __wrap_rpc_stream_unref(struct rpc_stream *st);
 const struct rpc_peer *__wrap_rpc_stream_peer(struct rpc_stream *st);
 void __wrap_rpc_stream_set_data(struct rpc_stream *st, void *data);
 void *__wrap_rpc_stream_get_data(struct rpc_stream *st);
+size_t __wrap_rpc_stream_msg_size(const struct rpc_stream *st);
 
 /* The set-up runs with the engine's threads; afterwards everything is on the fuzzer's thread. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -178,6 +179,11 @@ void *__wrap_rpc_stream_get_data(struct rpc_stream *st)
 	return st->data;
 }
 
+size_t __wrap_rpc_stream_msg_size(const struct rpc_stream *st)
+{
+	return st->msg_size;
+}
+
 /* ---- streams ------------------------------------------------------------------------------ */
 
 struct rpc_stream *fuzz_ctl_open(struct fuzz_ctl *c, int i)
@@ -204,11 +210,34 @@ struct rpc_stream *fuzz_ctl_open(struct fuzz_ctl *c, int i)
 
 bool fuzz_ctl_deliver(struct fuzz_ctl *c, struct rpc_stream *st, ProtobufCMessage *msg)
 {
-	unsigned resumed = st->resumed;
-	int r = ctl_session_ops.message(c->srv, st, msg);
+	unsigned resumed = st->resumed, sent = st->sent;
+	int r;
 
+	st->msg_size = protobuf_c_message_get_packed_size(msg);
+	r = ctl_session_ops.message(c->srv, st, msg);
 	if (r == RPC_MSG_DONE) {
 		protobuf_c_message_free_unpacked(msg, NULL);
+		return !st->finished;
+	}
+	if (r == RPC_MSG_TAKEN) {
+		/* Read ahead: stored later, without stopping the stream (so never resumed). In
+		 * the set-up, wait until it is answered (a Receipt or an Error) or ends the
+		 * stream; afterwards the worker is stopped and it was stored on this thread. */
+		pthread_mutex_lock(&lock);
+		if (setting_up) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 30;
+			while (st->sent == sent && !st->finished)
+				if (pthread_cond_timedwait(&cond, &lock, &ts) != 0)
+					break;
+		}
+		FUZZ_CHECK(st->resumed == resumed, "a message read ahead resumed the stream");
+		/* Stored on this thread: acknowledged (Receipt or Error) or its stream ended. */
+		FUZZ_CHECK(setting_up || st->sent > sent || st->finished,
+			   "a message read ahead was neither answered nor ended its stream");
+		pthread_mutex_unlock(&lock);
 		return !st->finished;
 	}
 	FUZZ_CHECK(r == RPC_MSG_HELD, "message() returned %d", r);

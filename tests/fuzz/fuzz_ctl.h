@@ -32,6 +32,7 @@ struct rpc_stream {
 	uint64_t last_ack;
 	unsigned sent; /* messages sent on it */
 	bool last_was_welcome;
+	size_t msg_size; /* the encoded size of the message being delivered */
 };
 
 /* What was set up; ids are the controller's own. */

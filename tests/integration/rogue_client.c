@@ -8,6 +8,10 @@
  *   agent   an honest member: Hello, then every ApplyPlan is answered with a StepEvent "ok" per
  *           step and ApplyDone "succeeded" (--done-message M). After --plans N plans (default 1)
  *           it goes on with --forge, if given, or exits. Prints "PLAN <deployment> <steps>".
+ *           --gate FILE: prints "WAITING <deployment>" and answers only once FILE exists;
+ *           --heartbeats: a Heartbeat after each StepEvent. Then it prints "SENT <seq of the
+ *           first StepEvent> <seq of the last message>", every controller message after it as
+ *           "MSG <kind> <ack>", and "RECEIPTS <n>" once the plan's end is acknowledged.
  *   forge   Hello, then --forge right away.
  *   flood   --count N Enroll calls with a token that does not exist; prints how each ended:
  *           "<STATUS> <count>" lines.
@@ -31,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *slurp(const char *path)
 {
@@ -49,6 +54,10 @@ struct rogue {
 	char last_plan[65];
 	char first_step[256];
 	const char *done_message;
+	const char *gate;	 /* --gate FILE */
+	bool heartbeats;	 /* --heartbeats */
+	uint64_t first_step_seq; /* with --gate: the plan's first StepEvent */
+	unsigned receipts;	 /* with --gate: Receipts since the plan was answered */
 };
 
 static int send_msg(struct rogue *g, Railyard__V1__AgentMessage *m)
@@ -134,6 +143,16 @@ static int answer_plan(struct rogue *g, const Railyard__V1__ApplyPlan *ap)
 	int r = 0;
 
 	snprintf(g->last_plan, sizeof(g->last_plan), "%s", ap->deployment_id);
+	if (g->gate) {
+		int64_t until = util_now_mono_ms() + 60000;
+
+		printf("WAITING %s\n", ap->deployment_id);
+		fflush(stdout);
+		while (access(g->gate, F_OK) != 0 && util_now_mono_ms() < until)
+			usleep(20000);
+		g->first_step_seq = g->seq + 1;
+		g->receipts = 0;
+	}
 	json_array_foreach(steps, i, st)
 	{
 		const char *name = json_string_value(json_object_get(st, "name"));
@@ -141,12 +160,25 @@ static int answer_plan(struct rogue *g, const Railyard__V1__ApplyPlan *ap)
 		if (i == 0)
 			snprintf(g->first_step, sizeof(g->first_step), "%s", name);
 		r = send_step(g, ap->deployment_id, (uint32_t)i, name, "ok", "");
+		if (r >= 0 && g->heartbeats) {
+			Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+			Railyard__V1__Heartbeat hb = RAILYARD__V1__HEARTBEAT__INIT;
+
+			m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
+			m.heartbeat = &hb;
+			r = send_msg(g, &m);
+		}
 		if (r < 0)
 			break;
 		counts[0]++;
 	}
 	if (r >= 0)
 		r = send_done(g, ap->deployment_id, "succeeded", counts, g->done_message);
+	if (g->gate) {
+		printf("SENT %llu %llu\n", (unsigned long long)g->first_step_seq,
+		       (unsigned long long)g->seq);
+		fflush(stdout);
+	}
 	printf("PLAN %s %zu\n", ap->deployment_id, json_array_size(steps));
 	fflush(stdout);
 	json_decref(plan);
@@ -266,6 +298,16 @@ static int script(struct rogue *g, const char *mode, const char *facts, const ch
 	while ((m = next_msg(g, 30000))) {
 		int body = m->body_case;
 
+		if (g->first_step_seq) {
+			g->receipts += body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_RECEIPT;
+			const ProtobufCFieldDescriptor *fd =
+				protobuf_c_message_descriptor_get_field(m->base.descriptor, body);
+
+			printf("MSG %s %llu\n", fd ? fd->name : "?", (unsigned long long)m->ack);
+			if (m->ack == g->seq)
+				printf("RECEIPTS %u\n", g->receipts);
+			fflush(stdout);
+		}
 		if (body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME &&
 		    strcmp(mode, "forge") == 0) {
 			expect = forge(g, forge_kind, dep);
@@ -320,6 +362,8 @@ int main(int argc, char **argv)
 		{"plans", required_argument, NULL, 'p'},
 		{"count", required_argument, NULL, 'n'},
 		{"done-message", required_argument, NULL, 'D'},
+		{"gate", required_argument, NULL, 'G'},
+		{"heartbeats", no_argument, NULL, 'H'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *target = NULL, *ca = NULL, *cert = NULL, *key = NULL, *mode = "hello";
@@ -368,6 +412,12 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			g.done_message = optarg;
+			break;
+		case 'G':
+			g.gate = optarg;
+			break;
+		case 'H':
+			g.heartbeats = true;
 			break;
 		default:
 			return 2;

@@ -165,6 +165,57 @@ check "the run has no result from any of them" \
 	test "$("$CTL" bench show "$B1" --json --state-dir "$T/ctl" | jq -r '[.result, .server_result, .server_port] | map(select(. != null)) | length')" = 0
 "$CTL" bench cancel "$B1" --state-dir "$T/ctl" --no-wait >/dev/null 2>&1
 
+# --- reading ahead: an ack covers only what is stored; one Receipt per commit -----------------------------
+# rogue-m answers a 20-step plan, a Heartbeat after each StepEvent, while another process holds the
+# database's write lock. The controller reads ahead of what it cannot store yet; a RefreshFacts
+# (SIGHUP) sent meanwhile carries the session's ack, which must not cover the first StepEvent (nor the
+# heartbeats read after it). Once the lock goes, the run is stored and acknowledged together.
+{
+	printf 'name: burst\nversion: "1"\nsteps:\n'
+	for i in $(seq 0 19); do
+		printf '  - name: b%d\n    type: file\n    params:\n      path: /etc/ry-burst/f%d\n      content: "%d\\n"\n' "$i" "$i" "$i"
+	done
+} >"$T/burst.yaml"
+metric() { curl -s --unix-socket "$T/ctl/api.sock" http://localhost/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+heartbeats_read() { [ "$(metric 'railyard_rpc_messages_total{kind="Heartbeat"}')" -ge "$1" ]; }
+rogue m --mode agent --plans 1 --gate "$T/gate" --heartbeats >"$T/burst.out" 2>&1 &
+B_PID=$!
+PIDS+=("$B_PID")
+check "rogue-m online again" wait_for 20 node_state_is rogue-m online
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/burst.yaml" --canary 0 --pause 0 \
+	--max-fail 100% --no-wait >"$T/d3.out" 2>&1
+D3=$(last_id "$T/d3.out")
+check "rogue-m has the 20-step plan" wait_for 20 grep -q "^WAITING $D3" "$T/burst.out"
+(
+	echo "BEGIN IMMEDIATE;"
+	echo "INSERT INTO audit_log (at, actor, action, outcome) VALUES (0, 'test', 'lock', 'held');"
+	until [ -e "$T/unlock" ]; do sleep 0.1; done
+	echo "COMMIT;"
+) | sqlite3 -cmd ".timeout 5000" "$T/ctl/controller.db" &
+LOCKER=$!
+locked() { ! sqlite3 -cmd ".timeout 0" "$T/ctl/controller.db" "BEGIN IMMEDIATE; ROLLBACK;" >/dev/null 2>&1; }
+check "another process holds the write lock" wait_for 10 locked
+hb0=$(metric 'railyard_rpc_messages_total{kind="Heartbeat"}')
+touch "$T/gate"
+check "rogue-m sent 20 StepEvents, 20 Heartbeats and its ApplyDone" wait_for 20 grep -q "^SENT" "$T/burst.out"
+read -r _ first_seq last_seq < <(grep "^SENT" "$T/burst.out")
+check "the controller read the heartbeats behind the StepEvents it cannot store" \
+	wait_for 20 heartbeats_read $((hb0 + 20))
+kill -HUP "$CTL_PID"
+check "a RefreshFacts came meanwhile" wait_for 20 grep -q "^MSG refresh_facts" "$T/burst.out"
+rf_ack=$(awk '$1 == "MSG" && $2 == "refresh_facts" { print $3; exit }' "$T/burst.out")
+check "its ack ($rf_ack) covers nothing from the first StepEvent ($first_seq) on" test "$rf_ack" -lt "$first_seq"
+touch "$T/unlock"
+wait "$LOCKER"
+check "after the lock, everything is acknowledged" wait_for 30 grep -q "^RECEIPTS" "$T/burst.out"
+receipts=$(awk '$1 == "RECEIPTS" { print $2 }' "$T/burst.out")
+check "... by fewer Receipts ($receipts) than the 21 reports" test "$receipts" -lt 21
+check "... and no ack went past the last message ($last_seq)" \
+	bash -c "! awk '\$1 == \"MSG\" && \$3 > $last_seq' '$T/burst.out' | grep -q ."
+check "rogue-m's 20 steps are stored, in order" test "$(dep_field "$D3" \
+	'[.nodes[] | select(.hostname=="rogue-m") | .steps[].name] | join(",")')" = "$(seq -s, -f 'b%g' 0 19)"
+wait "$B_PID"
+
 # --- the smaller defects --------------------------------------------------------------------------------------
 out=$("$CTL" bench run --state-dir "$T/ctl" --from node-a --to node-a --kind lat 2>&1); rc=$?
 check "bench run with --from and --to the same node is refused at once (exit $rc)" test "$rc" -eq 2
