@@ -593,6 +593,14 @@ const char *playbook_step_type(const struct playbook *pb, size_t i)
 
 bool playbook_target_matches(const struct playbook *pb, const char *cluster, const json_t *facts)
 {
+	struct playbook_facts f = {.json = facts};
+
+	return playbook_target_matches_facts(pb, cluster, facts ? &f : NULL);
+}
+
+bool playbook_target_matches_facts(const struct playbook *pb, const char *cluster,
+				   const struct playbook_facts *facts)
+{
 	size_t i;
 	json_t *cond;
 
@@ -602,7 +610,7 @@ bool playbook_target_matches(const struct playbook *pb, const char *cluster, con
 	{
 		bool ok = false;
 
-		if (playbook_cond_eval(cond, facts, &ok, NULL, 0) < 0 || !ok)
+		if (pb_cond_eval(cond, facts, &ok, NULL, 0) < 0 || !ok)
 			return false;
 	}
 	return true;

@@ -222,6 +222,22 @@ bool playbook_target_matches(const struct playbook *pb, const char *cluster, con
 PB_WUR int playbook_render(const struct playbook *pb, const json_t *facts, json_t **ret_plan,
 			   struct pb_diags *d);
 
+/* A node's facts indexed for lookups (playbook_facts.c): only the values a lookup reaches are
+ * built, so that rendering a plan or matching a target from a stored facts document costs a
+ * few dozen small parses instead of building its ~1,000 values. text (a JSON object, borrowed:
+ * it must outlive the index) is checked for structure here; a value jansson refuses is
+ * reported when a lookup reaches it. Results are exactly those of the same call on the
+ * document parsed with jansson. -RY_E_INVALID (not a JSON object), -RY_E_TOO_BIG, -ENOMEM. */
+struct playbook_facts;
+PB_WUR int playbook_facts_index(const char *text, size_t len, struct playbook_facts **ret);
+void playbook_facts_free(struct playbook_facts *f);
+/* playbook_fact_lookup(), playbook_target_matches() and playbook_render() on indexed facts. */
+PB_WUR int playbook_facts_lookup(const struct playbook_facts *f, const char *path, json_t **ret);
+bool playbook_target_matches_facts(const struct playbook *pb, const char *cluster,
+				   const struct playbook_facts *facts);
+PB_WUR int playbook_render_facts(const struct playbook *pb, const struct playbook_facts *facts,
+				 json_t **ret_plan, struct pb_diags *d);
+
 /* Check a plan JSON that arrived from outside (e.g. over the network) against the schema:
  * document shape, "schema" == PB_PLAN_SCHEMA, known step types, unique step names, exactly the
  * allowed params keys with their types, required and defaulted keys present, per-type rules

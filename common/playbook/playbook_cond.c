@@ -143,6 +143,11 @@ int pb_lookup(const json_t *root, const char *path, json_t **ret)
 	return walk(root, path, NULL, NULL, "", ret);
 }
 
+int pb_walk(const json_t *root, const char *path, json_t *paths, json_t **ret)
+{
+	return walk(root, path, NULL, paths, "", ret);
+}
+
 int playbook_fact_lookup(const json_t *facts, const char *path, json_t **ret)
 {
 	if (pb_fact_path_check(path) < 0)
@@ -354,6 +359,14 @@ static void msg_set(char *buf, size_t len, const char *fmt, ...)
 int playbook_cond_eval(const json_t *cond, const json_t *facts, bool *ret_ok, char *msgbuf,
 		       size_t len)
 {
+	struct playbook_facts f = {.json = facts};
+
+	return pb_cond_eval(cond, facts ? &f : NULL, ret_ok, msgbuf, len);
+}
+
+int pb_cond_eval(const json_t *cond, const struct playbook_facts *facts, bool *ret_ok, char *msgbuf,
+		 size_t len)
+{
 	const char *fact, *op, *quant, *custom;
 	const json_t *want;
 	json_t *sel = NULL, *paths = NULL, *e;
@@ -379,10 +392,8 @@ int playbook_cond_eval(const json_t *cond, const json_t *facts, bool *ret_ok, ch
 			r = -ENOMEM;
 			goto out;
 		}
-		r = walk(facts, fact, NULL, paths, "", &sel);
-	} else {
-		r = pb_lookup(facts, fact, &sel);
 	}
+	r = pb_facts_walk(facts, fact, paths, &sel);
 	if (r == -ENOENT) {
 		msg_set(msgbuf, len, "%s%sfact %s is missing", custom ? custom : "",
 			custom ? ": " : "", fact);

@@ -80,9 +80,26 @@ int pb_path_check(const char *path, bool rel);
 /* playbook_fact_lookup() for a path already checked, relative paths allowed. */
 int pb_lookup(const json_t *root, const char *path, json_t **ret);
 
+/* Facts for lookups (playbook_facts.c): a parsed document (json), or an indexed text. */
+struct pb_tok;
+struct playbook_facts {
+	const json_t *json; /* borrowed; when set, the rest is unused */
+	const char *text;   /* borrowed: the indexed text */
+	struct pb_tok *tok;
+	size_t ntok;
+};
+/* walk() of a path already checked: the value at path (a new reference), or with "[*]" a new
+ * array of the matches, and (paths != NULL) their concrete paths appended to paths. */
+int pb_walk(const json_t *root, const char *path, json_t *paths, json_t **ret);
+/* The same over facts of either kind (NULL: -ENOENT). */
+int pb_facts_walk(const struct playbook_facts *f, const char *path, json_t *paths, json_t **ret);
+/* playbook_cond_eval() and playbook_render() over facts of either kind. */
+int pb_cond_eval(const json_t *cond, const struct playbook_facts *f, bool *ret_ok, char *msgbuf,
+		 size_t len);
+
 /* Renderer. facts NULL = dry run (syntax, vars, cycles; fact references yield placeholders). */
 struct pb_render;
-int pb_render_new(const struct playbook *pb, const json_t *facts, struct pb_diags *d,
+int pb_render_new(const struct playbook *pb, const struct playbook_facts *facts, struct pb_diags *d,
 		  struct pb_render **ret);
 void pb_render_free(struct pb_render *r);
 /* Render every var (reports undefined references and cycles once each). */

@@ -14,7 +14,7 @@ enum var_state { VAR_NEW, VAR_BUSY, VAR_DONE, VAR_FAILED };
 
 struct pb_render {
 	const struct playbook *pb;
-	const json_t *facts; /* NULL: dry run */
+	const struct playbook_facts *facts; /* NULL: dry run */
 	struct pb_diags *d;
 	size_t nvars;
 	enum var_state *state;
@@ -28,7 +28,7 @@ bool pb_render_is_dry(const struct pb_render *r)
 	return r->facts == NULL;
 }
 
-int pb_render_new(const struct playbook *pb, const json_t *facts, struct pb_diags *d,
+int pb_render_new(const struct playbook *pb, const struct playbook_facts *facts, struct pb_diags *d,
 		  struct pb_render **ret)
 {
 	struct pb_render *r = calloc(1, sizeof(*r));
@@ -298,7 +298,7 @@ static int eval_expr(struct pb_render *r, const struct pb_node *at, const char *
 		if (!r->facts) {
 			e.unknown = true;
 		} else {
-			rc = pb_lookup(r->facts, path + 6, &e.v);
+			rc = pb_facts_walk(r->facts, path + 6, NULL, &e.v);
 			if (rc == -ENOENT)
 				e.undefined = true;
 			else if (rc < 0)
@@ -625,11 +625,23 @@ int pb_render_any(struct pb_render *r, const struct pb_node *n, json_t **ret)
 int playbook_render(const struct playbook *pb, const json_t *facts, json_t **ret_plan,
 		    struct pb_diags *d)
 {
+	struct playbook_facts f = {.json = facts};
+
+	if (!json_is_object(facts)) {
+		pb_diags_add(d, pb->file, 1, 1, "facts must be a JSON object");
+		return -RY_E_INVALID;
+	}
+	return playbook_render_facts(pb, &f, ret_plan, d);
+}
+
+int playbook_render_facts(const struct playbook *pb, const struct playbook_facts *facts,
+			  json_t **ret_plan, struct pb_diags *d)
+{
 	struct pb_render *r = NULL;
 	json_t *plan = NULL, *steps;
 	int rc, bad = 0;
 
-	if (!json_is_object(facts)) {
+	if (!facts) {
 		pb_diags_add(d, pb->file, 1, 1, "facts must be a JSON object");
 		return -RY_E_INVALID;
 	}

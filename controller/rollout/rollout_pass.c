@@ -107,8 +107,9 @@ static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const cha
 	struct ctl_server *srv = dp->srv;
 	struct store_node *node = NULL;
 	struct playbook *pb;
+	struct playbook_facts *facts = NULL;
 	struct pb_diags d;
-	json_t *facts = NULL, *plan = NULL;
+	json_t *plan = NULL;
 	int r;
 
 	pb_diags_init(&d);
@@ -123,8 +124,10 @@ static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const cha
 		r = r < 0 ? r : -RY_E_NOT_FOUND;
 		goto out;
 	}
-	facts = json_loads(node->facts_json, 0, NULL);
-	r = facts ? playbook_render(pb, facts, &plan, &d) : -RY_E_INVALID;
+	/* Indexed, not parsed: the render reads a few dozen of its ~1,000 values. */
+	r = playbook_facts_index(node->facts_json, strlen(node->facts_json), &facts);
+	if (r >= 0)
+		r = playbook_render_facts(pb, facts, &plan, &d);
 	if (r < 0) {
 		if (d.count)
 			snprintf(why, len, "render failed: %s:%d:%d: %s", d.items[0].file,
@@ -138,7 +141,7 @@ static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const cha
 	r = *ret_plan_json ? 0 : -ENOMEM;
 out:
 	json_decref(plan);
-	json_decref(facts);
+	playbook_facts_free(facts);
 	store_node_free(node);
 	pb_diags_done(&d);
 	return r;

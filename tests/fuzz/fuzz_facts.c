@@ -4,7 +4,8 @@
  * everything that reads stored facts: the one-line summary of node tables (printed escaped),
  * the sign-off configuration snapshot, its flat form, diff and drift against a fixture node,
  * the shipped playbooks' targeting and rendering (a plan rendered from any facts still
- * validates), and fact lookups. */
+ * validates), and fact lookups; and the same on the document indexed instead of parsed
+ * (playbook_facts_index(): what the controller renders plans from), which must agree. */
 #include "tests/fuzz/fuzz_util.h"
 
 #include "common/facts/facts_doc.h"
@@ -129,6 +130,51 @@ static void playbooks_against(const json_t *facts, size_t size)
 	}
 }
 
+/* Indexed facts (playbook_facts_index()) against the same document parsed: every document
+ * jansson parses as an object is indexed, and lookups, targeting and rendering give exactly
+ * what they give on the parsed document. */
+static void indexed_against(const uint8_t *data, size_t size, const json_t *facts)
+{
+	size_t i = size % (sizeof(playbooks) / sizeof(playbooks[0]));
+	struct playbook_facts *f = NULL;
+	json_t *plan = NULL, *plan_i = NULL;
+	struct pb_diags d, di;
+	int r, ri;
+
+	r = playbook_facts_index((const char *)data, size, &f);
+	FUZZ_CHECK(r == 0, "a document jansson parses as an object is not indexed: %d", r);
+	FUZZ_CHECK(playbook_target_matches(playbooks[i], "c", facts) ==
+			   playbook_target_matches_facts(playbooks[i], "c", f),
+		   "%s: targeting differs on indexed facts", playbook_files[i]);
+	pb_diags_init(&d);
+	pb_diags_init(&di);
+	r = playbook_render(playbooks[i], facts, &plan, &d);
+	ri = playbook_render_facts(playbooks[i], f, &plan_i, &di);
+	FUZZ_CHECK(r == ri && d.count == di.count, "%s: rendering differs on indexed facts",
+		   playbook_files[i]);
+	FUZZ_CHECK(r < 0 || json_equal(plan, plan_i), "%s: the plan differs on indexed facts",
+		   playbook_files[i]);
+	for (size_t k = 0; k < d.count && k < di.count; k++)
+		FUZZ_CHECK(strcmp(d.items[k].message, di.items[k].message) == 0,
+			   "%s: a diagnostic differs on indexed facts: %s | %s", playbook_files[i],
+			   d.items[k].message, di.items[k].message);
+	json_decref(plan);
+	json_decref(plan_i);
+	pb_diags_done(&d);
+	pb_diags_done(&di);
+	for (size_t k = 0; k < sizeof(paths) / sizeof(paths[0]); k++) {
+		json_t *v = NULL, *vi = NULL;
+
+		r = playbook_fact_lookup(facts, paths[k], &v);
+		ri = playbook_facts_lookup(f, paths[k], &vi);
+		FUZZ_CHECK(r == ri && (r < 0 || json_equal(v, vi)),
+			   "lookup %s differs on indexed facts (%d, %d)", paths[k], r, ri);
+		json_decref(v);
+		json_decref(vi);
+	}
+	playbook_facts_free(f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	json_t *facts;
@@ -150,6 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (json_is_object(facts)) {
 		snapshots(facts);
 		playbooks_against(facts, size);
+		indexed_against(data, size, facts);
 	}
 	json_decref(facts);
 	return 0;

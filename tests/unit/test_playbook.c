@@ -804,6 +804,192 @@ static void test_cmd_check(void **state)
 	free(bad);
 }
 
+/* ---- Indexed facts: the same answers as the parsed document ------------------------------- */
+
+/* Every path of v (prefix p), and with each array index also as "[*]" once and all at once:
+ * appended to out. */
+static void all_paths(const json_t *v, const char *p, const char *p_star, json_t *out)
+{
+	const char *k;
+	json_t *e;
+	size_t i;
+	char sub[1024], sub_star[1024];
+
+	if (*p)
+		json_array_append_new(out, json_string(p));
+	if (*p_star && strcmp(p, p_star) != 0)
+		json_array_append_new(out, json_string(p_star));
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, k, e)
+		{
+			snprintf(sub, sizeof(sub), "%s%s%s", p, *p ? "." : "", k);
+			snprintf(sub_star, sizeof(sub_star), "%s%s%s", p_star, *p_star ? "." : "",
+				 k);
+			all_paths(e, sub, sub_star, out);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, e)
+		{
+			snprintf(sub, sizeof(sub), "%s[%zu]", p, i);
+			snprintf(sub_star, sizeof(sub_star), "%s[*]", p_star);
+			all_paths(e, sub, sub_star, out);
+			/* The wildcard at this level only. */
+			snprintf(sub_star, sizeof(sub_star), "%s[*]", p);
+			all_paths(e, sub_star, sub_star, out);
+		}
+		snprintf(sub, sizeof(sub), "%s[%zu]", p, json_array_size(v) + 3);
+		json_array_append_new(out, json_string(sub)); /* past the end */
+	}
+}
+
+/* Lookups of every path (and a few that miss), targeting and rendering of every playbook:
+ * indexed text against the parsed document. */
+static void check_indexed(const char *text, const char *const *playbooks, size_t n_pb)
+{
+	json_t *facts = json_loads(text, 0, NULL), *paths = json_array(), *p;
+	struct playbook_facts *f = NULL;
+	size_t i;
+
+	assert_non_null(facts);
+	assert_int_equal(playbook_facts_index(text, strlen(text), &f), 0);
+	all_paths(facts, "", "", paths);
+	json_array_append_new(paths, json_string("no_such_fact"));
+	json_array_append_new(paths, json_string("no_such_fact[*].x"));
+	assert_true(json_array_size(paths) > 3);
+	json_array_foreach(paths, i, p)
+	{
+		json_t *a = NULL, *b = NULL;
+		const char *path = json_string_value(p);
+		int ra = playbook_fact_lookup(facts, path, &a);
+		int rb = playbook_facts_lookup(f, path, &b);
+
+		if (ra != rb || (ra == 0 && !json_equal(a, b)))
+			fail_msg("lookup %s: parsed %d, indexed %d", path, ra, rb);
+		json_decref(a);
+		json_decref(b);
+	}
+	for (i = 0; i < n_pb; i++) {
+		struct playbook *pb = load_ok(playbooks[i]);
+		struct pb_diags d, di;
+		json_t *plan = NULL, *plan_i = NULL;
+		int r, ri;
+
+		assert_int_equal(playbook_target_matches(pb, "c", facts),
+				 playbook_target_matches_facts(pb, "c", f));
+		pb_diags_init(&d);
+		pb_diags_init(&di);
+		r = playbook_render(pb, facts, &plan, &d);
+		ri = playbook_render_facts(pb, f, &plan_i, &di);
+		assert_int_equal(r, ri);
+		assert_int_equal(d.count, di.count);
+		for (size_t k = 0; k < d.count; k++)
+			assert_string_equal(d.items[k].message, di.items[k].message);
+		if (r == 0 && !json_equal(plan, plan_i))
+			fail_msg("%s: the plan differs on indexed facts", playbooks[i]);
+		json_decref(plan);
+		json_decref(plan_i);
+		pb_diags_done(&d);
+		pb_diags_done(&di);
+		playbook_free(pb);
+	}
+	playbook_facts_free(f);
+	json_decref(paths);
+	json_decref(facts);
+}
+
+static void test_indexed_facts(void **state)
+{
+	static const char *const pbs[] = {
+		"playbooks/h200-ndr-ib.yaml",
+		"playbooks/h200-roce.yaml",
+		"playbooks/revalidate.yaml",
+		"playbooks/tcp-baseline.yaml",
+		"tests/fixtures/playbooks/good/all-steps.yaml",
+	};
+	static const char *const roots[] = {"h200-ib", "h200-roce", "h200-degraded",
+					    "h200-miscabled", "h200-vm"};
+	/* What a parse of the whole document decides: the last of duplicate keys, escapes in
+	 * keys and values, numbers of every form, nesting, odd whitespace. */
+	static const char tricky[] =
+		" {\"a\": {\"b\": [1, 2.5, -3e2, true, false, null, \"x\"], \"b\": [[{\"c\": 1}]]},"
+		"\r\n\t\"k\\u0065y\": \"v\\\"\\\\\\u00e9\", \"gpus\": [{\"model\": \"H200\"}, {}, "
+		"7],"
+		" \"e\": {}, \"l\": [], \"n\": {\"m\": {\"o\": {\"p\": [0, [1, [2]]]}}},"
+		" \"rdma\": {\"devices\": [{\"name\": \"mlx5_0\", \"ports\": [{\"state\": "
+		"\"ACTIVE\"}]},"
+		" {\"ports\": 3}]}, \"big\": 9007199254740993, \"s\": \"}]\\\"[{\"} ";
+	(void)state;
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		json_t *facts = fixture_facts(roots[i]);
+		char *text = json_dumps(facts, JSON_COMPACT);
+
+		assert_non_null(text);
+		check_indexed(text, pbs, sizeof(pbs) / sizeof(pbs[0]));
+		free(text);
+		/* Indented, as an agent may send it. */
+		text = json_dumps(facts, JSON_INDENT(2));
+		check_indexed(text, pbs, 1);
+		free(text);
+		json_decref(facts);
+	}
+	check_indexed(tricky, pbs, sizeof(pbs) / sizeof(pbs[0]));
+}
+
+static void test_indexed_facts_refused(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"[]",
+		"\"s\"",
+		"{",
+		"{\"a\":}",
+		"{\"a\" 1}",
+		"{\"a\":1,}",
+		"{\"a\":tru}",
+		"{\"a\":1} x",
+		"{a:1}",
+		"{\"a\":\"\x01\"}",
+		"{\"a\":\"\\q\"}",
+		"{\"a\":\"\\u12\"}",
+		"{\"a\":[1 2]}",
+		"{\"a\":\"open}",
+		"{\"a\":1}}",
+		"{,}",
+		"{\"a\":[}",
+		"{\"a\":1,,\"b\":2}",
+	};
+	static const char big[] = "{\"a\": 1e999, \"b\": 2}";
+	struct playbook_facts *f = NULL;
+	json_t *v = NULL;
+	char *deep;
+	size_t n = 600;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (playbook_facts_index(bad[i], strlen(bad[i]), &f) != -RY_E_INVALID)
+			fail_msg("indexed: %s", bad[i]);
+	/* Nested deeper than the indexer goes. */
+	deep = calloc(1, 2 * n + 16);
+	assert_non_null(deep);
+	strcpy(deep, "{\"a\":");
+	for (size_t i = 0; i < n; i++)
+		strcat(deep, "[");
+	for (size_t i = 0; i < n; i++)
+		strcat(deep, "]");
+	strcat(deep, "}");
+	assert_int_equal(playbook_facts_index(deep, strlen(deep), &f), -RY_E_INVALID);
+	free(deep);
+	/* A value jansson refuses is reported when a lookup reaches it, not before. */
+	assert_int_equal(playbook_facts_index(big, strlen(big), &f), 0);
+	assert_int_equal(playbook_facts_lookup(f, "a", &v), -RY_E_INVALID);
+	assert_int_equal(playbook_facts_lookup(f, "b", &v), 0);
+	assert_int_equal(json_integer_value(v), 2);
+	json_decref(v);
+	assert_int_equal(playbook_facts_lookup(f, "c", &v), -ENOENT);
+	assert_int_equal(playbook_facts_lookup(f, "b..", &v), -EINVAL);
+	playbook_facts_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -820,6 +1006,8 @@ int main(void)
 		cmocka_unit_test(test_plan_validate_tampered),
 		cmocka_unit_test(test_conditions_and_versions),
 		cmocka_unit_test(test_cmd_check),
+		cmocka_unit_test(test_indexed_facts),
+		cmocka_unit_test(test_indexed_facts_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
