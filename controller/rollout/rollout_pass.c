@@ -105,11 +105,11 @@ static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const cha
 			   char **ret_plan_json, int *ret_steps, char *why, size_t len)
 {
 	struct ctl_server *srv = dp->srv;
-	struct store_node *node = NULL;
 	struct playbook *pb;
 	struct playbook_facts *facts = NULL;
 	struct pb_diags d;
 	json_t *plan = NULL;
+	char *text = NULL;
 	int r;
 
 	pb_diags_init(&d);
@@ -118,14 +118,14 @@ static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const cha
 		r = -RY_E_INVALID;
 		goto out;
 	}
-	r = store_node_get(srv->state->store, node_id, &node);
-	if (r < 0 || !node->facts_json) {
+	r = store_node_facts(srv->state->store, node_id, &text);
+	if (r < 0 || !text) {
 		snprintf(why, len, "no facts for node %s", node_id);
 		r = r < 0 ? r : -RY_E_NOT_FOUND;
 		goto out;
 	}
 	/* Indexed, not parsed: the render reads a few dozen of its ~1,000 values. */
-	r = playbook_facts_index(node->facts_json, strlen(node->facts_json), &facts);
+	r = playbook_facts_index(text, strlen(text), &facts);
 	if (r >= 0)
 		r = playbook_render_facts(pb, facts, &plan, &d);
 	if (r < 0) {
@@ -142,7 +142,7 @@ static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const cha
 out:
 	json_decref(plan);
 	playbook_facts_free(facts);
-	store_node_free(node);
+	free(text);
 	pb_diags_done(&d);
 	return r;
 }

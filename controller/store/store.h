@@ -169,6 +169,11 @@ STORE_WUR int store_node_get(struct store *s, const char *id_or_hostname, struct
 /* Free a node and its strings. Accepts NULL. */
 void store_node_free(struct store_node *n);
 
+/* Only the stored facts of node id (exactly; a JSON object's text, caller frees): one narrow
+ * read through the reader connection, for the rollout's render of every node's plan.
+ * -RY_E_NOT_FOUND (no such node, or no facts yet), -EINVAL, -RY_E_DB, -ENOMEM. */
+STORE_WUR int store_node_facts(struct store *s, const char *id, char **ret_facts);
+
 /* All nodes ordered by cluster name, then hostname. *ret_nodes is a new array of *ret_n nodes
  * (NULL when there are none; free with store_nodes_free()). -RY_E_DB, -ENOMEM. */
 STORE_WUR int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n);

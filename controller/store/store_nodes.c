@@ -40,6 +40,8 @@ static struct store_sql SQL_NODE_BY_HOSTNAME =
 	STORE_SQL(NODE_COLUMNS "WHERE n.hostname = ?1 LIMIT 2");
 static struct store_sql SQL_NODE_BY_ID = STORE_SQL(NODE_COLUMNS "WHERE n.id = ?1");
 static struct store_sql SQL_NODE_DELETE = STORE_SQL("DELETE FROM nodes WHERE id = ?1");
+static struct store_sql SQL_NODE_FACTS_GET =
+	STORE_SQL("SELECT facts FROM node_facts WHERE node_id = ?1");
 static struct store_sql SQL_NODE_FACTS =
 	STORE_SQL("UPDATE nodes SET last_seen = MAX(last_seen, ?2), summary = ?3, snapshot = ?4, "
 		  "derived_v = ?5 WHERE id = ?1 AND state != 'revoked'");
@@ -621,6 +623,13 @@ int store_node_get(struct store *s, const char *id_or_hostname, struct store_nod
 	node_mark(s, n);
 	*ret = n;
 	return 0;
+}
+
+int store_node_facts(struct store *s, const char *id, char **ret_facts)
+{
+	if (!s || !id || !ret_facts)
+		return -EINVAL;
+	return store_q_text(&s->r, &SQL_NODE_FACTS_GET, id, ret_facts);
 }
 
 static int node_row(sqlite3_stmt *st, void *elem)

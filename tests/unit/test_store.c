@@ -808,6 +808,7 @@ static void test_node_transitions(void **state)
 {
 	struct fx *f = *state;
 	struct store_node *n;
+	char *text = NULL;
 	int count = -1;
 
 	fx_open(f);
@@ -881,6 +882,17 @@ static void test_node_transitions(void **state)
 	assert_string_equal(n->facts_json, "{\"gpus\":7}");
 	assert_int_equal(n->last_seen_ms, T0 + 60);
 	store_node_free(n);
+
+	/* The facts alone, by id only (the rollout's read for a render). */
+	assert_int_equal(store_node_facts(f->s, "n1", &text), 0);
+	assert_string_equal(text, "{\"gpus\":7}");
+	free(text);
+	text = NULL;
+	assert_int_equal(store_node_facts(f->s, "gpu01", &text), -RY_E_NOT_FOUND);
+	assert_int_equal(store_node_facts(f->s, "n2", &text), -RY_E_NOT_FOUND); /* none yet */
+	assert_int_equal(store_node_facts(f->s, "nope", &text), -RY_E_NOT_FOUND);
+	assert_int_equal(store_node_facts(f->s, NULL, &text), -EINVAL);
+	assert_null(text);
 
 	assert_int_equal(store_node_online(f->s, "n2", NULL, NULL, T0 + 60), 0);
 	assert_int_equal(store_nodes_all_offline(f->s, T0 + 70), 0);
