@@ -346,11 +346,17 @@ static const char migration_v11[] =
 	"ALTER TABLE nodes ADD COLUMN snapshot TEXT;"
 	"ALTER TABLE nodes ADD COLUMN derived_v INTEGER NOT NULL DEFAULT 0;";
 
+/* v12: a deployment's node counts by batch and state (the rollout's every pass) and its nodes
+ * in one state (the waiting ones, the late ones) from an index alone: at 10,000 nodes the
+ * counts read every row through the primary key, ~20 ms a pass (docs/scaling.md). */
+static const char migration_v12[] =
+	"CREATE INDEX deployment_nodes_state ON deployment_nodes (deployment_id, state, batch);";
+
 const struct store_migration store_migrations[] = {
 	{1, migration_v1, false},  {2, migration_v2, false},  {3, migration_v3, false},
 	{4, migration_v4, false},  {5, migration_v5, false},  {6, migration_v6, false},
 	{7, migration_v7, false},  {8, migration_v8, false},  {9, migration_v9, false},
-	{10, migration_v10, true}, {11, migration_v11, true},
+	{10, migration_v10, true}, {11, migration_v11, true}, {12, migration_v12, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

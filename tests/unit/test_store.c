@@ -1326,6 +1326,28 @@ static void test_deploy_counts(void **state)
 	assert_int_equal(k.waiting, 1);
 	assert_int_equal(k.sent, 0);
 
+	/* Every pass reads the counts: from the index alone (v12), not row by row. */
+	{
+		sqlite3 *db = raw_open(f->path);
+		sqlite3_stmt *st = NULL;
+		bool covering = false;
+
+		assert_int_equal(
+			sqlite3_prepare_v2(db,
+					   "EXPLAIN QUERY PLAN SELECT batch = 0, state, "
+					   "count(*), max(batch) FROM deployment_nodes "
+					   "WHERE deployment_id = 'd-1' GROUP BY batch = 0, state",
+					   -1, &st, NULL),
+			SQLITE_OK);
+		while (sqlite3_step(st) == SQLITE_ROW)
+			covering =
+				covering || strstr((const char *)sqlite3_column_text(st, 3),
+						   "COVERING INDEX deployment_nodes_state") != NULL;
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+		assert_true(covering);
+	}
+
 	/* Sent before a time: the timed-out ones only. */
 	assert_int_equal(store_deploy_nodes_in(f->s, "d-1", "sent", 0, T0 + 5, &v, &n), 0);
 	assert_int_equal(n, 0);
