@@ -83,41 +83,51 @@ void ctl_deploy_created_done(struct ctl_deploy_created *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* The cluster's nodes the playbook targets (ordered by host name: batches are deterministic),
- * and the others with the reason. targets borrows from nodes. */
-static int pick_targets(struct playbook *pb, const char *cluster, struct store_node **nodes,
-			size_t n_nodes, struct store_deploy_target *targets, size_t *ret_n,
-			struct ctl_deploy_created *c)
+/* Picking a cluster's targets, one stored node at a time (store_nodes_scan()). */
+struct pick {
+	const struct playbook *pb;
+	struct store_deploy_target *v; /* their strings are ours */
+	size_t n, cap;
+	struct ctl_deploy_created *c; /* the skipped ones, with the reason */
+};
+
+static int pick_one(void *ud, const struct store_node *node)
 {
-	size_t n = 0;
-	int r = 0;
+	struct pick *p = ud;
+	struct playbook_facts *facts = NULL;
+	bool match;
 
-	for (size_t i = 0; i < n_nodes && r >= 0; i++) {
-		struct playbook_facts *facts = NULL;
-		bool match;
+	if (!node->facts_json)
+		return add_skip(p->c, node, "no facts yet (its agent has never connected)");
+	/* Indexed, not parsed: the selector reads a few of the facts' values. */
+	match = playbook_facts_index(node->facts_json, strlen(node->facts_json), &facts) == 0 &&
+		playbook_target_matches_facts(p->pb, node->cluster, facts);
+	playbook_facts_free(facts);
+	if (!match)
+		return add_skip(p->c, node, "selector does not match its facts");
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct store_deploy_target *v = realloc(p->v, (cap + 1) * sizeof(*v));
 
-		if (strcmp(nodes[i]->cluster, cluster) != 0 ||
-		    strcmp(nodes[i]->state, "revoked") == 0)
-			continue;
-		if (!nodes[i]->facts_json) {
-			r = add_skip(c, nodes[i], "no facts yet (its agent has never connected)");
-			continue;
-		}
-		/* Indexed, not parsed: the selector reads a few of the facts' values. */
-		match = playbook_facts_index(nodes[i]->facts_json, strlen(nodes[i]->facts_json),
-					     &facts) == 0 &&
-			playbook_target_matches_facts(pb, nodes[i]->cluster, facts);
-		playbook_facts_free(facts);
-		if (!match) {
-			r = add_skip(c, nodes[i], "selector does not match its facts");
-			continue;
-		}
-		targets[n].node_id = nodes[i]->id;
-		targets[n].hostname = nodes[i]->hostname;
-		n++;
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+		p->cap = cap;
 	}
-	*ret_n = n;
-	return r;
+	p->v[p->n].node_id = strdup(node->id);
+	p->v[p->n].hostname = strdup(node->hostname);
+	p->v[p->n].batch = 0;
+	p->n++;
+	return p->v[p->n - 1].node_id && p->v[p->n - 1].hostname ? 0 : -ENOMEM;
+}
+
+static void pick_done(struct pick *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free((char *)p->v[i].node_id);
+		free((char *)p->v[i].hostname);
+	}
+	free(p->v);
 }
 
 int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
@@ -125,11 +135,11 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 {
 	struct ctl_deploy_created c = {0};
 	struct playbook *pb = NULL;
-	struct store_node **nodes = NULL;
-	struct store_deploy_target *targets = NULL;
+	struct pick pk = {.c = &c};
+	struct store_deploy_target *targets;
 	struct store_deployment_new dn = {0};
 	struct rollout_policy pol;
-	size_t n_nodes = 0, n_targets = 0, *sizes = NULL, n_batches = 0;
+	size_t n_targets = 0, *sizes = NULL, n_batches = 0;
 	char hex[9], *policy_json = NULL;
 	unsigned char rnd[4];
 	int r;
@@ -141,17 +151,16 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 	r = policy_from(playbook_rollout(pb), rq, &pol, err);
 	if (r < 0)
 		goto out;
-	r = store_nodes_list(st, &nodes, &n_nodes);
-	if (r < 0) {
+	/* The cluster's nodes the playbook targets, ordered by host name (batches are
+	 * deterministic), and the others with the reason; facts read in place, not copied. */
+	pk.pb = pb;
+	r = store_nodes_scan(st, rq->cluster, pick_one, &pk);
+	if (r < 0 && r != -ENOMEM) {
 		ctl_error_store(err, r, "listing nodes");
 		goto out;
 	}
-	targets = calloc(n_nodes + 1, sizeof(*targets));
-	if (!targets) {
-		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
-		goto out;
-	}
-	r = pick_targets(pb, rq->cluster, nodes, n_nodes, targets, &n_targets, &c);
+	targets = pk.v;
+	n_targets = pk.n;
 	if (r >= 0)
 		r = rollout_batches(&pol, n_targets, &sizes, &n_batches);
 	if (r < 0) {
@@ -199,8 +208,7 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 out:
 	ctl_deploy_created_done(&c);
 	playbook_free(pb);
-	store_nodes_free(nodes, n_nodes);
-	free(targets);
+	pick_done(&pk);
 	free(sizes);
 	free(policy_json);
 	return r;

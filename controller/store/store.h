@@ -181,6 +181,13 @@ STORE_WUR int store_nodes_list(struct store *s, struct store_node ***ret_nodes, 
 /* Free an array from store_nodes_list(). Accepts NULL. */
 void store_nodes_free(struct store_node **nodes, size_t n);
 
+/* The nodes of cluster that are not revoked, ordered by hostname, handed to fn one at a time,
+ * facts included, without copying them: n and its strings are the row's own, valid only during
+ * the call (never free them). fn returns >= 0 to go on, < 0 to stop (that is returned). Holds
+ * the reader connection meanwhile. 0, -EINVAL, -RY_E_DB, -ENOMEM, or fn's error. */
+STORE_WUR int store_nodes_scan(struct store *s, const char *cluster,
+			       int (*fn)(void *ud, const struct store_node *n), void *ud);
+
 /* Set the deriver (borrowed; it must outlive s) before the first write of facts. */
 void store_set_facts_deriver(struct store *s, const struct store_facts_deriver *d);
 

@@ -69,6 +69,8 @@ static struct store_sql SQL_NODE_INSERT =
 static struct store_sql SQL_NODE_IN_CLUSTER = STORE_SQL("SELECT id, state, cert_serial FROM nodes "
 							"WHERE cluster_id = ?1 AND hostname = ?2");
 static struct store_sql SQL_NODE_LIST = STORE_SQL(NODE_COLUMNS "ORDER BY c.name, n.hostname");
+static struct store_sql SQL_NODE_SCAN =
+	STORE_SQL(NODE_COLUMNS "WHERE c.name = ?1 AND n.state != 'revoked' ORDER BY n.hostname");
 static struct store_sql SQL_NODE_OFFLINE =
 	STORE_SQL("UPDATE nodes SET state = 'offline', last_seen = MAX(last_seen, ?2) "
 		  "WHERE id = ?1 AND state != 'revoked'");
@@ -664,6 +666,47 @@ static int nodes_listing(struct store *s, bool brief, struct store_node ***ret_n
 int store_nodes_list(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)
 {
 	return nodes_listing(s, false, ret_nodes, ret_n);
+}
+
+int store_nodes_scan(struct store *s, const char *cluster,
+		     int (*fn)(void *ud, const struct store_node *n), void *ud)
+{
+	struct store_conn *c = &s->r;
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !cluster || !fn)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_q_start(c, &SQL_NODE_SCAN, &st, "t", cluster);
+	while (r >= 0 && (r = store_q_step(c, st)) == 1) {
+		/* The row's own text, borrowed: valid until the next step. */
+		struct store_node n = {
+			.id = (char *)sqlite3_column_text(st, 0),
+			.cluster = (char *)sqlite3_column_text(st, 1),
+			.hostname = (char *)sqlite3_column_text(st, 2),
+			.state = (char *)sqlite3_column_text(st, 3),
+			.cert_serial = (char *)sqlite3_column_text(st, 4),
+			.cert_fingerprint = (char *)sqlite3_column_text(st, 5),
+			.agent_version = (char *)sqlite3_column_text(st, 6),
+			.facts_json = (char *)sqlite3_column_text(st, 7),
+			.enrolled_at_ms = sqlite3_column_int64(st, 8),
+			.last_seen_ms = sqlite3_column_int64(st, 9),
+			.summary = (char *)sqlite3_column_text(st, 10),
+			.snapshot_json = (char *)sqlite3_column_text(st, 11),
+			.derived_version = sqlite3_column_int64(st, 12),
+		};
+
+		if (!n.id || !n.cluster || !n.hostname || !n.state) {
+			r = -ENOMEM; /* sqlite3_column_text() of a NOT NULL column */
+			break;
+		}
+		node_mark(s, &n);
+		r = fn(ud, &n);
+	}
+	store_q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	return r < 0 ? r : 0;
 }
 
 int store_nodes_brief(struct store *s, struct store_node ***ret_nodes, size_t *ret_n)

@@ -907,6 +907,19 @@ static void test_node_transitions(void **state)
 			 -RY_E_NOT_FOUND);
 }
 
+/* store_nodes_scan()'s callback: "host:facts;" appended to scan_seen ("-": none); stops with
+ * -ECANCELED after the host named by ud. */
+static char scan_seen[256];
+
+static int scan_note(void *ud, const struct store_node *n)
+{
+	size_t len = strlen(scan_seen);
+
+	snprintf(scan_seen + len, sizeof(scan_seen) - len, "%s:%s;", n->hostname,
+		 n->facts_json ? n->facts_json : "-");
+	return ud && strcmp(ud, n->hostname) == 0 ? -ECANCELED : 0;
+}
+
 static void test_nodes_list_order(void **state)
 {
 	struct fx *f = *state;
@@ -933,6 +946,20 @@ static void test_nodes_list_order(void **state)
 	assert_string_equal(v[2]->cluster, "b");
 	assert_string_equal(v[2]->hostname, "h0");
 	store_nodes_free(v, n);
+
+	/* One cluster's, in place: by host name, facts included, revoked ones left out; the
+	 * callback may stop the scan. */
+	assert_int_equal(enroll(f->s, ta, "x4", "h0", "s4", T0, NULL), 0);
+	assert_int_equal(store_node_online(f->s, "x2", "1", "{\"k\":2}", T0 + 1), 0);
+	assert_int_equal(store_node_revoke(f->s, "x4", "test", T0 + 2, NULL), 0);
+	scan_seen[0] = '\0';
+	assert_int_equal(store_nodes_scan(f->s, "a", scan_note, NULL), 0);
+	assert_string_equal(scan_seen, "h1:-;h2:{\"k\":2};");
+	scan_seen[0] = '\0';
+	assert_int_equal(store_nodes_scan(f->s, "a", scan_note, (void *)"h1"), -ECANCELED);
+	assert_string_equal(scan_seen, "h1:-;");
+	assert_int_equal(store_nodes_scan(f->s, "nope", scan_note, NULL), 0);
+	assert_int_equal(store_nodes_scan(f->s, NULL, scan_note, NULL), -EINVAL);
 	free(ta);
 	free(tb);
 }
