@@ -14,9 +14,11 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* In-memory only: when the pause after a batch ends. Lost on restart, which just ends the
  * pause early. */
@@ -38,6 +40,8 @@ struct pb_cached {
 /* Nodes dispatched per transaction: their 'sent' marks are one commit (one fsync), their plans
  * leave after it. */
 #define DISPATCH_CHUNK 256
+/* Threads a chunk's renders and sends are spread over, at most (one per CPU). */
+#define DISPATCH_THREADS 4
 
 struct ctl_rollout {
 	struct ctl_server *srv;
@@ -99,13 +103,11 @@ static void pb_drop(struct ctl_rollout *dp, const char *dep_id)
 	}
 }
 
-/* Render the deployment's playbook for one node. *ret_plan_json (caller frees) on success;
- * otherwise a one-line reason in why. */
-static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const char *node_id,
+/* Render pb (the deployment's playbook) for one node. *ret_plan_json (caller frees) on
+ * success; otherwise a one-line reason in why. Thread-safe: the dispatch's helpers run it. */
+static int render_for_node(struct ctl_rollout *dp, const struct playbook *pb, const char *node_id,
 			   char **ret_plan_json, int *ret_steps, char *why, size_t len)
 {
-	struct ctl_server *srv = dp->srv;
-	struct playbook *pb;
 	struct playbook_facts *facts = NULL;
 	struct pb_diags d;
 	json_t *plan = NULL;
@@ -113,12 +115,7 @@ static int render_for_node(struct ctl_rollout *dp, const char *dep_id, const cha
 	int r;
 
 	pb_diags_init(&d);
-	pb = pb_get(dp, dep_id, why, len);
-	if (!pb) {
-		r = -RY_E_INVALID;
-		goto out;
-	}
-	r = store_node_facts(srv->state->store, node_id, &text);
+	r = store_node_facts(dp->srv->state->store, node_id, &text);
 	if (r < 0 || !text) {
 		snprintf(why, len, "no facts for node %s", node_id);
 		r = r < 0 ? r : -RY_E_NOT_FOUND;
@@ -147,38 +144,32 @@ out:
 	return r;
 }
 
-/* A node at its turn that is offline, or whose plan cannot be rendered: stored so (offline:
- * unreachable once the reconnect grace is over; a node already sent its plan keeps waiting for
- * its result, it gets the plan again when it reconnects). Otherwise its rendered plan in
- * *ret_plan (caller frees) and 1. */
-static int prepare(struct ctl_rollout *dp, const struct store_deployment *dep,
-		   const struct store_deploy_node *n, char **ret_plan, int *ret_steps)
+/* Is a node at its turn online? An offline one is stored so (unreachable once the reconnect
+ * grace is over; a node already sent its plan keeps waiting for its result, it gets the plan
+ * again when it reconnects). */
+static bool reachable(struct ctl_rollout *dp, const struct store_deployment *dep,
+		      const struct store_deploy_node *n)
 {
-	struct store *store = dp->srv->state->store;
-	int64_t now = util_now_unix_ms();
-	bool waiting = strcmp(n->state, "waiting") == 0;
-	char why[512] = "";
+	if (ctl_session_online(dp->srv, n->node_id))
+		return true;
+	/* An offline node at its turn counts as failed (Ansible: unreachable). */
+	if (strcmp(n->state, "waiting") != 0 || util_now_mono_ms() < dp->grace_until_mono_ms)
+		return false;
+	if (store_deploy_node_update(dp->srv->state->store, dep->id, n->node_id, "unreachable",
+				     "node offline at its batch", NULL, util_now_unix_ms()) < 0)
+		log_error("deployment %s: storing %s unreachable failed", dep->id, n->hostname);
+	log_warn("deployment %s: node %s is offline", dep->id, n->hostname);
+	return false;
+}
 
-	if (!ctl_session_online(dp->srv, n->node_id)) {
-		/* An offline node at its turn counts as failed (Ansible: unreachable). */
-		if (!waiting || util_now_mono_ms() < dp->grace_until_mono_ms)
-			return 0;
-		if (store_deploy_node_update(store, dep->id, n->node_id, "unreachable",
-					     "node offline at its batch", NULL, now) < 0)
-			log_error("deployment %s: storing %s unreachable failed", dep->id,
-				  n->hostname);
-		log_warn("deployment %s: node %s is offline", dep->id, n->hostname);
-		return 0;
-	}
-	if (render_for_node(dp, dep->id, n->node_id, ret_plan, ret_steps, why, sizeof(why)) < 0) {
-		log_warn("deployment %s: node %s: %s", dep->id, n->hostname, why);
-		if (store_deploy_node_update(store, dep->id, n->node_id, "failed", why, NULL, now) <
-		    0)
-			log_error("deployment %s: storing the failure of %s failed", dep->id,
-				  n->hostname);
-		return 0;
-	}
-	return 1;
+/* A node whose plan could not be rendered (why) fails. */
+static void render_failed(struct ctl_rollout *dp, const struct store_deployment *dep,
+			  const struct store_deploy_node *n, const char *why)
+{
+	log_warn("deployment %s: node %s: %s", dep->id, n->hostname, why);
+	if (store_deploy_node_update(dp->srv->state->store, dep->id, n->node_id, "failed", why,
+				     NULL, util_now_unix_ms()) < 0)
+		log_error("deployment %s: storing the failure of %s failed", dep->id, n->hostname);
 }
 
 /* Send a node its plan (marked sent before). */
@@ -206,6 +197,80 @@ static void send_plan(struct ctl_rollout *dp, const struct store_deployment *dep
 		  dep->check_mode ? ", check mode" : "", again ? ", again after a reconnect" : "");
 }
 
+/* One chunk of a dispatch: rendered, then sent, over a few threads (dispatch_each()). */
+struct dispatch_chunk {
+	struct ctl_rollout *dp;
+	const struct store_deployment *dep;
+	const struct playbook *pb;
+	const struct store_deploy_node *who[DISPATCH_CHUNK];
+	const char *ids[DISPATCH_CHUNK];
+	char *plans[DISPATCH_CHUNK];
+	int steps[DISPATCH_CHUNK];
+	int rc[DISPATCH_CHUNK];
+	bool moved[DISPATCH_CHUNK];
+	char why[DISPATCH_CHUNK][256];
+};
+
+static void render_k(struct dispatch_chunk *c, size_t k)
+{
+	c->plans[k] = NULL;
+	c->rc[k] = render_for_node(c->dp, c->pb, c->ids[k], &c->plans[k], &c->steps[k], c->why[k],
+				   sizeof(c->why[k]));
+}
+
+static void send_k(struct dispatch_chunk *c, size_t k)
+{
+	if (c->moved[k])
+		send_plan(c->dp, c->dep, c->who[k], c->plans[k], c->steps[k], false);
+}
+
+struct dispatch_stripe {
+	struct dispatch_chunk *c;
+	void (*fn)(struct dispatch_chunk *c, size_t k);
+	size_t n, first, step;
+};
+
+static void *stripe_main(void *arg)
+{
+	struct dispatch_stripe *s = arg;
+
+	for (size_t k = s->first; k < s->n; k += s->step)
+		s->fn(s->c, k);
+	return NULL;
+}
+
+/* fn for k in [0, n), spread over up to DISPATCH_THREADS threads (this one included): a plan's
+ * render and its send are CPU work of their own (~0.1 ms each), and a large deployment's
+ * dispatch is what nodes wait for. A helper that cannot be started leaves its stripe here. */
+static void dispatch_each(struct dispatch_chunk *c, size_t n,
+			  void (*fn)(struct dispatch_chunk *c, size_t k))
+{
+	static long ncpu;
+	struct dispatch_stripe s[DISPATCH_THREADS];
+	pthread_t t[DISPATCH_THREADS];
+	bool started[DISPATCH_THREADS] = {false};
+	size_t nt;
+
+	if (!ncpu)
+		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	nt = ncpu > 1 ? (size_t)ncpu : 1;
+	if (nt > DISPATCH_THREADS)
+		nt = DISPATCH_THREADS;
+	if (nt > n / 16 + 1)
+		nt = n / 16 + 1; /* a few nodes are not worth a thread */
+	for (size_t j = 0; j < nt; j++)
+		s[j] = (struct dispatch_stripe){c, fn, n, j, nt};
+	for (size_t j = 1; j < nt; j++)
+		started[j] = pthread_create(&t[j], NULL, stripe_main, &s[j]) == 0;
+	stripe_main(&s[0]);
+	for (size_t j = 1; j < nt; j++) {
+		if (started[j])
+			pthread_join(t[j], NULL);
+		else
+			stripe_main(&s[j]);
+	}
+}
+
 /* Send waiting nodes their plans, DISPATCH_CHUNK at a time: render each, mark the chunk sent
  * (with each plan's step count) in one transaction, then send. Marked before the plan leaves:
  * a node's first report may arrive before this returns, and reports are accepted only from
@@ -213,38 +278,62 @@ static void send_plan(struct ctl_rollout *dp, const struct store_deployment *dep
 static void dispatch_waiting(struct ctl_rollout *dp, const struct store_deployment *dep,
 			     const struct store_deploy_node *nodes, size_t n)
 {
-	const struct store_deploy_node *who[DISPATCH_CHUNK];
-	const char *ids[DISPATCH_CHUNK];
-	char *plans[DISPATCH_CHUNK];
-	int steps[DISPATCH_CHUNK];
-	bool moved[DISPATCH_CHUNK];
+	struct dispatch_chunk *c = calloc(1, sizeof(*c));
+	struct playbook *pb;
 	size_t sent = 0;
+	char why[512];
 
+	if (!c) {
+		log_error("deployment %s: out of memory dispatching; next pass", dep->id);
+		return;
+	}
+	pb = pb_get(dp, dep->id, why, sizeof(why));
+	c->dp = dp;
+	c->dep = dep;
+	c->pb = pb;
 	for (size_t i = 0; i < n;) {
-		size_t m = 0;
+		size_t m = 0, ok = 0;
 		int r;
 
 		for (; i < n && m < DISPATCH_CHUNK; i++) {
-			if (prepare(dp, dep, &nodes[i], &plans[m], &steps[m]) != 1)
+			if (!reachable(dp, dep, &nodes[i]))
 				continue;
-			who[m] = &nodes[i];
-			ids[m] = nodes[i].node_id;
+			if (!pb) {
+				render_failed(dp, dep, &nodes[i], why);
+				continue;
+			}
+			c->who[m] = &nodes[i];
+			c->ids[m] = nodes[i].node_id;
 			m++;
 		}
-		r = store_deploy_nodes_sent(dp->srv->state->store, dep->id, ids, steps, m,
-					    util_now_unix_ms(), moved);
-		if (r < 0)
+		dispatch_each(c, m, render_k);
+		/* The failed ones out, the chunk kept in order. */
+		for (size_t k = 0; k < m; k++) {
+			if (c->rc[k] < 0) {
+				render_failed(dp, dep, c->who[k], c->why[k]);
+				continue;
+			}
+			c->who[ok] = c->who[k];
+			c->ids[ok] = c->ids[k];
+			c->plans[ok] = c->plans[k];
+			c->steps[ok] = c->steps[k];
+			ok++;
+		}
+		r = store_deploy_nodes_sent(dp->srv->state->store, dep->id, c->ids, c->steps, ok,
+					    util_now_unix_ms(), c->moved);
+		if (r < 0) {
 			log_error("deployment %s: storing 'sent' for %zu nodes failed: %s; next "
 				  "pass",
-				  dep->id, m, ry_strerror(r));
-		for (size_t k = 0; k < m; k++) {
-			if (r >= 0 && moved[k]) {
-				send_plan(dp, dep, who[k], plans[k], steps[k], false);
-				sent++;
-			}
-			free(plans[k]);
+				  dep->id, ok, ry_strerror(r));
+			memset(c->moved, 0, sizeof(c->moved));
+		}
+		dispatch_each(c, ok, send_k);
+		for (size_t k = 0; k < ok; k++) {
+			sent += c->moved[k];
+			free(c->plans[k]);
 		}
 	}
+	free(c);
 	if (sent)
 		log_info("deployment %s: plan sent to %zu nodes%s", dep->id, sent,
 			 dep->check_mode ? " (check mode)" : "");
@@ -438,14 +527,20 @@ static void node_online(void *ud, const char *node_id)
 	/* One row per active deployment (its primary key), not every node of each. */
 	for (size_t i = 0; i < n; i++) {
 		struct store_deploy_node *node = NULL;
-		char *plan = NULL;
+		char *plan = NULL, why[512];
 		int steps = 0;
 
 		if (store_deploy_node_get(store, deps[i]->id, node_id, &node) < 0)
 			continue;
-		if (strcmp(node->state, "sent") == 0 &&
-		    prepare(dp, deps[i], node, &plan, &steps) == 1)
-			send_plan(dp, deps[i], node, plan, steps, true);
+		if (strcmp(node->state, "sent") == 0 && reachable(dp, deps[i], node)) {
+			const struct playbook *pb = pb_get(dp, deps[i]->id, why, sizeof(why));
+
+			if (!pb ||
+			    render_for_node(dp, pb, node_id, &plan, &steps, why, sizeof(why)) < 0)
+				render_failed(dp, deps[i], node, why);
+			else
+				send_plan(dp, deps[i], node, plan, steps, true);
+		}
 		free(plan);
 		store_deploy_nodes_free(node, 1);
 	}
