@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # railyard-loadgen in small: 50 simulated agents enroll through the token flow, come online,
-# take a check-mode deployment (every result stored), come back after a kill -9 of the
+# take a check-mode deployment (every result stored; 50 plans are rendered and sent by the
+# rollout's helper threads, one per CPU), come back after a kill -9 of the
 # controller, and are cached (a second run enrolls nobody). Then the descriptor guard: with
 # `ulimit -n 128` a controller refuses the agents beyond its room with RESOURCE_EXHAUSTED and a
 # retry hint instead of letting gRPC's accept() fail.
