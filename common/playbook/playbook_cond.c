@@ -59,93 +59,9 @@ int pb_fact_path_check(const char *path)
 	return pb_path_check(path, false);
 }
 
-/* Walk p from cur. acc != NULL once a wildcard was seen: matches are appended there (with their
- * concrete paths in paths, if given) and misses are skipped. */
-static int walk(const json_t *cur, const char *p, json_t *acc, json_t *paths, const char *done,
-		json_t **ret)
-{
-	char seg[256];
-	const json_t *next = NULL;
-	size_t n;
-	int r;
-
-	if (!*p) {
-		if (acc) {
-			if (paths && json_array_append_new(paths, json_string(done)) < 0)
-				return -ENOMEM;
-			return json_array_append(acc, (json_t *)cur) < 0 ? -ENOMEM : 0;
-		}
-		*ret = json_incref((json_t *)cur);
-		return 0;
-	}
-	if (*p == '[' && p[1] == '*') {
-		json_t *mine = NULL, *e;
-		size_t i;
-
-		if (!json_is_array(cur))
-			return acc ? 0 : -ENOENT;
-		if (!acc) {
-			mine = json_array();
-			if (!mine)
-				return -ENOMEM;
-			acc = mine;
-		}
-		json_array_foreach(cur, i, e)
-		{
-			char sub[512];
-
-			snprintf(sub, sizeof(sub), "%s[%zu]", done, i);
-			r = walk(e, p + 3, acc, paths, sub, ret);
-			if (r < 0) {
-				json_decref(mine);
-				return r;
-			}
-		}
-		if (mine)
-			*ret = mine;
-		return 0;
-	}
-	if (*p == '[') {
-		char *end;
-		unsigned long idx = strtoul(p + 1, &end, 10);
-
-		n = (size_t)(end + 1 - p);
-		if (json_is_array(cur))
-			next = json_array_get(cur, idx);
-	} else {
-		if (*p == '.')
-			p++;
-		n = 0;
-		while (ident_char(p[n]))
-			n++;
-		if (n >= sizeof(seg))
-			return -EINVAL;
-		memcpy(seg, p, n);
-		seg[n] = '\0';
-		if (json_is_object(cur))
-			next = json_object_get(cur, seg);
-	}
-	if (!next)
-		return acc ? 0 : -ENOENT;
-	{
-		char sub[512];
-
-		snprintf(sub, sizeof(sub), "%s%s%.*s", done, (*p == '[' || !*done) ? "" : ".",
-			 (int)n, p);
-		return walk(next, p + n, acc, paths, sub, ret);
-	}
-}
-
 int pb_lookup(const json_t *root, const char *path, json_t **ret)
 {
-	if (!root)
-		return -ENOENT;
-	return walk(root, path, NULL, NULL, "", ret);
-}
-
-int pb_walk(const json_t *root, const char *path, json_t *paths, json_t **ret)
-{
-	return walk(root, path, NULL, paths, "", ret);
+	return pb_walk(root, path, NULL, ret);
 }
 
 int playbook_fact_lookup(const json_t *facts, const char *path, json_t **ret)

@@ -259,15 +259,46 @@ void playbook_facts_free(struct playbook_facts *f)
 	free(f);
 }
 
-/* Token t's own value, as jansson reads its text. */
-static int tok_value(const struct playbook_facts *f, const struct pb_tok *t, json_t **ret)
-{
-	json_t *v = json_loadb(f->text + t->start, t->end - t->start, JSON_DECODE_ANY, NULL);
+/* ---- Walking a path over either kind of document --------------------------------------------
+ * A cursor is a value of a parsed document (j) or a token of an index (f, t); a path walk
+ * (pb_facts_walk()) goes through cursors, so that the path grammar has one walker. */
 
-	if (!v)
-		return -RY_E_INVALID;
-	*ret = v;
-	return 0;
+struct cur {
+	const struct playbook_facts *f; /* an index: tok t; NULL: a parsed value j */
+	const json_t *j;
+	uint32_t t;
+	size_t i; /* an array element's index (iteration) */
+};
+
+static bool cur_is(const struct cur *c, char type)
+{
+	if (!c->f)
+		return type == '[' ? json_is_array(c->j) : json_is_object(c->j);
+	return c->f->tok[c->t].type == type;
+}
+
+/* The first element of array c (false: none). */
+static bool cur_first(const struct cur *c, struct cur *e)
+{
+	*e = (struct cur){.f = c->f, .i = 0};
+	if (!c->f) {
+		e->j = json_array_get(c->j, 0);
+		return e->j != NULL;
+	}
+	e->t = c->t + 1;
+	return e->t < c->f->tok[c->t].next;
+}
+
+/* The element after e in array c (false: none). */
+static bool cur_next(const struct cur *c, struct cur *e)
+{
+	e->i++;
+	if (!c->f) {
+		e->j = json_array_get(c->j, e->i);
+		return e->j != NULL;
+	}
+	e->t = c->f->tok[e->t].next;
+	return e->t < c->f->tok[c->t].next;
 }
 
 /* Does member t's key equal seg (n bytes, no escapes)? */
@@ -285,42 +316,75 @@ static bool key_is(const struct playbook_facts *f, const struct pb_tok *t, const
 	return eq;
 }
 
+/* Member seg (n bytes) of object c: the last of that name, as a parse of the whole document
+ * keeps it. */
+static bool cur_member(const struct cur *c, const char *seg, size_t n, struct cur *m)
+{
+	*m = (struct cur){.f = c->f};
+	if (!c->f) {
+		char key[256];
+
+		memcpy(key, seg, n);
+		key[n] = '\0';
+		m->j = json_object_get(c->j, key);
+		return m->j != NULL;
+	}
+	m->t = UINT32_MAX;
+	for (uint32_t k = c->t + 1; k < c->f->tok[c->t].next; k = c->f->tok[k].next)
+		if (key_is(c->f, &c->f->tok[k], seg, n))
+			m->t = k;
+	return m->t != UINT32_MAX;
+}
+
+/* c's value, a new reference: a token's is what jansson reads of its text. */
+static int cur_value(const struct cur *c, json_t **ret)
+{
+	const struct pb_tok *t;
+
+	if (!c->f) {
+		*ret = json_incref((json_t *)c->j);
+		return 0;
+	}
+	t = &c->f->tok[c->t];
+	*ret = json_loadb(c->f->text + t->start, t->end - t->start, JSON_DECODE_ANY, NULL);
+	return *ret ? 0 : -RY_E_INVALID;
+}
+
 static bool ident_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       c == '_' || c == '-';
 }
 
-/* walk() of playbook_cond.c over the index, from token i. */
-static int twalk(const struct playbook_facts *f, uint32_t i, const char *p, json_t *acc,
-		 json_t *paths, const char *done, json_t **ret)
+/* Walk p from cur. acc != NULL once a wildcard was seen: matches are appended there (with their
+ * concrete paths in paths, if given) and misses are skipped. */
+static int walk(const struct cur *cur, const char *p, json_t *acc, json_t *paths, const char *done,
+		json_t **ret)
 {
-	const struct pb_tok *t = &f->tok[i];
-	uint32_t next = UINT32_MAX;
+	struct cur next;
+	bool found = false;
 	size_t n;
 	int r;
 
 	if (!*p) {
 		json_t *v;
 
-		r = tok_value(f, t, &v);
-		if (r < 0)
+		r = cur_value(cur, &v);
+		if (r < 0 || !acc) {
+			if (r == 0)
+				*ret = v;
 			return r;
-		if (acc) {
-			if (paths && json_array_append_new(paths, json_string(done)) < 0) {
-				json_decref(v);
-				return -ENOMEM;
-			}
-			return json_array_append_new(acc, v) < 0 ? -ENOMEM : 0;
 		}
-		*ret = v;
-		return 0;
+		if (paths && json_array_append_new(paths, json_string(done)) < 0) {
+			json_decref(v);
+			return -ENOMEM;
+		}
+		return json_array_append_new(acc, v) < 0 ? -ENOMEM : 0;
 	}
 	if (*p == '[' && p[1] == '*') {
 		json_t *mine = NULL;
-		size_t k = 0;
 
-		if (t->type != '[')
+		if (!cur_is(cur, '['))
 			return acc ? 0 : -ENOENT;
 		if (!acc) {
 			mine = json_array();
@@ -328,11 +392,11 @@ static int twalk(const struct playbook_facts *f, uint32_t i, const char *p, json
 				return -ENOMEM;
 			acc = mine;
 		}
-		for (uint32_t c = i + 1; c < t->next; c = f->tok[c].next, k++) {
+		for (bool more = cur_first(cur, &next); more; more = cur_next(cur, &next)) {
 			char sub[512];
 
-			snprintf(sub, sizeof(sub), "%s[%zu]", done, k);
-			r = twalk(f, c, p + 3, acc, paths, sub, ret);
+			snprintf(sub, sizeof(sub), "%s[%zu]", done, next.i);
+			r = walk(&next, p + 3, acc, paths, sub, ret);
 			if (r < 0) {
 				json_decref(mine);
 				return r;
@@ -344,15 +408,16 @@ static int twalk(const struct playbook_facts *f, uint32_t i, const char *p, json
 	}
 	if (*p == '[') {
 		char *end;
-		unsigned long idx = strtoul(p + 1, &end, 10), k = 0;
+		unsigned long idx = strtoul(p + 1, &end, 10);
 
 		n = (size_t)(end + 1 - p);
-		if (t->type == '[')
-			for (uint32_t c = i + 1; c < t->next; c = f->tok[c].next, k++)
-				if (k == idx) {
-					next = c;
-					break;
-				}
+		if (cur_is(cur, '[')) {
+			bool more = cur_first(cur, &next);
+
+			while (more && next.i < idx)
+				more = cur_next(cur, &next);
+			found = more;
+		}
 	} else {
 		if (*p == '.')
 			p++;
@@ -361,30 +426,37 @@ static int twalk(const struct playbook_facts *f, uint32_t i, const char *p, json
 			n++;
 		if (n >= 256)
 			return -EINVAL;
-		/* The last member of that name, as a parse of the whole document keeps it. */
-		if (t->type == '{')
-			for (uint32_t c = i + 1; c < t->next; c = f->tok[c].next)
-				if (key_is(f, &f->tok[c], p, n))
-					next = c;
+		found = cur_is(cur, '{') && cur_member(cur, p, n, &next);
 	}
-	if (next == UINT32_MAX)
+	if (!found)
 		return acc ? 0 : -ENOENT;
 	{
 		char sub[512];
 
 		snprintf(sub, sizeof(sub), "%s%s%.*s", done, (*p == '[' || !*done) ? "" : ".",
 			 (int)n, p);
-		return twalk(f, next, p + n, acc, paths, sub, ret);
+		return walk(&next, p + n, acc, paths, sub, ret);
 	}
+}
+
+int pb_walk(const json_t *root, const char *path, json_t *paths, json_t **ret)
+{
+	struct cur c = {.j = root};
+
+	if (!root)
+		return -ENOENT;
+	return walk(&c, path, NULL, paths, "", ret);
 }
 
 int pb_facts_walk(const struct playbook_facts *f, const char *path, json_t *paths, json_t **ret)
 {
+	struct cur c = {.f = f};
+
 	if (!f)
 		return -ENOENT;
 	if (f->json)
 		return pb_walk(f->json, path, paths, ret);
-	return twalk(f, 0, path, NULL, paths, "", ret);
+	return walk(&c, path, NULL, paths, "", ret);
 }
 
 int playbook_facts_lookup(const struct playbook_facts *f, const char *path, json_t **ret)
