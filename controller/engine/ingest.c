@@ -140,6 +140,15 @@ static size_t peek(struct ctl_engine *in, struct engine_item **v, size_t max)
 	return n;
 }
 
+/* Did a message before v[k] in this batch end v[k]'s session (its outcome CTL_END)? */
+static bool ended_earlier(struct engine_item **v, const struct ctl_outcome *outs, size_t k)
+{
+	for (size_t j = 0; j < k; j++)
+		if (v[j]->s == v[k]->s && v[j]->msg && outs[j].verdict == CTL_END)
+			return true;
+	return false;
+}
+
 /* Store a run of grouped items from the head in one transaction. Returns how many were stored
  * (their outcomes in outs), 0 when the first could not be (its outcome in outs[0], CTL_RETRY).
  * What the handlers emit is published only after the commit. */
@@ -150,6 +159,7 @@ static size_t store_batch(struct ctl_engine *in, struct engine_item **v, size_t 
 	struct store *st = srv->state->store;
 	int64_t t0 = util_now_mono_us();
 	size_t k = 0;
+	bool ends = false; /* a message of this batch ends its session */
 	int r;
 
 	r = store_batch_begin(st);
@@ -170,7 +180,15 @@ static size_t store_batch(struct ctl_engine *in, struct engine_item **v, size_t 
 			ctl_outcome_store_error(srv, &outs[k], r, "starting a savepoint");
 			break;
 		}
-		handle(in, v[k], &outs[k]);
+		if (ends && v[k]->msg && ended_earlier(v, outs, k)) {
+			/* Read ahead of a message of this batch that ends its session: as
+			 * handle() does once that session is ended. */
+			memset(&outs[k], 0, sizeof(outs[k]));
+			outs[k].verdict = CTL_DROP;
+		} else {
+			handle(in, v[k], &outs[k]);
+			ends = ends || outs[k].verdict == CTL_END;
+		}
 		if (outs[k].verdict == CTL_RETRY || store_batch_broken(st)) {
 			/* Not this one, nor any after it: the batch ends before it. */
 			store_batch_item_end(st, false);

@@ -20,6 +20,8 @@
  *   done-succeeded   ApplyDone "succeeded", zero counts
  *   done-failed      ApplyDone "failed", zero counts
  *   big-steps:N      N StepEvents, indexes 0..N-1, each with a 1 MiB diff
+ *   huge-facts-step  a FactsUpdate of 2 MiB (it ends the session) and at once a StepEvent
+ *                    index 0 "failed": read ahead of the end, it must not be handled
  *   bench-ready      BenchReady for bench D (port 18515)
  *   bench-result     BenchResult "ok" for bench D
  *   bench-result:R   the same, saying it is side R ("client" or "server") of the run
@@ -217,6 +219,28 @@ static int forge(struct rogue *g, const char *kind, const char *dep)
 			m.bench_result = &res;
 		}
 		return send_msg(g, &m) < 0 ? -1 : 1;
+	}
+	if (strcmp(kind, "huge-facts-step") == 0) {
+		Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+		Railyard__V1__FactsUpdate fu = RAILYARD__V1__FACTS_UPDATE__INIT;
+		size_t n = 2 * 1024 * 1024;
+		char *huge = malloc(n + 1);
+		int r;
+
+		if (!huge)
+			return -1;
+		memset(huge, ' ', n);
+		huge[0] = '{';
+		huge[n - 1] = '}';
+		huge[n] = '\0';
+		fu.facts_json = huge;
+		m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE;
+		m.facts_update = &fu;
+		r = send_msg(g, &m);
+		free(huge);
+		if (r >= 0)
+			r = send_step(g, dep, 0, "s0", "failed", "");
+		return r < 0 ? -1 : 1;
 	}
 	if (strncmp(kind, "big-steps:", 10) == 0) {
 		int n = atoi(kind + 10);

@@ -115,6 +115,14 @@ check "... nor end it" grep -q "^ERROR report_refused: node .* is not part of de
 check "nothing of the outsider is stored in it" \
 	test "$(dep_field "$D1" '[.nodes[] | select(.hostname=="outsider")] | length')" = 0
 check "the deployment is unchanged" test "$(dep_field "$D1" '.state + " " + ([.nodes[].steps[]] | length | tostring)')" = "succeeded 4"
+# A message read ahead of one that ends the session is not handled (dropped; a node would send it
+# again on its next session): the forged StepEvent after a 2 MiB FactsUpdate is never refused.
+refused_before=$(grep -c "(outsider): StepEvent refused" "$T/controller.log")
+rogue o --mode forge --forge huge-facts-step --deployment "$D1" >"$T/o3.out" 2>&1
+check "a FactsUpdate over 1 MiB ends the session" \
+	grep -q "^STREAM ENDED INVALID_ARGUMENT: FactsUpdate over 1 MiB" "$T/o3.out"
+check "... and the StepEvent read ahead of it was not handled" \
+	test "$(grep -c "(outsider): StepEvent refused" "$T/controller.log")" = "$refused_before"
 
 # --- 150 StepEvents of 1 MiB --------------------------------------------------------------------------------
 size_before=$(stat -c %s "$T/ctl/controller.db")
