@@ -6,8 +6,9 @@
  *
  * The index is a flat array of tokens in document order, one per value: its type, where its
  * text is, the token after its subtree, and, for an object member, where its key is. A lookup
- * walks it like walk() in playbook_cond.c walks a jansson tree and hands over each value it
- * reaches as jansson parses that value's own text (json_loadb(), JSON_DECODE_ANY), so values,
+ * walks it with the same path walker as a jansson tree (below: a cursor is either) and hands
+ * over each value it reaches as jansson parses that value's own text (json_loadb(),
+ * JSON_DECODE_ANY), so values,
  * duplicate keys (the last one counts) and string escapes come out exactly as a jansson parse of
  * the whole document would give them. The indexer checks the structure (brackets, strings,
  * separators, literal and number characters, depth) and refuses what is not a JSON object; a
