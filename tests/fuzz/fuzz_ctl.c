@@ -208,6 +208,21 @@ struct rpc_stream *fuzz_ctl_open(struct fuzz_ctl *c, int i)
 	return st;
 }
 
+/* In the set-up (the engine's threads at work), wait up to 30 s while *counter is still was and
+ * the stream has not ended. Caller holds lock. */
+static void wait_setup(const struct rpc_stream *st, const unsigned *counter, unsigned was)
+{
+	struct timespec ts;
+
+	if (!setting_up)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 30;
+	while (*counter == was && !st->finished)
+		if (pthread_cond_timedwait(&cond, &lock, &ts) != 0)
+			break;
+}
+
 bool fuzz_ctl_deliver(struct fuzz_ctl *c, struct rpc_stream *st, ProtobufCMessage *msg)
 {
 	unsigned resumed = st->resumed, sent = st->sent;
@@ -224,15 +239,7 @@ bool fuzz_ctl_deliver(struct fuzz_ctl *c, struct rpc_stream *st, ProtobufCMessag
 		 * the set-up, wait until it is answered (a Receipt or an Error) or ends the
 		 * stream; afterwards the worker is stopped and it was stored on this thread. */
 		pthread_mutex_lock(&lock);
-		if (setting_up) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 30;
-			while (st->sent == sent && !st->finished)
-				if (pthread_cond_timedwait(&cond, &lock, &ts) != 0)
-					break;
-		}
+		wait_setup(st, &st->sent, sent);
 		FUZZ_CHECK(st->resumed == resumed, "a message read ahead resumed the stream");
 		/* Stored on this thread: acknowledged (Receipt or Error) or its stream ended. */
 		FUZZ_CHECK(setting_up || st->sent > sent || st->finished,
@@ -242,15 +249,7 @@ bool fuzz_ctl_deliver(struct fuzz_ctl *c, struct rpc_stream *st, ProtobufCMessag
 	}
 	FUZZ_CHECK(r == RPC_MSG_HELD, "message() returned %d", r);
 	pthread_mutex_lock(&lock);
-	if (setting_up) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 30;
-		while (st->resumed == resumed && !st->finished)
-			if (pthread_cond_timedwait(&cond, &lock, &ts) != 0)
-				break;
-	}
+	wait_setup(st, &st->resumed, resumed);
 	/* A held message is answered (resume) or ends the stream, exactly once. */
 	FUZZ_CHECK(st->resumed == resumed + 1 || (st->resumed == resumed && st->finished),
 		   "held message: resumed %u times, finished %d", st->resumed - resumed,
