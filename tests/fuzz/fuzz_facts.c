@@ -132,7 +132,9 @@ static void playbooks_against(const json_t *facts, size_t size)
 
 /* Indexed facts (playbook_facts_index()) against the same document parsed: every document
  * jansson parses as an object is indexed, and lookups, targeting and rendering give exactly
- * what they give on the parsed document. */
+ * what they give on the parsed document. Not for text with a NUL byte: jansson drops one that
+ * follows a number ("{\"a\":1\0}" parses), the index refuses it; facts never hold one (they
+ * arrive and are stored as C strings, cut at the first NUL). */
 static void indexed_against(const uint8_t *data, size_t size, const json_t *facts)
 {
 	size_t i = size % (sizeof(playbooks) / sizeof(playbooks[0]));
@@ -141,6 +143,8 @@ static void indexed_against(const uint8_t *data, size_t size, const json_t *fact
 	struct pb_diags d, di;
 	int r, ri;
 
+	if (memchr(data, 0, size))
+		return;
 	r = playbook_facts_index((const char *)data, size, &f);
 	FUZZ_CHECK(r == 0, "a document jansson parses as an object is not indexed: %d", r);
 	FUZZ_CHECK(playbook_target_matches(playbooks[i], "c", facts) ==
