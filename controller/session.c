@@ -237,11 +237,6 @@ static int retry_after_ms(int lo, int hi)
 	return lo + (int)(x % (unsigned)(hi - lo + 1));
 }
 
-static int is_revoked_cb(void *userdata, const char *serial)
-{
-	return store_cert_is_revoked(userdata, serial);
-}
-
 static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 				     const struct rpc_peer *peer, char **ret_msg)
 {
@@ -250,7 +245,6 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 	struct ctl_session *s, *old = NULL;
 	char fp[PKI_FINGERPRINT_LEN], err[256] = "";
 	grpc_status_code code = GRPC_STATUS_OK;
-	X509 *cert = NULL;
 	long limit = atomic_load(&srv->fds_limit);
 	int r;
 
@@ -283,23 +277,16 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 		goto out;
 	}
 
-	/* TLS verified the chain; revocation and the node's current certificate are ours. These
-	 * are reads on the store's reader connection: they never wait for a write. */
+	/* TLS verified the chain (client certificates are verified against our CA alone) and the
+	 * validity period; the node's current certificate and revocation are ours. The
+	 * certificate must be the one issued to the node, compared by fingerprint, so its serial
+	 * is the one recorded at enrollment: it is not parsed again (~160 us of a storm's ~2 ms a
+	 * session). These are reads on the store's reader connection: they never wait for a
+	 * write. */
 	if (!peer->cert_pem ||
-	    pki_cert_from_pem(peer->cert_pem, strlen(peer->cert_pem), &cert) < 0) {
+	    pki_pem_fingerprint(peer->cert_pem, strlen(peer->cert_pem), fp) < 0) {
 		code = GRPC_STATUS_UNAUTHENTICATED;
 		snprintf(err, sizeof(err), "client certificate unreadable");
-		goto out;
-	}
-	r = pki_cert_verify(srv->state->ca_cert, cert, is_revoked_cb, srv->state->store, err,
-			    sizeof(err));
-	if (r == -RY_E_REVOKED) {
-		code = GRPC_STATUS_PERMISSION_DENIED;
-		snprintf(err, sizeof(err), "certificate of %.64s is revoked", peer->common_name);
-		goto out;
-	}
-	if (r < 0) {
-		code = GRPC_STATUS_UNAUTHENTICATED;
 		goto out;
 	}
 	r = store_node_get(srv->state->store, peer->common_name, &node);
@@ -319,11 +306,22 @@ static grpc_status_code session_open(void *userdata, struct rpc_stream *st,
 		snprintf(err, sizeof(err), "node %s is revoked", node->id);
 		goto out;
 	}
-	if (pki_cert_fingerprint(cert, fp) < 0 ||
-	    !pki_fingerprint_equal(fp, node->cert_fingerprint)) {
+	if (!pki_fingerprint_equal(fp, node->cert_fingerprint)) {
 		code = GRPC_STATUS_PERMISSION_DENIED;
 		snprintf(err, sizeof(err), "certificate is not the one issued to node %s",
 			 node->id);
+		goto out;
+	}
+	/* A node without a recorded serial is not one this controller enrolled: refused. */
+	r = node->cert_serial ? store_cert_is_revoked(srv->state->store, node->cert_serial) : 1;
+	if (r < 0) {
+		code = GRPC_STATUS_UNAVAILABLE;
+		snprintf(err, sizeof(err), "database unavailable: %s", ry_strerror(r));
+		goto out;
+	}
+	if (r > 0) {
+		code = GRPC_STATUS_PERMISSION_DENIED;
+		snprintf(err, sizeof(err), "certificate of %s is revoked", node->id);
 		goto out;
 	}
 
@@ -387,7 +385,6 @@ out:
 		*ret_msg = strdup(err);
 	}
 	store_node_free(node);
-	X509_free(cert);
 	return code;
 }
 

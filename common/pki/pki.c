@@ -666,6 +666,38 @@ int pki_cert_fingerprint(X509 *cert, char ret[PKI_FINGERPRINT_LEN])
 	return 0;
 }
 
+int pki_pem_fingerprint(const char *pem, size_t len, char ret[PKI_FINGERPRINT_LEN])
+{
+	unsigned char md[EVP_MAX_MD_SIZE], *der = NULL;
+	unsigned int n = 0;
+	long der_len = 0;
+	BIO *bio;
+	int ok;
+
+	if (!pem || !ret)
+		return -EINVAL;
+	if (len == 0)
+		return -RY_E_INVALID;
+	if (len > PKI_PEM_MAX)
+		return -RY_E_TOO_BIG;
+	ERR_clear_error();
+	bio = BIO_new_mem_buf(pem, (int)len);
+	if (!bio)
+		return -ENOMEM;
+	ok = PEM_bytes_read_bio(&der, &der_len, NULL, PEM_STRING_X509, bio, no_password_cb, NULL) ==
+	     1;
+	BIO_free(bio);
+	ok = ok && der_len > 0 && EVP_Digest(der, (size_t)der_len, md, &n, EVP_sha256(), NULL) &&
+	     n == 32;
+	OPENSSL_free(der);
+	ERR_clear_error();
+	if (!ok)
+		return -RY_E_INVALID;
+	memcpy(ret, "sha256:", 7);
+	util_hex(md, n, ret + 7);
+	return 0;
+}
+
 int pki_cert_serial(X509 *cert, char ret[PKI_SERIAL_LEN])
 {
 	unsigned char b[20];

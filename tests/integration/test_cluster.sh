@@ -116,6 +116,15 @@ start_agent a2 "$T/roce-root"
 check "revoked node refused on reconnect" wait_for 10 exited "${AGENT_PID[a2]}"
 check "controller log names the revocation" log_has "$T/controller.log" "revoked"
 check "the other agents are unaffected" count_is online 2
+# A certificate's serial in the revocation table refuses it even while its node is not revoked
+# (the controller takes the serial recorded at enrollment for the certificate it issued).
+rogue_id=$("$CTL" nodes --json --state-dir "$T/ctl" | jq -r '.[] | select(.hostname=="rogue-node") | .id')
+rogue_serial=$(openssl x509 -noout -serial -in "$T/rogue/node.crt" | cut -d= -f2)
+sqlite3 -cmd ".timeout 5000" "$T/ctl/controller.db" \
+	"INSERT INTO revoked_certs (serial, node_id, revoked_at) VALUES ('$rogue_serial', '$rogue_id', 0);"
+check "a revoked serial is refused at Connect (PERMISSION_DENIED)" \
+	"$ROGUE" $R --mode hello --expect PERMISSION_DENIED
+check "... saying so" log_has "$T/controller.log" "certificate of $rogue_id is revoked"
 
 # --- clean shutdown ------------------------------------------------------------------------------------
 for a in a1 a3; do kill -TERM "${AGENT_PID[$a]}"; done

@@ -679,6 +679,24 @@ static void test_fingerprint(void **state)
 	char fp2[PKI_FINGERPRINT_LEN];
 	assert_int_equal(pki_cert_fingerprint(cert, fp2), 0);
 	assert_false(pki_fingerprint_equal(fp, fp2));
+
+	/* From PEM without parsing: the same, for the first certificate; a key block before it is
+	 * passed over; no certificate, no fingerprint. */
+	char *pem = NULL, *two = NULL, fp3[PKI_FINGERPRINT_LEN];
+	assert_int_equal(pki_cert_to_pem(cert, &pem), 0);
+	assert_int_equal(pki_pem_fingerprint(pem, strlen(pem), fp3), 0);
+	assert_string_equal(fp3, fp2);
+	assert_true(asprintf(&two,
+			     "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n%s",
+			     pem) > 0);
+	assert_int_equal(pki_pem_fingerprint(two, strlen(two), fp3), 0);
+	assert_string_equal(fp3, fp2);
+	assert_int_equal(pki_pem_fingerprint(two, 40, fp3), -RY_E_INVALID);
+	assert_int_equal(pki_pem_fingerprint("not pem", 7, fp3), -RY_E_INVALID);
+	assert_int_equal(pki_pem_fingerprint("", 0, fp3), -RY_E_INVALID);
+	assert_int_equal(pki_pem_fingerprint(pem, PKI_PEM_MAX + 1, fp3), -RY_E_TOO_BIG);
+	free(two);
+	free(pem);
 	X509_free(cert);
 }
 
