@@ -187,8 +187,10 @@ size_t pb_yaml_single_quoted(const char *raw, size_t len, char *out)
 
 /* A scalar's text into n->text (NUL-terminated, n->len bytes) and whether it was plain.
  * libfyaml 0.7 leaks the buffer of its formatting of a single-quoted scalar with many ''
- * (found by tests/fuzz/fuzz_playbook; fixed upstream, pantoniou/libfyaml#233): those are
- * decoded here, from the text between the quotes. 0 or -ENOMEM. */
+ * (found by tests/fuzz/fuzz_playbook; fixed upstream, pantoniou/libfyaml#233), reads two ''
+ * in a row wrongly, and reads a CR LF before a closing quote on a line of its own as a
+ * newline where an LF gives the space YAML says (also found by fuzz_playbook): such scalars
+ * (with a '' or a CR) are decoded here, from the text between the quotes. 0 or -ENOMEM. */
 static int scalar_text(struct builder *b, struct fy_token *tok, struct pb_node *n)
 {
 	const struct fy_mark *sm = tok ? fy_token_start_mark(tok) : NULL;
@@ -199,7 +201,8 @@ static int scalar_text(struct builder *b, struct fy_token *tok, struct pb_node *
 	n->plain = !tok || fy_token_scalar_style(tok) == FYSS_PLAIN;
 	if (tok && fy_token_scalar_style(tok) == FYSS_SINGLE_QUOTED && sm && em &&
 	    sm->input_pos <= em->input_pos && em->input_pos <= b->len &&
-	    memmem(b->text + sm->input_pos, em->input_pos - sm->input_pos, "''", 2)) {
+	    (memmem(b->text + sm->input_pos, em->input_pos - sm->input_pos, "''", 2) ||
+	     memchr(b->text + sm->input_pos, '\r', em->input_pos - sm->input_pos))) {
 		len = em->input_pos - sm->input_pos;
 		n->text = malloc(len + 1);
 		if (!n->text)
