@@ -144,6 +144,13 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 	unsigned char rnd[4];
 	int r;
 
+	/* As campaigns check it: a name the store would refuse is the request's fault (it was a
+	 * 500 "storing the deployment: Invalid argument" over 255 bytes; found by fuzz_rest). */
+	if (!rq->cluster || !ctl_valid_cluster_name(rq->cluster)) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "cluster",
+				  "bad cluster name");
+		goto out;
+	}
 	r = ctl_playbook_for_cluster(rq->playbook_text, rq->playbook_len, rq->playbook_file,
 				     rq->cluster, &pb, err);
 	if (r < 0)

@@ -61,6 +61,12 @@ dep_final() { api GET "/api/v1/deployments/$DEP" "$INT" >/dev/null &&
 check "  it ends" wait_for 60 dep_final
 check "  succeeded, with per-node step results" jqt '.state == "succeeded" and
 	(.nodes | length) == 3 and all(.nodes[]; (.steps | length) >= 1)' "$T/body"
+# A cluster name the store would refuse (over 64 bytes) is the request's fault: it was a 500
+# "storing the deployment: Invalid argument" (fuzz_rest).
+long_cluster=$(printf 'c%.0s' $(seq 300))
+check "a deployment to a cluster name of 300 bytes: 400" test "$(api POST /api/v1/deployments "$ADMIN" \
+	"{\"cluster\":\"$long_cluster\",\"playbook\":$pbjson,\"check\":true}")" = 400
+check "  the body says cluster" test "$(body .error.field)" = cluster
 check "a campaign: 201" test "$(api POST /api/v1/campaigns "$INT" \
 	"{\"cluster\":\"it\",\"playbook\":$pbjson,\"quick\":true,\"signoff\":true}")" = 201
 CAMP=$(body .id)
