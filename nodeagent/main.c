@@ -126,6 +126,9 @@ static int cmd_run(const struct agent_session_opts *o)
 		close(lock_fd);
 		return 1;
 	}
+	log_info("railyard-agent %s running (state %s%s%s); SIGTERM stops it", RAILYARD_VERSION,
+		 o->state_dir, o->controller ? ", controller " : "",
+		 o->controller ? o->controller : "");
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);

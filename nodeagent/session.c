@@ -383,6 +383,26 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 	}
 }
 
+/* Wait for the channel to the controller, up to the connect timeout, but not past a stop: a
+ * SIGTERM while the controller is unreachable used to wait out the whole timeout (10 s). */
+static int wait_ready(struct agent_session *s)
+{
+	int64_t deadline = util_now_mono_ms() + s->o.connect_timeout_ms;
+
+	for (;;) {
+		int64_t now = util_now_mono_ms(), until = now + 250;
+
+		if (stopping(s))
+			return -ECANCELED;
+		if (until > deadline)
+			until = deadline;
+		if (rpc_channel_wait_ready(s->ch, until) == 0)
+			return 0;
+		if (util_now_mono_ms() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
 /* One session from open to end. Returns 0 to reconnect, or -RY_E_REVOKED when the controller
  * refuses this node. */
 static int session_once(struct agent_session *s, struct rpc_backoff *bo)
@@ -393,10 +413,11 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 	int64_t next_hb;
 	int r;
 
-	if (rpc_channel_wait_ready(s->ch, util_now_mono_ms() + s->o.connect_timeout_ms) < 0) {
-		log_warn("controller %s not reachable within %d ms",
-			 s->o.controller ? s->o.controller : s->cfg.controller,
-			 s->o.connect_timeout_ms);
+	if (wait_ready(s) < 0) {
+		if (!stopping(s))
+			log_warn("controller %s not reachable within %d ms",
+				 s->o.controller ? s->o.controller : s->cfg.controller,
+				 s->o.connect_timeout_ms);
 		return 0;
 	}
 	r = rpc_client_stream_open(s->ch, CONNECT_PATH,

@@ -136,5 +136,14 @@ check "nodes offline after their agents stop" wait_for 10 count_is online 0
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
 check "controller exits 0" test $? -eq 0
+# An agent whose controller is gone stops on SIGTERM at once, not after its connect timeout (10 s)
+runs=$(grep -c 'railyard-agent .* running' "$T/a1.log")
+start_agent a1 "$FIXTURES/h200-ib"
+check "agent a1 runs without a controller" wait_for 10 bash -c \
+	"[ \$(grep -c 'railyard-agent .* running' '$T/a1.log') -gt $runs ]"
+kill -TERM "${AGENT_PID[a1]}"
+check "... stops within 5 s of SIGTERM (its connect timeout is 10 s)" wait_for 5 exited "${AGENT_PID[a1]}"
+wait "${AGENT_PID[a1]}"
+check "... with status 0" test $? -eq 0
 check_sanitizers
 finish
