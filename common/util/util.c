@@ -16,6 +16,13 @@ int64_t util_now_mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec util_mono_timespec(int64_t mono_ms)
+{
+	struct timespec ts = {.tv_sec = mono_ms / 1000, .tv_nsec = (mono_ms % 1000) * 1000000L};
+
+	return ts;
+}
+
 int64_t util_now_mono_us(void)
 {
 	struct timespec ts;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #define RY_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -13,6 +14,9 @@
 int64_t util_now_mono_ms(void);
 int64_t util_now_mono_us(void);
 int64_t util_now_unix_ms(void);
+/* The CLOCK_MONOTONIC time mono_ms as a timespec: the deadline of a pthread_cond_timedwait() on
+ * a condition variable whose clock is CLOCK_MONOTONIC. */
+struct timespec util_mono_timespec(int64_t mono_ms);
 
 /* Fill buf with cryptographically random bytes (getrandom). 0 or -errno. */
 __attribute__((warn_unused_result)) int util_random_bytes(void *buf, size_t len);

@@ -97,7 +97,7 @@ static void run_passes(struct ctl_engine *e)
 /* Wait on e->cond until the monotonic time at_ms (or a signal). Caller holds e->lock. */
 static void wait_until(struct ctl_engine *e, int64_t at_ms)
 {
-	struct timespec ts = {.tv_sec = at_ms / 1000, .tv_nsec = (at_ms % 1000) * 1000000L};
+	struct timespec ts = util_mono_timespec(at_ms);
 
 	pthread_cond_timedwait(&e->cond, &e->lock, &ts);
 }

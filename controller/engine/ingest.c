@@ -108,15 +108,8 @@ static void chores(struct ctl_engine *in)
 /* Wait up to ms or until stopped. Caller holds in->lock. */
 static void wait_locked(struct ctl_engine *in, int64_t ms)
 {
-	struct timespec ts;
+	struct timespec ts = util_mono_timespec(util_now_mono_ms() + ms);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	pthread_cond_timedwait(&in->icond, &in->ilock, &ts);
 }
 

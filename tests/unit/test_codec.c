@@ -161,6 +161,10 @@ static void test_durations_and_paths(void **state)
 
 	assert_int_equal(util_parse_duration_ms("250ms", &ms), 0);
 	assert_int_equal(ms, 250);
+	/* A monotonic deadline in ms as a condition variable's timespec. */
+	assert_int_equal(util_mono_timespec(1234567).tv_sec, 1234);
+	assert_int_equal(util_mono_timespec(1234567).tv_nsec, 567000000L);
+	assert_int_equal(util_mono_timespec(999).tv_sec, 0);
 	assert_int_equal(util_parse_duration_ms("90", &ms), 0);
 	assert_int_equal(ms, 90000);
 	assert_int_equal(util_parse_duration_ms("2h", &ms), 0);
