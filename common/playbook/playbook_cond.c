@@ -59,11 +59,6 @@ int pb_fact_path_check(const char *path)
 	return pb_path_check(path, false);
 }
 
-int pb_lookup(const json_t *root, const char *path, json_t **ret)
-{
-	return pb_walk(root, path, NULL, ret);
-}
-
 int playbook_fact_lookup(const json_t *facts, const char *path, json_t **ret)
 {
 	if (pb_fact_path_check(path) < 0)

@@ -440,24 +440,21 @@ static int walk(const struct cur *cur, const char *p, json_t *acc, json_t *paths
 	}
 }
 
-int pb_walk(const json_t *root, const char *path, json_t *paths, json_t **ret)
+int pb_facts_walk(const struct playbook_facts *f, const char *path, json_t *paths, json_t **ret)
 {
-	struct cur c = {.j = root};
+	/* A parsed document is walked through its values, an index through its tokens. */
+	struct cur c = {.f = f && !f->json ? f : NULL, .j = f ? f->json : NULL};
 
-	if (!root)
+	if (!f)
 		return -ENOENT;
 	return walk(&c, path, NULL, paths, "", ret);
 }
 
-int pb_facts_walk(const struct playbook_facts *f, const char *path, json_t *paths, json_t **ret)
+int pb_lookup(const json_t *root, const char *path, json_t **ret)
 {
-	struct cur c = {.f = f};
+	struct playbook_facts f = {.json = root};
 
-	if (!f)
-		return -ENOENT;
-	if (f->json)
-		return pb_walk(f->json, path, paths, ret);
-	return walk(&c, path, NULL, paths, "", ret);
+	return pb_facts_walk(root ? &f : NULL, path, NULL, ret);
 }
 
 int playbook_facts_lookup(const struct playbook_facts *f, const char *path, json_t **ret)

@@ -88,10 +88,9 @@ struct playbook_facts {
 	struct pb_tok *tok;
 	size_t ntok;
 };
-/* walk() of a path already checked: the value at path (a new reference), or with "[*]" a new
- * array of the matches, and (paths != NULL) their concrete paths appended to paths. */
-int pb_walk(const json_t *root, const char *path, json_t *paths, json_t **ret);
-/* The same over facts of either kind (NULL: -ENOENT). */
+/* A path already checked, over facts of either kind (NULL: -ENOENT): the value at path (a new
+ * reference), or with "[*]" a new array of the matches, and (paths != NULL) their concrete
+ * paths appended to paths. pb_lookup() is this over a parsed value. */
 int pb_facts_walk(const struct playbook_facts *f, const char *path, json_t *paths, json_t **ret);
 /* playbook_cond_eval() and playbook_render() over facts of either kind. */
 int pb_cond_eval(const json_t *cond, const struct playbook_facts *f, bool *ret_ok, char *msgbuf,
