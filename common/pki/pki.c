@@ -651,6 +651,13 @@ int pki_cert_write(const char *path, X509 *cert)
 	return r;
 }
 
+/* "sha256:" and the hex of a 32-byte digest. */
+static void fingerprint_text(const unsigned char md[32], char ret[PKI_FINGERPRINT_LEN])
+{
+	memcpy(ret, "sha256:", 7);
+	util_hex(md, 32, ret + 7);
+}
+
 int pki_cert_fingerprint(X509 *cert, char ret[PKI_FINGERPRINT_LEN])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -661,8 +668,7 @@ int pki_cert_fingerprint(X509 *cert, char ret[PKI_FINGERPRINT_LEN])
 	ERR_clear_error();
 	if (!X509_digest(cert, EVP_sha256(), md, &n) || n != 32)
 		return -RY_E_CRYPTO;
-	memcpy(ret, "sha256:", 7);
-	util_hex(md, n, ret + 7);
+	fingerprint_text(md, ret);
 	return 0;
 }
 
@@ -693,8 +699,7 @@ int pki_pem_fingerprint(const char *pem, size_t len, char ret[PKI_FINGERPRINT_LE
 	ERR_clear_error();
 	if (!ok)
 		return -RY_E_INVALID;
-	memcpy(ret, "sha256:", 7);
-	util_hex(md, n, ret + 7);
+	fingerprint_text(md, ret);
 	return 0;
 }
 

@@ -107,7 +107,7 @@ static int pick_one(void *ud, const struct store_node *node)
 		return add_skip(p->c, node, "selector does not match its facts");
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 256;
-		struct store_deploy_target *v = realloc(p->v, (cap + 1) * sizeof(*v));
+		struct store_deploy_target *v = realloc(p->v, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;

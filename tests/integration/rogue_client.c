@@ -187,6 +187,23 @@ static int answer_plan(struct rogue *g, const Railyard__V1__ApplyPlan *ap)
 	return r;
 }
 
+/* A facts document of 2 MiB (over the controller's 1 MiB): "{", spaces, "}". Caller frees. */
+static char *huge_facts(void)
+{
+	size_t n = 2 * 1024 * 1024;
+	char *huge = malloc(n + 1);
+
+	if (!huge) {
+		fprintf(stderr, "rogue_client: out of memory\n");
+		exit(2);
+	}
+	memset(huge, ' ', n);
+	huge[0] = '{';
+	huge[n - 1] = '}';
+	huge[n] = '\0';
+	return huge;
+}
+
 /* Send the forged messages; return how many answers to expect. */
 static int forge(struct rogue *g, const char *kind, const char *dep)
 {
@@ -223,16 +240,9 @@ static int forge(struct rogue *g, const char *kind, const char *dep)
 	if (strcmp(kind, "huge-facts-step") == 0) {
 		Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
 		Railyard__V1__FactsUpdate fu = RAILYARD__V1__FACTS_UPDATE__INIT;
-		size_t n = 2 * 1024 * 1024;
-		char *huge = malloc(n + 1);
+		char *huge = huge_facts();
 		int r;
 
-		if (!huge)
-			return -1;
-		memset(huge, ' ', n);
-		huge[0] = '{';
-		huge[n - 1] = '}';
-		huge[n] = '\0';
 		fu.facts_json = huge;
 		m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_FACTS_UPDATE;
 		m.facts_update = &fu;
@@ -500,13 +510,7 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "bad-facts") == 0) {
 		r = send_agent(cs, 1, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, "[1, 2");
 	} else if (strcmp(mode, "huge-facts") == 0) {
-		size_t n = 2 * 1024 * 1024;
-
-		huge = malloc(n + 1);
-		memset(huge, ' ', n);
-		huge[0] = '{';
-		huge[n - 1] = '}';
-		huge[n] = '\0';
+		huge = huge_facts();
 		r = send_agent(cs, 1, RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO, huge);
 	} else {
 		fprintf(stderr, "rogue_client: unknown mode %s\n", mode);
