@@ -100,68 +100,55 @@ static void snapshots(const json_t *facts)
 	json_decref(snap);
 }
 
-/* One shipped playbook per input (chosen by its size), rendered against it. */
-static void playbooks_against(const json_t *facts, size_t size)
+/* Indexed facts (playbook_facts_index()) of the same text, or NULL when it holds a NUL byte:
+ * jansson drops one that follows a number ("{\"a\":1\0}" parses), the index refuses it; facts
+ * never hold one (they arrive and are stored as C strings, cut at the first NUL). Every other
+ * document jansson parses as an object is indexed. */
+static struct playbook_facts *indexed(const uint8_t *data, size_t size)
 {
-	{
-		size_t i = size % (sizeof(playbooks) / sizeof(playbooks[0]));
-		json_t *plan = NULL;
-		struct pb_diags d;
-		char err[512] = "";
-
-		(void)playbook_target_matches(playbooks[i], "c", facts);
-		pb_diags_init(&d);
-		if (playbook_render(playbooks[i], facts, &plan, &d) == 0) {
-			FUZZ_CHECK(playbook_plan_validate(plan, err, sizeof(err)) == 0,
-				   "%s: a rendered plan does not validate: %s", playbook_files[i],
-				   err);
-			json_decref(plan);
-		} else {
-			FUZZ_CHECK(plan == NULL && (d.count > 0 || d.dropped > 0),
-				   "%s: render failed without a diagnostic", playbook_files[i]);
-		}
-		pb_diags_done(&d);
-	}
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		json_t *v = NULL;
-
-		if (playbook_fact_lookup(facts, paths[i], &v) == 0)
-			json_decref(v);
-	}
-}
-
-/* Indexed facts (playbook_facts_index()) against the same document parsed: every document
- * jansson parses as an object is indexed, and lookups, targeting and rendering give exactly
- * what they give on the parsed document. Not for text with a NUL byte: jansson drops one that
- * follows a number ("{\"a\":1\0}" parses), the index refuses it; facts never hold one (they
- * arrive and are stored as C strings, cut at the first NUL). */
-static void indexed_against(const uint8_t *data, size_t size, const json_t *facts)
-{
-	size_t i = size % (sizeof(playbooks) / sizeof(playbooks[0]));
 	struct playbook_facts *f = NULL;
-	json_t *plan = NULL, *plan_i = NULL;
-	struct pb_diags d, di;
-	int r, ri;
+	int r;
 
 	if (memchr(data, 0, size))
-		return;
+		return NULL;
 	r = playbook_facts_index((const char *)data, size, &f);
 	FUZZ_CHECK(r == 0, "a document jansson parses as an object is not indexed: %d", r);
-	FUZZ_CHECK(playbook_target_matches(playbooks[i], "c", facts) ==
-			   playbook_target_matches_facts(playbooks[i], "c", f),
+	return f;
+}
+
+/* One shipped playbook per input (chosen by its size), targeted and rendered against it, and
+ * fact lookups; with f, the same on the indexed facts, which must give exactly the same. */
+static void playbooks_against(const json_t *facts, const struct playbook_facts *f, size_t size)
+{
+	size_t i = size % (sizeof(playbooks) / sizeof(playbooks[0]));
+	json_t *plan = NULL, *plan_i = NULL;
+	struct pb_diags d, di;
+	char err[512] = "";
+	bool match = playbook_target_matches(playbooks[i], "c", facts);
+	int r, ri;
+
+	FUZZ_CHECK(!f || match == playbook_target_matches_facts(playbooks[i], "c", f),
 		   "%s: targeting differs on indexed facts", playbook_files[i]);
 	pb_diags_init(&d);
 	pb_diags_init(&di);
 	r = playbook_render(playbooks[i], facts, &plan, &d);
-	ri = playbook_render_facts(playbooks[i], f, &plan_i, &di);
-	FUZZ_CHECK(r == ri && d.count == di.count, "%s: rendering differs on indexed facts",
-		   playbook_files[i]);
-	FUZZ_CHECK(r < 0 || json_equal(plan, plan_i), "%s: the plan differs on indexed facts",
-		   playbook_files[i]);
-	for (size_t k = 0; k < d.count && k < di.count; k++)
-		FUZZ_CHECK(strcmp(d.items[k].message, di.items[k].message) == 0,
-			   "%s: a diagnostic differs on indexed facts: %s | %s", playbook_files[i],
-			   d.items[k].message, di.items[k].message);
+	if (r == 0)
+		FUZZ_CHECK(playbook_plan_validate(plan, err, sizeof(err)) == 0,
+			   "%s: a rendered plan does not validate: %s", playbook_files[i], err);
+	else
+		FUZZ_CHECK(plan == NULL && (d.count > 0 || d.dropped > 0),
+			   "%s: render failed without a diagnostic", playbook_files[i]);
+	if (f) {
+		ri = playbook_render_facts(playbooks[i], f, &plan_i, &di);
+		FUZZ_CHECK(r == ri && d.count == di.count, "%s: rendering differs on indexed facts",
+			   playbook_files[i]);
+		FUZZ_CHECK(r < 0 || json_equal(plan, plan_i),
+			   "%s: the plan differs on indexed facts", playbook_files[i]);
+		for (size_t k = 0; k < d.count && k < di.count; k++)
+			FUZZ_CHECK(strcmp(d.items[k].message, di.items[k].message) == 0,
+				   "%s: a diagnostic differs on indexed facts: %s | %s",
+				   playbook_files[i], d.items[k].message, di.items[k].message);
+	}
 	json_decref(plan);
 	json_decref(plan_i);
 	pb_diags_done(&d);
@@ -170,13 +157,14 @@ static void indexed_against(const uint8_t *data, size_t size, const json_t *fact
 		json_t *v = NULL, *vi = NULL;
 
 		r = playbook_fact_lookup(facts, paths[k], &v);
-		ri = playbook_facts_lookup(f, paths[k], &vi);
-		FUZZ_CHECK(r == ri && (r < 0 || json_equal(v, vi)),
-			   "lookup %s differs on indexed facts (%d, %d)", paths[k], r, ri);
+		if (f) {
+			ri = playbook_facts_lookup(f, paths[k], &vi);
+			FUZZ_CHECK(r == ri && (r < 0 || json_equal(v, vi)),
+				   "lookup %s differs on indexed facts (%d, %d)", paths[k], r, ri);
+		}
 		json_decref(v);
 		json_decref(vi);
 	}
-	playbook_facts_free(f);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -198,9 +186,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(safe);
 	free(line);
 	if (json_is_object(facts)) {
+		struct playbook_facts *f = indexed(data, size);
+
 		snapshots(facts);
-		playbooks_against(facts, size);
-		indexed_against(data, size, facts);
+		playbooks_against(facts, f, size);
+		playbook_facts_free(f);
 	}
 	json_decref(facts);
 	return 0;
