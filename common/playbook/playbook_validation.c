@@ -481,10 +481,92 @@ static void parse_tolerance(struct vctx *c, const struct pb_node *t, json_t *o)
 	json_object_set_new(o, "tolerance", tol);
 }
 
+/* requires: [h200-ndr-ib, h200-roce]: the configuration playbooks this validation certifies
+ * (docs/campaigns.md, "Configuration"); [] certifies none. */
+static void parse_requires(struct vctx *c, const struct pb_node *t, json_t *o)
+{
+	json_t *arr;
+
+	if (!t)
+		return;
+	if (t->kind != PBN_SEQ) {
+		verr(c, t, "validation.requires: expected a list of playbook names");
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pb_node *x = t->items[i];
+
+		if (x->kind != PBN_SCALAR || pb_scalar_is_null(x) || !x->text[0] ||
+		    strlen(x->text) > 128 ||
+		    strspn(x->text, "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789._-") != strlen(x->text)) {
+			verr(c, x, "validation.requires[%zu]: expected a playbook name", i);
+			continue;
+		}
+		json_array_append_new(arr, json_string(x->text));
+	}
+	json_object_set_new(o, "requires", arr);
+}
+
+/* preflight: {ports_active: true, port_rate_gbps: 400, pcie_max: true, hcas: 8, gpus: 8}: what
+ * a node's facts must show for its measurements to certify it (controller/campaign/preflight.h). */
+static void parse_preflight(struct vctx *c, const struct pb_node *t, json_t *o)
+{
+	static const char *const bools[] = {"ports_active", "pcie_max", NULL};
+	static const char *const ints[] = {"port_rate_gbps", "hcas", "gpus", NULL};
+	json_t *pf;
+
+	if (!t)
+		return;
+	if (t->kind != PBN_MAP) {
+		verr(c, t,
+		     "validation.preflight: expected a mapping (ports_active, port_rate_gbps, "
+		     "pcie_max, hcas, gpus)");
+		return;
+	}
+	for (size_t k = 0; k < t->n; k++)
+		if (!in(t->keys[k]->text, bools) && !in(t->keys[k]->text, ints))
+			verr(c, t->keys[k],
+			     "validation.preflight: unknown key \"%s\" (expected ports_active, "
+			     "port_rate_gbps, pcie_max, hcas or gpus)",
+			     t->keys[k]->text);
+	pf = json_object();
+	for (size_t i = 0; bools[i]; i++) {
+		const struct pb_node *n = scalar(c, t, bools[i], "validation.preflight");
+		bool b;
+
+		if (!n)
+			continue;
+		if (pb_scalar_bool(n, &b) < 0)
+			verr(c, n, "validation.preflight.%s: expected true or false, got \"%s\"",
+			     bools[i], n->text);
+		else
+			json_object_set_new(pf, bools[i], json_boolean(b));
+	}
+	for (size_t i = 0; ints[i]; i++) {
+		const struct pb_node *n = scalar(c, t, ints[i], "validation.preflight");
+		long long v;
+
+		if (!n)
+			continue;
+		if (pb_scalar_int(n, &v) < 0 || v < 0 || v > 100000)
+			verr(c, n,
+			     "validation.preflight.%s: expected a whole number from 0 to 100000, "
+			     "got \"%s\"",
+			     ints[i], n->text);
+		else
+			json_object_set_new(pf, ints[i], json_integer(v));
+	}
+	json_object_set_new(o, "preflight", pf);
+}
+
 int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret, struct pb_diags *d)
 {
-	static const char *const keys[] = {"transport", "tests",     "acceptance",
-					   "signoff",	"tolerance", NULL};
+	static const char *const keys[] = {"transport", "tests",	"acceptance",
+					   "signoff",	"tolerance",	"requires",
+					   "preflight", "max_excluded", NULL};
 	struct vctx c = {file, d, 0};
 	const struct pb_node *tests, *rules, *tr;
 	json_t *o = json_object(), *tarr = json_array(), *rarr = json_array();
@@ -513,6 +595,20 @@ int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret,
 		json_object_set_new(o, "signoff", json_boolean(b));
 	}
 	parse_tolerance(&c, pb_node_get(n, "tolerance"), o);
+	parse_requires(&c, pb_node_get(n, "requires"), o);
+	parse_preflight(&c, pb_node_get(n, "preflight"), o);
+	tr = scalar(&c, n, "max_excluded", "validation");
+	if (tr) {
+		long long v;
+
+		if (pb_scalar_int(tr, &v) < 0 || v < 0 || v > 100000)
+			verr(&c, tr,
+			     "validation.max_excluded: expected a whole number from 0 to 100000, "
+			     "got \"%s\"",
+			     tr->text);
+		else
+			json_object_set_new(o, "max_excluded", json_integer(v));
+	}
 	tests = pb_node_get(n, "tests");
 	if (!tests || tests->kind != PBN_SEQ || tests->n == 0)
 		verr(&c, tests ? tests : n,

@@ -2,6 +2,7 @@
  * (and, unless a dry run, stored) campaign; stored campaigns become JSON with their progress
  * and verdict; a cancel is requested. */
 #include "controller/campaign/campaign_int.h"
+#include "controller/campaign/preflight.h"
 #include "controller/signoff/compare.h"
 #include "controller/signoff/snapshot.h"
 #include "common/playbook/playbook.h"
@@ -124,6 +125,13 @@ static int spec_of(const struct playbook *pb, const struct ctl_campaign_request 
 	if (rq->transport)
 		json_object_set_new(spec, "transport", json_string(rq->transport));
 	json_object_set_new(spec, "quick", json_boolean(rq->quick));
+	/* The configuration it certifies: the playbooks named, else the playbook itself when it
+	 * configures something. */
+	if (!json_is_array(json_object_get(spec, "requires")))
+		json_object_set_new(spec, "requires",
+				    playbook_step_count(pb) > 0
+					    ? json_pack("[s]", playbook_name(pb))
+					    : json_array());
 	*ret = spec;
 	return 0;
 }
@@ -219,7 +227,7 @@ static int cmp_dev(const void *x, const void *y)
 
 /* A node's entry in the campaign: its rails (RDMA devices with an active port, by name: rail i is
  * the i-th) and what the verdict's explanations need from its facts. New reference. */
-static json_t *node_entry(const struct store_node *nd, const json_t *facts)
+static json_t *node_entry(const struct store_node *nd, const json_t *facts, const json_t *preflight)
 {
 	const json_t *devs = json_object_get(json_object_get(facts, "rdma"), "devices"), *g;
 	const json_t *loaded = json_object_get(json_object_get(facts, "modules"), "loaded"), *m;
@@ -282,6 +290,9 @@ static json_t *node_entry(const struct store_node *nd, const json_t *facts)
 		      json_is_true(json_object_get(json_object_get(facts, "nvidia_driver"),
 						   "open_kernel_module")),
 		      "snapshot", so_snapshot(facts));
+	/* The playbook's preflight on the facts as they are now: the verdict's, the report's. */
+	if (o)
+		json_object_set_new(o, "preflight", cp_preflight(preflight, facts));
 	return o;
 }
 
@@ -333,7 +344,10 @@ static int pick_nodes(struct store *st, const struct ctl_campaign_request *rq,
 					  !facts ? "no facts yet (its agent has never connected)"
 						 : "offline"));
 		} else {
-			json_array_append_new(picked, node_entry(nd, facts));
+			json_array_append_new(
+				picked,
+				node_entry(nd, facts,
+					   json_object_get(playbook_validation(pb), "preflight")));
 		}
 		json_decref(facts);
 	}
@@ -514,6 +528,50 @@ static int baseline_check(struct store *st, const struct ctl_campaign_request *r
 	return r;
 }
 
+/* Why a report of this campaign could not be an acceptance sign-off (docs/signoff.md,
+ * "Acceptance"): a smoke run, not over RDMA, not every test or node in scope, nothing certified.
+ * New array; [] when it could be. */
+static json_t *not_acceptance(const struct ctl_campaign_request *rq, const json_t *spec,
+			      const json_t *left)
+{
+	json_t *out = json_array();
+	const json_t *l;
+	size_t i, offline = 0;
+	char buf[256];
+
+	if (!out)
+		return NULL;
+	if (rq->quick)
+		json_array_append_new(out, json_string("quick: a smoke run (every test shrunk)"));
+	if (strcmp(json_string_value(json_object_get(spec, "transport")), "verbs") != 0)
+		json_array_append_new(out, json_string("transport tcp: a baseline over the hosts' "
+						       "TCP stacks, not the RDMA fabric"));
+	if (rq->tests) {
+		snprintf(buf, sizeof(buf), "only some of the playbook's tests (--tests %.128s)",
+			 rq->tests);
+		json_array_append_new(out, json_string(buf));
+	}
+	if (rq->nodes) {
+		snprintf(buf, sizeof(buf), "only some of the nodes in scope (--nodes %.128s)",
+			 rq->nodes);
+		json_array_append_new(out, json_string(buf));
+	}
+	json_array_foreach(left, i, l)
+	{
+		const char *why = json_string_value(json_object_get(l, "reason"));
+
+		offline += why && strstr(why, "selector does not match") == NULL;
+	}
+	if (offline) {
+		snprintf(buf, sizeof(buf), "%zu node(s) in scope not measured (offline)", offline);
+		json_array_append_new(out, json_string(buf));
+	}
+	if (json_array_size(json_object_get(spec, "requires")) == 0)
+		json_array_append_new(out, json_string("it certifies no configuration "
+						       "(validation.requires is empty)"));
+	return out;
+}
+
 int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq, bool dry_run,
 			json_t **ret, struct ctl_error *err)
 {
@@ -549,6 +607,7 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 		r = pick_nodes(st, rq, pb, &nodes, &left, err);
 	if (r < 0)
 		goto out;
+	json_object_set_new(spec, "not_acceptance", not_acceptance(rq, spec, left));
 	if (seed < 0) {
 		unsigned char rnd[6];
 
@@ -576,11 +635,12 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 	r = plan_tests(&c, dry_run, rq->playbook_file, tests, progress, err);
 	if (r < 0)
 		goto out;
-	doc = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:I, s:O, s:O, s:O}", "cluster",
+	doc = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:I, s:O, s:O, s:O, s:O, s:O}", "cluster",
 			rq->cluster, "playbook", playbook_name(pb), "version", playbook_version(pb),
 			"transport", c.transport, "baseline", strcmp(c.transport, "tcp") == 0,
 			"quick", rq->quick, "seed", (json_int_t)seed, "nodes", nodes, "left_out",
-			left, "tests", tests);
+			left, "tests", tests, "requires", json_object_get(spec, "requires"),
+			"not_acceptance", json_object_get(spec, "not_acceptance"));
 	options = json_pack("{s:s?, s:s?, s:s?, s:b, s:b, s:b}", "tests", rq->tests, "nodes",
 			    rq->nodes, "transport", rq->transport, "quick", rq->quick,
 			    "allow_missing", rq->allow_missing, "signoff",

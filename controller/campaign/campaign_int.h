@@ -110,10 +110,12 @@ __attribute__((warn_unused_result)) int cp_retests(const struct cp_campaign *c, 
 						   const struct store_campaign_row *rows, size_t n,
 						   json_t **ret);
 
-/* The verdict over every row of the campaign. */
+/* The verdict over every row of the campaign. config: node id -> reasons its configuration
+ * fails ("configuration: ..."), may be NULL. */
 __attribute__((warn_unused_result)) int cp_verdict(const struct cp_campaign *c,
 						   const struct store_campaign_row *rows, size_t n,
-						   bool cancelled, json_t **ret);
+						   bool cancelled, const json_t *config,
+						   json_t **ret);
 
 /* The progress document's entry of test t: {"rounds": N, "retest": null | rounds}. */
 size_t cp_progress_rounds(const json_t *progress, size_t t, bool *ret_retest_known);

@@ -5,6 +5,7 @@
  * controller resumes at the first unfinished round, and a row holds its run's id from the
  * moment the run exists: nothing runs twice, nothing is lost. */
 #include "controller/campaign/campaign_int.h"
+#include "controller/campaign/evidence.h"
 #include "controller/engine/engine.h"
 #include "controller/server_int.h"
 #include "controller/service.h"
@@ -14,6 +15,7 @@
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,17 +103,117 @@ static void sign_off(struct ctl_campaigns *cs, const struct store_campaign *m)
 	ctl_error_done(&err);
 }
 
+/* Deployments scanned for the configuration a campaign certifies (newest first). */
+#define CP_DEPLOYMENTS_SCANNED 1000
+
+/* Per node of the campaign, why its configuration fails what the validation requires
+ * (spec.requires, docs/campaigns.md "Configuration"): the last deployment (not a check) of each
+ * required playbook that reached the node must have succeeded on it, and at least one must have
+ * reached it. *ret: {node id: ["configuration: ..."]}. */
+static int config_gate(struct store *st, const struct store_campaign *m, const struct entry *e,
+		       json_t **ret)
+{
+	const json_t *req = json_object_get(e->c.spec, "requires"), *x;
+	struct store_deployment **v = NULL;
+	size_t n = 0, i;
+	json_t *out = json_object(), *any = json_object(), *seen = NULL;
+	char names[256] = "";
+	size_t len = 0;
+	int r = 0;
+
+	if (!out || !any) {
+		r = -ENOMEM;
+		goto done;
+	}
+	if (json_array_size(req) == 0)
+		goto done;
+	r = store_deployments_list(st, false, CP_DEPLOYMENTS_SCANNED, &v, &n);
+	json_array_foreach(req, i, x)
+	{
+		const char *name = json_string_value(x);
+
+		if (len < sizeof(names) - 64)
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+						len ? ", " : "", name);
+		json_decref(seen);
+		seen = json_object();
+		for (size_t k = 0; r >= 0 && seen && k < n; k++) {
+			const struct store_deployment *d = v[k];
+			struct store_deploy_node *dn = NULL;
+			size_t nn = 0;
+
+			if (strcmp(d->cluster, m->cluster) != 0 || d->check_mode ||
+			    strcmp(d->playbook_name, name) != 0)
+				continue;
+			r = store_deploy_nodes(st, d->id, &dn, &nn);
+			for (size_t j = 0; r >= 0 && j < nn; j++) {
+				const struct store_deploy_node *w = &dn[j];
+				char *line = NULL;
+				json_t *arr;
+
+				if (cp_node_index(&e->c, w->node_id) < 0 ||
+				    json_object_get(seen, w->node_id))
+					continue;
+				json_object_set_new(seen, w->node_id, json_true());
+				json_object_set_new(any, w->node_id, json_true());
+				if (strcmp(w->state, "succeeded") == 0)
+					continue;
+				if (asprintf(&line,
+					     "configuration: %s %s (deployment %s) did not succeed "
+					     "on this node: %s%s%s",
+					     name, d->playbook_version, d->id, w->state,
+					     w->message ? ": " : "",
+					     w->message ? w->message : "") < 0)
+					continue;
+				arr = json_object_get(out, w->node_id);
+				if (!arr) {
+					arr = json_array();
+					json_object_set_new(out, w->node_id, arr);
+				}
+				json_array_append_new(arr, json_string(line));
+				free(line);
+			}
+			store_deploy_nodes_free(dn, nn);
+		}
+	}
+	for (i = 0; r >= 0 && i < e->c.n; i++) {
+		char *line = NULL;
+
+		if (json_object_get(any, e->c.v[i].id))
+			continue;
+		if (asprintf(&line,
+			     "configuration: never configured by the playbooks this validation "
+			     "certifies (%s)",
+			     names) > 0)
+			json_object_set_new(out, e->c.v[i].id, json_pack("[s]", line));
+		free(line);
+	}
+done:
+	store_deployments_free(v, n);
+	json_decref(seen);
+	json_decref(any);
+	if (r < 0) {
+		json_decref(out);
+		return r;
+	}
+	*ret = out;
+	return 0;
+}
+
 /* The verdict over every row, with the nodes left out; then the end. */
 static void conclude(struct ctl_campaigns *cs, struct entry *e, const struct store_campaign *m,
 		     bool cancelled)
 {
 	struct store_campaign_row *rows = NULL;
-	json_t *verdict = NULL, *left = json_loads(m->left_out_json, 0, NULL), *l;
+	json_t *verdict = NULL, *left = json_loads(m->left_out_json, 0, NULL), *l, *config = NULL;
 	size_t n = 0, i;
 	int r = store_campaign_rows(store_of(cs), m->id, -1, -1, &rows, &n);
 
 	if (r >= 0)
-		r = cp_verdict(&e->c, rows, n, cancelled, &verdict);
+		r = config_gate(store_of(cs), m, e, &config);
+	if (r >= 0)
+		r = cp_verdict(&e->c, rows, n, cancelled, config, &verdict);
+	json_decref(config);
 	store_campaign_rows_free(rows, n);
 	if (ctl_store_transient(r)) {
 		json_decref(left);
@@ -337,9 +439,59 @@ out:
 	free(params_s);
 }
 
+/* A measured run's reports checked as evidence (evidence.h): NULL when plausible, else the
+ * row's invalid summary {"invalid": {node, host, side, reason}} with *why its error text. */
+static json_t *invalid_of(const struct entry *e, const struct store_campaign_row *w,
+			  const struct store_bench_run *b, char *why, size_t len)
+{
+	long a = cp_node_index(&e->c, w->node_a), bi = cp_node_index(&e->c, w->node_b);
+	json_t *params = json_loads(b->params_json ? b->params_json : "{}", 0, NULL);
+	json_t *client = b->result_json ? json_loads(b->result_json, 0, NULL) : NULL;
+	json_t *server = b->server_result_json ? json_loads(b->server_result_json, 0, NULL) : NULL;
+	json_t *out = NULL;
+	enum cp_blame blame = CP_BLAME_CLIENT;
+	char reason[256];
+	int r;
+
+	if (a < 0 || bi < 0)
+		goto done;
+	r = cp_evidence_check(
+		&(struct cp_evidence){.kind = b->kind,
+				      .transport = b->transport,
+				      .params = params,
+				      .client = client,
+				      .server = strcmp(b->kind, "gpu") == 0 ? NULL : server,
+				      .a = e->c.v[a].facts,
+				      .b = e->c.v[bi].facts,
+				      .rail = w->rail},
+		&blame, reason, sizeof(reason));
+	if (r == 1) {
+		const struct cp_node *na = &e->c.v[a], *nb = &e->c.v[bi];
+
+		if (blame == CP_BLAME_BOTH)
+			snprintf(why, len, "invalid result: %s and %s: %s", na->hostname,
+				 nb->hostname, reason);
+		else
+			snprintf(why, len, "invalid result from %s (%s side): %s",
+				 (blame == CP_BLAME_CLIENT ? na : nb)->hostname,
+				 blame == CP_BLAME_CLIENT ? "client" : "server", reason);
+		out = json_pack("{s:{s:s, s:s, s:s}}", "invalid", "side",
+				blame == CP_BLAME_BOTH	   ? "both"
+				: blame == CP_BLAME_CLIENT ? "a"
+							   : "b",
+				"node", (blame == CP_BLAME_SERVER ? nb : na)->id, "reason", reason);
+	}
+done:
+	json_decref(params);
+	json_decref(client);
+	json_decref(server);
+	return out;
+}
+
 /* A running row: its run ended (summary or error), or a congestor is confirmed running. */
-static void follow_row(struct ctl_campaigns *cs, const struct store_campaign *m,
-		       const struct store_campaign_row *w, bool stop_congestor)
+static void follow_row(struct ctl_campaigns *cs, const struct entry *e,
+		       const struct store_campaign *m, const struct store_campaign_row *w,
+		       bool stop_congestor)
 {
 	struct store *st = store_of(cs);
 	struct store_bench_run *b = NULL;
@@ -358,10 +510,21 @@ static void follow_row(struct ctl_campaigns *cs, const struct store_campaign *m,
 	if (strcmp(b->state, "succeeded") == 0 ||
 	    (congestor && stop_congestor && store_bench_state_final(b->state))) {
 		/* A congestor stopped by us is done: its run ends cancelled, with nothing to
-		 * measure (the victims measured); one that ended by itself keeps its figures. */
-		sum = cp_summary(b);
-		text = sum ? json_dumps(sum, JSON_COMPACT) : NULL;
-		row_set(st, m->id, w, "done", text, NULL, false);
+		 * measure (the victims measured); one that ended by itself keeps its figures. A
+		 * measured run counts only when its reports are plausible. */
+		char why[512];
+
+		sum = congestor ? NULL : invalid_of(e, w, b, why, sizeof(why));
+		if (sum) {
+			text = json_dumps(sum, JSON_COMPACT);
+			log_warn("campaign %s: slot %d of round %d: %s", m->id, w->slot,
+				 w->round + 1, why);
+			row_set(st, m->id, w, "invalid", text, why, false);
+		} else {
+			sum = cp_summary(b);
+			text = sum ? json_dumps(sum, JSON_COMPACT) : NULL;
+			row_set(st, m->id, w, "done", text, NULL, false);
+		}
 	} else if (store_bench_state_final(b->state)) {
 		row_set(st, m->id, w, "failed", NULL, b->error ? b->error : b->state, false);
 	} else if (congestor && stop_congestor) {
@@ -439,7 +602,7 @@ static int drive_round(struct ctl_campaigns *cs, struct entry *e, const struct s
 			else
 				start_row(cs, e, m, w);
 		} else {
-			follow_row(cs, m, w, congestor && measures_final);
+			follow_row(cs, e, m, w, congestor && measures_final);
 		}
 	}
 	store_campaign_rows_free(rows, n);

@@ -603,6 +603,7 @@ struct cp_vin {
 	double *values;
 	char **notes;
 	size_t nnotes;
+	json_t *gates; /* per node: its gate reasons (configuration, preflight) */
 };
 
 static void vin_done(struct cp_vin *x)
@@ -616,6 +617,7 @@ static void vin_done(struct cp_vin *x)
 	for (size_t i = 0; i < x->nnotes; i++)
 		free(x->notes[i]);
 	free(x->notes);
+	json_decref(x->gates);
 }
 
 /* Index of field in the fields of a test, appending it (fields has room). */
@@ -680,7 +682,7 @@ static char *note_of(const struct cp_campaign *c, const json_t *summary, uint32_
 }
 
 static int vin_build(const struct cp_campaign *c, const struct store_campaign_row *rows, size_t n,
-		     struct cp_vin *x)
+		     const json_t *config, struct cp_vin *x)
 {
 	const json_t *rules = json_object_get(c->spec, "acceptance"), *rj;
 	size_t nt = cp_ntests(c), nrules = json_array_size(rules), nf = 0, stride = 0, i;
@@ -699,8 +701,27 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 	if (!x->tests || !x->rules || !x->fields || !x->nodes || !x->rows || !x->notes ||
 	    !rule_test)
 		goto out;
-	for (i = 0; i < c->n; i++)
-		x->nodes[i] = (struct vd_node){c->v[i].id, c->v[i].hostname, c->v[i].facts};
+	x->gates = json_array();
+	if (!x->gates)
+		goto out;
+	/* A node's gate: its configuration's deployments (config: id -> reasons), then its
+	 * preflight as the campaign recorded it. */
+	for (i = 0; i < c->n; i++) {
+		json_t *g = json_array(), *y;
+		size_t k;
+
+		json_array_extend(g, json_object_get(config, c->v[i].id));
+		json_array_foreach(json_object_get(c->v[i].facts, "preflight"), k, y)
+		{
+			char *line = NULL;
+
+			if (asprintf(&line, "preflight: %s", json_string_value(y)) > 0)
+				json_array_append_new(g, json_string(line));
+			free(line);
+		}
+		json_array_append_new(x->gates, g);
+		x->nodes[i] = (struct vd_node){c->v[i].id, c->v[i].hostname, c->v[i].facts, g};
+	}
 	/* Tests, and each rule with its test and field. Rules are grouped per test (the verdict
 	 * reads a test's rules as one slice). */
 	for (size_t t = 0, k = 0; t < nt; t++) {
@@ -836,6 +857,17 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 			if (x->notes[x->nnotes])
 				v->note = x->notes[x->nnotes++];
 			json_decref(sum);
+		} else if (strcmp(w->state, "invalid") == 0) {
+			const char *side;
+
+			sum = w->summary_json ? json_loads(w->summary_json, 0, NULL) : NULL;
+			side = json_string_value(
+				json_object_get(json_object_get(sum, "invalid"), "side"));
+			v->state = VD_INVALID;
+			v->blame = side && strcmp(side, "b") == 0      ? VD_BLAME_B
+				   : side && strcmp(side, "both") == 0 ? VD_BLAME_BOTH
+								       : VD_BLAME_A;
+			json_decref(sum);
 		} else if (strcmp(w->state, "failed") == 0) {
 			v->state = VD_ERROR;
 		} else if (strcmp(w->state, "missing") == 0) {
@@ -857,7 +889,10 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 				  .rows = x->rows,
 				  .nrows = n,
 				  .quick = c->quick,
-				  .transport = c->transport};
+				  .transport = c->transport,
+				  .max_excluded = (size_t)json_integer_value(
+					  json_object_get(c->spec, "max_excluded")),
+				  .not_acceptance = json_object_get(c->spec, "not_acceptance")};
 	r = 0;
 out:
 	free(rule_test);
@@ -867,10 +902,10 @@ out:
 }
 
 int cp_verdict(const struct cp_campaign *c, const struct store_campaign_row *rows, size_t n,
-	       bool cancelled, json_t **ret)
+	       bool cancelled, const json_t *config, json_t **ret)
 {
 	struct cp_vin x;
-	int r = vin_build(c, rows, n, &x);
+	int r = vin_build(c, rows, n, config, &x);
 
 	if (r < 0)
 		return r;
@@ -916,7 +951,7 @@ int cp_retests(const struct cp_campaign *c, size_t t, const struct store_campaig
 	memset(&x, 0, sizeof(x));
 	if (!good || !tot || !bad || !goods || !busy || !rounds)
 		goto out;
-	r = vin_build(c, rows, n, &x);
+	r = vin_build(c, rows, n, NULL, &x);
 	if (r < 0)
 		goto out;
 	r = strcmp(x.tests[t].kind, "congestion") == 0

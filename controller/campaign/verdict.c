@@ -29,6 +29,9 @@
 #define FC_MISSING   -3
 #define FC_CANCELLED -4
 #define FC_SKIP	     -5 /* not part of this test's judgement */
+#define FC_INVALID   -6 /* its reports are not evidence: judged by nobody */
+/* Invalid rows listed per test (the count is always complete). */
+#define VD_INVALID_LISTED 200
 
 static const char *const phase_names[VD_PHASE_COUNT] = {
 	"run",		 "retest",	 "isolated-lat", "isolated-bw",
@@ -237,6 +240,7 @@ static void num(char *buf, size_t len, double v)
 
 struct rule_eval {
 	double threshold, stat; /* stat: the distribution's value (relative rules) */
+	char src[128];		/* where stat came from: "of 12 rows", "gpu-2 -> gpu-3" */
 	size_t evaluated, failed;
 	bool usable; /* a relative rule over no measurement cannot be applied */
 };
@@ -261,12 +265,17 @@ struct vd {
 	uint8_t *bad_rail;	/* per node x rail: attributed bad */
 	size_t *first_fail;	/* per node x rail: a failing row (SIZE_MAX: none) */
 	bool *node_bad;		/* per node, over all tests */
+	double *ref;		/* per node: its own extreme of a field (robust min/max) */
+	size_t *ref_row;	/* per node: the row that holds it */
+	uint32_t *dis, *seen;	/* per node, current test: rows in dispute, rows reported */
+	uint32_t *inv;		/* per node, current test: invalid rows blamed on it */
 	json_t **node_reasons;	/* per node: array of strings */
 	json_t **node_rails;	/* per node: object rail -> {device, reasons} */
 	json_t *links, *findings;
 	size_t nlinks, nfindings;
 	bool any_fail;
-	bool loopback; /* the current test is a loopback: a node is its own peer */
+	bool any_incomplete; /* a test had rows whose reports were not evidence */
+	bool loopback;	     /* the current test is a loopback: a node is its own peer */
 	/* Per rail: the value most nodes have (explanations compare a node with it); computed
 	 * once, on first use. */
 	double common_rate[VD_RAILS_MAX], common_mtu[VD_RAILS_MAX];
@@ -313,10 +322,10 @@ static void threshold_text(const struct vd_rule *r, const struct rule_eval *e, c
 	if (r->rel == VD_ABS)
 		snprintf(buf, len, "%s", t);
 	else if (r->rel == VD_MAD)
-		snprintf(buf, len, "%s (median %s %s %s x MAD)", t, s,
-			 r->op == VD_GE || r->op == VD_GT ? "-" : "+", val);
+		snprintf(buf, len, "%s (median %s %s %s x MAD, %s)", t, s,
+			 r->op == VD_GE || r->op == VD_GT ? "-" : "+", val, e->src);
 	else
-		snprintf(buf, len, "%s (%s x %s %s)", t, val, rel_names[r->rel], s);
+		snprintf(buf, len, "%s (%s x %s %s, %s)", t, val, rel_names[r->rel], s, e->src);
 }
 
 /* Why row i failed, in words (caller frees). */
@@ -325,7 +334,7 @@ static char *row_reason(const struct vd *v, const struct vd_test *T, const struc
 {
 	const struct vd_row *w = &v->in->rows[i];
 	int fc = v->fail_code[i];
-	char thr[160], meas[32];
+	char thr[320], meas[32];
 
 	if (fc == FC_ERROR)
 		return fmt("%s: %s", T->name, w->error ? w->error : "the run failed");
@@ -334,6 +343,10 @@ static char *row_reason(const struct vd *v, const struct vd_test *T, const struc
 	if (fc < 0)
 		return NULL;
 	threshold_text(&T->rules[fc], &ev[fc], thr, sizeof(thr));
+	if (!isfinite(w->v[T->rules[fc].field]))
+		return fmt("%s: %s missing from a measured result (the rule %s %s %s cannot hold)",
+			   T->name, T->fields[T->rules[fc].field], T->fields[T->rules[fc].field],
+			   vd_op_name(T->rules[fc].op), thr);
 	num(meas, sizeof(meas), w->v[T->rules[fc].field]);
 	return fmt("%s: %s %s, not %s %s%s%s%s", T->name, T->fields[T->rules[fc].field], meas,
 		   vd_op_name(T->rules[fc].op), thr, T->rules[fc].message ? " (" : "",
@@ -481,6 +494,55 @@ static bool row_in(const struct vd_row *w, uint32_t t, bool retest_too)
 	return w->test == t && (w->phase == VD_RUN || (retest_too && w->phase == VD_RETEST));
 }
 
+/* The robust extreme of field f over test t's VD_RUN rows: each reporting node's (the client's)
+ * own lowest (hi: highest) value, then the second lowest (highest) of those, so that no one
+ * node — its lucky run, or its lie — sets everyone's threshold; with one reporting node, its
+ * own. *ret_row: the row holding it; *ret_nodes: how many nodes reported. NaN when none. */
+static double robust_extreme(struct vd *v, uint32_t t, size_t f, bool hi, size_t *ret_row,
+			     size_t *ret_nodes)
+{
+	const struct vd_input *in = v->in;
+	size_t best = SIZE_MAX, second = SIZE_MAX, nodes = 0;
+
+	for (size_t i = 0; i < in->nnodes; i++) {
+		v->ref[i] = NAN;
+		v->ref_row[i] = SIZE_MAX;
+	}
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
+		const struct vd_row *w = &in->rows[i];
+		double x;
+
+		if (!row_in(w, t, false) || w->state != VD_OK || !isfinite(x = w->v[f]))
+			continue;
+		if (isnan(v->ref[w->a]) || (hi ? x > v->ref[w->a] : x < v->ref[w->a])) {
+			v->ref[w->a] = x;
+			v->ref_row[w->a] = i;
+		}
+	}
+	for (size_t i = 0; i < in->nnodes; i++) {
+		double x = v->ref[i];
+
+		if (isnan(x))
+			continue;
+		nodes++;
+		if (best == SIZE_MAX || (hi ? x > v->ref[best] : x < v->ref[best])) {
+			second = best;
+			best = i;
+		} else if (second == SIZE_MAX || (hi ? x > v->ref[second] : x < v->ref[second])) {
+			second = i;
+		}
+	}
+	*ret_nodes = nodes;
+	if (best == SIZE_MAX) {
+		*ret_row = SIZE_MAX;
+		return NAN;
+	}
+	if (second == SIZE_MAX)
+		second = best;
+	*ret_row = v->ref_row[second];
+	return v->ref[second];
+}
+
 /* Thresholds of every rule of test t over its VD_RUN rows. */
 static void thresholds(struct vd *v, uint32_t t, struct rule_eval *ev, json_t *stats)
 {
@@ -511,19 +573,31 @@ static void thresholds(struct vd *v, uint32_t t, struct rule_eval *ev, json_t *s
 			if (R->field != f || R->rel == VD_ABS)
 				continue;
 			ev[r].usable = d.n > 0;
+			snprintf(ev[r].src, sizeof(ev[r].src), "of %zu rows", d.n);
 			switch (R->rel) {
 			case VD_MEDIAN:
 				ev[r].stat = d.median;
 				ev[r].threshold = R->value * d.median;
 				break;
 			case VD_MIN:
-				ev[r].stat = d.min;
-				ev[r].threshold = R->value * d.min;
+			case VD_MAX: {
+				size_t row, nodes;
+				double x = robust_extreme(v, t, f, R->rel == VD_MAX, &row, &nodes);
+
+				ev[r].stat = x;
+				ev[r].threshold = R->value * x;
+				if (row != SIZE_MAX)
+					snprintf(ev[r].src, sizeof(ev[r].src),
+						 "%s -> %s, %s of %zu reporting nodes' own %s",
+						 node_name(v, in->rows[row].a),
+						 node_name(v, in->rows[row].b),
+						 nodes > 1
+							 ? (R->rel == VD_MAX ? "the second highest"
+									     : "the second lowest")
+							 : "the only one",
+						 nodes, rel_names[R->rel]);
 				break;
-			case VD_MAX:
-				ev[r].stat = d.max;
-				ev[r].threshold = R->value * d.max;
-				break;
+			}
 			case VD_MAD:
 				ev[r].stat = d.median;
 				ev[r].threshold =
@@ -568,15 +642,22 @@ static void judge_rows(struct vd *v, uint32_t t, struct rule_eval *ev)
 		case VD_CANCELLED:
 			fc = FC_CANCELLED;
 			break;
+		case VD_INVALID:
+			fc = FC_INVALID;
+			break;
 		default:
 			for (size_t r = 0; r < T->nrules; r++) {
 				double x = w->v[T->rules[r].field];
 
-				if (!ev[r].usable || !isfinite(x))
+				/* A counter the device does not expose (or that reset) is not
+				 * evaluated; a metric missing from a measured result fails. */
+				if (!ev[r].usable ||
+				    (!isfinite(x) &&
+				     strncmp(T->fields[T->rules[r].field], "counters.", 9) == 0))
 					continue;
 				if (w->phase == VD_RUN)
 					ev[r].evaluated++;
-				if (!holds(T->rules[r].op, x, ev[r].threshold)) {
+				if (!isfinite(x) || !holds(T->rules[r].op, x, ev[r].threshold)) {
 					if (w->phase == VD_RUN)
 						ev[r].failed++;
 					if (fc == FC_NONE)
@@ -608,7 +689,8 @@ static void count_runs(struct vd *v, uint32_t t)
 		int fc = v->fail_code[i];
 		uint32_t ends[2] = {w->a, w->b};
 
-		if (w->test != t || w->phase != VD_RUN || fc == FC_SKIP || fc == FC_CANCELLED)
+		if (w->test != t || w->phase != VD_RUN || fc == FC_SKIP || fc == FC_CANCELLED ||
+		    fc == FC_INVALID)
 			continue;
 		if (fc == FC_MISSING) {
 			if (w->missing & 1)
@@ -654,7 +736,8 @@ static int count_retests(struct vd *v, uint32_t t, struct rerun **ret_reruns, si
 		int fc = v->fail_code[i];
 		bool good_a, good_b;
 
-		if (w->test != t || w->phase != VD_RETEST || fc == FC_CANCELLED || fc == FC_SKIP)
+		if (w->test != t || w->phase != VD_RETEST || fc == FC_CANCELLED || fc == FC_SKIP ||
+		    fc == FC_INVALID)
 			continue;
 		good_a = v->tot[slot_of(v, w->a, w->rail)] > 0 &&
 			 v->bad[slot_of(v, w->a, w->rail)] == 0;
@@ -899,6 +982,88 @@ static void links(struct vd *v, uint32_t t, const struct rule_eval *ev, const st
 	}
 }
 
+/* Rows of test t whose reports were not evidence (VD_INVALID): listed, and the node that made
+ * each invalid named. A report that failed the checks names its node. When the two reports of a
+ * run differ, a node in dispute with at least two peers and in more than half of its reported
+ * rows is the one that rewrote them (its peers agree with everyone else); otherwise both ends
+ * are named as disputing and neither is judged. The test is then incomplete unless it fails.
+ * Returns how many rows were invalid. */
+static size_t invalids(struct vd *v, uint32_t t, json_t *tj)
+{
+	const struct vd_input *in = v->in;
+	const struct vd_test *T = &in->tests[t];
+	json_t *list = json_array();
+	size_t n = 0;
+
+	memset(v->dis, 0, in->nnodes * sizeof(*v->dis));
+	memset(v->seen, 0, in->nnodes * sizeof(*v->seen));
+	memset(v->inv, 0, in->nnodes * sizeof(*v->inv));
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
+		const struct vd_row *w = &in->rows[i];
+
+		if (w->test != t || (w->state != VD_OK && w->state != VD_INVALID))
+			continue;
+		v->seen[w->a]++;
+		if (w->b != w->a)
+			v->seen[w->b]++;
+		if (w->state == VD_INVALID && w->blame == VD_BLAME_BOTH) {
+			v->dis[w->a]++;
+			if (w->b != w->a)
+				v->dis[w->b]++;
+		}
+	}
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
+		const struct vd_row *w = &in->rows[i];
+		uint32_t who = w->blame == VD_BLAME_B ? w->b : w->a;
+		bool named = w->blame != VD_BLAME_BOTH;
+		json_t *o;
+
+		if (w->test != t || w->state != VD_INVALID)
+			continue;
+		n++;
+		if (!named) {
+			bool la = v->dis[w->a] >= 2 && 2 * v->dis[w->a] > v->seen[w->a];
+			bool lb = v->dis[w->b] >= 2 && 2 * v->dis[w->b] > v->seen[w->b];
+
+			named = la != lb;
+			who = la ? w->a : w->b;
+		}
+		if (json_array_size(list) < VD_INVALID_LISTED) {
+			o = json_pack("{s:s, s:s, s:s, s:s?}", "a", in->nodes[w->a].id, "b",
+				      in->nodes[w->b].id, "reason",
+				      w->error ? w->error : "invalid result", "node",
+				      named ? in->nodes[who].id : NULL);
+			json_object_set_new(o, "rail",
+					    w->rail < 0 ? json_null() : json_integer(w->rail));
+			json_array_append_new(list, o);
+		}
+		if (!named) {
+			finding(v, fmt("%s: %s and %s report their run differently; neither is "
+				       "judged: %s",
+				       T->name, node_name(v, w->a), node_name(v, w->b),
+				       w->error ? w->error : "invalid result"));
+			continue;
+		}
+		if (v->inv[who]++ > 0)
+			continue;
+		v->node_bad[who] = true;
+		push_str(v->node_reasons[who],
+			 fmt("%s: reported results that are not evidence; e.g. %s", T->name,
+			     w->error ? w->error : "invalid result"));
+		finding(v, fmt("%s: node %s reported results that are not evidence (not counted): "
+			       "%s",
+			       T->name, node_name(v, who), w->error ? w->error : "invalid result"));
+	}
+	json_object_set_new(tj, "invalid", json_integer((json_int_t)n));
+	json_object_set_new(tj, "invalid_rows", list);
+	if (n) {
+		v->any_incomplete = true;
+		if (strcmp(json_string_value(json_object_get(tj, "result")), "pass") == 0)
+			json_object_set_new(tj, "result", json_string("incomplete"));
+	}
+	return n;
+}
+
 static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 {
 	const struct vd_input *in = v->in;
@@ -947,7 +1112,7 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 		}
 	}
 	for (size_t k = 0; k < T->nrules; k++) {
-		char thr[160];
+		char thr[320];
 		json_t *o;
 
 		threshold_text(&T->rules[k], &ev[k], thr, sizeof(thr));
@@ -965,6 +1130,7 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
 	test_done(tj, v->any_fail, nfail, stats, rules, failures);
 	stats = rules = failures = NULL;
+	invalids(v, t, tj);
 	v->any_fail = v->any_fail || fail_before;
 	r = 0;
 out:
@@ -1138,6 +1304,7 @@ static int eval_congestion(struct vd *v, uint32_t t, json_t *tj)
 	json_object_set_new(tj, "congestors_failed", json_integer((json_int_t)cong_failed));
 	test_done(tj, fail, nfail, stats, rules, failures);
 	stats = rules = failures = NULL;
+	invalids(v, t, tj);
 	r = 0;
 out:
 	free(vs);
@@ -1166,6 +1333,11 @@ static void vd_done(struct vd *v)
 	free(v->bad_rail);
 	free(v->first_fail);
 	free(v->node_bad);
+	free(v->ref);
+	free(v->ref_row);
+	free(v->dis);
+	free(v->seen);
+	free(v->inv);
 	for (size_t i = 0; v->node_reasons && i < v->in->nnodes; i++)
 		json_decref(v->node_reasons[i]);
 	for (size_t i = 0; v->node_rails && i < v->in->nnodes; i++)
@@ -1195,13 +1367,19 @@ static int vd_init(struct vd *v, const struct vd_input *in)
 	v->bad_rail = malloc(nslots);
 	v->first_fail = malloc(nslots * sizeof(*v->first_fail));
 	v->node_bad = calloc(in->nnodes + 1, sizeof(*v->node_bad));
+	v->ref = calloc(in->nnodes + 1, sizeof(*v->ref));
+	v->ref_row = calloc(in->nnodes + 1, sizeof(*v->ref_row));
+	v->dis = calloc(in->nnodes + 1, sizeof(*v->dis));
+	v->seen = calloc(in->nnodes + 1, sizeof(*v->seen));
+	v->inv = calloc(in->nnodes + 1, sizeof(*v->inv));
 	v->node_reasons = calloc(in->nnodes + 1, sizeof(*v->node_reasons));
 	v->node_rails = calloc(in->nnodes + 1, sizeof(*v->node_rails));
 	v->links = json_array();
 	v->findings = json_array();
 	if (!v->lo || !v->hi || !v->maxrail || !v->buf || !v->fail_code || !v->tot || !v->bad ||
 	    !v->conf || !v->clear || !v->missing || !v->bad_rail || !v->first_fail ||
-	    !v->node_bad || !v->node_reasons || !v->node_rails || !v->links || !v->findings)
+	    !v->node_bad || !v->node_reasons || !v->node_rails || !v->links || !v->findings ||
+	    !v->ref || !v->ref_row || !v->dis || !v->seen || !v->inv)
 		return -ENOMEM;
 	for (size_t i = 0; i < in->nnodes; i++) {
 		v->node_reasons[i] = json_array();
@@ -1247,21 +1425,23 @@ static int check_input(const struct vd_input *in)
 
 		if (w->test >= in->ntests || w->a >= in->nnodes || w->b >= in->nnodes ||
 		    w->rail >= VD_RAILS_MAX || w->phase >= VD_PHASE_COUNT ||
-		    w->state > VD_CANCELLED || (w->state == VD_OK && !w->v))
+		    w->state > VD_INVALID || (w->state == VD_OK && !w->v) ||
+		    (w->state == VD_INVALID && (w->blame < VD_BLAME_A || w->blame > VD_BLAME_BOTH)))
 			return -EINVAL;
 	}
 	return 0;
 }
 
-int vd_evaluate(const struct vd_input *in, json_t **ret)
+/* One evaluation; excluded (NULL: none) marks the nodes left out of it, whose rows the caller
+ * removed. */
+static int evaluate(const struct vd_input *in, const bool *excluded, json_t **ret)
 {
 	struct vd v;
 	json_t *doc = NULL, *tests = NULL, *nodes = NULL;
 	bool fail = false;
-	int r = check_input(in);
+	size_t judged = in->nnodes;
+	int r;
 
-	if (r < 0)
-		return r;
 	r = vd_init(&v, in);
 	tests = json_array();
 	nodes = json_array();
@@ -1275,6 +1455,28 @@ int vd_evaluate(const struct vd_input *in, json_t **ret)
 	if (in->transport && strcmp(in->transport, "tcp") == 0)
 		finding(&v, fmt("transport tcp: a baseline over the hosts' TCP stacks, "
 				"not RDMA"));
+	/* What fails a node before any test: its configuration, its preflight. */
+	for (uint32_t i = 0; i < in->nnodes; i++) {
+		const json_t *g = in->nodes[i].gate, *x;
+		size_t k;
+
+		if (excluded && excluded[i]) {
+			judged--;
+			continue;
+		}
+		json_array_foreach(g, k, x)
+		{
+			if (!json_is_string(x))
+				continue;
+			v.node_bad[i] = true;
+			fail = true;
+			push_str(v.node_reasons[i], fmt("%s", json_string_value(x)));
+			if (k == 0)
+				finding(&v, fmt("node %s is bad: %s%s", node_name(&v, i),
+						json_string_value(x),
+						json_array_size(g) > 1 ? " (and more)" : ""));
+		}
+	}
 	for (uint32_t t = 0; t < in->ntests; t++) {
 		const struct vd_test *T = &in->tests[t];
 		json_t *tj = json_pack("{s:s, s:s, s:s?, s:b}", "name", T->name, "kind", T->kind,
@@ -1299,20 +1501,24 @@ int vd_evaluate(const struct vd_input *in, json_t **ret)
 
 		json_object_foreach(v.node_rails[i], key, x) json_array_append(rails, x);
 		o = json_pack("{s:s, s:s?, s:s, s:O, s:o}", "id", in->nodes[i].id, "hostname",
-			      in->nodes[i].hostname, "result", v.node_bad[i] ? "fail" : "pass",
+			      in->nodes[i].hostname, "result",
+			      excluded && excluded[i] ? "excluded"
+			      : v.node_bad[i]	      ? "fail"
+						      : "pass",
 			      "reasons", v.node_reasons[i], "rails", rails);
 		json_array_append_new(nodes, o);
 	}
-	if (!fail && !in->cancelled)
-		finding(&v, fmt("every test passed on %zu nodes", in->nnodes));
+	if (!fail && !in->cancelled && !v.any_incomplete)
+		finding(&v, fmt("every test passed on %zu nodes", judged));
 	if (v.nfindings > VD_FINDINGS_LISTED)
 		push_str(v.findings, fmt("... and %zu more findings (every node's and link's own "
 					 "reasons are complete)",
 					 v.nfindings - VD_FINDINGS_LISTED));
 	doc = json_pack("{s:s, s:s?, s:b, s:b, s:O, s:O, s:O, s:O, s:I}", "result",
-			in->cancelled ? "incomplete"
-			: fail	      ? "fail"
-				      : "pass",
+			in->cancelled	   ? "incomplete"
+			: fail		   ? "fail"
+			: v.any_incomplete ? "incomplete"
+					   : "pass",
 			"transport", in->transport, "baseline",
 			in->transport && strcmp(in->transport, "tcp") == 0, "quick", in->quick,
 			"tests", tests, "nodes", nodes, "links", v.links, "findings", v.findings,
@@ -1327,6 +1533,118 @@ out:
 	json_decref(tests);
 	json_decref(nodes);
 	vd_done(&v);
+	return r;
+}
+
+/* The verdict's acceptance and exclusions (docs/campaigns.md, "Verdict"): whether a pass could
+ * be an acceptance sign-off, and the nodes left out of it. */
+static int finish(json_t *doc, const struct vd_input *in, json_t *excluded)
+{
+	json_t *why = json_is_array(in->not_acceptance) ? json_deep_copy(in->not_acceptance)
+							: json_array();
+
+	if (!why || !excluded)
+		goto oom;
+	if (json_object_set_new(doc, "acceptance", json_boolean(json_array_size(why) == 0)) < 0 ||
+	    json_object_set_new(doc, "acceptance_reasons", why) < 0 ||
+	    json_object_set_new(doc, "excluded", excluded) < 0)
+		return -ENOMEM;
+	return 0;
+oom:
+	json_decref(why);
+	json_decref(excluded);
+	return -ENOMEM;
+}
+
+int vd_evaluate(const struct vd_input *in, json_t **ret)
+{
+	struct vd_input in2;
+	struct vd_row *rows = NULL;
+	bool *ex = NULL;
+	json_t *doc = NULL, *doc2 = NULL, *excluded = NULL, *o, *nodes;
+	size_t nbad = 0, n2 = 0, i;
+	int r = check_input(in);
+
+	if (r < 0)
+		return r;
+	r = evaluate(in, NULL, &doc);
+	if (r < 0)
+		return r;
+	nodes = json_object_get(doc, "nodes");
+	json_array_foreach(nodes, i, o) nbad +=
+		strcmp(json_string_value(json_object_get(o, "result")), "fail") == 0;
+	if (nbad == 0 || nbad > in->max_excluded || in->cancelled) {
+		if (nbad > 0 && in->max_excluded > 0 && !in->cancelled) {
+			json_array_insert_new(
+				json_object_get(doc, "findings"), 0,
+				json_string_nocheck("more nodes fail than the playbook may exclude "
+						    "(validation.max_excluded): none is excluded"));
+		}
+		r = finish(doc, in, json_array());
+		goto out;
+	}
+	/* Up to max_excluded failing nodes are excluded by name and reason: the cluster is judged
+	 * again without them (their rows do not count, for them or their peers). */
+	ex = calloc(in->nnodes + 1, sizeof(*ex));
+	rows = calloc(in->nrows + 1, sizeof(*rows));
+	excluded = json_array();
+	if (!ex || !rows || !excluded) {
+		r = -ENOMEM;
+		goto out;
+	}
+	json_array_foreach(nodes, i, o)
+	{
+		if (strcmp(json_string_value(json_object_get(o, "result")), "fail") != 0)
+			continue;
+		ex[i] = true;
+		json_array_append_new(excluded,
+				      json_pack("{s:O, s:O?, s:O}", "id", json_object_get(o, "id"),
+						"hostname", json_object_get(o, "hostname"),
+						"reasons", json_object_get(o, "reasons")));
+	}
+	for (i = 0; i < in->nrows; i++)
+		if (!ex[in->rows[i].a] && !ex[in->rows[i].b])
+			rows[n2++] = in->rows[i];
+	in2 = *in;
+	in2.rows = rows;
+	in2.nrows = n2;
+	r = evaluate(&in2, ex, &doc2);
+	if (r < 0)
+		goto out;
+	json_array_foreach(json_object_get(doc2, "nodes"), i, o)
+	{
+		if (ex[i])
+			json_object_set(o, "reasons",
+					json_object_get(json_array_get(nodes, i), "reasons"));
+	}
+	json_array_foreach(excluded, i, o)
+	{
+		char *line =
+			fmt("excluded: node %s (validation.max_excluded %zu): %s",
+			    json_string_value(json_object_get(o, "hostname")), in->max_excluded,
+			    json_string_value(json_array_get(json_object_get(o, "reasons"), 0)));
+
+		if (line)
+			json_array_insert_new(json_object_get(doc2, "findings"), i,
+					      json_string_nocheck(line));
+		free(line);
+	}
+	json_decref(doc);
+	doc = doc2;
+	doc2 = NULL;
+	r = finish(doc, in, excluded);
+	excluded = NULL;
+out:
+	if (r < 0) {
+		json_decref(doc);
+		doc = NULL;
+	}
+	json_decref(doc2);
+	json_decref(excluded);
+	free(rows);
+	free(ex);
+	if (r >= 0)
+		*ret = doc;
 	return r;
 }
 

@@ -19,7 +19,12 @@ enum vd_state {
 	VD_ERROR,     /* the run failed (error says why: offline, timeout, refused, ...) */
 	VD_MISSING,   /* a side lacks the rail */
 	VD_CANCELLED, /* not measured: the campaign was cancelled */
+	VD_INVALID,   /* the run's reports failed the plausibility checks (evidence.h): error
+			 says why, blame whose report; never in a statistic */
 };
+
+/* Whose report made a row VD_INVALID. */
+enum vd_blame { VD_BLAME_A = 1, VD_BLAME_B = 2, VD_BLAME_BOTH = 3 /* they disagree */ };
 
 /* Which part of a test a row belongs to. */
 enum vd_phase {
@@ -77,6 +82,8 @@ struct vd_test {
 struct vd_node {
 	const char *id, *hostname;
 	const json_t *facts;
+	const json_t *gate; /* borrowed, may be NULL: why the node fails before any test (its
+			       configuration's deployment, its preflight), strings */
 };
 
 /* One result row. a is the client, b the server (a == b: loopback); rail -1 when not per
@@ -90,6 +97,7 @@ struct vd_row {
 	uint8_t state;	 /* enum vd_state */
 	uint8_t phase;	 /* enum vd_phase */
 	uint8_t missing; /* VD_MISSING: 1 the rail is missing on a, 2 on b */
+	uint8_t blame;	 /* VD_INVALID: enum vd_blame */
 	const double *v;
 	const char *error, *note;
 };
@@ -101,9 +109,12 @@ struct vd_input {
 	size_t nnodes;
 	const struct vd_row *rows;
 	size_t nrows;
-	bool quick;	       /* the verdict says it was a smoke run */
-	const char *transport; /* "verbs" or "tcp" (tcp: labelled a baseline) */
-	bool cancelled;	       /* the campaign was cancelled: the verdict is partial */
+	bool quick;		      /* the verdict says it was a smoke run */
+	const char *transport;	      /* "verbs" or "tcp" (tcp: labelled a baseline) */
+	bool cancelled;		      /* the campaign was cancelled: the verdict is partial */
+	size_t max_excluded;	      /* failing nodes the playbook lets the verdict exclude */
+	const json_t *not_acceptance; /* borrowed, may be NULL: why this cannot be an acceptance
+					 sign-off (strings; [] or NULL: it can) */
 };
 
 /* Judge a campaign. *ret (new reference) is the verdict document (docs/campaigns.md):

@@ -52,3 +52,14 @@ char *so_report_bytes(const json_t *report, size_t *ret_len)
 	*ret_len = n + 1;
 	return t;
 }
+
+void so_headline(const char *verdict, bool acceptance, long excluded, char *buf, size_t len)
+{
+	char ex[48] = "";
+
+	if (excluded > 0)
+		snprintf(ex, sizeof(ex), " with %ld excluded", excluded);
+	snprintf(buf, len, "%s%s; %s", verdict ? verdict : "incomplete", ex,
+		 acceptance ? "acceptance sign-off"
+			    : "smoke / baseline report, not an acceptance sign-off");
+}

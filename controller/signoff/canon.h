@@ -4,11 +4,13 @@
 #define RAILYARD_SIGNOFF_CANON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Schema of the reports this program writes and reads (docs/signoff.md). */
-#define SO_SCHEMA "railyard-signoff/1"
+/* Schema of the reports this program writes (docs/signoff.md); it reads version 1 too. */
+#define SO_SCHEMA    "railyard-signoff/2"
+#define SO_SCHEMA_V1 "railyard-signoff/1" /* before acceptance, exclusions and `regressed` */
 
 #define SO_SHA256_TEXT_LEN (7 + 64 + 1) /* "sha256:" + hex + NUL */
 
@@ -20,6 +22,10 @@ char *so_report_bytes(const json_t *report, size_t *ret_len);
 
 /* "sha256:" and the lower-case hex SHA-256 of len bytes. */
 void so_sha256_text(const void *data, size_t len, char out[SO_SHA256_TEXT_LEN]);
+
+/* What a report is, in one line every surface shows: "pass; acceptance sign-off", "pass with 1
+ * excluded; acceptance sign-off", "pass; smoke / baseline report, not an acceptance sign-off". */
+void so_headline(const char *verdict, bool acceptance, long excluded, char *buf, size_t len);
 
 /* RFC 3339 UTC with milliseconds ("2026-12-01T04:30:00.123Z"); null for 0. New reference. */
 json_t *so_time_json(int64_t unix_ms);

@@ -2328,7 +2328,7 @@ static int check_report(const json_t *root, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "missing member: schema");
 		return -RY_E_INVALID;
 	}
-	if (!streq(schema, SO_SCHEMA)) {
+	if (!streq(schema, SO_SCHEMA) && !streq(schema, SO_SCHEMA_V1)) {
 		char *s = schema ? util_escape(schema, false) : NULL;
 
 		snprintf(errbuf, errlen, "schema %s%s%s is not %s", s ? "\"" : "",

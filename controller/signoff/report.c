@@ -260,6 +260,46 @@ static int compare_with(json_t *doc, const json_t *options, const struct store_s
 	return 0;
 }
 
+/* The report's acceptance (docs/signoff.md, "Acceptance"): whether it is an acceptance sign-off
+ * or a smoke / baseline report and why, the nodes its verdict excluded, and the headline that
+ * leads its summary. A campaign judged before acceptance rules is never an acceptance. */
+static int acceptance_of(json_t *doc, const json_t *verdict)
+{
+	const json_t *acc = json_object_get(verdict, "acceptance");
+	const json_t *why = json_object_get(verdict, "acceptance_reasons");
+	const json_t *ex = json_object_get(verdict, "excluded"), *x;
+	json_t *summary = json_object_get(doc, "summary");
+	bool a = json_is_true(acc);
+	char head[160], line[1024];
+	size_t i, len;
+
+	json_object_set_new(doc, "acceptance", json_boolean(a));
+	json_object_set_new(doc, "acceptance_reasons",
+			    json_is_array(why) ? json_deep_copy(why)
+			    : json_is_boolean(acc)
+				    ? json_array()
+				    : json_pack("[s]", "the campaign was judged before acceptance "
+						       "rules existed"));
+	json_object_set_new(doc, "excluded", json_is_array(ex) ? json_deep_copy(ex) : json_array());
+	so_headline(json_string_value(json_object_get(doc, "verdict")), a,
+		    (long)json_array_size(ex), head, sizeof(head));
+	json_object_set_new(doc, "headline", json_string(head));
+	if (!json_is_array(summary) || !json_object_get(doc, "headline"))
+		return -ENOMEM;
+	if (!a) {
+		len = (size_t)snprintf(line, sizeof(line), "not an acceptance sign-off: ");
+		json_array_foreach(json_object_get(doc, "acceptance_reasons"), i, x)
+		{
+			if (len < sizeof(line) - 2)
+				len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s",
+							i ? "; " : "", json_string_value(x));
+		}
+		json_array_insert_new(summary, 0, json_string(line));
+	}
+	json_array_insert_new(summary, 0, json_string(head));
+	return 0;
+}
+
 int so_report_build(struct store *st, const struct store_campaign *m, const char *ca_fingerprint,
 		    const struct store_signoff *baseline, const char *id, int64_t now_ms,
 		    json_t **ret, struct ctl_error *err)
@@ -316,6 +356,8 @@ int so_report_build(struct store *st, const struct store_campaign *m, const char
 			    json_is_array(json_object_get(doc, "summary"))
 				    ? json_deep_copy(json_object_get(doc, "summary"))
 				    : json_array());
+	if ((r = acceptance_of(doc, verdict)) < 0)
+		goto nomem;
 	if (baseline && (r = compare_with(doc, options, baseline, err)) < 0)
 		goto out;
 	*ret = doc;

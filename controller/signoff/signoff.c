@@ -237,12 +237,16 @@ out:
 
 static json_t *summary_json(const struct store_signoff *so)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s, s:s, s:I, s:o, s:I}", "id", so->id,
-			 "cluster", so->cluster, "campaign", so->campaign_id, "kind", so->kind,
-			 "baseline", so->baseline_id, "verdict", so->verdict, "sha256", so->sha256,
-			 "actor", so->actor, "created_at_ms", (json_int_t)so->created_at_ms,
-			 "created_at", so_time_json(so->created_at_ms), "size",
-			 (json_int_t)so->report_len);
+	char head[160];
+
+	so_headline(so->verdict, so->acceptance, so->excluded, head, sizeof(head));
+	return json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s, s:s, s:I, s:o, s:I, s:b, s:i, s:s}",
+			 "id", so->id, "cluster", so->cluster, "campaign", so->campaign_id, "kind",
+			 so->kind, "baseline", so->baseline_id, "verdict", so->verdict, "sha256",
+			 so->sha256, "actor", so->actor, "created_at_ms",
+			 (json_int_t)so->created_at_ms, "created_at",
+			 so_time_json(so->created_at_ms), "size", (json_int_t)so->report_len,
+			 "acceptance", so->acceptance, "excluded", so->excluded, "headline", head);
 }
 
 static int get_signoff(struct store *st, const char *id, bool bytes, struct store_signoff **ret,
@@ -476,6 +480,8 @@ int ctl_signoff_create(struct ctl_state *state, const char *campaign_id, const c
 			.signature = p7s,
 			.nodes_json = nodes,
 			.actor = actor ? actor : "admin",
+			.acceptance = json_is_true(json_object_get(report, "acceptance")),
+			.excluded = (int)json_array_size(json_object_get(report, "excluded")),
 		};
 
 		if (!n.verdict)
@@ -611,7 +617,7 @@ static enum so_verify_status check_report(json_t *o, const char *bytes, size_t l
 			 je.column, je.text);
 		return verdict_of(o, SO_BAD_REPORT, why);
 	}
-	if (!schema || strcmp(schema, SO_SCHEMA) != 0) {
+	if (!schema || (strcmp(schema, SO_SCHEMA) != 0 && strcmp(schema, SO_SCHEMA_V1) != 0)) {
 		snprintf(why, sizeof(why), "unknown report schema %s (this program reads %s)",
 			 schema ? schema : "(none)", SO_SCHEMA);
 		s = verdict_of(o, SO_BAD_REPORT, why);

@@ -13,7 +13,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 12
+#define STORE_SCHEMA_VERSION 14
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -567,6 +567,8 @@ struct store_signoff_new {
 	const char *verdict, *sha256, *report, *signature, *actor;
 	size_t report_len;	/* report's bytes (it holds no NUL) */
 	const char *nodes_json; /* the report's nodes: [{id, hostname, snapshot}] */
+	bool acceptance;	/* an acceptance sign-off, not a smoke / baseline report (v14) */
+	int excluded;		/* nodes its verdict excluded (v14) */
 };
 
 struct store_signoff {
@@ -575,6 +577,8 @@ struct store_signoff {
 	char *report, *signature; /* NULL unless asked for (store_signoff_get(..., true, ...)) */
 	size_t report_len;
 	int64_t created_at_ms;
+	bool acceptance; /* v14; false for reports signed before */
+	int excluded;
 };
 
 /* Store a sign-off with an audit row, in one transaction. -RY_E_EXISTS when the campaign has one

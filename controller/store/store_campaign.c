@@ -93,15 +93,15 @@ bool store_campaign_state_final(const char *state)
 
 bool store_campaign_row_final(const char *state)
 {
-	static const char *const f[] = {"done", "failed", "missing", "cancelled"};
+	static const char *const f[] = {"done", "failed", "missing", "cancelled", "invalid"};
 
 	return one_of(state, f, RY_ARRAY_SIZE(f));
 }
 
 static bool row_state_ok(const char *state)
 {
-	static const char *const all[] = {"pending", "running", "done",
-					  "failed",  "missing", "cancelled"};
+	static const char *const all[] = {"pending", "running",	  "done",   "failed",
+					  "missing", "cancelled", "invalid"};
 
 	return one_of(state, all, RY_ARRAY_SIZE(all));
 }

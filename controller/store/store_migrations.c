@@ -352,11 +352,50 @@ static const char migration_v11[] =
 static const char migration_v12[] =
 	"CREATE INDEX deployment_nodes_state ON deployment_nodes (deployment_id, state, batch);";
 
+/* v13: a campaign's result row can be 'invalid': its run ended, but its reports failed the
+ * controller's plausibility checks (controller/campaign/evidence.c); the row keeps the reason
+ * (error) and who reported it (summary: {"invalid": {...}}) and never enters a statistic.
+ * SQLite cannot change a CHECK constraint in place, so the table is rebuilt. */
+static const char migration_v13[] =
+	"CREATE TABLE campaign_results_v13 ("
+	"  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+	"  test_idx INTEGER NOT NULL,"
+	"  round INTEGER NOT NULL,"
+	"  slot INTEGER NOT NULL,"
+	"  phase TEXT NOT NULL,"
+	"  role TEXT NOT NULL CHECK (role IN ('measure', 'congestor')),"
+	"  node_a TEXT NOT NULL,"
+	"  node_b TEXT NOT NULL,"
+	"  rail INTEGER,"
+	"  bench_id TEXT,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'done', 'failed',"
+	"    'missing', 'cancelled', 'invalid')),"
+	"  summary TEXT,"
+	"  error TEXT,"
+	"  started_at INTEGER,"
+	"  live_at INTEGER,"
+	"  finished_at INTEGER,"
+	"  PRIMARY KEY (campaign_id, test_idx, round, slot)"
+	");"
+	"INSERT INTO campaign_results_v13 SELECT campaign_id, test_idx, round, slot, phase, role,"
+	"  node_a, node_b, rail, bench_id, state, summary, error, started_at, live_at, finished_at"
+	"  FROM campaign_results;"
+	"DROP TABLE campaign_results;"
+	"ALTER TABLE campaign_results_v13 RENAME TO campaign_results;";
+
+/* v14: a sign-off's kind of verdict, for listings without parsing reports: acceptance (1: an
+ * acceptance sign-off; 0: a smoke / baseline report, and every report signed before v14, whose
+ * campaigns were not judged for acceptance) and how many nodes its verdict excluded. */
+static const char migration_v14[] =
+	"ALTER TABLE signoffs ADD COLUMN acceptance INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE signoffs ADD COLUMN excluded INTEGER NOT NULL DEFAULT 0;";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1, false},  {2, migration_v2, false},  {3, migration_v3, false},
-	{4, migration_v4, false},  {5, migration_v5, false},  {6, migration_v6, false},
-	{7, migration_v7, false},  {8, migration_v8, false},  {9, migration_v9, false},
-	{10, migration_v10, true}, {11, migration_v11, true}, {12, migration_v12, false},
+	{1, migration_v1, false},  {2, migration_v2, false},   {3, migration_v3, false},
+	{4, migration_v4, false},  {5, migration_v5, false},   {6, migration_v6, false},
+	{7, migration_v7, false},  {8, migration_v8, false},   {9, migration_v9, false},
+	{10, migration_v10, true}, {11, migration_v11, true},  {12, migration_v12, false},
+	{13, migration_v13, true}, {14, migration_v14, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

@@ -14,15 +14,17 @@
 /* Columns read by signoff_from_row(), in this order; the last two only WITH_BYTES. */
 #define SIGNOFF_COLUMNS                                                                            \
 	"SELECT s.id, c.name, s.campaign_id, s.kind, s.baseline_id, s.verdict, s.sha256, "         \
-	"s.actor, s.nodes, s.created_at, length(CAST(s.report AS BLOB)) "
+	"s.actor, s.nodes, s.created_at, length(CAST(s.report AS BLOB)), s.acceptance, "           \
+	"s.excluded "
 #define SIGNOFF_FROM  "FROM signoffs s JOIN clusters c ON c.id = s.cluster_id "
 #define WITH_BYTES    ", s.report, s.signature "
-#define SIGNOFF_NCOLS 11
+#define SIGNOFF_NCOLS 13
 
 static struct store_sql SQL_SIGNOFF_INSERT = STORE_SQL(
 	"INSERT INTO signoffs (id, cluster_id, campaign_id, kind, baseline_id, verdict, sha256, "
-	"report, signature, nodes, actor, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-	"?10, ?11, ?12)");
+	"report, signature, nodes, actor, created_at, acceptance, excluded) VALUES (?1, ?2, ?3, "
+	"?4, "
+	"?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
 static struct store_sql SQL_SIGNOFF_CAMPAIGN_CHECK =
 	STORE_SQL("SELECT (SELECT count(*) FROM campaigns WHERE id = ?1), "
 		  "(SELECT count(*) FROM signoffs WHERE campaign_id = ?1)");
@@ -83,6 +85,8 @@ static int signoff_from_row(sqlite3_stmt *st, void *elem)
 			goto nomem;
 	so->created_at_ms = sqlite3_column_int64(st, 9);
 	so->report_len = (size_t)sqlite3_column_int64(st, 10);
+	so->acceptance = sqlite3_column_int64(st, 11) != 0;
+	so->excluded = (int)sqlite3_column_int64(st, 12);
 	if (sqlite3_column_count(st) > SIGNOFF_NCOLS &&
 	    (store_col_dup(st, SIGNOFF_NCOLS, &so->report) < 0 ||
 	     store_col_dup(st, SIGNOFF_NCOLS + 1, &so->signature) < 0))
@@ -143,10 +147,11 @@ int store_signoff_create(struct store *s, const struct store_signoff_new *n, int
 		/* The report is bound as text of exactly report_len bytes. */
 		char *copy = strndup(n->report, n->report_len);
 
-		r = copy ? store_q_exec(c, NULL, &SQL_SIGNOFF_INSERT, "tltttttttttl", n->id,
+		r = copy ? store_q_exec(c, NULL, &SQL_SIGNOFF_INSERT, "tltttttttttlll", n->id,
 					cluster_id, n->campaign_id, n->kind, n->baseline_id,
 					n->verdict, n->sha256, copy, n->signature, n->nodes_json,
-					n->actor, now_ms)
+					n->actor, now_ms, (int64_t)n->acceptance,
+					(int64_t)(n->excluded > 0 ? n->excluded : 0))
 			 : -ENOMEM;
 		free(copy);
 	}

@@ -27,7 +27,8 @@ ncamp() { "$CTL" campaigns --json --state-dir "$T/ctl" | jq length; }
 show() { "$CTL" campaign show "$1" --json --state-dir "$T/ctl" "${@:2}"; }
 cstate() { show "$1" | jq -r .state; }
 ended() { [ "$(cstate "$1")" != running ]; }
-# playbook NAME TESTS-YAML RULES-YAML: a validation-only playbook in $T.
+# playbook NAME TESTS-YAML RULES-YAML [VALIDATION-YAML]: a validation-only playbook in $T. It
+# certifies no configuration unless VALIDATION-YAML says (requires: [], docs/campaigns.md).
 playbook() {
 	cat >"$T/$1.yaml" <<EOF
 name: $1
@@ -36,6 +37,7 @@ steps:
   - {name: facts readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}
 validation:
   transport: tcp
+${4:-  requires: []}
   tests:
 $2
   acceptance:
@@ -152,6 +154,49 @@ check "  ... the rule failed for all 6 pairs, every node named with the rule" jq
 	.verdict.tests[0].rules[0].failed == 6 and .verdict.tests[0].rules[0].evaluated == 6 and
 	all(.verdict.nodes[]; .result == "fail" and (.reasons | any(test("fails with 3 of 3 peers.*gbps"))))' \
 	<(show "$(jq -r .id "$T/imp.json")")
+
+# ---- the configuration and the nodes' state are part of the verdict ----------------------------
+# hca-up configures nothing but asserts every HCA port ACTIVE: it fails on agent d (gpu-node-03,
+# mlx5_3 DOWN). A validation that certifies it (requires) and checks ports (preflight) cannot
+# pass with gpu-node-03 in it, however well it measures; with max_excluded: 1 it passes with
+# gpu-node-03 excluded by name and reason.
+cat >"$T/hca-up.yaml" <<'EOF'
+name: hca-up
+version: "1"
+steps:
+  - {name: hca ports active, type: assert, params: {that: [{fact: "rdma.devices[*].ports[*].state", op: "==", value: ACTIVE, message: every HCA port must be ACTIVE}]}}
+EOF
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/hca-up.yaml" --canary 0 --pause 0 \
+	--max-fail 1 --timeout 60s >"$T/hca-up.out" 2>&1
+dep=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$T/hca-up.out")
+check "hca-up deployed: it fails on gpu-node-03 only" jqt '[.nodes[] | select(.state != "succeeded") |
+	.hostname] == ["gpu-node-03"]' <("$CTL" deployments "$dep" --json --state-dir "$T/ctl")
+lat_only="    - {name: pair-lat, kind: lat, pattern: pairs, size: 8, iters: 200}"
+lat_rule="    - {metric: pair-lat.p50_us, relative: median, op: \"<=\", value: 100}"
+playbook certified "$lat_only" "$lat_rule" "  requires: [hca-up]
+  preflight: {ports_active: true}"
+val --playbook "$T/certified.yaml" --quick --seed 5 --json >"$T/cert.json" 2>/dev/null
+check "a node whose configuration failed fails the verdict (exit 1)" test $? -eq 1
+show "$(jq -r .id "$T/cert.json")" >"$T/cert-show.json"
+check "  ... gpu-node-03 is named with the deployment and its DOWN port; the rest pass" jqt '
+	.verdict.result == "fail" and ([.verdict.nodes[] | select(.result != "pass") | .hostname] ==
+	["gpu-node-03"]) and (.verdict.nodes[] | select(.hostname == "gpu-node-03") | .reasons |
+	any(test("^configuration: hca-up 1 \\(deployment d-[0-9a-f]+\\) did not succeed")) and
+	any(test("^preflight: mlx5_3 port 1 is DOWN")))' "$T/cert-show.json"
+check "  ... a quick tcp run is not an acceptance, and says why" jqt '.verdict.acceptance == false and
+	any(.verdict.acceptance_reasons[]; test("^quick")) and
+	any(.verdict.acceptance_reasons[]; test("^transport tcp"))' "$T/cert-show.json"
+playbook certified1 "$lat_only" "$lat_rule" "  requires: [hca-up]
+  preflight: {ports_active: true}
+  max_excluded: 1"
+val --playbook "$T/certified1.yaml" --quick --seed 5 --json >"$T/cert1.json" 2>/dev/null
+check "with max_excluded: 1 it passes with gpu-node-03 excluded (exit 0)" test $? -eq 0
+show "$(jq -r .id "$T/cert1.json")" >"$T/cert1-show.json"
+check "  ... excluded by name and reason, not a clean pass" jqt '.verdict.result == "pass" and
+	([.verdict.excluded[].hostname] == ["gpu-node-03"]) and
+	(.verdict.excluded[0].reasons | any(test("^configuration: hca-up"))) and
+	(.verdict.nodes[] | select(.hostname == "gpu-node-03") | .result == "excluded") and
+	any(.verdict.findings[]; test("^excluded: node gpu-node-03"))' "$T/cert1-show.json"
 
 # ---- cancel -------------------------------------------------------------------------------
 playbook long "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, duration: 60s}" \

@@ -66,8 +66,12 @@ check "signoff verify: exit 0" test "$(rc_of verify "$T/out/signoff.json" "$T/ou
 check "  prints the verdict" log_has "$T/rc.out" "verdict: pass"
 check "  and the signer" log_has "$T/rc.out" "by Railyard sign-off"
 R=$T/out/signoff.json
-check "report: schema, cluster, kind, verdict" jqt '.schema == "railyard-signoff/1" and
+check "report: schema, cluster, kind, verdict" jqt '.schema == "railyard-signoff/2" and
 	.cluster == "it" and .kind == "signoff" and .verdict == "pass" and .baseline == null' "$R"
+check "report: a tcp baseline is a smoke / baseline report, not an acceptance sign-off" jqt '
+	.acceptance == false and any(.acceptance_reasons[]; test("^transport tcp")) and
+	(.headline | test("^pass; smoke / baseline report")) and (.summary[0] == .headline) and
+	(.summary[1] | test("^not an acceptance sign-off: "))' "$R"
 check "report: three nodes with their configuration snapshot" jqt '(.nodes | length) == 3 and
 	all(.nodes[]; .snapshot.kernel != null and .agent_version != null and
 	(.snapshot.topology_digest | startswith("sha256:")))' "$R"

@@ -4,3 +4,9 @@ railyard_test(test_schedule SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_schedule.c
 # controller/campaign: the verdict (pure).
 railyard_test(test_verdict SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_verdict.c
 	LIBS ry_campaign PkgConfig::JANSSON LABELS unit TIMEOUT 120)
+# controller/campaign: the plausibility checks of benchmark reports (pure).
+railyard_test(test_evidence SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_evidence.c
+	LIBS ry_campaign PkgConfig::JANSSON LABELS unit TIMEOUT 120)
+# controller/campaign: preflight checks of a node's facts (pure), on the fixture facts.
+railyard_test(test_preflight SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_preflight.c
+	LIBS ry_campaign PkgConfig::JANSSON LABELS unit TIMEOUT 120)

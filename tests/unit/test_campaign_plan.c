@@ -192,7 +192,7 @@ static void test_gpu_verdict(void **state)
 	/* only the gpu test: the others have no rows */
 	json_array_remove(json_object_get(c.spec, "tests"), 2);
 	json_array_remove(json_object_get(c.spec, "tests"), 1);
-	assert_int_equal(cp_verdict(&c, rows, 2, false, &v), 0);
+	assert_int_equal(cp_verdict(&c, rows, 2, false, NULL, &v), 0);
 	assert_string_equal(json_string_value(json_object_get(v, "result")), "fail");
 	json_array_foreach(json_object_get(v, "nodes"), i, n)
 	{

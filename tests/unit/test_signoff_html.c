@@ -245,10 +245,10 @@ static void test_bad_input(void **state)
 	assert_non_null(strstr(err, "object"));
 	assert_int_equal(render_err("{\"id\": \"so-1\"}", err, sizeof(err)), -RY_E_INVALID);
 	assert_string_equal(err, "missing member: schema");
-	assert_int_equal(render_err("{\"schema\": \"railyard-signoff/2\"}", err, sizeof(err)),
+	assert_int_equal(render_err("{\"schema\": \"railyard-signoff/3\"}", err, sizeof(err)),
 			 -RY_E_INVALID);
 	assert_non_null(strstr(err, "schema"));
-	assert_non_null(strstr(err, "railyard-signoff/2"));
+	assert_non_null(strstr(err, "railyard-signoff/3"));
 	assert_int_equal(render_err("{\"schema\": 1}", err, sizeof(err)), -RY_E_INVALID);
 	assert_non_null(strstr(err, "schema"));
 	assert_int_equal(render_err("{\"schema\": \"railyard-signoff/1\", \"id\": \"so-1\", "

@@ -2693,19 +2693,6 @@ static void test_revalidations(void **state)
 static void test_migrate_apitoken_v8(void **state)
 {
 	struct fx *f = *state;
-	struct store_signoff_new n = {
-		.id = "so-1",
-		.cluster = "c1",
-		.campaign_id = "c-1",
-		.kind = "signoff",
-		.verdict = "pass",
-		.sha256 = "sha256:00",
-		.report = "{}",
-		.report_len = 2,
-		.signature = "-----BEGIN CMS-----\n-----END CMS-----\n",
-		.nodes_json = "[]",
-		.actor = "admin",
-	};
 	struct store_signoff *so = NULL;
 	struct store_api_token *t = NULL;
 	char *tok;
@@ -2713,9 +2700,14 @@ static void test_migrate_apitoken_v8(void **state)
 	assert_int_equal(store_open_at_version(f->path, 8, &f->s), 0);
 	assert_int_equal(store_cluster_ensure(f->s, "c1", T0), 0);
 	assert_int_equal(store_campaign_create(f->s, &campaign_c1, T0), 0);
-	assert_int_equal(store_signoff_create(f->s, &n, T0 + 1), 0);
 	store_free(f->s);
 	f->s = NULL;
+	/* A sign-off row as v8 stored it (today's store_signoff_create() writes v14's columns). */
+	raw_sql(f->path,
+		"INSERT INTO signoffs (id, cluster_id, campaign_id, kind, verdict, sha256, "
+		"report, signature, nodes, actor, created_at) SELECT 'so-1', id, 'c-1', "
+		"'signoff', 'pass', 'sha256:00', '{}', '-----BEGIN CMS-----', '[]', "
+		"'admin', 1 FROM clusters WHERE name = 'c1'");
 	assert_false(has_table(f->path, "api_tokens"));
 	fx_open(f);
 	assert_int_equal(store_schema_version(f->s), STORE_SCHEMA_VERSION);
@@ -2724,6 +2716,9 @@ static void test_migrate_apitoken_v8(void **state)
 	assert_int_equal(store_signoff_get(f->s, "so-1", true, &so), 0);
 	assert_string_equal(so->report, "{}");
 	assert_string_equal(so->verdict, "pass");
+	/* v14: a report signed before acceptance rules is not an acceptance sign-off. */
+	assert_false(so->acceptance);
+	assert_int_equal(so->excluded, 0);
 	store_signoff_free(so);
 	tok = make_api_token(f->s, "first-admin", "admin", NULL, 0, T0 + 2, NULL);
 	assert_int_equal(store_api_token_check(f->s, tok, T0 + 3, &t), 0);

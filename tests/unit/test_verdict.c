@@ -77,7 +77,7 @@ static struct camp *camp_new(const char *letters, size_t nrails)
 		snprintf(c->ids[i], sizeof(c->ids[i]), "id-%c", letters[i]);
 		snprintf(c->hosts[i], sizeof(c->hosts[i]), "gpu-%c", letters[i]);
 		c->facts[i] = healthy_facts(nrails);
-		c->nodes[i] = (struct vd_node){c->ids[i], c->hosts[i], c->facts[i]};
+		c->nodes[i] = (struct vd_node){c->ids[i], c->hosts[i], c->facts[i], NULL};
 	}
 	c->in.tests = c->tests;
 	c->in.ntests = 1;
@@ -378,12 +378,261 @@ static void test_bad_node_majority(void **state)
 	assert_string_equal(jstr(doc, "tests/0/failures/0/attributed"), "node");
 	assert_string_equal(jstr(doc, "tests/0/failures/1/attributed"), "node");
 	assert_true(json_is_null(jget(doc, "tests/0/failures/0/rail")));
-	/* Both rules fail both rows; the relative threshold is 2.1 x the minimum 1.2. */
+	/* The absolute rule fails both rows. The relative one's minimum is not the one pair a-b
+	 * (1.2, reported by gpu-a alone) but the second lowest of the reporting nodes' own
+	 * minimums: gpu-s's 9.5; it fails nothing. */
 	assert_int_equal(jnum(doc, "tests/0/rules/0/failed"), 2);
-	assert_int_equal(jnum(doc, "tests/0/rules/1/failed"), 2);
-	assert_near(jnum(doc, "tests/0/rules/1/threshold"), 2.1 * 1.2);
-	assert_string_equal(jstr(doc, "tests/0/rules/1/threshold_text"), "2.52 (2.1 x min 1.2)");
+	assert_int_equal(jnum(doc, "tests/0/rules/1/failed"), 0);
+	assert_near(jnum(doc, "tests/0/rules/1/threshold"), 2.1 * 9.5);
+	assert_string_equal(jstr(doc, "tests/0/rules/1/threshold_text"),
+			    "19.9 (2.1 x min 9.5, gpu-s -> gpu-b, the second lowest of 2 reporting "
+			    "nodes' own min)");
 	json_decref(doc);
+	camp_free(c);
+}
+
+/* A node that reports a plausible but low latency in every run it measures cannot set the
+ * threshold that judges everyone else: the minimum is the second lowest of the reporting nodes'
+ * own minimums. */
+static void test_robust_min_liar(void **state)
+{
+	static const struct vd_rule rules[] = {
+		{"pair-lat.p99_us", NULL, VD_LE, VD_MIN, 2.0, 0, 11},
+	};
+	struct camp *c = camp_new("abcl", 0);
+	json_t *doc;
+
+	(void)state;
+	c->tests[0] = (struct vd_test){"pair-lat", "lat", "pairs", false, lat_fields, 1, rules, 1};
+	add(c, 0, 0, 1, -1, VD_RUN, 8.0);
+	add(c, 0, 1, 2, -1, VD_RUN, 8.2);
+	add(c, 0, 2, 0, -1, VD_RUN, 7.9);
+	add(c, 0, 3, 0, -1, VD_RUN, 1.1); /* gpu-l measures each of its runs, and lies */
+	add(c, 0, 3, 1, -1, VD_RUN, 1.2);
+	add(c, 0, 3, 2, -1, VD_RUN, 1.1);
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "pass");
+	for (const char *id = "abcl"; *id; id++) {
+		char nid[8];
+
+		snprintf(nid, sizeof(nid), "id-%c", *id);
+		assert_node(doc, nid, "pass");
+	}
+	/* Reporting minimums: a 8.0, b 8.2, c 7.9, l 1.1: the second lowest is c's 7.9. */
+	assert_near(jnum(doc, "tests/0/rules/0/threshold"), 2.0 * 7.9);
+	assert_string_equal(jstr(doc, "tests/0/rules/0/threshold_text"),
+			    "15.8 (2.0 x min 7.9, gpu-c -> gpu-a, the second lowest of 4 reporting "
+			    "nodes' own min)");
+	/* The raw minimum is still in the stats. */
+	assert_near(jnum(doc, "tests/0/stats/p99_us/min"), 1.1);
+	json_decref(doc);
+	camp_free(c);
+}
+
+/* Rows whose reports are not evidence: never in a statistic, the test and the verdict
+ * incomplete (not pass), the reporting node named. */
+static void test_invalid_rows(void **state)
+{
+	struct camp *c = camp_new("abcd", 0);
+	struct vd_row *w;
+	json_t *doc;
+
+	(void)state;
+	lat_test(c);
+	add_pairs(c, 0, 0, 2.0, 0.3);
+	w = row_of(c, 0, 0, 3, -1);
+	w->state = VD_INVALID;
+	w->blame = VD_BLAME_B;
+	w->error = "invalid result from gpu-d (server side): p50_us -5 is negative";
+	c->vals[w - c->rows][0] = -5;
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "incomplete");
+	assert_string_equal(jstr(doc, "tests/0/result"), "incomplete");
+	assert_int_equal(jnum(doc, "tests/0/invalid"), 1);
+	assert_string_equal(jstr(doc, "tests/0/invalid_rows/0/node"), "id-d");
+	assert_int_equal(jnum(doc, "tests/0/measured"), 5);
+	assert_int_equal(jnum(doc, "tests/0/stats/p99_us/n"), 5);
+	assert_true(jnum(doc, "tests/0/stats/p99_us/min") >= 2.0);
+	assert_node(doc, "id-d", "fail");
+	assert_node(doc, "id-a", "pass");
+	assert_line(node_of(doc, "id-d"), "reasons", "p50_us -5 is negative");
+	assert_line(doc, "findings", "node gpu-d reported results that are not evidence");
+	assert_no_line(doc, "findings", "every test passed");
+	json_decref(doc);
+	camp_free(c);
+}
+
+/* Two reports of a run that differ: a node in dispute with most of its peers is the one that
+ * rewrote them; a single dispute names neither. */
+static void test_invalid_dispute(void **state)
+{
+	struct camp *c = camp_new("abcd", 0);
+	json_t *doc;
+
+	(void)state;
+	lat_test(c);
+	add_pairs(c, 0, 0, 2.0, 0.3);
+	for (uint32_t p = 0; p < 3; p++) {
+		struct vd_row *w = row_of(c, 0, p, 3, -1);
+
+		w->state = VD_INVALID;
+		w->blame = VD_BLAME_BOTH;
+		w->error =
+			"invalid result: the client's and the server's reports of the run differ";
+	}
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "incomplete");
+	assert_node(doc, "id-d", "fail");
+	for (const char *id = "abc"; *id; id++) {
+		char nid[8];
+
+		snprintf(nid, sizeof(nid), "id-%c", *id);
+		assert_node(doc, nid, "pass");
+	}
+	assert_string_equal(jstr(doc, "tests/0/invalid_rows/0/node"), "id-d");
+	json_decref(doc);
+
+	/* One dispute between a and b: neither is judged, the finding names both. */
+	for (uint32_t p = 0; p < 3; p++)
+		row_of(c, 0, p, 3, -1)->state = VD_OK;
+	row_of(c, 0, 0, 1, -1)->state = VD_INVALID;
+	row_of(c, 0, 0, 1, -1)->blame = VD_BLAME_BOTH;
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "incomplete");
+	assert_node(doc, "id-a", "pass");
+	assert_node(doc, "id-b", "pass");
+	assert_true(json_is_null(jget(doc, "tests/0/invalid_rows/0/node")) ||
+		    !jget(doc, "tests/0/invalid_rows/0/node"));
+	assert_line(doc, "findings", "gpu-a and gpu-b report their run differently");
+	json_decref(doc);
+	camp_free(c);
+}
+
+/* A measured row without the metric a rule names fails that rule (it is not "not evaluated");
+ * a counter the device does not expose is not evaluated. */
+static void test_missing_metric_fails(void **state)
+{
+	struct camp *c = camp_new("abc", 0);
+	json_t *doc;
+
+	(void)state;
+	bw_test(c, false);
+	add_pairs(c, 0, 0, 390, 2);
+	for (size_t i = 0; i < c->in.nrows; i++)
+		c->vals[i][1] = NAN; /* link_downed not exposed */
+	c->vals[1][0] = NAN;	     /* a result with no gbps */
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "fail");
+	assert_int_equal(jnum(doc, "tests/0/rules/0/evaluated"), 3);
+	assert_int_equal(jnum(doc, "tests/0/rules/0/failed"), 1);
+	assert_int_equal(jnum(doc, "tests/0/rules/1/evaluated"), 0);
+	assert_line(doc, "links/0/reasons", "gbps missing from a measured result");
+	json_decref(doc);
+	camp_free(c);
+}
+
+/* A node whose configuration or preflight fails is bad before any test; up to max_excluded
+ * such nodes are excluded by name and the rest judged without them. */
+static void test_gate_and_exclusion(void **state)
+{
+	struct camp *c = camp_new("abcd", 0);
+	json_t *gate = json_pack("[s, s]",
+				 "configuration: h200-ndr-ib 1.0 (deployment d-1) did not succeed "
+				 "on this node: failed: hca ports active at ndr",
+				 "preflight: mlx5_3 port 1 is DOWN (phys_state Polling)");
+	json_t *gate2 = json_pack("[s]", "preflight: 4 GPUs, the playbook expects 8");
+	json_t *doc;
+
+	(void)state;
+	lat_test(c);
+	add_pairs(c, 0, 0, 2.0, 0.3);
+	c->nodes[3].gate = gate;
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "fail");
+	assert_node(doc, "id-d", "fail");
+	assert_node(doc, "id-a", "pass");
+	assert_line(node_of(doc, "id-d"), "reasons", "mlx5_3 port 1 is DOWN");
+	assert_line(doc, "findings", "node gpu-d is bad: configuration: h200-ndr-ib 1.0");
+	assert_int_equal(jsize(doc, "excluded"), 0);
+	assert_true(json_is_true(jget(doc, "acceptance")));
+	json_decref(doc);
+
+	/* The playbook allows one: the verdict passes with gpu-d excluded, its rows not counted. */
+	c->in.max_excluded = 1;
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "pass");
+	assert_int_equal(jsize(doc, "excluded"), 1);
+	assert_string_equal(jstr(doc, "excluded/0/hostname"), "gpu-d");
+	assert_line(doc, "excluded/0/reasons", "did not succeed on this node");
+	assert_node(doc, "id-d", "excluded");
+	assert_line(node_of(doc, "id-d"), "reasons", "mlx5_3 port 1 is DOWN");
+	assert_int_equal(jnum(doc, "tests/0/measured"), 3);
+	assert_line(doc, "findings", "excluded: node gpu-d (validation.max_excluded 1)");
+	assert_line(doc, "findings", "every test passed on 3 nodes");
+	json_decref(doc);
+
+	/* Two failing nodes with room for one: none is excluded. */
+	c->nodes[2].gate = gate2;
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "fail");
+	assert_int_equal(jsize(doc, "excluded"), 0);
+	assert_node(doc, "id-c", "fail");
+	assert_node(doc, "id-d", "fail");
+	assert_line(doc, "findings", "more nodes fail than the playbook may exclude");
+	json_decref(doc);
+	json_decref(gate);
+	json_decref(gate2);
+	camp_free(c);
+}
+
+/* A liar excluded: its invalid rows no longer make the verdict incomplete. */
+static void test_exclusion_of_liar(void **state)
+{
+	struct camp *c = camp_new("abcd", 0);
+	struct vd_row *w;
+	json_t *doc;
+
+	(void)state;
+	lat_test(c);
+	add_pairs(c, 0, 0, 2.0, 0.3);
+	w = row_of(c, 0, 0, 3, -1);
+	w->state = VD_INVALID;
+	w->blame = VD_BLAME_B;
+	w->error = "invalid result from gpu-d (server side): p50_us -5 is negative";
+	c->in.max_excluded = 1;
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "pass");
+	assert_string_equal(jstr(doc, "excluded/0/hostname"), "gpu-d");
+	assert_line(doc, "excluded/0/reasons", "not evidence");
+	json_decref(doc);
+	camp_free(c);
+}
+
+/* Why a report is not an acceptance sign-off comes from the campaign; the verdict carries it. */
+static void test_acceptance(void **state)
+{
+	struct camp *c = camp_new("ab", 0);
+	json_t *why =
+		json_pack("[s, s]", "quick: a smoke run (every test shrunk)",
+			  "transport tcp: a baseline over the hosts' TCP stacks, not the RDMA "
+			  "fabric");
+	json_t *doc;
+
+	(void)state;
+	lat_test(c);
+	add_pairs(c, 0, 0, 2.0, 0.3);
+	doc = judge(c);
+	assert_true(json_is_true(jget(doc, "acceptance")));
+	assert_int_equal(jsize(doc, "acceptance_reasons"), 0);
+	json_decref(doc);
+	c->in.not_acceptance = why;
+	doc = judge(c);
+	assert_string_equal(jstr(doc, "result"), "pass");
+	assert_true(json_is_false(jget(doc, "acceptance")));
+	assert_line(doc, "acceptance_reasons", "quick: a smoke run");
+	assert_line(doc, "acceptance_reasons", "transport tcp");
+	json_decref(doc);
+	json_decref(why);
 	camp_free(c);
 }
 
@@ -724,13 +973,14 @@ static void test_relative_median_mad(void **state)
 	assert_near(jnum(doc, "tests/0/rules/1/threshold"), 389.5 - 3 * 1.4826 * 1.5);
 	assert_string_equal(jstr(doc, "tests/0/rules/1/relative"), "mad");
 	assert_string_equal(jstr(doc, "tests/0/rules/1/threshold_text"),
-			    "382.8 (median 389.5 - 3.0 x MAD)");
+			    "382.8 (median 389.5 - 3.0 x MAD, of 6 rows)");
 	assert_int_equal(jnum(doc, "tests/0/rules/0/failed"), 1);
 	assert_int_equal(jnum(doc, "tests/0/rules/1/failed"), 1);
 	/* c-d measured 200: a link; the reason quotes the median rule first. */
 	assert_int_equal(jsize(doc, "links"), 1);
 	assert_string_equal(jstr(doc, "links/0/a"), "id-c");
-	assert_line(doc, "links/0/reasons", "gbps 200.0, not >= 362.2 (0.93 x median 389.5)");
+	assert_line(doc, "links/0/reasons",
+		    "gbps 200.0, not >= 362.2 (0.93 x median 389.5, of 6 rows)");
 	json_decref(doc);
 
 	/* 375 passes the median rule but not the MAD rule: its message is quoted. */
@@ -738,7 +988,8 @@ static void test_relative_median_mad(void **state)
 	doc = judge(c);
 	assert_int_equal(jnum(doc, "tests/0/rules/0/failed"), 0);
 	assert_int_equal(jnum(doc, "tests/0/rules/1/failed"), 1);
-	assert_line(doc, "links/0/reasons", "(median 389.5 - 3.0 x MAD) (below the pack)");
+	assert_line(doc, "links/0/reasons",
+		    "(median 389.5 - 3.0 x MAD, of 6 rows) (below the pack)");
 	json_decref(doc);
 	camp_free(c);
 }
@@ -1285,6 +1536,13 @@ int main(void)
 		cmocka_unit_test(test_suspects),
 		cmocka_unit_test(test_two_tests),
 		cmocka_unit_test(test_row_order),
+		cmocka_unit_test(test_robust_min_liar),
+		cmocka_unit_test(test_invalid_rows),
+		cmocka_unit_test(test_invalid_dispute),
+		cmocka_unit_test(test_missing_metric_fails),
+		cmocka_unit_test(test_gate_and_exclusion),
+		cmocka_unit_test(test_exclusion_of_liar),
+		cmocka_unit_test(test_acceptance),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
