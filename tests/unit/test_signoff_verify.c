@@ -459,6 +459,43 @@ static void test_files(void **state)
 	free(p7s);
 }
 
+/* The recipe is one text: the docs and the scripts that run it hold SO_VERIFY_OPENSSL as it is
+ * (the HTML view and the CLI print the constant; test_portal runs the portal's). */
+static void test_recipe_everywhere(void **state)
+{
+	static const char *const files[] = {"docs/signoff.md", "docs/rest.md", "deploy/demo.sh",
+					    "bench/signoff-render.sh"};
+	const char *src = getenv("RAILYARD_SOURCE_DIR");
+
+	(void)state;
+	if (!src)
+		skip();
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[PATH_MAX], *text;
+		size_t len;
+		FILE *fp;
+
+		snprintf(path, sizeof(path), "%s/%s", src, files[i]);
+		fp = fopen(path, "r");
+		assert_non_null(fp);
+		text = calloc(1, 1 << 20);
+		assert_non_null(text);
+		len = fread(text, 1, (1 << 20) - 1, fp);
+		fclose(fp);
+		text[len] = '\0';
+		if (!strstr(text, SO_VERIFY_OPENSSL))
+			fail_msg(
+				"%s does not show the verification recipe as SO_VERIFY_OPENSSL has "
+				"it",
+				files[i]);
+		/* Nor the signature check alone, with nothing after it. */
+		if (strstr(text, "-purpose any -out /dev/null\n") ||
+		    strstr(text, "-purpose any -out /dev/null`"))
+			fail_msg("%s still shows the signature check alone", files[i]);
+		free(text);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_print),
 		cmocka_unit_test_setup_teardown(test_openssl_recipe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files, setup, teardown),
+		cmocka_unit_test(test_recipe_everywhere),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
