@@ -1,18 +1,16 @@
 /* railyard signoff list|show|export|verify and revalidate: sign-offs read over the API,
  * exported as the four files a customer keeps (signoff.json, signoff.p7s, signoff.html, ca.pem),
- * verified offline by railyard-controller's verifier. */
+ * verified offline by the verifier railyard-controller has too (common/signoff/verify.h). */
 #include "client/rc.h"
+#include "common/signoff/verify.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define VERIFIER "railyard-controller"
 
 enum {
 	OPT_CLUSTER = 900,
@@ -171,47 +169,23 @@ static int cmd_export(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	} else {
 		json_array_foreach(files, i, f)
 			util_fprintf_safe(stdout, "%s\n", json_string_value(f));
+		/* How to check them, on stderr: stdout stays the list of files. */
+		util_fprintf_safe(stderr, "verify them in %s with\n", dir);
+		fputs("  " SO_VERIFY_RAILYARD "\nor with stock OpenSSL (both steps: the first "
+		      "alone accepts any certificate the CA issued):\n" SO_VERIFY_OPENSSL "\n",
+		      stderr);
 	}
 out:
 	json_decref(files);
 	return r;
 }
 
-/* railyard-controller: $RAILYARD_CONTROLLER, else beside this program, else in PATH. */
-static bool find_verifier(char *buf, size_t len)
-{
-	const char *v = getenv("RAILYARD_CONTROLLER"), *path = getenv("PATH");
-	char self[PATH_MAX];
-	ssize_t n;
-
-	if (v && *v) {
-		snprintf(buf, len, "%s", v);
-		return access(buf, X_OK) == 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		if ((slash = strrchr(self, '/')) &&
-		    (size_t)snprintf(buf, len, "%.*s/" VERIFIER, (int)(slash - self), self) < len &&
-		    access(buf, X_OK) == 0)
-			return true;
-	}
-	while (path && *path) {
-		size_t seg = strcspn(path, ":");
-
-		if (seg && (size_t)snprintf(buf, len, "%.*s/" VERIFIER, (int)seg, path) < len &&
-		    access(buf, X_OK) == 0)
-			return true;
-		path += seg + (path[seg] == ':');
-	}
-	return false;
-}
-
+/* Verified here, offline, by the same code as railyard-controller's (common/signoff/verify.c):
+ * nothing is sent to the API and no other program is needed. */
 static int cmd_verify(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
-	char verifier[PATH_MAX];
+	enum so_verify_status s;
+	json_t *doc = NULL;
 	int c, r;
 
 	/* --ca is a global option: here it names the CA that signed the report. */
@@ -221,33 +195,13 @@ static int cmd_verify(struct rc *rc, const struct rc_command *cmd, int argc, cha
 		return r;
 	if (!rc->ca)
 		return rc_bad("signoff verify", "(--ca is required: the exported ca.pem)");
-	if (!find_verifier(verifier, sizeof(verifier))) {
-		fprintf(stderr, RC_PROG
-			": signoff verify needs " VERIFIER " (the offline verifier) beside " RC_PROG
-			", in PATH or named by RAILYARD_CONTROLLER. Without it, check the "
-			"signature alone with:\n");
-		util_fprintf_safe(stderr,
-				  "  openssl cms -verify -binary -content %s -in %s -inform PEM "
-				  "-CAfile %s -purpose any -out /dev/null\n",
-				  argv[optind], argv[optind + 1], rc->ca);
-		return RC_USAGE;
-	}
-	{
-		char *args[] = {(char *)VERIFIER,
-				(char *)"signoff",
-				(char *)"verify",
-				argv[optind],
-				argv[optind + 1],
-				(char *)"--ca",
-				(char *)rc->ca,
-				rc->json ? (char *)"--json" : NULL,
-				NULL};
-
-		fflush(NULL);
-		execv(verifier, args);
-	}
-	util_fprintf_safe(stderr, RC_PROG ": running %s: %s\n", verifier, ry_strerror(-errno));
-	return RC_FAILED;
+	s = so_verify_files(argv[optind], argv[optind + 1], rc->ca, &doc);
+	if (rc->json && doc)
+		rc_print_json(stdout, doc);
+	else
+		so_verify_print(stdout, stderr, RC_PROG, doc);
+	json_decref(doc);
+	return doc ? (int)s : RC_FAILED;
 }
 
 #define RV_POLL_MS 500
@@ -418,8 +372,8 @@ const struct rc_command rc_signoff_commands[] = {
 	 "download signoff.json, signoff.p7s, signoff.html and the CA (ca.pem) into a directory",
 	 cmd_export},
 	{"signoff verify", "REPORT.json SIGNATURE.p7s --ca CA.pem",
-	 "verify a sign-off offline with " VERIFIER
-	 " (exit 0 verified, 1 not verified, 2 usage, 3 bad report)",
+	 "verify a sign-off offline: signature, signer, schema (exit 0 verified, 1 not verified, "
+	 "2 usage, 3 bad report)",
 	 cmd_verify},
 	{"revalidate",
 	 "--cluster C --baseline SIGNOFF [--playbook FILE] [--apply]\n"

@@ -77,12 +77,13 @@ JSON document.")
 
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME railyard-cli)
 set(CPACK_DEBIAN_CLI_PACKAGE_RECOMMENDS "ca-certificates")
-set(CPACK_DEBIAN_CLI_PACKAGE_SUGGESTS "railyard-controller, bash-completion")
+set(CPACK_DEBIAN_CLI_PACKAGE_SUGGESTS "bash-completion")
 set(CPACK_DEBIAN_CLI_DESCRIPTION "Railyard operator's command line over the REST API
 railyard is the command line of a Railyard operator: it talks to a Railyard
 controller's REST API over HTTPS and lists nodes, makes enrollment tokens,
 deploys playbooks, runs validation campaigns and lists, exports and verifies
 sign-offs, as far as its API token allows. It needs no state directory and runs
-anywhere that reaches the API.")
+anywhere that reaches the API; it verifies a sign-off's files offline on its
+own.")
 
 include(CPack)

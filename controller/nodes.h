@@ -14,7 +14,7 @@
  * facts_summary() and the sign-off snapshot (so_snapshot()). Its version must change whenever
  * either changes what it makes of a document, so that stored rows are derived again
  * (store_nodes_rederive() at serve); test_nodes_derive pins both for a fixture. */
-#define CTL_FACTS_DERIVED_VERSION 1
+#define CTL_FACTS_DERIVED_VERSION 2
 extern const struct store_facts_deriver ctl_facts_deriver;
 
 /* Every node ordered as the store lists them (cluster, hostname): [{id, hostname, cluster,

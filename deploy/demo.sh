@@ -150,10 +150,20 @@ OUT=$(cd "$BUILD" && pwd)/demo-signoff
 SO=$("$CTL" signoff list --json --state-dir "$DEMO/ctl" | jq -r '.[0].id // empty')
 if [ -n "$SO" ]; then
 	"$CTL" signoff export "$SO" --dir "$OUT" --state-dir "$DEMO/ctl" | sed 's/^/   /'
-	(cd "$OUT" && openssl cms -verify -binary -content signoff.json -in signoff.p7s \
-		-inform PEM -CAfile ca.pem -purpose any -out /dev/null 2>&1) | sed 's/^/   openssl: /'
-	"$CTL" signoff verify "$OUT/signoff.json" "$OUT/signoff.p7s" \
-		--ca "$OUT/ca.pem" | sed 's/^/   /' || true
+	# Stock OpenSSL, both steps, as docs/signoff.md shows them (SO_VERIFY_OPENSSL): the
+	# signature alone would accept any certificate the CA issued, a node's too.
+	cat >"$DEMO/verify-openssl.sh" <<'RECIPE'
+openssl cms -verify -binary -content signoff.json -in signoff.p7s -inform PEM \
+    -CAfile ca.pem -purpose any -signer signer.pem -out /dev/null &&
+openssl x509 -in signer.pem -noout -ext extendedKeyUsage |
+    grep -Eqx ' *(1\.3\.6\.1\.5\.5\.7\.3\.36|Document Signing)' &&
+echo 'sign-off verified: signed by the sign-off key'
+RECIPE
+	(cd "$OUT" && { sh "$DEMO/verify-openssl.sh" 2>&1; r=$?; rm -f signer.pem; exit $r; }) |
+		sed 's/^/   openssl: /'
+	echo "   \$ railyard signoff verify signoff.json signoff.p7s --ca ca.pem   (no controller needed)"
+	RAILYARD_CONFIG="$DEMO/railyard.json" "$BUILD/client/railyard" signoff verify \
+		"$OUT/signoff.json" "$OUT/signoff.p7s" --ca "$OUT/ca.pem" | sed 's/^/   /' || true
 	echo "   sign-off $SO: $OUT/signoff.html (kept after the demo)"
 else
 	echo "   no sign-off was made (see the controller's log)"

@@ -229,9 +229,8 @@ static int cmd_verify(const struct cli_command *cmd, int argc, char **argv)
 		{0},
 	};
 	const char *ca = NULL;
-	json_t *doc = NULL, *l;
+	json_t *doc = NULL;
 	bool json = false;
-	size_t i;
 	int ch, r;
 	enum so_verify_status s;
 
@@ -247,20 +246,11 @@ static int cmd_verify(const struct cli_command *cmd, int argc, char **argv)
 		return r;
 	if (!ca)
 		return cli_bad("signoff verify", "(--ca is required)");
-	s = ctl_signoff_verify(argv[optind], argv[optind + 1], ca, &doc);
-	if (json) {
+	s = so_verify_files(argv[optind], argv[optind + 1], ca, &doc);
+	if (json)
 		cli_print_json(stdout, doc);
-	} else if (s == SO_VERIFIED) {
-		util_fprintf_safe(stdout, "verified: %s of cluster %s, signed %s by %s\n",
-				  JSTR(doc, "id"), JSTR(doc, "cluster"), JSTR(doc, "signed_at"),
-				  JSTR(doc, "signer"));
-		util_fprintf_safe(stdout, "verdict: %s\n", JSTR(doc, "verdict"));
-		json_array_foreach(json_object_get(doc, "summary"), i, l)
-			util_fprintf_safe(stdout, "  %s\n", json_string_value(l));
-	} else {
-		util_fprintf_safe(stderr, "railyard-controller: signoff verify: NOT VERIFIED: %s\n",
-				  JSTR(doc, "reason"));
-	}
+	else
+		so_verify_print(stdout, stderr, "railyard-controller", doc);
 	json_decref(doc);
 	return (int)s;
 }

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "common/signoff/verify.h" /* the verification commands shown */
 #include "common/util/error.h"
 #include "common/util/util.h"
 #include "controller/signoff/html.h"
@@ -27,11 +28,6 @@
 /* Latency histograms on the page, and the bins of each. */
 #define HISTS_MAX 32
 #define HIST_BINS 20
-
-#define VERIFY_OPENSSL                                                                             \
-	"openssl cms -verify -binary -content signoff.json -in signoff.p7s -inform PEM -CAfile "   \
-	"ca.pem -purpose any -out /dev/null"
-#define VERIFY_RAILYARD "railyard-controller signoff verify signoff.json signoff.p7s --ca ca.pem"
 
 /* ---- output buffer ------------------------------------------------------------------------ */
 
@@ -2254,11 +2250,18 @@ static void sec_footer(struct ctx *c)
 {
 	out_puts(&c->o,
 		 "<footer>\n<h2 id=\"verify\">How to verify</h2>\n<p>This page is a view of "
-		 "<code>signoff.json</code>; the signature covers that file, not this page. With "
-		 "stock OpenSSL and the CA certificate:</p>\n<pre>" VERIFY_OPENSSL
-		 "</pre>\n<p>That accepts a signature by any certificate the CA issued; to check "
-		 "also that the signer is the sign-off key (Document Signing only):</p>\n"
-		 "<pre>" VERIFY_RAILYARD "</pre>\n</footer>\n</body>\n</html>\n");
+		 "<code>signoff.json</code>; the signature covers that file, not this page. "
+		 "In the directory of <code>signoff.json</code>, <code>signoff.p7s</code> and "
+		 "<code>ca.pem</code>, with the railyard command line:</p>\n<pre>");
+	out_esc(&c->o, SO_VERIFY_RAILYARD);
+	out_puts(&c->o,
+		 "</pre>\n<p>or with stock OpenSSL, both steps: the first checks the "
+		 "signature and that the CA issued the signer, the second that the signer is "
+		 "the sign-off key (extended key usage Document Signing, "
+		 "1.3.6.1.5.5.7.3.36, and nothing else). The first alone also accepts a "
+		 "signature by any other certificate of the CA, such as a node's.</p>\n<pre>");
+	out_esc(&c->o, SO_VERIFY_OPENSSL);
+	out_puts(&c->o, "</pre>\n</footer>\n</body>\n</html>\n");
 }
 
 static void nav(struct ctx *c)

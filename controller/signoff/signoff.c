@@ -1,5 +1,6 @@
-/* The sign-off service: create (build, sign, store), read, list, export, verify offline, and
- * staleness; the sign-off key of a state directory. */
+/* The sign-off service: create (build, sign, store), read, list, export, verify a stored one
+ * (the offline verifier is common/signoff/verify.c), and staleness; the sign-off key of a state
+ * directory. */
 #include "controller/signoff/signoff_int.h"
 
 #include "common/log/log.h"
@@ -21,9 +22,8 @@
 
 #define SIGNER_DAYS	   3650
 #define SIGNER_LOCK	   "signoff.lock"
-#define SO_REPORT_MAX	   (1024UL * 1024 * 1024) /* largest report `signoff verify` reads */
-#define STALE_CHANGES_MAX  5			  /* drifted fields named per node */
-#define STALE_SCAN_DEPLOYS 1000			  /* deployments looked at for "applied after" */
+#define STALE_CHANGES_MAX  5	/* drifted fields named per node */
+#define STALE_SCAN_DEPLOYS 1000 /* deployments looked at for "applied after" */
 
 /* ---- the sign-off key --------------------------------------------------------------------- */
 
@@ -568,134 +568,7 @@ out:
 	return r;
 }
 
-/* ---- offline verification ----------------------------------------------------------------- */
-
-static enum so_verify_status verdict_of(json_t *o, enum so_verify_status s, const char *reason)
-{
-	json_object_set_new(o, "verified", json_boolean(s == SO_VERIFIED));
-	json_object_set_new(o, "status", json_integer(s));
-	json_object_set_new(o, "reason", reason ? json_string(reason) : json_null());
-	return s;
-}
-
-/* The members a report of schema 1 must have, with their JSON types. */
-static const char *report_malformed(const json_t *doc)
-{
-	static const struct {
-		const char *key;
-		json_type type;
-	} need[] = {
-		{"id", JSON_STRING},	     {"cluster", JSON_STRING},	  {"verdict", JSON_STRING},
-		{"created_at", JSON_STRING}, {"campaign", JSON_OBJECT},	  {"nodes", JSON_ARRAY},
-		{"results", JSON_ARRAY},     {"evaluation", JSON_OBJECT}, {"summary", JSON_ARRAY},
-	};
-	static char why[96];
-
-	for (size_t i = 0; i < RY_ARRAY_SIZE(need); i++) {
-		const json_t *v = json_object_get(doc, need[i].key);
-
-		if (!v || json_typeof(v) != need[i].type) {
-			snprintf(why, sizeof(why),
-				 "the report's \"%s\" is missing or of the wrong type",
-				 need[i].key);
-			return why;
-		}
-	}
-	return NULL;
-}
-
-static enum so_verify_status check_report(json_t *o, const char *bytes, size_t len)
-{
-	json_error_t je;
-	json_t *doc = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, &je);
-	const char *schema = json_string_value(json_object_get(doc, "schema")), *bad;
-	char why[256];
-	enum so_verify_status s;
-
-	if (!doc) {
-		snprintf(why, sizeof(why), "the report is not JSON: line %d column %d: %s", je.line,
-			 je.column, je.text);
-		return verdict_of(o, SO_BAD_REPORT, why);
-	}
-	if (!schema || (strcmp(schema, SO_SCHEMA) != 0 && strcmp(schema, SO_SCHEMA_V1) != 0)) {
-		snprintf(why, sizeof(why), "unknown report schema %s (this program reads %s)",
-			 schema ? schema : "(none)", SO_SCHEMA);
-		s = verdict_of(o, SO_BAD_REPORT, why);
-	} else if ((bad = report_malformed(doc))) {
-		s = verdict_of(o, SO_BAD_REPORT, bad);
-	} else {
-		static const char *const copy[] = {"id",      "cluster",    "kind",
-						   "verdict", "created_at", "summary"};
-
-		for (size_t i = 0; i < RY_ARRAY_SIZE(copy); i++)
-			json_object_set(o, copy[i], json_object_get(doc, copy[i]));
-		s = verdict_of(o, SO_VERIFIED, NULL);
-	}
-	json_decref(doc);
-	return s;
-}
-
-/* Verify bytes against p7s with ca (a PEM certificate; ca_name names it in reasons) into o. */
-static enum so_verify_status verify_bytes(json_t *o, const char *bytes, size_t len, const char *p7s,
-					  size_t plen, const char *ca_pem, size_t clen,
-					  const char *ca_name)
-{
-	X509 *ca = NULL, *signer = NULL;
-	char why[512] = "", *sn = NULL;
-	enum so_verify_status s;
-	int64_t at = 0;
-	int r;
-
-	if (pki_cert_from_pem(ca_pem, clen, &ca) < 0) {
-		snprintf(why, sizeof(why), "%s: not a PEM certificate", ca_name);
-		return verdict_of(o, SO_NOT_VERIFIED, why);
-	}
-	r = pki_cms_verify(ca, bytes, len, p7s, plen, &signer, &at, why, sizeof(why));
-	if (r < 0) {
-		if (!why[0])
-			snprintf(why, sizeof(why), "%s", ry_strerror(r));
-		s = verdict_of(o, SO_NOT_VERIFIED, why);
-		goto out;
-	}
-	if (pki_cert_common_name(signer, &sn) >= 0)
-		json_object_set_new(o, "signer", json_string(sn));
-	json_object_set_new(o, "signed_at", so_time_json(at * 1000));
-	s = check_report(o, bytes, len);
-out:
-	free(sn);
-	X509_free(ca);
-	X509_free(signer);
-	return s;
-}
-
-enum so_verify_status ctl_signoff_verify(const char *json_path, const char *p7s_path,
-					 const char *ca_path, json_t **ret)
-{
-	char *bytes = NULL, *p7s = NULL, *ca_pem = NULL, why[512] = "";
-	size_t len = 0, plen = 0, clen = 0;
-	json_t *o = json_object();
-	enum so_verify_status s;
-	int r;
-
-	if ((r = fs_read_file(json_path, SO_REPORT_MAX, &bytes, &len)) < 0 ||
-	    (r = fs_read_file(p7s_path, PKI_PEM_MAX, &p7s, &plen)) < 0 ||
-	    (r = fs_read_file(ca_path, PKI_PEM_MAX, &ca_pem, &clen)) < 0) {
-		const char *which = !bytes ? json_path : !p7s ? p7s_path : ca_path;
-
-		snprintf(why, sizeof(why), "%s: %s", which, ry_strerror(r));
-		s = verdict_of(o, r == -RY_E_TOO_BIG ? SO_NOT_VERIFIED : SO_VERIFY_USAGE, why);
-	} else {
-		s = verify_bytes(o, bytes, len, p7s, plen, ca_pem, clen, ca_path);
-	}
-	free(bytes);
-	free(p7s);
-	free(ca_pem);
-	if (ret)
-		*ret = o;
-	else
-		json_decref(o);
-	return s;
-}
+/* ---- verification -------------------------------------------------------------------------- */
 
 int ctl_signoff_verify_stored(struct ctl_state *state, const char *id, json_t **ret,
 			      struct ctl_error *err)
@@ -713,8 +586,8 @@ int ctl_signoff_verify_stored(struct ctl_state *state, const char *id, json_t **
 		store_signoff_free(so);
 		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 	}
-	verify_bytes(o, so->report, so->report_len, so->signature, strlen(so->signature),
-		     state->ca_pem, strlen(state->ca_pem), "the controller's CA");
+	so_verify_bytes(o, so->report, so->report_len, so->signature, strlen(so->signature),
+			state->ca_pem, strlen(state->ca_pem), "the controller's CA");
 	store_signoff_free(so);
 	*ret = o;
 	return 0;

@@ -1,6 +1,7 @@
 /* Sign-off reports (docs/signoff.md): built from the store after a campaign ended, signed with
  * the controller's sign-off key (a detached CMS signature over the exact JSON bytes), stored,
- * listed, exported with an HTML view and the CA, verified offline; revalidation against a
+ * listed, exported with an HTML view and the CA, verified (common/signoff/verify.h, which
+ * works offline); revalidation against a
  * baseline (per-metric deltas, configuration drift) and staleness (what changed since). The
  * service returns data and never prints. */
 #ifndef RAILYARD_CONTROLLER_SIGNOFF_H
@@ -11,17 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/signoff/verify.h" /* enum so_verify_status, so_verify_files() */
 #include "controller/service.h"
 #include "controller/state.h"
 #include "controller/store/store.h"
-
-/* Exit codes of `signoff verify` (docs/signoff.md). */
-enum so_verify_status {
-	SO_VERIFIED = 0,
-	SO_NOT_VERIFIED = 1, /* signature, chain, signer, or a file that is not what it should be */
-	SO_VERIFY_USAGE = 2, /* a missing or unreadable file */
-	SO_BAD_REPORT = 3,   /* the signature holds, the report's schema is unknown or malformed */
-};
 
 /* Sign the report of an ended campaign and store it. The campaign must have passed or failed
  * (running, cancelled, error: CTL_ERR_CONFLICT with the reason; unknown: CTL_ERR_NOT_FOUND)
@@ -48,15 +42,9 @@ __attribute__((warn_unused_result)) int ctl_signoff_export(struct ctl_state *sta
 							   const char *dir, json_t **ret,
 							   struct ctl_error *err);
 
-/* Offline verification of a report's files against a CA certificate file: no state, no
- * network. Returns an so_verify_status; *ret (always set when not NULL, new reference):
- * {verified, status, reason, signer, signed_at, id, cluster, kind, verdict, summary}. */
-enum so_verify_status ctl_signoff_verify(const char *json_path, const char *p7s_path,
-					 const char *ca_path, json_t **ret);
-
 /* Verify a stored sign-off as a customer would: its signed bytes and signature against the
  * controller's CA certificate. *ret: {id, cluster, verified, status, reason, signer, signed_at,
- * kind, verdict, created_at, summary} (as ctl_signoff_verify()). CTL_ERR_NOT_FOUND. */
+ * kind, verdict, created_at, summary, ...} (as so_verify_bytes()). CTL_ERR_NOT_FOUND. */
 __attribute__((warn_unused_result)) int ctl_signoff_verify_stored(struct ctl_state *state,
 								  const char *id, json_t **ret,
 								  struct ctl_error *err);

@@ -105,15 +105,18 @@ static bool module_loaded(const json_t *facts, const char *name)
 	return false;
 }
 
-/* GPUDirect RDMA as the node can do it: nvidia_peermem loaded, else dma-buf through the open
- * kernel module, else none. */
+/* GPUDirect RDMA as the node does it. The method is the node's own (facts gpudirect.method,
+ * derived by the agent's one rule, docs/facts.md "GPUDirect"): "dma-buf" is dmabuf, whether or
+ * not nvidia_peermem is also loaded (the benchmarks' auto mode takes dma-buf first). Otherwise
+ * (method peermem, or facts without it: no GPU driver, or an agent older than the fact) the
+ * path is nvidia-peermem, which works only with its module loaded: peermem, else none. */
 static const char *gpudirect_mode(const json_t *facts)
 {
-	if (module_loaded(facts, "nvidia_peermem"))
-		return "peermem";
-	if (json_is_true(get(facts, "nvidia_driver", "open_kernel_module")))
+	const char *method = json_string_value(get(facts, "gpudirect", "method"));
+
+	if (method && strcmp(method, "dma-buf") == 0)
 		return "dmabuf";
-	return "none";
+	return module_loaded(facts, "nvidia_peermem") ? "peermem" : "none";
 }
 
 static int cmp_line(const void *a, const void *b)

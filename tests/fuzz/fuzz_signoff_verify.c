@@ -1,4 +1,4 @@
-/* Fuzz target: the offline sign-off verifier (`signoff verify`, ctl_signoff_verify(): a
+/* Fuzz target: the offline sign-off verifier (`signoff verify`, so_verify_files(): a
  * detached CMS signature in PEM over a report's JSON, checked against a CA certificate, then the
  * report's schema), as a customer runs it on files handed to them. The set-up makes a CA and a
  * sign-off certificate and signs the fixture report (tests/fixtures/signoff/report.json).
@@ -15,7 +15,7 @@
 #include "tests/fuzz/fuzz_util.h"
 
 #include "common/pki/pki.h"
-#include "controller/signoff/signoff.h"
+#include "common/signoff/verify.h"
 
 #include <openssl/evp.h>
 #include <stdlib.h>
@@ -181,7 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		signed_by_us = true;
 		break;
 	}
-	s = ctl_signoff_verify(json_path, p7s_path, ca_path, &o);
+	s = so_verify_files(json_path, p7s_path, ca_path, &o);
 	FUZZ_CHECK(s == SO_VERIFIED || s == SO_NOT_VERIFIED || s == SO_VERIFY_USAGE ||
 			   s == SO_BAD_REPORT,
 		   "status %d", (int)s);

@@ -109,3 +109,18 @@ loose_baseline() {
 		"$SRC/playbooks/tcp-baseline.yaml" >"$1"
 	grep -q 'value: 1000}' "$1" && grep -q 'value: 100000}' "$1"
 }
+
+# shown_recipe HTML: the stock-OpenSSL verification commands as a sign-off's HTML view shows them
+# (its <pre> that starts with "openssl cms -verify"), unescaped: tests run the text a customer
+# reads, not a copy of it.
+shown_recipe() {
+	sed -n '/^<pre>openssl cms -verify/,/<\/pre>/p' "$1" | sed 's/^<pre>//; s/<\/pre>$//' |
+		sed "s/&#39;/'/g; s/&quot;/\"/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\\&/g"
+}
+# run_recipe SCRIPT DIR: run the commands in SCRIPT with sh in DIR (which holds signoff.json,
+# signoff.p7s and ca.pem), the output in DIR/recipe.out; true only when they exit 0 and print
+# their verified line.
+run_recipe() {
+	(cd "$2" && rm -f signer.pem && sh "$1" >recipe.out 2>&1) &&
+		grep -q '^sign-off verified' "$2/recipe.out"
+}

@@ -143,14 +143,19 @@ check "signoff show" bash -c "'$RY' signoff show '$SO' | grep -q '^  sha256 '"
 check "signoff export: exit 0" ry 0 signoff export "$SO" --dir "$T/export"
 check "  exactly the four files" test "$(cd "$T/export" && ls | tr '\n' ' ')" = \
 	"ca.pem signoff.html signoff.json signoff.p7s "
-check "signoff verify with railyard-controller in PATH: exit 0" bash -c "PATH='$BUILD/controller:$PATH' \
+check "signoff export: says how to verify, on stderr" bash -c "grep -q '^  railyard signoff verify' \
+	'$T/err' && grep -q -- '-signer signer.pem' '$T/err'"
+# The verifier is railyard's own: no railyard-controller in PATH, beside it or in the environment.
+check "signoff verify without railyard-controller: exit 0" bash -c "env -i PATH=/usr/bin:/bin \
 	'$RY' signoff verify '$T/export/signoff.json' '$T/export/signoff.p7s' --ca '$T/export/ca.pem' \
 	>'$T/out' 2>'$T/err'"
 check "  verified" grep -q "^verified: $SO of cluster it" "$T/out"
-check "  without the verifier: exit 2" bash -c "PATH=/usr/bin:/bin '$RY' signoff verify \
-	'$T/export/signoff.json' '$T/export/signoff.p7s' --ca '$T/export/ca.pem' 2>'$T/err'; [ \$? = 2 ]"
-check "  says what it needs, and the openssl command" bash -c "grep -q 'needs railyard-controller' \
-	'$T/err' && grep -q '^  openssl cms -verify' '$T/err'"
+sed '0,/"p50_us": [0-9]/s//&9/' "$T/export/signoff.json" >"$T/edited.json"
+check "  an edited report: exit 1, not verified" bash -c "env -i PATH=/usr/bin:/bin '$RY' signoff \
+	verify '$T/edited.json' '$T/export/signoff.p7s' --ca '$T/export/ca.pem' 2>'$T/err'; [ \$? = 1 ] &&
+	grep -q 'NOT VERIFIED: signature does not match' '$T/err'"
+check "  a missing file: exit 2" bash -c "'$RY' signoff verify '$T/nope.json' \
+	'$T/export/signoff.p7s' --ca '$T/export/ca.pem' 2>/dev/null; [ \$? = 2 ]"
 check "revalidate against it (run by the controller): exit 0" ry 0 revalidate --cluster it \
 	--baseline "$SO" --tolerance-bw 1000 --tolerance-lat 1000 --json
 cp "$T/out" "$T/rv.json"; cp "$T/err" "$T/rv.err"

@@ -270,6 +270,10 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
       await dl.saveAs(path.join(cfg.downloads, name));
       if (!fs.statSync(path.join(cfg.downloads, name)).size) throw new Error(name + ' is empty');
     }
+    // The verification commands as the page shows them: test_portal.sh runs the OpenSSL one.
+    for (const k of ['railyard', 'openssl'])
+      fs.writeFileSync(path.join(cfg.downloads, `verify-${k}.sh`),
+        await page.locator(`pre[data-verify="${k}"]`).textContent() + '\n');
   });
   await context.close();
 }

@@ -200,9 +200,19 @@ check "the browser tests ran to their end" test "$rc" -eq 0
 
 # ---- what the browser downloaded verifies -----------------------------------------------------
 DL=$T/downloads
-check "the downloaded report verifies with stock openssl, against the downloaded CA" openssl cms -verify \
-	-binary -content "$DL/$SO-signoff.json" -in "$DL/$SO-signoff.p7s" -inform PEM -CAfile "$DL/ca.pem" \
-	-purpose any -out /dev/null
+check "the downloaded report verifies with the page's OpenSSL commands, run as shown" bash -c \
+	"cd '$DL' && sh verify-openssl.sh >'$T/recipe.out' 2>&1 && grep -q '^sign-off verified' '$T/recipe.out'"
+check "  which check the signer" grep -q -- '-signer signer.pem' "$DL/verify-openssl.sh"
+# A copy rewritten by a node and signed with its own certificate: refused by the same commands.
+mkdir -p "$T/forged" && cp "$DL/ca.pem" "$DL/verify-openssl.sh" "$T/forged/"
+jq '.summary = ["every test passed"]' "$DL/$SO-signoff.json" >"$T/forged/$SO-signoff.json"
+openssl cms -sign -binary -md sha256 -signer "$T/a/node.crt" -inkey "$T/a/node.key" \
+	-in "$T/forged/$SO-signoff.json" -outform PEM -out "$T/forged/$SO-signoff.p7s" 2>/dev/null
+check "  a copy signed by a node's certificate: the signature alone passes" openssl cms -verify \
+	-binary -content "$T/forged/$SO-signoff.json" -in "$T/forged/$SO-signoff.p7s" -inform PEM \
+	-CAfile "$T/forged/ca.pem" -purpose any -out /dev/null
+check "  the page's commands refuse it" bash -c "cd '$T/forged' && ! sh verify-openssl.sh >'$T/recipe.out' 2>&1 &&
+	! grep -q '^sign-off verified' '$T/recipe.out'"
 check "  and with signoff verify" "$CTL" signoff verify "$DL/$SO-signoff.json" "$DL/$SO-signoff.p7s" --ca "$DL/ca.pem"
 check "  the CA is the controller's" cmp -s "$DL/ca.pem" "$CA"
 check "  the HTML report is the controller's" bash -c "[ '$(api GET "/api/v1/signoffs/$SO/signoff.html" "$VIEWER")' = 200 ] &&

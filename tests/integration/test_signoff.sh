@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Integration: signed sign-off reports and revalidation over three agents on 127.0.0.1 (the
 # tcp-baseline campaign). A campaign signed as it ends; the export verified by stock OpenSSL
-# and by `signoff verify`, offline; every tamper case refused with its exit code; refusals for
-# campaigns that cannot be signed; a node's facts changed (OFED version, MTU) making the
-# sign-off stale for exactly that node; revalidation naming exactly that drift; a node joining,
-# a node revoked and a deployment after the sign-off making it stale with the reason.
+# (the commands its HTML view shows, run as shown) and by `signoff verify`, offline; every
+# tamper case refused with its exit code, and a report forged by a member node with its own
+# certificate refused by both and by `railyard signoff verify` without railyard-controller;
+# refusals for campaigns that cannot be signed; a node's facts changed (OFED version, MTU)
+# making the sign-off stale for exactly that node; revalidation naming exactly that drift; a
+# node joining, a node revoked and a deployment after the sign-off making it stale with the
+# reason.
 . "$(dirname "$0")/lib.sh"
 
 PB=$T/tcp-baseline.yaml
@@ -58,9 +61,11 @@ so export "$SO" --dir "$T/out" >"$T/export.out" 2>&1
 check "export writes exactly the four files" test "$(cd "$T/out" && ls | tr '\n' ' ')" = \
 	"ca.pem signoff.html signoff.json signoff.p7s "
 check "ca.pem is the controller's CA" cmp -s "$T/out/ca.pem" "$T/ctl/ca.crt"
-check "stock openssl cms -verify accepts it" quiet openssl cms -verify -binary \
-	-content "$T/out/signoff.json" -in "$T/out/signoff.p7s" -inform PEM \
-	-CAfile "$T/out/ca.pem" -purpose any -out /dev/null
+shown_recipe "$T/out/signoff.html" >"$T/recipe.sh"
+check "the HTML view shows the stock-OpenSSL commands with the signer check" bash -c \
+	"grep -q -- '-signer signer.pem' '$T/recipe.sh' && grep -q 'extendedKeyUsage' '$T/recipe.sh'"
+mkdir -p "$T/genuine" && cp "$T/out/signoff.json" "$T/out/signoff.p7s" "$T/out/ca.pem" "$T/genuine/"
+check "  which, run as shown, verify it" run_recipe "$T/recipe.sh" "$T/genuine"
 check "signoff verify: exit 0" test "$(rc_of verify "$T/out/signoff.json" "$T/out/signoff.p7s" \
 	--ca "$T/out/ca.pem")" = 0
 check "  prints the verdict" log_has "$T/rc.out" "verdict: pass"
@@ -90,9 +95,10 @@ check "report: the deployment that applied the playbook" jqt '(.deployments | le
 	(.deployments[0].nodes | length) == 3 and .deployments[0].check_mode == false and
 	.playbooks[0].sha256 == .deployments[0].playbook.sha256' "$R"
 H=$T/out/signoff.html
-check "html: the verdict, every node, the verification command" bash -c \
+check "html: the verdict, every node, the verification commands" bash -c \
 	"grep -q 'pass' '$H' && grep -q gpu-node-01 '$H' && grep -q gpu-node-02 '$H' &&
-	 grep -q gpu-node-04 '$H' && grep -q 'openssl cms -verify' '$H'"
+	 grep -q gpu-node-04 '$H' && grep -q 'openssl cms -verify' '$H' &&
+	 grep -q '<pre>railyard signoff verify signoff.json signoff.p7s --ca ca.pem</pre>' '$H'"
 check "html: self-contained (no script, no remote reference)" bash -c \
 	"! grep -qi '<script\|https\?://' '$H'"
 
@@ -121,6 +127,42 @@ openssl cms -sign -binary -md sha256 -signer "$T/a/node.crt" -inkey "$T/a/node.k
 check "signed by a node's certificate: exit 1" test "$(rc_of verify "$R" "$T/node.p7s" \
 	--ca "$T/out/ca.pem")" = 1
 check "  not a sign-off certificate" log_has "$T/rc.out" "not a sign-off certificate"
+
+# ---- a member node forges a report with its own certificate (same CA) -------------------------
+# The report rewritten (every result row "done", the summary "every test passed") and signed
+# with node a's TLS client key from its state directory, as any enrolled node could.
+mkdir -p "$T/forged" && cp "$T/out/ca.pem" "$T/forged/"
+jq '.verdict = "pass" | .summary = ["every test passed"] | .results |= map(.state = "done")' \
+	"$R" >"$T/forged/signoff.json"
+openssl cms -sign -binary -md sha256 -signer "$T/a/node.crt" -inkey "$T/a/node.key" \
+	-in "$T/forged/signoff.json" -outform PEM -out "$T/forged/signoff.p7s" 2>/dev/null
+check "forgery: the signature check alone (what was shown before) accepts it" quiet \
+	openssl cms -verify -binary -content "$T/forged/signoff.json" -in "$T/forged/signoff.p7s" \
+	-inform PEM -CAfile "$T/forged/ca.pem" -purpose any -out /dev/null
+check "forgery: the commands the HTML view shows refuse it" refused run_recipe "$T/recipe.sh" \
+	"$T/forged"
+check "  no verified line" refused grep -q 'sign-off verified' "$T/forged/recipe.out"
+check "forgery: railyard-controller signoff verify: exit 1" test "$(rc_of verify \
+	"$T/forged/signoff.json" "$T/forged/signoff.p7s" --ca "$T/forged/ca.pem")" = 1
+# railyard, alone in a directory, with a PATH and an environment without railyard-controller.
+mkdir -p "$T/alone" && cp "$BUILD/client/railyard" "$T/alone/"
+alone() { env -i PATH=/usr/bin:/bin HOME="$T/alone" "$T/alone/railyard" signoff verify "$@"; }
+check "no railyard-controller in that PATH" refused env -i PATH=/usr/bin:/bin sh -c \
+	'command -v railyard-controller'
+check "railyard signoff verify without railyard-controller: the genuine report, exit 0" test \
+	"$(rc_of alone "$T/genuine/signoff.json" "$T/genuine/signoff.p7s" --ca "$T/genuine/ca.pem")" = 0
+check "  verified, its verdict" bash -c "grep -q '^verified: $SO of cluster it' '$T/rc.out' &&
+	grep -q '^verdict: pass' '$T/rc.out'"
+check "  the forgery, exit 1" test "$(rc_of alone "$T/forged/signoff.json" \
+	"$T/forged/signoff.p7s" --ca "$T/forged/ca.pem")" = 1
+check "  not a sign-off certificate" log_has "$T/rc.out" "NOT VERIFIED: .*not a sign-off certificate"
+alone "$T/genuine/signoff.json" "$T/genuine/signoff.p7s" --ca "$T/genuine/ca.pem" --json |
+	jq -S . >"$T/alone.json"
+verify "$T/genuine/signoff.json" "$T/genuine/signoff.p7s" --ca "$T/genuine/ca.pem" --json |
+	jq -S . >"$T/ctl-verify.json"
+check "  --json: the same document as railyard-controller's" bash -c \
+	"jq -e '.verified == true and .status == 0' '$T/alone.json' >/dev/null &&
+	 cmp -s '$T/alone.json' '$T/ctl-verify.json'"
 jq '.schema = "railyard-signoff/9"' "$R" >"$T/s9.json"
 openssl cms -sign -binary -md sha256 -signer "$T/ctl/signoff.crt" -inkey "$T/ctl/signoff.key" \
 	-in "$T/s9.json" -outform PEM -out "$T/s9.p7s" 2>/dev/null

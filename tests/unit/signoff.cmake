@@ -21,3 +21,7 @@ if(TARGET ry_facts)
 	railyard_test(test_signoff SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_signoff.c
 		LIBS ry_signoff ry_facts PkgConfig::JANSSON LABELS unit TIMEOUT 60)
 endif()
+# common/signoff: the offline verifier (both command lines) and the stock-OpenSSL recipe every
+# surface shows, against a node-signed forgery.
+railyard_test(test_signoff_verify SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_signoff_verify.c
+	LIBS ry_soverify ry_pki PkgConfig::JANSSON PkgConfig::OPENSSL LABELS unit TIMEOUT 60)

@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* For version 1, of tests/fixtures/facts/h200-ib.json. */
-#define PIN_VERSION 1
+/* For version 2, of tests/fixtures/facts/h200-ib.json (version 2: gpudirect from the facts'
+ * gpudirect.method; this fixture has none, so its snapshot did not change). */
+#define PIN_VERSION 2
 #define PIN_SUMMARY                                                                                \
 	"Debian 12 | 6.1.0-28-amd64 | 8 cpu/2 numa | 2015 GiB | 8 HCA 8/8 active IB 400G | 8 GPU " \
 	"H200"

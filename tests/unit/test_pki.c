@@ -1252,7 +1252,8 @@ static void write_file(const char *path, const void *data, size_t len)
 	assert_int_equal(fclose(fp), 0);
 }
 
-/* Stock OpenSSL accepts what pki_cms_sign() writes, as docs/signoff.md promises. */
+/* Stock OpenSSL accepts what pki_cms_sign() writes, as docs/signoff.md promises (the first step
+ * of its recipe; the whole recipe, signer check included, is tested in test_signoff_verify). */
 static void test_cms_openssl_cli(void **state)
 {
 	struct fixture *f = *state;

@@ -124,6 +124,61 @@ static void test_snapshot_empty(void **state)
 	json_decref(s);
 }
 
+/* The snapshot's gpudirect is the node's own method: a node whose facts say dma-buf is dmabuf
+ * even with nvidia_peermem loaded (it used to say peermem); peermem needs its module. */
+static void test_snapshot_gpudirect(void **state)
+{
+	static const struct {
+		const char *facts, *want;
+	} cases[] = {
+		{"{\"gpudirect\": {\"method\": \"dma-buf\", \"dmabuf\": true},"
+		 " \"modules\": {\"loaded\": [\"nvidia_peermem\", \"nvidia\", \"mlx5_ib\"]},"
+		 " \"nvidia_driver\": {\"open_kernel_module\": true, \"version\": \"550.127.05\"}}",
+		 "dmabuf"},
+		{"{\"gpudirect\": {\"method\": \"dma-buf\", \"dmabuf\": true},"
+		 " \"modules\": {\"loaded\": [\"nvidia\"]}}",
+		 "dmabuf"},
+		{"{\"gpudirect\": {\"method\": \"peermem\", \"dmabuf\": false},"
+		 " \"modules\": {\"loaded\": [\"nvidia_peermem\", \"nvidia\"]},"
+		 " \"nvidia_driver\": {\"open_kernel_module\": false, \"version\": "
+		 "\"550.127.05\"}}",
+		 "peermem"},
+		{"{\"gpudirect\": {\"method\": \"peermem\", \"dmabuf\": false},"
+		 " \"modules\": {\"loaded\": [\"nvidia\"]},"
+		 " \"nvidia_driver\": {\"open_kernel_module\": true, \"version\": \"470.1\"}}",
+		 "none"},
+		/* An agent before the gpudirect fact: nvidia_peermem loaded or nothing. */
+		{"{\"modules\": {\"loaded\": [\"nvidia_peermem\"]},"
+		 " \"nvidia_driver\": {\"open_kernel_module\": true}}",
+		 "peermem"},
+		{"{\"nvidia_driver\": {\"open_kernel_module\": true}}", "none"},
+	};
+	json_t *f, *s;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		f = json_loads(cases[i].facts, JSON_REJECT_DUPLICATES, NULL);
+		assert_non_null(f);
+		s = so_snapshot(f);
+		assert_non_null(s);
+		if (strcmp(JS(s, "gpudirect"), cases[i].want) != 0)
+			fail_msg("case %zu: gpudirect %s, want %s", i, JS(s, "gpudirect"),
+				 cases[i].want);
+		json_decref(s);
+		json_decref(f);
+	}
+	/* The fixture H200 sysroot (kernel 6.1, open modules, driver 550, nvidia_peermem loaded):
+	 * its facts say dma-buf, and so does its snapshot. */
+	f = facts_of("h200-ib");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(f, "gpudirect"), "method")),
+		"dma-buf");
+	s = so_snapshot(f);
+	assert_string_equal(JS(s, "gpudirect"), "dmabuf");
+	json_decref(s);
+	json_decref(f);
+}
+
 static json_t *node(const char *host, json_t *snap)
 {
 	return json_pack("{s:s, s:o}", "hostname", host, "snapshot", snap);
@@ -393,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_h200),
 		cmocka_unit_test(test_snapshot_diff_degraded),
 		cmocka_unit_test(test_snapshot_empty),
+		cmocka_unit_test(test_snapshot_gpudirect),
 		cmocka_unit_test(test_drift_grouped),
 		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_canonical_bytes),

@@ -105,6 +105,23 @@ function failures(report) {
   return parts;
 }
 
+// How to verify the downloaded files offline (docs/signoff.md, "Verifying"): the railyard
+// verifier, or stock OpenSSL in two steps. The OpenSSL text is common/signoff/verify.h's
+// SO_VERIFY_OPENSSL with the download names; its first step alone accepts a signature by any
+// certificate the CA issued (a node's TLS certificate too), the second checks that the signer is
+// the sign-off key (extended key usage 1.3.6.1.5.5.7.3.36 and nothing else).
+function verifyCommands(id) {
+  const json = `${id}-signoff.json`, p7s = `${id}-signoff.p7s`;
+  return {
+    railyard: `railyard signoff verify ${json} ${p7s} --ca ca.pem`,
+    openssl: `openssl cms -verify -binary -content ${json} -in ${p7s} -inform PEM \\\n` +
+      '    -CAfile ca.pem -purpose any -signer signer.pem -out /dev/null &&\n' +
+      'openssl x509 -in signer.pem -noout -ext extendedKeyUsage |\n' +
+      "    grep -Eqx ' *(1\\.3\\.6\\.1\\.5\\.5\\.7\\.3\\.36|Document Signing)' &&\n" +
+      "echo 'sign-off verified: signed by the sign-off key'",
+  };
+}
+
 export async function signoffView(ctx, id) {
   const {api, session} = ctx;
   const so = await api.get('/api/v1/signoffs/' + api.enc(id));
@@ -154,8 +171,10 @@ export async function signoffView(ctx, id) {
     section('Downloads',
       h('div', {class: 'downloads'}, file('signoff.json'), file('signoff.p7s'), file('signoff.html'),
         h('a', {href: '/api/v1/ca.pem', download: 'ca.pem', class: 'button-link', dataset: {file: 'ca.pem'}}, 'ca.pem')),
-      h('p', null, 'Verify offline, with nothing but OpenSSL (compare the CA\'s fingerprint with the one your administrator gave you):'),
-      h('pre', {class: 'cmd'}, `openssl cms -verify -binary -content ${so.id}-signoff.json -in ${so.id}-signoff.p7s \\\n    -inform PEM -CAfile ca.pem -purpose any -out /dev/null`)));
+      h('p', null, 'Verify offline (compare the CA\'s fingerprint with the one your administrator gave you), with the railyard command line:'),
+      h('pre', {class: 'cmd', dataset: {verify: 'railyard'}}, verifyCommands(so.id).railyard),
+      h('p', null, 'or with nothing but OpenSSL, both steps: the first alone also accepts a signature by any other certificate of the CA, such as a node\'s; the second checks that the signer is the sign-off key. Trust the report only when the last line prints.'),
+      h('pre', {class: 'cmd', dataset: {verify: 'openssl'}}, verifyCommands(so.id).openssl)));
 
   (async () => {
     try {
