@@ -206,14 +206,48 @@ static double tolerance(const json_t *options, const char *key, double dflt)
 	return json_is_number(v) && json_number_value(v) >= 0 ? json_number_value(v) : dflt;
 }
 
-/* The comparison with the baseline report; summary lines prepended to summary. */
+/* The regressions a summary lists one by one; the rest are counted (all are in comparison). */
+#define SO_SUMMARY_REGRESSIONS 10
+
+/* The regressions' lines, worst first, after the count (lines: the summary being made). */
+static void regression_lines(json_t *lines, const json_t *regressions)
+{
+	const json_t *m;
+	size_t i, n = json_array_size(regressions);
+	char *line;
+
+	json_array_foreach(regressions, i, m)
+	{
+		char *one;
+
+		if (i == SO_SUMMARY_REGRESSIONS)
+			break;
+		one = so_regression_line(m);
+		if (one && asprintf(&line, "regression: %s", one) > 0) {
+			json_array_append_new(lines, json_string(line));
+			free(line);
+		}
+		free(one);
+	}
+	if (n > SO_SUMMARY_REGRESSIONS &&
+	    asprintf(&line, "regression: and %zu more (comparison.regressions)",
+		     n - SO_SUMMARY_REGRESSIONS) > 0) {
+		json_array_append_new(lines, json_string(line));
+		free(line);
+	}
+}
+
+/* The comparison with the baseline report and the revalidation's verdict (the campaign's,
+ * outranked by "regressed"); the regressions, then the drift, lead the summary. */
 static int compare_with(json_t *doc, const json_t *options, const struct store_signoff *b,
 			struct ctl_error *err)
 {
 	json_t *base = json_loadb(b->report, b->report_len, 0, NULL), *cmp, *drift, *g;
 	json_t *lines = json_array();
+	const char *mode, *verdict;
 	size_t i, nreg;
 	char *line = NULL;
+	bool inform;
 
 	if (!base || !lines) {
 		json_decref(base);
@@ -233,12 +267,23 @@ static int compare_with(json_t *doc, const json_t *options, const struct store_s
 	}
 	json_object_update(cmp, drift);
 	json_decref(drift);
+	mode = so_regressions_mode(
+		json_object_get(json_object_get(options, "tolerance"), "regressions"));
+	inform = strcmp(mode, "inform") == 0;
+	json_object_set_new(json_object_get(cmp, "tolerance"), "regressions", json_string(mode));
 	nreg = json_array_size(json_object_get(cmp, "regressions"));
+	verdict = so_revalidation_verdict(json_string_value(json_object_get(doc, "verdict")), nreg,
+					  inform, 0);
 	if (asprintf(&line,
-		     "revalidation against %s: %zu of %zu metrics regressed beyond tolerance",
-		     b->id, nreg, json_array_size(json_object_get(cmp, "metrics"))) > 0)
+		     "revalidation against %s: %zu of %zu metrics regressed beyond tolerance%s",
+		     b->id, nreg, json_array_size(json_object_get(cmp, "metrics")),
+		     !nreg    ? ""
+		     : inform ? " (they inform only: validation.tolerance.regressions is inform)"
+		     : strcmp(verdict, "regressed") == 0 ? ": the verdict is regressed"
+							 : "") > 0)
 		json_array_append_new(lines, json_string(line));
 	free(line);
+	regression_lines(lines, json_object_get(cmp, "regressions"));
 	json_array_foreach(json_object_get(cmp, "drift"), i, g)
 	{
 		char *dl = so_drift_line(g);
@@ -251,6 +296,7 @@ static int compare_with(json_t *doc, const json_t *options, const struct store_s
 	}
 	json_array_extend(lines, json_object_get(doc, "summary"));
 	json_object_set_new(doc, "summary", lines);
+	json_object_set_new(doc, "verdict", json_string(verdict));
 	json_object_set_new(doc, "comparison", cmp);
 	json_object_set_new(doc, "baseline",
 			    json_pack("{s:s, s:s, s:O, s:s}", "id", b->id, "sha256", b->sha256,
