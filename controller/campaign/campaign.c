@@ -590,6 +590,8 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 		const json_t *tol = json_object_get(spec, "tolerance");
 
 		json_object_set_new(options, "baseline", json_string(rq->baseline));
+		if (rq->checks)
+			json_object_set_new(options, "checks", json_deep_copy(rq->checks));
 		json_object_set_new(
 			options, "tolerance",
 			json_pack("{s:f, s:f, s:s}", "bw_pct",

@@ -2163,6 +2163,12 @@ static void sec_revalidation(struct ctx *c)
 					 {"baseline", "baseline"},
 					 {"current", "current"},
 					 {"delta %", "delta_pct"}};
+	static const struct col chk[] = {{"playbook", "playbook.name"},
+					 {"version", "playbook.version"},
+					 {"deployment", "deployment"},
+					 {"check mode", "check_mode"},
+					 {"state", "state"},
+					 {"reason", "reason"}};
 	const json_t *cmp = json_object_get(c->root, "comparison");
 	struct out *o = &c->o;
 
@@ -2180,6 +2186,8 @@ static void sec_revalidation(struct ctx *c)
 			 "<code>validation.tolerance.regressions</code> is <code>inform</code>)");
 	out_puts(o, ".</p>\n");
 	table_of(o, json_object_get(cmp, "regressions"), reg, RY_ARRAY_SIZE(reg), "No regression.");
+	out_puts(o, "<h3>Configuration checks</h3>\n");
+	table_of(o, json_object_get(cmp, "checks"), chk, RY_ARRAY_SIZE(chk), "None recorded.");
 	out_puts(o, "<h2 id=\"revalidation\">Revalidation</h2>\n");
 	fields_of(o, json_object_get(c->root, "baseline"), base, RY_ARRAY_SIZE(base));
 	fields_of(o, cmp, tol, RY_ARRAY_SIZE(tol));

@@ -352,11 +352,17 @@ static const char migration_v11[] =
 static const char migration_v12[] =
 	"CREATE INDEX deployment_nodes_state ON deployment_nodes (deployment_id, state, batch);";
 
+/* v13: a revalidation checks every configuration playbook its baseline certified, one
+ * deployment each in sequence: checks is the plan and its progress, a JSON array of
+ * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
+static const char migration_v13[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1, false},  {2, migration_v2, false},  {3, migration_v3, false},
-	{4, migration_v4, false},  {5, migration_v5, false},  {6, migration_v6, false},
-	{7, migration_v7, false},  {8, migration_v8, false},  {9, migration_v9, false},
-	{10, migration_v10, true}, {11, migration_v11, true}, {12, migration_v12, false},
+	{1, migration_v1, false},   {2, migration_v2, false},  {3, migration_v3, false},
+	{4, migration_v4, false},   {5, migration_v5, false},  {6, migration_v6, false},
+	{7, migration_v7, false},   {8, migration_v8, false},  {9, migration_v9, false},
+	{10, migration_v10, true},  {11, migration_v11, true}, {12, migration_v12, false},
+	{13, migration_v13, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);
