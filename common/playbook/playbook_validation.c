@@ -443,28 +443,40 @@ static int parse_pct(const char *s, double *ret)
 	return 0;
 }
 
-/* tolerance: {bandwidth: 5%, latency: 10%}: how far a revalidation may drift from its baseline
- * before a metric counts as a regression (docs/signoff.md). */
+/* tolerance: {bandwidth: 5%, latency: 10%, regressions: fail}: how far a revalidation may drift
+ * from its baseline before a metric counts as a regression, and whether regressions fail the
+ * revalidation (its verdict "regressed") or only inform (docs/signoff.md). */
 static void parse_tolerance(struct vctx *c, const struct pb_node *t, json_t *o)
 {
-	static const char *const keys[] = {"bandwidth", "latency", NULL};
+	static const char *const keys[] = {"bandwidth", "latency", "regressions", NULL};
+	static const char *const modes[] = {"fail", "inform", NULL};
 	static const char *const out[] = {"bw_pct", "lat_pct"};
+	const struct pb_node *mode;
 	json_t *tol;
 
 	if (!t)
 		return;
 	if (t->kind != PBN_MAP) {
-		verr(c, t, "validation.tolerance: expected a mapping (bandwidth, latency)");
+		verr(c, t,
+		     "validation.tolerance: expected a mapping (bandwidth, latency, regressions)");
 		return;
 	}
 	for (size_t k = 0; k < t->n; k++)
 		if (!in(t->keys[k]->text, keys))
 			verr(c, t->keys[k],
-			     "validation.tolerance: unknown key \"%s\" (expected bandwidth or "
-			     "latency)",
+			     "validation.tolerance: unknown key \"%s\" (expected bandwidth, "
+			     "latency or regressions)",
 			     t->keys[k]->text);
 	tol = json_object();
-	for (size_t i = 0; keys[i]; i++) {
+	mode = scalar(c, t, "regressions", "validation.tolerance");
+	if (mode && !in(mode->text, modes))
+		verr(c, mode,
+		     "validation.tolerance.regressions: expected fail or inform, got \"%s\"",
+		     mode->text);
+	json_object_set_new(
+		tol, "regressions",
+		json_string(mode && strcmp(mode->text, "inform") == 0 ? "inform" : "fail"));
+	for (size_t i = 0; i < RY_ARRAY_SIZE(out); i++) {
 		const struct pb_node *n = scalar(c, t, keys[i], "validation.tolerance");
 		double v;
 

@@ -126,6 +126,7 @@ void api_page(struct api_call *c, json_t *items)
 {
 	const char *ls = http_req_query(c->req, "limit"), *cs = http_req_query(c->req, "cursor");
 	const char *fc = http_req_query(c->req, "cluster"), *fs = http_req_query(c->req, "state");
+	const char *fm = http_req_query(c->req, "check_mode");
 	long long limit = API_LIMIT_DEFAULT, from = 0;
 	json_t *page = json_array(), *e;
 	size_t i, seen = 0;
@@ -143,15 +144,25 @@ void api_page(struct api_call *c, json_t *items)
 		api_error(c, 400, CTL_ERR_INVALID, "cursor", "not a cursor of this list");
 		return;
 	}
+	if (fm && strcmp(fm, "true") != 0 && strcmp(fm, "false") != 0) {
+		json_decref(items);
+		json_decref(page);
+		api_error(c, 400, CTL_ERR_INVALID, "check_mode",
+			  "check_mode must be true or false");
+		return;
+	}
 	json_array_foreach(items, i, e)
 	{
 		const char *cl = json_string_value(json_object_get(e, "cluster"));
 		const char *st = json_string_value(json_object_get(e, "state"));
+		const json_t *cm = json_object_get(e, "check_mode");
 
 		if (cl && !api_scope_ok(c, cl))
 			continue;
-		/* ?cluster= and ?state= filter every list whose items have them. */
-		if ((fc && (!cl || strcmp(cl, fc) != 0)) || (fs && (!st || strcmp(st, fs) != 0)))
+		/* ?cluster= and ?state= filter every list whose items have them; ?check_mode= the
+		 * deployments (a check apart from the real configuration: the overview). */
+		if ((fc && (!cl || strcmp(cl, fc) != 0)) || (fs && (!st || strcmp(st, fs) != 0)) ||
+		    (fm && (!json_is_boolean(cm) || json_is_true(cm) != (strcmp(fm, "true") == 0))))
 			continue;
 		if ((long long)seen++ < from)
 			continue;

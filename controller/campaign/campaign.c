@@ -650,14 +650,18 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 		const json_t *tol = json_object_get(spec, "tolerance");
 
 		json_object_set_new(options, "baseline", json_string(rq->baseline));
+		if (rq->checks)
+			json_object_set_new(options, "checks", json_deep_copy(rq->checks));
 		json_object_set_new(
 			options, "tolerance",
-			json_pack("{s:f, s:f}", "bw_pct",
+			json_pack("{s:f, s:f, s:s}", "bw_pct",
 				  pct_or(rq->tolerance_bw_pct, json_object_get(tol, "bw_pct"),
 					 SO_TOLERANCE_BW_PCT),
 				  "lat_pct",
 				  pct_or(rq->tolerance_lat_pct, json_object_get(tol, "lat_pct"),
-					 SO_TOLERANCE_LAT_PCT)));
+					 SO_TOLERANCE_LAT_PCT),
+				  "regressions",
+				  so_regressions_mode(json_object_get(tol, "regressions"))));
 	}
 	if (!doc || !options) {
 		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");

@@ -34,6 +34,8 @@ struct ctl_campaign_request {
 	const char *baseline;	   /* a sign-off to revalidate against (implies signoff) */
 	double tolerance_bw_pct;   /* revalidation tolerances; <= 0: the defaults */
 	double tolerance_lat_pct;
+	const json_t *checks; /* a revalidation's configuration checks, [{playbook, deployment}],
+				 recorded in its options (and so in its report); NULL: none */
 };
 
 /* Plan a campaign; with store, also store it (running) for the serving controller. *ret (new

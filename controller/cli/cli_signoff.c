@@ -290,11 +290,11 @@ struct reval {
 	double bw, lat;
 };
 
-/* Wait until revalidation id has a member key (its deployment, its campaign) or has ended;
- * *ret: its latest view. A signal asks the serving controller to cancel it (once). 0, or -1
- * said. */
-static int reval_wait(struct store *st, struct httpc *api, const char *id, const char *key,
-		      json_t **ret)
+/* Wait until revalidation id has ended, or (unless to_end) has a deployment other than dep or a
+ * campaign; *ret: its latest view. A signal asks the serving controller to cancel
+ * it (once). 0, or -1 said. */
+static int reval_wait(struct store *st, struct httpc *api, const char *id, const char *dep,
+		      bool to_end, json_t **ret)
 {
 	bool asked = false;
 
@@ -322,7 +322,9 @@ static int reval_wait(struct store *st, struct httpc *api, const char *id, const
 				cli_error(&err);
 		}
 		ctl_error_done(&err);
-		if ((key && json_is_string(json_object_get(v, key))) ||
+		if ((!to_end &&
+		     ((JSTR(v, "deployment") && strcmp(JSTR(v, "deployment"), dep) != 0) ||
+		      JSTR(v, "campaign"))) ||
 		    ctl_revalidate_state_final(JSTR(v, "state"))) {
 			json_decref(*ret);
 			*ret = v;
@@ -342,17 +344,32 @@ static int revalidate_follow(struct ctl_state *st, struct httpc *api, const stru
 	json_t *camp = NULL;
 	int r;
 
-	if (reval_wait(st->store, api, id, "deployment", ret) < 0)
-		return -1;
-	if (JSTR(*ret, "deployment")) {
+	char last[64] = "";
+	size_t k = 0;
+
+	/* Each configuration check in turn (the baseline's playbooks), then the campaign. */
+	for (;;) {
+		const json_t *checks, *pb;
+		const char *dep;
+
+		if (reval_wait(st->store, api, id, last, false, ret) < 0)
+			return -1;
+		dep = JSTR(*ret, "deployment");
+		if (!dep || strcmp(dep, last) == 0)
+			break;
+		checks = json_object_get(*ret, "checks");
+		pb = json_object_get(json_array_get(checks, k), "playbook");
 		util_fprintf_safe(
-			out, "revalidate %s: deployment %s, %s\n", id, JSTR(*ret, "deployment"),
-			rv->apply ? "applying the configuration" : "check mode (nothing changed)");
+			out, "revalidate %s: configuration %zu of %zu: %s %s, deployment %s, %s\n",
+			id, k + 1, json_array_size(checks),
+			JSTR(pb, "name") ? JSTR(pb, "name") : "the playbook",
+			JSTR(pb, "version") ? JSTR(pb, "version") : "", dep,
+			rv->apply ? "applying it" : "check mode (nothing changed)");
 		fflush(out);
-		cli_deploy_follow(st->store, JSTR(*ret, "deployment"), DEPLOY_WAIT_MS, out);
+		cli_deploy_follow(st->store, dep, DEPLOY_WAIT_MS, out);
+		snprintf(last, sizeof(last), "%s", dep);
+		k++;
 	}
-	if (reval_wait(st->store, api, id, "campaign", ret) < 0)
-		return -1;
 	if (JSTR(*ret, "campaign") && !cli_interrupted) {
 		util_fprintf_safe(out, "revalidate %s: campaign %s, the baseline's again\n", id,
 				  JSTR(*ret, "campaign"));
@@ -363,7 +380,7 @@ static int revalidate_follow(struct ctl_state *st, struct httpc *api, const stru
 		if (r < 0)
 			return -1;
 	}
-	return reval_wait(st->store, api, id, NULL, ret);
+	return reval_wait(st->store, api, id, "", true, ret);
 }
 
 static int parse_pct(const char *what, const char *s, double *ret)
@@ -484,10 +501,12 @@ static int cmd_revalidate(const struct cli_command *cmd, int argc, char **argv)
 	} else {
 		json_t *camp = NULL;
 
+		/* The sign-off first: its verdict and summary lead with the regressions and the
+		 * configuration checks; the campaign's own verdict follows. */
+		cli_signoff_print(stdout, so, true);
 		if (ctl_campaign_get(st->store, JSTR(v, "campaign"), false, &camp, &err) == 0)
 			cli_campaign_print_verdict(stdout, camp);
 		json_decref(camp);
-		cli_signoff_print(stdout, so, true);
 	}
 	rc = cli_interrupted ? 130 : strcmp(JSTR(so, "verdict"), "pass") == 0 ? 0 : 1;
 out:

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const LAT_FIELDS[] = {"p50_us", "p99_us"};
@@ -68,6 +69,42 @@ static void compare_field(json_t *metrics, json_t *regressions, const json_t *ba
 	if (regressed)
 		json_array_append(regressions, m);
 	json_array_append_new(metrics, m);
+}
+
+struct ranked {
+	json_t *m;
+	double size; /* |delta_pct| */
+	size_t i;    /* the position so_compare() found it at */
+};
+
+static int by_worst(const void *x, const void *y)
+{
+	const struct ranked *a = x, *b = y;
+
+	if (a->size != b->size)
+		return a->size < b->size ? 1 : -1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* The regressions by the size of their change, largest first; equal ones in the order found
+ * (the position breaks ties: qsort is not stable). O(n log n). */
+static void sort_worst_first(json_t *regressions)
+{
+	size_t n = json_array_size(regressions);
+	struct ranked *v = n ? calloc(n, sizeof(*v)) : NULL;
+
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		v[i].m = json_incref(json_array_get(regressions, i));
+		v[i].size = fabs(json_number_value(json_object_get(v[i].m, "delta_pct")));
+		v[i].i = i;
+	}
+	qsort(v, n, sizeof(*v), by_worst);
+	json_array_clear(regressions);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(regressions, v[i].m);
+	free(v);
 }
 
 /* Summarised reports: per test, host and rail, the mean of the main field. */
@@ -162,6 +199,43 @@ json_t *so_compare(const json_t *baseline, const json_t *current, double bw_pct,
 			compare_field(metrics, regressions, base, row, BW_FIELDS[f], true, bw_pct);
 	}
 	json_decref(idx);
+	sort_worst_first(regressions);
 	return json_pack("{s:{s:f, s:f}, s:o, s:o}", "tolerance", "bw_pct", bw_pct, "lat_pct",
 			 lat_pct, "metrics", metrics, "regressions", regressions);
+}
+
+const char *so_regressions_mode(const json_t *mode)
+{
+	return json_is_string(mode) && strcmp(json_string_value(mode), "inform") == 0 ? "inform"
+										      : "fail";
+}
+
+const char *so_revalidation_verdict(const char *campaign_result, size_t regressions, bool inform,
+				    size_t failed_checks)
+{
+	if (campaign_result && strcmp(campaign_result, "fail") == 0)
+		return "fail";
+	if ((regressions > 0 && !inform) || failed_checks > 0)
+		return "regressed";
+	return campaign_result ? campaign_result : "incomplete";
+}
+
+char *so_regression_line(const json_t *m)
+{
+	const json_t *b = json_object_get(m, "b"), *rail = json_object_get(m, "rail");
+	char railbuf[32] = "", *line = NULL;
+
+	if (json_is_integer(rail))
+		snprintf(railbuf, sizeof(railbuf), " rail %lld",
+			 (long long)json_integer_value(rail));
+	if (asprintf(&line, "%s.%s %s%s%s%s: %g -> %g (%+.1f %%)",
+		     json_string_value(json_object_get(m, "test")),
+		     json_string_value(json_object_get(m, "field")),
+		     json_string_value(json_object_get(m, "a")), json_is_string(b) ? " -> " : "",
+		     json_is_string(b) ? json_string_value(b) : "", railbuf,
+		     json_number_value(json_object_get(m, "baseline")),
+		     json_number_value(json_object_get(m, "current")),
+		     json_number_value(json_object_get(m, "delta_pct"))) < 0)
+		return NULL;
+	return line;
 }

@@ -403,7 +403,8 @@ static const char page_style[] =
 	".verdict "
 	".big{font-size:40px;font-weight:700;text-transform:uppercase;letter-spacing:2px}\n"
 	".verdict.pass{background:#1a7f37}.verdict.fail{background:#cf222e}"
-	".verdict.incomplete{background:#bf8700}.verdict.unknown{background:#6e7781}\n"
+	".verdict.incomplete{background:#bf8700}.verdict.regressed{background:#cf222e}"
+	".verdict.unknown{background:#6e7781}\n"
 	".badge{display:inline-block;background:rgba(255,255,255,.25);border-radius:4px;"
 	"padding:1px 8px;margin-right:8px}\n"
 	"td.differs{background:#fff3b0}.flag{color:#cf222e;font-weight:600}.note{color:#57606a}\n"
@@ -465,7 +466,8 @@ static void sec_verdict(struct ctx *c)
 {
 	const char *v = jstr(c->root, "verdict"), *tr;
 	const json_t *quick = campaign_or_eval(c, "quick");
-	bool known = streq(v, "pass") || streq(v, "fail") || streq(v, "incomplete");
+	bool known = streq(v, "pass") || streq(v, "fail") || streq(v, "incomplete") ||
+		     streq(v, "regressed");
 	struct out *o = &c->o;
 
 	out_printf(o, "<section class=\"verdict %s\" id=\"verdict\">\n<div class=\"big\">",
@@ -2147,7 +2149,8 @@ static void sec_revalidation(struct ctx *c)
 					  {"created at", "created_at"},
 					  {"verdict", "verdict"}};
 	static const struct col tol[] = {{"bandwidth tolerance (%)", "tolerance.bw_pct"},
-					 {"latency tolerance (%)", "tolerance.lat_pct"}};
+					 {"latency tolerance (%)", "tolerance.lat_pct"},
+					 {"regressions", "tolerance.regressions"}};
 	static const struct col reg[] = {{"test", "test"},
 					 {"field", "field"},
 					 {"a", "a"},
@@ -2156,17 +2159,34 @@ static void sec_revalidation(struct ctx *c)
 					 {"baseline", "baseline"},
 					 {"current", "current"},
 					 {"delta %", "delta_pct"}};
+	static const struct col chk[] = {{"playbook", "playbook.name"},
+					 {"version", "playbook.version"},
+					 {"deployment", "deployment"},
+					 {"check mode", "check_mode"},
+					 {"state", "state"},
+					 {"reason", "reason"}};
 	const json_t *cmp = json_object_get(c->root, "comparison");
 	struct out *o = &c->o;
 
 	if (!cmp || json_is_null(cmp))
 		return;
+	/* A revalidation's regressions come first, before any other finding. */
+	out_printf(o,
+		   "<h2 id=\"regressions\">Regressions</h2>\n<p>%zu of %zu metrics beyond "
+		   "tolerance",
+		   json_array_size(json_object_get(cmp, "regressions")),
+		   json_array_size(json_object_get(cmp, "metrics")));
+	if (streq(jstr(json_object_get(cmp, "tolerance"), "regressions"), "inform"))
+		out_puts(o,
+			 " (they inform only: the playbook's "
+			 "<code>validation.tolerance.regressions</code> is <code>inform</code>)");
+	out_puts(o, ".</p>\n");
+	table_of(o, json_object_get(cmp, "regressions"), reg, RY_ARRAY_SIZE(reg), "No regression.");
+	out_puts(o, "<h3>Configuration checks</h3>\n");
+	table_of(o, json_object_get(cmp, "checks"), chk, RY_ARRAY_SIZE(chk), "None recorded.");
 	out_puts(o, "<h2 id=\"revalidation\">Revalidation</h2>\n");
 	fields_of(o, json_object_get(c->root, "baseline"), base, RY_ARRAY_SIZE(base));
 	fields_of(o, cmp, tol, RY_ARRAY_SIZE(tol));
-	out_printf(o, "<p>%zu metrics compared.</p>\n<h3>Regressions</h3>\n",
-		   json_array_size(json_object_get(cmp, "metrics")));
-	table_of(o, json_object_get(cmp, "regressions"), reg, RY_ARRAY_SIZE(reg), "No regression.");
 	out_puts(o, "<h3>Drift</h3>\n");
 	drift_table(o, json_object_get(cmp, "drift"));
 	out_puts(o, "<h3>Nodes</h3>\n<p>added: ");
@@ -2266,8 +2286,13 @@ static void sec_footer(struct ctx *c)
 
 static void nav(struct ctx *c)
 {
+	const json_t *cmp = json_object_get(c->root, "comparison");
+
+	out_puts(&c->o, "<nav><a href=\"#summary\">summary</a> · ");
+	if (cmp && !json_is_null(cmp))
+		out_puts(&c->o, "<a href=\"#regressions\">regressions</a> · ");
 	out_puts(&c->o,
-		 "<nav><a href=\"#summary\">summary</a> · <a href=\"#failures\">failures</a>"
+		 "<a href=\"#failures\">failures</a>"
 		 " · <a href=\"#heatmaps\">heatmaps</a> · <a href=\"#latency\">latency</a> · "
 		 "<a href=\"#configuration\">configuration</a> · <a href=\"#provenance\">"
 		 "playbooks</a> · <a href=\"#campaign\">campaign</a> · <a href=\"#verify\">"
@@ -2296,6 +2321,7 @@ static int render(struct ctx *c)
 	sec_header(c);
 	sec_verdict(c);
 	nav(c);
+	sec_revalidation(c);
 	sec_failures(c);
 	r = sec_heatmaps(c, groups, ngroups);
 	if (r == 0)
@@ -2305,7 +2331,6 @@ static int render(struct ctx *c)
 	r = sec_config(c);
 	if (r < 0)
 		goto out;
-	sec_revalidation(c);
 	sec_provenance(c);
 	sec_footer(c);
 	r = c->o.oom ? -ENOMEM : 0;

@@ -206,39 +206,191 @@ static double tolerance(const json_t *options, const char *key, double dflt)
 	return json_is_number(v) && json_number_value(v) >= 0 ? json_number_value(v) : dflt;
 }
 
-/* The comparison with the baseline report; summary lines prepended to summary. */
-static int compare_with(json_t *doc, const json_t *options, const struct store_signoff *b,
-			struct ctl_error *err)
+static const char *or_str(const json_t *v, const char *dflt)
+{
+	return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+/* The first failed step of node id among a deployment's step results: {name, message}, or
+ * NULL. New reference. */
+static json_t *failed_step(const struct store_step_result *v, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].node_id && strcmp(v[i].node_id, id) == 0 &&
+		    strcmp(v[i].status, "failed") == 0)
+			return json_pack("{s:s, s:s?}", "name", v[i].name, "message", v[i].message);
+	return NULL;
+}
+
+/* A revalidation's configuration checks (options.checks: [{playbook, deployment}]) as they
+ * ended: each deployment's state, the nodes that failed it (with the message) and those that
+ * differ from it; *ret_failed the checks that failed somewhere (failed, partial, or not ended or
+ * gone: a check that cannot say the configuration holds). Summary lines into lines. */
+static int checks_of(struct store *st, const json_t *options, json_t *lines, json_t **ret,
+		     size_t *ret_failed)
+{
+	const json_t *plan = json_object_get(options, "checks"), *e;
+	json_t *out = json_array();
+	size_t i, failed = 0;
+	char *line;
+
+	if (!out)
+		return -ENOMEM;
+	json_array_foreach(plan, i, e)
+	{
+		const char *id = json_string_value(json_object_get(e, "deployment"));
+		const json_t *pb = json_object_get(e, "playbook");
+		struct store_deployment *d = NULL;
+		struct store_deploy_node *nv = NULL;
+		json_t *bad = json_array(), *differ = json_array(), *o;
+		const char *name = or_str(json_object_get(pb, "name"), "the baseline's playbook");
+		const char *version = or_str(json_object_get(pb, "version"), "");
+		const char *host, *msg;
+		struct store_step_result *sv = NULL;
+		char stepbuf[600];
+		size_t nn = 0, sn = 0;
+		bool ok;
+		int r = id ? store_deployment_get(st, id, &d) : -RY_E_NOT_FOUND;
+
+		if (r >= 0)
+			r = store_deploy_nodes(st, d->id, &nv, &nn);
+		if (r >= 0)
+			r = store_step_results(st, d->id, &sv, &sn);
+		for (size_t k = 0; r >= 0 && k < nn; k++) {
+			if (strcmp(nv[k].state, "succeeded") != 0)
+				json_array_append_new(
+					bad,
+					json_pack("{s:s, s:s, s:s?, s:o?}", "host", nv[k].hostname,
+						  "state", nv[k].state, "message", nv[k].message,
+						  "step", failed_step(sv, sn, nv[k].node_id)));
+			else if (nv[k].changed > 0)
+				json_array_append_new(differ, json_string(nv[k].hostname));
+		}
+		ok = r >= 0 && strcmp(d->state, "succeeded") == 0 && json_array_size(bad) == 0;
+		host = json_string_value(json_object_get(json_array_get(bad, 0), "host"));
+		msg = json_string_value(json_object_get(json_array_get(bad, 0), "message"));
+		if (json_object_get(json_array_get(bad, 0), "step")) {
+			const json_t *fs = json_object_get(json_array_get(bad, 0), "step");
+			const char *sm = json_string_value(json_object_get(fs, "message"));
+
+			snprintf(stepbuf, sizeof(stepbuf), "step \"%s\"%s%s",
+				 or_str(json_object_get(fs, "name"), "?"), sm ? ": " : "",
+				 sm ? sm : "");
+			msg = stepbuf;
+		}
+		failed += !ok;
+		o = json_pack("{s:s?, s:O?, s:s, s:s?, s:b, s:o, s:o}", "deployment", id,
+			      "playbook", pb, "state", r >= 0 ? d->state : "missing", "reason",
+			      r >= 0 ? d->reason : NULL, "check_mode", r >= 0 && d->check_mode,
+			      "failed", bad, "differ", differ);
+		if (o)
+			json_array_append_new(out, o);
+		if (!ok &&
+		    asprintf(&line, "check: %s %s (%s) %s%s%s%s%s%s", name, version,
+			     id ? id : "no deployment", r >= 0 ? d->state : "missing",
+			     host ? " on " : "", host ? host : "", msg ? ": " : "", msg ? msg : "",
+			     json_array_size(bad) > 1 ? " (and more nodes)" : "") > 0) {
+			json_array_append_new(lines, json_string(line));
+			free(line);
+		} else if (ok && json_array_size(differ) &&
+			   asprintf(&line, "check: %s %s (%s): %zu nodes differ from it", name,
+				    version, id, json_array_size(differ)) > 0) {
+			json_array_append_new(lines, json_string(line));
+			free(line);
+		}
+		store_step_results_free(sv, sn);
+		store_deploy_nodes_free(nv, nn);
+		store_deployment_free(d);
+	}
+	*ret = out;
+	*ret_failed = failed;
+	return 0;
+}
+
+/* The regressions a summary lists one by one; the rest are counted (all are in comparison). */
+#define SO_SUMMARY_REGRESSIONS 10
+
+/* The regressions' lines, worst first, after the count (lines: the summary being made). */
+static void regression_lines(json_t *lines, const json_t *regressions)
+{
+	const json_t *m;
+	size_t i, n = json_array_size(regressions);
+	char *line;
+
+	json_array_foreach(regressions, i, m)
+	{
+		char *one;
+
+		if (i == SO_SUMMARY_REGRESSIONS)
+			break;
+		one = so_regression_line(m);
+		if (one && asprintf(&line, "regression: %s", one) > 0) {
+			json_array_append_new(lines, json_string(line));
+			free(line);
+		}
+		free(one);
+	}
+	if (n > SO_SUMMARY_REGRESSIONS &&
+	    asprintf(&line, "regression: and %zu more (comparison.regressions)",
+		     n - SO_SUMMARY_REGRESSIONS) > 0) {
+		json_array_append_new(lines, json_string(line));
+		free(line);
+	}
+}
+
+/* The comparison with the baseline report and the revalidation's verdict (the campaign's,
+ * outranked by "regressed"); the regressions, then the drift, lead the summary. */
+static int compare_with(struct store *st, json_t *doc, const json_t *options,
+			const struct store_signoff *b, struct ctl_error *err)
 {
 	json_t *base = json_loadb(b->report, b->report_len, 0, NULL), *cmp, *drift, *g;
-	json_t *lines = json_array();
-	size_t i, nreg;
+	json_t *lines = json_array(), *check_lines = json_array(), *checks = NULL;
+	const char *mode, *verdict;
+	size_t i, nreg, nfailed = 0;
 	char *line = NULL;
+	bool inform;
 
-	if (!base || !lines) {
+	if (!base || !lines || !check_lines) {
 		json_decref(base);
 		json_decref(lines);
+		json_decref(check_lines);
 		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INTERNAL, "baseline",
 				     "the baseline %s does not parse", b->id);
 	}
 	cmp = so_compare(base, doc, tolerance(options, "bw_pct", SO_TOLERANCE_BW_PCT),
 			 tolerance(options, "lat_pct", SO_TOLERANCE_LAT_PCT));
 	drift = so_drift(json_object_get(base, "nodes"), json_object_get(doc, "nodes"));
-	if (!cmp || !drift) {
+	i = checks_of(st, options, check_lines, &checks, &nfailed);
+	if (!cmp || !drift || i != 0) {
 		json_decref(cmp);
 		json_decref(drift);
 		json_decref(base);
 		json_decref(lines);
+		json_decref(check_lines);
 		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 	}
+	json_object_set_new(cmp, "checks", checks);
 	json_object_update(cmp, drift);
 	json_decref(drift);
+	mode = so_regressions_mode(
+		json_object_get(json_object_get(options, "tolerance"), "regressions"));
+	inform = strcmp(mode, "inform") == 0;
+	json_object_set_new(json_object_get(cmp, "tolerance"), "regressions", json_string(mode));
 	nreg = json_array_size(json_object_get(cmp, "regressions"));
+	verdict = so_revalidation_verdict(json_string_value(json_object_get(doc, "verdict")), nreg,
+					  inform, nfailed);
 	if (asprintf(&line,
-		     "revalidation against %s: %zu of %zu metrics regressed beyond tolerance",
-		     b->id, nreg, json_array_size(json_object_get(cmp, "metrics"))) > 0)
+		     "revalidation against %s: %zu of %zu metrics regressed beyond tolerance%s",
+		     b->id, nreg, json_array_size(json_object_get(cmp, "metrics")),
+		     !nreg    ? ""
+		     : inform ? " (they inform only: validation.tolerance.regressions is inform)"
+		     : strcmp(verdict, "regressed") == 0 ? ": the verdict is regressed"
+							 : "") > 0)
 		json_array_append_new(lines, json_string(line));
 	free(line);
+	regression_lines(lines, json_object_get(cmp, "regressions"));
+	json_array_extend(lines, check_lines);
+	json_decref(check_lines);
 	json_array_foreach(json_object_get(cmp, "drift"), i, g)
 	{
 		char *dl = so_drift_line(g);
@@ -251,6 +403,7 @@ static int compare_with(json_t *doc, const json_t *options, const struct store_s
 	}
 	json_array_extend(lines, json_object_get(doc, "summary"));
 	json_object_set_new(doc, "summary", lines);
+	json_object_set_new(doc, "verdict", json_string(verdict));
 	json_object_set_new(doc, "comparison", cmp);
 	json_object_set_new(doc, "baseline",
 			    json_pack("{s:s, s:s, s:O, s:s}", "id", b->id, "sha256", b->sha256,
@@ -356,10 +509,11 @@ int so_report_build(struct store *st, const struct store_campaign *m, const char
 			    json_is_array(json_object_get(doc, "summary"))
 				    ? json_deep_copy(json_object_get(doc, "summary"))
 				    : json_array());
+	if (baseline && (r = compare_with(st, doc, options, baseline, err)) < 0)
+		goto out;
+	/* After the comparison: the headline says the report's final verdict (regressed). */
 	if ((r = acceptance_of(doc, verdict)) < 0)
 		goto nomem;
-	if (baseline && (r = compare_with(doc, options, baseline, err)) < 0)
-		goto out;
 	*ret = doc;
 	doc = NULL;
 	r = 0;

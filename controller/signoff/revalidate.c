@@ -31,7 +31,32 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-static json_t *revalidation_json(const struct store_revalidation *v)
+/* The configuration checks as stored, each with its deployment's state (and reason) now. */
+static json_t *checks_json(struct store *st, const struct store_revalidation *v)
+{
+	json_t *checks = v->checks_json ? json_loads(v->checks_json, 0, NULL) : NULL, *e;
+	size_t i;
+
+	if (!json_is_array(checks)) {
+		json_decref(checks);
+		return json_array();
+	}
+	json_array_foreach(checks, i, e)
+	{
+		const char *id = JSTR(e, "deployment");
+		struct store_deployment *d = NULL;
+
+		if (id && store_deployment_get(st, id, &d) == 0) {
+			json_object_set_new(e, "check_mode", json_boolean(d->check_mode));
+			json_object_set_new(e, "state", json_string(d->state));
+			json_object_set_new(e, "reason", str_or_null(d->reason));
+		}
+		store_deployment_free(d);
+	}
+	return checks;
+}
+
+static json_t *revalidation_json(struct store *st, const struct store_revalidation *v)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:f, s:f, s:s, s:s, s:I, s:I, s:I}", "id",
 			      v->id, "cluster", v->cluster, "baseline", v->baseline_id, "apply",
@@ -49,7 +74,31 @@ static json_t *revalidation_json(const struct store_revalidation *v)
 	json_object_set_new(o, "campaign", str_or_null(v->campaign_id));
 	json_object_set_new(o, "signoff", str_or_null(v->signoff_id));
 	json_object_set_new(o, "verdict", str_or_null(v->verdict));
+	json_object_set_new(o, "checks", checks_json(st, v));
 	return o;
+}
+
+/* The regressions read first: the sign-off's verdict, the summary lines its report leads with
+ * (regressions, failed checks, drift) and its regressions, into o. A sign-off gone or
+ * unreadable leaves o as it is. */
+static void signoff_findings(struct store *st, const char *signoff_id, json_t *o)
+{
+	struct ctl_error err;
+	json_t *so = NULL;
+	const json_t *cmp;
+
+	ctl_error_init(&err);
+	if (ctl_signoff_get(st, signoff_id, true, &so, &err) == 0) {
+		cmp = json_object_get(json_object_get(so, "report"), "comparison");
+		json_object_set(o, "summary", json_object_get(so, "summary"));
+		json_object_set(o, "regressions", json_object_get(cmp, "regressions"));
+		json_object_set_new(
+			o, "metrics_compared",
+			json_integer((json_int_t)json_array_size(json_object_get(cmp, "metrics"))));
+		json_object_set(o, "tolerance", json_object_get(cmp, "tolerance"));
+	}
+	json_decref(so);
+	ctl_error_done(&err);
 }
 
 int ctl_revalidate_get(struct store *st, const char *id, json_t **ret, struct ctl_error *err)
@@ -61,7 +110,9 @@ int ctl_revalidate_get(struct store *st, const char *id, json_t **ret, struct ct
 		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "id", "no revalidation %s", id);
 	if (r < 0)
 		return ctl_error_store(err, r, "reading the revalidation");
-	*ret = revalidation_json(v);
+	*ret = revalidation_json(st, v);
+	if (*ret && v->signoff_id)
+		signoff_findings(st, v->signoff_id, *ret);
 	store_revalidation_free(v);
 	return *ret ? 0 : ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 }
@@ -77,7 +128,7 @@ int ctl_revalidate_list(struct store *st, size_t limit, json_t **ret, struct ctl
 		return ctl_error_store(err, r, "listing revalidations");
 	arr = json_array();
 	for (size_t i = 0; arr && i < n; i++)
-		if (json_array_append_new(arr, revalidation_json(v[i])) < 0) {
+		if (json_array_append_new(arr, revalidation_json(st, v[i])) < 0) {
 			json_decref(arr);
 			arr = NULL;
 		}
@@ -124,6 +175,87 @@ static int baseline_of(struct store *st, const char *cluster, const char *baseli
 	return 0;
 }
 
+static bool has_sha(const json_t *plan, const char *sha)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(plan, i, e)
+	{
+		const char *s = JSTR(json_object_get(e, "playbook"), "sha256");
+
+		if (s && strcmp(s, sha) == 0)
+			return true;
+	}
+	return false;
+}
+
+static json_t *check_entry(const json_t *playbook)
+{
+	return json_pack("{s:O, s:n}", "playbook", playbook, "deployment");
+}
+
+/* The configuration a revalidation checks (docs/signoff.md, "Revalidation"): the playbook given
+ * (custom), else every configuration playbook the baseline's report lists as deployed, oldest
+ * first (the order they were applied in), then the campaign's own when it has steps and is not
+ * among them. Each must still be stored and parse for the cluster (CTL_ERR_CONFLICT /
+ * CTL_ERR_PLAYBOOK otherwise). *ret: [{playbook: {name, version, sha256 (null: the custom
+ * one)}, deployment: null}]. */
+static int checks_plan(struct store *st, const char *cluster, const json_t *report,
+		       const struct playbook *custom, const struct playbook *base_pb, json_t **ret,
+		       struct ctl_error *err)
+{
+	const json_t *deps = json_object_get(report, "deployments");
+	const json_t *camp_pb = json_object_get(json_object_get(report, "campaign"), "playbook");
+	json_t *plan = json_array();
+	int r = 0;
+
+	if (!plan)
+		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	if (custom) {
+		json_array_append_new(plan,
+				      json_pack("{s:{s:s, s:s, s:n}, s:n}", "playbook", "name",
+						playbook_name(custom), "version",
+						playbook_version(custom), "sha256", "deployment"));
+		goto done;
+	}
+	for (size_t i = json_array_size(deps); r >= 0 && i-- > 0;) {
+		const json_t *pb = json_object_get(json_array_get(deps, i), "playbook");
+		const char *sha = JSTR(pb, "sha256");
+		struct playbook *parsed = NULL;
+		char *text = NULL, file[300];
+
+		if (!sha || has_sha(plan, sha))
+			continue;
+		snprintf(file, sizeof(file), "(%s %s, deployed before the baseline)",
+			 JSTR(pb, "name") ? JSTR(pb, "name") : "?",
+			 JSTR(pb, "version") ? JSTR(pb, "version") : "?");
+		r = store_playbook_text_by_sha(st, sha, &text);
+		if (r == -RY_E_NOT_FOUND)
+			r = ctl_error_set(err, r, CTL_ERR_CONFLICT, "baseline",
+					  "the playbook %s is not stored", file);
+		else if (r < 0)
+			r = ctl_error_store(err, r, "reading a baseline's playbook");
+		else
+			r = ctl_playbook_for_cluster(text, strlen(text), file, cluster, &parsed,
+						     err);
+		if (r >= 0)
+			json_array_append_new(plan, check_entry(pb));
+		playbook_free(parsed);
+		free(text);
+	}
+	if (r >= 0 && JSTR(camp_pb, "sha256") && !has_sha(plan, JSTR(camp_pb, "sha256")) &&
+	    playbook_step_count(base_pb) > 0)
+		json_array_append_new(plan, check_entry(camp_pb));
+done:
+	if (r < 0) {
+		json_decref(plan);
+		return r;
+	}
+	*ret = plan;
+	return 0;
+}
+
 static bool pct_ok(double v)
 {
 	return v == 0 || (v > 0 && v <= 1000);
@@ -133,9 +265,9 @@ int ctl_revalidate_create(struct store *st, const struct ctl_revalidate_request 
 			  struct ctl_error *err)
 {
 	struct store_revalidation_new n = {0};
-	struct playbook *pb = NULL;
-	json_t *report = NULL;
-	char *base_text = NULL, id[24], hex[17];
+	struct playbook *pb = NULL, *base_pb = NULL;
+	json_t *report = NULL, *plan = NULL;
+	char *base_text = NULL, *plan_s = NULL, id[24], hex[17];
 	unsigned char rnd[8];
 	int r;
 
@@ -162,6 +294,21 @@ int ctl_revalidate_create(struct store *st, const struct ctl_revalidate_request 
 				     rq->cluster, &pb, err);
 	if (r < 0)
 		goto out;
+	/* The campaign rerun is the baseline's: its steps decide whether it is checked too. */
+	if (rq->playbook_text)
+		r = ctl_playbook_for_cluster(base_text, strlen(base_text),
+					     "(the baseline's playbook)", rq->cluster, &base_pb,
+					     err);
+	if (r >= 0)
+		r = checks_plan(st, rq->cluster, report, rq->playbook_text ? pb : NULL,
+				base_pb ? base_pb : pb, &plan, err);
+	if (r < 0)
+		goto out;
+	if (!(plan_s = json_dumps(plan, JSON_COMPACT))) {
+		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	n.checks_json = plan_s;
 	r = util_random_bytes(rnd, sizeof(rnd));
 	if (r < 0) {
 		r = ctl_error_set(err, r, CTL_ERR_INTERNAL, NULL, "cannot make an id");
@@ -197,7 +344,10 @@ int ctl_revalidate_create(struct store *st, const struct ctl_revalidate_request 
 		r = ctl_revalidate_get(st, id, ret, err);
 out:
 	playbook_free(pb);
+	playbook_free(base_pb);
 	json_decref(report);
+	json_decref(plan);
+	free(plan_s);
 	free(base_text);
 	return r;
 }
@@ -257,49 +407,103 @@ static void fail(struct ctl_server *srv, const struct store_revalidation *v, con
 	move(srv, v, &u);
 }
 
-/* pending: the configuration step, a deployment in check mode unless apply. */
-static void start_deployment(struct ctl_server *srv, const struct store_revalidation *v)
+/* The plan and its progress: the stored checks, or for a revalidation stored before v13 one
+ * check of the revalidation's playbook (or the baseline campaign's), with the deployment it has.
+ * NULL when out of memory. */
+static json_t *plan_of(const struct store_revalidation *v)
+{
+	json_t *plan = v->checks_json ? json_loads(v->checks_json, 0, NULL) : NULL;
+
+	if (json_is_array(plan))
+		return plan;
+	json_decref(plan);
+	return json_pack("[{s:n, s:s?}]", "playbook", "deployment", v->deployment_id);
+}
+
+/* The text of check e: the revalidation's own playbook, else the stored one by its SHA-256,
+ * else (before v13) the baseline campaign's. Caller frees; NULL with err set. */
+static char *check_text(struct store *st, const struct store_revalidation *v, const json_t *e,
+			struct ctl_error *err)
+{
+	const char *sha = JSTR(json_object_get(e, "playbook"), "sha256");
+	json_t *report = NULL;
+	char *text = NULL;
+	int r;
+
+	if (v->playbook) {
+		if (!(text = strdup(v->playbook)))
+			ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+		return text;
+	}
+	if (sha) {
+		r = store_playbook_text_by_sha(st, sha, &text);
+		if (r < 0)
+			ctl_error_set(err, r, CTL_ERR_CONFLICT, NULL,
+				      "playbook %s is not stored: %s", sha, ry_strerror(r));
+		return r < 0 ? NULL : text;
+	}
+	r = baseline_of(st, v->cluster, v->baseline_id, &report, &text, err);
+	json_decref(report);
+	return r < 0 ? NULL : text;
+}
+
+/* Start check i of plan: its playbook deployed in check mode (for real with apply); the
+ * deployment's id stored in the plan with the move to configuring, one transition. */
+static void start_check(struct ctl_server *srv, const struct store_revalidation *v, json_t *plan,
+			size_t i)
 {
 	struct store *st = srv->state->store;
+	const json_t *e = json_array_get(plan, i);
+	const json_t *pb = json_object_get(e, "playbook");
 	struct ctl_deploy_created made = {0};
 	struct ctl_error err;
-	char *text = v->playbook;
-	json_t *report = NULL;
-	int r = 0;
+	char file[300], *plan_s = NULL;
+	char *text;
+	int r = -ENOMEM;
 
 	ctl_error_init(&err);
-	if (!text)
-		r = baseline_of(st, v->cluster, v->baseline_id, &report, &text, &err);
-	if (r >= 0) {
-		struct ctl_deploy_request rq = {
-			.cluster = v->cluster,
-			.playbook_text = text,
-			.playbook_len = strlen(text),
-			.playbook_file = v->playbook ? "(the revalidation's playbook)"
-						     : "(the baseline's playbook)",
-			.canary = -1,
-			.pause_ms = -1,
-			.check = !v->apply,
-			.actor = v->actor};
+	snprintf(file, sizeof(file), "(%s %s)",
+		 v->playbook	    ? "the revalidation's playbook"
+		 : JSTR(pb, "name") ? JSTR(pb, "name")
+				    : "the baseline's playbook",
+		 JSTR(pb, "version") ? JSTR(pb, "version") : "");
+	text = check_text(st, v, e, &err);
+	if (text) {
+		struct ctl_deploy_request rq = {.cluster = v->cluster,
+						.playbook_text = text,
+						.playbook_len = strlen(text),
+						.playbook_file = file,
+						.canary = -1,
+						.pause_ms = -1,
+						.check = !v->apply,
+						.actor = v->actor};
 
 		r = ctl_deploy_create(st, &rq, &made, &err);
 	}
+	if (r >= 0) {
+		json_object_set_new((json_t *)e, "deployment", json_string(made.id));
+		if (!(plan_s = json_dumps(plan, JSON_COMPACT)))
+			r = ctl_error_set(&err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	}
 	if (r < 0) {
-		fail(srv, v, "the configuration step: %s", err.message);
+		fail(srv, v, "the configuration check %zu of %zu %s: %s", i + 1,
+		     json_array_size(plan), file, err.message);
 	} else {
-		struct store_revalidation u = {.state = "configuring", .deployment_id = made.id};
+		struct store_revalidation u = {
+			.state = "configuring", .deployment_id = made.id, .checks_json = plan_s};
 
 		move(srv, v, &u);
 	}
-	if (text != v->playbook)
-		free(text);
-	json_decref(report);
+	free(plan_s);
+	free(text);
 	ctl_deploy_created_done(&made);
 	ctl_error_done(&err);
 }
 
-/* configuring, its deployment ended: the baseline's campaign again. */
-static void start_campaign(struct ctl_server *srv, const struct store_revalidation *v)
+/* configuring, every check ended (or none to make): the baseline's campaign again, the checks
+ * recorded in its options (and so in its signed report). */
+static void start_campaign(struct ctl_server *srv, const struct store_revalidation *v,
+			   const json_t *plan)
 {
 	struct store *st = srv->state->store;
 	struct ctl_error err;
@@ -328,6 +532,7 @@ static void start_campaign(struct ctl_server *srv, const struct store_revalidati
 			.baseline = v->baseline_id,
 			.tolerance_bw_pct = v->tolerance_bw_pct,
 			.tolerance_lat_pct = v->tolerance_lat_pct,
+			.checks = plan,
 		};
 
 		r = ctl_campaign_create(st, &rq, false, &doc, &err);
@@ -346,6 +551,24 @@ static void start_campaign(struct ctl_server *srv, const struct store_revalidati
 	ctl_error_done(&err);
 }
 
+/* The next step: the first check not started, else the campaign. */
+static void next_step(struct ctl_server *srv, const struct store_revalidation *v)
+{
+	json_t *plan = plan_of(v), *e;
+	size_t i;
+
+	if (!plan) {
+		fail(srv, v, "out of memory");
+		return;
+	}
+	json_array_foreach(plan, i, e) if (!JSTR(e, "deployment")) break;
+	if (i < json_array_size(plan))
+		start_check(srv, v, plan, i);
+	else
+		start_campaign(srv, v, plan);
+	json_decref(plan);
+}
+
 static void on_configuring(struct ctl_server *srv, const struct store_revalidation *v)
 {
 	struct store_deployment *d = NULL;
@@ -360,14 +583,15 @@ static void on_configuring(struct ctl_server *srv, const struct store_revalidati
 		store_deployment_free(d);
 		return;
 	}
-	/* Applying must have worked before measuring; a check only reports drift. */
+	/* Applying must have worked before measuring; a check reports what differs, and a check
+	 * that fails (an assert, a preflight) is a finding of the report, not the end of it. */
 	if (v->apply && strcmp(d->state, "succeeded") != 0)
 		fail(srv, v, "deployment %s %s%s%s; no campaign run", d->id, d->state,
 		     d->reason ? ": " : "", d->reason ? d->reason : "");
 	else if (strcmp(d->state, "cancelled") == 0)
 		fail(srv, v, "deployment %s was cancelled; no campaign run", d->id);
 	else
-		start_campaign(srv, v);
+		next_step(srv, v);
 	store_deployment_free(d);
 }
 
@@ -443,7 +667,7 @@ static void pass(void *ud)
 		if (v[i]->cancel_requested_ms)
 			on_cancel(srv, v[i]);
 		else if (strcmp(v[i]->state, "pending") == 0)
-			start_deployment(srv, v[i]);
+			next_step(srv, v[i]);
 		else if (strcmp(v[i]->state, "configuring") == 0)
 			on_configuring(srv, v[i]);
 		else if (strcmp(v[i]->state, "validating") == 0)

@@ -13,7 +13,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 14
+#define STORE_SCHEMA_VERSION 15
 
 /* Largest facts document accepted, in bytes. */
 #define STORE_FACTS_MAX (1024 * 1024)
@@ -612,7 +612,8 @@ const struct ry_hist *store_tx_latency(const struct store *s);
  * compared with the baseline) -> signed (signoff_id, verdict) | failed (reason) | cancelled. */
 struct store_revalidation_new {
 	const char *id, *cluster, *baseline_id, *actor;
-	const char *playbook; /* the playbook to check or apply; NULL: the baseline's */
+	const char *playbook;	 /* the playbook to check or apply; NULL: the baseline's */
+	const char *checks_json; /* v13: the configuration plan, [{playbook, deployment: null}] */
 	bool apply;
 	double tolerance_bw_pct, tolerance_lat_pct; /* >= 0; 0: the playbook's or default */
 };
@@ -620,6 +621,7 @@ struct store_revalidation_new {
 struct store_revalidation {
 	char *id, *cluster, *baseline_id, *playbook, *state, *actor;
 	char *reason, *deployment_id, *campaign_id, *signoff_id, *verdict; /* NULL until set */
+	char *checks_json; /* v13: [{playbook, deployment}]; NULL for one from before v13 */
 	bool apply;
 	double tolerance_bw_pct, tolerance_lat_pct;
 	int64_t cancel_requested_ms, created_at_ms, finished_at_ms; /* 0: not (yet) */
@@ -640,8 +642,8 @@ STORE_WUR int store_revalidations_list(struct store *s, bool active_only, size_t
 void store_revalidation_free(struct store_revalidation *v);
 void store_revalidations_free(struct store_revalidation **v, size_t n);
 /* Move a revalidation that has not ended to u->state; u's reason, deployment_id, campaign_id,
- * signoff_id and verdict are set when not NULL. A final state stamps finished_at. 1 moved, 0 it
- * had ended. */
+ * signoff_id, verdict and checks_json are set when not NULL. A final state stamps finished_at. 1
+ * moved, 0 it had ended. */
 STORE_WUR int store_revalidation_update(struct store *s, const char *id,
 					const struct store_revalidation *u, int64_t now_ms);
 /* Ask for a cancel (audited as actor): 1 requested (or already), 0 it has ended,

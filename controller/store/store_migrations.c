@@ -390,12 +390,17 @@ static const char migration_v14[] =
 	"ALTER TABLE signoffs ADD COLUMN acceptance INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE signoffs ADD COLUMN excluded INTEGER NOT NULL DEFAULT 0;";
 
+/* v15: a revalidation checks every configuration playbook its baseline certified, one
+ * deployment each in sequence: checks is the plan and its progress, a JSON array of
+ * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
+static const char migration_v15[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
+
 const struct store_migration store_migrations[] = {
 	{1, migration_v1, false},  {2, migration_v2, false},   {3, migration_v3, false},
 	{4, migration_v4, false},  {5, migration_v5, false},   {6, migration_v6, false},
 	{7, migration_v7, false},  {8, migration_v8, false},   {9, migration_v9, false},
 	{10, migration_v10, true}, {11, migration_v11, true},  {12, migration_v12, false},
-	{13, migration_v13, true}, {14, migration_v14, false},
+	{13, migration_v13, true}, {14, migration_v14, false}, {15, migration_v15, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

@@ -15,13 +15,13 @@
 #define REVAL_COLUMNS                                                                              \
 	"SELECT r.id, c.name, r.baseline_id, r.playbook, r.apply, r.tolerance_bw, "                \
 	"r.tolerance_lat, r.state, r.reason, r.deployment_id, r.campaign_id, r.signoff_id, "       \
-	"r.verdict, r.actor, r.cancel_requested_at, r.created_at, r.finished_at "                  \
+	"r.verdict, r.actor, r.cancel_requested_at, r.created_at, r.finished_at, r.checks "        \
 	"FROM revalidations r JOIN clusters c ON c.id = r.cluster_id "
 
 static struct store_sql SQL_REVAL_INSERT = STORE_SQL(
 	"INSERT INTO revalidations (id, cluster_id, baseline_id, playbook, apply, tolerance_bw, "
-	"tolerance_lat, state, actor, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', "
-	"?8, ?9)");
+	"tolerance_lat, state, actor, created_at, checks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+	"'pending', ?8, ?9, ?10)");
 static struct store_sql SQL_REVAL_GET = STORE_SQL(REVAL_COLUMNS "WHERE r.id = ?1");
 static struct store_sql SQL_REVAL_LIST =
 	STORE_SQL(REVAL_COLUMNS "ORDER BY r.created_at DESC, r.id DESC LIMIT ?1");
@@ -33,7 +33,7 @@ static struct store_sql SQL_REVAL_UPDATE =
 	STORE_SQL("UPDATE revalidations SET state = ?2, reason = COALESCE(?3, reason), "
 		  "deployment_id = COALESCE(?4, deployment_id), "
 		  "campaign_id = COALESCE(?5, campaign_id), signoff_id = COALESCE(?6, signoff_id), "
-		  "verdict = COALESCE(?7, verdict), "
+		  "verdict = COALESCE(?7, verdict), checks = COALESCE(?9, checks), "
 		  "finished_at = CASE WHEN ?8 > 0 THEN ?8 ELSE NULL END "
 		  "WHERE id = ?1 AND state IN ('pending', 'configuring', 'validating')");
 static struct store_sql SQL_REVAL_CANCEL =
@@ -76,6 +76,7 @@ void store_revalidation_free(struct store_revalidation *v)
 	free(v->signoff_id);
 	free(v->verdict);
 	free(v->actor);
+	free(v->checks_json);
 	free(v);
 }
 
@@ -105,7 +106,7 @@ static int revalidation_from_row(sqlite3_stmt *st, struct store_revalidation **r
 	    store_col_dup(st, 9, &v->deployment_id) < 0 ||
 	    store_col_dup(st, 10, &v->campaign_id) < 0 ||
 	    store_col_dup(st, 11, &v->signoff_id) < 0 || store_col_dup(st, 12, &v->verdict) < 0 ||
-	    store_col_dup(st, 13, &v->actor) < 0) {
+	    store_col_dup(st, 13, &v->actor) < 0 || store_col_dup(st, 17, &v->checks_json) < 0) {
 		store_revalidation_free(v);
 		return -ENOMEM;
 	}
@@ -154,9 +155,10 @@ int store_revalidation_create(struct store *s, const struct store_revalidation_n
 	}
 	store_q_end(st);
 	if (r >= 0)
-		r = store_q_exec(c, NULL, &SQL_REVAL_INSERT, "tlttlddtl", n->id, cluster_id,
+		r = store_q_exec(c, NULL, &SQL_REVAL_INSERT, "tlttlddtlt", n->id, cluster_id,
 				 n->baseline_id, n->playbook, (int64_t)n->apply,
-				 n->tolerance_bw_pct, n->tolerance_lat_pct, n->actor, now_ms);
+				 n->tolerance_bw_pct, n->tolerance_lat_pct, n->actor, now_ms,
+				 n->checks_json);
 	if (r >= 0)
 		r = store_audit_locked(c, now_ms, n->actor,
 				       n->apply ? "revalidate.apply" : "revalidate.check", n->id,
@@ -201,9 +203,10 @@ int store_revalidation_update(struct store *s, const char *id, const struct stor
 	if (!s || !id || !u || !state_ok(u->state))
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	r = store_q_exec(c, &changes, &SQL_REVAL_UPDATE, "tttttttl", id, u->state, u->reason,
+	r = store_q_exec(c, &changes, &SQL_REVAL_UPDATE, "tttttttlt", id, u->state, u->reason,
 			 u->deployment_id, u->campaign_id, u->signoff_id, u->verdict,
-			 store_revalidation_state_final(u->state) ? now_ms : (int64_t)0);
+			 store_revalidation_state_final(u->state) ? now_ms : (int64_t)0,
+			 u->checks_json);
 	pthread_mutex_unlock(&c->lock);
 	return r < 0 ? r : changes > 0;
 }

@@ -77,7 +77,7 @@ const TONES = {
   offline: 'warn', partial: 'warn', stale: 'warn', changed: 'info', running: 'info',
   pending: 'info', waiting: 'info', sent: 'info', configuring: 'info', validating: 'info',
   enrolled: 'info', uncovered: 'warn', incomplete: 'warn', transient: 'warn',
-  failed: 'bad', fail: 'bad', error: 'bad', revoked: 'bad', unreachable: 'bad', cancelled: 'mute',
+  failed: 'bad', fail: 'bad', regressed: 'bad', error: 'bad', revoked: 'bad', unreachable: 'bad', cancelled: 'mute',
   skipped: 'mute', none: 'mute',
 };
 export function badge(word, extraClass) {

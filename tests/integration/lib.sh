@@ -100,14 +100,18 @@ check_sanitizers() {
 # loose_baseline DEST: playbooks/tcp-baseline.yaml with its acceptance lines opened wide, for the
 # tests whose point is not the verdict but that need it to pass (the pipeline around it: sign-off,
 # API, CLI). On two busy cores a TCP pair can be 4x slower than the cluster's median; the real
-# lines are judged where the verdict is the point (test_campaign.sh, tests/rdma-vm).
+# lines are judged where the verdict is the point (test_campaign.sh, tests/rdma-vm). Its
+# revalidations' regressions inform only (a p99 that rose 800 % between two runs on busy cores
+# is the scheduler's); the regression logic is tests/unit/test_signoff.c's.
 loose_baseline() {
 	sed -e '/metric: pair-lat.p50_us/s/value: [0-9.]*/value: 1000/' \
 		-e '/metric: pair-bw.gbps/s/value: [0-9.]*/value: 0.0001/' \
 		-e '/metric: ring-bw.gbps/s/value: [0-9.]*/value: 0.0001/' \
 		-e '/metric: incast.impact_bw/s/value: [0-9.]*/value: 100000/' \
+		-e 's/^validation:$/validation:\n  tolerance: {regressions: inform}/' \
 		"$SRC/playbooks/tcp-baseline.yaml" >"$1"
-	grep -q 'value: 1000}' "$1" && grep -q 'value: 100000}' "$1"
+	grep -q 'value: 1000}' "$1" && grep -q 'value: 100000}' "$1" &&
+		grep -q 'regressions: inform' "$1"
 }
 
 # shown_recipe HTML: the stock-OpenSSL verification commands as a sign-off's HTML view shows them

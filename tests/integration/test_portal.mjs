@@ -91,6 +91,9 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     const card = page.locator('.cluster[data-cluster="it"]');
     expectEq(await card.locator('[data-stat="online"] .stat-value').textContent(), String(cfg.nodes), 'online');
     await card.locator('.signoff-status').waitFor({timeout: T});
+    // The last real deployment and the last check are two labelled entries, never one.
+    expectEq(await card.locator('dd[data-last="deployment"]').count(), 1, 'last deployment entry');
+    expectEq(await card.locator('dd[data-last="check"]').count(), 1, 'last check entry');
     await shot(page, '01-overview');
   });
   await step('viewer: the nodes page lists every node, online', async () => {

@@ -12,6 +12,20 @@
 
 PB=$T/tcp-baseline.yaml
 loose_baseline "$PB" || die "loose_baseline"
+# A configuration playbook deployed before the baseline, on the nodes with OFED: the baseline
+# certifies it, so a revalidation checks it again (and it fails once gpu-node-02's OFED moves).
+cat >"$T/ofed-pin.yaml" <<'YAML'
+name: ofed-pin
+version: "1"
+target:
+  selector: [{fact: hostname, op: matches, value: "^gpu-node-0[12]$"}]
+steps:
+  - name: ofed below 25
+    type: assert
+    params:
+      that:
+        - {fact: ofed.version, op: "version<", value: "25", message: OFED moved to 25}
+YAML
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 300ms
@@ -42,6 +56,9 @@ check "  with the reason" log_has "$T/rc.out" "is cancelled"
 check "nothing stored" test "$(so list --json | jq length)" = 0
 
 # ---- a deployment, then a campaign signed as it ends ------------------------------------------
+"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/ofed-pin.yaml" --canary 0 \
+	--pause 0 --timeout 60s >"$T/deploy-pin.out" 2>&1
+check "the OFED pin is deployed" test $? -eq 0
 "$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0 \
 	--timeout 60s >"$T/deploy.out" 2>&1
 check "the playbook is deployed" test $? -eq 0
@@ -91,8 +108,10 @@ check "report: measured rows carry metrics" jqt '[.results[] | select(.state == 
 	.role == "measure")] | length > 0 and all(.[]; .metrics != null)' "$R"
 check "report: the definition and thresholds" jqt '(.campaign.definition.tests | length) == 4 and
 	(.evaluation.tests[0].rules | length) >= 1 and .campaign.playbook.name == "tcp-baseline"' "$R"
-check "report: the deployment that applied the playbook" jqt '(.deployments | length) == 1 and
-	(.deployments[0].nodes | length) == 3 and .deployments[0].check_mode == false and
+check "report: the deployments that applied the playbooks" jqt '(.deployments | length) == 2 and
+	([.deployments[].playbook.name] == ["tcp-baseline", "ofed-pin"]) and
+	(.deployments[0].nodes | length) == 3 and (.deployments[1].nodes | length) == 2 and
+	all(.deployments[]; .check_mode == false) and
 	.playbooks[0].sha256 == .deployments[0].playbook.sha256' "$R"
 H=$T/out/signoff.html
 check "html: the verdict, every node, the verification commands" bash -c \
@@ -197,14 +216,34 @@ check "signoff show: stale, naming the node" jqt '.stale == true and
 	(.reasons | length > 0) and all(.reasons[]; startswith("gpu-node-02: "))' <(so show "$SO" --json)
 
 # ---- revalidation ------------------------------------------------------------------------------
+# By default it checks what the baseline certified: ofed-pin (which gpu-node-02's new OFED
+# fails) and tcp-baseline, in the order they were applied; the failed check makes it regressed.
 "$CTL" revalidate --state-dir "$T/ctl" --cluster it --baseline "$SO" --json >"$T/rv.json" 2>"$T/rv.err"
-check "revalidate against the baseline: exit 0" test $? -eq 0
+check "revalidate against the baseline: exit 1 (regressed)" test $? -eq 1
 RV=$(jq -r '.id // empty' "$T/rv.json")
-check "a revalidation report naming its baseline" jqt --arg b "$SO" \
-	'.kind == "revalidation" and .baseline == $b' "$T/rv.json"
-check "the configuration was checked, not changed" bash -c "grep -q 'check mode' '$T/rv.err' &&
-	'$CTL' deployments --json --state-dir '$T/ctl' | jq -e '.[0].check_mode == true' >/dev/null"
+check "a revalidation report naming its baseline, verdict regressed" jqt --arg b "$SO" \
+	'.kind == "revalidation" and .baseline == $b and .verdict == "regressed"' "$T/rv.json"
+check "each configuration the baseline certified was checked, not changed" bash -c "
+	grep -q 'configuration 1 of 2: ofed-pin 1, deployment d-[0-9a-f]*, check mode' '$T/rv.err' &&
+	grep -q 'configuration 2 of 2: tcp-baseline 1.0, deployment d-[0-9a-f]*, check mode' '$T/rv.err' &&
+	'$CTL' deployments --json --state-dir '$T/ctl' | jq -e '.[0].check_mode == true and
+		.[1].check_mode == true' >/dev/null"
+REVAL=$(curl -s --unix-socket "$T/ctl/api.sock" http://localhost/api/v1/revalidations | jq -r '.items[0].id')
+curl -s --unix-socket "$T/ctl/api.sock" "http://localhost/api/v1/revalidations/$REVAL" >"$T/reval.json"
+check "the stored revalidation says regressed, with its checks" jqt --arg s "$RV" '.signoff == $s and
+	.verdict == "regressed" and ([.checks[].playbook.name] == ["ofed-pin", "tcp-baseline"]) and
+	all(.checks[]; .check_mode == true and (.deployment | startswith("d-")))' "$T/reval.json"
+check "  its REST reply leads with the findings" jqt '.summary[0] | startswith("revalidation against")' "$T/reval.json"
+check "the sign-off list shows regressed" jqt --arg s "$RV" 'any(.[]; .id == $s and .verdict == "regressed")' \
+	<(so list --json)
 so show "$RV" --report >"$T/rv-report.json"
+check "the failed check is a finding, naming the node and the message" jqt '.report.summary |
+	any(startswith("check: ofed-pin 1 (d-") and contains("on gpu-node-02") and contains("OFED moved to 25"))' \
+	"$T/rv-report.json"
+check "the checks in the signed report" jqt '.report.comparison.checks | length == 2 and
+	(.[0].playbook.name == "ofed-pin" and .[0].failed[0].host == "gpu-node-02") and
+	(.[1].playbook.name == "tcp-baseline" and .[1].state == "succeeded")' "$T/rv-report.json"
+check "the campaign's own verdict stays in evaluation" jqt '.report.evaluation.result == "pass"' "$T/rv-report.json"
 check "drift lists exactly that node and those fields" jqt '.report.comparison.drift |
 	([.[].field] | sort) == ["hca.mlx5_0.mtu", "ofed.package", "ofed.version"] and
 	all(.[]; .nodes == ["gpu-node-02"])' "$T/rv-report.json"
@@ -212,7 +251,7 @@ check "drift: from and to" jqt '.report.comparison.drift[] | select(.field == "o
 	.from == "24.10-1.1.4" and .to == "25.01-0.6.0"' "$T/rv-report.json"
 check "per-metric deltas against the baseline, tolerances recorded" jqt '.report.comparison |
 	(.metrics | length) > 0 and all(.metrics[]; .delta_pct != null and .baseline > 0) and
-	.tolerance == {"bw_pct": 5, "lat_pct": 10}' "$T/rv-report.json"
+	.tolerance == {"bw_pct": 5, "lat_pct": 10, "regressions": "inform"}' "$T/rv-report.json"
 check "the summary leads with the revalidation" jqt '.report.summary[0] |
 	startswith("revalidation against '"$SO"'")' "$T/rv-report.json"
 check "the baseline's id and hash in the signed report" jqt --arg s "$(so show "$SO" --json |
@@ -221,8 +260,28 @@ so export "$RV" --dir "$T/rv" >/dev/null 2>&1
 check "the revalidation verifies offline" test "$(rc_of verify "$T/rv/signoff.json" \
 	"$T/rv/signoff.p7s" --ca "$T/rv/ca.pem")" = 0
 check "its page shows the drift" grep -q "25.01-0.6.0" "$T/rv/signoff.html"
+check "its page: regressed, the regressions and checks before the configuration" bash -c "
+	grep -q 'class=\"verdict regressed\"' '$T/rv/signoff.html' &&
+	[ \$(grep -n 'id=\"regressions\"' '$T/rv/signoff.html' | cut -d: -f1) -lt \
+	  \$(grep -n 'id=\"configuration\"' '$T/rv/signoff.html' | cut -d: -f1) ]"
 check "the old sign-off is still stale" jqt '.stale == true' <(so show "$SO" --json)
 check "the new one is current" jqt '.stale == false' <(so show "$RV" --json)
+
+# The overview reads the last real deployment and the last check apart.
+dep_of() { curl -s --unix-socket "$T/ctl/api.sock" \
+	"http://localhost/api/v1/deployments?cluster=it&limit=1&check_mode=$1" | jq -r '.items[0] | "\(.playbook) \(.check_mode)"'; }
+check "the last real deployment is not replaced by the checks" test "$(dep_of false)" = "tcp-baseline false"
+check "  the last check, apart" test "$(dep_of true)" = "tcp-baseline true"
+check "  a bad check_mode filter: 400" test "$(curl -s -o /dev/null -w '%{http_code}' \
+	--unix-socket "$T/ctl/api.sock" 'http://localhost/api/v1/deployments?check_mode=maybe')" = 400
+
+# --playbook overrides: that playbook alone is checked; regressions inform (the playbook's
+# tolerance), so the verdict is the campaign's.
+"$CTL" revalidate --state-dir "$T/ctl" --cluster it --baseline "$SO" --playbook "$PB" --json \
+	>"$T/rv2.json" 2>"$T/rv2.err"
+check "revalidate --playbook: exit 0" test $? -eq 0
+check "  one check, of that playbook" grep -q 'configuration 1 of 1: tcp-baseline 1.0' "$T/rv2.err"
+check "  the campaign's verdict" jqt '.verdict == "pass"' "$T/rv2.json"
 
 # ---- a node joins, a node is revoked, a deployment after the sign-off ---------------------
 enroll d "$FIXTURES/h200-degraded" || die "enroll d"

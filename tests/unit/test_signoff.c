@@ -270,9 +270,75 @@ static void test_compare(void **state)
 		json_is_true(json_object_get(m, "regressed"));
 	assert_int_equal(regressed, 2);
 	assert_int_equal(json_array_size(json_object_get(c, "regressions")), 2);
-	m = json_array_get(json_object_get(c, "regressions"), 0);
+	/* Worst first: latency +11 % before bandwidth -6 %. */
+	assert_string_equal(JS(json_array_get(json_object_get(c, "regressions"), 0), "field"),
+			    "p99_us");
+	m = json_array_get(json_object_get(c, "regressions"), 1);
 	assert_string_equal(JS(m, "field"), "gbps");
 	assert_true(json_real_value(json_object_get(m, "delta_pct")) < -5.9);
+	json_decref(c);
+	json_decref(base);
+	json_decref(cur);
+}
+
+/* A revalidation whose bandwidth fell 31 % (tolerance 5 %) and whose p99 rose 2541 %: the
+ * regressions come worst first, and the verdict is "regressed" although the campaign passed;
+ * with validation.tolerance.regressions: inform it is the campaign's own. A failing campaign
+ * stays "fail"; an incomplete one that regressed is "regressed"; nothing regressed, the
+ * campaign's verdict. A failed configuration check regresses whatever the mode. */
+static void test_revalidation_verdict(void **state)
+{
+	json_t *base = json_array(), *cur = json_array(), *c, *regs, *mode;
+	char *line;
+
+	(void)state;
+	json_array_append_new(base, row("pair-bw", "bw", "n1", "n2", 0, "gbps", 9.41));
+	json_array_append_new(cur, row("pair-bw", "bw", "n1", "n2", 0, "gbps", 6.49));
+	json_array_append_new(base, row("pair-lat", "lat", "n1", "n2", 0, "p99_us", 10.0));
+	json_array_append_new(cur, row("pair-lat", "lat", "n1", "n2", 0, "p99_us", 264.1));
+	/* Not per rail: rail null in both. */
+	json_object_set_new(json_array_get(base, 1), "rail", json_null());
+	json_object_set_new(json_array_get(cur, 1), "rail", json_null());
+	json_array_append_new(base, row("pair-bw", "bw", "n1", "n3", 0, "gbps", 9.41));
+	json_array_append_new(cur, row("pair-bw", "bw", "n1", "n3", 0, "gbps", 9.40));
+	wrap(&base);
+	wrap(&cur);
+	c = so_compare(base, cur, SO_TOLERANCE_BW_PCT, SO_TOLERANCE_LAT_PCT);
+	assert_non_null(c);
+	regs = json_object_get(c, "regressions");
+	assert_int_equal(json_array_size(json_object_get(c, "metrics")), 3);
+	assert_int_equal(json_array_size(regs), 2);
+	/* Worst first: the latency's +2541 % before the bandwidth's -31 %. */
+	assert_string_equal(JS(json_array_get(regs, 0), "field"), "p99_us");
+	assert_string_equal(JS(json_array_get(regs, 1), "field"), "gbps");
+	line = so_regression_line(json_array_get(regs, 1));
+	assert_string_equal(line, "pair-bw.gbps n1 -> n2 rail 0: 9.41 -> 6.49 (-31.0 %)");
+	free(line);
+	line = so_regression_line(json_array_get(regs, 0));
+	assert_string_equal(line, "pair-lat.p99_us n1 -> n2: 10 -> 264.1 (+2541.0 %)");
+	free(line);
+
+	assert_string_equal(so_revalidation_verdict("pass", json_array_size(regs), false, 0),
+			    "regressed");
+	assert_string_equal(so_revalidation_verdict("pass", json_array_size(regs), true, 0),
+			    "pass");
+	assert_string_equal(so_revalidation_verdict("fail", json_array_size(regs), false, 0),
+			    "fail");
+	assert_string_equal(so_revalidation_verdict("incomplete", 2, false, 0), "regressed");
+	assert_string_equal(so_revalidation_verdict("incomplete", 2, true, 0), "incomplete");
+	assert_string_equal(so_revalidation_verdict(NULL, 0, false, 0), "incomplete");
+	assert_string_equal(so_revalidation_verdict("pass", 0, false, 0), "pass");
+	assert_string_equal(so_revalidation_verdict("pass", 0, true, 1), "regressed");
+	assert_string_equal(so_revalidation_verdict("fail", 0, false, 1), "fail");
+
+	/* The mode as the campaign's options store it: inform only when it says so. */
+	mode = json_string("inform");
+	assert_string_equal(so_regressions_mode(mode), "inform");
+	json_decref(mode);
+	mode = json_string("warn");
+	assert_string_equal(so_regressions_mode(mode), "fail");
+	json_decref(mode);
+	assert_string_equal(so_regressions_mode(NULL), "fail");
 	json_decref(c);
 	json_decref(base);
 	json_decref(cur);
@@ -451,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_gpudirect),
 		cmocka_unit_test(test_drift_grouped),
 		cmocka_unit_test(test_compare),
+		cmocka_unit_test(test_revalidation_verdict),
 		cmocka_unit_test(test_canonical_bytes),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_results_summarised),

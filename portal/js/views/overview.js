@@ -1,5 +1,6 @@
 // The overview: each cluster with its nodes by state (online, offline, revoked, drifted), its
-// newest deployment and campaign, and its sign-off status (signed, stale with the reasons, or
+// newest deployment of the real configuration and, apart, its newest check-mode deployment (a
+// revalidation's check), its newest campaign, and its sign-off status (signed, stale with the reasons, or
 // none). Refreshed when the event stream says something changed.
 
 import {h, clear, fill, badge, timeEl, depLink, campLink, soLink, coalesce, notice, naturalCompare, link} from '../dom.js';
@@ -21,20 +22,23 @@ export async function overviewView(ctx) {
     clusters.sort((a, b) => naturalCompare(a.cluster, b.cluster));
     const cards = await Promise.all(clusters.map(async (c) => {
       const q = 'cluster=' + api.enc(c.cluster);
-      const [dep, camp, so] = await Promise.all([
-        api.first('/api/v1/deployments?' + q),
+      // The last real deployment and the last check apart: a revalidation's check-mode
+      // deployment must not hide a failed deployment of the real configuration.
+      const [dep, check, camp, so] = await Promise.all([
+        api.first('/api/v1/deployments?check_mode=false&' + q),
+        api.first('/api/v1/deployments?check_mode=true&' + q),
         api.first('/api/v1/campaigns?' + q),
         api.first('/api/v1/signoffs?' + q),
       ]);
       const detail = so ? await api.get('/api/v1/signoffs/' + api.enc(so.id)) : null;
-      return card(c, nodes.filter((n) => n.cluster === c.cluster), dep, camp, detail);
+      return card(c, nodes.filter((n) => n.cluster === c.cluster), dep, check, camp, detail);
     }));
     clear(status);
     fill(body, ...cards);
     if (!cards.length) body.append(h('p', {class: 'mute'}, 'No cluster yet: no node has enrolled.'));
   }
 
-  function card(c, nodes, dep, camp, so) {
+  function card(c, nodes, dep, check, camp, so) {
     const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
     let drifted = 0;
     for (const n of nodes) {
@@ -64,8 +68,11 @@ export async function overviewView(ctx) {
         counts.enrolled ? stat('never connected', counts.enrolled, 'enrolled') : null),
       h('dl', {class: 'kv'},
         h('dt', null, 'Last deployment'),
-        h('dd', null, dep ? [depLink(dep.id), ' ', dep.playbook, ' ', dep.check_mode ? '(check) ' : '',
+        h('dd', {dataset: {last: 'deployment'}}, dep ? [depLink(dep.id), ' ', dep.playbook, ' ',
           badge(dep.state), ' ', timeEl(dep.created_at_ms)] : 'none'),
+        h('dt', null, 'Last check (check mode)'),
+        h('dd', {dataset: {last: 'check'}}, check ? [depLink(check.id), ' ', check.playbook, ' ',
+          badge(check.state), ' ', timeEl(check.created_at_ms)] : 'none'),
         h('dt', null, 'Last campaign'),
         h('dd', null, camp ? [campLink(camp.id), ' ', camp.playbook, ' ', badge(camp.state), ' ',
           timeEl(camp.created_at_ms)] : 'none'),

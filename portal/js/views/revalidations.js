@@ -62,13 +62,23 @@ export async function revalidationView(ctx, id) {
       'aria-current': i === at ? 'step' : null}, s)));
     if (rv.state === 'failed' || rv.state === 'cancelled') steps.append(h('li', {class: 'current'}, rv.state));
     const p = camp && camp.progress;
-    fill(body, kv([
+    // The verdict and what it found lead: the regressions and failed checks the report's
+    // summary starts with, then the configuration checks, then the rest.
+    const findings = rv.summary && rv.summary.length ? h('section', {class: 'findings', 'aria-label': 'Findings'},
+      h('h2', null, 'Verdict ', badge(rv.verdict)),
+      h('ul', {class: 'reasons'}, rv.summary.slice(0, 15).map((l) => h('li', null, l))),
+      rv.summary.length > 15 ? h('p', {class: 'mute'}, `and ${rv.summary.length - 15} more in the sign-off`) : null) : null;
+    const checks = (rv.checks || []).map((c, i) => h('li', null, `${i + 1}. `,
+      (c.playbook && c.playbook.name) || 'the playbook', ' ', (c.playbook && c.playbook.version) || '', ' ',
+      c.deployment ? [depLink(c.deployment), ' ', badge(c.state || 'pending')] : badge('waiting'),
+      c.reason ? ' ' + c.reason : ''));
+    fill(body, findings, kv([
       ['Cluster', rv.cluster], ['Baseline', soLink(rv.baseline)],
       ['Mode', rv.apply ? 'apply the playbook' : 'check mode (nothing on the nodes changes)'],
       ['Playbook', rv.custom_playbook ? 'its own' : 'the baseline\'s'],
       ['Tolerances', `bandwidth ${rv.tolerance_bw_pct || 'default'} %, latency ${rv.tolerance_lat_pct || 'default'} %`],
       ['State', badge(rv.state)], ['Reason', rv.reason ?? null],
-      ['Deployment', rv.deployment ? depLink(rv.deployment) : null],
+      ['Configuration checked', checks.length ? h('ul', {class: 'checks'}, checks) : 'none'],
       ['Campaign', rv.campaign ? [campLink(rv.campaign), p ? ` (${p.rounds_done} of ${p.rounds_total} rounds)` : ''] : null],
       ['Sign-off', rv.signoff ? soLink(rv.signoff) : null],
       ['Verdict', rv.verdict ? badge(rv.verdict) : null],
