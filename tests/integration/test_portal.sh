@@ -12,7 +12,10 @@
 # or the npm registry cannot be reached, once the checks that ran passed.
 . "$(dirname "$0")/lib.sh"
 
-PLAYWRIGHT_VERSION=1.64.1
+# The newest playwright-core that runs on Debian 12's Node.js 18 (engines "node": ">=18"; 1.62.0
+# and later refuse it: "Playwright requires Node.js 20 or higher"). bench/portal-render.sh reads
+# this line.
+PLAYWRIGHT_VERSION=1.61.1
 NPM_DIR=$(cd "$BUILD" && pwd)/npm-portal
 CHROMIUM=${RAILYARD_CHROMIUM:-/usr/bin/chromium}
 ART=$(cd "$BUILD" && pwd)/portal-artifacts
