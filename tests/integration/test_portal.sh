@@ -8,14 +8,23 @@
 # one of which reports HTML as its host name and OS: test_portal.mjs logs in as a viewer, an
 # integrator and an operator and checks what docs/portal.md promises (its header lists it);
 # here, the sign-off files the browser downloaded are verified with stock openssl. Screenshots
-# of every page are kept in BUILD/portal-artifacts. Exit 77 (skipped) when chromium is missing
-# or the npm registry cannot be reached, once the checks that ran passed.
+# of every page are kept in BUILD/portal-artifacts (RAILYARD_PORTAL_ARTIFACTS: elsewhere). Exit 77
+# (skipped) when chromium is missing or the npm registry cannot be reached, once the checks that
+# ran passed. RAILYARD_BROWSER_ROOT=DIR: node and chromium are those of the system root DIR, run
+# there with chroot (tests/package/test_portal_debian.sh: a fresh Debian 12's own; it mounts /tmp,
+# the sources and the build into DIR at their paths); npm stays this machine's.
 . "$(dirname "$0")/lib.sh"
 
-PLAYWRIGHT_VERSION=1.64.1
+# The newest playwright-core that runs on Debian 12's Node.js 18 (engines "node": ">=18"; 1.62.0
+# and later refuse it: "Playwright requires Node.js 20 or higher"). bench/portal-render.sh reads
+# this line; tests/package/test_portal_debian.sh runs this test with Debian 12's node and chromium.
+PLAYWRIGHT_VERSION=1.61.1
 NPM_DIR=$(cd "$BUILD" && pwd)/npm-portal
 CHROMIUM=${RAILYARD_CHROMIUM:-/usr/bin/chromium}
-ART=$(cd "$BUILD" && pwd)/portal-artifacts
+ART=${RAILYARD_PORTAL_ARTIFACTS:-$(cd "$BUILD" && pwd)/portal-artifacts}
+BROOT=${RAILYARD_BROWSER_ROOT:-}
+BRUN=() # what runs node and chromium: here, or chrooted into BROOT with a clean environment
+[ -z "$BROOT" ] || BRUN=(chroot "$BROOT" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8)
 XSS_OS='<img src=x onerror=alert(1)>'
 XSS_HOST='<img/src=x/onerror=alert(1)>'
 
@@ -103,13 +112,15 @@ check "whoami without a token: 401" test "$(api GET /api/v1/whoami "")" = 401
 # ---- the browser: can it run here? --------------------------------------------------------------
 SKIPPED=
 PW=$NPM_DIR/node_modules/playwright-core
-have_pw() { [ "$(node -p "require('$PW/package.json').version" 2>/dev/null)" = "$PLAYWRIGHT_VERSION" ]; }
-if [ ! -x "$CHROMIUM" ]; then
-	SKIPPED="no Chromium at $CHROMIUM (Debian: apt-get install chromium; deploy/install-deps.sh installs it)"
-elif ! command -v node >/dev/null; then
-	SKIPPED="no node (deploy/install-deps.sh installs npm, which brings it)"
+have_pw() { [ "$("${BRUN[@]}" node -p "require('$PW/package.json').version" 2>/dev/null)" = "$PLAYWRIGHT_VERSION" ]; }
+if [ ! -x "$BROOT$CHROMIUM" ]; then
+	SKIPPED="no Chromium at $BROOT$CHROMIUM (Debian: apt-get install chromium; deploy/install-deps.sh installs it)"
+elif ! "${BRUN[@]}" node --version >/dev/null 2>&1; then
+	SKIPPED="no node${BROOT:+ in $BROOT} (deploy/install-deps.sh installs npm, which brings it)"
 elif ! have_pw; then
-	if ! timeout 60 npm ping --fetch-retries=0 --fetch-timeout=20000 >"$T/npm-ping.log" 2>&1; then
+	if ! command -v npm >/dev/null; then
+		SKIPPED="no npm (deploy/install-deps.sh installs it)"
+	elif ! timeout 60 npm ping --fetch-retries=0 --fetch-timeout=20000 >"$T/npm-ping.log" 2>&1; then
 		why=$(grep -m1 -o 'reason: .*' "$T/npm-ping.log" || sed -n 's/^npm error code //p' "$T/npm-ping.log" | head -1)
 		SKIPPED="the npm registry $(npm config get registry 2>/dev/null) cannot be reached (${why:-no answer in 60 s})"
 	else
@@ -190,8 +201,9 @@ jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$
 	failing: ([$c[0].verdict.tests[0].failures[] | [.a, .b] | sort | join("|")] | unique),
 	verdict: $c[0].result}' >"$T/portal.json"
 rm -rf "$ART" && mkdir -p "$ART" "$T/downloads"
-NODE_PATH=$NPM_DIR/node_modules timeout 480 node "$SRC/tests/integration/test_portal.mjs" "$T/portal.json" \
-	>"$T/browser.log" 2>&1
+echo "browser: node $("${BRUN[@]}" node --version), $("${BRUN[@]}" "$CHROMIUM" --version 2>/dev/null | head -1)," \
+	"playwright-core $PLAYWRIGHT_VERSION${BROOT:+ (node and chromium of $BROOT)}"
+timeout 480 "${BRUN[@]}" node "$SRC/tests/integration/test_portal.mjs" "$T/portal.json" >"$T/browser.log" 2>&1
 rc=$?
 cat "$T/browser.log"
 PASSES=$((PASSES + $(grep -c '^ok ' "$T/browser.log")))

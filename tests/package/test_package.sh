@@ -26,50 +26,18 @@ if [ -z "${RY_PKG_UNSHARED:-}" ]; then
 	RY_PKG_UNSHARED=1 exec unshare --mount --propagation private -- "$0" "$@"
 fi
 . "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/debian12-root.sh"
 
 T0=$(date +%s)
-MIRROR=${RAILYARD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-CACHE=${RAILYARD_PACKAGE_CACHE:-$BUILD/package-cache}
-ROOTFS=$CACHE/bookworm-minbase
 VERSION=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD/CMakeCache.txt")
 V=${VERSION}-1_$(dpkg --print-architecture) # a .deb's name after the package's
-R=$T/root
-MOUNTS=()
 
-phase() { echo "---- $* ($(($(date +%s) - T0)) s)"; }
-# A command in the root, with a clean environment (nothing of this test's leaks in).
-in_root() {
-	chroot "$R" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
-}
-
-# Every process whose root is the chroot (the services the double started), then the mounts,
-# innermost first; the root itself only when nothing is mounted in it any more.
 pkg_cleanup() {
-	local p i busy=0
-	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/root" 2>/dev/null)" = "$R" ] && kill -9 "${p#/proc/}" 2>/dev/null
-	done
-	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-		umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}" || busy=1
-	done
-	if [ "$busy" = 0 ] && [ -d "$R" ]; then
-		# After a failure the overlay's upper directory stays with the logs: what the test
-		# changed in the root, to look at.
-		cp "$R"/run/systemd-double/*.log "$T/" 2>/dev/null
-		[ "$FAILS" -eq 0 ] || echo "the root's changes: $T/ovl/upper"
-		rm -rf --one-file-system "$R"
-		[ "$FAILS" -ne 0 ] || rm -rf --one-file-system "$T/ovl"
-	fi
+	cp "$R"/run/systemd-double/*.log "$T/" 2>/dev/null
+	root_cleanup
 	cleanup
 }
 trap pkg_cleanup EXIT
-mnt() { # mnt TARGET mount-args...: mount and remember it for the cleanup
-	local target=$1
-	shift
-	mount "$@" "$target" && MOUNTS+=("$target")
-}
-archive_reachable() { curl -fs --max-time 20 -o /dev/null "$MIRROR/dists/bookworm/Release"; }
 
 # ---- the packages of this build -------------------------------------------------------------
 phase "packages"
@@ -81,45 +49,9 @@ for p in railyard-controller railyard-agent railyard-bench railyard-cli; do
 done
 
 # ---- a Debian 12 root, cached ---------------------------------------------------------------
-mkdir -p "$CACHE/apt-archives/partial" "$CACHE/apt-lists/partial"
-exec 9>"$CACHE/lock"
-flock 9 # one run at a time per cache (apt's caches are shared)
-if [ ! -e "$ROOTFS/.complete" ]; then
-	archive_reachable || skip "the Debian archive ($MIRROR) is unreachable and no Debian 12 root" \
-		"is cached in $ROOTFS (set RAILYARD_DEBIAN_MIRROR for another mirror)"
-	phase "debootstrap --variant=minbase bookworm (cold cache)"
-	rm -rf --one-file-system "$ROOTFS.partial"
-	t=$(date +%s)
-	if ! debootstrap --variant=minbase bookworm "$ROOTFS.partial" "$MIRROR" \
-		>"$CACHE/debootstrap.log" 2>&1; then
-		tail -20 "$CACHE/debootstrap.log"
-		die "debootstrap failed (see $CACHE/debootstrap.log)"
-	fi
-	rm -f "$ROOTFS.partial"/var/cache/apt/archives/*.deb
-	echo "$(($(date +%s) - t))" >"$ROOTFS.partial/.debootstrap-seconds"
-	touch "$ROOTFS.partial/.complete"
-	rm -rf --one-file-system "$ROOTFS"
-	mv "$ROOTFS.partial" "$ROOTFS"
-fi
-echo "cached root: $ROOTFS (debootstrap took $(cat "$ROOTFS/.debootstrap-seconds") s)"
-
-phase "a fresh root over the cached one"
-mkdir -p "$R" "$T/ovl/upper" "$T/ovl/work"
-if ! mnt "$R" -t overlay overlay \
-	-o "lowerdir=$ROOTFS,upperdir=$T/ovl/upper,workdir=$T/ovl/work" 2>/dev/null; then
-	echo "no overlayfs here: copying the root"
-	cp -a "$ROOTFS/." "$R/" || die "copying $ROOTFS"
-fi
-mnt "$R/proc" -t proc proc || die "mount proc"
-mnt "$R/dev" --bind /dev || die "bind /dev"
-# apt's terminal log wants a pty: a devpts of the root's own
-mnt "$R/dev/pts" -t devpts devpts -o newinstance,ptmxmode=0666 || echo "no devpts: apt warns"
-mnt "$R/var/cache/apt/archives" --bind "$CACHE/apt-archives" || die "bind apt archives"
-mnt "$R/var/lib/apt/lists" --bind "$CACHE/apt-lists" || die "bind apt lists"
-cp /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null
-# apt's lists smaller and quicker to fetch: no translations, kept compressed
-printf 'Acquire::Languages "none";\nAcquire::GzipIndexes "true";\n' \
-	>"$R/etc/apt/apt.conf.d/90lean-lists"
+root_lock # held to the end: this test runs apt in the root throughout
+root_cached
+root_mount
 # systemd does not run here: the double answers for systemctl (in /usr/bin, where systemd has
 # it: apt runs the maintainer scripts with PATH=DPkg::Path, without /usr/local), and the
 # maintainer scripts see a system booted with systemd (/run/systemd/system), so they enable and
@@ -130,13 +62,7 @@ mkdir -p "$R/run/systemd/system" "$R/srv/railyard"
 cp "${DEBS[@]}" "$R/srv/railyard/"
 (cd "$R/srv/railyard" && dpkg-scanpackages --multiversion . >Packages 2>/dev/null) ||
 	die "dpkg-scanpackages"
-if ! in_root apt-get update -q >"$T/apt-update.log" 2>&1; then
-	if ! archive_reachable && ! ls "$CACHE/apt-lists/"*_Packages* >/dev/null 2>&1; then
-		skip "the Debian archive ($MIRROR) is unreachable and no package lists are cached"
-	fi
-	echo "apt-get update failed (cached lists used):"
-	tail -3 "$T/apt-update.log"
-fi
+root_apt_update
 
 # What the root holds before: after the purge, the same paths but the documented ones.
 snapshot() {
