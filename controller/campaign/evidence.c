@@ -298,7 +298,7 @@ int cp_evidence_check(const struct cp_evidence *e, enum cp_blame *blame, char *w
 	if (!e->server)
 		return 0;
 	*blame = CP_BLAME_SERVER;
-	if (check_counters(&v, e->server))
+	if (check_report(&v, e->server))
 		return 1;
 	/* The server reports the results the client's engine sent it over the run's own
 	 * connection: a report that differs from the client's was rewritten by one of the two. */

@@ -404,7 +404,7 @@ static const char page_style[] =
 	".big{font-size:40px;font-weight:700;text-transform:uppercase;letter-spacing:2px}\n"
 	".verdict.pass{background:#1a7f37}.verdict.fail{background:#cf222e}"
 	".verdict.incomplete{background:#bf8700}.verdict.regressed{background:#cf222e}"
-	".verdict.unknown{background:#6e7781}\n"
+	".verdict.unknown{background:#6e7781}.verdict.smoke{background:#9a6700}\n"
 	".badge{display:inline-block;background:rgba(255,255,255,.25);border-radius:4px;"
 	"padding:1px 8px;margin-right:8px}\n"
 	"td.differs{background:#fff3b0}.flag{color:#cf222e;font-weight:600}.note{color:#57606a}\n"
@@ -468,12 +468,44 @@ static void sec_verdict(struct ctx *c)
 	const json_t *quick = campaign_or_eval(c, "quick");
 	bool known = streq(v, "pass") || streq(v, "fail") || streq(v, "incomplete") ||
 		     streq(v, "regressed");
+	bool acceptance = json_is_true(json_object_get(c->root, "acceptance"));
+	size_t excluded = json_array_size(json_object_get(c->root, "excluded")), i;
+	const json_t *x;
 	struct out *o = &c->o;
 
+	/* A pass that is not an acceptance sign-off is never shown as a green pass. */
 	out_printf(o, "<section class=\"verdict %s\" id=\"verdict\">\n<div class=\"big\">",
-		   known ? v : "unknown");
+		   !known || !v			     ? "unknown"
+		   : streq(v, "pass") && !acceptance ? "smoke"
+						     : v);
 	out_esc(o, v ? v : "?");
-	out_puts(o, "</div>\n<div><span class=\"badge\">transport: ");
+	if (excluded)
+		out_printf(o, " with %zu excluded", excluded);
+	out_puts(o, "</div>\n<div class=\"kind\" id=\"acceptance\">");
+	if (acceptance) {
+		out_puts(o, "Acceptance sign-off");
+	} else {
+		out_puts(o, "Smoke / baseline report: not an acceptance sign-off");
+		json_array_foreach(json_object_get(c->root, "acceptance_reasons"), i, x)
+		{
+			out_puts(o, i ? "; " : " (");
+			out_scalar(o, x);
+		}
+		if (json_array_size(json_object_get(c->root, "acceptance_reasons")))
+			out_puts(o, ")");
+		else if (!json_object_get(c->root, "acceptance"))
+			out_puts(o, " (signed before acceptance rules)");
+	}
+	out_puts(o, "</div>\n");
+	json_array_foreach(json_object_get(c->root, "excluded"), i, x)
+	{
+		out_puts(o, "<div class=\"kind\">excluded: ");
+		out_scalar(o, json_object_get(x, "hostname"));
+		out_puts(o, ": ");
+		out_scalar(o, json_array_get(json_object_get(x, "reasons"), 0));
+		out_puts(o, "</div>\n");
+	}
+	out_puts(o, "<div><span class=\"badge\">transport: ");
 	tr = json_string_value(campaign_or_eval(c, "transport"));
 	if (streq(tr, "tcp"))
 		out_puts(o, "TCP baseline (not RDMA)");

@@ -284,6 +284,14 @@ int ctl_signoff_get(struct store *st, const char *id, bool with_report, json_t *
 	}
 	json_object_update(o, stale);
 	json_object_set(o, "summary", json_object_get(report, "summary"));
+	json_object_set_new(o, "acceptance_reasons",
+			    json_is_array(json_object_get(report, "acceptance_reasons"))
+				    ? json_incref(json_object_get(report, "acceptance_reasons"))
+				    : json_pack("[s]", "signed before acceptance rules"));
+	json_object_set_new(o, "excluded_nodes",
+			    json_is_array(json_object_get(report, "excluded"))
+				    ? json_incref(json_object_get(report, "excluded"))
+				    : json_array());
 	if (with_report)
 		json_object_set(o, "report", report);
 	*ret = o;

@@ -85,6 +85,19 @@ export function badge(word, extraClass) {
   return h('span', {class: ['badge', 'tone-' + (TONES[w] || 'mute'), extraClass]}, w);
 }
 
+// A sign-off's verdict as every page shows it (docs/signoff.md, "Acceptance"): the verdict, the
+// nodes it excluded, and whether it is an acceptance sign-off or a smoke / baseline report (never
+// a bare pass). cls goes to the verdict's own badge.
+export function verdictOf(so, cls) {
+  const kind = so.acceptance
+    ? h('span', {class: ['badge', 'tone-good', 'kind'], dataset: {acceptance: 'yes'}}, 'acceptance sign-off')
+    : h('span', {class: ['badge', 'tone-warn', 'kind'], dataset: {acceptance: 'no'},
+      title: (so.acceptance_reasons || []).join('; ') || 'not an acceptance sign-off'}, 'smoke / baseline report');
+  return h('span', {class: 'verdict-of'}, badge(so.verdict, cls),
+    so.excluded > 0 ? h('span', {class: ['badge', 'tone-warn', 'excluded']}, `${so.excluded} excluded`) : null,
+    kind);
+}
+
 export function fmtTime(ms) {
   if (!ms) return '—';
   const d = new Date(ms);

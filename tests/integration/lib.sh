@@ -55,7 +55,8 @@ count_state() { "$CTL" nodes --json --state-dir "$T/ctl" | jq "[.[] | select(.st
 count_is() { [ "$(count_state "$1")" = "$2" ]; }
 log_has() { grep -q -- "$2" "$1"; }
 refused() { ! "$@"; }
-jqt() { jq -e "$@" >/dev/null; }
+# jq -e exits 0 on empty input (jq 1.6): an empty file or command must fail a check too.
+jqt() { local out; out=$(jq -e "$@") && [ -n "$out" ]; }
 exited() { ! kill -0 "$1" 2>/dev/null; }
 
 # start_controller [extra serve args]: serve on 127.0.0.1 (port from $PORT, or a free one).

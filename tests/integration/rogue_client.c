@@ -13,6 +13,13 @@
  *           first StepEvent> <seq of the last message>", every controller message after it as
  *           "MSG <kind> <ack>", and "RECEIPTS <n>" once the plan's end is acknowledged.
  *   forge   Hello, then --forge right away.
+ *   liar    a campaign member that lies: Hello with --facts, then every RunBench (lat/bw, one
+ *           side at a time) is run for real with the benchmark engine, and the result it
+ *           reports is rewritten by --lie SPEC first (the node's own report only: its peer's
+ *           copy of the run stays honest). SPEC: KEY=JSON sets member KEY of its first
+ *           result's latency (else bw) figures ("p50=-5", "gbps=1e308", "count=100000"),
+ *           *=JSON sets every figure ("*=null", "*=0.001"), *xF multiplies every number
+ *           ("*x0.5": a plausible rewrite). Prints "LIED <bench> <role>" per report.
  *   flood   --count N Enroll calls with a token that does not exist; prints how each ended:
  *           "<STATUS> <count>" lines.
  * --forge KIND about --deployment D (default: the last plan answered):
@@ -26,12 +33,15 @@
  *   bench-result     BenchResult "ok" for bench D
  *   bench-result:R   the same, saying it is side R ("client" or "server") of the run
  * Each forged message gets one answer, printed as "RECEIPT" or "ERROR <code>: <message>". */
+#include "nodeagent/bench/bench.h"
+#include "nodeagent/benchjob.h"
 #include "common/rpc/rpc.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"
 #include "railyard/v1/railyard.pb-c.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -60,6 +70,7 @@ struct rogue {
 	bool heartbeats;	 /* --heartbeats */
 	uint64_t first_step_seq; /* with --gate: the plan's first StepEvent */
 	unsigned receipts;	 /* with --gate: Receipts since the plan was answered */
+	const char *lie;	 /* --lie SPEC (mode liar) */
 };
 
 static int send_msg(struct rogue *g, Railyard__V1__AgentMessage *m)
@@ -184,6 +195,126 @@ static int answer_plan(struct rogue *g, const Railyard__V1__ApplyPlan *ap)
 	printf("PLAN %s %zu\n", ap->deployment_id, json_array_size(steps));
 	fflush(stdout);
 	json_decref(plan);
+	return r;
+}
+
+/* Rewrite the figures of a result document as SPEC says (the header comment). */
+static void lie_about(json_t *doc, const char *spec)
+{
+	json_t *r0 = json_array_get(json_object_get(doc, "results"), 0);
+	json_t *fig = json_object_get(r0, "latency") ? json_object_get(r0, "latency")
+						     : json_object_get(r0, "bw");
+	const char *eq = strchr(spec, '='), *key;
+	json_t *x, *v;
+	char k[64];
+
+	if (!json_is_object(fig))
+		return;
+	if (strncmp(spec, "*x", 2) == 0) {
+		double f = atof(spec + 2);
+
+		json_object_foreach(fig, key, x)
+		{
+			if (json_is_real(x))
+				json_real_set(x, json_real_value(x) * f);
+		}
+		return;
+	}
+	if (!eq)
+		return;
+	v = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+	if (!v)
+		return;
+	if (strncmp(spec, "*=", 2) == 0) {
+		void *tmp;
+
+		json_object_foreach_safe(fig, tmp, key, x)
+		{
+			if (json_is_number(x))
+				json_object_set_new(fig, key, json_deep_copy(v));
+		}
+		json_decref(v);
+		return;
+	}
+	snprintf(k, sizeof(k), "%.*s", (int)(eq - spec), spec);
+	json_object_set_new(fig, k, v);
+}
+
+struct ready_ctx {
+	struct rogue *g;
+	const char *bench_id;
+};
+
+static void liar_ready(void *ud, uint16_t port)
+{
+	struct ready_ctx *rc = ud;
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__BenchReady br = RAILYARD__V1__BENCH_READY__INIT;
+
+	br.bench_id = (char *)rc->bench_id;
+	br.port = port;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY;
+	m.bench_ready = &br;
+	send_msg(rc->g, &m);
+}
+
+/* Run one side of a RunBench for real, then report it rewritten. */
+static int run_and_lie(struct rogue *g, const Railyard__V1__RunBench *rb)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__BenchResult br = RAILYARD__V1__BENCH_RESULT__INIT;
+	json_t *params = json_loads(rb->params_json, 0, NULL), *result = NULL;
+	bool server = strcmp(rb->role, "server") == 0;
+	struct ready_ctx rc = {g, rb->bench_id};
+	struct bench_params p;
+	struct bench_run_opts o = {0};
+	char err[256] = "", host[256] = "", *text;
+	const char *colon;
+	int r;
+
+	bench_params_init(&p);
+	json_object_del(params, "sides");
+	r = agent_bench_params_from_json(params, &p, err, sizeof(err));
+	json_decref(params);
+	if (r >= 0 && !server) {
+		colon = strrchr(rb->peer, ':');
+		if (!colon || (size_t)(colon - rb->peer) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, rb->peer, (size_t)(colon - rb->peer));
+		p.port = (uint16_t)atoi(colon + 1);
+	}
+	if (r >= 0)
+		r = bench_params_validate(&p, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "rogue_client: RunBench %s: %s\n", rb->bench_id, err);
+		return r;
+	}
+	o.deadline_ms = (uint64_t)util_now_mono_ms() + rb->deadline_ms;
+	o.on_ready = liar_ready;
+	o.ud = &rc;
+	o.err = err;
+	o.errlen = sizeof(err);
+	r = server ? bench_run_server(&p, &o, &result) : bench_run_client(&p, host, &o, &result);
+	if (r < 0) {
+		fprintf(stderr, "rogue_client: bench %s: %s\n", rb->bench_id, err);
+		result = bench_result_error(&p, server ? BENCH_SERVER : BENCH_CLIENT, r, err);
+	} else {
+		lie_about(result, g->lie);
+	}
+	text = json_dumps(result, JSON_COMPACT);
+	json_decref(result);
+	if (!text)
+		return -ENOMEM;
+	br.bench_id = rb->bench_id;
+	br.ok = r >= 0;
+	br.result_json = text;
+	br.role = (char *)rb->role;
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT;
+	m.bench_result = &br;
+	r = send_msg(g, &m);
+	free(text);
+	printf("LIED %s %s\n", rb->bench_id, rb->role);
+	fflush(stdout);
 	return r;
 }
 
@@ -329,7 +460,7 @@ static int script(struct rogue *g, const char *mode, const char *facts, const ch
 	hm.hello = &h;
 	if (send_msg(g, &hm) < 0)
 		return 2;
-	while ((m = next_msg(g, 30000))) {
+	while ((m = next_msg(g, strcmp(mode, "liar") == 0 ? 600000 : 30000))) {
 		int body = m->body_case;
 
 		if (g->first_step_seq) {
@@ -345,6 +476,10 @@ static int script(struct rogue *g, const char *mode, const char *facts, const ch
 		if (body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME &&
 		    strcmp(mode, "forge") == 0) {
 			expect = forge(g, forge_kind, dep);
+		} else if (body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_RUN_BENCH &&
+			   strcmp(mode, "liar") == 0) {
+			if (run_and_lie(g, m->run_bench) < 0)
+				break;
 		} else if (body == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_APPLY_PLAN &&
 			   answered < plans) {
 			if (answer_plan(g, m->apply_plan) < 0)
@@ -398,6 +533,7 @@ int main(int argc, char **argv)
 		{"done-message", required_argument, NULL, 'D'},
 		{"gate", required_argument, NULL, 'G'},
 		{"heartbeats", no_argument, NULL, 'H'},
+		{"lie", required_argument, NULL, 'L'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *target = NULL, *ca = NULL, *cert = NULL, *key = NULL, *mode = "hello";
@@ -453,6 +589,9 @@ int main(int argc, char **argv)
 		case 'H':
 			g.heartbeats = true;
 			break;
+		case 'L':
+			g.lie = optarg;
+			break;
 		default:
 			return 2;
 		}
@@ -486,7 +625,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rogue_client: cannot open the stream\n");
 		return 2;
 	}
-	if (strcmp(mode, "agent") == 0 || strcmp(mode, "forge") == 0) {
+	if (strcmp(mode, "agent") == 0 || strcmp(mode, "forge") == 0 ||
+	    (strcmp(mode, "liar") == 0 && g.lie)) {
 		g.cs = cs;
 		rc = script(&g, mode, facts, forge_kind, dep, plans);
 		goto done;

@@ -233,7 +233,9 @@ curl -s --unix-socket "$T/ctl/api.sock" "http://localhost/api/v1/revalidations/$
 check "the stored revalidation says regressed, with its checks" jqt --arg s "$RV" '.signoff == $s and
 	.verdict == "regressed" and ([.checks[].playbook.name] == ["ofed-pin", "tcp-baseline"]) and
 	all(.checks[]; .check_mode == true and (.deployment | startswith("d-")))' "$T/reval.json"
-check "  its REST reply leads with the findings" jqt '.summary[0] | startswith("revalidation against")' "$T/reval.json"
+check "  its REST reply leads with the verdict, then the findings" jqt '(.summary[0] |
+	startswith("regressed; smoke / baseline report")) and (.summary[2] |
+	startswith("revalidation against"))' "$T/reval.json"
 check "the sign-off list shows regressed" jqt --arg s "$RV" 'any(.[]; .id == $s and .verdict == "regressed")' \
 	<(so list --json)
 so show "$RV" --report >"$T/rv-report.json"
@@ -252,8 +254,9 @@ check "drift: from and to" jqt '.report.comparison.drift[] | select(.field == "o
 check "per-metric deltas against the baseline, tolerances recorded" jqt '.report.comparison |
 	(.metrics | length) > 0 and all(.metrics[]; .delta_pct != null and .baseline > 0) and
 	.tolerance == {"bw_pct": 5, "lat_pct": 10, "regressions": "inform"}' "$T/rv-report.json"
-check "the summary leads with the revalidation" jqt '.report.summary[0] |
-	startswith("revalidation against '"$SO"'")' "$T/rv-report.json"
+check "the summary leads with the verdict, then the revalidation" jqt '(.report.summary[0] ==
+	.report.headline) and (.report.summary[2] | startswith("revalidation against '"$SO"'"))' \
+	"$T/rv-report.json"
 check "the baseline's id and hash in the signed report" jqt --arg s "$(so show "$SO" --json |
 	jq -r .sha256)" '.report.baseline.sha256 == $s' "$T/rv-report.json"
 so export "$RV" --dir "$T/rv" >/dev/null 2>&1

@@ -66,7 +66,8 @@ check() { # check "what" command...
 	shift
 	if "$@" >/dev/null; then echo "ok   - $what"; else echo "FAIL - $what"; fails=$((fails + 1)); fi
 }
-jqt() { jq -e "$@" >/dev/null; }
+# jq -e exits 0 on empty input (jq 1.6): an empty file or command must fail a check too.
+jqt() { local out; out=$(jq -e "$@") && [ -n "$out" ]; }
 c() { "$CTL" "$@" --state-dir "$W/ctl"; }
 online() { [ "$(c nodes --json | jq '[.[] | select(.state == "online")] | length')" = "$1" ]; }
 t0=$(date +%s)

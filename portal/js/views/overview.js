@@ -3,7 +3,7 @@
 // revalidation's check), its newest campaign, and its sign-off status (signed, stale with the reasons, or
 // none). Refreshed when the event stream says something changed.
 
-import {h, clear, fill, badge, timeEl, depLink, campLink, soLink, coalesce, notice, naturalCompare, link} from '../dom.js';
+import {h, clear, fill, badge, verdictOf, timeEl, depLink, campLink, soLink, coalesce, notice, naturalCompare, link} from '../dom.js';
 
 const STATES = ['online', 'offline', 'enrolled', 'revoked'];
 
@@ -52,12 +52,12 @@ export async function overviewView(ctx) {
       signoff = h('div', {class: 'signoff-status', dataset: {signoff: 'none'}}, badge('none'), ' no sign-off yet');
     } else if (so.stale) {
       signoff = h('div', {class: 'signoff-status', dataset: {signoff: 'stale'}},
-        badge('stale'), ' ', soLink(so.id), ' (verdict ', badge(so.verdict), ') no longer describes the cluster:',
+        badge('stale'), ' ', soLink(so.id), ' (verdict ', verdictOf(so), ') no longer describes the cluster:',
         h('ul', {class: 'reasons'}, so.reasons.slice(0, 5).map((r) => h('li', null, r))),
         so.reasons.length > 5 ? h('p', {class: 'mute'}, `and ${so.reasons.length - 5} more`) : null);
     } else {
       signoff = h('div', {class: 'signoff-status', dataset: {signoff: 'signed'}},
-        badge('signed'), ' ', soLink(so.id), ', verdict ', badge(so.verdict), ', ', timeEl(so.created_at_ms));
+        badge('signed'), ' ', soLink(so.id), ', verdict ', verdictOf(so), ', ', timeEl(so.created_at_ms));
     }
     return h('section', {class: 'card cluster', dataset: {cluster: c.cluster}, 'aria-label': 'Cluster ' + c.cluster},
       h('h2', null, link('/nodes?cluster=' + encodeURIComponent(c.cluster), c.cluster)),

@@ -4,7 +4,7 @@
 // baseline for a revalidation), the downloads (report, signature, HTML, CA) with the command that
 // verifies them offline, and, for roles that may, Revalidate.
 
-import {h, clear, fill, badge, timeEl, soLink, campLink, sortableTable, notice, section, kv, coalesce,
+import {h, clear, fill, badge, verdictOf, timeEl, soLink, campLink, sortableTable, notice, section, kv, coalesce,
         naturalCompare, fmtNum} from '../dom.js';
 import {confirmDialog} from './confirm.js';
 
@@ -19,7 +19,7 @@ export async function signoffsView(ctx) {
       {key: 'id', label: 'Sign-off', value: (s) => s.id, render: (s) => soLink(s.id)},
       {key: 'cluster', label: 'Cluster', value: (s) => s.cluster, render: (s) => s.cluster},
       {key: 'kind', label: 'Kind', value: (s) => s.kind, render: (s) => s.kind},
-      {key: 'verdict', label: 'Verdict', value: (s) => s.verdict, render: (s) => badge(s.verdict)},
+      {key: 'verdict', label: 'Verdict', value: (s) => s.verdict, render: (s) => verdictOf(s)},
       {key: 'campaign', label: 'Campaign', render: (s) => campLink(s.campaign)},
       {key: 'baseline', label: 'Baseline', render: (s) => (s.baseline ? soLink(s.baseline) : '—')},
       {key: 'created', label: 'Signed', numeric: true, value: (s) => -s.created_at_ms, render: (s) => timeEl(s.created_at_ms)},
@@ -155,10 +155,11 @@ export async function signoffView(ctx, id) {
   }
 
   ctx.root.append(
-    h('div', {class: 'head'}, h('h1', null, 'Sign-off ', h('span', null, so.id)), badge(so.verdict, 'verdict')),
+    h('div', {class: 'head'}, h('h1', null, 'Sign-off ', h('span', null, so.id)), verdictOf(so, 'verdict')),
     status, actions,
     section('Verdict', kv([
-      ['Verdict', badge(so.verdict)], ['Cluster', so.cluster], ['Kind', so.kind],
+      ['Verdict', verdictOf(so)], ['Cluster', so.cluster], ['Kind', so.kind],
+      ['Acceptance', so.acceptance ? 'an acceptance sign-off' : 'no: ' + ((so.acceptance_reasons || []).join('; ') || 'a smoke / baseline report')],
       ['Campaign', campLink(so.campaign)], ['Baseline', so.baseline ? soLink(so.baseline) : null],
       ['Signed', timeEl(so.created_at_ms)], ['By', so.actor], ['Report SHA-256', h('code', null, so.sha256)],
       ['Nodes covered', String((so.covered || []).length)],
