@@ -181,10 +181,10 @@ void rc_print_signoff(FILE *out, const json_t *s, bool detail)
 		 JINT(s, "excluded") > 0 ? " excluded" : "",
 		 json_is_true(json_object_get(s, "acceptance")) ? "acceptance" : "smoke");
 	util_fprintf_safe(out, "%-11s %-22s %-12s %-12s %s  campaign %s%s%s%s\n",
-			  rc_str(s, "id", "?"), verdict,
-			  rc_str(s, "cluster", "?"), rc_str(s, "kind", "?"),
-			  rc_str(s, "created_at", "-"), rc_str(s, "campaign", "-"),
-			  JSTR(s, "baseline") ? "  baseline " : "", rc_str(s, "baseline", ""),
+			  rc_str(s, "id", "?"), verdict, rc_str(s, "cluster", "?"),
+			  rc_str(s, "kind", "?"), rc_str(s, "created_at", "-"),
+			  rc_str(s, "campaign", "-"), JSTR(s, "baseline") ? "  baseline " : "",
+			  rc_str(s, "baseline", ""),
 			  json_is_true(json_object_get(s, "stale")) ? "  STALE" : "");
 	if (!detail)
 		return;

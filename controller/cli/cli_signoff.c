@@ -62,9 +62,8 @@ void cli_signoff_print(FILE *out, const json_t *s, bool reasons)
 		 json_integer_value(json_object_get(s, "excluded")) > 0 ? " excluded" : "",
 		 json_is_true(json_object_get(s, "acceptance")) ? "acceptance" : "smoke");
 	util_fprintf_safe(out, "%-11s %-22s %-12s %-12s %s  campaign %s%s%s%s\n", JSTR(s, "id"),
-			  verdict, JSTR(s, "cluster"), JSTR(s, "kind"),
-			  JSTR(s, "created_at"), JSTR(s, "campaign"),
-			  JSTR(s, "baseline") ? "  baseline " : "",
+			  verdict, JSTR(s, "cluster"), JSTR(s, "kind"), JSTR(s, "created_at"),
+			  JSTR(s, "campaign"), JSTR(s, "baseline") ? "  baseline " : "",
 			  JSTR(s, "baseline") ? JSTR(s, "baseline") : "",
 			  json_is_true(json_object_get(s, "stale")) ? "  STALE" : "");
 	if (!reasons)

@@ -199,9 +199,9 @@ static void test_reports_differ(void **state)
 	/* A server that rewrote its copy into something impossible: its report is the finding. */
 	c = lat_doc(1.1, 1.3, 9.0, 1000);
 	s = json_deep_copy(c);
-	json_object_set_new(json_object_get(json_array_get(json_object_get(s, "results"), 0),
-					    "latency"),
-			    "p50", json_real(-5));
+	json_object_set_new(
+		json_object_get(json_array_get(json_object_get(s, "results"), 0), "latency"), "p50",
+		json_real(-5));
 	assert_invalid(check("lat", "verbs", "{\"iters\": 1000}", c, s, 400, true, &blame, why),
 		       why, "p50_us -5 is negative");
 	assert_int_equal(blame, CP_BLAME_SERVER);
