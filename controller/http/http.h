@@ -20,6 +20,9 @@
 #define HTTP_CONNECTIONS_DEFAULT 4096	       /* connections per listener */
 #define HTTP_SEGMENTS_MAX	 32	       /* path segments of a pattern or a routed path */
 #define HTTP_QUERY_MAX		 64	       /* query parameters of a request; more is a 400 */
+/* Every HTTPS reply: a browser that has seen the API over HTTPS never tries it over plain HTTP
+ * for a year (no includeSubDomains: the host's other names are not ours to decide). */
+#define HTTP_HSTS "max-age=31536000"
 
 #define HTTP_WUR __attribute__((warn_unused_result))
 
@@ -134,7 +137,8 @@ void *http_req_route_data(const struct http_req *req); /* the route's data */
 
 /* Replies. Each replaces the reply set before it, headers included. A reply that cannot be
  * built (out of memory, a status outside 100..599, a content type with control characters)
- * becomes a 500 with the error body. Every reply carries X-Content-Type-Options: nosniff and
+ * becomes a 500 with the error body. Every reply carries X-Content-Type-Options: nosniff, those
+ * of the HTTPS listener Strict-Transport-Security: HTTP_HSTS, and every one
  * Cache-Control: no-store unless the handler sets its own Cache-Control. A 200 reply to a GET
  * or HEAD carries ETag: "<first 32 hex digits of SHA-256 of the body>"; when the request's
  * If-None-Match lists that tag (or is "*") the reply is a 304 without a body. */

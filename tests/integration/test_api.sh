@@ -87,6 +87,23 @@ check "the downloaded sign-off verifies with stock openssl" openssl cms -verify 
 	-purpose any -out /dev/null
 check "  and offline" "$CTL" signoff verify "$T/signoff.json" "$T/signoff.p7s" --ca "$T/ca.pem"
 check "the page is the page" grep -q "openssl cms -verify" "$T/signoff.html"
+# hdr URL-PATH TOKEN NAME [curl args]: the value of a reply header ("" when absent)
+hdr() {
+	curl -s -D - -o /dev/null --cacert "$CA" ${2:+-H "Authorization: Bearer $2"} "${@:4}" "$URL$1" |
+		awk -v n="$(tr 'A-Z' 'a-z' <<<"$3")" -F': ' 'tolower($1) == n {sub(/\r$/, "", $2); print $2}'
+}
+check "the page is served with a policy: its inline style, no script, sandboxed" test \
+	"$(hdr "/api/v1/signoffs/$SO/signoff.html" "$INT" Content-Security-Policy)" = \
+	"default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox"
+check "  the page needs no more: no script, no external reference in it" bash -c "
+	! grep -qi '<script\|<img\|<link\|<iframe\|<object\|src=\|@import\|<[^>]* on[a-z]*=' '$T/signoff.html'"
+for p in /healthz /api/v1/nodes "/api/v1/signoffs/$SO/signoff.json" /; do
+	check "HTTPS reply of $p: Strict-Transport-Security" test "$(hdr "$p" "$INT" Strict-Transport-Security)" = max-age=31536000
+done
+check "  an error reply too" test "$(hdr /api/v1/nope "" Strict-Transport-Security)" = max-age=31536000
+check "  not over the unix socket (plain HTTP: HSTS is for HTTPS only)" bash -c "
+	! curl -s -D - -o /dev/null --unix-socket '$T/ctl/api.sock' http://localhost/healthz |
+		grep -qi '^strict-transport-security'"
 check "the controller verifies a stored sign-off: 200" test "$(api GET "/api/v1/signoffs/$SO/verify" "$INT")" = 200
 check "  verified, signed by the controller's sign-off key" jqt --arg s "$SO" '.verified == true and
 	.status == 0 and .id == $s and (.signer | test("sign")) and .verdict == "pass"' "$T/body"
