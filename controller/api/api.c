@@ -2,6 +2,7 @@
  * peer), authorized (the route's permission against the token's role) and handed to its route
  * with the caller's cluster scope; errors share one body. */
 #include "controller/api/api_int.h"
+#include "controller/api/api_streams.h"
 
 #include "common/log/log.h"
 #include "common/util/error.h"
@@ -23,6 +24,7 @@ struct ctl_api {
 	struct ctl_server *srv;
 	struct http_server *http;
 	struct http_route *routes;
+	struct api_streams *streams; /* GET /api/v1/events: per token, per peer, in all */
 	char *addr_path;
 	/* Wakes the event streams every few seconds, so that an idle one sends its keepalive
 	 * and a client that went away is noticed. */
@@ -37,6 +39,11 @@ struct ctl_api {
 struct http_server *ctl_api_http(struct ctl_server *srv)
 {
 	return srv->api ? srv->api->http : NULL;
+}
+
+struct api_streams *ctl_api_streams(struct ctl_server *srv)
+{
+	return srv->api ? srv->api->streams : NULL;
 }
 
 static void *ticker_main(void *arg)
@@ -333,7 +340,8 @@ int ctl_api_start(struct ctl_server *srv, const struct ctl_api_config *cfg, stru
 	size_t n_routes = api_routes_count + ctl_portal_routes_count();
 	int r = -ENOMEM;
 
-	if (!a || !sock || !(a->routes = calloc(n_routes, sizeof(*a->routes))))
+	if (!a || !sock || !(a->routes = calloc(n_routes, sizeof(*a->routes))) ||
+	    !(a->streams = api_streams_new(NULL)))
 		goto fail;
 	for (size_t i = 0; i < api_routes_count; i++)
 		a->routes[i] = (struct http_route){.method = api_routes[i].method,
@@ -382,8 +390,10 @@ fail:
 	if (r == -ENOMEM)
 		snprintf(errbuf, errlen, "out of memory");
 	free(sock);
-	if (a)
+	if (a) {
 		free(a->routes);
+		api_streams_free(a->streams);
+	}
 	free(a);
 	return r;
 }
@@ -403,7 +413,8 @@ void ctl_api_stop(struct ctl_api *api)
 	pthread_mutex_unlock(&api->lock);
 	if (api->ticker_started)
 		pthread_join(api->ticker, NULL);
-	http_server_stop(api->http);
+	http_server_stop(api->http); /* every stream ended: their slots are given back */
+	api_streams_free(api->streams);
 	api->srv->api = NULL;
 	pthread_mutex_destroy(&api->lock);
 	pthread_cond_destroy(&api->cond);

@@ -45,6 +45,8 @@ extern const size_t api_routes_count;
 
 /* The serving controller's HTTP server (for its metrics). */
 struct http_server *ctl_api_http(struct ctl_server *srv);
+/* Its budget of event streams (controller/api/api_streams.h). */
+struct api_streams *ctl_api_streams(struct ctl_server *srv);
 
 /* Replies. */
 void api_error(struct api_call *c, unsigned status, const char *code, const char *field,

@@ -8,6 +8,7 @@
 #include "common/util/util.h"
 #include "controller/bench/bench.h"
 #include "controller/campaign/campaign.h"
+#include "controller/api/api_streams.h"
 #include "controller/api/openapi_doc.h"
 #include "controller/engine/engine.h"
 #include "controller/events.h"
@@ -978,10 +979,12 @@ static void metrics_by_state(FILE *f, const char *name, const char *help, void *
 
 /* ---- events and metrics ---------------------------------------------------------------------- */
 
-/* One Server-Sent Events client: its subscription and its stream. */
+/* One Server-Sent Events client: its subscription, its stream and its slot in the budget. */
 struct sse {
 	struct ctl_events_sub *sub;
 	struct http_stream *stream;
+	struct api_streams *budget; /* NULL: holds no slot (the unix socket) */
+	size_t slot;
 };
 
 static void sse_wake(void *cls)
@@ -1004,7 +1007,44 @@ static void sse_free(void *cls)
 	struct sse *x = cls;
 
 	ctl_events_unsubscribe(x->sub);
+	if (x->budget)
+		api_streams_give(x->budget, x->slot);
 	free(x);
+}
+
+/* A slot for the caller's stream in the budget (api_streams.h), or false with the reply set:
+ * 429 for a token or address that has its share, 503 when every slot is taken, each with
+ * Retry-After and the connection closed (a refused client keeps no connection either). The unix
+ * socket's peers (root and the controller's user, on a listener of their own) are not counted. */
+static bool stream_slot(struct api_call *c, struct sse *x)
+{
+	struct api_streams *b = ctl_api_streams(c->srv);
+	enum api_streams_refusal why;
+
+	if (c->local)
+		return true;
+	why = b ? api_streams_take(b, c->token_id, http_req_peer(c->req)->addr, &x->slot)
+		: API_STREAMS_TOTAL;
+	if (why == API_STREAMS_OK) {
+		x->budget = b;
+		return true;
+	}
+	if (why == API_STREAMS_PER_TOKEN)
+		api_error(c, 429, "too_many_requests", NULL,
+			  "this API token has %d event streams open, its most: close one first",
+			  API_STREAMS_PER_TOKEN_DEFAULT);
+	else if (why == API_STREAMS_PER_PEER)
+		api_error(c, 429, "too_many_requests", NULL,
+			  "%d event streams are open from this address, its most: close one first",
+			  API_STREAMS_PER_PEER_DEFAULT);
+	else
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL,
+			  "the controller serves %d event streams, its most: try again later",
+			  API_STREAMS_TOTAL_DEFAULT);
+	if (http_reply_header(c->req, "Retry-After", "15") < 0 ||
+	    http_reply_header(c->req, "Connection", "close") < 0)
+		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
+	return false;
 }
 
 /* GET /api/v1/events: Server-Sent Events from Last-Event-ID (or ?last_event_id) on, else from
@@ -1031,6 +1071,10 @@ static void get_events(struct api_call *c)
 		}
 	} else {
 		after = ctl_events_last_id(c->srv->events);
+	}
+	if (!stream_slot(c, x)) {
+		free(x);
+		return;
 	}
 	x->stream = http_reply_stream(c->req, "text/event-stream", sse_read, sse_free, x);
 	if (!x->stream)

@@ -179,7 +179,9 @@ HTTP_WUR int http_reply_header(struct http_req *req, const char *name, const cha
  * holds no thread and costs no polling: its socket, MHD's per-connection buffer (32 KiB) and
  * a small struct. Limits:
  * - each stream is a connection: max_connections and the process's RLIMIT_NOFILE bound how
- *   many (the daemon should raise its soft limit);
+ *   many (the daemon should raise its soft limit), and the caller bounds them well below
+ *   max_connections (the REST API: controller/api/api_streams.h), or streams take every
+ *   connection and no other request is served;
  * - a parked connection has no idle timeout and does not notice that its client went away
  *   until something is written: producers send a heartbeat (an SSE comment) every ~15 s,
  *   e.g. on http_server_wake_streams(); a running one has the idle timeout, so a client that
