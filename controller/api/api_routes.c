@@ -45,12 +45,19 @@
 	} while (0)
 #define ERR (&err_)
 
+/* The one reply for an object that is absent or out of the caller's scope: the same status and
+ * bytes for both, so that a scoped caller cannot tell another cluster's object from none. */
+static void not_found(struct api_call *c, const char *what, const char *id)
+{
+	api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no %s %s", what, id);
+}
+
 /* A scoped object: out of scope is the same 404 as absent (no existence leak). */
 static bool visible(struct api_call *c, const json_t *obj, const char *what, const char *id)
 {
 	if (api_scope_ok(c, JSTR(obj, "cluster")))
 		return true;
-	api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no %s %s", what, id);
+	not_found(c, what, id);
 	return false;
 }
 
@@ -138,28 +145,71 @@ static void get_nodes(struct api_call *c)
 out:;
 }
 
+/* The node id_or_host names among those the caller sees: *ret (caller frees with json_decref()),
+ * or -1 with the reply set. Unknown and out of scope are the one 404 of not_found(). A host name
+ * that several clusters have is resolved within the caller's scope, so that a scoped caller
+ * learns nothing from "ambiguous" about another cluster's hosts (O(nodes) then: a listing). */
+static int node_lookup(struct api_call *c, const char *id_or_host, json_t **ret)
+{
+	struct ctl_error err;
+	json_t *n = NULL, *all = NULL, *e;
+	const char *only = NULL;
+	size_t i, seen = 0;
+	int r;
+
+	ctl_error_init(&err);
+	r = ctl_node_get(c->st, id_or_host, &n, &err);
+	if (r < 0 && err.code && strcmp(err.code, CTL_ERR_CONFLICT) == 0 && !c->local && c->scope) {
+		ctl_error_done(&err);
+		ctl_error_init(&err);
+		r = ctl_nodes_list(c->st, NULL, NULL, false, &all, &err);
+		json_array_foreach(all, i, e)
+		{
+			const char *h = JSTR(e, "hostname"), *cl = JSTR(e, "cluster");
+
+			if (h && strcmp(h, id_or_host) == 0 && api_scope_ok(c, cl)) {
+				only = JSTR(e, "id");
+				seen++;
+			}
+		}
+		if (r >= 0 && seen == 1)
+			r = ctl_node_get(c->st, only, &n, &err);
+		else if (r >= 0 && seen > 1)
+			r = ctl_error_set(&err, -RY_E_INVALID, CTL_ERR_CONFLICT, "node",
+					  "host name %s is ambiguous: use the id", id_or_host);
+		else if (r >= 0)
+			r = ctl_error_set(&err, -RY_E_NOT_FOUND, CTL_ERR_NOT_FOUND, "id", "-");
+	}
+	if (r >= 0 && !api_scope_ok(c, JSTR(n, "cluster")))
+		r = ctl_error_set(&err, -RY_E_NOT_FOUND, CTL_ERR_NOT_FOUND, "id", "-");
+	if (r < 0 && err.code && strcmp(err.code, CTL_ERR_NOT_FOUND) == 0)
+		not_found(c, "node", id_or_host);
+	else if (r < 0)
+		api_service_error(c, &err);
+	ctl_error_done(&err);
+	json_decref(all);
+	if (r < 0) {
+		json_decref(n);
+		return -1;
+	}
+	*ret = n;
+	return 0;
+}
+
 static void get_node(struct api_call *c)
 {
-	const char *id = http_req_capture(c->req, "id");
 	json_t *n = NULL;
 
-	SERVICE(c, ctl_node_get(c->st, id, &n, ERR));
-	if (visible(c, n, "node", id)) {
+	if (node_lookup(c, http_req_capture(c->req, "id"), &n) == 0)
 		api_json(c, 200, n);
-		n = NULL;
-	}
-out:
-	json_decref(n);
 }
 
 static void post_node_revoke(struct api_call *c)
 {
-	const char *id = http_req_capture(c->req, "id");
 	json_t *n = NULL, *done = NULL;
 
-	SERVICE(c, ctl_node_get(c->st, id, &n, ERR));
-	if (!visible(c, n, "node", id))
-		goto out;
+	if (node_lookup(c, http_req_capture(c->req, "id"), &n) < 0)
+		return;
 	SERVICE(c, ctl_node_revoke(c->st, JSTR(n, "id"), c->actor, &done, ERR));
 	api_json(c, 200, done);
 out:

@@ -310,25 +310,40 @@ allowed() { # ROLE PERM
 	admin) [ "$1" = admin ] ;;
 	esac
 }
-bad=0 total=0
+# unknown_like ID: an id of the same shape that names nothing (its last 4 characters changed)
+unknown_like() { local t=0000; [ "${1: -4}" = 0000 ] && t=ffff; echo "${1:0:${#1}-4}$t"; }
+# same_as_unknown METHOD PATH ID TOKEN [BODY]: is the reply (status $got, body $T/body) to PATH,
+# which names the existing ID out of the caller's scope, byte for byte the reply to the same
+# request naming an unknown id (the id itself, echoed in the message, aside)?
+same_as_unknown() {
+	local method=$1 path=$2 id=$3 tok=$4 unk got2
+	unk=$(unknown_like "$id")
+	cp "$T/body" "$T/body.scope"
+	got2=$(api "$method" "${path//$id/$unk}" "$tok" "${@:5}")
+	cp "$T/body" "$T/body.unknown"
+	cp "$T/body.scope" "$T/body"
+	[ "$got2" = "$got" ] && cmp -s <(sed "s/$id/ID/g" "$T/body.scope") <(sed "s/$unk/ID/g" "$T/body.unknown")
+}
+bad=0 total=0 leaks=0 compared=0
 while IFS=$'\t' read -r method path perm scoped fleet; do
 	for role in admin integrator operator viewer; do
 		for scope in all it other; do
-			p=$path bodyarg=()
+			p=$path bodyarg=() idv=
 			p=${p//\{file\}/signoff.json}
 			case "$path" in
-			*/nodes/\{id\}/revoke) p=${p//\{id\}/$([ $scope = other ] && echo "$NODE" || echo n-none)} ;;
-			*/nodes/*) p=${p//\{id\}/$NODE} ;;
-			*/deployments/*) p=${p//\{id\}/$DEP} ;;
-			*/campaigns/*) p=${p//\{id\}/$CAMP} ;;
-			*/signoffs/*) p=${p//\{id\}/$SO} ;;
-			*/revalidations/*) p=${p//\{id\}/$RV} ;;
-			*/playbooks/*) p=${p//\{sha256\}/$PBSHA} ;;
-			*/enrollment-tokens/*) p=${p//\{id\}/$ETID} ;;
-			*/bench-runs/*) p=${p//\{id\}/$BR} ;;
-			*/api-tokens/*) p=${p//\{id\}/0000000000000000} ;;
+			*/nodes/\{id\}/revoke) idv=$([ $scope = other ] && echo "$NODE" || echo n-none) ;;
+			*/nodes/*) idv=$NODE ;;
+			*/deployments/*) idv=$DEP ;;
+			*/campaigns/*) idv=$CAMP ;;
+			*/signoffs/*) idv=$SO ;;
+			*/revalidations/*) idv=$RV ;;
+			*/playbooks/*) idv=$PBSHA ;;
+			*/enrollment-tokens/*) idv=$ETID ;;
+			*/bench-runs/*) idv=$BR ;;
+			*/api-tokens/*) idv=0000000000000000 ;;
 			/api/v1/events) p="$p?last_event_id=0" ;;
 			esac
+			[ -z "$idv" ] || p=${p//\{id\}/$idv} p=${p//\{sha256\}/$idv}
 			if [ "$method" = POST ]; then
 				case "$path" in
 				/api/v1/signoffs) bodyarg=("{\"campaign\":\"$CAMP\"}") ;;
@@ -366,12 +381,49 @@ while IFS=$'\t' read -r method path perm scoped fleet; do
 				bad=$((bad + 1))
 				echo "  matrix: $method $p as $role/$scope: got $got, want $want: $(head -c 200 "$T/body")"
 			fi
+			# Out of scope must be indistinguishable from unknown (docs/rest.md).
+			if [ "$want" = 404 ] && [ -n "$idv" ]; then
+				compared=$((compared + 1))
+				if ! same_as_unknown "$method" "$p" "$idv" "${TOK[$role/$scope]}" "${bodyarg[@]}"; then
+					leaks=$((leaks + 1))
+					echo "  leak: $method $p as $role/$scope: $got $(head -c 200 "$T/body.scope")" \
+						"but for an unknown id: $(head -c 200 "$T/body.unknown")"
+				fi
+			fi
 		done
 	done
 done < <(jq -r '.[] | [.method, .path, .perm, (.scoped | tostring), (.fleet | tostring)] | @tsv' \
 	"$T/routes.json")
 check "the matrix: $total requests (routes x 4 roles x 3 scopes) as the table says" test "$bad" -eq 0
 check "  every route was walked" test "$total" -eq $(($(jq length "$T/routes.json") * 12))
+n_idroutes=$(jq '[.[] | select(.scoped and (.path | test("[{]")))] | length' "$T/routes.json")
+check "  out of scope = unknown, byte for byte: $compared replies of $n_idroutes routes with an id, $leaks differ" \
+	bash -c "[ '$leaks' = 0 ] && [ '$compared' -ge '$n_idroutes' ]"
+
+# ---- nodes by host name: out of scope is unknown; a name two clusters have, within scope ------
+api GET "/api/v1/nodes/$NODE" "$ADMIN" >/dev/null
+HOST1=$(body .hostname)
+api GET "/api/v1/nodes?cluster=it" "$ADMIN" >/dev/null
+HOST2=$(jq -r --arg h "$HOST1" '[.items[] | select(.hostname != $h and .state == "online")][0].hostname' "$T/body")
+check "a node by host name, out of scope: 404" test "$(api GET "/api/v1/nodes/$HOST1" "${TOK[viewer/other]}")" = 404
+got=404
+check "  byte for byte an unknown host's reply" same_as_unknown GET "/api/v1/nodes/$HOST1" "$HOST1" "${TOK[viewer/other]}"
+check "a scoped admin revoking another cluster's node by host name: 404" \
+	test "$(api POST "/api/v1/nodes/$HOST2/revoke" "${TOK[admin/other]}")" = 404
+check "  byte for byte an unknown host's reply" same_as_unknown POST "/api/v1/nodes/$HOST2/revoke" "$HOST2" "${TOK[admin/other]}"
+check "  and the node was not revoked" bash -c "curl -s --cacert '$CA' -H 'Authorization: Bearer $ADMIN' \
+	'$URL/api/v1/nodes/$HOST2' | jq -e '.state == \"online\"' >/dev/null"
+api POST /api/v1/enrollment-tokens "$ADMIN" '{"cluster":"other","uses":1}' >/dev/null
+TOKEN=$(body .token) FP=$(body .ca_fingerprint)
+check "a node of cluster other enrolls with the host name $HOST1 of cluster it" \
+	enroll d "$FIXTURES/h200-ib" --hostname "$HOST1"
+check "  unscoped, the host name is ambiguous: 409" test "$(api GET "/api/v1/nodes/$HOST1" "$ADMIN")" = 409
+check "  scoped to it: it's node, not \"ambiguous\" (which would tell of the other)" bash -c "
+	[ \"\$(curl -s -o '$T/h.json' -w '%{http_code}' --cacert '$CA' -H 'Authorization: Bearer ${TOK[viewer/it]}' \
+		'$URL/api/v1/nodes/$HOST1')\" = 200 ] && jq -e --arg n '$NODE' '.id == \$n and .cluster == \"it\"' '$T/h.json' >/dev/null"
+check "  scoped to other: other's node" bash -c "
+	[ \"\$(curl -s -o '$T/h.json' -w '%{http_code}' --cacert '$CA' -H 'Authorization: Bearer ${TOK[viewer/other]}' \
+		'$URL/api/v1/nodes/$HOST1')\" = 200 ] && jq -e '.cluster == \"other\"' '$T/h.json' >/dev/null"
 
 # ---- bad input: the error body, nothing stored, still serving ------------------------------
 ncamp() { "$CTL" campaigns --json --state-dir "$T/ctl" | jq length; }
