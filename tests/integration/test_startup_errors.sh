@@ -104,6 +104,17 @@ else
 	echo "SKIP: permission check needs root and setpriv"
 fi
 expect_fail "enroll without a token" "required" "$AGENT" enroll --controller 127.0.0.1:1
+printf 'ry1.x\n' >"$T/token.644" && chmod 644 "$T/token.644"
+expect_fail "enroll --token-file readable by others" "mode 0644 lets others at the token; chmod 600" \
+	"$AGENT" enroll --controller 127.0.0.1:1 --token-file "$T/token.644" --ca-fingerprint sha256:00 \
+	--state-dir "$T/agent-x"
+check "  and nothing was created" test ! -e "$T/agent-x"
+expect_fail "enroll --token and --token-file" "choose one" \
+	"$AGENT" enroll --controller 127.0.0.1:1 --token x --token-file - --ca-fingerprint sha256:00 \
+	--state-dir "$T/agent-x" </dev/null
+expect_fail "enroll --token-file - with nothing on stdin" "standard input: empty" \
+	"$AGENT" enroll --controller 127.0.0.1:1 --token-file - --ca-fingerprint sha256:00 \
+	--state-dir "$T/agent-x" </dev/null
 expect_fail "enroll to a closed port" "connecting to 127.0.0.1:1" \
 	"$AGENT" enroll --controller 127.0.0.1:1 --token x --ca-fingerprint sha256:00 \
 	--state-dir "$T/agent-x" --hostname h1 --timeout 2s
