@@ -32,7 +32,13 @@ struct ctl_api {
 	bool ticker_started, stopping;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* /readyz's write probe of the state directory, at most one a READY_PROBE_MS (the route
+	 * is public: a flood of it costs one fsync a second, not one each). Under lock. */
+	int64_t probe_at_ms;
+	int probe_r;
 };
+
+#define READY_PROBE_MS 1000
 
 #define TICK_MS 5000
 
@@ -64,6 +70,33 @@ static void *ticker_main(void *arg)
 	}
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
+}
+
+int ctl_api_ready_probe(struct ctl_server *srv)
+{
+	struct ctl_api *a = srv->api;
+	int64_t now = util_now_mono_ms();
+	char *path = ctl_state_path(srv->state, CTL_API_READY_PROBE);
+	int r;
+
+	if (!path)
+		return -ENOMEM;
+	if (!a) {
+		r = fs_probe_write(path, 4096);
+		goto out;
+	}
+	pthread_mutex_lock(&a->lock);
+	if (a->probe_at_ms && now - a->probe_at_ms < READY_PROBE_MS) {
+		r = a->probe_r;
+	} else {
+		r = fs_probe_write(path, 4096);
+		a->probe_r = r;
+		a->probe_at_ms = now;
+	}
+	pthread_mutex_unlock(&a->lock);
+out:
+	free(path);
+	return r;
 }
 
 void api_error(struct api_call *c, unsigned status, const char *code, const char *field,

@@ -81,16 +81,24 @@ static void get_healthz(struct api_call *c)
 	api_json(c, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* Ready: the store answers, the server is not stopping, and the state directory takes a write
+ * (a full or read-only disk stores nothing: a controller that cannot keep what it is sent is
+ * not ready for it, however well it reads). */
 static void get_readyz(struct api_call *c)
 {
 	struct store_campaign **v = NULL;
 	size_t n = 0;
-	int r = store_campaigns_list(c->st, true, 0, &v, &n);
+	int r = store_campaigns_list(c->st, true, 0, &v, &n), w = 0;
 
 	store_campaigns_free(v, n);
+	if (r >= 0 && !ctl_server_failed(c->srv))
+		w = ctl_api_ready_probe(c->srv);
 	if (r < 0 || ctl_server_failed(c->srv))
 		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "not ready: %s",
 			  r < 0 ? ry_strerror(r) : "the server is stopping");
+	else if (w < 0)
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL,
+			  "not ready: the state directory cannot be written: %s", ry_strerror(w));
 	else
 		api_json(c, 200,
 			 json_pack("{s:s, s:i}", "status", "ready", "sessions",
