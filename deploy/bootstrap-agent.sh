@@ -23,10 +23,14 @@ usage: $PROG --controller HOST:PORT --token TOKEN|- --ca-fingerprint sha256:HEX
 
   --controller      the controller's gRPC address, as agents reach it (port 7443 by default)
   --token           an enrollment token (railyard-controller token create); - reads it from stdin
+                    (a token given here is in this script's command line, which every local
+                    user can read while it runs: prefer -). It is handed to railyard-agent
+                    enroll on a pipe (--token-file -), never on its command line.
   --ca-fingerprint  the controller's CA fingerprint, printed with the token
   --deb FILE        install railyard-agent from this package (its dependencies from apt)
   --apt             install railyard-agent from the apt sources; --apt-source writes one to
                     $APT_LIST first, --apt-keyring copies its key to $APT_KEYRING
+                    (a source with [trusted=yes] or an http:// URL is warned about)
   --hostname        the node's name at the controller (default: the agent's own host name)
   --no-start        enable the service but do not start it (an image being prepared)
 
@@ -35,6 +39,7 @@ EOF
 }
 
 say() { echo "$PROG: $*"; }
+warn() { echo "$PROG: warning: $*" >&2; }
 die() { echo "$PROG: $*" >&2; exit 1; }
 bad() {
 	echo "$PROG: $*" >&2
@@ -117,6 +122,20 @@ if [ -n "$apt_source" ]; then
 	"deb "* | "deb	"*) ;;
 	*) bad "--apt-source '$apt_source' is not a one-line 'deb URL SUITE COMPONENT...' entry" ;;
 	esac
+	# Not refused (an offline mirror on a local path may be trusted=yes on purpose), but said:
+	# either lets whoever answers for the source install what they like as root on this node.
+	case $apt_source in
+	*trusted=yes*)
+		warn "--apt-source has [trusted=yes]: apt will not check the packages' signatures;" \
+			"use [signed-by=$APT_KEYRING] with --apt-keyring"
+		;;
+	esac
+	case $apt_source in
+	*http://*)
+		warn "--apt-source fetches over http://: the archive's signature is all that guards" \
+			"the packages (none with trusted=yes); prefer https://"
+		;;
+	esac
 fi
 if [ -n "$apt_keyring" ] && [ ! -r "$apt_keyring" ]; then
 	bad "--apt-keyring $apt_keyring: no such readable file"
@@ -143,6 +162,9 @@ fi
 if [ "$token" = "-" ]; then
 	IFS= read -r token || true
 	[ -n "$token" ] || bad "--token -: nothing on stdin"
+else
+	warn "--token on the command line: any local user can read it while this runs (ps);" \
+		"next time give --token - and the token on stdin"
 fi
 
 changed=0
@@ -187,19 +209,24 @@ elif [ "$apt" = 1 ] && [ -n "$cur" ] && [ "$changed" = 0 ]; then
 	say "$PKG $cur is installed (upgrades: apt-get install --only-upgrade $PKG)"
 else
 	say "installing $PKG${deb:+ from $deb}"
+	# apt's output, kept when something fails: a file of our own (mktemp: a new name, mode
+	# 0600), never a fixed path in a world-writable directory that another user could have
+	# made a link there.
+	aptlog=$(mktemp "${TMPDIR:-/tmp}/railyard-bootstrap-apt.XXXXXX") ||
+		die "cannot make a temporary file for apt's output"
 	# An archive that does not answer is not the end: the lists there are may do (a node of an
 	# offline cluster with a partial mirror); apt-get install says when they do not.
-	apt-get update -q >/tmp/railyard-bootstrap-apt.log 2>&1 ||
-		say "apt-get update failed (/tmp/railyard-bootstrap-apt.log): trying with the lists there are"
+	apt-get update -q >"$aptlog" 2>&1 ||
+		say "apt-get update failed ($aptlog): trying with the lists there are"
 	# Unattended: a configuration file already there (/etc/railyard/agent.env of an image) is
 	# kept, the package's own is put beside it as agent.env.dpkg-dist.
 	apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confdef \
-		-o Dpkg::Options::=--force-confold "${deb:-$PKG}" >>/tmp/railyard-bootstrap-apt.log 2>&1 ||
-		die "apt-get install ${deb:-$PKG} failed (/tmp/railyard-bootstrap-apt.log)"
+		-o Dpkg::Options::=--force-confold "${deb:-$PKG}" >>"$aptlog" 2>&1 ||
+		die "apt-get install ${deb:-$PKG} failed ($aptlog)"
 	cur=$(installed_version)
-	[ -n "$cur" ] || die "$PKG is not installed after apt-get install (/tmp/railyard-bootstrap-apt.log)"
+	[ -n "$cur" ] || die "$PKG is not installed after apt-get install ($aptlog)"
 	say "installed $PKG $cur"
-	rm -f /tmp/railyard-bootstrap-apt.log
+	rm -f "$aptlog"
 	changed=1
 fi
 
@@ -220,9 +247,11 @@ if [ -e "$STATE/node.crt" ]; then
 		"with $(node_field controller) (the token is not used)"
 else
 	say "enrolling with $controller"
-	set -- enroll --controller "$controller" --token "$token" --ca-fingerprint "$fp"
+	# The token on a pipe (printf is the shell's own: no process has it in its arguments).
+	set -- enroll --controller "$controller" --token-file - --ca-fingerprint "$fp"
 	[ -z "$hostname" ] || set -- "$@" --hostname "$hostname"
-	"$AGENT" "$@" || die "railyard-agent enroll failed (above); nothing else was changed"
+	printf '%s\n' "$token" | "$AGENT" "$@" ||
+		die "railyard-agent enroll failed (above); nothing else was changed"
 	changed=1
 fi
 

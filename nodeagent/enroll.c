@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
@@ -352,5 +353,90 @@ out:
 	free(key_path);
 	free(crt_path);
 	free(ca_path);
+	return r;
+}
+
+int agent_token_read(const char *path, char **ret_token, char *errbuf, size_t errlen)
+{
+	bool is_stdin = strcmp(path, "-") == 0;
+	const char *name = is_stdin ? "standard input" : path;
+	char buf[AGENT_TOKEN_FILE_MAX + 1], *tok;
+	size_t len = 0, end;
+	struct stat st;
+	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), r = 0;
+
+	if (fd < 0) {
+		r = -errno;
+		snprintf(errbuf, errlen, "--token-file %s: %s", name, ry_strerror(r));
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		snprintf(errbuf, errlen, "--token-file %s: %s", name, ry_strerror(r));
+		goto out;
+	}
+	if (!is_stdin && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+		r = -EINVAL;
+		snprintf(errbuf, errlen, "--token-file %s: not a regular file or a pipe", name);
+		goto out;
+	}
+	/* A pipe's mode is its creator's business (a shell's is 0600); a file's is ours. */
+	if (S_ISREG(st.st_mode) && (st.st_mode & (S_IRWXG | S_IRWXO))) {
+		r = -EPERM;
+		snprintf(errbuf, errlen,
+			 "--token-file %s: mode %04o lets others at the token; chmod 600 it", name,
+			 (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf + len, sizeof(buf) - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			snprintf(errbuf, errlen, "--token-file %s: %s", name, ry_strerror(r));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof(buf)) {
+			r = -EINVAL;
+			snprintf(errbuf, errlen, "--token-file %s: over %d bytes: not a token",
+				 name, AGENT_TOKEN_FILE_MAX);
+			goto out;
+		}
+	}
+	buf[len] = '\0';
+	end = strcspn(buf, "\r\n");
+	buf[end] = '\0';
+	if (end == 0) {
+		r = -EINVAL;
+		snprintf(errbuf, errlen, "--token-file %s: empty: no token on its first line",
+			 name);
+		goto out;
+	}
+	for (size_t i = 0; i < end; i++) {
+		if ((unsigned char)buf[i] <= ' ' || buf[i] == 0x7f) {
+			r = -EINVAL;
+			snprintf(errbuf, errlen,
+				 "--token-file %s: a blank or control character in the token (byte "
+				 "%zu)",
+				 name, i + 1);
+			goto out;
+		}
+	}
+	tok = strdup(buf);
+	if (!tok) {
+		r = -ENOMEM;
+		snprintf(errbuf, errlen, "out of memory");
+		goto out;
+	}
+	*ret_token = tok;
+out:
+	explicit_bzero(buf, sizeof(buf));
+	if (!is_stdin)
+		close(fd);
 	return r;
 }

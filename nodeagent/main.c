@@ -32,7 +32,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: railyard-agent [--log-level L] COMMAND [options]\n"
 		   "\n"
-		   "  enroll --controller HOST:PORT --token T --ca-fingerprint sha256:HEX\n"
+		   "  enroll --controller HOST:PORT (--token-file FILE|- | --token T)\n"
+		   "         --ca-fingerprint sha256:HEX\n"
 		   "         [--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]\n"
 		   "  run    [--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
 		   "         [--reconnect-max 30s] [--bench-ports 18515-18546|0]\n"
@@ -174,11 +175,33 @@ static int cmd_facts(const char *sysroot, bool json)
 	return 0;
 }
 
+/* The enrollment token: --token's, or the one --token-file reads (*ret_owned: caller clears
+ * and frees it). 0, or 2 (a usage error) with the reason on stderr. */
+static int enroll_token(struct agent_enroll_opts *eo, const char *token_file, char **ret_owned)
+{
+	char err[512] = "";
+
+	if (!token_file)
+		return 0;
+	if (eo->token) {
+		fprintf(stderr, "railyard-agent enroll: --token and --token-file: choose one "
+				"(--token-file keeps the token off the command line)\n");
+		return 2;
+	}
+	if (agent_token_read(token_file, ret_owned, err, sizeof(err)) < 0) {
+		fprintf(stderr, "railyard-agent enroll: %s\n", err);
+		return 2;
+	}
+	eo->token = *ret_owned;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"controller", required_argument, NULL, 'C'},
 		{"token", required_argument, NULL, 't'},
+		{"token-file", required_argument, NULL, 'F'},
 		{"ca-fingerprint", required_argument, NULL, 'f'},
 		{"state-dir", required_argument, NULL, 'd'},
 		{"hostname", required_argument, NULL, 'H'},
@@ -201,7 +224,8 @@ int main(int argc, char **argv)
 	const char *cmd;
 	int64_t ms;
 	bool json = false, check = false;
-	const char *playbook = NULL;
+	const char *playbook = NULL, *token_file = NULL;
+	char *file_token = NULL;
 	enum log_level level;
 	sigset_t set;
 	int c, rc;
@@ -235,6 +259,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			eo.token = optarg;
+			break;
+		case 'F':
+			token_file = optarg;
 			break;
 		case 'f':
 			eo.ca_fingerprint = optarg;
@@ -354,11 +381,13 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "enroll") == 0) {
 		char err[1024] = "";
 
-		if (!eo.controller || !eo.token || !eo.ca_fingerprint) {
-			fprintf(stderr, "railyard-agent enroll: --controller, --token and "
-					"--ca-fingerprint are required\n");
+		rc = enroll_token(&eo, token_file, &file_token);
+		if (rc == 0 && (!eo.controller || !eo.token || !eo.ca_fingerprint)) {
+			fprintf(stderr, "railyard-agent enroll: --controller, --token-file (or "
+					"--token) and --ca-fingerprint are required\n");
 			rc = 2;
-		} else {
+		}
+		if (rc == 0) {
 			int lock_fd = -1, r = fs_mkdir_p(eo.state_dir, 0700);
 
 			if (r < 0) {
@@ -372,6 +401,10 @@ int main(int argc, char **argv)
 				}
 				close(lock_fd);
 			}
+		}
+		if (file_token) {
+			explicit_bzero(file_token, strlen(file_token));
+			free(file_token);
 		}
 	} else {
 		rc = cmd_run(&so);

@@ -458,6 +458,32 @@ static int check_package(const json_t *p, bool plan, const char **ret_key, char 
 	return 0;
 }
 
+/* A kmod option refused: its name, or its value (one word on an "options" line of modprobe.d: a
+ * blank would start another option, a line break another directive), named with the offending
+ * text escaped and cut at 64 bytes. */
+static int bad_kmod_option(const char *k, const char *value, const char **ret_key, char *buf,
+			   size_t len)
+{
+	bool name_ok = tool_name_ok(k, "_", 64);
+	char *ek = util_escape(k, false), *ev = util_escape(value, false);
+	int r;
+
+	if (!ek || !ev)
+		r = fail(ret_key, "options", buf, len, "options: bad option (out of memory)");
+	else if (!name_ok)
+		r = fail(ret_key, "options", buf, len,
+			 "options: bad option name \"%.64s\" (letters, digits and _, at most 64)",
+			 ek);
+	else
+		r = fail(ret_key, "options", buf, len,
+			 "options: %s: bad value \"%.64s%s\" (one word: no space, tab or line "
+			 "break)",
+			 ek, ev, strlen(ev) > 64 ? "..." : "");
+	free(ek);
+	free(ev);
+	return r;
+}
+
 static int check_kmod(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
 {
 	static const char *const loaded_absent[] = {"loaded", "absent", NULL};
@@ -476,7 +502,7 @@ static int check_kmod(const json_t *p, bool plan, const char **ret_key, char *bu
 	{
 		s = json_string_value(v);
 		if (!tool_name_ok(k, "_", 64) || (s && strpbrk(s, " \t\r\n")))
-			return fail(ret_key, "options", buf, len, "options: bad option \"%s\"", k);
+			return bad_kmod_option(k, s, ret_key, buf, len);
 	}
 	return 0;
 }

@@ -287,6 +287,26 @@ int fs_check_writable_dir(const char *dir)
 	return 0;
 }
 
+int fs_probe_write(const char *path, size_t len)
+{
+	static const char zeros[4096];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (size_t n; len > 0 && r == 0; len -= n) {
+		n = len < sizeof(zeros) ? len : sizeof(zeros);
+		r = fs_write_all(fd, zeros, n);
+	}
+	/* Delayed allocation: a full disk may only say so here. */
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (unlink(path) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
 int fs_lock_dir(const char *dir, const char *name, int *ret_fd, long *ret_holder)
 {
 	char *path = fs_path_join(dir, name), buf[32];

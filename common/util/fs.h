@@ -49,4 +49,9 @@ RY_WUR int fs_mkdir_p(const char *path, mode_t mode);
 /* Check that dir is a writable directory: -ENOTDIR, -EACCES, ... */
 RY_WUR int fs_check_writable_dir(const char *dir);
 
+/* Can path's filesystem take new data now: len bytes written to path (created 0600, truncated),
+ * fsynced, and the file removed. 0, or -errno of the step that failed: -ENOSPC for a full
+ * filesystem, -EROFS for a read-only one, -EIO. Costs an fsync: callers bound how often. */
+RY_WUR int fs_probe_write(const char *path, size_t len);
+
 #endif

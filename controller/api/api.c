@@ -2,6 +2,7 @@
  * peer), authorized (the route's permission against the token's role) and handed to its route
  * with the caller's cluster scope; errors share one body. */
 #include "controller/api/api_int.h"
+#include "controller/api/api_streams.h"
 
 #include "common/log/log.h"
 #include "common/util/error.h"
@@ -23,6 +24,7 @@ struct ctl_api {
 	struct ctl_server *srv;
 	struct http_server *http;
 	struct http_route *routes;
+	struct api_streams *streams; /* GET /api/v1/events: per token, per peer, in all */
 	char *addr_path;
 	/* Wakes the event streams every few seconds, so that an idle one sends its keepalive
 	 * and a client that went away is noticed. */
@@ -30,13 +32,24 @@ struct ctl_api {
 	bool ticker_started, stopping;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* /readyz's write probe of the state directory, at most one a READY_PROBE_MS (the route
+	 * is public: a flood of it costs one fsync a second, not one each). Under lock. */
+	int64_t probe_at_ms;
+	int probe_r;
 };
+
+#define READY_PROBE_MS 1000
 
 #define TICK_MS 5000
 
 struct http_server *ctl_api_http(struct ctl_server *srv)
 {
 	return srv->api ? srv->api->http : NULL;
+}
+
+struct api_streams *ctl_api_streams(struct ctl_server *srv)
+{
+	return srv->api ? srv->api->streams : NULL;
 }
 
 static void *ticker_main(void *arg)
@@ -57,6 +70,33 @@ static void *ticker_main(void *arg)
 	}
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
+}
+
+int ctl_api_ready_probe(struct ctl_server *srv)
+{
+	struct ctl_api *a = srv->api;
+	int64_t now = util_now_mono_ms();
+	char *path = ctl_state_path(srv->state, CTL_API_READY_PROBE);
+	int r;
+
+	if (!path)
+		return -ENOMEM;
+	if (!a) {
+		r = fs_probe_write(path, 4096);
+		goto out;
+	}
+	pthread_mutex_lock(&a->lock);
+	if (a->probe_at_ms && now - a->probe_at_ms < READY_PROBE_MS) {
+		r = a->probe_r;
+	} else {
+		r = fs_probe_write(path, 4096);
+		a->probe_r = r;
+		a->probe_at_ms = now;
+	}
+	pthread_mutex_unlock(&a->lock);
+out:
+	free(path);
+	return r;
 }
 
 void api_error(struct api_call *c, unsigned status, const char *code, const char *field,
@@ -344,7 +384,8 @@ int ctl_api_start(struct ctl_server *srv, const struct ctl_api_config *cfg, stru
 	size_t n_routes = api_routes_count + ctl_portal_routes_count();
 	int r = -ENOMEM;
 
-	if (!a || !sock || !(a->routes = calloc(n_routes, sizeof(*a->routes))))
+	if (!a || !sock || !(a->routes = calloc(n_routes, sizeof(*a->routes))) ||
+	    !(a->streams = api_streams_new(NULL)))
 		goto fail;
 	for (size_t i = 0; i < api_routes_count; i++)
 		a->routes[i] = (struct http_route){.method = api_routes[i].method,
@@ -393,8 +434,10 @@ fail:
 	if (r == -ENOMEM)
 		snprintf(errbuf, errlen, "out of memory");
 	free(sock);
-	if (a)
+	if (a) {
 		free(a->routes);
+		api_streams_free(a->streams);
+	}
 	free(a);
 	return r;
 }
@@ -414,7 +457,8 @@ void ctl_api_stop(struct ctl_api *api)
 	pthread_mutex_unlock(&api->lock);
 	if (api->ticker_started)
 		pthread_join(api->ticker, NULL);
-	http_server_stop(api->http);
+	http_server_stop(api->http); /* every stream ended: their slots are given back */
+	api_streams_free(api->streams);
 	api->srv->api = NULL;
 	pthread_mutex_destroy(&api->lock);
 	pthread_cond_destroy(&api->cond);

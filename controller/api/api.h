@@ -17,6 +17,8 @@ struct ctl_api;
 #define CTL_API_SOCKET "api.sock"
 /* The URL of the running API, written by serve (like controller.addr). */
 #define CTL_API_ADDR "api.addr"
+/* /readyz's write probe in the state directory (written, fsynced and removed at once). */
+#define CTL_API_READY_PROBE "ready.probe"
 /* The default HTTPS listener: loopback, so that a fresh controller exposes no API until an
  * operator chooses an address (docs/rest.md). */
 #define CTL_API_LISTEN_DEFAULT "127.0.0.1:8443"

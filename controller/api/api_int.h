@@ -45,6 +45,12 @@ extern const size_t api_routes_count;
 
 /* The serving controller's HTTP server (for its metrics). */
 struct http_server *ctl_api_http(struct ctl_server *srv);
+/* Its budget of event streams (controller/api/api_streams.h). */
+struct api_streams *ctl_api_streams(struct ctl_server *srv);
+/* Can the state directory take a write now (fs_probe_write() of a 4 KiB block to
+ * CTL_API_READY_PROBE there)? 0 or -errno; one probe a second at most, the others get its
+ * result. Thread-safe. */
+int ctl_api_ready_probe(struct ctl_server *srv);
 
 /* Replies. */
 void api_error(struct api_call *c, unsigned status, const char *code, const char *field,

@@ -8,6 +8,7 @@
 #include "common/util/util.h"
 #include "controller/bench/bench.h"
 #include "controller/campaign/campaign.h"
+#include "controller/api/api_streams.h"
 #include "controller/api/openapi_doc.h"
 #include "controller/engine/engine.h"
 #include "controller/events.h"
@@ -44,12 +45,19 @@
 	} while (0)
 #define ERR (&err_)
 
+/* The one reply for an object that is absent or out of the caller's scope: the same status and
+ * bytes for both, so that a scoped caller cannot tell another cluster's object from none. */
+static void not_found(struct api_call *c, const char *what, const char *id)
+{
+	api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no %s %s", what, id);
+}
+
 /* A scoped object: out of scope is the same 404 as absent (no existence leak). */
 static bool visible(struct api_call *c, const json_t *obj, const char *what, const char *id)
 {
 	if (api_scope_ok(c, JSTR(obj, "cluster")))
 		return true;
-	api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no %s %s", what, id);
+	not_found(c, what, id);
 	return false;
 }
 
@@ -73,16 +81,24 @@ static void get_healthz(struct api_call *c)
 	api_json(c, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* Ready: the store answers, the server is not stopping, and the state directory takes a write
+ * (a full or read-only disk stores nothing: a controller that cannot keep what it is sent is
+ * not ready for it, however well it reads). */
 static void get_readyz(struct api_call *c)
 {
 	struct store_campaign **v = NULL;
 	size_t n = 0;
-	int r = store_campaigns_list(c->st, true, 0, &v, &n);
+	int r = store_campaigns_list(c->st, true, 0, &v, &n), w = 0;
 
 	store_campaigns_free(v, n);
+	if (r >= 0 && !ctl_server_failed(c->srv))
+		w = ctl_api_ready_probe(c->srv);
 	if (r < 0 || ctl_server_failed(c->srv))
 		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "not ready: %s",
 			  r < 0 ? ry_strerror(r) : "the server is stopping");
+	else if (w < 0)
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL,
+			  "not ready: the state directory cannot be written: %s", ry_strerror(w));
 	else
 		api_json(c, 200,
 			 json_pack("{s:s, s:i}", "status", "ready", "sessions",
@@ -137,28 +153,71 @@ static void get_nodes(struct api_call *c)
 out:;
 }
 
+/* The node id_or_host names among those the caller sees: *ret (caller frees with json_decref()),
+ * or -1 with the reply set. Unknown and out of scope are the one 404 of not_found(). A host name
+ * that several clusters have is resolved within the caller's scope, so that a scoped caller
+ * learns nothing from "ambiguous" about another cluster's hosts (O(nodes) then: a listing). */
+static int node_lookup(struct api_call *c, const char *id_or_host, json_t **ret)
+{
+	struct ctl_error err;
+	json_t *n = NULL, *all = NULL, *e;
+	const char *only = NULL;
+	size_t i, seen = 0;
+	int r;
+
+	ctl_error_init(&err);
+	r = ctl_node_get(c->st, id_or_host, &n, &err);
+	if (r < 0 && err.code && strcmp(err.code, CTL_ERR_CONFLICT) == 0 && !c->local && c->scope) {
+		ctl_error_done(&err);
+		ctl_error_init(&err);
+		r = ctl_nodes_list(c->st, NULL, NULL, false, &all, &err);
+		json_array_foreach(all, i, e)
+		{
+			const char *h = JSTR(e, "hostname"), *cl = JSTR(e, "cluster");
+
+			if (h && strcmp(h, id_or_host) == 0 && api_scope_ok(c, cl)) {
+				only = JSTR(e, "id");
+				seen++;
+			}
+		}
+		if (r >= 0 && seen == 1)
+			r = ctl_node_get(c->st, only, &n, &err);
+		else if (r >= 0 && seen > 1)
+			r = ctl_error_set(&err, -RY_E_INVALID, CTL_ERR_CONFLICT, "node",
+					  "host name %s is ambiguous: use the id", id_or_host);
+		else if (r >= 0)
+			r = ctl_error_set(&err, -RY_E_NOT_FOUND, CTL_ERR_NOT_FOUND, "id", "-");
+	}
+	if (r >= 0 && !api_scope_ok(c, JSTR(n, "cluster")))
+		r = ctl_error_set(&err, -RY_E_NOT_FOUND, CTL_ERR_NOT_FOUND, "id", "-");
+	if (r < 0 && err.code && strcmp(err.code, CTL_ERR_NOT_FOUND) == 0)
+		not_found(c, "node", id_or_host);
+	else if (r < 0)
+		api_service_error(c, &err);
+	ctl_error_done(&err);
+	json_decref(all);
+	if (r < 0) {
+		json_decref(n);
+		return -1;
+	}
+	*ret = n;
+	return 0;
+}
+
 static void get_node(struct api_call *c)
 {
-	const char *id = http_req_capture(c->req, "id");
 	json_t *n = NULL;
 
-	SERVICE(c, ctl_node_get(c->st, id, &n, ERR));
-	if (visible(c, n, "node", id)) {
+	if (node_lookup(c, http_req_capture(c->req, "id"), &n) == 0)
 		api_json(c, 200, n);
-		n = NULL;
-	}
-out:
-	json_decref(n);
 }
 
 static void post_node_revoke(struct api_call *c)
 {
-	const char *id = http_req_capture(c->req, "id");
 	json_t *n = NULL, *done = NULL;
 
-	SERVICE(c, ctl_node_get(c->st, id, &n, ERR));
-	if (!visible(c, n, "node", id))
-		goto out;
+	if (node_lookup(c, http_req_capture(c->req, "id"), &n) < 0)
+		return;
 	SERVICE(c, ctl_node_revoke(c->st, JSTR(n, "id"), c->actor, &done, ERR));
 	api_json(c, 200, done);
 out:
@@ -417,14 +476,16 @@ static void get_signoff_file(struct api_call *c)
 	} else if (strcmp(file, "signoff.p7s") == 0) {
 		http_reply_bytes(c->req, 200, "application/pkcs7-signature", so->signature,
 				 strlen(so->signature));
-	} else if (strcmp(file, "signoff.html") == 0) {
-		if (so_html_render(so->report, so->report_len, &html, &hlen, why, sizeof(why)) < 0)
-			api_error(c, 500, CTL_ERR_INTERNAL, NULL, "rendering: %s", why);
-		else
-			http_reply_bytes(c->req, 200, "text/html; charset=utf-8", html, hlen);
-	} else {
+	} else if (strcmp(file, "signoff.html") != 0) {
 		api_error(c, 404, CTL_ERR_NOT_FOUND, "file",
 			  "a sign-off has signoff.json, signoff.p7s and signoff.html");
+	} else if (so_html_render(so->report, so->report_len, &html, &hlen, why, sizeof(why)) < 0) {
+		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "rendering: %s", why);
+	} else {
+		/* From the API's origin: its inline style only, no script (html.h). */
+		http_reply_bytes(c->req, 200, "text/html; charset=utf-8", html, hlen);
+		if (http_reply_header(c->req, "Content-Security-Policy", SO_HTML_CSP) < 0)
+			api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
 	}
 	free(html);
 	store_signoff_free(so);
@@ -976,10 +1037,12 @@ static void metrics_by_state(FILE *f, const char *name, const char *help, void *
 
 /* ---- events and metrics ---------------------------------------------------------------------- */
 
-/* One Server-Sent Events client: its subscription and its stream. */
+/* One Server-Sent Events client: its subscription, its stream and its slot in the budget. */
 struct sse {
 	struct ctl_events_sub *sub;
 	struct http_stream *stream;
+	struct api_streams *budget; /* NULL: holds no slot (the unix socket) */
+	size_t slot;
 };
 
 static void sse_wake(void *cls)
@@ -1002,7 +1065,44 @@ static void sse_free(void *cls)
 	struct sse *x = cls;
 
 	ctl_events_unsubscribe(x->sub);
+	if (x->budget)
+		api_streams_give(x->budget, x->slot);
 	free(x);
+}
+
+/* A slot for the caller's stream in the budget (api_streams.h), or false with the reply set:
+ * 429 for a token or address that has its share, 503 when every slot is taken, each with
+ * Retry-After and the connection closed (a refused client keeps no connection either). The unix
+ * socket's peers (root and the controller's user, on a listener of their own) are not counted. */
+static bool stream_slot(struct api_call *c, struct sse *x)
+{
+	struct api_streams *b = ctl_api_streams(c->srv);
+	enum api_streams_refusal why;
+
+	if (c->local)
+		return true;
+	why = b ? api_streams_take(b, c->token_id, http_req_peer(c->req)->addr, &x->slot)
+		: API_STREAMS_TOTAL;
+	if (why == API_STREAMS_OK) {
+		x->budget = b;
+		return true;
+	}
+	if (why == API_STREAMS_PER_TOKEN)
+		api_error(c, 429, "too_many_requests", NULL,
+			  "this API token has %d event streams open, its most: close one first",
+			  API_STREAMS_PER_TOKEN_DEFAULT);
+	else if (why == API_STREAMS_PER_PEER)
+		api_error(c, 429, "too_many_requests", NULL,
+			  "%d event streams are open from this address, its most: close one first",
+			  API_STREAMS_PER_PEER_DEFAULT);
+	else
+		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL,
+			  "the controller serves %d event streams, its most: try again later",
+			  API_STREAMS_TOTAL_DEFAULT);
+	if (http_reply_header(c->req, "Retry-After", "15") < 0 ||
+	    http_reply_header(c->req, "Connection", "close") < 0)
+		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
+	return false;
 }
 
 /* GET /api/v1/events: Server-Sent Events from Last-Event-ID (or ?last_event_id) on, else from
@@ -1029,6 +1129,10 @@ static void get_events(struct api_call *c)
 		}
 	} else {
 		after = ctl_events_last_id(c->srv->events);
+	}
+	if (!stream_slot(c, x)) {
+		free(x);
+		return;
 	}
 	x->stream = http_reply_stream(c->req, "text/event-stream", sse_read, sse_free, x);
 	if (!x->stream)

@@ -412,6 +412,7 @@ static int listener_start(struct http_server *srv, struct http_listener *l, int 
 	opts[k] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
 	l->srv = srv;
+	l->tls = tls;
 	l->err[0] = '\0';
 	atomic_store(&l->starting, true);
 	l->daemon = MHD_start_daemon(

@@ -20,6 +20,9 @@
 #define HTTP_CONNECTIONS_DEFAULT 4096	       /* connections per listener */
 #define HTTP_SEGMENTS_MAX	 32	       /* path segments of a pattern or a routed path */
 #define HTTP_QUERY_MAX		 64	       /* query parameters of a request; more is a 400 */
+/* Every HTTPS reply: a browser that has seen the API over HTTPS never tries it over plain HTTP
+ * for a year (no includeSubDomains: the host's other names are not ours to decide). */
+#define HTTP_HSTS "max-age=31536000"
 
 #define HTTP_WUR __attribute__((warn_unused_result))
 
@@ -134,7 +137,8 @@ void *http_req_route_data(const struct http_req *req); /* the route's data */
 
 /* Replies. Each replaces the reply set before it, headers included. A reply that cannot be
  * built (out of memory, a status outside 100..599, a content type with control characters)
- * becomes a 500 with the error body. Every reply carries X-Content-Type-Options: nosniff and
+ * becomes a 500 with the error body. Every reply carries X-Content-Type-Options: nosniff, those
+ * of the HTTPS listener Strict-Transport-Security: HTTP_HSTS, and every one
  * Cache-Control: no-store unless the handler sets its own Cache-Control. A 200 reply to a GET
  * or HEAD carries ETag: "<first 32 hex digits of SHA-256 of the body>"; when the request's
  * If-None-Match lists that tag (or is "*") the reply is a 304 without a body. */
@@ -175,7 +179,9 @@ HTTP_WUR int http_reply_header(struct http_req *req, const char *name, const cha
  * holds no thread and costs no polling: its socket, MHD's per-connection buffer (32 KiB) and
  * a small struct. Limits:
  * - each stream is a connection: max_connections and the process's RLIMIT_NOFILE bound how
- *   many (the daemon should raise its soft limit);
+ *   many (the daemon should raise its soft limit), and the caller bounds them well below
+ *   max_connections (the REST API: controller/api/api_streams.h), or streams take every
+ *   connection and no other request is served;
  * - a parked connection has no idle timeout and does not notice that its client went away
  *   until something is written: producers send a heartbeat (an SSE comment) every ~15 s,
  *   e.g. on http_server_wake_streams(); a running one has the idle timeout, so a client that

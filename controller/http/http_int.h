@@ -47,6 +47,7 @@ struct http_listener {
 	struct http_server *srv;
 	struct MHD_Daemon *daemon;
 	bool local;	      /* the unix socket */
+	bool tls;	      /* serves HTTPS: its replies carry Strict-Transport-Security */
 	atomic_bool starting; /* MHD's messages go to err while MHD_start_daemon() runs */
 	bool tls_err;	      /* one of them was about TLS */
 	char err[256];

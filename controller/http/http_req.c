@@ -561,6 +561,8 @@ enum MHD_Result http_req_finish(struct http_req *req)
 	if (r->content_type && status != 304)
 		add_header(req, resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
 	add_header(req, resp, "X-Content-Type-Options", "nosniff");
+	if (req->lst->tls)
+		add_header(req, resp, "Strict-Transport-Security", HTTP_HSTS);
 	if (!r->cache_control)
 		add_header(req, resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (etag[0])

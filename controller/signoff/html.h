@@ -8,6 +8,16 @@
 
 #include "controller/signoff/canon.h" /* SO_SCHEMA: the schema this renderer knows */
 
+/* The Content-Security-Policy the page is served with (GET /api/v1/signoffs/{id}/signoff.html,
+ * from the API's origin): its inline <style> and nothing else — no script, no image, font or
+ * connection, no <base>, no form, no framing, and sandboxed (an opaque origin: were a script
+ * ever to run, it could not reach the API's). The page's own <meta> policy says the part of
+ * this that a <meta> can (for a copy opened from disk). SVG's url(#id) references stay within
+ * the document and need no source. */
+#define SO_HTML_CSP                                                                                \
+	"default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "     \
+	"frame-ancestors 'none'; sandbox"
+
 /* Render the report json[0..len) (borrowed; the exact bytes that were signed, NUL not needed)
  * as one HTML5 page. Every string from the report is HTML-escaped. Besides "schema", the report
  * must hold the members "id", "kind", "cluster", "created_at" and "verdict"; any other member

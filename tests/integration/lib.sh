@@ -77,9 +77,10 @@ new_token() { # new_token USES [TTL] -> sets TOKEN and FP
 	FP=$(awk '/^ca-fingerprint:/ {print $2}' "$T/token.out")
 }
 
-enroll() { # enroll NAME SYSROOT [extra args]
+enroll() { # enroll NAME SYSROOT [extra args]: with $TOKEN from a 0600 file, as an operator would
 	local name=$1 sysroot=$2; shift 2
-	"$AGENT" enroll --controller "$ADDR" --token "$TOKEN" --ca-fingerprint "$FP" \
+	(umask 077 && printf '%s\n' "$TOKEN" >"$T/$name.token") || return 1
+	"$AGENT" enroll --controller "$ADDR" --token-file "$T/$name.token" --ca-fingerprint "$FP" \
 		--state-dir "$T/$name" --sysroot "$sysroot" "$@" >"$T/$name.enroll.log" 2>&1
 }
 

@@ -68,6 +68,15 @@ for spec in a:h200-ib b:h200-ib-2; do
 	start_agent "$name" "$T/root-$name"
 done
 check "2 agents online, the controller's state on a 32 MiB ext4" wait_for 30 count_is online 2
+# ready_is STATUS [PATTERN]: /readyz answers STATUS (and an error message matching PATTERN)
+ready_is() {
+	local code
+	code=$(curl -s -o "$T/ready.json" -w '%{http_code}' --max-time 5 --cacert "$T/ctl/ca.crt" \
+		"$(cat "$T/ctl/api.addr")/readyz") || return 1
+	[ "$code" = "$1" ] && { [ -z "${2:-}" ] ||
+		jq -e --arg p "$2" '.error.message | test($p)' "$T/ready.json" >/dev/null; }
+}
+check "/readyz: ready" wait_for 10 ready_is 200
 
 # --- the disk full while serving ------------------------------------------------------------------
 gen_plan full 30
@@ -77,6 +86,9 @@ check "the rollout runs" wait_for 30 bash -c "[ -s '$T/root-a/var/tmp/runs-full'
 dd if=/dev/zero of="$FS/fill" bs=64K >/dev/null 2>&1
 sync
 check "the disk is full" bash -c "! dd if=/dev/zero of='$FS/more' bs=4K count=16 conv=fsync 2>/dev/null"
+# Ready means able to store: reads still work, but what the controller is sent now is not kept.
+check "/readyz: 503, the state directory cannot be written (No space left on device)" \
+	wait_for 10 ready_is 503 "^not ready: the state directory cannot be written: No space left on device$"
 check "results are held: the log says the disk is full" wait_for 30 log_has "$T/controller.log" "database or disk is full"
 n0=$(ndeps)
 gen_plan other 2
@@ -113,6 +125,7 @@ fi
 rm -f "$FS/fill" "$FS/more"
 start_controller "${HB[@]}" --apply-timeout 8s
 check "with room again the controller serves, and the rollout finishes" wait_for 120 finished "$F"
+check "  ... and is ready" wait_for 10 ready_is 200
 check "  ... succeeded with all 60 results (held: $held before the kill)" \
 	test "$(dep_field "$F" '.state + " " + ([.nodes[].steps[]] | length | tostring)')" = "succeeded 60"
 check "  ... no step ran twice" bash -c "$(declare -f runs_of ran_once); T='$T'; ran_once a full 30 && ran_once b full 30"
@@ -157,6 +170,8 @@ check "a rollout runs" wait_for 30 bash -c "[ \$(cat '$T/root-a/var/tmp/runs-ro'
 before=$(stored "$R")
 echo 1 >"$SYSFS/trigger_fs_error"
 check "the state directory's filesystem is read-only now" bash -c "! touch '$FS/probe' 2>/dev/null"
+check "/readyz: 503, the state directory cannot be written (read-only)" \
+	wait_for 10 ready_is 503 "^not ready: the state directory cannot be written: Read-only file system$"
 check "results are held: the log says why" wait_for 30 bash -c \
 	"grep 'not stored yet' '$T/controller.log' | grep -qi 'readonly\|read-only\|disk I/O\|full'"
 n0=$(ndeps)

@@ -16,6 +16,25 @@ for f in bin/railyard-controller bin/railyard-agent bin/railyard lib/systemd/sys
 	share/man/man1/railyard.1.gz share/bash-completion/completions/railyard; do
 	check "installed: $f" test -s "$T/inst/$f"
 done
+# bootstrap-agent.sh, up to its argument checks (exit 2 there: nothing is installed): the
+# sources it warns about. Its enrollment (the token on a pipe) is checked in tests/package.
+BOOT=$T/inst/share/railyard/bootstrap-agent.sh
+FPX=sha256:$(printf 'ab%.0s' {1..32})
+boot_args() { # boot_args SOURCE: the bootstrap's output for that --apt-source (and a bad --hostname)
+	"$BOOT" --controller 127.0.0.1:7443 --token - --ca-fingerprint "$FPX" --apt --apt-source "$1" \
+		--hostname -bad </dev/null 2>&1
+	echo "exit $?"
+}
+out=$(boot_args 'deb [trusted=yes] http://deb.example.invalid/railyard bookworm main')
+check "bootstrap: a [trusted=yes] source is warned about" grep -q "warning: --apt-source has \[trusted=yes\]: apt will not check" <<<"$out"
+check "  an http:// one too" grep -q "warning: --apt-source fetches over http://" <<<"$out"
+check "  and the arguments are still checked (exit 2)" grep -qx "exit 2" <<<"$out"
+out=$(boot_args 'deb [signed-by=/etc/apt/keyrings/railyard.gpg] https://deb.example.invalid/railyard bookworm main')
+check "  a signed https:// source is not" bash -c "! grep -q warning <<<\"\$1\" && grep -qx 'exit 2' <<<\"\$1\"" _ "$out"
+check "  its apt log is a mktemp file, not a fixed /tmp path" bash -c "
+	grep -q 'mktemp \"\${TMPDIR:-/tmp}/railyard-bootstrap-apt.XXXXXX\"' '$BOOT' && ! grep -q '/tmp/railyard-bootstrap-apt.log' '$BOOT'"
+check "  the token goes to enroll on a pipe, never as --token" bash -c "
+	grep -q -- '--token-file -' '$BOOT' && ! grep -q -- 'enroll .*--token \"' '$BOOT'"
 check "installed controller runs" bash -c "'$T/inst/bin/railyard-controller' version | grep -q '^railyard-controller '"
 unit=$T/inst/lib/systemd/system
 check "agent unit: exit 3 (revoked) is not restarted" grep -qx "RestartPreventExitStatus=3" "$unit/railyard-agent.service"

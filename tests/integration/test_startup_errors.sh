@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Integration: start-up errors are clear and exit non-zero; bad options and files name the
-# problem. Nothing here needs a running agent.
+# problem. Nothing here needs a running agent. Every serve has --http on an ephemeral port (or
+# fails before it listens): its default, 127.0.0.1:8443, may be taken on the machine running the
+# test, and that must neither fail a serve that should start nor pass one that should not.
 . "$(dirname "$0")/lib.sh"
 
 expect_fail() { # expect_fail "what" "message pattern" command...
@@ -14,7 +16,7 @@ expect_fail() { # expect_fail "what" "message pattern" command...
 }
 
 expect_fail "serve on an uninitialised directory" "railyard-controller init" \
-	"$CTL" serve --state-dir "$T/none" --listen 127.0.0.1:0
+	"$CTL" serve --state-dir "$T/none" --listen 127.0.0.1:0 --http 127.0.0.1:0
 touch "$T/file"
 expect_fail "init under a file" "Not a directory" "$CTL" init --state-dir "$T/file/ctl"
 expect_fail "bad duration" "invalid --heartbeat-interval" \
@@ -39,9 +41,14 @@ check "database is mode 0600" test "$(stat -c %a "$T/ctl/controller.db")" = 600
 cp -a "$T/ctl" "$T/ctl2"
 start_controller
 expect_fail "port in use" "Address already in use" \
-	"$CTL" serve --state-dir "$T/ctl2" --listen "127.0.0.1:$PORT"
+	"$CTL" serve --state-dir "$T/ctl2" --listen "127.0.0.1:$PORT" --http 127.0.0.1:0
+wait_for 10 test -s "$T/ctl/api.addr" || die "no api.addr"
+API_PORT=$(sed 's/.*://' "$T/ctl/api.addr")
+expect_fail "the API's port in use" "Address already in use" \
+	"$CTL" serve --state-dir "$T/ctl2" --listen 127.0.0.1:0 --http "127.0.0.1:$API_PORT"
 # A heartbeat as long as the agents' keepalive: it serves, and says what that costs.
-"$CTL" serve --state-dir "$T/ctl2" --listen 127.0.0.1:0 --heartbeat-interval 2m >"$T/hb2m.log" 2>&1 &
+"$CTL" serve --state-dir "$T/ctl2" --listen 127.0.0.1:0 --http 127.0.0.1:0 --heartbeat-interval 2m \
+	>"$T/hb2m.log" 2>&1 &
 hb_pid=$!
 PIDS+=("$hb_pid")
 check "--heartbeat-interval 2m: a warning that each heartbeat draws a PING" \
@@ -51,7 +58,7 @@ kill "$hb_pid"
 wait "$hb_pid" 2>/dev/null
 # A second serve on a served state directory: refused before it touches anything.
 addr_before=$(cat "$T/ctl/controller.addr")
-out=$("$CTL" serve --state-dir "$T/ctl" --listen 127.0.0.1:0 2>&1); rc=$?
+out=$("$CTL" serve --state-dir "$T/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 2>&1); rc=$?
 check "second serve on the same state directory exits 4 ($rc)" test "$rc" -eq 4
 check "it names the serving pid" grep -q "already served by another railyard-controller (pid $CTL_PID)" <<<"$out"
 check "controller.addr unchanged" test "$(cat "$T/ctl/controller.addr")" = "$addr_before"
@@ -79,7 +86,8 @@ expect_fail "agent facts on a missing sysroot" "No such file" \
 cp -a "$T/ctl" "$T/corrupt"
 head -c 8192 /dev/urandom >"$T/corrupt/controller.db"
 rm -f "$T/corrupt/controller.db-wal" "$T/corrupt/controller.db-shm"
-expect_fail "corrupt database" "corrupt" "$CTL" serve --state-dir "$T/corrupt" --listen 127.0.0.1:0
+expect_fail "corrupt database" "corrupt" "$CTL" serve --state-dir "$T/corrupt" --listen 127.0.0.1:0 \
+	--http 127.0.0.1:0
 expect_fail "corrupt database (nodes)" "corrupt" "$CTL" nodes --state-dir "$T/corrupt"
 
 expect_fail "agent run without enrollment" "enroll first" "$AGENT" run --state-dir "$T/agent-none"
@@ -96,6 +104,17 @@ else
 	echo "SKIP: permission check needs root and setpriv"
 fi
 expect_fail "enroll without a token" "required" "$AGENT" enroll --controller 127.0.0.1:1
+printf 'ry1.x\n' >"$T/token.644" && chmod 644 "$T/token.644"
+expect_fail "enroll --token-file readable by others" "mode 0644 lets others at the token; chmod 600" \
+	"$AGENT" enroll --controller 127.0.0.1:1 --token-file "$T/token.644" --ca-fingerprint sha256:00 \
+	--state-dir "$T/agent-x"
+check "  and nothing was created" test ! -e "$T/agent-x"
+expect_fail "enroll --token and --token-file" "choose one" \
+	"$AGENT" enroll --controller 127.0.0.1:1 --token x --token-file - --ca-fingerprint sha256:00 \
+	--state-dir "$T/agent-x" </dev/null
+expect_fail "enroll --token-file - with nothing on stdin" "standard input: empty" \
+	"$AGENT" enroll --controller 127.0.0.1:1 --token-file - --ca-fingerprint sha256:00 \
+	--state-dir "$T/agent-x" </dev/null
 expect_fail "enroll to a closed port" "connecting to 127.0.0.1:1" \
 	"$AGENT" enroll --controller 127.0.0.1:1 --token x --ca-fingerprint sha256:00 \
 	--state-dir "$T/agent-x" --hostname h1 --timeout 2s

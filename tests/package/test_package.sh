@@ -156,6 +156,14 @@ check "  ... and nothing was installed" refused in_root dpkg-query -W -f '${db:S
 check "  ... or enrolled" test ! -e "$R/var/lib/railyard/agent/node.crt"
 
 SOURCE="deb [trusted=yes] file:/srv/railyard ./"
+# Every railyard-agent the bootstrap runs is recorded with its arguments (a diversion: the
+# package's program goes to .real, a wrapper stands in): the token must be on none of their
+# command lines, where any local user reads it in /proc/PID/cmdline.
+in_root dpkg-divert --quiet --local --rename --divert /usr/bin/railyard-agent.real \
+	--add /usr/bin/railyard-agent || die "dpkg-divert"
+printf '#!/bin/sh\nprintf "%%s\\n" "$*" >>/var/tmp/agent-argv\nexec /usr/bin/railyard-agent.real "$@"\n' \
+	>"$R/usr/bin/railyard-agent"
+chmod 755 "$R/usr/bin/railyard-agent"
 # The node's image brings its own agent.env (kept by the bootstrap's unattended install): a
 # short reconnect, so that the agent is back soon after the controller restarts below.
 echo "RAILYARD_AGENT_OPTS=--reconnect-max 1s" >"$R/etc/railyard/agent.env"
@@ -164,6 +172,13 @@ check "bootstrap from an apt repository (the token on stdin): installs, enrolls,
 	--ca-fingerprint "$FP" --apt --apt-source "$SOURCE" <<<"$TOKEN"
 cat "$T/boot.out"
 check "  wrote the apt source" grep -qxF "$SOURCE" "$R/etc/apt/sources.list.d/railyard.list"
+check "  warned that the source is [trusted=yes]" grep -q "warning: --apt-source has \[trusted=yes\]" "$T/boot.out"
+check "  enrolled with the token on a pipe: on no command line" bash -c "
+	grep -q -- '^enroll .*--token-file -' '$R/var/tmp/agent-argv' && ! grep -qF -- '$TOKEN' '$R/var/tmp/agent-argv'"
+check "  apt's output in a file of its own, removed after the install" bash -c "
+	[ ! -e '$R/tmp/railyard-bootstrap-apt.log' ] && ! ls '$R'/tmp/railyard-bootstrap-apt.* 2>/dev/null | grep -q ."
+rm -f "$R/usr/bin/railyard-agent"
+in_root dpkg-divert --quiet --local --rename --remove /usr/bin/railyard-agent || fail "dpkg-divert --remove"
 NODE_PID=$(cat "$R/run/systemd-double/railyard-agent.service.pid")
 check "  the agent runs as root" test "$(in_root stat -c %U "/proc/$NODE_PID" 2>/dev/null)" = root
 check "  with the image's agent.env" bash -c "tr '\\0' ' ' </proc/$NODE_PID/cmdline | \

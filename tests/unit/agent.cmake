@@ -1,3 +1,6 @@
+# nodeagent/enroll.c: the token of `enroll --token-file` (mode checked, first line, stdin).
+railyard_test(test_agent_token SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_agent_token.c
+	LIBS ry_agent LABELS unit)
 # nodeagent: the outbox and the plan journals (the agent's durable state).
 railyard_test(test_agent_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_agent_state.c
 	LIBS ry_agent Threads::Threads LABELS unit)

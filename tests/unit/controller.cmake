@@ -1,3 +1,6 @@
+# controller/api/api_streams.c: the event streams' budget per token, per peer and in all.
+railyard_test(test_api_streams SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_api_streams.c
+	LIBS ry_controller LABELS unit)
 # controller: refusal throttling (enrollment per source, audit rows per node).
 railyard_test(test_throttle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_throttle.c
 	LIBS ry_controller LABELS unit)

@@ -673,6 +673,12 @@ static void test_plan_validate_tampered(void **state)
 		{"r", "fingerprint", "\"nope\"", "fingerprint: \"nope\" is not a key fingerprint"},
 		{"r", "architectures", "[\"amd64\\nX: y\"]", "bad architecture"},
 		{"ph", "version", "\"1.0\\nPin: x\"", "version: bad constraint"},
+		/* A kmod option: the value that is refused is named, not only its key. */
+		{"k", "options", "{\"prof_sel\":\"1\\nblacklist nvme\"}",
+		 "options: prof_sel: bad value \"1\\nblacklist nvme\" (one word"},
+		{"k", "options", "{\"prof_sel\":\"1 debug=1\"}",
+		 "options: prof_sel: bad value \"1 debug=1\""},
+		{"k", "options", "{\"prof sel\":\"1\"}", "options: bad option name \"prof sel\""},
 		{"fw", "minimum", "[{\"model\":\"x\",\"device_id\":\"0x1021\"}]",
 		 "needs model, device_id and version"},
 		{"l", "mtu", "1", "mtu: expected 68-65535"},
