@@ -201,21 +201,6 @@ static bool port_active(const json_t *port)
 	return s && strcmp(s, "ACTIVE") == 0;
 }
 
-static const json_t *pci_of(const json_t *facts, const char *address)
-{
-	const json_t *d;
-	size_t i;
-
-	json_array_foreach(json_object_get(json_object_get(facts, "pci"), "devices"), i, d)
-	{
-		const char *a = json_string_value(json_object_get(d, "address"));
-
-		if (address && a && strcmp(a, address) == 0)
-			return d;
-	}
-	return NULL;
-}
-
 static int cmp_dev(const void *x, const void *y)
 {
 	const json_t *a = *(const json_t *const *)x, *b = *(const json_t *const *)y;
@@ -258,7 +243,7 @@ static json_t *node_entry(const struct store_node *nd, const json_t *facts, cons
 					 json_object_get(p, "active_mtu"), "numa_node",
 					 json_object_get(d, "numa_node"), "pci_address",
 					 json_object_get(d, "pci_address"));
-			pci = pci_of(facts, json_string_value(json_object_get(d, "pci_address")));
+			pci = cp_pci_of(facts, json_string_value(json_object_get(d, "pci_address")));
 			if (rail && pci)
 				json_object_set_new(
 					rail, "pcie",

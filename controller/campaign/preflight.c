@@ -18,7 +18,7 @@ static void add(json_t *out, const char *f, ...)
 	json_array_append_new(out, json_string(buf));
 }
 
-static const json_t *pci_of(const json_t *facts, const char *address)
+const json_t *cp_pci_of(const json_t *facts, const char *address)
 {
 	const json_t *d;
 	size_t i;
@@ -64,7 +64,7 @@ json_t *cp_preflight(const json_t *spec, const json_t *facts)
 	{
 		const char *name = str(d, "name", "?");
 		const json_t *pci =
-			pci_of(facts, json_string_value(json_object_get(d, "pci_address")));
+			cp_pci_of(facts, json_string_value(json_object_get(d, "pci_address")));
 
 		json_array_foreach(json_object_get(d, "ports"), k, p)
 		{

@@ -13,4 +13,7 @@
  * (phys_state Polling)"); [] when it passes; NULL on allocation failure. */
 json_t *cp_preflight(const json_t *spec, const json_t *facts);
 
+/* The facts' PCI device (pci.devices[]) at address, borrowed; NULL when none. */
+const json_t *cp_pci_of(const json_t *facts, const char *address);
+
 #endif

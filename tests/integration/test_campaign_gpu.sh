@@ -35,6 +35,7 @@ version: "1"
 steps:
   - {name: facts readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}
 validation:
+  requires: []
   transport: tcp
   tests:
     - {name: gpu-health, kind: gpu, size: 64K, repeats: 3}

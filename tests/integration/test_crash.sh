@@ -88,6 +88,7 @@ version: "1"
 steps:
   - {name: facts readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}
 validation:
+  requires: []
   transport: tcp
   tests:
     - {name: pair-lat, kind: lat, pattern: pairs, size: 8, iters: 300}

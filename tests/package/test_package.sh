@@ -177,7 +177,7 @@ check "  enrolled with the token on a pipe: on no command line" bash -c "
 	grep -q -- '^enroll .*--token-file -' '$R/var/tmp/agent-argv' && ! grep -qF -- '$TOKEN' '$R/var/tmp/agent-argv'"
 check "  apt's output in a file of its own, removed after the install" bash -c "
 	[ ! -e '$R/tmp/railyard-bootstrap-apt.log' ] && ! ls '$R'/tmp/railyard-bootstrap-apt.* 2>/dev/null | grep -q ."
-rm -f "$R/usr/bin/railyard-agent"
+rm -f "$R/usr/bin/railyard-agent" "$R/var/tmp/agent-argv"
 in_root dpkg-divert --quiet --local --rename --remove /usr/bin/railyard-agent || fail "dpkg-divert --remove"
 NODE_PID=$(cat "$R/run/systemd-double/railyard-agent.service.pid")
 check "  the agent runs as root" test "$(in_root stat -c %U "/proc/$NODE_PID" 2>/dev/null)" = root

@@ -130,7 +130,7 @@ check "the playbook deployed on every guest (its configuration, one assert)" jqt
 # ---- the campaign ---------------------------------------------------------------------------
 c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --dry-run >"$W/plan.txt"
 cat "$W/plan.txt"
-c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --no-wait >"$W/validate.log"
+c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --signoff --no-wait >"$W/validate.log"
 cat "$W/validate.log"
 id=$(c campaigns --json | jq -r '.[0].id')
 [ -n "$id" ] && [ "$id" != null ] || { echo "campaign-verbs: no campaign stored" >&2; exit 1; }
@@ -164,12 +164,26 @@ check "the others pass" jqt --arg s "$slow_id" --argjson n $N '
 	[.verdict.nodes[] | select(.id != $s and .result == "pass")] | length == $n - 1' "$J"
 check "its reason names the latency test and the relative rule" jqt --arg s "$slow_id" '
 	.verdict.nodes[] | select(.id == $s) | any(.reasons[];
-	test("^pair-lat: fails with 3 of 3 peers; e\\.g\\. pair-lat: p50_us [0-9.]+, not <= [0-9.]+ \\(3.0 x min [0-9.]+, rdma-g[0-2] -> rdma-g[0-2], the second lowest of [34] reporting nodes"))' "$J"
+	test("^pair-lat: fails with 3 of 3 peers; e\\.g\\. pair-lat: min_us [0-9.]+, not <= [0-9.]+ \\(10.0 x min [0-9.]+, rdma-g[0-2] -> rdma-g[0-2], the second lowest of [34] reporting nodes"))' "$J"
 check "the rule failed on the 3 pairs through the slow guest, of 6" jqt '
 	.verdict.tests[] | select(.name == "pair-lat") | .rules[] |
-	select(.metric == "pair-lat.p50_us" and .relative == "min") | .evaluated == 6 and .failed == 3' "$J"
+	select(.metric == "pair-lat.min_us" and .relative == "min") | .evaluated == 6 and .failed == 3' "$J"
 check "a finding names the slow node; no link is suspected" jqt '
 	any(.verdict.findings[]; test("^pair-lat: node rdma-g'$SLOW' is bad")) and .verdict.links == []' "$J"
+# Full, over verbs, every test and node, certifying its configuration: an acceptance sign-off,
+# signed as the campaign ends, that fails naming the slow guest.
+for _ in $(seq 100); do
+	c signoff list --json >"$W/signoffs.json" 2>/dev/null
+	jq -e --arg c "$id" 'any(.[]; .campaign == $c)' "$W/signoffs.json" >/dev/null && break
+	sleep 0.2
+done
+check "an acceptance sign-off, verdict fail (not a smoke report)" jqt --arg c "$id" '
+	.[] | select(.campaign == $c) | .acceptance == true and .verdict == "fail" and
+	(.headline == "fail; acceptance sign-off")' "$W/signoffs.json"
+check "  ... its report names the slow guest" jqt '.report.acceptance == true and
+	(.report.acceptance_reasons == []) and any(.report.summary[]; test("rdma-g'$SLOW' is bad"))' \
+	<(c signoff show "$(jq -r --arg c "$id" '.[] | select(.campaign == $c) | .id' "$W/signoffs.json")" \
+		--json --report)
 check "the other tests pass" jqt '[.verdict.tests[] | select(.name != "pair-lat") | .result] ==
 	["pass", "pass", "pass"]' "$J"
 # Rows: test indexes follow the playbook (0 pair-lat, 1 pair-bw, 2 ring-bw, 3 incast).
