@@ -259,6 +259,9 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
   await step('integrator: the sign-off shows its verdict, verified, and the failures', async () => {
     await go(page, `#/signoffs/${cfg.signoff}`, '.verify[data-verified="true"]');
     expectEq(await page.locator('.head .badge.verdict').textContent(), cfg.verdict, 'verdict');
+    // A TCP baseline is never shown as a bare pass: it says it is a smoke / baseline report.
+    expectEq(await page.locator('.head .badge.kind').getAttribute('data-acceptance'), 'no', 'acceptance');
+    expectEq(await page.locator('.head .badge.kind').textContent(), 'smoke / baseline report', 'report kind');
     const items = await page.locator('section.card', {has: page.locator('h2', {hasText: 'Failures'})}).locator('li').count();
     if (cfg.verdict === 'fail' && items < 1) throw new Error('no failure listed');
     await shot(page, '18-signoff');
