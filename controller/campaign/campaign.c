@@ -243,7 +243,8 @@ static json_t *node_entry(const struct store_node *nd, const json_t *facts, cons
 					 json_object_get(p, "active_mtu"), "numa_node",
 					 json_object_get(d, "numa_node"), "pci_address",
 					 json_object_get(d, "pci_address"));
-			pci = cp_pci_of(facts, json_string_value(json_object_get(d, "pci_address")));
+			pci = cp_pci_of(facts,
+					json_string_value(json_object_get(d, "pci_address")));
 			if (rail && pci)
 				json_object_set_new(
 					rail, "pcie",

@@ -353,28 +353,43 @@ static int revalidate_follow(struct ctl_state *st, struct httpc *api, const stru
 	char last[64] = "";
 	size_t k = 0;
 
-	/* Each configuration check in turn (the baseline's playbooks), then the campaign. */
+	/* Each configuration check in turn (the baseline's playbooks), then the campaign. A check
+	 * may start and end between two polls: every check that has a deployment by now is shown,
+	 * in the plan's order, with its own deployment. */
 	for (;;) {
 		const json_t *checks, *pb;
 		const char *dep;
+		size_t n;
 
 		if (reval_wait(st->store, api, id, last, false, ret) < 0)
 			return -1;
-		dep = JSTR(*ret, "deployment");
-		if (!dep || strcmp(dep, last) == 0)
-			break;
 		checks = json_object_get(*ret, "checks");
-		pb = json_object_get(json_array_get(checks, k), "playbook");
-		util_fprintf_safe(
-			out, "revalidate %s: configuration %zu of %zu: %s %s, deployment %s, %s\n",
-			id, k + 1, json_array_size(checks),
-			JSTR(pb, "name") ? JSTR(pb, "name") : "the playbook",
-			JSTR(pb, "version") ? JSTR(pb, "version") : "", dep,
-			rv->apply ? "applying it" : "check mode (nothing changed)");
-		fflush(out);
-		cli_deploy_follow(st->store, dep, DEPLOY_WAIT_MS, out);
-		snprintf(last, sizeof(last), "%s", dep);
-		k++;
+		n = json_array_size(checks);
+		dep = JSTR(*ret, "deployment");
+		if (!dep || (n == 0 && strcmp(dep, last) == 0))
+			break;
+		while (k < (n ? n : 1)) {
+			const char *d = n ? JSTR(json_array_get(checks, k), "deployment") : dep;
+
+			if (!d || (n == 0 && strcmp(d, last) == 0))
+				break;
+			pb = json_object_get(json_array_get(checks, k), "playbook");
+			util_fprintf_safe(
+				out,
+				"revalidate %s: configuration %zu of %zu: %s %s, deployment "
+				"%s, %s\n",
+				id, k + 1, n ? n : 1,
+				JSTR(pb, "name") ? JSTR(pb, "name") : "the playbook",
+				JSTR(pb, "version") ? JSTR(pb, "version") : "", d,
+				rv->apply ? "applying it" : "check mode (nothing changed)");
+			fflush(out);
+			cli_deploy_follow(st->store, d, DEPLOY_WAIT_MS, out);
+			snprintf(last, sizeof(last), "%s", d);
+			k++;
+		}
+		if (k >= (n ? n : 1) || JSTR(*ret, "campaign") ||
+		    ctl_revalidate_state_final(JSTR(*ret, "state")))
+			break;
 	}
 	if (JSTR(*ret, "campaign") && !cli_interrupted) {
 		util_fprintf_safe(out, "revalidate %s: campaign %s, the baseline's again\n", id,
