@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# CTest rdma_vm_campaign_verbs: a validation campaign over verbs on a real kernel RDMA stack. A
-# controller on the host, an agent in each of 4 soft-RoCE guests (cluster mode), one guest made
-# slow on purpose (netem delay on its wire NIC), and `railyard-controller validate` with the
-# playbook playbooks/softroce-campaign.yaml: pairs latency and bandwidth per rail, a random ring
-# and incast. The campaign must fail naming the slow guest, and only it, by the relative latency
-# rule, with every result row stored once, port counter deltas from rxe's hw_counters in the
+# CTest rdma_vm_campaign_verbs: validation campaigns over verbs on a real kernel RDMA stack. A
+# controller on the host, an agent in each of 4 soft-RoCE guests (cluster mode), and `railyard-
+# controller validate --signoff` with the playbook playbooks/softroce-campaign.yaml (deployed
+# first: the configuration it certifies): pairs latency and bandwidth per rail, a random ring and
+# incast. Healthy, it ends in an acceptance sign-off that passes; then a deployment slows one
+# guest (a netem delay on its wire NIC, by a command step), and the same campaign must fail
+# naming the slow guest, and only it, by the relative latency rule, in an acceptance sign-off,
+# with every result row stored once, port counter deltas from rxe's hw_counters in the
 # summaries, over verbs. Then the nodes are revoked, which ends the agents (the guests' pass).
 #
 # Addresses: the controller sends a benchmark client to the server's address as it sees the
@@ -90,7 +92,6 @@ fp=$(awk '/^ca-fingerprint:/ {print $2}' "$W/token")
 # The guests, in the background; they end when their agents are revoked (or at the timeout).
 "$HERE/run-vm.sh" --no-build --name campaign_verbs --timeout 540 --mem 768M \
 	--env "RY_CTL_PORT=$port" --env "RY_TOKEN=$token" --env "RY_FP=$fp" \
-	--env "RY_SLOW=$SLOW" --env "RY_SLOW_DELAY=$SLOW_DELAY" \
 	--script "$HERE/cases/campaign-verbs.sh" cluster $N >"$W/run-vm.log" 2>&1 &
 vm=$!
 pids+=("$vm")
@@ -127,33 +128,78 @@ check "the playbook deployed on every guest (its configuration, one assert)" jqt
 	.state == "succeeded" and ([.nodes[] | select(.state == "succeeded")] | length) == $n' \
 	<(c deployments "$dep" --json)
 
-# ---- the campaign ---------------------------------------------------------------------------
+# ---- the campaigns ---------------------------------------------------------------------------
+# campaign NAME: validate over verbs (signed off as it ends), follow it to its end; its document
+# in $W/NAME.json, its sign-off (with the report) in $W/NAME-signoff.json, its id in $id.
+campaign() {
+	local tc end last="" line so
+	c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --signoff --no-wait \
+		>"$W/$1-validate.log"
+	cat "$W/$1-validate.log"
+	id=$(awk '/^campaign c-/ {sub(":", "", $2); print $2; exit}' "$W/$1-validate.log")
+	[ -n "$id" ] || { echo "campaign-verbs: no campaign stored" >&2; exit 1; }
+	tc=$(date +%s)
+	end=$((tc + CAMPAIGN_S))
+	while :; do
+		state=$(c campaign show "$id" --json | jq -r .state)
+		[ "$state" = running ] || break
+		line=$(c campaign show "$id")
+		[ "$line" = "$last" ] || echo "  [$(($(date +%s) - tc)) s] $line"
+		last=$line
+		if [ "$(date +%s)" -ge $end ]; then
+			echo "campaign-verbs: campaign $id still running after $CAMPAIGN_S s; cancelling" >&2
+			c campaign cancel "$id" || true
+			break
+		fi
+		sleep 2
+	done
+	echo "campaign $id ended ($state) after $(($(date +%s) - tc)) s"
+	c campaign show "$id" | tee "$W/$1-verdict.txt"
+	c campaign show "$id" --json --results >"$W/$1.json"
+	# Signed as it ends: wait for the sign-off (bounded).
+	for _ in $(seq 100); do
+		c signoff list --json >"$W/signoffs.json" 2>/dev/null
+		jq -e --arg c "$id" 'any(.[]; .campaign == $c)' "$W/signoffs.json" >/dev/null && break
+		sleep 0.2
+	done
+	so=$(jq -r --arg c "$id" '.[] | select(.campaign == $c) | .id' "$W/signoffs.json")
+	c signoff show "$so" --json --report >"$W/$1-signoff.json" || true
+}
 c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --dry-run >"$W/plan.txt"
 cat "$W/plan.txt"
-c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --signoff --no-wait >"$W/validate.log"
-cat "$W/validate.log"
-id=$(c campaigns --json | jq -r '.[0].id')
-[ -n "$id" ] && [ "$id" != null ] || { echo "campaign-verbs: no campaign stored" >&2; exit 1; }
-tc=$(date +%s)
-end=$((tc + CAMPAIGN_S))
-last=
-while :; do
-	state=$(c campaign show "$id" --json | jq -r .state)
-	[ "$state" = running ] || break
-	line=$(c campaign show "$id")
-	[ "$line" = "$last" ] || echo "  [$(($(date +%s) - tc)) s] $line"
-	last=$line
-	if [ "$(date +%s)" -ge $end ]; then
-		echo "campaign-verbs: campaign $id still running after $CAMPAIGN_S s; cancelling" >&2
-		c campaign cancel "$id" || true
-		break
-	fi
-	sleep 2
-done
-echo "campaign $id ended ($state) after $(($(date +%s) - tc)) s"
-c campaign show "$id" | tee "$W/verdict.txt"
-c campaign show "$id" --json --results >"$W/campaign.json"
-J=$W/campaign.json
+
+# Healthy: a full verbs campaign on every node, certifying its configuration, is an acceptance
+# sign-off that passes.
+campaign healthy
+check "healthy: the campaign passed, every node" jqt '.state == "passed" and
+	.verdict.result == "pass" and all(.verdict.nodes[]; .result == "pass")' "$W/healthy.json"
+check "healthy: an acceptance sign-off that passes" jqt '.verdict == "pass" and .acceptance == true and
+	.headline == "pass; acceptance sign-off" and .report.acceptance_reasons == []' \
+	"$W/healthy-signoff.json"
+
+# Degraded by a deployment of its own: a command step puts a netem delay on rdma-g$SLOW's wire
+# NIC (its RDMA port's netdev, from its facts), so every RoCE packet it sends waits $SLOW_DELAY.
+cat >"$W/slow.yaml" <<EOF
+name: slow-guest
+version: "1"
+target:
+  selector:
+    - {fact: hostname, op: "==", value: rdma-g$SLOW}
+steps:
+  - name: delay the wire
+    type: command
+    params:
+      argv: [/usr/sbin/tc, qdisc, add, dev, "\${facts.rdma.devices[0].ports[0].netdev}", root, netem, delay, $SLOW_DELAY]
+      timeout: 30s
+EOF
+c deploy --cluster rdma --playbook "$W/slow.yaml" --canary 0 --pause 0 --timeout 120s \
+	>"$W/slow-deploy.log" 2>&1 || { cat "$W/slow-deploy.log"; exit 1; }
+dep=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$W/slow-deploy.log")
+check "rdma-g$SLOW slowed by a deployment (netem on its wire NIC)" jqt --arg h "rdma-g$SLOW" '
+	.state == "succeeded" and ([.nodes[] | .hostname] == [$h])' <(c deployments "$dep" --json)
+
+campaign slow
+J=$W/slow.json
 
 check "the campaign ended failed (the slow guest), over verbs, not a tcp baseline" jqt '
 	.state == "failed" and .result == "fail" and .transport == "verbs" and
@@ -170,20 +216,10 @@ check "the rule failed on the 3 pairs through the slow guest, of 6" jqt '
 	select(.metric == "pair-lat.min_us" and .relative == "min") | .evaluated == 6 and .failed == 3' "$J"
 check "a finding names the slow node; no link is suspected" jqt '
 	any(.verdict.findings[]; test("^pair-lat: node rdma-g'$SLOW' is bad")) and .verdict.links == []' "$J"
-# Full, over verbs, every test and node, certifying its configuration: an acceptance sign-off,
-# signed as the campaign ends, that fails naming the slow guest.
-for _ in $(seq 100); do
-	c signoff list --json >"$W/signoffs.json" 2>/dev/null
-	jq -e --arg c "$id" 'any(.[]; .campaign == $c)' "$W/signoffs.json" >/dev/null && break
-	sleep 0.2
-done
-check "an acceptance sign-off, verdict fail (not a smoke report)" jqt --arg c "$id" '
-	.[] | select(.campaign == $c) | .acceptance == true and .verdict == "fail" and
-	(.headline == "fail; acceptance sign-off")' "$W/signoffs.json"
-check "  ... its report names the slow guest" jqt '.report.acceptance == true and
-	(.report.acceptance_reasons == []) and any(.report.summary[]; test("rdma-g'$SLOW' is bad"))' \
-	<(c signoff show "$(jq -r --arg c "$id" '.[] | select(.campaign == $c) | .id' "$W/signoffs.json")" \
-		--json --report)
+check "an acceptance sign-off, verdict fail (not a smoke report)" jqt '.acceptance == true and
+	.verdict == "fail" and .headline == "fail; acceptance sign-off"' "$W/slow-signoff.json"
+check "  ... its report names the slow guest" jqt '.report.acceptance_reasons == [] and
+	any(.report.summary[]; test("rdma-g'$SLOW' is bad"))' "$W/slow-signoff.json"
 check "the other tests pass" jqt '[.verdict.tests[] | select(.name != "pair-lat") | .result] ==
 	["pass", "pass", "pass"]' "$J"
 # Rows: test indexes follow the playbook (0 pair-lat, 1 pair-bw, 2 ring-bw, 3 incast).

@@ -1,9 +1,9 @@
 # Guest test (mode cluster N, driven by campaign-verbs.sh on the host): each guest enrolls a
 # railyard-agent with the controller and runs it while the host runs a validation campaign over
-# verbs; guest RY_SLOW is made slow on purpose first (netem delay on its wire NIC, so every RoCE
-# packet it sends waits RY_SLOW_DELAY). The host revokes the nodes when its checks are done: an
+# verbs (the host slows one guest down later with a deployment: a netem delay, by a command
+# step that targets its host name). The host revokes the nodes when its checks are done: an
 # agent that exits 3 (revoked) is the pass.
-# Environment from the runner: RY_CTL_PORT, RY_TOKEN, RY_FP, RY_SLOW, RY_SLOW_DELAY.
+# Environment from the runner: RY_CTL_PORT, RY_TOKEN, RY_FP.
 #
 # The controller must see each agent at its wire address, since that is where it sends the
 # other guests' benchmark clients: through the user-mode NIC every guest would be 127.0.0.1. So
@@ -16,12 +16,8 @@ set -e
 /usr/bin/ip route add 10.99.0.0/24 via 10.0.2.2 dev "$RY_HOSTIF" ||
 	ry_die "cannot route 10.99.0.0/24 through the user-mode NIC"
 ctl=10.99.0.$((10 + RY_ID)):$RY_CTL_PORT
-if [ "${RY_SLOW:-}" = "$RY_ID" ]; then
-	# busybox sh would run its own tc applet: iproute2's, by path.
-	/usr/sbin/tc qdisc add dev "$RY_IF" root netem delay "$RY_SLOW_DELAY" ||
-		ry_die "cannot add a netem delay on $RY_IF (sch_netem in the image?)"
-	ry_log "slow on purpose: $(/usr/sbin/tc qdisc show dev "$RY_IF" | head -1)"
-fi
+# The host name playbooks target this guest by (facts.hostname).
+echo "rdma-g$RY_ID" >/proc/sys/kernel/hostname || ry_die "cannot set the host name"
 ry_retry 30 timeout 60 railyard-agent enroll --controller "$ctl" --token "$RY_TOKEN" \
 	--ca-fingerprint "$RY_FP" --state-dir /tmp/agent --hostname "rdma-g$RY_ID" \
 	>/tmp/enroll.log 2>&1 || { cat /tmp/enroll.log; ry_die "enrollment failed"; }
