@@ -107,7 +107,7 @@ static void sign_off(struct ctl_campaigns *cs, const struct store_campaign *m)
 #define CP_DEPLOYMENTS_SCANNED 1000
 
 /* Per node of the campaign, why its configuration fails what the validation requires
- * (spec.requires, docs/campaigns.md "Configuration"): the last deployment (not a check) of each
+ * (spec.requires; docs/campaigns.md, "Verdict", 0): the last deployment (not a check) of each
  * required playbook that reached the node must have succeeded on it, and at least one must have
  * reached it. *ret: {node id: ["configuration: ..."]}. */
 static int config_gate(struct store *st, const struct store_campaign *m, const struct entry *e,
@@ -440,7 +440,7 @@ out:
 }
 
 /* A measured run's reports checked as evidence (evidence.h): NULL when plausible, else the
- * row's invalid summary {"invalid": {node, host, side, reason}} with *why its error text. */
+ * row's invalid summary {"invalid": {side, node, reason}} with *why its error text. */
 static json_t *invalid_of(const struct entry *e, const struct store_campaign_row *w,
 			  const struct store_bench_run *b, char *why, size_t len)
 {
