@@ -173,18 +173,14 @@ void rc_print_signoff(FILE *out, const json_t *s, bool detail)
 {
 	const json_t *r;
 	size_t i;
-	char verdict[96];
 
-	/* Never a bare pass: "pass (smoke)", "pass +1 excluded (acceptance)". */
-	snprintf(verdict, sizeof(verdict), "%s%s%.0lld%s (%s)", rc_str(s, "verdict", "?"),
-		 JINT(s, "excluded") > 0 ? " +" : "", (long long)JINT(s, "excluded"),
-		 JINT(s, "excluded") > 0 ? " excluded" : "",
-		 json_is_true(json_object_get(s, "acceptance")) ? "acceptance" : "smoke");
+	/* Never a bare pass: the controller's label says "pass (smoke)", "pass +1 excluded
+	 * (acceptance)". */
 	util_fprintf_safe(out, "%-11s %-22s %-12s %-12s %s  campaign %s%s%s%s\n",
-			  rc_str(s, "id", "?"), verdict, rc_str(s, "cluster", "?"),
-			  rc_str(s, "kind", "?"), rc_str(s, "created_at", "-"),
-			  rc_str(s, "campaign", "-"), JSTR(s, "baseline") ? "  baseline " : "",
-			  rc_str(s, "baseline", ""),
+			  rc_str(s, "id", "?"), rc_str(s, "label", rc_str(s, "verdict", "?")),
+			  rc_str(s, "cluster", "?"), rc_str(s, "kind", "?"),
+			  rc_str(s, "created_at", "-"), rc_str(s, "campaign", "-"),
+			  JSTR(s, "baseline") ? "  baseline " : "", rc_str(s, "baseline", ""),
 			  json_is_true(json_object_get(s, "stale")) ? "  STALE" : "");
 	if (!detail)
 		return;

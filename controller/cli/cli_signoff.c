@@ -53,16 +53,11 @@ void cli_signoff_print(FILE *out, const json_t *s, bool reasons)
 {
 	const json_t *r;
 	size_t i;
-	char verdict[96];
 
-	/* Never a bare pass: "pass (smoke)", "pass +1 excluded (acceptance)". */
-	snprintf(verdict, sizeof(verdict), "%s%s%.0lld%s (%s)", JSTR(s, "verdict"),
-		 json_integer_value(json_object_get(s, "excluded")) > 0 ? " +" : "",
-		 (long long)json_integer_value(json_object_get(s, "excluded")),
-		 json_integer_value(json_object_get(s, "excluded")) > 0 ? " excluded" : "",
-		 json_is_true(json_object_get(s, "acceptance")) ? "acceptance" : "smoke");
+	/* Never a bare pass: the label says "pass (smoke)", "pass +1 excluded (acceptance)". */
 	util_fprintf_safe(out, "%-11s %-22s %-12s %-12s %s  campaign %s%s%s%s\n", JSTR(s, "id"),
-			  verdict, JSTR(s, "cluster"), JSTR(s, "kind"), JSTR(s, "created_at"),
+			  JSTR(s, "label") ? JSTR(s, "label") : JSTR(s, "verdict"),
+			  JSTR(s, "cluster"), JSTR(s, "kind"), JSTR(s, "created_at"),
 			  JSTR(s, "campaign"), JSTR(s, "baseline") ? "  baseline " : "",
 			  JSTR(s, "baseline") ? JSTR(s, "baseline") : "",
 			  json_is_true(json_object_get(s, "stale")) ? "  STALE" : "");

@@ -63,3 +63,13 @@ void so_headline(const char *verdict, bool acceptance, long excluded, char *buf,
 		 acceptance ? "acceptance sign-off"
 			    : "smoke / baseline report, not an acceptance sign-off");
 }
+
+void so_label(const char *verdict, bool acceptance, long excluded, char *buf, size_t len)
+{
+	char ex[48] = "";
+
+	if (excluded > 0)
+		snprintf(ex, sizeof(ex), " +%ld excluded", excluded);
+	snprintf(buf, len, "%s%s (%s)", verdict ? verdict : "incomplete", ex,
+		 acceptance ? "acceptance" : "smoke");
+}

@@ -237,16 +237,17 @@ out:
 
 static json_t *summary_json(const struct store_signoff *so)
 {
-	char head[160];
+	char head[160], label[96];
 
 	so_headline(so->verdict, so->acceptance, so->excluded, head, sizeof(head));
-	return json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s, s:s, s:I, s:o, s:I, s:b, s:i, s:s}",
-			 "id", so->id, "cluster", so->cluster, "campaign", so->campaign_id, "kind",
-			 so->kind, "baseline", so->baseline_id, "verdict", so->verdict, "sha256",
-			 so->sha256, "actor", so->actor, "created_at_ms",
-			 (json_int_t)so->created_at_ms, "created_at",
-			 so_time_json(so->created_at_ms), "size", (json_int_t)so->report_len,
-			 "acceptance", so->acceptance, "excluded", so->excluded, "headline", head);
+	so_label(so->verdict, so->acceptance, so->excluded, label, sizeof(label));
+	return json_pack(
+		"{s:s, s:s, s:s, s:s, s:s?, s:s, s:s, s:s, s:I, s:o, s:I, s:b, s:i, s:s, s:s}",
+		"id", so->id, "cluster", so->cluster, "campaign", so->campaign_id, "kind", so->kind,
+		"baseline", so->baseline_id, "verdict", so->verdict, "sha256", so->sha256, "actor",
+		so->actor, "created_at_ms", (json_int_t)so->created_at_ms, "created_at",
+		so_time_json(so->created_at_ms), "size", (json_int_t)so->report_len, "acceptance",
+		so->acceptance, "excluded", so->excluded, "headline", head, "label", label);
 }
 
 static int get_signoff(struct store *st, const char *id, bool bytes, struct store_signoff **ret,

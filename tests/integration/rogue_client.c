@@ -210,6 +210,10 @@ static void lie_about(json_t *doc, const char *spec)
 
 	if (!json_is_object(fig))
 		return;
+	/* KEY=: a figure of the kind of run that has it (gbps is a bw run's, p50 a lat run's). */
+	snprintf(k, sizeof(k), "%.*s", eq ? (int)(eq - spec) : 0, spec);
+	if (eq && k[0] != '*' && !json_object_get(fig, k))
+		return;
 	if (strncmp(spec, "*x", 2) == 0) {
 		double f = atof(spec + 2);
 
@@ -236,7 +240,6 @@ static void lie_about(json_t *doc, const char *spec)
 		json_decref(v);
 		return;
 	}
-	snprintf(k, sizeof(k), "%.*s", (int)(eq - spec), spec);
 	json_object_set_new(fig, k, v);
 }
 
