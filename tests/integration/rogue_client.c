@@ -285,6 +285,10 @@ static int run_and_lie(struct rogue *g, const Railyard__V1__RunBench *rb)
 			return -EINVAL;
 		memcpy(host, rb->peer, (size_t)(colon - rb->peer));
 		p.port = (uint16_t)atoi(colon + 1);
+	} else if (r >= 0) {
+		/* An ephemeral port, announced in BenchReady: perftest's default 18515 is a fixed
+		 * port another test (or a second side of ours) may hold. */
+		p.port = 0;
 	}
 	if (r >= 0)
 		r = bench_params_validate(&p, err, sizeof(err));
