@@ -2,6 +2,10 @@
  * chooses, and store the node, all or nothing. Refusals are audited and logged. */
 #include "controller/server_int.h"
 #include "controller/throttle.h"
+#include "controller/store/store.h"
+#include "controller/store/store_apitoken.h"
+#include "controller/store/store_audit.h"
+#include "controller/store/store_nodes.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"

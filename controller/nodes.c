@@ -6,6 +6,8 @@
 #include "common/util/util.h"
 #include "controller/signoff/signoff.h"
 #include "controller/signoff/snapshot.h"
+#include "controller/store/store.h"
+#include "controller/store/store_nodes.h"
 
 #include <errno.h>
 #include <stdlib.h>

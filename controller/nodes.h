@@ -9,6 +9,7 @@
 
 #include "controller/service.h"
 #include "controller/store/store.h"
+#include "controller/store/store_nodes.h"
 
 /* What the store derives from a node's facts as they are written (store_set_facts_deriver()):
  * facts_summary() and the sign-off snapshot (so_snapshot()). Its version must change whenever

@@ -1,5 +1,8 @@
 /* The playbook service (playbooks.h). */
 #include "controller/playbooks.h"
+#include "controller/store/store.h"
+#include "controller/store/store_nodes.h"
+#include "controller/store/store_playbook.h"
 
 #include "common/playbook/playbook.h"
 #include "common/util/error.h"

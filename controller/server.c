@@ -6,6 +6,8 @@
 #include "controller/engine/engine.h"
 #include "controller/rollout/rollout.h"
 #include "controller/throttle.h"
+#include "controller/store/store.h"
+#include "controller/store/store_nodes.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"

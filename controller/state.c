@@ -1,6 +1,8 @@
 /* The controller's state directory: creation (CA, server certificate, database) and loading. */
 #include "controller/state.h"
 #include "controller/nodes.h"
+#include "controller/store/store.h"
+#include "controller/store/store_nodes.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"

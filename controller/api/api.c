@@ -10,6 +10,7 @@
 #include "common/util/util.h"
 #include "controller/portal/portal.h"
 #include "controller/state.h"
+#include "controller/store/store_apitoken.h"
 
 #include <errno.h>
 #include <pthread.h>

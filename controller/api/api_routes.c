@@ -20,6 +20,13 @@
 #include "controller/signoff/html.h"
 #include "controller/server_int.h"
 #include "controller/state.h"
+#include "controller/store/store.h"
+#include "controller/store/store_apitoken.h"
+#include "controller/store/store_audit.h"
+#include "controller/store/store_bench.h"
+#include "controller/store/store_campaign.h"
+#include "controller/store/store_deploy.h"
+#include "controller/store/store_signoff.h"
 
 #include <errno.h>
 #include <stddef.h>

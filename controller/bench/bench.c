@@ -1,6 +1,9 @@
 /* The benchmark service: a run ordered between two nodes is stored pending for the serving
  * controller's bench pass; runs are read back as JSON; a cancel is requested. */
 #include "controller/bench/bench.h"
+#include "controller/store/store.h"
+#include "controller/store/store_bench.h"
+#include "controller/store/store_nodes.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
 

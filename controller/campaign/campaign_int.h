@@ -8,6 +8,8 @@
 #include "controller/campaign/campaign.h"
 #include "controller/campaign/schedule.h"
 #include "controller/campaign/verdict.h"
+#include "controller/store/store_bench.h"
+#include "controller/store/store_campaign.h"
 
 /* Suspect pairs retested per test, at most (a node failing with most peers needs none). */
 #define CP_RETEST_SUSPECTS_MAX 64

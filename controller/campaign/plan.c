@@ -2,6 +2,8 @@
  * from the spec and the seed (the same on every controller start), the benchmark of each slot,
  * the summary of a finished run, and the verdict's input built from the result rows. */
 #include "controller/campaign/campaign_int.h"
+#include "controller/store/store_bench.h"
+#include "controller/store/store_campaign.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
 

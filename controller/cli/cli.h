@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "controller/store/store.h"
+
 struct ctl_state;
 struct ctl_error;
 struct store;

@@ -8,6 +8,8 @@
 #include "common/httpc/httpc.h"
 #include "controller/service.h"
 #include "controller/state.h"
+#include "controller/store/store.h"
+#include "controller/store/store_apitoken.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"

@@ -3,6 +3,7 @@
  * only writer), and the offline restore of such a copy into a state directory nobody serves. */
 #include "controller/cli/cli.h"
 #include "controller/state.h"
+#include "controller/store/store_backup.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"

@@ -5,6 +5,8 @@
 #include "controller/cli/cli.h"
 #include "common/httpc/httpc.h"
 #include "controller/state.h"
+#include "controller/store/store.h"
+#include "controller/store/store_nodes.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"

@@ -6,6 +6,7 @@
 #include "controller/cli/cli.h"
 #include "common/httpc/httpc.h"
 #include "controller/state.h"
+#include "controller/store/store.h"
 #include "common/log/log.h"
 #include "common/playbook/playbook.h"
 #include "common/util/error.h"

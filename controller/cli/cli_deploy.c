@@ -5,6 +5,7 @@
 #include "common/httpc/httpc.h"
 #include "controller/rollout/deploy.h"
 #include "controller/state.h"
+#include "controller/store/store.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"

@@ -11,6 +11,8 @@
 #include "controller/signoff/revalidate.h"
 #include "controller/signoff/signoff.h"
 #include "controller/state.h"
+#include "controller/store/store.h"
+#include "controller/store/store_signoff.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"

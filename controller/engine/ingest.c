@@ -10,6 +10,7 @@
  * chores that need the database (last_seen, revocations made by other processes). */
 #include "controller/engine/engine_int.h"
 #include "controller/server_int.h"
+#include "controller/store/store.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"

@@ -2,6 +2,9 @@
  * deterministic batches), and stored deployments become JSON. */
 #include "controller/rollout/deploy.h"
 #include "controller/rollout/policy.h"
+#include "controller/store/store.h"
+#include "controller/store/store_deploy.h"
+#include "controller/store/store_nodes.h"
 #include "common/playbook/playbook.h"
 #include "common/util/error.h"
 #include "common/util/util.h"

@@ -10,6 +10,11 @@
 #include "controller/signoff/compare.h"
 #include "controller/signoff/results.h"
 #include "controller/signoff/snapshot.h"
+#include "controller/store/store.h"
+#include "controller/store/store_campaign.h"
+#include "controller/store/store_deploy.h"
+#include "controller/store/store_nodes.h"
+#include "controller/store/store_signoff.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -13,6 +13,12 @@
 #include "controller/rollout/deploy.h"
 #include "controller/server_int.h"
 #include "controller/signoff/signoff.h"
+#include "controller/store/store.h"
+#include "controller/store/store_campaign.h"
+#include "controller/store/store_deploy.h"
+#include "controller/store/store_playbook.h"
+#include "controller/store/store_revalidate.h"
+#include "controller/store/store_signoff.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,6 +10,11 @@
 #include "common/util/util.h"
 #include "controller/signoff/html.h"
 #include "controller/signoff/snapshot.h"
+#include "controller/store/store.h"
+#include "controller/store/store_campaign.h"
+#include "controller/store/store_deploy.h"
+#include "controller/store/store_nodes.h"
+#include "controller/store/store_signoff.h"
 
 #include <errno.h>
 #include <fcntl.h>

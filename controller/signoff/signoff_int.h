@@ -5,6 +5,9 @@
 
 #include "controller/signoff/canon.h"
 #include "controller/signoff/signoff.h"
+#include "controller/store/store.h"
+#include "controller/store/store_campaign.h"
+#include "controller/store/store_signoff.h"
 
 /* Deployments listed per report, at most (the newest first, then one per playbook). */
 #define SO_DEPLOYMENTS_SCANNED 1000

@@ -1,6 +1,7 @@
 /* The store: API tokens (schema v9), the bearer tokens of the REST API. Owns the api_tokens
  * table: making a token (shown once, only the SHA-256 of its secret kept), checking one on the
  * reader connection, the last-used stamp, listing and revocation. */
+#include "controller/store/store_apitoken.h"
 #include "controller/store/store_int.h"
 
 #include "common/util/error.h"

@@ -1,4 +1,5 @@
 /* The store: the audit log. */
+#include "controller/store/store_audit.h"
 #include "controller/store/store_int.h"
 
 #include "common/util/error.h"

@@ -3,6 +3,7 @@
  * its own (never a write to it, so a serving controller stays its only writer), a restore writes
  * a database that nobody serves. */
 #include "controller/store/store.h"
+#include "controller/store/store_backup.h"
 
 #include "common/util/error.h"
 #include "common/util/fs.h"

@@ -1,4 +1,5 @@
 /* The store: benchmark runs between two nodes. */
+#include "controller/store/store_bench.h"
 #include "controller/store/store_int.h"
 
 #include "common/util/error.h"

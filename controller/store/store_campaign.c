@@ -1,6 +1,8 @@
 /* The store: validation campaigns (the spec, nodes and seed their schedule is regenerated from,
  * a cursor, the verdict) and their result rows, one per scheduled slot, each started together
  * with the benchmark run that measures it. */
+#include "controller/store/store_bench.h"
+#include "controller/store/store_campaign.h"
 #include "controller/store/store_int.h"
 
 #include "common/util/error.h"

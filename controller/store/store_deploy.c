@@ -1,5 +1,6 @@
 /* The store: playbooks, deployments, their nodes and step results, and the reports nodes
  * make on them (accepted only when they fit what was sent). */
+#include "controller/store/store_deploy.h"
 #include "controller/store/store_int.h"
 
 #include "common/util/error.h"

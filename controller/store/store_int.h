@@ -12,6 +12,8 @@
 #include <stdbool.h>
 
 #include "controller/store/store.h"
+#include "controller/store/store_bench.h"
+#include "controller/store/store_nodes.h"
 
 /* Statements prepared by one connection and kept, at most this many kinds in the program. */
 #define STORE_STMT_MAX 256

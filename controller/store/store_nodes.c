@@ -1,5 +1,7 @@
 /* The store: clusters, enrollment tokens, enrollment, nodes and their states, revocation. */
+#include "controller/store/store_apitoken.h"
 #include "controller/store/store_int.h"
+#include "controller/store/store_nodes.h"
 
 #include "common/util/error.h"
 #include "common/util/util.h"

@@ -2,6 +2,7 @@
  * SHA-256, in playbooks (shared with deployments and campaigns); cluster_playbooks says which
  * cluster it was uploaded for, by whom and when. */
 #include "controller/store/store_int.h"
+#include "controller/store/store_playbook.h"
 
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -25,6 +26,8 @@ static struct store_sql SQL_UPLOAD_LIST =
 	STORE_SQL(UPLOAD_COLUMNS "ORDER BY u.created_at DESC, p.sha256 LIMIT ?1");
 static struct store_sql SQL_UPLOAD_OF =
 	STORE_SQL(UPLOAD_COLUMNS "WHERE p.sha256 = ?1 ORDER BY c.name");
+static struct store_sql SQL_PLAYBOOK_BY_SHA =
+	STORE_SQL("SELECT text FROM playbooks WHERE sha256 = ?1");
 
 void store_playbook_uploads_free(struct store_playbook_upload *v, size_t n)
 {
@@ -103,4 +106,11 @@ int store_playbook_uploads(struct store *s, const char *sha256, size_t limit,
 	return store_q_list(&s->r, &SQL_UPLOAD_LIST, sizeof(struct store_playbook_upload),
 			    upload_row, uploads_free_v, (void **)ret, ret_n, "l",
 			    (int64_t)(limit ? limit : 50));
+}
+
+int store_playbook_text_by_sha(struct store *s, const char *sha256, char **ret_text)
+{
+	if (!s || !sha256 || !ret_text)
+		return -EINVAL;
+	return store_q_text(&s->r, &SQL_PLAYBOOK_BY_SHA, sha256, ret_text);
 }

@@ -1,6 +1,7 @@
 /* The store: revalidations (schema v10), the serving controller's record of one "check the
  * configuration, rerun the baseline's campaign, sign a report compared with the baseline". */
 #include "controller/store/store_int.h"
+#include "controller/store/store_revalidate.h"
 
 #include "common/util/error.h"
 #include "common/util/util.h"

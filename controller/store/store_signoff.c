@@ -1,6 +1,7 @@
 /* The store: sign-off reports, kept as the exact bytes that were signed with their detached
  * signature, one per campaign. */
 #include "controller/store/store_int.h"
+#include "controller/store/store_signoff.h"
 
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -36,8 +37,6 @@ static struct store_sql SQL_SIGNOFF_OF_CAMPAIGN =
 static struct store_sql SQL_SIGNOFF_LIST =
 	STORE_SQL(SIGNOFF_COLUMNS SIGNOFF_FROM "WHERE ?1 IS NULL OR c.name = ?1 "
 					       "ORDER BY s.created_at DESC, s.id DESC LIMIT ?2");
-static struct store_sql SQL_PLAYBOOK_BY_SHA =
-	STORE_SQL("SELECT text FROM playbooks WHERE sha256 = ?1");
 
 void store_signoff_free(struct store_signoff *so)
 {
@@ -209,11 +208,4 @@ int store_signoffs_list(struct store *s, const char *cluster, size_t limit,
 	return store_q_list(&s->r, &SQL_SIGNOFF_LIST, sizeof(struct store_signoff *),
 			    signoff_from_row, signoffs_free_v, (void **)ret, ret_n, "tl", cluster,
 			    (int64_t)(limit ? limit : 50));
-}
-
-int store_playbook_text_by_sha(struct store *s, const char *sha256, char **ret_text)
-{
-	if (!s || !sha256 || !ret_text)
-		return -EINVAL;
-	return store_q_text(&s->r, &SQL_PLAYBOOK_BY_SHA, sha256, ret_text);
 }

@@ -11,6 +11,8 @@
 #include "controller/rollout/deploy.h"
 #include "controller/state.h"
 #include "controller/throttle.h"
+#include "controller/store/store.h"
+#include "controller/store/store_apitoken.h"
 #include "nodeagent/facts/facts.h"
 
 #include <errno.h>

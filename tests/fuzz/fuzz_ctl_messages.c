@@ -17,6 +17,7 @@
  * with a certificate or a status and message; the database passes quick_check. */
 #include "tests/fuzz/fuzz_ctl.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "controller/store/store.h"
 
 #include <sqlite3.h>
 #include <stdlib.h>

@@ -10,6 +10,7 @@
 
 #include "controller/api/authz.h"
 #include "controller/store/store.h"
+#include "controller/store/store_apitoken.h"
 #include "common/util/error.h"
 
 #include <stdio.h>

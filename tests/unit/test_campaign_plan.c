@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include "controller/campaign/campaign_int.h"
+#include "controller/store/store_bench.h"
+#include "controller/store/store_campaign.h"
 
 #include "common/util/error.h"
 

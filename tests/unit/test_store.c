@@ -8,7 +8,16 @@
 #include <cmocka.h>
 
 #include "controller/store/store.h"
+#include "controller/store/store_apitoken.h"
+#include "controller/store/store_audit.h"
+#include "controller/store/store_bench.h"
+#include "controller/store/store_campaign.h"
+#include "controller/store/store_deploy.h"
 #include "controller/store/store_int.h"
+#include "controller/store/store_nodes.h"
+#include "controller/store/store_playbook.h"
+#include "controller/store/store_revalidate.h"
+#include "controller/store/store_signoff.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
 

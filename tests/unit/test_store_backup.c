@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "controller/store/store.h"
+#include "controller/store/store_backup.h"
 #include "common/util/error.h"
 
 #include <dirent.h>
