@@ -1,6 +1,8 @@
-/* The store: API tokens (schema v9), the bearer tokens of the REST API. Owns the api_tokens
- * table: making a token (shown once, only the SHA-256 of its secret kept), checking one on the
- * reader connection, the last-used stamp, listing and revocation. */
+/* The store's tokens. API tokens (schema v9), the bearer tokens of the REST API: the api_tokens
+ * table, making a token (shown once, only the SHA-256 of its secret kept), checking one on the
+ * reader connection, the last-used stamp, listing and revocation. Enrollment tokens: the
+ * enroll_tokens table, making, checking, listing and revoking them (store_enroll_node() in
+ * store_nodes.c consumes one). */
 #include "controller/store/store_apitoken.h"
 #include "controller/store/store_int.h"
 
@@ -10,17 +12,20 @@
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <sqlite3.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define API_ID_BYTES	 8  /* 64 bits: a public name, unique by chance */
-#define API_SECRET_BYTES 32 /* 256 bits */
-#define API_ID_HEX	 (2 * API_ID_BYTES)
-#define API_SECRET_HEX	 (2 * API_SECRET_BYTES)
-#define API_PREFIX_LEN	 (sizeof(STORE_API_TOKEN_PREFIX) - 1)
-#define API_TOKEN_LEN	 (API_PREFIX_LEN + API_ID_HEX + 1 + API_SECRET_HEX)
+#define STORE_TOKEN_RANDOM 32 /* bytes of an enrollment token: 256 bits */
+#define API_ID_BYTES	   8  /* 64 bits: a public name, unique by chance */
+#define API_SECRET_BYTES   32 /* 256 bits */
+#define API_ID_HEX	   (2 * API_ID_BYTES)
+#define API_SECRET_HEX	   (2 * API_SECRET_BYTES)
+#define API_PREFIX_LEN	   (sizeof(STORE_API_TOKEN_PREFIX) - 1)
+#define API_TOKEN_LEN	   (API_PREFIX_LEN + API_ID_HEX + 1 + API_SECRET_HEX)
 /* Longest clusters document read: 64 names of 64 bytes with room for whitespace. */
 #define API_CLUSTERS_JSON_MAX (16 * 1024)
 /* Longest cluster name (as ctl_valid_cluster_name()). */
@@ -48,6 +53,25 @@ static struct store_sql SQL_API_REVOKE =
 static struct store_sql SQL_API_TOUCH =
 	STORE_SQL("UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1 AND revoked_at IS NULL "
 		  "AND (last_used_at IS NULL OR last_used_at <= ?2 - ?3)");
+
+static struct store_sql SQL_TOKEN_GET =
+	STORE_SQL("SELECT t.id, t.cluster_id, c.name, t.expires_at, t.uses_left, t.revoked_at "
+		  "FROM enroll_tokens t JOIN clusters c ON c.id = t.cluster_id "
+		  "WHERE t.token_hash = ?1");
+/* A token's public id is the first 16 hex digits of its hash (the audit rows name 12). */
+static struct store_sql SQL_TOKEN_LIST =
+	STORE_SQL("SELECT substr(t.token_hash, 1, 16), c.name, t.created_at, t.expires_at, "
+		  "t.uses_left, t.uses_total, t.revoked_at FROM enroll_tokens t "
+		  "JOIN clusters c ON c.id = t.cluster_id ORDER BY t.created_at DESC, t.id DESC "
+		  "LIMIT ?1");
+static struct store_sql SQL_TOKEN_FIND =
+	STORE_SQL("SELECT t.id, c.name, t.revoked_at FROM enroll_tokens t "
+		  "JOIN clusters c ON c.id = t.cluster_id WHERE t.token_hash LIKE ?1 || '%'");
+static struct store_sql SQL_TOKEN_REVOKE =
+	STORE_SQL("UPDATE enroll_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL");
+static struct store_sql SQL_TOKEN_INSERT =
+	STORE_SQL("INSERT INTO enroll_tokens (cluster_id, token_hash, created_at, "
+		  "expires_at, uses_left, uses_total) VALUES (?1, ?2, ?3, ?4, ?5, ?5)");
 
 static const char *const api_roles[] = {"admin", "integrator", "operator", "viewer"};
 
@@ -463,4 +487,274 @@ unlock:
 	}
 	store_api_token_free(t);
 	return r < 0 ? r : revoked;
+}
+
+/* ---- enrollment tokens ----------------------------------------------------------------------- */
+
+/* SHA-256 of the token as lower-case hex: the only form in which tokens are stored. */
+int store_token_hash(const char *token, char out[2 * 32 + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(token, strlen(token), md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+		return -RY_E_CRYPTO;
+	util_hex(md, mdlen, out);
+	return 0;
+}
+
+int store_token_create_as(struct store *s, const char *actor, const char *cluster, int64_t ttl_ms,
+			  int uses, int64_t now_ms, char **ret_token)
+{
+	struct store_conn *c = &s->w;
+	unsigned char rnd[STORE_TOKEN_RANDOM];
+	char hex[2 * STORE_TOKEN_RANDOM + 1], hash[2 * 32 + 1];
+	char *token = NULL, *detail = NULL;
+	int64_t cluster_id;
+	int r;
+
+	if (!s || !ret_token || ttl_ms <= 0 || uses < 1 || now_ms > INT64_MAX - ttl_ms)
+		return -EINVAL;
+	if (!store_text_ok(cluster, STORE_TEXT_MAX) || !store_text_ok(actor, STORE_TEXT_MAX))
+		return -RY_E_INVALID;
+	r = util_random_bytes(rnd, sizeof(rnd));
+	if (r < 0)
+		return r;
+	util_hex(rnd, sizeof(rnd), hex);
+	if (asprintf(&token, STORE_TOKEN_PREFIX "%s", hex) < 0)
+		return -ENOMEM;
+	r = store_token_hash(token, hash);
+	if (r < 0)
+		goto out;
+	/* The audit names the token by a prefix of its hash, never by the token. */
+	if (asprintf(&detail, "token=%.12s uses=%d expires_at=%lld", hash, uses,
+		     (long long)(now_ms + ttl_ms)) < 0) {
+		detail = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto unlock;
+	r = store_cluster_ensure_locked(c, cluster, now_ms, &cluster_id);
+	if (r < 0)
+		goto rollback;
+	r = store_q_exec(c, NULL, &SQL_TOKEN_INSERT, "ltlll", cluster_id, hash, now_ms,
+			 now_ms + ttl_ms, (int64_t)uses);
+	if (r < 0)
+		goto rollback;
+	r = store_audit_locked(c, now_ms, actor, "token.create", cluster, "success", detail);
+	if (r < 0)
+		goto rollback;
+	r = store_tx_commit(c);
+	goto unlock;
+rollback:
+	store_tx_rollback(c);
+unlock:
+	pthread_mutex_unlock(&c->lock);
+out:
+	explicit_bzero(rnd, sizeof(rnd));
+	explicit_bzero(hex, sizeof(hex));
+	free(detail);
+	if (r < 0) {
+		if (token)
+			explicit_bzero(token, strlen(token));
+		free(token);
+		return r;
+	}
+	*ret_token = token;
+	return 0;
+}
+
+int store_token_create(struct store *s, const char *cluster, int64_t ttl_ms, int uses,
+		       int64_t now_ms, char **ret_token)
+{
+	return store_token_create_as(s, "admin", cluster, ttl_ms, uses, now_ms, ret_token);
+}
+
+int store_token_lookup_locked(struct store_conn *c, const char *token, int64_t now_ms,
+			      struct store_token_row *row)
+{
+	char hash[2 * 32 + 1];
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	/* Anything longer than a token cannot be one; no need to hash it. */
+	if (strnlen(token, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
+		return -RY_E_TOKEN_UNKNOWN;
+	r = store_token_hash(token, hash);
+	if (r < 0)
+		return r;
+	r = store_q_start(c, &SQL_TOKEN_GET, &st, "t", hash);
+	if (r < 0)
+		return r;
+	r = store_q_step(c, st);
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		r = -RY_E_TOKEN_UNKNOWN;
+		goto out;
+	}
+	if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+		r = -RY_E_TOKEN_REVOKED;
+		goto out;
+	}
+	if (now_ms >= sqlite3_column_int64(st, 3)) {
+		r = -RY_E_TOKEN_EXPIRED;
+		goto out;
+	}
+	if (sqlite3_column_int64(st, 4) <= 0) {
+		r = -RY_E_TOKEN_USED;
+		goto out;
+	}
+	r = store_col_dup(st, 2, &row->cluster);
+	if (r < 0)
+		goto out;
+	row->id = sqlite3_column_int64(st, 0);
+	row->cluster_id = sqlite3_column_int64(st, 1);
+out:
+	store_q_end(st);
+	return r;
+}
+
+int store_token_check(struct store *s, const char *token, int64_t now_ms, char **ret_cluster)
+{
+	struct store_conn *c = &s->r;
+	struct store_token_row row = {0};
+	int r;
+
+	if (!s || !token || !ret_cluster)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_token_lookup_locked(c, token, now_ms, &row);
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0)
+		return r;
+	*ret_cluster = row.cluster;
+	return 0;
+}
+
+void store_enroll_tokens_free(struct store_enroll_token *v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].id);
+		free(v[i].cluster);
+	}
+	free(v);
+}
+
+static void enroll_tokens_free_v(void *v, size_t n)
+{
+	store_enroll_tokens_free(v, n);
+}
+
+static int enroll_token_row(sqlite3_stmt *st, void *elem)
+{
+	struct store_enroll_token *t = elem;
+
+	if (store_col_dup(st, 0, &t->id) < 0 || store_col_dup(st, 1, &t->cluster) < 0)
+		return -ENOMEM;
+	t->created_at_ms = sqlite3_column_int64(st, 2);
+	t->expires_at_ms = sqlite3_column_int64(st, 3);
+	t->uses_left = sqlite3_column_int(st, 4);
+	t->uses_total = sqlite3_column_int(st, 5);
+	t->revoked_at_ms = sqlite3_column_int64(st, 6);
+	return 0;
+}
+
+int store_enroll_tokens_list(struct store *s, size_t limit, struct store_enroll_token **ret,
+			     size_t *ret_n)
+{
+	if (!s || !ret || !ret_n)
+		return -EINVAL;
+	return store_q_list(&s->r, &SQL_TOKEN_LIST, sizeof(struct store_enroll_token),
+			    enroll_token_row, enroll_tokens_free_v, (void **)ret, ret_n, "l",
+			    (int64_t)(limit ? limit : 50));
+}
+
+/* An enrollment token's id: 16 lower-case hex digits. */
+static bool hex16(const char *id)
+{
+	return strnlen(id, API_ID_HEX + 1) == 16 && is_lower_hex(id, 16);
+}
+
+int store_enroll_token_cluster(struct store *s, const char *id, char **ret_cluster)
+{
+	struct store_conn *c = &s->r;
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !id || !ret_cluster)
+		return -EINVAL;
+	if (!hex16(id))
+		return -RY_E_NOT_FOUND;
+	pthread_mutex_lock(&c->lock);
+	r = store_q_start(c, &SQL_TOKEN_FIND, &st, "t", id);
+	if (r >= 0) {
+		r = store_q_step(c, st);
+		r = r == 1 ? store_col_dup(st, 1, ret_cluster) : r == 0 ? -RY_E_NOT_FOUND : r;
+	}
+	store_q_end(st);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int store_enroll_token_revoke(struct store *s, const char *id, const char *actor, int64_t now_ms)
+{
+	struct store_conn *c = &s->w;
+	sqlite3_stmt *st = NULL;
+	int64_t row = 0;
+	bool revoked = false;
+	char *cluster = NULL;
+	int changes = 0, r;
+
+	if (!s || !id || !store_text_ok(actor, STORE_TEXT_MAX))
+		return -EINVAL;
+	if (!hex16(id))
+		return -RY_E_NOT_FOUND;
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto out;
+	r = store_q_start(c, &SQL_TOKEN_FIND, &st, "t", id);
+	if (r >= 0) {
+		r = store_q_step(c, st);
+		if (r == 1) {
+			row = sqlite3_column_int64(st, 0);
+			revoked = sqlite3_column_type(st, 2) != SQLITE_NULL;
+			r = store_col_dup(st, 1, &cluster);
+		} else if (r == 0) {
+			r = -RY_E_NOT_FOUND;
+		}
+	}
+	store_q_end(st);
+	if (r >= 0 && !revoked)
+		r = store_q_exec(c, &changes, &SQL_TOKEN_REVOKE, "ll", row, now_ms);
+	if (r >= 0 && changes)
+		r = store_audit_locked(c, now_ms, actor, "token.revoke", cluster, "revoked", id);
+	if (r < 0) {
+		store_tx_rollback(c);
+		goto out;
+	}
+	r = store_tx_commit(c);
+out:
+	pthread_mutex_unlock(&c->lock);
+	free(cluster);
+	return r < 0 ? r : changes > 0;
+}
+
+int store_enroll_token_id(const char *token, char out[17])
+{
+	char hash[2 * 32 + 1];
+	int r = store_token_hash(token, hash);
+
+	if (r < 0)
+		return r;
+	memcpy(out, hash, 16);
+	out[16] = '\0';
+	return 0;
 }

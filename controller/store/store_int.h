@@ -109,10 +109,23 @@ int store_cancel_request(struct store *s, struct store_sql *q, const char *id, c
 			 const char *action, int64_t now_ms);
 
 /* SHA-256 of a token (or of a token's secret) as lower-case hex into out: the only form in
- * which enrollment and API tokens are stored (store_nodes.c). 0 or -RY_E_CRYPTO. */
+ * which enrollment and API tokens are stored (store_apitoken.c). 0 or -RY_E_CRYPTO. */
 int store_token_hash(const char *token, char out[2 * 32 + 1]);
+/* Create cluster name if it is missing (created_at = now_ms) and return its row id in *ret_id
+ * (may be NULL), under the caller's lock (store_nodes.c). */
+int store_cluster_ensure_locked(struct store_conn *c, const char *name, int64_t now_ms,
+				int64_t *ret_id);
 /* The row id of cluster name (-RY_E_NOT_FOUND), under the caller's lock (store_nodes.c). */
 int store_cluster_id_locked(struct store_conn *c, const char *name, int64_t *ret_id);
+/* An enrollment token that may still be used: its row, its cluster's row and name (owned). */
+struct store_token_row {
+	int64_t id, cluster_id;
+	char *cluster;
+};
+/* Look an enrollment token up and apply the rules (unknown, revoked, expired, used up), under
+ * the caller's lock (store_apitoken.c). On success *row is filled (row->cluster: caller frees). */
+int store_token_lookup_locked(struct store_conn *c, const char *token, int64_t now_ms,
+			      struct store_token_row *row);
 /* Store a playbook by its content hash (once) and return its row id, inside the caller's
  * transaction (store_deploy.c). */
 int store_playbook_put_locked(struct store_conn *c, const char *name, const char *version,

@@ -1,5 +1,5 @@
-/* The store: clusters, enrollment tokens, enrollment, nodes and their states, revocation. */
-#include "controller/store/store_apitoken.h"
+/* The store: clusters, enrollment of a node (consuming an enrollment token, store_apitoken.c),
+ * nodes and their states, revocation. */
 #include "controller/store/store_int.h"
 #include "controller/store/store_nodes.h"
 
@@ -9,14 +9,11 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define STORE_TOKEN_RANDOM 32 /* bytes: 256 bits */
 
 /* Columns read by node_from_row(), in this order; NODE_COLUMNS_AS(FACTS) with the facts column
  * as an expression. */
@@ -97,24 +94,6 @@ static struct store_sql SQL_REVOKED_GET =
 static struct store_sql SQL_REVOKED_INSERT =
 	STORE_SQL("INSERT OR IGNORE INTO revoked_certs (serial, node_id, revoked_at) "
 		  "VALUES (?1, ?2, ?3)");
-static struct store_sql SQL_TOKEN_GET =
-	STORE_SQL("SELECT t.id, t.cluster_id, c.name, t.expires_at, t.uses_left, t.revoked_at "
-		  "FROM enroll_tokens t JOIN clusters c ON c.id = t.cluster_id "
-		  "WHERE t.token_hash = ?1");
-/* A token's public id is the first 16 hex digits of its hash (the audit rows name 12). */
-static struct store_sql SQL_TOKEN_LIST =
-	STORE_SQL("SELECT substr(t.token_hash, 1, 16), c.name, t.created_at, t.expires_at, "
-		  "t.uses_left, t.uses_total, t.revoked_at FROM enroll_tokens t "
-		  "JOIN clusters c ON c.id = t.cluster_id ORDER BY t.created_at DESC, t.id DESC "
-		  "LIMIT ?1");
-static struct store_sql SQL_TOKEN_FIND =
-	STORE_SQL("SELECT t.id, c.name, t.revoked_at FROM enroll_tokens t "
-		  "JOIN clusters c ON c.id = t.cluster_id WHERE t.token_hash LIKE ?1 || '%'");
-static struct store_sql SQL_TOKEN_REVOKE =
-	STORE_SQL("UPDATE enroll_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL");
-static struct store_sql SQL_TOKEN_INSERT =
-	STORE_SQL("INSERT INTO enroll_tokens (cluster_id, token_hash, created_at, "
-		  "expires_at, uses_left, uses_total) VALUES (?1, ?2, ?3, ?4, ?5, ?5)");
 static struct store_sql SQL_TOKEN_USE =
 	STORE_SQL("UPDATE enroll_tokens SET uses_left = uses_left - 1 "
 		  "WHERE id = ?1 AND uses_left > 0");
@@ -186,21 +165,8 @@ static int facts_validate(const struct store *s, const char *facts_json, struct 
 	return 0;
 }
 
-/* SHA-256 of the token as lower-case hex: the only form in which tokens are stored. */
-int store_token_hash(const char *token, char out[2 * 32 + 1])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-
-	if (!EVP_Digest(token, strlen(token), md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-		return -RY_E_CRYPTO;
-	util_hex(md, mdlen, out);
-	return 0;
-}
-
-/* Ensure the cluster exists and return its row id. */
-static int cluster_ensure_locked(struct store_conn *c, const char *name, int64_t now_ms,
-				 int64_t *ret_id)
+int store_cluster_ensure_locked(struct store_conn *c, const char *name, int64_t now_ms,
+				int64_t *ret_id)
 {
 	sqlite3_stmt *st = NULL;
 	int r;
@@ -248,149 +214,9 @@ int store_cluster_ensure(struct store *s, const char *name, int64_t now_ms)
 	if (!store_text_ok(name, STORE_TEXT_MAX))
 		return -RY_E_INVALID;
 	pthread_mutex_lock(&c->lock);
-	r = cluster_ensure_locked(c, name, now_ms, NULL);
+	r = store_cluster_ensure_locked(c, name, now_ms, NULL);
 	pthread_mutex_unlock(&c->lock);
 	return r;
-}
-
-int store_token_create_as(struct store *s, const char *actor, const char *cluster, int64_t ttl_ms,
-			  int uses, int64_t now_ms, char **ret_token)
-{
-	struct store_conn *c = &s->w;
-	unsigned char rnd[STORE_TOKEN_RANDOM];
-	char hex[2 * STORE_TOKEN_RANDOM + 1], hash[2 * 32 + 1];
-	char *token = NULL, *detail = NULL;
-	int64_t cluster_id;
-	int r;
-
-	if (!s || !ret_token || ttl_ms <= 0 || uses < 1 || now_ms > INT64_MAX - ttl_ms)
-		return -EINVAL;
-	if (!store_text_ok(cluster, STORE_TEXT_MAX) || !store_text_ok(actor, STORE_TEXT_MAX))
-		return -RY_E_INVALID;
-	r = util_random_bytes(rnd, sizeof(rnd));
-	if (r < 0)
-		return r;
-	util_hex(rnd, sizeof(rnd), hex);
-	if (asprintf(&token, STORE_TOKEN_PREFIX "%s", hex) < 0)
-		return -ENOMEM;
-	r = store_token_hash(token, hash);
-	if (r < 0)
-		goto out;
-	/* The audit names the token by a prefix of its hash, never by the token. */
-	if (asprintf(&detail, "token=%.12s uses=%d expires_at=%lld", hash, uses,
-		     (long long)(now_ms + ttl_ms)) < 0) {
-		detail = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
-
-	pthread_mutex_lock(&c->lock);
-	r = store_tx_begin(c);
-	if (r < 0)
-		goto unlock;
-	r = cluster_ensure_locked(c, cluster, now_ms, &cluster_id);
-	if (r < 0)
-		goto rollback;
-	r = store_q_exec(c, NULL, &SQL_TOKEN_INSERT, "ltlll", cluster_id, hash, now_ms,
-			 now_ms + ttl_ms, (int64_t)uses);
-	if (r < 0)
-		goto rollback;
-	r = store_audit_locked(c, now_ms, actor, "token.create", cluster, "success", detail);
-	if (r < 0)
-		goto rollback;
-	r = store_tx_commit(c);
-	goto unlock;
-rollback:
-	store_tx_rollback(c);
-unlock:
-	pthread_mutex_unlock(&c->lock);
-out:
-	explicit_bzero(rnd, sizeof(rnd));
-	explicit_bzero(hex, sizeof(hex));
-	free(detail);
-	if (r < 0) {
-		if (token)
-			explicit_bzero(token, strlen(token));
-		free(token);
-		return r;
-	}
-	*ret_token = token;
-	return 0;
-}
-
-int store_token_create(struct store *s, const char *cluster, int64_t ttl_ms, int uses,
-		       int64_t now_ms, char **ret_token)
-{
-	return store_token_create_as(s, "admin", cluster, ttl_ms, uses, now_ms, ret_token);
-}
-
-struct token_row {
-	int64_t id, cluster_id;
-	char *cluster;
-};
-
-/* Look a token up and apply the rules (unknown, expired, used up). On success the row is
- * filled (row->cluster owned by the caller). */
-static int token_lookup_locked(struct store_conn *c, const char *token, int64_t now_ms,
-			       struct token_row *row)
-{
-	char hash[2 * 32 + 1];
-	sqlite3_stmt *st = NULL;
-	int r;
-
-	/* Anything longer than a token cannot be one; no need to hash it. */
-	if (strnlen(token, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
-		return -RY_E_TOKEN_UNKNOWN;
-	r = store_token_hash(token, hash);
-	if (r < 0)
-		return r;
-	r = store_q_start(c, &SQL_TOKEN_GET, &st, "t", hash);
-	if (r < 0)
-		return r;
-	r = store_q_step(c, st);
-	if (r < 0)
-		goto out;
-	if (r == 0) {
-		r = -RY_E_TOKEN_UNKNOWN;
-		goto out;
-	}
-	if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
-		r = -RY_E_TOKEN_REVOKED;
-		goto out;
-	}
-	if (now_ms >= sqlite3_column_int64(st, 3)) {
-		r = -RY_E_TOKEN_EXPIRED;
-		goto out;
-	}
-	if (sqlite3_column_int64(st, 4) <= 0) {
-		r = -RY_E_TOKEN_USED;
-		goto out;
-	}
-	r = store_col_dup(st, 2, &row->cluster);
-	if (r < 0)
-		goto out;
-	row->id = sqlite3_column_int64(st, 0);
-	row->cluster_id = sqlite3_column_int64(st, 1);
-out:
-	store_q_end(st);
-	return r;
-}
-
-int store_token_check(struct store *s, const char *token, int64_t now_ms, char **ret_cluster)
-{
-	struct store_conn *c = &s->r;
-	struct token_row row = {0};
-	int r;
-
-	if (!s || !token || !ret_cluster)
-		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	r = token_lookup_locked(c, token, now_ms, &row);
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0)
-		return r;
-	*ret_cluster = row.cluster;
-	return 0;
 }
 
 /* Make room for a new node of hostname in the cluster: -RY_E_EXISTS if a live node has it; a
@@ -435,7 +261,7 @@ int store_enroll_node(struct store *s, const struct store_enroll *e, int64_t now
 		      char **ret_cluster)
 {
 	struct store_conn *c = &s->w;
-	struct token_row row = {0};
+	struct store_token_row row = {0};
 	char *detail = NULL;
 	int r, changed = 0;
 
@@ -452,7 +278,7 @@ int store_enroll_node(struct store *s, const struct store_enroll *e, int64_t now
 	r = store_tx_begin(c);
 	if (r < 0)
 		goto unlock;
-	r = token_lookup_locked(c, e->token, now_ms, &row);
+	r = store_token_lookup_locked(c, e->token, now_ms, &row);
 	if (r < 0)
 		goto rollback;
 	r = enroll_clear_hostname_locked(c, row.cluster_id, e->hostname, now_ms);
@@ -1083,133 +909,4 @@ int store_cert_is_revoked(struct store *s, const char *serial_hex)
 	store_q_end(st);
 	pthread_mutex_unlock(&c->lock);
 	return r;
-}
-
-/* ---- enrollment tokens: list and revoke ------------------------------------------------------ */
-
-void store_enroll_tokens_free(struct store_enroll_token *v, size_t n)
-{
-	if (!v)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		free(v[i].id);
-		free(v[i].cluster);
-	}
-	free(v);
-}
-
-static void enroll_tokens_free_v(void *v, size_t n)
-{
-	store_enroll_tokens_free(v, n);
-}
-
-static int enroll_token_row(sqlite3_stmt *st, void *elem)
-{
-	struct store_enroll_token *t = elem;
-
-	if (store_col_dup(st, 0, &t->id) < 0 || store_col_dup(st, 1, &t->cluster) < 0)
-		return -ENOMEM;
-	t->created_at_ms = sqlite3_column_int64(st, 2);
-	t->expires_at_ms = sqlite3_column_int64(st, 3);
-	t->uses_left = sqlite3_column_int(st, 4);
-	t->uses_total = sqlite3_column_int(st, 5);
-	t->revoked_at_ms = sqlite3_column_int64(st, 6);
-	return 0;
-}
-
-int store_enroll_tokens_list(struct store *s, size_t limit, struct store_enroll_token **ret,
-			     size_t *ret_n)
-{
-	if (!s || !ret || !ret_n)
-		return -EINVAL;
-	return store_q_list(&s->r, &SQL_TOKEN_LIST, sizeof(struct store_enroll_token),
-			    enroll_token_row, enroll_tokens_free_v, (void **)ret, ret_n, "l",
-			    (int64_t)(limit ? limit : 50));
-}
-
-static bool hex16(const char *id)
-{
-	size_t i;
-
-	for (i = 0; id[i]; i++)
-		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-			return false;
-	return i == 16;
-}
-
-int store_enroll_token_cluster(struct store *s, const char *id, char **ret_cluster)
-{
-	struct store_conn *c = &s->r;
-	sqlite3_stmt *st = NULL;
-	int r;
-
-	if (!s || !id || !ret_cluster)
-		return -EINVAL;
-	if (!hex16(id))
-		return -RY_E_NOT_FOUND;
-	pthread_mutex_lock(&c->lock);
-	r = store_q_start(c, &SQL_TOKEN_FIND, &st, "t", id);
-	if (r >= 0) {
-		r = store_q_step(c, st);
-		r = r == 1 ? store_col_dup(st, 1, ret_cluster) : r == 0 ? -RY_E_NOT_FOUND : r;
-	}
-	store_q_end(st);
-	pthread_mutex_unlock(&c->lock);
-	return r;
-}
-
-int store_enroll_token_revoke(struct store *s, const char *id, const char *actor, int64_t now_ms)
-{
-	struct store_conn *c = &s->w;
-	sqlite3_stmt *st = NULL;
-	int64_t row = 0;
-	bool revoked = false;
-	char *cluster = NULL;
-	int changes = 0, r;
-
-	if (!s || !id || !store_text_ok(actor, STORE_TEXT_MAX))
-		return -EINVAL;
-	if (!hex16(id))
-		return -RY_E_NOT_FOUND;
-	pthread_mutex_lock(&c->lock);
-	r = store_tx_begin(c);
-	if (r < 0)
-		goto out;
-	r = store_q_start(c, &SQL_TOKEN_FIND, &st, "t", id);
-	if (r >= 0) {
-		r = store_q_step(c, st);
-		if (r == 1) {
-			row = sqlite3_column_int64(st, 0);
-			revoked = sqlite3_column_type(st, 2) != SQLITE_NULL;
-			r = store_col_dup(st, 1, &cluster);
-		} else if (r == 0) {
-			r = -RY_E_NOT_FOUND;
-		}
-	}
-	store_q_end(st);
-	if (r >= 0 && !revoked)
-		r = store_q_exec(c, &changes, &SQL_TOKEN_REVOKE, "ll", row, now_ms);
-	if (r >= 0 && changes)
-		r = store_audit_locked(c, now_ms, actor, "token.revoke", cluster, "revoked", id);
-	if (r < 0) {
-		store_tx_rollback(c);
-		goto out;
-	}
-	r = store_tx_commit(c);
-out:
-	pthread_mutex_unlock(&c->lock);
-	free(cluster);
-	return r < 0 ? r : changes > 0;
-}
-
-int store_enroll_token_id(const char *token, char out[17])
-{
-	char hash[2 * 32 + 1];
-	int r = store_token_hash(token, hash);
-
-	if (r < 0)
-		return r;
-	memcpy(out, hash, 16);
-	out[16] = '\0';
-	return 0;
 }
