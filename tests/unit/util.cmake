@@ -1,2 +1,5 @@
-# common/util pieces with logic of their own: the latency histogram's buckets and text.
+# common/util pieces with logic of their own: the latency histogram's buckets and text, the
+# growable text buffer.
 railyard_test(test_hist SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_hist.c LIBS ry_util LABELS unit)
+# The growable text buffer: growth, its max and sticky failure, printf, taking the text.
+railyard_test(test_buf SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_buf.c LIBS ry_util LABELS unit)
