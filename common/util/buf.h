@@ -26,16 +26,16 @@ void ry_buf_init(struct ry_buf *b, size_t max);
 
 /* Append n bytes (which may hold NULs; p may be NULL when n is 0). 0, or (nothing appended,
  * and the buffer keeps what it held) -RY_E_TOO_BIG when len would pass max, -ENOMEM; after a
- * failure every append returns that first error without appending. */
-RY_BUF_WUR int ry_buf_addn(struct ry_buf *b, const void *p, size_t n);
+ * failure every append returns that first error without appending. A caller that checks
+ * ry_buf_take() or ry_buf_error() at the end may ignore what each append returns. */
+int ry_buf_addn(struct ry_buf *b, const void *p, size_t n);
 
 /* Append the string s; as ry_buf_addn(). */
-RY_BUF_WUR int ry_buf_add(struct ry_buf *b, const char *s);
+int ry_buf_add(struct ry_buf *b, const char *s);
 
 /* Append printf-style text; as ry_buf_addn(), and -EINVAL when the format fails. */
-RY_BUF_WUR int ry_buf_addf(struct ry_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-RY_BUF_WUR int ry_buf_vaddf(struct ry_buf *b, const char *fmt, va_list ap)
+int ry_buf_addf(struct ry_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ry_buf_vaddf(struct ry_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 
 /* The text held (borrowed, valid until the next call that changes b): "" when empty. */

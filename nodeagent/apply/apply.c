@@ -190,24 +190,24 @@ static int run_step(struct apply_ctx *ctx, const char *type, const json_t *param
 	}
 	r = ops->check(ctx, params, &change);
 	if (r < 0) {
-		if (ctx->message.len == 0)
+		if (apply_buf_len(&ctx->message) == 0)
 			apply_ctx_note(ctx, "check failed: %s", ry_strerror(r));
 		res->status = APPLY_STATUS_FAILED;
 	} else if (ctx->check_mode) {
 		res->status = change.changed ? APPLY_STATUS_CHANGED : APPLY_STATUS_OK;
-		if (ctx->message.len == 0)
+		if (apply_buf_len(&ctx->message) == 0)
 			apply_ctx_note(ctx, change.changed ? "would change" : "no change needed");
 	} else if (!change.changed) {
 		res->status = APPLY_STATUS_OK;
-		if (ctx->message.len == 0)
+		if (apply_buf_len(&ctx->message) == 0)
 			apply_ctx_note(ctx, "already in the desired state");
 	} else {
 		r = ops->apply(ctx, params, &applied);
 		if (r >= 0) {
 			r = ops->verify(ctx, params);
-			if (r < 0 && ctx->message.len == 0)
+			if (r < 0 && apply_buf_len(&ctx->message) == 0)
 				apply_ctx_note(ctx, "verify failed: %s", ry_strerror(r));
-		} else if (ctx->message.len == 0) {
+		} else if (apply_buf_len(&ctx->message) == 0) {
 			apply_ctx_note(ctx, "apply failed: %s", ry_strerror(r));
 		}
 		if (r < 0) {
@@ -230,7 +230,7 @@ static int run_step(struct apply_ctx *ctx, const char *type, const json_t *param
 			}
 		} else {
 			res->status = APPLY_STATUS_CHANGED;
-			if (ctx->message.len == 0)
+			if (apply_buf_len(&ctx->message) == 0)
 				apply_ctx_note(ctx, "changed");
 		}
 	}

@@ -6,17 +6,17 @@
 
 #include "nodeagent/apply/apply.h"
 #include "nodeagent/apply/runner.h"
+#include "common/util/buf.h"
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Growable string; an allocation failure is sticky (oom) and reported by apply_buf_take(). */
+/* Growable string over struct ry_buf, bounded (4 MiB): the first failed append is sticky and
+ * reported by apply_buf_take(). A zeroed apply_buf is an empty one (executors zero them). */
 struct apply_buf {
-	char *s;
-	size_t len, cap;
-	bool oom;
+	struct ry_buf rb; /* its max is set by the first append */
 };
 void apply_buf_append(struct apply_buf *b, const char *s, size_t n);
 void apply_buf_puts(struct apply_buf *b, const char *s);
@@ -26,6 +26,11 @@ void apply_buf_printf(struct apply_buf *b, const char *fmt, ...)
 /* Hand the string over (caller frees; "" when empty) and reset b. -ENOMEM if any append failed. */
 APPLY_WUR int apply_buf_take(struct apply_buf *b, char **ret);
 void apply_buf_done(struct apply_buf *b);
+/* The text so far (borrowed; "" when empty) and its length. */
+const char *apply_buf_str(const struct apply_buf *b);
+size_t apply_buf_len(const struct apply_buf *b);
+/* Has an append failed (the text is cut short)? */
+bool apply_buf_failed(const struct apply_buf *b);
 
 /* One thing a step touched, restorable by apply_ctx_rollback(): a file (host_path), or a system
  * tool's change undone by running undo_argv (apply_ctx_undo_cmd). */

@@ -16,29 +16,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Longest text kept in one buffer (diffs and messages): beyond it, output is cut. */
-#define BUF_MAX (4 * 1024 * 1024)
+/* Longest text kept in one buffer (diffs and messages): an append beyond it fails. */
+#define BUF_MAX (4 * 1024 * 1024 - 1)
+
+/* A zeroed buffer gets its max on first use. */
+static struct ry_buf *buf_of(struct apply_buf *b)
+{
+	if (b->rb.max == 0)
+		ry_buf_init(&b->rb, BUF_MAX);
+	return &b->rb;
+}
 
 void apply_buf_append(struct apply_buf *b, const char *s, size_t n)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *ns;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if (cap > BUF_MAX + 1 || !(ns = realloc(b->s, cap))) {
-			b->oom = true;
-			return;
-		}
-		b->s = ns;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
+	/* A failure sticks in the buffer; apply_buf_take() reports it. */
+	ry_buf_addn(buf_of(b), s, n);
 }
 
 void apply_buf_puts(struct apply_buf *b, const char *s)
@@ -53,15 +45,7 @@ void apply_buf_putc(struct apply_buf *b, char c)
 
 static void buf_vprintf(struct apply_buf *b, const char *fmt, va_list ap)
 {
-	char *s;
-	int n = vasprintf(&s, fmt, ap);
-
-	if (n < 0) {
-		b->oom = true;
-		return;
-	}
-	apply_buf_append(b, s, (size_t)n);
-	free(s);
+	ry_buf_vaddf(buf_of(b), fmt, ap);
 }
 
 void apply_buf_printf(struct apply_buf *b, const char *fmt, ...)
@@ -75,33 +59,41 @@ void apply_buf_printf(struct apply_buf *b, const char *fmt, ...)
 
 int apply_buf_take(struct apply_buf *b, char **ret)
 {
-	char *s;
+	int r = ry_buf_take(buf_of(b), ret, NULL);
 
-	if (b->oom) {
-		apply_buf_done(b);
-		return -ENOMEM;
-	}
-	s = b->s ? b->s : strdup("");
-	if (!s)
-		return -ENOMEM;
-	*ret = s;
+	/* Past the max or out of memory: either way the text is lost, as when out of memory. */
 	*b = (struct apply_buf){0};
-	return 0;
+	return r < 0 ? -ENOMEM : 0;
 }
 
 void apply_buf_done(struct apply_buf *b)
 {
 	if (!b)
 		return;
-	free(b->s);
+	ry_buf_done(&b->rb);
 	*b = (struct apply_buf){0};
+}
+
+const char *apply_buf_str(const struct apply_buf *b)
+{
+	return ry_buf_str(&b->rb);
+}
+
+size_t apply_buf_len(const struct apply_buf *b)
+{
+	return ry_buf_len(&b->rb);
+}
+
+bool apply_buf_failed(const struct apply_buf *b)
+{
+	return ry_buf_error(&b->rb) != 0;
 }
 
 int apply_ctx_fail(struct apply_ctx *ctx, int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (ctx->message.len > 0)
+	if (apply_buf_len(&ctx->message) > 0)
 		apply_buf_puts(&ctx->message, "; ");
 	va_start(ap, fmt);
 	buf_vprintf(&ctx->message, fmt, ap);
@@ -516,7 +508,7 @@ int apply_ctx_run_ok(struct apply_ctx *ctx, const char *const *argv, struct runn
 		for (size_t i = 0; argv[i]; i++)
 			apply_buf_printf(&cmd, "%s%s", i ? " " : "", argv[i]);
 		r = apply_ctx_fail(ctx, res.timed_out ? -ETIMEDOUT : -RY_E_UNMET, "`%s` %s%s%.*s",
-				   cmd.s ? cmd.s : argv[0],
+				   apply_buf_len(&cmd) ? apply_buf_str(&cmd) : argv[0],
 				   runner_result_describe(&res, desc, sizeof(desc)), n ? ": " : "",
 				   (int)(n > 512 ? 512 : n), res.err);
 		apply_buf_done(&cmd);
@@ -614,7 +606,7 @@ int apply_verify_by_check(struct apply_ctx *ctx, const json_t *params,
 
 	if (r == 0 && c.changed)
 		r = apply_ctx_fail(ctx, -RY_E_UNMET, "verify: still differs after apply:\n%s",
-				   c.diff.s ? c.diff.s : "");
+				   apply_buf_str(&c.diff));
 	apply_buf_done(&c.diff);
 	return r;
 }

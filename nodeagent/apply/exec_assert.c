@@ -24,12 +24,12 @@ static void describe_element(const json_t *e, struct apply_buf *b)
 		const char *v = json_string_value(json_object_get(e, keys[i]));
 
 		if (v) {
-			apply_buf_printf(b, "%s%s", b->len ? " " : "", v);
+			apply_buf_printf(b, "%s%s", apply_buf_len(b) ? " " : "", v);
 			return;
 		}
 	}
 	if (json_is_integer(port))
-		apply_buf_printf(b, "%sport %" JSON_INTEGER_FORMAT, b->len ? " " : "",
+		apply_buf_printf(b, "%sport %" JSON_INTEGER_FORMAT, apply_buf_len(b) ? " " : "",
 				 json_integer_value(port));
 }
 
@@ -68,9 +68,9 @@ static void name_indices(struct apply_ctx *ctx, const char *msg)
 				describe_element(v, &who);
 			json_decref(v);
 		}
-		if (who.len && !who.oom) {
+		if (apply_buf_len(&who) && !apply_buf_failed(&who)) {
 			snprintf(path, sizeof(path), "%.*s", (int)(end - start), start);
-			apply_ctx_note(ctx, " (%s is %s)", path, who.s);
+			apply_ctx_note(ctx, " (%s is %s)", path, apply_buf_str(&who));
 			n++;
 		}
 		apply_buf_done(&who);

@@ -126,12 +126,12 @@ static int file_run(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 		return apply_ctx_fail(ctx, -ENOENT, "%s does not exist and the step gives no %s",
 				      w.path, P_CONTENT);
 	if (w.content) {
-		size_t before = out->diff.len;
+		size_t before = apply_buf_len(&out->diff);
 
 		r = apply_file_diff(ctx, w.path, w.content, strlen(w.content), out);
 		if (r < 0)
 			return r;
-		if (out->diff.len != before && doit) {
+		if (apply_buf_len(&out->diff) != before && doit) {
 			mode_t m = w.has_mode ? w.mode : exists ? (st.st_mode & 07777) : 0644;
 
 			r = apply_ctx_write_file(ctx, w.path, w.content, strlen(w.content), m);

@@ -94,8 +94,8 @@ static int fw_check(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 			}
 			bad++;
 			apply_buf_printf(&why, "%s%s (device %s, board %s): model not in the table",
-					 why.len ? "; " : "", name, id[0] ? id : "unknown",
-					 dflt(board, "unknown"));
+					 apply_buf_len(&why) ? "; " : "", name,
+					 id[0] ? id : "unknown", dflt(board, "unknown"));
 			continue;
 		}
 		min = json_string_value(json_object_get(e, "version"));
@@ -103,8 +103,8 @@ static int fw_check(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 		if (!fw || !min || playbook_version_compare(fw, min) < 0) {
 			bad++;
 			apply_buf_printf(&why, "%s%s (%s %s, board %s): firmware %s < %s",
-					 why.len ? "; " : "", name, dflt(model, "?"), id,
-					 dflt(board, "unknown"), dflt(fw, "unknown"),
+					 apply_buf_len(&why) ? "; " : "", name, dflt(model, "?"),
+					 id, dflt(board, "unknown"), dflt(fw, "unknown"),
 					 dflt(min, "?"));
 			continue;
 		}
@@ -112,7 +112,7 @@ static int fw_check(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 	}
 	if (bad) {
 		int r = apply_ctx_fail(ctx, -RY_E_UNMET, "%zu of %zu HCA(s) below the minimum: %s",
-				       bad, good + bad + skipped, why.s ? why.s : "");
+				       bad, good + bad + skipped, apply_buf_str(&why));
 
 		apply_buf_done(&why);
 		return r;

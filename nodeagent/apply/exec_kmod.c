@@ -99,22 +99,22 @@ static int kmod_run(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 		goto out;
 	/* Options first: they must be in place when modprobe loads the module. */
 	if (*opts) {
-		size_t before = out->diff.len;
+		size_t before = apply_buf_len(&out->diff);
 
 		r = apply_file_diff(ctx, optpath, opts, strlen(opts), out);
 		if (r < 0)
 			goto out;
-		if (doit && out->diff.len != before &&
+		if (doit && apply_buf_len(&out->diff) != before &&
 		    (r = apply_ctx_write_file(ctx, optpath, opts, strlen(opts), 0644)) < 0)
 			goto out;
 	}
 	if (want_loaded && apply_param_bool(params, P_PERSIST, false)) {
-		size_t before = out->diff.len;
+		size_t before = apply_buf_len(&out->diff);
 
 		r = apply_file_diff(ctx, loadpath, load, strlen(load), out);
 		if (r < 0)
 			goto out;
-		if (doit && out->diff.len != before &&
+		if (doit && apply_buf_len(&out->diff) != before &&
 		    (r = apply_ctx_write_file(ctx, loadpath, load, strlen(load), 0644)) < 0)
 			goto out;
 	}

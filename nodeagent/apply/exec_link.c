@@ -108,7 +108,7 @@ static int one_interface(struct apply_ctx *ctx, const char *ifname, json_int_t m
 		r = apply_file_diff(ctx, file, content, strlen(content), &f);
 		if (r == 0 && f.changed) {
 			out->changed = true;
-			apply_buf_puts(&out->diff, f.diff.s ? f.diff.s : "");
+			apply_buf_puts(&out->diff, apply_buf_str(&f.diff));
 			if (doit)
 				r = apply_ctx_write_file(ctx, file, content, strlen(content), 0644);
 		}
