@@ -119,6 +119,12 @@ int ry_buf_error(const struct ry_buf *b)
 	return b->err;
 }
 
+void ry_buf_fail(struct ry_buf *b, int err)
+{
+	if (!b->err && err < 0)
+		b->err = err;
+}
+
 void ry_buf_reset(struct ry_buf *b)
 {
 	b->len = 0;

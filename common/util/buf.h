@@ -45,6 +45,10 @@ size_t ry_buf_len(const struct ry_buf *b);
 /* The first failure of an append, or 0. */
 int ry_buf_error(const struct ry_buf *b);
 
+/* Record a failure of the writer's own (a piece it could not make, err < 0) as if an append had
+ * failed with err: the first failure wins. */
+void ry_buf_fail(struct ry_buf *b, int err);
+
 /* Forget the text and any failure; keeps the memory and the max. */
 void ry_buf_reset(struct ry_buf *b);
 

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "common/signoff/verify.h" /* the verification commands shown */
+#include "common/util/buf.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
 #include "controller/signoff/html.h"
@@ -31,69 +32,44 @@
 
 /* ---- output buffer ------------------------------------------------------------------------ */
 
-struct out {
-	char *p;
-	size_t len, cap;
-	bool oom; /* sticky: an append failed; the render returns -ENOMEM */
-};
+/* The page is rendered into a struct ry_buf; its first failure sticks and the render returns
+ * -ENOMEM. No bound of its own beyond SIZE_MAX / 4: the report it renders is bounded. */
+#define OUT_MAX (SIZE_MAX / 4)
 
-/* Room for n more bytes and a NUL. */
-static bool out_reserve(struct out *o, size_t n)
+static void out_write(struct ry_buf *o, const char *s, size_t n)
 {
-	size_t cap = o->cap ? o->cap : 16384;
-	char *p;
-
-	if (o->oom || n > SIZE_MAX / 4 - o->len)
-		goto fail;
-	if (o->len + n < o->cap)
-		return true;
-	while (cap <= o->len + n)
-		cap *= 2;
-	p = realloc(o->p, cap);
-	if (!p)
-		goto fail;
-	o->p = p;
-	o->cap = cap;
-	return true;
-fail:
-	o->oom = true;
-	return false;
+	ry_buf_addn(o, s, n);
 }
 
-static void out_write(struct out *o, const char *s, size_t n)
+static void out_puts(struct ry_buf *o, const char *s)
 {
-	if (!out_reserve(o, n))
-		return;
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
-	o->p[o->len] = '\0';
-}
-
-static void out_puts(struct out *o, const char *s)
-{
-	out_write(o, s, strlen(s));
+	ry_buf_add(o, s);
 }
 
 /* printf-style append. Only for the page's own text and numbers: strings from the report go
  * through out_esc(). */
-__attribute__((format(printf, 2, 3))) static void out_printf(struct out *o, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void out_printf(struct ry_buf *o, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	ry_buf_vaddf(o, fmt, ap);
 	va_end(ap);
-	if (n < 0) {
-		o->oom = true;
-		return;
+}
+
+/* The text of o (caller frees), or a copy of dflt when o is empty; NULL when an append failed
+ * or out of memory. o is done. */
+static char *take_or(struct ry_buf *o, const char *dflt)
+{
+	char *s = NULL;
+
+	if (ry_buf_len(o) == 0 && !ry_buf_error(o)) {
+		ry_buf_done(o);
+		return strdup(dflt);
 	}
-	if (!out_reserve(o, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(o->p + o->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	o->len += (size_t)n;
+	if (ry_buf_take(o, &s, NULL) < 0)
+		return NULL;
+	return s;
 }
 
 static const char *esc_of(unsigned char ch)
@@ -118,7 +94,7 @@ static const char *esc_of(unsigned char ch)
 }
 
 /* s HTML-escaped (text and attribute values alike); control characters become U+FFFD. */
-static void out_esc(struct out *o, const char *s)
+static void out_esc(struct ry_buf *o, const char *s)
 {
 	const char *run = s;
 
@@ -191,7 +167,7 @@ static const char *scalar(const json_t *v, char *buf, size_t len)
 	return json_is_null(v) ? "—" : "?";
 }
 
-static void out_scalar(struct out *o, const json_t *v)
+static void out_scalar(struct ry_buf *o, const json_t *v)
 {
 	char buf[64];
 
@@ -199,7 +175,7 @@ static void out_scalar(struct out *o, const json_t *v)
 }
 
 /* <tag>escaped text</tag>; NULL text shows "?". */
-static void out_elem(struct out *o, const char *tag, const char *text)
+static void out_elem(struct ry_buf *o, const char *tag, const char *text)
 {
 	out_printf(o, "<%s>", tag);
 	out_esc(o, text ? text : "?");
@@ -207,7 +183,7 @@ static void out_elem(struct out *o, const char *tag, const char *text)
 }
 
 /* The strings of an array, each escaped, separated by sep ("?" for an item that is not one). */
-static void out_joined(struct out *o, const json_t *arr, const char *sep)
+static void out_joined(struct ry_buf *o, const json_t *arr, const char *sep)
 {
 	size_t i;
 	const json_t *x;
@@ -225,7 +201,7 @@ static void out_joined(struct out *o, const json_t *arr, const char *sep)
 }
 
 /* The strings of an array as a list. */
-static void out_list(struct out *o, const json_t *arr)
+static void out_list(struct ry_buf *o, const json_t *arr)
 {
 	size_t i;
 	const json_t *x;
@@ -253,7 +229,7 @@ struct idname {
 };
 
 struct ctx {
-	struct out o;
+	struct ry_buf o;
 	const json_t *root, *eval;
 	struct idname *ids; /* the report's nodes[], sorted by id */
 	size_t nids;
@@ -318,7 +294,7 @@ struct col {
 	const char *title, *path;
 };
 
-static void table_open(struct out *o, const struct col *cols, size_t n)
+static void table_open(struct ry_buf *o, const struct col *cols, size_t n)
 {
 	out_puts(o, "<table><thead><tr>");
 	for (size_t k = 0; k < n; k++)
@@ -327,7 +303,7 @@ static void table_open(struct out *o, const struct col *cols, size_t n)
 }
 
 /* One row per element of arr, one scalar cell per column; none says so. */
-static void table_of(struct out *o, const json_t *arr, const struct col *cols, size_t n,
+static void table_of(struct ry_buf *o, const json_t *arr, const struct col *cols, size_t n,
 		     const char *none)
 {
 	size_t i;
@@ -352,7 +328,7 @@ static void table_of(struct out *o, const json_t *arr, const struct col *cols, s
 }
 
 /* A definition list of an object's members at the given paths. */
-static void fields_of(struct out *o, const json_t *obj, const struct col *cols, size_t n)
+static void fields_of(struct ry_buf *o, const json_t *obj, const struct col *cols, size_t n)
 {
 	out_puts(o, "<dl>");
 	for (size_t k = 0; k < n; k++) {
@@ -365,7 +341,7 @@ static void fields_of(struct out *o, const json_t *obj, const struct col *cols, 
 }
 
 /* A JSON value pretty-printed in a <pre>. */
-static void out_pre_json(struct out *o, const json_t *v)
+static void out_pre_json(struct ry_buf *o, const json_t *v)
 {
 	char *s;
 
@@ -376,7 +352,7 @@ static void out_pre_json(struct out *o, const json_t *v)
 	s = json_dumps(v,
 		       JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(16));
 	if (!s) {
-		o->oom = true;
+		ry_buf_fail(o, -ENOMEM);
 		return;
 	}
 	out_puts(o, "<pre>");
@@ -414,7 +390,7 @@ static const char page_style[] =
 
 static void page_head(struct ctx *c)
 {
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 
 	out_puts(o, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -438,7 +414,7 @@ static void sec_header(struct ctx *c)
 		{"CA fingerprint", "controller.ca_fingerprint"},
 	};
 	const char *kind = jstr(c->root, "kind");
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 
 	out_puts(o, "<header>\n<h1>");
 	out_esc(o, streq(kind, "revalidation") ? "Revalidation"
@@ -471,7 +447,7 @@ static void sec_verdict(struct ctx *c)
 	bool acceptance = json_is_true(json_object_get(c->root, "acceptance"));
 	size_t excluded = json_array_size(json_object_get(c->root, "excluded")), i;
 	const json_t *x;
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 
 	/* A pass that is not an acceptance sign-off is never shown as a green pass. */
 	out_printf(o, "<section class=\"verdict %s\" id=\"verdict\">\n<div class=\"big\">",
@@ -545,7 +521,7 @@ static bool node_failing(const json_t *n)
 	return false;
 }
 
-static void node_rails_cell(struct out *o, const json_t *n)
+static void node_rails_cell(struct ry_buf *o, const json_t *n)
 {
 	const json_t *rails = json_object_get(n, "rails"), *r;
 	size_t i;
@@ -571,7 +547,7 @@ static void failing_nodes(struct ctx *c)
 	static const struct col cols[] = {
 		{"node", NULL}, {"result", NULL}, {"reasons", NULL}, {"failing rails", NULL}};
 	const json_t *nodes = json_object_get(c->eval, "nodes"), *n;
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 	size_t i, shown = 0;
 
 	out_puts(o, "<h3>Nodes and rails</h3>\n");
@@ -612,7 +588,7 @@ static void failing_links(struct ctx *c)
 	static const struct col cols[] = {
 		{"link", NULL}, {"rail", NULL}, {"test", NULL}, {"reasons", NULL}};
 	const json_t *links = json_object_get(c->eval, "links"), *l;
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 	size_t i;
 
 	out_puts(o, "<h3>Links</h3>\n");
@@ -641,7 +617,7 @@ static void failing_links(struct ctx *c)
 			   jnum(c->eval, "links_total"), json_array_size(links));
 }
 
-static void test_rules(struct out *o, const json_t *t)
+static void test_rules(struct ry_buf *o, const json_t *t)
 {
 	static const struct col cols[] = {
 		{"metric", NULL},    {"op", NULL},	  {"value", NULL}, {"relative", NULL},
@@ -686,7 +662,7 @@ static void test_failures(struct ctx *c, const json_t *t)
 					  {"attributed", NULL},
 					  {"reason", NULL}};
 	const json_t *fails = json_object_get(t, "failures"), *f;
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 	size_t i;
 
 	if (!json_array_size(fails)) {
@@ -719,7 +695,7 @@ static void eval_tests(struct ctx *c)
 	static const char *const keys[] = {"kind", "pattern",  "per_rail", "result",
 					   "rows", "measured", "failed"};
 	const json_t *tests = json_object_get(c->eval, "tests"), *t;
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 	size_t i;
 
 	if (!json_is_array(tests))
@@ -997,14 +973,14 @@ static void heat_colour(const struct scale *sc, double v, char *buf, size_t len)
 		 (unsigned)lround(stops[s][2] + t * (stops[s + 1][2] - stops[s][2])));
 }
 
-static void out_rail(struct out *o, const struct cell *x)
+static void out_rail(struct ry_buf *o, const struct cell *x)
 {
 	if (x->has_rail)
 		out_printf(o, " rail %lld", x->rail);
 }
 
 /* The tooltip of a matrix cell: "a → b rail r: value unit". */
-static void cell_title(struct out *o, const struct heat *h, const struct cell *x)
+static void cell_title(struct ry_buf *o, const struct heat *h, const struct cell *x)
 {
 	double v = cell_value(x, h->sc->bw);
 
@@ -1031,7 +1007,7 @@ static void cell_title(struct out *o, const struct heat *h, const struct cell *x
 
 /* A cell at (x, y) of size w x ht: coloured by value, or grey with an X when not measured;
  * outlined in red when failing. */
-static void cell_rect(struct out *o, const struct heat *h, const struct cell *x, double px,
+static void cell_rect(struct ry_buf *o, const struct heat *h, const struct cell *x, double px,
 		      double py, double w, double ht)
 {
 	double v = cell_value(x, h->sc->bw);
@@ -1057,7 +1033,7 @@ static void cell_rect(struct out *o, const struct heat *h, const struct cell *x,
  * grey and red. */
 static void heat_legend(struct ctx *c, const struct scale *sc, double y)
 {
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 	char lo[16], hi[16];
 	unsigned id = c->seq++;
 
@@ -1092,7 +1068,7 @@ static void heat_legend(struct ctx *c, const struct scale *sc, double y)
 
 static void heat_matrix(struct ctx *c, const struct heat *h)
 {
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 	size_t lmax = 0;
 	double cs = h->nhosts <= 16 ? 28 : h->nhosts <= 32 ? 18 : 12, lw, side;
 
@@ -1148,7 +1124,7 @@ static int hv_cmp(const void *x, const void *y)
 	return p->v < q->v ? -1 : p->v > q->v;
 }
 
-static void strip_cell(struct out *o, const struct heat *h, size_t host, const struct hv *vals,
+static void strip_cell(struct ry_buf *o, const struct heat *h, size_t host, const struct hv *vals,
 		       size_t nv, bool bad)
 {
 	double med = nv ? (vals[(nv - 1) / 2].v + vals[nv / 2].v) / 2 : NAN,
@@ -1484,7 +1460,7 @@ static int phrs_mark_bad(const struct ctx *c, struct phr *ph, size_t n)
 }
 
 /* A number of the summary: "%.4g", "?" when absent or not finite. */
-static void out_num(struct out *o, double v)
+static void out_num(struct ry_buf *o, double v)
 {
 	if (isfinite(v))
 		out_printf(o, "%.4g", v);
@@ -1493,7 +1469,7 @@ static void out_num(struct out *o, double v)
 }
 
 /* A count: integral text, "?" when absent or not finite. */
-static void out_count(struct out *o, double v)
+static void out_count(struct ry_buf *o, double v)
 {
 	if (isfinite(v))
 		out_printf(o, "%.15g", v);
@@ -1502,7 +1478,7 @@ static void out_count(struct out *o, double v)
 }
 
 /* A host's cell of a summary strip: "HOST rail r: mean V UNIT over n pairs (min…max)". */
-static void phr_cell(struct out *o, const struct scale *sc, const struct phr *x, double px,
+static void phr_cell(struct ry_buf *o, const struct scale *sc, const struct phr *x, double px,
 		     double w)
 {
 	char fill[16] = "#c8c8c8";
@@ -1543,7 +1519,7 @@ static void phr_cell(struct out *o, const struct scale *sc, const struct phr *x,
 static void phr_map(struct ctx *c, const struct phr *ph, size_t n, const char **hosts,
 		    size_t nhosts, const struct scale *sc)
 {
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 	double w = nhosts <= 64 ? 14 : 6, width = 16 + w * (double)nhosts;
 
 	out_puts(o, "<h4>");
@@ -1615,7 +1591,7 @@ static void summary_note(struct ctx *c)
 {
 	const json_t *sum = json_object_get(c->root, "results_summary");
 	const char *why = jstr(sum, "reason");
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 
 	if (!sum || json_is_null(sum))
 		return;
@@ -1747,7 +1723,7 @@ static double hist_x(const struct hist *h, double v)
 	return HX + HW * log(v / h->lo) / log(h->hi / h->lo);
 }
 
-static void hist_bars(struct out *o, const struct hist *h)
+static void hist_bars(struct ry_buf *o, const struct hist *h)
 {
 	double bw = HW / HIST_BINS / (double)h->nf;
 
@@ -1768,7 +1744,7 @@ static void hist_bars(struct out *o, const struct hist *h)
 	}
 }
 
-static void hist_axes(struct out *o, const struct hist *h)
+static void hist_axes(struct ry_buf *o, const struct hist *h)
 {
 	out_printf(o,
 		   "<path d=\"M%.1f %.1fV%.1fH%.1f\" stroke=\"#1f2328\" fill=\"none\"/>\n"
@@ -1793,7 +1769,7 @@ static void hist_axes(struct out *o, const struct hist *h)
 		   HX + HW / 2, HY + HH + 34, HIST_BINS);
 }
 
-static void hist_marks(struct out *o, const struct hist *h)
+static void hist_marks(struct ry_buf *o, const struct hist *h)
 {
 	for (size_t f = 0; f < h->nf; f++) {
 		double x;
@@ -1819,7 +1795,7 @@ static void hist_marks(struct out *o, const struct hist *h)
 /* The histogram of h's values, or why there is none. */
 static void hist_draw(struct ctx *c, struct hist *h, double *const vals[2], size_t n)
 {
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 
 	if (!hist_fill(h, vals, n)) {
 		out_elem(o, "p", "No measured latency.");
@@ -1833,7 +1809,7 @@ static void hist_draw(struct ctx *c, struct hist *h, double *const vals[2], size
 	out_puts(o, "</svg></div>\n");
 }
 
-static void hist_title(struct out *o, const char *test)
+static void hist_title(struct ry_buf *o, const char *test)
 {
 	out_puts(o, "<h3>Test ");
 	out_esc(o, test);
@@ -1962,8 +1938,10 @@ static char *cfg_hca(const json_t *snap, const char *key)
 	size_t n = 0, i;
 	const char **v = calloc(json_array_size(hcas) + 1, sizeof(*v));
 	char(*nums)[64] = calloc(json_array_size(hcas) + 1, sizeof(*nums));
-	struct out o = {0};
+	struct ry_buf o;
+	const char *dflt;
 
+	ry_buf_init(&o, OUT_MAX);
 	if (!v || !nums)
 		goto out;
 	json_array_foreach(hcas, i, x)
@@ -1975,22 +1953,20 @@ static char *cfg_hca(const json_t *snap, const char *key)
 	for (i = 0; i < n; i++) {
 		if (i && strcmp(v[i], v[i - 1]) == 0)
 			continue;
-		out_puts(&o, o.len ? ", " : "");
+		out_puts(&o, ry_buf_len(&o) ? ", " : "");
 		out_puts(&o, v[i]);
 	}
 	out_puts(&o, n ? "" : "?");
 out:
+	/* "?" only when out of memory before the values; values that are all "" give "". */
+	dflt = v && nums ? "" : "?";
 	free(v);
 	free(nums);
-	if (o.oom) {
-		free(o.p);
-		return NULL;
-	}
-	return o.p ? o.p : strdup("?");
+	return take_or(&o, dflt);
 }
 
 /* Each HCA or GPU whose PCIe link trained below its capability; "ok"; "?" when unknown. */
-static void cfg_pcie_of(struct out *o, const json_t *arr, const char *name, size_t *known)
+static void cfg_pcie_of(struct ry_buf *o, const json_t *arr, const char *name, size_t *known)
 {
 	const json_t *x;
 	size_t i;
@@ -2004,7 +1980,7 @@ static void cfg_pcie_of(struct out *o, const json_t *arr, const char *name, size
 		(*known)++;
 		if (strcmp(now, max) == 0)
 			continue;
-		out_puts(o, o->len ? "; " : "");
+		out_puts(o, ry_buf_len(o) ? "; " : "");
 		out_puts(o, jstr(x, name) ? jstr(x, name) : "?");
 		out_puts(o, " ");
 		out_puts(o, now);
@@ -2015,16 +1991,13 @@ static void cfg_pcie_of(struct out *o, const json_t *arr, const char *name, size
 
 static char *cfg_pcie(const json_t *snap)
 {
-	struct out o = {0};
+	struct ry_buf o;
 	size_t known = 0;
 
+	ry_buf_init(&o, OUT_MAX);
 	cfg_pcie_of(&o, json_object_get(snap, "hcas"), "device", &known);
 	cfg_pcie_of(&o, json_object_get(snap, "gpus"), "bus", &known);
-	if (o.oom) {
-		free(o.p);
-		return NULL;
-	}
-	return o.p ? o.p : strdup(known ? "ok" : "?");
+	return take_or(&o, known ? "ok" : "?");
 }
 
 static char *cfg_text(const json_t *snap, const struct cfg_col *col)
@@ -2094,7 +2067,7 @@ static int cfg_build(struct cfg *t, const json_t *nodes)
 	return r;
 }
 
-static void cfg_row(struct out *o, const struct cfg *t, const json_t *node, size_t i)
+static void cfg_row(struct ry_buf *o, const struct cfg *t, const json_t *node, size_t i)
 {
 	const char *host = jstr(node, "hostname");
 
@@ -2148,7 +2121,7 @@ static int sec_config(struct ctx *c)
 
 /* ---- revalidation, provenance, footer ----------------------------------------------------- */
 
-static void drift_table(struct out *o, const json_t *drift)
+static void drift_table(struct ry_buf *o, const json_t *drift)
 {
 	static const struct col cols[] = {{"field", NULL}, {"change", NULL}, {"nodes", NULL}};
 	const json_t *d;
@@ -2198,7 +2171,7 @@ static void sec_revalidation(struct ctx *c)
 					 {"state", "state"},
 					 {"reason", "reason"}};
 	const json_t *cmp = json_object_get(c->root, "comparison");
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 
 	if (!cmp || json_is_null(cmp))
 		return;
@@ -2228,7 +2201,7 @@ static void sec_revalidation(struct ctx *c)
 	out_puts(o, "</p>\n");
 }
 
-static void deployments_table(struct out *o, const json_t *deps)
+static void deployments_table(struct ry_buf *o, const json_t *deps)
 {
 	static const struct col cols[] = {{"id", "id"},
 					  {"playbook", "playbook.name"},
@@ -2282,7 +2255,7 @@ static void sec_provenance(struct ctx *c)
 					  {"playbook sha256", "playbook.sha256"}};
 	static const struct col left[] = {{"id", "id"}, {"host", "hostname"}, {"reason", "reason"}};
 	const json_t *cp = json_object_get(c->root, "campaign");
-	struct out *o = &c->o;
+	struct ry_buf *o = &c->o;
 
 	out_puts(o, "<h2 id=\"provenance\">Playbooks and deployments</h2>\n<h3>Playbooks</h3>\n");
 	table_of(o, json_object_get(c->root, "playbooks"), pbs, RY_ARRAY_SIZE(pbs), "None.");
@@ -2365,7 +2338,7 @@ static int render(struct ctx *c)
 		goto out;
 	sec_provenance(c);
 	sec_footer(c);
-	r = c->o.oom ? -ENOMEM : 0;
+	r = ry_buf_error(&c->o) ? -ENOMEM : 0;
 out:
 	free(groups);
 	free(ph);
@@ -2413,6 +2386,7 @@ int so_html_render(const char *json, size_t len, char **ret_html, size_t *ret_le
 	char dummy[1];
 	int r;
 
+	ry_buf_init(&c.o, OUT_MAX);
 	if (!errbuf || !errlen) {
 		errbuf = dummy;
 		errlen = sizeof(dummy);
@@ -2436,11 +2410,9 @@ int so_html_render(const char *json, size_t len, char **ret_html, size_t *ret_le
 		snprintf(errbuf, errlen, "out of memory rendering the page");
 		goto out;
 	}
-	*ret_html = c.o.p;
-	*ret_len = c.o.len;
-	c.o.p = NULL;
+	r = ry_buf_take(&c.o, ret_html, ret_len);
 out:
-	free(c.o.p);
+	ry_buf_done(&c.o);
 	free(c.ids);
 	json_decref((json_t *)c.root);
 	return r;

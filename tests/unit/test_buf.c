@@ -1,6 +1,6 @@
 /* Unit tests of common/util/buf: growth past the first allocation, the max (an append that
  * would pass it fails and leaves the text as it was, and the failure sticks until a reset),
- * printf-style appends, and taking the text. */
+ * printf-style appends, failures of the writer's own, and taking the text. */
 #include "common/util/buf.h"
 #include "common/util/error.h"
 
@@ -66,6 +66,11 @@ static void test_max(void **state)
 	assert_int_equal(ry_buf_len(&b), 0);
 	assert_int_equal(ry_buf_add(&b, "abc"), 0);
 	assert_string_equal(ry_buf_str(&b), "abc");
+	/* A failure of the writer's own sticks as well; the first one wins. */
+	ry_buf_fail(&b, -ENOMEM);
+	ry_buf_fail(&b, -EINVAL);
+	assert_int_equal(ry_buf_add(&b, "d"), -ENOMEM);
+	assert_int_equal(ry_buf_take(&b, &s, NULL), -ENOMEM);
 	ry_buf_done(&b);
 	ry_buf_done(NULL);
 }
