@@ -2,6 +2,9 @@
  * makes one connection (TLS, or the unix socket) however many pages or polls it needs. */
 #include "common/httpc/httpc.h"
 
+#include "common/util/buf.h"
+#include "common/util/error.h"
+
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdbool.h>
@@ -19,37 +22,22 @@ struct httpc {
 	struct curl_slist *headers; /* Accept, and Authorization when there is a token */
 };
 
-/* What the write callback collects, bounded by HTTPC_REPLY_MAX. */
-struct sink {
-	char *buf;
-	size_t len, cap;
-	bool too_big;
-};
-
+/* The write callback: the body into a struct ry_buf whose max is HTTPC_REPLY_MAX. Returning
+ * less than was given stops the transfer (CURLE_WRITE_ERROR). */
 static size_t on_data(char *data, size_t size, size_t n, void *userdata)
 {
-	struct sink *s = userdata;
+	struct ry_buf *b = userdata;
 	size_t add = size * n;
 
-	if (add > HTTPC_REPLY_MAX - s->len) {
-		s->too_big = true;
-		return 0; /* curl stops with CURLE_WRITE_ERROR */
-	}
-	if (s->len + add + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 16384;
-		char *p;
-
-		while (cap < s->len + add + 1)
-			cap *= 2;
-		if (!(p = realloc(s->buf, cap)))
-			return 0;
-		s->buf = p;
-		s->cap = cap;
-	}
-	memcpy(s->buf + s->len, data, add);
-	s->len += add;
-	s->buf[s->len] = '\0';
+	if (ry_buf_addn(b, data, add) < 0)
+		return 0;
 	return add;
+}
+
+/* Did the body pass HTTPC_REPLY_MAX? */
+static bool too_big(const struct ry_buf *b)
+{
+	return ry_buf_error(b) == -RY_E_TOO_BIG;
 }
 
 /* Free a header list, wiping it first (it holds the token). */
@@ -178,12 +166,15 @@ int httpc_request(struct httpc *h, const char *method, const char *path, const c
 {
 	char errbuf[CURL_ERROR_SIZE] = "", *full;
 	struct curl_slist *hdrs = h->headers, *ct = NULL;
-	struct sink s = {0};
+	struct ry_buf s;
+	char *text;
+	size_t len;
 	size_t flen = strlen(h->base) + strlen(path) + 1;
 	CURLcode cc;
 	long status = 0;
 	int r;
 
+	ry_buf_init(&s, HTTPC_REPLY_MAX);
 	if (!(full = malloc(flen))) {
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
@@ -220,7 +211,7 @@ int httpc_request(struct httpc *h, const char *method, const char *path, const c
 	}
 	free(full);
 	if (cc != CURLE_OK) {
-		if (s.too_big) {
+		if (too_big(&s)) {
 			snprintf(why, why_len, "the reply is larger than %u MiB",
 				 HTTPC_REPLY_MAX >> 20);
 			r = -EFBIG;
@@ -232,15 +223,15 @@ int httpc_request(struct httpc *h, const char *method, const char *path, const c
 			else
 				explain(cc, errbuf, why, why_len);
 		}
-		free(s.buf);
+		ry_buf_done(&s);
 		return r;
 	}
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (!s.buf && !(s.buf = calloc(1, 1))) {
+	if (ry_buf_take(&s, &text, &len) < 0) {
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	*ret = (struct httpc_reply){.status = status, .body = s.buf, .len = s.len};
+	*ret = (struct httpc_reply){.status = status, .body = text, .len = len};
 	return 0;
 }
 
@@ -261,9 +252,9 @@ struct httpc_stream {
 	struct curl_slist *headers; /* its own list: Accept, the extra one, Authorization */
 	httpc_data_fn on_data;
 	void *cls;
-	long status;	 /* 0 until the status line came */
-	struct sink err; /* the body of a reply that is not a 2xx */
-	bool stopped;	 /* on_data said stop */
+	long status;	   /* 0 until the status line came */
+	struct ry_buf err; /* the body of a reply that is not a 2xx (max HTTPC_REPLY_MAX) */
+	bool stopped;	   /* on_data said stop */
 	bool done;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -293,6 +284,7 @@ int httpc_stream_open(struct httpc *h, const char *path, const char *accept, con
 
 	if (!s)
 		return -ENOMEM;
+	ry_buf_init(&s->err, HTTPC_REPLY_MAX);
 	s->on_data = on_data_fn;
 	s->cls = cls;
 	snprintf(acc, sizeof(acc), "Accept: %s", accept);
@@ -331,6 +323,8 @@ int httpc_stream_run(struct httpc_stream *s, int wait_ms, long *status, struct h
 	CURLcode cc = CURLE_OK;
 	CURLMsg *m;
 	int running, left;
+	char *text;
+	size_t len;
 
 	if (!s->done) {
 		/* poll() interrupted by a signal is no error for libcurl: it returns early. */
@@ -358,19 +352,18 @@ int httpc_stream_run(struct httpc_stream *s, int wait_ms, long *status, struct h
 	if (cc != CURLE_OK || !s->status) {
 		if (s->stopped)
 			snprintf(why, why_len, "stopped");
-		else if (s->err.too_big)
+		else if (too_big(&s->err))
 			snprintf(why, why_len, "the reply is larger than %u MiB",
 				 HTTPC_REPLY_MAX >> 20);
 		else
 			explain(cc, s->errbuf, why, why_len);
 		return -1;
 	}
-	if (!s->err.buf && !(s->err.buf = calloc(1, 1))) {
+	if (ry_buf_take(&s->err, &text, &len) < 0) {
 		snprintf(why, why_len, "out of memory");
 		return -1;
 	}
-	*body = (struct httpc_reply){.status = s->status, .body = s->err.buf, .len = s->err.len};
-	s->err = (struct sink){0};
+	*body = (struct httpc_reply){.status = s->status, .body = text, .len = len};
 	return 1;
 }
 
@@ -384,7 +377,7 @@ void httpc_stream_free(struct httpc_stream *s)
 	curl_multi_cleanup(s->multi);
 	wipe_list(s->headers);
 	free(s->full);
-	free(s->err.buf);
+	ry_buf_done(&s->err);
 	free(s);
 }
 
