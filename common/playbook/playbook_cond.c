@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/util/error.h"
+#include "common/util/json.h"
 
 /* ---- Paths ------------------------------------------------------------------------------- */
 
@@ -179,20 +180,13 @@ static bool as_number(const json_t *v, double *ret)
 	return false;
 }
 
-static char *text_of(const json_t *v)
-{
-	if (json_is_string(v))
-		return strdup(json_string_value(v));
-	return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-}
-
 /* One comparison; -EINVAL when the values cannot be compared with op. */
 static int test_one(const json_t *x, const char *op, const json_t *want, regex_t *re, bool *ok)
 {
 	double a, b;
 
 	if (strcmp(op, "matches") == 0) {
-		char *t = text_of(x);
+		char *t = ry_json_value_text(x);
 
 		if (!t)
 			return -ENOMEM;
@@ -201,7 +195,7 @@ static int test_one(const json_t *x, const char *op, const json_t *want, regex_t
 		return 0;
 	}
 	if (strncmp(op, "version", 7) == 0) {
-		char *t = text_of(x);
+		char *t = ry_json_value_text(x);
 		int c;
 
 		if (!t)
@@ -312,7 +306,7 @@ int pb_cond_eval(const json_t *cond, const struct playbook_facts *facts, bool *r
 	}
 	if (r < 0)
 		goto out;
-	wtext = text_of(want);
+	wtext = ry_json_value_text(want);
 	if (!wtext) {
 		r = -ENOMEM;
 		goto out;
@@ -371,7 +365,7 @@ int pb_cond_eval(const json_t *cond, const struct playbook_facts *facts, bool *r
 			/* Name the values that make the condition fail. */
 			if (one == (strcmp(quant, "none") == 0) && off < sizeof(details) - 1 &&
 			    strcmp(quant, "any") != 0) {
-				char *t = text_of(x);
+				char *t = ry_json_value_text(x);
 
 				off += (size_t)snprintf(
 					details + off, sizeof(details) - off, "%s%s%s = %s",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/util/error.h"
+#include "common/util/json.h"
 
 enum var_state { VAR_NEW, VAR_BUSY, VAR_DONE, VAR_FAILED };
 
@@ -130,31 +131,11 @@ static int parse_literal(const char **pp, const char *end, json_t **ret)
 	return -EINVAL;
 }
 
-/* Text of a scalar for join and embedding; NULL for lists/objects. Caller frees. */
+/* Text of a scalar for join and embedding ("" for null, reals as "%g"); NULL for
+ * lists/objects. Caller frees. */
 static char *scalar_text(const json_t *v)
 {
-	char *s = NULL;
-
-	switch (json_typeof(v)) {
-	case JSON_STRING:
-		return strdup(json_string_value(v));
-	case JSON_INTEGER:
-		if (asprintf(&s, "%" JSON_INTEGER_FORMAT, json_integer_value(v)) < 0)
-			return NULL;
-		return s;
-	case JSON_REAL:
-		if (asprintf(&s, "%g", json_real_value(v)) < 0)
-			return NULL;
-		return s;
-	case JSON_TRUE:
-		return strdup("true");
-	case JSON_FALSE:
-		return strdup("false");
-	case JSON_NULL:
-		return strdup("");
-	default:
-		return NULL;
-	}
+	return json_is_null(v) ? strdup("") : ry_json_scalar_text(v, RY_JSON_REAL_SHORT);
 }
 
 static int apply_filter(struct pb_render *r, const struct pb_node *at, const char *name,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/util/error.h"
+#include "common/util/json.h"
 #include "common/util/util.h"
 
 /* clang-format off */
@@ -895,11 +896,8 @@ static json_t *stringify(json_t *v)
 	case JSON_NULL:
 		return json_incref(v);
 	case JSON_INTEGER:
-		snprintf(tmp, sizeof(tmp), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return json_string(tmp);
 	case JSON_REAL:
-		snprintf(tmp, sizeof(tmp), "%.17g", json_real_value(v));
-		return json_string(tmp);
+		return json_string(ry_json_scalar_str(v, RY_JSON_REAL_EXACT, tmp, sizeof(tmp)));
 	case JSON_TRUE:
 		return json_string("1");
 	case JSON_FALSE:

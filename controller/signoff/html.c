@@ -16,6 +16,7 @@
 #include "common/signoff/verify.h" /* the verification commands shown */
 #include "common/util/buf.h"
 #include "common/util/error.h"
+#include "common/util/json.h"
 #include "common/util/util.h"
 #include "controller/signoff/html.h"
 
@@ -152,18 +153,10 @@ static const json_t *jpath(const json_t *v, const char *path)
  * this schema) and "?" for absent or anything else. buf holds a formatted number. */
 static const char *scalar(const json_t *v, char *buf, size_t len)
 {
-	if (json_is_string(v))
-		return json_string_value(v);
-	if (json_is_integer(v)) {
-		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return buf;
-	}
-	if (json_is_real(v)) {
-		snprintf(buf, len, "%.6g", json_real_value(v));
-		return buf;
-	}
-	if (json_is_boolean(v))
-		return json_is_true(v) ? "true" : "false";
+	const char *s = ry_json_scalar_str(v, RY_JSON_REAL_SHORT, buf, len);
+
+	if (s)
+		return s;
 	return json_is_null(v) ? "—" : "?";
 }
 

@@ -2,6 +2,7 @@
  * nodes. */
 #include "controller/signoff/snapshot.h"
 
+#include "common/util/json.h"
 #include "common/util/util.h"
 #include "controller/signoff/canon.h"
 
@@ -127,11 +128,9 @@ static int cmp_line(const void *a, const void *b)
 /* A scalar as text; absent (NULL or null) as none. */
 static char *scalar_text_or(const json_t *v, const char *none)
 {
-	if (json_is_string(v))
-		return strdup(json_string_value(v));
 	if (json_is_null(v) || !v)
 		return strdup(none);
-	return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	return ry_json_value_text(v);
 }
 
 static char *scalar_text(const json_t *v)

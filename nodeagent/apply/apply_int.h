@@ -136,9 +136,6 @@ APPLY_WUR int apply_ctx_run_ok(struct apply_ctx *ctx, const char *const *argv,
 const char *apply_param_str(const json_t *params, const char *key);
 bool apply_param_bool(const json_t *params, const char *key, bool dflt);
 json_int_t apply_param_int(const json_t *params, const char *key, json_int_t dflt);
-/* A scalar rendered as text: strings as they are, integers, reals, booleans ("true"/"false").
- * Caller frees; NULL if not a scalar or on allocation failure. */
-char *apply_json_scalar_text(const json_t *v);
 
 /* Shared by the file-like executors: compare the node file at path with content, record a
  * unified diff in out. */

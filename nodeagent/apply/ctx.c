@@ -541,30 +541,6 @@ json_int_t apply_param_int(const json_t *params, const char *key, json_int_t dfl
 	return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
-char *apply_json_scalar_text(const json_t *v)
-{
-	char *s = NULL;
-
-	switch (json_typeof(v)) {
-	case JSON_STRING:
-		return strdup(json_string_value(v));
-	case JSON_INTEGER:
-		if (asprintf(&s, "%" JSON_INTEGER_FORMAT, json_integer_value(v)) < 0)
-			return NULL;
-		return s;
-	case JSON_REAL:
-		if (asprintf(&s, "%.17g", json_real_value(v)) < 0)
-			return NULL;
-		return s;
-	case JSON_TRUE:
-		return strdup("true");
-	case JSON_FALSE:
-		return strdup("false");
-	default:
-		return NULL;
-	}
-}
-
 int apply_file_diff(struct apply_ctx *ctx, const char *path, const char *content, size_t len,
 		    struct apply_change *out)
 {

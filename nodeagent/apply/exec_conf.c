@@ -5,6 +5,7 @@
 
 #include "common/playbook/playbook.h"
 #include "common/util/error.h"
+#include "common/util/json.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -76,7 +77,7 @@ int apply_conf_merge(struct apply_ctx *ctx, const char *cur, size_t curlen, cons
 	}
 	json_object_foreach((json_t *)settings, key, val)
 	{
-		texts[k] = apply_json_scalar_text(val);
+		texts[k] = ry_json_scalar_text(val, RY_JSON_REAL_EXACT);
 		if (!key_ok(key) || !texts[k] || !value_ok(texts[k])) {
 			r = apply_ctx_fail(ctx, -RY_E_INVALID,
 					   "setting \"%s\": invalid key or value", key);

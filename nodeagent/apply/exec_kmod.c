@@ -4,6 +4,7 @@
 #include "nodeagent/apply/apply_int.h"
 
 #include "common/util/error.h"
+#include "common/util/json.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -63,7 +64,7 @@ static int options_text(struct apply_ctx *ctx, const char *name, const json_t *o
 	apply_buf_printf(&b, "# Managed by railyard (kmod step)\noptions %s", name);
 	json_object_foreach((json_t *)opts, k, v)
 	{
-		char *t = apply_json_scalar_text(v);
+		char *t = ry_json_scalar_text(v, RY_JSON_REAL_EXACT);
 
 		if (!t || strpbrk(t, " \t\r\n") || strpbrk(k, " \t\r\n=")) {
 			free(t);

@@ -4,6 +4,7 @@
 
 #include "common/playbook/playbook.h"
 #include "common/util/error.h"
+#include "common/util/json.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -76,7 +77,7 @@ static int sysctl_run(struct apply_ctx *ctx, const json_t *params, struct apply_
 	json_object_foreach((json_t *)settings, key, v)
 	{
 		path = key_path(key);
-		val = apply_json_scalar_text(v);
+		val = ry_json_scalar_text(v, RY_JSON_REAL_EXACT);
 		if (!path || !val) {
 			r = -ENOMEM;
 			goto out;
