@@ -1,4 +1,6 @@
-/* railyard-agent: option parsing for enroll, run and facts. */
+/* railyard-agent: the node agent's command line. A table of subcommands (enroll, run, facts,
+ * apply, gpu-check, version), each parsing its own options and explaining them (COMMAND --help);
+ * the work is done by the libraries. */
 #include "nodeagent/apply/apply.h"
 #include "nodeagent/benchjob.h"
 #include "nodeagent/config.h"
@@ -23,26 +25,97 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Exit status when the state directory is in use by another agent. */
-#define AGENT_EXIT_LOCKED 4
+#define PROG "railyard-agent"
+
+/* Exit statuses: 0 done, 1 failed, 2 usage, and these. */
+#define AGENT_EXIT_REFUSED 3 /* run: the controller refused this node */
+#define AGENT_EXIT_LOCKED  4 /* the state directory is in use by another agent */
 /* The lock file of the state directory (held by `run` and `enroll`). */
 #define AGENT_LOCK "agent.lock"
 
+/* One subcommand: its name, its options as the usage lists them (synopsis), what it does and
+ * each option explained (help; NULL when the command answers --help itself), and the function
+ * that parses its options (argv[0] is its name) and returns the exit status. */
+struct agent_cmd {
+	const char *name;
+	const char *synopsis;
+	const char *help;
+	int (*run)(const struct agent_cmd *cmd, int argc, char **argv);
+};
+
+static const struct agent_cmd agent_cmds[];
+
+/* Options every subcommand but gpu-check takes. */
+#define OPT_LOG_LEVEL                                                                              \
+	{"log-level", required_argument, NULL, 'v'},                                               \
+	{                                                                                          \
+		"help", no_argument, NULL, 'h'                                                     \
+	}
+#define HELP_LOG_LEVEL                                                                             \
+	"  --log-level L          error, warn, info (the default) or debug; also before COMMAND\n"
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: railyard-agent [--log-level L] COMMAND [options]\n"
-		   "\n"
-		   "  enroll --controller HOST:PORT (--token-file FILE|- | --token T)\n"
-		   "         --ca-fingerprint sha256:HEX\n"
-		   "         [--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]\n"
-		   "  run    [--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
-		   "         [--reconnect-max 30s] [--bench-ports 18515-18546|0]\n"
-		   "         [--outbox-max 32M] [--keepalive 120s]\n"
-		   "  facts  [--sysroot DIR] [--json]\n"
-		   "  gpu-check [--gpu N] [--json] ...  (railyard-agent gpu-check --help)\n"
-		   "  version\n"
-		   "\n"
-		   "--state-dir defaults to " AGENT_DEFAULT_STATE_DIR ", --sysroot to /.\n");
+	fprintf(f, "usage: " PROG " [--log-level L] COMMAND [options]\n\n");
+	for (const struct agent_cmd *c = agent_cmds; c->name; c++) {
+		const char *s = c->synopsis;
+
+		if (!*s) {
+			fprintf(f, "  %s\n", c->name);
+			continue;
+		}
+		/* The synopsis's lines, the first beside the name, the others under it. */
+		fprintf(f, "  %-10s ", c->name);
+		while (*s) {
+			size_t n = strcspn(s, "\n");
+
+			fprintf(f, "%.*s\n", (int)n, s);
+			s += n + (s[n] == '\n');
+			if (*s)
+				fprintf(f, "  %-10s ", "");
+		}
+	}
+	fprintf(f,
+		"\n" PROG " COMMAND --help explains a command's options. --state-dir defaults "
+		"to\n" AGENT_DEFAULT_STATE_DIR ", --sysroot to /.\n"
+		"Exit codes: 0 done, 1 failed, 2 usage, 3 the controller refused this node (run),\n"
+		"4 the state directory is in use by another railyard-agent (run, enroll).\n");
+}
+
+/* The usage of one command: its synopsis, then what it does and its options. */
+static void cmd_usage(const struct agent_cmd *c, FILE *f)
+{
+	const char *s = c->synopsis;
+	size_t indent = strlen("usage: " PROG " ") + strlen(c->name) + 1;
+
+	fprintf(f, "usage: " PROG " %s%s", c->name, *s ? " " : "\n");
+	while (*s) {
+		size_t n = strcspn(s, "\n");
+
+		fprintf(f, "%.*s\n", (int)n, s);
+		s += n + (s[n] == '\n');
+		if (*s)
+			fprintf(f, "%*s", (int)indent, "");
+	}
+	if (c->help)
+		fprintf(f, "\n%s", c->help);
+}
+
+/* getopt's verdict on an option it does not know, or one missing its value (it said which): the
+ * command's usage, exit 2. */
+static int cmd_bad_usage(const struct agent_cmd *c)
+{
+	cmd_usage(c, stderr);
+	return 2;
+}
+
+/* Arguments left after the options: none is taken. */
+static int no_operands(const struct agent_cmd *c, int argc, char **argv)
+{
+	if (optind >= argc)
+		return 0;
+	fprintf(stderr, PROG " %s: unexpected '%s'\n", c->name, argv[optind]);
+	return cmd_bad_usage(c);
 }
 
 static int bad(const char *what, const char *value)
@@ -144,7 +217,7 @@ static int cmd_run(const struct agent_session_opts *o)
 	if (ctx.result < 0) {
 		log_error("the controller refused this node (%s); enroll it again",
 			  ry_strerror(ctx.result));
-		return 3;
+		return AGENT_EXIT_REFUSED;
 	}
 	return 0;
 }
@@ -196,7 +269,30 @@ static int enroll_token(struct agent_enroll_opts *eo, const char *token_file, ch
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int set_log_level(const char *arg)
+{
+	enum log_level level;
+
+	if (log_level_parse(arg, &level) < 0)
+		return bad("--log-level", arg);
+	log_set_level(level);
+	return 0;
+}
+
+/* Signals blocked before gRPC starts threads (the main thread takes them), then gRPC. */
+static void rpc_start(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	rpc_log_init();
+	rpc_init();
+}
+
+static int run_enroll(const struct agent_cmd *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"controller", required_argument, NULL, 'C'},
@@ -207,55 +303,23 @@ int main(int argc, char **argv)
 		{"hostname", required_argument, NULL, 'H'},
 		{"sysroot", required_argument, NULL, 'r'},
 		{"timeout", required_argument, NULL, 'T'},
-		{"reconnect-max", required_argument, NULL, 'R'},
-		{"bench-ports", required_argument, NULL, 'B'},
-		{"outbox-max", required_argument, NULL, 'O'},
-		{"keepalive", required_argument, NULL, 'K'},
-		{"json", no_argument, NULL, 'j'},
-		{"playbook", required_argument, NULL, 'p'},
-		{"check", no_argument, NULL, 'k'},
-		{"log-level", required_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
+		OPT_LOG_LEVEL,
 		{NULL, 0, NULL, 0},
 	};
-	struct agent_enroll_opts eo = {0};
-	struct agent_session_opts so = {.bench_port_lo = AGENT_BENCH_PORT_LO,
-					.bench_port_hi = AGENT_BENCH_PORT_HI};
-	const char *cmd;
+	struct agent_enroll_opts eo = {
+		.state_dir = AGENT_DEFAULT_STATE_DIR, .sysroot = "/", .timeout_ms = 15000};
+	const char *token_file = NULL;
+	char *file_token = NULL, err[1024] = "";
 	int64_t ms;
-	bool json = false, check = false;
-	const char *playbook = NULL, *token_file = NULL;
-	char *file_token = NULL;
-	enum log_level level;
-	sigset_t set;
 	int c, rc;
 
-	log_set_ident("railyard-agent");
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	cmd = argv[1];
-	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-		usage(stdout);
-		return 0;
-	}
-	/* Subcommands with options of their own. */
-	if (strcmp(cmd, "gpu-check") == 0)
-		return gpu_check_cmd(argc - 1, argv + 1, stdout);
-	eo.state_dir = so.state_dir = AGENT_DEFAULT_STATE_DIR;
-	eo.sysroot = so.sysroot = "/";
-	eo.timeout_ms = 15000;
-	argc--;
-	argv++;
-	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
 			if (!util_hostport_ok(optarg, false))
 				return bad("--controller (HOST:PORT with a port of 1-65535)",
 					   optarg);
-			eo.controller = so.controller = optarg;
+			eo.controller = optarg;
 			break;
 		case 't':
 			eo.token = optarg;
@@ -267,18 +331,129 @@ int main(int argc, char **argv)
 			eo.ca_fingerprint = optarg;
 			break;
 		case 'd':
-			eo.state_dir = so.state_dir = optarg;
+			eo.state_dir = optarg;
 			break;
 		case 'H':
 			eo.hostname = optarg;
 			break;
 		case 'r':
-			eo.sysroot = so.sysroot = optarg;
+			eo.sysroot = optarg;
 			break;
 		case 'T':
 			if (util_parse_duration_ms(optarg, &ms) < 0 || ms <= 0 || ms > 3600000)
 				return bad("--timeout", optarg);
 			eo.timeout_ms = (int)ms;
+			break;
+		case 'v':
+			if ((rc = set_log_level(optarg)) != 0)
+				return rc;
+			break;
+		case 'h':
+			cmd_usage(cmd, stdout);
+			return 0;
+		default:
+			return cmd_bad_usage(cmd);
+		}
+	}
+	if ((rc = no_operands(cmd, argc, argv)) != 0 || (rc = check_sysroot(eo.sysroot)) != 0)
+		return rc;
+	rpc_start();
+	rc = enroll_token(&eo, token_file, &file_token);
+	if (rc == 0 && (!eo.controller || !eo.token || !eo.ca_fingerprint)) {
+		fprintf(stderr, "railyard-agent enroll: --controller, --token-file (or "
+				"--token) and --ca-fingerprint are required\n");
+		rc = 2;
+	}
+	if (rc == 0) {
+		int lock_fd = -1, r = fs_mkdir_p(eo.state_dir, 0700);
+
+		if (r < 0) {
+			log_error("enroll: state directory %s: %s", eo.state_dir, ry_strerror(r));
+			rc = 1;
+		} else if ((rc = lock_state("enroll", eo.state_dir, &lock_fd)) == 0) {
+			if (agent_enroll(&eo, err, sizeof(err)) < 0) {
+				log_error("enroll: %s", err);
+				rc = 1;
+			}
+			close(lock_fd);
+		}
+	}
+	if (file_token) {
+		explicit_bzero(file_token, strlen(file_token));
+		free(file_token);
+	}
+	rpc_shutdown();
+	return rc;
+}
+
+/* --outbox-max: bytes, or K, M or G of them; at least 16K, at most 1T. */
+static int parse_outbox_max(const char *arg, size_t *ret)
+{
+	char *end;
+	unsigned long long v = strtoull(arg, &end, 10);
+	unsigned long long mult = strcmp(end, "K") == 0	  ? 1024ULL
+				  : strcmp(end, "M") == 0 ? 1024ULL * 1024
+				  : strcmp(end, "G") == 0 ? 1024ULL * 1024 * 1024
+				  : *end == '\0'	  ? 1
+							  : 0;
+
+	if (end == arg || arg[0] == '-' || !mult || v * mult < 16 * 1024 || v > (1ULL << 40) / mult)
+		return -EINVAL;
+	*ret = (size_t)(v * mult);
+	return 0;
+}
+
+/* --bench-ports LO-HI within 1024-65535, or 0 (none). */
+static int parse_bench_ports(const char *arg, uint16_t *ret_lo, uint16_t *ret_hi)
+{
+	unsigned long lo, hi;
+	int used = 0;
+
+	if (strcmp(arg, "0") == 0) {
+		*ret_lo = *ret_hi = 0;
+		return 0;
+	}
+	if (sscanf(arg, "%lu-%lu%n", &lo, &hi, &used) != 2 || (size_t)used != strlen(arg) ||
+	    lo < 1024 || hi > 65535 || lo > hi)
+		return -EINVAL;
+	*ret_lo = (uint16_t)lo;
+	*ret_hi = (uint16_t)hi;
+	return 0;
+}
+
+static int run_run(const struct agent_cmd *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, 'd'},
+		{"sysroot", required_argument, NULL, 'r'},
+		{"controller", required_argument, NULL, 'C'},
+		{"reconnect-max", required_argument, NULL, 'R'},
+		{"bench-ports", required_argument, NULL, 'B'},
+		{"outbox-max", required_argument, NULL, 'O'},
+		{"keepalive", required_argument, NULL, 'K'},
+		OPT_LOG_LEVEL,
+		{NULL, 0, NULL, 0},
+	};
+	struct agent_session_opts so = {.state_dir = AGENT_DEFAULT_STATE_DIR,
+					.sysroot = "/",
+					.bench_port_lo = AGENT_BENCH_PORT_LO,
+					.bench_port_hi = AGENT_BENCH_PORT_HI};
+	int64_t ms;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			so.state_dir = optarg;
+			break;
+		case 'r':
+			so.sysroot = optarg;
+			break;
+		case 'C':
+			if (!util_hostport_ok(optarg, false))
+				return bad("--controller (HOST:PORT with a port of 1-65535)",
+					   optarg);
+			so.controller = optarg;
 			break;
 		case 'R':
 			if (util_parse_duration_ms(optarg, &ms) < 0 || ms < 100 || ms > 3600000)
@@ -296,49 +471,240 @@ int main(int argc, char **argv)
 				return bad("--keepalive (1s to 1h)", optarg);
 			so.keepalive_ms = (int)ms;
 			break;
-		case 'B': {
-			unsigned long lo, hi;
-			int used = 0;
-
-			if (strcmp(optarg, "0") == 0) {
-				so.bench_port_lo = so.bench_port_hi = 0;
-				break;
-			}
-			if (sscanf(optarg, "%lu-%lu%n", &lo, &hi, &used) != 2 ||
-			    (size_t)used != strlen(optarg) || lo < 1024 || hi > 65535 || lo > hi)
+		case 'B':
+			if (parse_bench_ports(optarg, &so.bench_port_lo, &so.bench_port_hi) < 0)
 				return bad("--bench-ports (LO-HI within 1024-65535, or 0)", optarg);
-			so.bench_port_lo = (uint16_t)lo;
-			so.bench_port_hi = (uint16_t)hi;
 			break;
-		}
-		case 'O': {
-			char *end;
-			unsigned long long v = strtoull(optarg, &end, 10);
-			unsigned long long mult = strcmp(end, "K") == 0	  ? 1024ULL
-						  : strcmp(end, "M") == 0 ? 1024ULL * 1024
-						  : strcmp(end, "G") == 0 ? 1024ULL * 1024 * 1024
-						  : *end == '\0'	  ? 1
-									  : 0;
-
-			if (end == optarg || optarg[0] == '-' || !mult || v * mult < 16 * 1024 ||
-			    v > (1ULL << 40) / mult)
+		case 'O':
+			if (parse_outbox_max(optarg, &so.outbox_max) < 0)
 				return bad("--outbox-max (bytes, K, M or G; at least 16K)", optarg);
-			so.outbox_max = (size_t)(v * mult);
 			break;
+		case 'v':
+			if ((rc = set_log_level(optarg)) != 0)
+				return rc;
+			break;
+		case 'h':
+			cmd_usage(cmd, stdout);
+			return 0;
+		default:
+			return cmd_bad_usage(cmd);
 		}
+	}
+	if ((rc = no_operands(cmd, argc, argv)) != 0 || (rc = check_sysroot(so.sysroot)) != 0)
+		return rc;
+	rpc_start();
+	rc = cmd_run(&so);
+	rpc_shutdown();
+	return rc;
+}
+
+static int run_facts(const struct agent_cmd *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"sysroot", required_argument, NULL, 'r'},
+		{"json", no_argument, NULL, 'j'},
+		OPT_LOG_LEVEL,
+		{NULL, 0, NULL, 0},
+	};
+	const char *sysroot = "/";
+	bool json = false;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			sysroot = optarg;
+			break;
 		case 'j':
 			json = true;
 			break;
+		case 'v':
+			if ((rc = set_log_level(optarg)) != 0)
+				return rc;
+			break;
+		case 'h':
+			cmd_usage(cmd, stdout);
+			return 0;
+		default:
+			return cmd_bad_usage(cmd);
+		}
+	}
+	if ((rc = no_operands(cmd, argc, argv)) != 0 || (rc = check_sysroot(sysroot)) != 0)
+		return rc;
+	return cmd_facts(sysroot, json);
+}
+
+static int run_apply(const struct agent_cmd *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"playbook", required_argument, NULL, 'p'},
+		{"sysroot", required_argument, NULL, 'r'},
+		{"check", no_argument, NULL, 'k'},
+		{"json", no_argument, NULL, 'j'},
+		OPT_LOG_LEVEL,
+		{NULL, 0, NULL, 0},
+	};
+	const char *sysroot = "/", *playbook = NULL;
+	bool json = false, check = false;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
 		case 'p':
 			playbook = optarg;
+			break;
+		case 'r':
+			sysroot = optarg;
 			break;
 		case 'k':
 			check = true;
 			break;
+		case 'j':
+			json = true;
+			break;
 		case 'v':
-			if (log_level_parse(optarg, &level) < 0)
-				return bad("--log-level", optarg);
-			log_set_level(level);
+			if ((rc = set_log_level(optarg)) != 0)
+				return rc;
+			break;
+		case 'h':
+			cmd_usage(cmd, stdout);
+			return 0;
+		default:
+			return cmd_bad_usage(cmd);
+		}
+	}
+	if ((rc = no_operands(cmd, argc, argv)) != 0 || (rc = check_sysroot(sysroot)) != 0)
+		return rc;
+	if (!playbook) {
+		fprintf(stderr, "railyard-agent apply: --playbook is required\n");
+		return 2;
+	}
+	return apply_cmd(playbook, sysroot, check, json, stdout);
+}
+
+/* gpu-check parses its options and answers --help itself (gpucheck.c). */
+static int run_gpu_check(const struct agent_cmd *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return gpu_check_cmd(argc, argv, stdout);
+}
+
+static int run_version(const struct agent_cmd *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		OPT_LOG_LEVEL,
+		{NULL, 0, NULL, 0},
+	};
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			if ((rc = set_log_level(optarg)) != 0)
+				return rc;
+			break;
+		case 'h':
+			cmd_usage(cmd, stdout);
+			return 0;
+		default:
+			return cmd_bad_usage(cmd);
+		}
+	}
+	if ((rc = no_operands(cmd, argc, argv)) != 0)
+		return rc;
+	printf("railyard-agent %s\n", RAILYARD_VERSION);
+	return 0;
+}
+
+static const struct agent_cmd agent_cmds[] = {
+	{"enroll",
+	 "--controller HOST:PORT (--token-file FILE|- | --token T)\n"
+	 "--ca-fingerprint sha256:HEX\n"
+	 "[--state-dir D] [--hostname H] [--sysroot DIR] [--timeout 15s]",
+	 "Enroll this node with a controller, once: a key and a certificate signed by the\n"
+	 "controller's CA are written to the state directory, with the controller's address.\n"
+	 "\n"
+	 "  --controller HOST:PORT the controller's agent port\n"
+	 "  --token-file FILE|-    the enrollment token, read from FILE (mode 0600) or stdin (-):\n"
+	 "                         it stays off the command line\n"
+	 "  --token T              the enrollment token itself (other users see it in ps;\n"
+	 "                         prefer --token-file)\n"
+	 "  --ca-fingerprint sha256:HEX\n"
+	 "                         the controller's CA, as `railyard-controller token create`\n"
+	 "                         printed it: the connection is trusted only if it matches\n"
+	 "  --state-dir D          where the agent keeps its key, certificate and journal\n"
+	 "                         (default " AGENT_DEFAULT_STATE_DIR ")\n"
+	 "  --hostname H           the name to enroll under (default: the host name in the\n"
+	 "                         facts read under --sysroot)\n"
+	 "  --sysroot DIR          the root the facts are read from (default /)\n"
+	 "  --timeout 15s          how long to wait for the controller's answers (up to "
+	 "1h)\n" HELP_LOG_LEVEL,
+	 run_enroll},
+	{"run",
+	 "[--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
+	 "[--reconnect-max 30s] [--bench-ports 18515-18546|0]\n"
+	 "[--outbox-max 32M] [--keepalive 120s]",
+	 "Serve the controller this node enrolled with, until SIGTERM: report facts and\n"
+	 "heartbeats, apply the playbooks and run the benchmarks it sends. Exit 3 when the\n"
+	 "controller refuses this node (enroll it again), 4 when another agent serves the\n"
+	 "state directory.\n"
+	 "\n"
+	 "  --state-dir D          the enrolled state directory (default " AGENT_DEFAULT_STATE_DIR
+	 ")\n"
+	 "  --sysroot DIR          the root facts are read from and plans applied to (default /)\n"
+	 "  --controller HOST:PORT the controller's address, instead of agent.conf's (the one\n"
+	 "                         enrolled with)\n"
+	 "  --reconnect-max 30s    the longest wait between two attempts to reconnect (100ms-1h)\n"
+	 "  --bench-ports LO-HI    the ports benchmark servers listen on (within 1024-65535),\n"
+	 "                         or 0 for any free port (default 18515-18546)\n"
+	 "  --outbox-max 32M       the most the results kept for an absent controller may take\n"
+	 "                         (bytes, K, M or G; at least 16K)\n"
+	 "  --keepalive 120s       silence from the controller before it is pinged "
+	 "(1s-1h)\n" HELP_LOG_LEVEL,
+	 run_run},
+	{"facts", "[--sysroot DIR] [--json]",
+	 "Collect this node's facts (hardware, drivers, firmware, software) and print a summary,\n"
+	 "or the whole document.\n"
+	 "\n"
+	 "  --sysroot DIR          the root the facts are read from (default /)\n"
+	 "  --json                 the facts document instead of the summary\n" HELP_LOG_LEVEL,
+	 run_facts},
+	{"apply", "--playbook FILE [--sysroot DIR] [--check] [--json]",
+	 "Apply a playbook to this node without a controller (its facts are this node's). Exit\n"
+	 "0 when every step ended ok or changed, 1 when a step failed or was not run, 2 when\n"
+	 "the playbook could not be loaded or rendered.\n"
+	 "\n"
+	 "  --playbook FILE        the playbook (YAML)\n"
+	 "  --sysroot DIR          the root the facts are read from and the plan applied to\n"
+	 "                         (default /)\n"
+	 "  --check                only say what would change; change nothing\n"
+	 "  --json                 the summary as JSON\n" HELP_LOG_LEVEL,
+	 run_apply},
+	{"gpu-check",
+	 "[--gpu N] [--size BYTES] [--repeats N]\n"
+	 "[--h2d-min GB/s] [--d2h-min GB/s] [--d2d-min GB/s]\n"
+	 "[--sysroot DIR | --facts FILE] [--json]",
+	 NULL, run_gpu_check},
+	{"version", "", "Print the agent's version.\n\n" HELP_LOG_LEVEL, run_version},
+	{NULL, NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		OPT_LOG_LEVEL,
+		{NULL, 0, NULL, 0},
+	};
+	const struct agent_cmd *cmd;
+	int c, rc;
+
+	log_set_ident(PROG);
+	/* Options before the command; "+" stops at the command. */
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			if ((rc = set_log_level(optarg)) != 0)
+				return rc;
 			break;
 		case 'h':
 			usage(stdout);
@@ -348,67 +714,22 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-
-	if ((strcmp(cmd, "facts") == 0 || strcmp(cmd, "apply") == 0 || strcmp(cmd, "run") == 0 ||
-	     strcmp(cmd, "enroll") == 0) &&
-	    (rc = check_sysroot(so.sysroot)) != 0)
-		return rc;
-	if (strcmp(cmd, "facts") == 0)
-		return cmd_facts(so.sysroot, json);
-	if (strcmp(cmd, "apply") == 0) {
-		if (!playbook) {
-			fprintf(stderr, "railyard-agent apply: --playbook is required\n");
-			return 2;
-		}
-		return apply_cmd(playbook, so.sysroot, check, json, stdout);
-	}
-	if (strcmp(cmd, "version") == 0) {
-		printf("railyard-agent %s\n", RAILYARD_VERSION);
-		return 0;
-	}
-	if (strcmp(cmd, "enroll") != 0 && strcmp(cmd, "run") != 0) {
-		fprintf(stderr, "railyard-agent: unknown command '%s'\n", cmd);
+	if (optind >= argc) {
 		usage(stderr);
 		return 2;
 	}
-	/* Signals blocked before gRPC starts threads; the main thread takes them. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	rpc_log_init();
-	rpc_init();
-	if (strcmp(cmd, "enroll") == 0) {
-		char err[1024] = "";
-
-		rc = enroll_token(&eo, token_file, &file_token);
-		if (rc == 0 && (!eo.controller || !eo.token || !eo.ca_fingerprint)) {
-			fprintf(stderr, "railyard-agent enroll: --controller, --token-file (or "
-					"--token) and --ca-fingerprint are required\n");
-			rc = 2;
-		}
-		if (rc == 0) {
-			int lock_fd = -1, r = fs_mkdir_p(eo.state_dir, 0700);
-
-			if (r < 0) {
-				log_error("enroll: state directory %s: %s", eo.state_dir,
-					  ry_strerror(r));
-				rc = 1;
-			} else if ((rc = lock_state("enroll", eo.state_dir, &lock_fd)) == 0) {
-				if (agent_enroll(&eo, err, sizeof(err)) < 0) {
-					log_error("enroll: %s", err);
-					rc = 1;
-				}
-				close(lock_fd);
-			}
-		}
-		if (file_token) {
-			explicit_bzero(file_token, strlen(file_token));
-			free(file_token);
-		}
-	} else {
-		rc = cmd_run(&so);
+	for (cmd = agent_cmds; cmd->name; cmd++)
+		if (strcmp(cmd->name, argv[optind]) == 0)
+			break;
+	if (!cmd->name) {
+		fprintf(stderr, PROG ": unknown command '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
 	}
-	rpc_shutdown();
-	return rc;
+	/* The command parses the rest; argv[0] is its name for getopt's messages. optind 0 makes
+	 * glibc start afresh (and forget the "+" of the pass above). */
+	argc -= optind;
+	argv += optind;
+	optind = 0;
+	return cmd->run(cmd, argc, argv);
 }
