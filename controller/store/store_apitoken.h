@@ -9,6 +9,10 @@
 
 #include "controller/store/store.h"
 
+/* ---- Enrollment tokens ----------------------------------------------------------------------
+ * A token lets agents enroll into one cluster, a number of times, until it expires or is
+ * revoked; store_enroll_node() (store_nodes.h) consumes one use. */
+
 /* Prefix of every enrollment token. */
 #define STORE_TOKEN_PREFIX "ry1."
 
