@@ -82,6 +82,21 @@ expect_fail "agent apply on a missing sysroot" "sysroot $T/nonexistent: No such 
 check "and nothing was created there" test ! -e "$T/nonexistent"
 expect_fail "agent facts on a missing sysroot" "No such file" \
 	"$AGENT" facts --sysroot "$T/nonexistent"
+# The agent's subcommands: the usage lists each; each explains its options; each parses its own.
+out=$("$AGENT" --help 2>&1); rc=$?
+check "agent --help lists every command ($rc)" bash -c "[ $rc -eq 0 ] && for c in enroll run facts apply gpu-check version; do grep -Eq \"^  \$c( |\$)\" <<<\"\$1\" || exit 1; done" _ "$out"
+for c in enroll run facts apply gpu-check version; do
+	out=$("$AGENT" "$c" --help 2>&1); rc=$?
+	check "agent $c --help prints its usage and exits 0 ($rc)" bash -c "[ $rc -eq 0 ] && grep -q '^usage: railyard-agent $c' <<<\"\$1\"" _ "$out"
+done
+check "agent run --help explains --keepalive" bash -c "'$AGENT' run --help | grep -q '^  --keepalive'"
+expect_fail "agent facts refuses run's option" "unrecognized option '--keepalive'" \
+	"$AGENT" facts --keepalive 10s
+"$AGENT" facts --keepalive 10s >/dev/null 2>&1; rc=$?
+check "and that is a usage error (exit 2, got $rc)" test $rc -eq 2
+expect_fail "agent: an extra argument" "unexpected 'extra'" "$AGENT" version extra
+expect_fail "agent: unknown command" "unknown command 'frob'" "$AGENT" frob
+check "agent --log-level before the command" bash -c "'$AGENT' --log-level debug version | grep -q '^railyard-agent '"
 
 cp -a "$T/ctl" "$T/corrupt"
 head -c 8192 /dev/urandom >"$T/corrupt/controller.db"
