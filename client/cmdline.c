@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_URL = 3000, OPT_TOKEN, OPT_CA, OPT_PROFILE, OPT_JSON };
+enum { OPT_URL = 3000, OPT_TOKEN, OPT_CA, OPT_PROFILE, OPT_JSON, OPT_LOCAL, OPT_STATE_DIR };
 
 /* The most options one command may have, globals included. */
 #define OPTS_MAX 48
@@ -19,6 +19,8 @@ const struct option rc_global_options[] = {
 	{"ca", required_argument, NULL, OPT_CA},
 	{"profile", required_argument, NULL, OPT_PROFILE},
 	{"json", no_argument, NULL, OPT_JSON},
+	{"local", no_argument, NULL, OPT_LOCAL},
+	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -78,6 +80,13 @@ int rc_getopt(struct rc *rc, int argc, char **argv, const struct option *own)
 			break;
 		case OPT_JSON:
 			rc->json = true;
+			break;
+		case OPT_LOCAL:
+			rc->local = true;
+			break;
+		case OPT_STATE_DIR:
+			rc->local = true;
+			rc->state_dir = optarg;
 			break;
 		default:
 			return c;

@@ -18,7 +18,7 @@ static void usage_all(const char *prefix, FILE *f)
 	size_t plen = strlen(prefix);
 
 	fprintf(f, "usage: " RC_PROG " [--url URL] [--token T|-] [--ca FILE] [--profile P] "
-		   "COMMAND [options] [--json]\n\n");
+		   "[--local] [--state-dir DIR] COMMAND [options] [--json]\n\n");
 	for (size_t t = 0; t < rc_tables_count; t++)
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++)
 			if (strncmp(c->name, prefix, plen) == 0)
@@ -33,6 +33,13 @@ static void usage_all(const char *prefix, FILE *f)
 		"$RAILYARD_CONFIG or ~/.config/railyard/config.json. A profile's token goes only "
 		"to\n"
 		"its own URL. --json prints the API's JSON document.\n\n"
+		"On the controller's host: --local talks plain HTTP to STATE_DIR/api.sock (no\n"
+		"token, no profile: root or the controller's user is an admin); --state-dir DIR\n"
+		"names the state directory and implies --local (default $RAILYARD_STATE_DIR, "
+		"else\n" RC_DEFAULT_STATE_DIR
+		"). When neither --url, RAILYARD_URL nor a profile names a\n"
+		"controller and that directory's api.sock exists, it is used. Global options go\n"
+		"before or after the command.\n\n"
 		"Exit codes:\n"
 		"  0  done\n"
 		"  1  a failed verdict or deployment, or a request refused (HTTP 4xx not below)\n"

@@ -34,9 +34,11 @@ struct rc {
 	const char *url, *token, *ca, *profile; /* --url, --token, --ca, --profile (NULL: unset) */
 	bool json;				/* --json */
 	bool no_profile;			/* connect with flags and environment only */
-	const char *playbook; /* the playbook file of this request, named in its problems */
-	struct httpc *http;   /* made by the first API call */
-	char *token_buf;      /* a token read from stdin (--token -) */
+	bool local;	       /* --local / --state-dir: plain HTTP over STATE_DIR/api.sock */
+	const char *state_dir; /* --state-dir (NULL: $RAILYARD_STATE_DIR, else the default) */
+	const char *playbook;  /* the playbook file of this request, named in its problems */
+	struct httpc *http;    /* made by the first API call */
+	char *token_buf;       /* a token read from stdin (--token -) */
 };
 
 struct rc_command {
@@ -58,7 +60,11 @@ extern const struct rc_command rc_completion_commands[];
 /* Every table, for usage and completion. */
 extern const struct rc_command *const rc_tables[];
 extern const size_t rc_tables_count;
-/* The global options (--url, --token, --ca, --profile, --json, --help). */
+/* The state directory --local uses when none is named, and its socket's name. */
+#define RC_DEFAULT_STATE_DIR "/var/lib/railyard/controller"
+#define RC_API_SOCKET	     "api.sock"
+
+/* The global options (--url, --token, --ca, --profile, --local, --state-dir, --json, --help). */
 extern const struct option rc_global_options[];
 
 /* ---- command line (cmdline.c) ---------------------------------------------------------- */
