@@ -97,6 +97,36 @@ static int cmd_show(struct rc *rc, const struct rc_command *cmd, int argc, char 
 	return r;
 }
 
+static int cmd_create(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {{"campaign", required_argument, NULL, 'c'}, {0}};
+	const char *campaign = NULL;
+	json_t *body = NULL, *doc = NULL;
+	int c, r;
+
+	/* signoff create CAMPAIGN; --campaign ID is the old spelling. */
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != 'c')
+			return rc_usage(cmd, c);
+		campaign = optarg;
+	}
+	if ((r = rc_positionals(cmd, argc, argv, campaign ? 0 : 1, false)) != 0)
+		return r;
+	if (!campaign)
+		campaign = argv[optind];
+	if (!(body = json_pack("{s:s}", "campaign", campaign)))
+		return rc_bad("campaign id", campaign);
+	if ((r = rc_api(rc, "POST", "/api/v1/signoffs", body, &doc)) == 0) {
+		if (rc->json)
+			r = rc_print_json(stdout, doc);
+		else
+			rc_print_signoff(stdout, doc, true);
+	}
+	json_decref(body);
+	json_decref(doc);
+	return r;
+}
+
 /* Download path into dir/name. 0 or the exit code. */
 static int download(struct rc *rc, const char *path, const char *dir, const char *name,
 		    json_t *files)
@@ -365,6 +395,7 @@ out:
 }
 
 const struct rc_command rc_signoff_commands[] = {
+	{"signoff create", "CAMPAIGN", "sign a passed campaign's report", cmd_create},
 	{"signoff list", "[--cluster C]", "list sign-offs, newest first", cmd_list},
 	{"signoff show", "ID",
 	 "show a sign-off: verdict, summary, and whether it is stale (and why)", cmd_show},

@@ -57,9 +57,14 @@ extern const struct rc_command rc_signoff_commands[];
 extern const struct rc_command rc_tokens_commands[];
 extern const struct rc_command rc_watch_commands[];
 extern const struct rc_command rc_completion_commands[];
-/* Every table, for usage and completion. */
+extern const struct rc_command rc_admin_commands[];
+extern const struct rc_command rc_bench_commands[];
+/* Old spellings kept working, listed nowhere (last in rc_tables). */
+extern const struct rc_command rc_alias_commands[];
+/* Every table, for usage and completion: the first rc_tables_listed are listed, the rest are
+ * aliases. */
 extern const struct rc_command *const rc_tables[];
-extern const size_t rc_tables_count;
+extern const size_t rc_tables_count, rc_tables_listed;
 /* The state directory --local uses when none is named, and its socket's name. */
 #define RC_DEFAULT_STATE_DIR "/var/lib/railyard/controller"
 #define RC_API_SOCKET	     "api.sock"
@@ -81,6 +86,18 @@ int rc_bad(const char *what, const char *value);
 int rc_positionals(const struct rc_command *cmd, int argc, char **argv, int n, bool up_to);
 /* A decimal integer in [min, max]: 0, or RC_USAGE with the reason said. */
 int rc_parse_int(const char *what, const char *s, int64_t min, int64_t max, int64_t *ret);
+/* A duration with its unit ("500ms", "2s", "5m", "1h", "1d") in [min_ms, max_ms]: 0, or
+ * RC_USAGE with the reason said. */
+int rc_parse_duration(const char *what, const char *s, int64_t min_ms, int64_t max_ms,
+		      int64_t *ret_ms);
+/* prefix, the escaped id and suffix in buf ("/api/v1/nodes/" ID "/revoke"): 0 or RC_USAGE. */
+int rc_id_path(char *buf, size_t len, const char *prefix, const char *id, const char *suffix);
+/* A whole listing as --json prints it: {"items": [...], "next_cursor": null}. 0 or RC_FAILED. */
+int rc_print_list(const json_t *items);
+/* A command of one positional ID and no option of its own: POST prefix ID suffix, then "done
+ * ID" (or the reply with --json). 0 or the exit code. */
+int rc_post_id(struct rc *rc, const struct rc_command *cmd, int argc, char **argv,
+	       const char *prefix, const char *suffix, const char *done);
 /* The largest playbook sent: the API's body limit. */
 #define RC_PLAYBOOK_MAX (1024 * 1024)
 /* Read a playbook file (bounded); 0, or RC_FAILED with the reason said. Caller frees. */
