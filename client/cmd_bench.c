@@ -206,8 +206,8 @@ static int cmd_run(struct rc *rc, const struct rc_command *cmd, int argc, char *
 		case OPT_CHECK_DATA:
 		case OPT_RDMA_CM:
 			json_object_set_new(body,
-					    c == OPT_SWEEP   ? "sweep"
-					    : c == OPT_BIDIR ? "bidir"
+					    c == OPT_SWEEP	  ? "sweep"
+					    : c == OPT_BIDIR	  ? "bidir"
 					    : c == OPT_CHECK_DATA ? "check_data"
 								  : "rdma_cm",
 					    json_true());
@@ -272,8 +272,9 @@ static int cmd_run(struct rc *rc, const struct rc_command *cmd, int argc, char *
 	if ((r = rc_api(rc, "POST", "/api/v1/bench-runs", body, &made)) != 0)
 		goto out;
 	/* With --json stdout carries the document alone. */
-	util_fprintf_safe(rc->json ? stderr : stdout, "bench %s: %s over %s, client %s, server %s\n",
-			  rc_str(made, "id", "?"), kind, transport, from, to);
+	util_fprintf_safe(rc->json ? stderr : stdout,
+			  "bench %s: %s over %s, client %s, server %s\n", rc_str(made, "id", "?"),
+			  kind, transport, from, to);
 	fflush(rc->json ? stderr : stdout); /* the id, before a long wait, even into a pipe */
 	if (no_wait) {
 		r = rc->json ? rc_print_json(stdout, made) : 0;
@@ -285,9 +286,9 @@ static int cmd_run(struct rc *rc, const struct rc_command *cmd, int argc, char *
 			&b)) != 0 ||
 	    (r = print_run(rc, b)) != 0)
 		goto out;
-	r = rc_interrupted					   ? RC_INTERRUPTED
+	r = rc_interrupted				       ? RC_INTERRUPTED
 	    : strcmp(rc_str(b, "state", ""), "succeeded") == 0 ? RC_OK
-								   : RC_FAILED;
+							       : RC_FAILED;
 out:
 	json_decref(body);
 	json_decref(node);
@@ -312,12 +313,11 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 	} else {
 		printf("%-11s %-4s %-6s %-16s %-16s %-12s %s\n", "RUN", "KIND", "OVER", "CLIENT",
 		       "SERVER", "STATE", "ERROR");
-		json_array_foreach(items, i, b)
-			util_fprintf_safe(stdout, "%-11s %-4s %-6s %-16s %-16s %-12s %s\n",
-					  rc_str(b, "id", "?"), rc_str(b, "kind", "?"),
-					  rc_str(b, "transport", "?"), rc_str(b, "client_node", "?"),
-					  rc_str(b, "server_node", "?"), rc_str(b, "state", "?"),
-					  rc_str(b, "error", ""));
+		json_array_foreach(items, i, b) util_fprintf_safe(
+			stdout, "%-11s %-4s %-6s %-16s %-16s %-12s %s\n", rc_str(b, "id", "?"),
+			rc_str(b, "kind", "?"), rc_str(b, "transport", "?"),
+			rc_str(b, "client_node", "?"), rc_str(b, "server_node", "?"),
+			rc_str(b, "state", "?"), rc_str(b, "error", ""));
 	}
 	json_decref(items);
 	return r;

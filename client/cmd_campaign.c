@@ -304,6 +304,8 @@ static void print_list(const json_t *items)
 	const json_t *c;
 	size_t i;
 
+	printf("%-11s %-12s %-16s %-6s %-10s %-5s %9s  %s\n", "ID", "CLUSTER", "PLAYBOOK", "OVER",
+	       "STATE", "RESULT", "NODES", "ENDED/PROGRESS");
 	json_array_foreach(items, i, c)
 	{
 		char when[32], line[512];

@@ -68,6 +68,8 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 		r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
 		json_decref(doc);
 	} else {
+		printf("%-11s %-22s %-12s %-12s %-20s  %s\n", "ID", "VERDICT", "CLUSTER", "KIND",
+		       "CREATED", "CAMPAIGN");
 		json_array_foreach(items, i, s)
 		{
 			rc_print_signoff(stdout, s, false);

@@ -41,15 +41,7 @@ static void usage_all(const char *prefix, FILE *f)
 		"else\n" RC_DEFAULT_STATE_DIR
 		"). When neither --url, RAILYARD_URL nor a profile names a\n"
 		"controller and that directory's api.sock exists, it is used. Global options go\n"
-		"before or after the command.\n\n"
-		"Exit codes:\n"
-		"  0  done\n"
-		"  1  a failed verdict or deployment, or a request refused (HTTP 4xx not below)\n"
-		"  2  usage\n"
-		"  3  not authenticated or not allowed (HTTP 401, 403)\n"
-		"  4  not found (HTTP 404)\n"
-		"  5  unreachable: connection refused, TLS failure, timeout, HTTP 5xx\n"
-		"  130  interrupted\n");
+		"before or after the command.\n\n" RY_EXIT_HELP);
 }
 
 /* The command named by argv[0] (and argv[1] for a group: "signoff list"). */

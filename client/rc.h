@@ -14,19 +14,20 @@
 #include <stdio.h>
 
 #include "common/httpc/httpc.h"
+#include "common/util/exitcode.h"
 
 #define RC_PROG "railyard"
 
-/* Exit codes (railyard --help, docs/operations.md). */
+/* Exit codes: the one table of common/util/exitcode.h. */
 enum rc_exit {
 	RC_HELP = -1, /* --help was asked and shown: 0 for the shell, but the command stops */
-	RC_OK = 0,
-	RC_FAILED = 1,	    /* a failed verdict or deployment, a refused request (other 4xx) */
-	RC_USAGE = 2,	    /* bad command line, or a command not available yet */
-	RC_AUTH = 3,	    /* 401, 403 */
-	RC_NOT_FOUND = 4,   /* 404 */
-	RC_UNREACHABLE = 5, /* connection refused, TLS failure, timeout, 5xx */
-	RC_INTERRUPTED = 130,
+	RC_OK = RY_EXIT_OK,
+	RC_FAILED = RY_EXIT_FAILED,
+	RC_USAGE = RY_EXIT_USAGE,
+	RC_AUTH = RY_EXIT_AUTH,
+	RC_NOT_FOUND = RY_EXIT_NOT_FOUND,
+	RC_UNREACHABLE = RY_EXIT_UNREACHABLE,
+	RC_INTERRUPTED = RY_EXIT_INTERRUPTED,
 };
 
 /* One invocation: the global options as given, then the connection made from them. */
