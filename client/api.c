@@ -8,8 +8,12 @@
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 /* A listing's page size (the API's largest; RAILYARD_PAGE_SIZE makes it smaller, for tests),
  * and how many pages one listing may take. */
@@ -50,6 +54,76 @@ static bool same_url(const char *a, const char *b)
 	return la == lb && strncmp(a, b, la) == 0;
 }
 
+/* "unix:/abs/DIR/api.sock" in buf (a relative DIR made absolute from the working directory,
+ * as the controller bound it). 0, or the exit code with the reason said. */
+static int socket_url(const char *dir, char *buf, size_t len)
+{
+	char cwd[PATH_MAX];
+	size_t max = sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1;
+	int n;
+
+	if (dir[0] == '/') {
+		n = snprintf(buf, len, HTTPC_UNIX_PREFIX "%s/" RC_API_SOCKET, dir);
+	} else if (getcwd(cwd, sizeof(cwd))) {
+		n = snprintf(buf, len, HTTPC_UNIX_PREFIX "%s/%s/" RC_API_SOCKET, cwd, dir);
+	} else {
+		util_fprintf_safe(stderr, RC_PROG ": %s: %s\n", dir, strerror(errno));
+		return RC_FAILED;
+	}
+	if (n < 0 || (size_t)n >= len || (size_t)n - strlen(HTTPC_UNIX_PREFIX) > max) {
+		util_fprintf_safe(stderr,
+				  RC_PROG ": %s/" RC_API_SOCKET ": too long for a unix socket (at "
+					  "most %zu bytes)\n",
+				  dir, max);
+		return RC_USAGE;
+	}
+	return 0;
+}
+
+/* The state directory --local talks to: --state-dir, $RAILYARD_STATE_DIR, the default. */
+static const char *state_dir(const struct rc *rc)
+{
+	const char *d = rc->state_dir ? rc->state_dir : env("RAILYARD_STATE_DIR");
+
+	return d ? d : RC_DEFAULT_STATE_DIR;
+}
+
+/* --local: plain HTTP over STATE_DIR/api.sock, no token, no profile; the kernel names the
+ * caller (root or the controller's user: an unscoped admin). 0 or the exit code. */
+static int connect_local(struct rc *rc)
+{
+	char url[PATH_MAX + 64];
+	struct stat st;
+	int r;
+
+	if ((r = socket_url(state_dir(rc), url, sizeof(url))) != 0)
+		return r;
+	if (stat(url + strlen(HTTPC_UNIX_PREFIX), &st) < 0) {
+		int e = errno;
+
+		util_fprintf_safe(stderr,
+				  RC_PROG ": no controller is serving %s (%s: %s); start it "
+					  "(systemctl start railyard-controller)\n",
+				  state_dir(rc), url + strlen(HTTPC_UNIX_PREFIX), strerror(e));
+		return e == EACCES ? RC_AUTH : RC_UNREACHABLE;
+	}
+	if (httpc_new(url, NULL, NULL, &rc->http) < 0) {
+		fprintf(stderr, RC_PROG ": out of memory\n");
+		return RC_FAILED;
+	}
+	return 0;
+}
+
+/* With nothing naming a controller, the default state directory's socket when it is there. */
+static bool local_by_default(const struct rc *rc)
+{
+	char url[PATH_MAX + 64];
+	struct stat st;
+
+	return socket_url(state_dir(rc), url, sizeof(url)) == 0 &&
+	       stat(url + strlen(HTTPC_UNIX_PREFIX), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 /* Make rc->http: flags, then RAILYARD_URL/RAILYARD_TOKEN/RAILYARD_CA, then the profile. The
  * profile's token and CA go only to the profile's URL: a --url of another controller does not
  * receive them. 0 or the exit code. */
@@ -60,6 +134,10 @@ static int connect_api(struct rc *rc)
 	const char *url, *token, *ca;
 	int r = 0, rc_code = RC_USAGE;
 
+	if (rc->local) {
+		free(path);
+		return connect_local(rc);
+	}
 	if (path && !rc->no_profile && (r = rc_config_load(path, &doc)) < 0) {
 		if (r != -RY_E_INVALID) /* otherwise said already */
 			util_fprintf_safe(stderr, RC_PROG ": %s: %s\n", path, ry_strerror(r));
@@ -74,10 +152,16 @@ static int connect_api(struct rc *rc)
 	url = rc->url ? rc->url : env("RAILYARD_URL");
 	if (!url)
 		url = JSTR(prof, "url");
+	if (!url && local_by_default(rc)) {
+		rc->local = true;
+		rc_code = connect_local(rc);
+		goto out;
+	}
 	if (!url) {
 		fprintf(stderr,
-			RC_PROG ": no controller: run `" RC_PROG " login URL --token T`, or "
-				"pass --url (or set RAILYARD_URL)\n");
+			RC_PROG ": no controller: run `" RC_PROG " login URL --token T`, "
+				"pass --url (or set RAILYARD_URL), or --local / --state-dir DIR on "
+				"the controller's host\n");
 		goto out;
 	}
 	if (prof && (!JSTR(prof, "url") || !same_url(url, JSTR(prof, "url"))))

@@ -74,6 +74,19 @@ static int cmd_login(struct rc *rc, const struct rc_command *cmd, int argc, char
 		else
 			return rc_usage(cmd, c);
 	}
+	if (rc->local) {
+		fprintf(stderr, RC_PROG
+			" login: --local needs no login (the socket names the "
+			"caller); pass --local or --state-dir DIR to each command instead\n");
+		return RC_USAGE;
+	}
+	if (argc - optind == 0) {
+		fprintf(stderr, RC_PROG
+			" login: the controller's URL is missing: " RC_PROG
+			" login https://HOST:PORT --token T (--token - reads it from stdin; "
+			"--ca FILE the controller's ca.crt)\n");
+		return rc_usage(cmd, '?');
+	}
 	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0)
 		return r;
 	rc->url = argv[optind];

@@ -68,6 +68,8 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 		r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
 		json_decref(doc);
 	} else {
+		printf("%-11s %-22s %-12s %-12s %-20s  %s\n", "ID", "VERDICT", "CLUSTER", "KIND",
+		       "CREATED", "CAMPAIGN");
 		json_array_foreach(items, i, s)
 		{
 			rc_print_signoff(stdout, s, false);
@@ -79,20 +81,68 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 
 static int cmd_show(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
+	static const struct option opts[] = {{"report", no_argument, NULL, 'r'}, {0}};
 	json_t *doc = NULL;
+	bool report = false;
 	char path[512];
 	int c, r;
 
-	while ((c = rc_getopt(rc, argc, argv, (const struct option[]){{0}})) != -1)
-		return rc_usage(cmd, c);
-	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0 ||
-	    (r = signoff_path(path, sizeof(path), argv[optind], NULL)) != 0 ||
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != 'r')
+			return rc_usage(cmd, c);
+		report = true;
+	}
+	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0)
+		return r;
+	/* --report: the signed report itself, the bytes that signoff.p7s signs. */
+	if (report) {
+		char *data = NULL;
+		size_t len = 0;
+
+		if ((r = signoff_path(path, sizeof(path), argv[optind], "signoff.json")) != 0 ||
+		    (r = rc_api_bytes(rc, path, &data, &len)) != 0)
+			return r;
+		r = fwrite(data, 1, len, stdout) == len ? RC_OK : RC_FAILED;
+		free(data);
+		return r;
+	}
+	if ((r = signoff_path(path, sizeof(path), argv[optind], NULL)) != 0 ||
 	    (r = rc_api(rc, "GET", path, NULL, &doc)) != 0)
 		return r;
 	if (rc->json)
 		r = rc_print_json(stdout, doc);
 	else
 		rc_print_signoff(stdout, doc, true);
+	json_decref(doc);
+	return r;
+}
+
+static int cmd_create(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {{"campaign", required_argument, NULL, 'c'}, {0}};
+	const char *campaign = NULL;
+	json_t *body = NULL, *doc = NULL;
+	int c, r;
+
+	/* signoff create CAMPAIGN; --campaign ID is the old spelling. */
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != 'c')
+			return rc_usage(cmd, c);
+		campaign = optarg;
+	}
+	if ((r = rc_positionals(cmd, argc, argv, campaign ? 0 : 1, false)) != 0)
+		return r;
+	if (!campaign)
+		campaign = argv[optind];
+	if (!(body = json_pack("{s:s}", "campaign", campaign)))
+		return rc_bad("campaign id", campaign);
+	if ((r = rc_api(rc, "POST", "/api/v1/signoffs", body, &doc)) == 0) {
+		if (rc->json)
+			r = rc_print_json(stdout, doc);
+		else
+			rc_print_signoff(stdout, doc, true);
+	}
+	json_decref(body);
 	json_decref(doc);
 	return r;
 }
@@ -365,8 +415,9 @@ out:
 }
 
 const struct rc_command rc_signoff_commands[] = {
+	{"signoff create", "CAMPAIGN", "sign a passed campaign's report", cmd_create},
 	{"signoff list", "[--cluster C]", "list sign-offs, newest first", cmd_list},
-	{"signoff show", "ID",
+	{"signoff show", "ID [--report]",
 	 "show a sign-off: verdict, summary, and whether it is stale (and why)", cmd_show},
 	{"signoff export", "ID --dir D",
 	 "download signoff.json, signoff.p7s, signoff.html and the CA (ca.pem) into a directory",

@@ -8,18 +8,20 @@
 #include <string.h>
 
 const struct rc_command *const rc_tables[] = {
-	rc_login_commands,   rc_nodes_commands,	 rc_deploy_commands, rc_campaign_commands,
-	rc_signoff_commands, rc_tokens_commands, rc_watch_commands,  rc_completion_commands,
+	rc_login_commands,    rc_nodes_commands,      rc_admin_commands, rc_deploy_commands,
+	rc_campaign_commands, rc_signoff_commands,    rc_bench_commands, rc_tokens_commands,
+	rc_watch_commands,    rc_completion_commands, rc_alias_commands,
 };
 const size_t rc_tables_count = RY_ARRAY_SIZE(rc_tables);
+const size_t rc_tables_listed = RY_ARRAY_SIZE(rc_tables) - 1;
 
 static void usage_all(const char *prefix, FILE *f)
 {
 	size_t plen = strlen(prefix);
 
 	fprintf(f, "usage: " RC_PROG " [--url URL] [--token T|-] [--ca FILE] [--profile P] "
-		   "COMMAND [options] [--json]\n\n");
-	for (size_t t = 0; t < rc_tables_count; t++)
+		   "[--local] [--state-dir DIR] COMMAND [options] [--json]\n\n");
+	for (size_t t = 0; t < rc_tables_listed; t++)
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++)
 			if (strncmp(c->name, prefix, plen) == 0)
 				fprintf(f, "  %-24s %s\n", c->name, c->help);
@@ -33,14 +35,13 @@ static void usage_all(const char *prefix, FILE *f)
 		"$RAILYARD_CONFIG or ~/.config/railyard/config.json. A profile's token goes only "
 		"to\n"
 		"its own URL. --json prints the API's JSON document.\n\n"
-		"Exit codes:\n"
-		"  0  done\n"
-		"  1  a failed verdict or deployment, or a request refused (HTTP 4xx not below)\n"
-		"  2  usage\n"
-		"  3  not authenticated or not allowed (HTTP 401, 403)\n"
-		"  4  not found (HTTP 404)\n"
-		"  5  unreachable: connection refused, TLS failure, timeout, HTTP 5xx\n"
-		"  130  interrupted\n");
+		"On the controller's host: --local talks plain HTTP to STATE_DIR/api.sock (no\n"
+		"token, no profile: root or the controller's user is an admin); --state-dir DIR\n"
+		"names the state directory and implies --local (default $RAILYARD_STATE_DIR, "
+		"else\n" RC_DEFAULT_STATE_DIR
+		"). When neither --url, RAILYARD_URL nor a profile names a\n"
+		"controller and that directory's api.sock exists, it is used. Global options go\n"
+		"before or after the command.\n\n" RY_EXIT_HELP);
 }
 
 /* The command named by argv[0] (and argv[1] for a group: "signoff list"). */
@@ -48,13 +49,14 @@ static const struct rc_command *find(int argc, char **argv, int *ret_words, bool
 {
 	size_t len = strlen(argv[0]);
 
+	const struct rc_command *one = NULL;
+
 	*ret_group = false;
 	for (size_t t = 0; t < rc_tables_count; t++) {
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++) {
-			if (strcmp(c->name, argv[0]) == 0) {
-				*ret_words = 1;
-				return c;
-			}
+			/* "tokens list" before "tokens" (which lists too): two words win. */
+			if (strcmp(c->name, argv[0]) == 0 && !one)
+				one = c;
 			if (strncmp(c->name, argv[0], len) == 0 && c->name[len] == ' ') {
 				*ret_group = true;
 				if (argc > 1 && strcmp(c->name + len + 1, argv[1]) == 0) {
@@ -64,7 +66,11 @@ static const struct rc_command *find(int argc, char **argv, int *ret_words, bool
 			}
 		}
 	}
-	return NULL;
+	if (one) {
+		*ret_group = false;
+		*ret_words = 1;
+	}
+	return one;
 }
 
 static int unknown(int argc, char **argv, bool group)
