@@ -38,7 +38,8 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(deb ${CMAKE_SOURCE_DIR}/deploy/debian)
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_NAME railyard-controller)
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_DEPENDS "adduser, init-system-helpers (>= 1.54~)")
-set(CPACK_DEBIAN_CONTROLLER_PACKAGE_SUGGESTS "railyard-cli")
+# The operations command line (railyard-controller's old spellings run it).
+set(CPACK_DEBIAN_CONTROLLER_PACKAGE_RECOMMENDS "railyard-cli")
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_CONTROL_EXTRA
 	"${deb}/railyard-controller/conffiles;${deb}/railyard-controller/postinst;${deb}/railyard-controller/prerm;${deb}/railyard-controller/postrm")
 set(CPACK_DEBIAN_CONTROLLER_DESCRIPTION "Railyard controller: H200 GPU cluster bring-up and sign-off

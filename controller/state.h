@@ -14,9 +14,8 @@
 
 #define CTL_DEFAULT_STATE_DIR "/var/lib/railyard/controller"
 /* The lock file of a serving controller, in its state directory (flock; a second serve exits
- * CTL_EXIT_LOCKED). */
-#define CTL_SERVE_LOCK	"serve.lock"
-#define CTL_EXIT_LOCKED 4
+ * RY_EXIT_LOCKED, common/util/exitcode.h). */
+#define CTL_SERVE_LOCK "serve.lock"
 /* Name every agent checks in the controller's certificate, whatever address it dials. */
 #define CTL_SERVER_NAME "railyard-controller"
 

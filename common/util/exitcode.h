@@ -5,9 +5,10 @@
 
 enum ry_exit {
 	RY_EXIT_OK = 0,
-	RY_EXIT_FAILED = 1,	 /* a failed verdict or deployment, a refused request (other 4xx) */
-	RY_EXIT_USAGE = 2,	 /* bad command line, no controller named */
-	RY_EXIT_AUTH = 3,	 /* not authenticated or not allowed (HTTP 401, 403) */
+	RY_EXIT_FAILED = 1, /* a failed verdict or deployment, a refused request (other 4xx) */
+	RY_EXIT_USAGE = 2,  /* bad command line, no controller named */
+	RY_EXIT_AUTH = 3,   /* not authenticated or not allowed (HTTP 401, 403); signoff verify: a
+			     * malformed report (its documented code since round 2) */
 	RY_EXIT_NOT_FOUND = 4,	 /* HTTP 404 */
 	RY_EXIT_UNREACHABLE = 5, /* connection refused, TLS failure, timeout, HTTP 5xx */
 	RY_EXIT_LOCKED = 6,	 /* the state directory is busy: served or being restored */
@@ -20,7 +21,8 @@ enum ry_exit {
 	"  0    done\n"                                                                            \
 	"  1    a failed verdict or deployment, or a request refused (HTTP 4xx not below)\n"       \
 	"  2    usage\n"                                                                           \
-	"  3    not authenticated or not allowed (HTTP 401, 403)\n"                                \
+	"  3    not authenticated or not allowed (HTTP 401, 403); for signoff verify, a report\n"  \
+	"       that is not a well-formed sign-off\n"                                              \
 	"  4    not found (HTTP 404)\n"                                                            \
 	"  5    unreachable: no controller serving, connection refused, TLS failure, timeout,\n"   \
 	"       HTTP 5xx\n"                                                                        \
