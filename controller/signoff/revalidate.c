@@ -11,7 +11,9 @@
 #include "controller/engine/engine.h"
 #include "controller/events.h"
 #include "controller/rollout/deploy.h"
-#include "controller/server_int.h"
+#include "controller/events.h"
+#include "controller/session.h"
+#include "controller/state.h"
 #include "controller/signoff/signoff.h"
 
 #include <errno.h>
@@ -372,7 +374,8 @@ int ctl_revalidate_cancel(struct store *st, const char *id, const char *actor,
 static void move(struct ctl_server *srv, const struct store_revalidation *v,
 		 const struct store_revalidation *u)
 {
-	int r = store_revalidation_update(srv->state->store, v->id, u, util_now_unix_ms());
+	int r = store_revalidation_update(ctl_server_state(srv)->store, v->id, u,
+					  util_now_unix_ms());
 
 	if (r < 0) {
 		log_error("revalidation %s: storing %s failed: %s", v->id, u->state,
@@ -383,13 +386,13 @@ static void move(struct ctl_server *srv, const struct store_revalidation *v,
 		return;
 	log_info("revalidation %s: %s%s%s", v->id, u->state, u->reason ? ": " : "",
 		 u->reason ? u->reason : "");
-	ctl_events_emit(srv->events, "revalidation.state", v->cluster,
+	ctl_events_emit(ctl_server_events(srv), "revalidation.state", v->cluster,
 			json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?}", "id", v->id, "state",
 				  u->state, "reason", u->reason, "deployment",
 				  u->deployment_id ? u->deployment_id : v->deployment_id,
 				  "campaign", u->campaign_id ? u->campaign_id : v->campaign_id,
 				  "signoff", u->signoff_id, "verdict", u->verdict));
-	ctl_engine_kick(srv->engine);
+	ctl_engine_kick(ctl_server_engine(srv));
 }
 
 static void fail(struct ctl_server *srv, const struct store_revalidation *v, const char *fmt, ...)
@@ -452,7 +455,7 @@ static char *check_text(struct store *st, const struct store_revalidation *v, co
 static void start_check(struct ctl_server *srv, const struct store_revalidation *v, json_t *plan,
 			size_t i)
 {
-	struct store *st = srv->state->store;
+	struct store *st = ctl_server_state(srv)->store;
 	const json_t *e = json_array_get(plan, i);
 	const json_t *pb = json_object_get(e, "playbook");
 	struct ctl_deploy_created made = {0};
@@ -505,7 +508,7 @@ static void start_check(struct ctl_server *srv, const struct store_revalidation 
 static void start_campaign(struct ctl_server *srv, const struct store_revalidation *v,
 			   const json_t *plan)
 {
-	struct store *st = srv->state->store;
+	struct store *st = ctl_server_state(srv)->store;
 	struct ctl_error err;
 	json_t *report = NULL, *doc = NULL;
 	char *text = NULL;
@@ -572,7 +575,7 @@ static void next_step(struct ctl_server *srv, const struct store_revalidation *v
 static void on_configuring(struct ctl_server *srv, const struct store_revalidation *v)
 {
 	struct store_deployment *d = NULL;
-	int r = store_deployment_get(srv->state->store, v->deployment_id, &d);
+	int r = store_deployment_get(ctl_server_state(srv)->store, v->deployment_id, &d);
 
 	if (r < 0) {
 		if (r == -RY_E_NOT_FOUND)
@@ -597,7 +600,7 @@ static void on_configuring(struct ctl_server *srv, const struct store_revalidati
 
 static void on_validating(struct ctl_server *srv, const struct store_revalidation *v)
 {
-	struct store *st = srv->state->store;
+	struct store *st = ctl_server_state(srv)->store;
 	struct store_campaign *m = NULL;
 	struct store_signoff *so = NULL;
 	struct ctl_error err;
@@ -620,7 +623,7 @@ static void on_validating(struct ctl_server *srv, const struct store_revalidatio
 	ctl_error_init(&err);
 	r = store_signoff_of_campaign(st, m->id, &so);
 	if (r == -RY_E_NOT_FOUND &&
-	    ctl_signoff_create(srv->state, m->id, v->actor, &made, &err) >= 0)
+	    ctl_signoff_create(ctl_server_state(srv), m->id, v->actor, &made, &err) >= 0)
 		r = store_signoff_of_campaign(st, m->id, &so);
 	if (r >= 0) {
 		struct store_revalidation u = {
@@ -645,11 +648,11 @@ static void on_cancel(struct ctl_server *srv, const struct store_revalidation *v
 
 	ctl_error_init(&err);
 	if (strcmp(v->state, "configuring") == 0 && v->deployment_id &&
-	    ctl_deploy_cancel(srv->state->store, v->deployment_id, v->actor, &err) < 0)
+	    ctl_deploy_cancel(ctl_server_state(srv)->store, v->deployment_id, v->actor, &err) < 0)
 		log_warn("revalidation %s: cancelling %s: %s", v->id, v->deployment_id,
 			 err.message);
 	if (strcmp(v->state, "validating") == 0 && v->campaign_id &&
-	    ctl_campaign_cancel(srv->state->store, v->campaign_id, NULL, &err) < 0)
+	    ctl_campaign_cancel(ctl_server_state(srv)->store, v->campaign_id, NULL, &err) < 0)
 		log_warn("revalidation %s: cancelling %s: %s", v->id, v->campaign_id, err.message);
 	ctl_error_done(&err);
 	move(srv, v, &u);
@@ -661,7 +664,7 @@ static void pass(void *ud)
 	struct store_revalidation **v = NULL;
 	size_t n = 0;
 
-	if (store_revalidations_list(srv->state->store, true, 0, &v, &n) < 0)
+	if (store_revalidations_list(ctl_server_state(srv)->store, true, 0, &v, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i]->cancel_requested_ms)
