@@ -23,9 +23,9 @@ int ctl_health_store(struct store *st, struct ctl_error *err)
 
 	store_campaigns_free(v, n);
 	if (r < 0)
-		return ctl_error_set(err, r, ctl_store_transient(r) ? CTL_ERR_UNAVAILABLE
-								    : CTL_ERR_INTERNAL,
-				     NULL, "%s", ry_strerror(r));
+		return ctl_error_set(
+			err, r, ctl_store_transient(r) ? CTL_ERR_UNAVAILABLE : CTL_ERR_INTERNAL,
+			NULL, "%s", ry_strerror(r));
 	return 0;
 }
 
@@ -45,8 +45,8 @@ int ctl_metrics_nodes(struct store *st, FILE *f, struct ctl_error *err)
 	{
 		const char *s = json_string_value(json_object_get(e, "state"));
 
-		json_object_set_new(count, s,
-				    json_integer(json_integer_value(json_object_get(count, s)) + 1));
+		json_object_set_new(
+			count, s, json_integer(json_integer_value(json_object_get(count, s)) + 1));
 	}
 	for (i = 0; i < RY_ARRAY_SIZE(nstates); i++)
 		fprintf(f, "railyard_nodes{state=\"%s\"} %lld\n", nstates[i],
@@ -67,8 +67,8 @@ static void metrics_by_state(FILE *f, const char *name, const char *help, void *
 	for (size_t i = 0; i < n; i++) {
 		const char *s = *(char **)((char *)((void **)objs)[i] + state_off);
 
-		json_object_set_new(count, s,
-				    json_integer(json_integer_value(json_object_get(count, s)) + 1));
+		json_object_set_new(
+			count, s, json_integer(json_integer_value(json_object_get(count, s)) + 1));
 	}
 	json_object_foreach(count, k, v)
 		fprintf(f, "%s{state=\"%s\"} %lld\n", name, k, (long long)json_integer_value(v));

@@ -12,8 +12,7 @@
 
 /* Does the store answer a read now? 0, or CTL_ERR_UNAVAILABLE / CTL_ERR_INTERNAL with the
  * store's reason in the message. */
-__attribute__((warn_unused_result)) int ctl_health_store(struct store *st,
-							 struct ctl_error *err);
+__attribute__((warn_unused_result)) int ctl_health_store(struct store *st, struct ctl_error *err);
 
 /* What the store says about the fleet, as Prometheus text on f (borrowed), in two parts so that
  * a front end can put its own lines between them: ctl_metrics_nodes() writes railyard_nodes

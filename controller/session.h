@@ -18,11 +18,11 @@
 
 /* Limits on what an agent may send that passes check too (the protocol's are in
  * proto/railyard/v1/limits.h). */
-#define CTL_ID_MAX	      RY_PROTO_ID_MAX
-#define CTL_NAME_MAX	      RY_PROTO_STEP_NAME_MAX
-#define CTL_STEPS_MAX	      RY_PROTO_STEPS_MAX
-#define CTL_DIFF_MAX	      RY_PROTO_DIFF_MAX
-#define CTL_MESSAGE_MAX	      RY_PROTO_MESSAGE_MAX
+#define CTL_ID_MAX	RY_PROTO_ID_MAX
+#define CTL_NAME_MAX	RY_PROTO_STEP_NAME_MAX
+#define CTL_STEPS_MAX	RY_PROTO_STEPS_MAX
+#define CTL_DIFF_MAX	RY_PROTO_DIFF_MAX
+#define CTL_MESSAGE_MAX RY_PROTO_MESSAGE_MAX
 
 struct ctl_server;
 struct ctl_session;

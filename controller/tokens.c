@@ -35,8 +35,9 @@ int ctl_api_token_create(struct store *st, const struct ctl_api_token_request *r
 	int r;
 
 	if (!rq->name || !store_api_name_ok(rq->name))
-		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "name",
-				     "bad name (1..64 of A-Za-z0-9._-) or clusters (an array of names)");
+		return ctl_error_set(
+			err, -RY_E_INVALID, CTL_ERR_INVALID, "name",
+			"bad name (1..64 of A-Za-z0-9._-) or clusters (an array of names)");
 	for (size_t i = 0; rq->role && i < RY_ARRAY_SIZE(api_roles); i++)
 		role_ok |= strcmp(rq->role, api_roles[i]) == 0;
 	if (!role_ok)
@@ -47,8 +48,9 @@ int ctl_api_token_create(struct store *st, const struct ctl_api_token_request *r
 				     "ttl_ms must be 0 (never expires) or positive");
 	if (rq->clusters && !json_is_null(rq->clusters) && !json_is_array(rq->clusters))
 		/* json_dumps() encodes only arrays and objects: a number here was a 500. */
-		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "clusters",
-				     "clusters must be an array of cluster names (or null for all)");
+		return ctl_error_set(
+			err, -RY_E_INVALID, CTL_ERR_INVALID, "clusters",
+			"clusters must be an array of cluster names (or null for all)");
 	if (rq->clusters && !json_is_null(rq->clusters) &&
 	    !(cls = json_dumps(rq->clusters, JSON_COMPACT)))
 		return nomem(err);
@@ -170,9 +172,8 @@ int ctl_api_token_authenticate(struct store *st, const char *token, int64_t now_
 
 /* ---- enrollment tokens --------------------------------------------------------------------- */
 
-int ctl_enroll_token_create(struct store *st, const char *actor, const char *cluster,
-			    int64_t uses, int64_t ttl_ms, int64_t now_ms, json_t **ret,
-			    struct ctl_error *err)
+int ctl_enroll_token_create(struct store *st, const char *actor, const char *cluster, int64_t uses,
+			    int64_t ttl_ms, int64_t now_ms, json_t **ret, struct ctl_error *err)
 {
 	char *token = NULL, id[17];
 	json_t *doc;
@@ -273,8 +274,7 @@ int ctl_enroll_token_revoke(struct store *st, const char *id, const char *actor,
 	r = store_enroll_token_revoke(st, id, actor, now_ms);
 	if (r == -RY_E_NOT_FOUND) {
 		json_decref(doc);
-		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "id", "no enrollment token %s",
-				     id);
+		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "id", "no enrollment token %s", id);
 	}
 	if (r < 0) {
 		json_decref(doc);
@@ -305,11 +305,11 @@ int ctl_audit_list(struct store *st, size_t limit, json_t **ret, struct ctl_erro
 		return ctl_error_store(err, r, "audit log not read");
 	arr = json_array();
 	for (size_t i = 0; arr && i < n; i++)
-		if (json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s?, s:s, s:s?}",
-							 "at_ms", (json_int_t)e[i].at_ms, "actor",
-							 e[i].actor, "action", e[i].action, "target",
-							 e[i].target, "outcome", e[i].outcome,
-							 "detail", e[i].detail)) < 0) {
+		if (json_array_append_new(
+			    arr, json_pack("{s:I, s:s, s:s, s:s?, s:s, s:s?}", "at_ms",
+					   (json_int_t)e[i].at_ms, "actor", e[i].actor, "action",
+					   e[i].action, "target", e[i].target, "outcome",
+					   e[i].outcome, "detail", e[i].detail)) < 0) {
 			json_decref(arr);
 			arr = NULL;
 		}

@@ -31,9 +31,9 @@ struct ctl_api_token_request {
  * here, the caller wipes what it copies). CTL_ERR_INVALID naming the field (name, role,
  * clusters, ttl_ms), CTL_ERR_CONFLICT (field name: a token of that name is not revoked),
  * CTL_ERR_UNAVAILABLE / CTL_ERR_INTERNAL (the store). */
-__attribute__((warn_unused_result)) int
-ctl_api_token_create(struct store *st, const struct ctl_api_token_request *rq, json_t **ret,
-		     struct ctl_error *err);
+__attribute__((warn_unused_result)) int ctl_api_token_create(struct store *st,
+							     const struct ctl_api_token_request *rq,
+							     json_t **ret, struct ctl_error *err);
 /* Every API token, revoked and expired ones included, never a secret: [{id, name, role,
  * clusters (array or null), created_by, created_at_ms, expires_at_ms, revoked_at_ms,
  * last_used_at_ms}]. New reference. */
@@ -60,11 +60,9 @@ void ctl_api_identity_done(struct ctl_api_identity *id);
  * Errors: CTL_ERR_UNAUTHENTICATED with the message a client may see ("the API token has
  * expired", "the API token was revoked", "not a valid API token", "the token could not be
  * checked now" when the store failed). */
-__attribute__((warn_unused_result)) int ctl_api_token_authenticate(struct store *st,
-								   const char *token,
-								   int64_t now_ms,
-								   struct ctl_api_identity *ret,
-								   struct ctl_error *err);
+__attribute__((warn_unused_result)) int
+ctl_api_token_authenticate(struct store *st, const char *token, int64_t now_ms,
+			   struct ctl_api_identity *ret, struct ctl_error *err);
 
 /* ---- enrollment tokens --------------------------------------------------------------------- */
 
@@ -100,7 +98,7 @@ __attribute__((warn_unused_result)) int ctl_enroll_token_revoke(struct store *st
 
 /* The newest audit rows (at most limit, >= 1), newest first: [{at_ms, actor, action,
  * target (may be absent), outcome, detail (may be absent)}]. New reference. */
-__attribute__((warn_unused_result)) int ctl_audit_list(struct store *st, size_t limit,
-						       json_t **ret, struct ctl_error *err);
+__attribute__((warn_unused_result)) int ctl_audit_list(struct store *st, size_t limit, json_t **ret,
+						       struct ctl_error *err);
 
 #endif
