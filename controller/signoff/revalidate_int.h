@@ -12,11 +12,8 @@
  * the pass reruns). *ret_report (new reference) and *ret_text (caller frees) on success.
  * CTL_ERR_NOT_FOUND (field baseline: absent, or another cluster's), CTL_ERR_CONFLICT (its
  * playbook is no longer stored), the store. */
-__attribute__((warn_unused_result)) int ctl_revalidate_baseline(struct store *st,
-								const char *cluster,
-								const char *baseline,
-								json_t **ret_report,
-								char **ret_text,
-								struct ctl_error *err);
+__attribute__((warn_unused_result)) int
+ctl_revalidate_baseline(struct store *st, const char *cluster, const char *baseline,
+			json_t **ret_report, char **ret_text, struct ctl_error *err);
 
 #endif
