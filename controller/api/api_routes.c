@@ -465,24 +465,22 @@ out:
 static void get_signoff_file(struct api_call *c)
 {
 	const char *id = http_req_capture(c->req, "id"), *file = http_req_capture(c->req, "file");
-	struct store_signoff *so = NULL;
+	struct ctl_signoff_files so = {0};
 	char *html = NULL, why[256] = "";
 	size_t hlen = 0;
-	int r = store_signoff_get(c->st, id, true, &so);
 
-	if (r == -RY_E_NOT_FOUND || (r >= 0 && !api_scope_ok(c, so->cluster))) {
+	SERVICE(c, ctl_signoff_files_get(c->st, id, &so, ERR));
+	if (!api_scope_ok(c, so.cluster)) {
 		api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no sign-off %s", id);
-	} else if (r < 0) {
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
 	} else if (strcmp(file, "signoff.json") == 0) {
-		http_reply_bytes(c->req, 200, "application/json", so->report, so->report_len);
+		http_reply_bytes(c->req, 200, "application/json", so.report, so.report_len);
 	} else if (strcmp(file, "signoff.p7s") == 0) {
-		http_reply_bytes(c->req, 200, "application/pkcs7-signature", so->signature,
-				 strlen(so->signature));
+		http_reply_bytes(c->req, 200, "application/pkcs7-signature", so.signature,
+				 strlen(so.signature));
 	} else if (strcmp(file, "signoff.html") != 0) {
 		api_error(c, 404, CTL_ERR_NOT_FOUND, "file",
 			  "a sign-off has signoff.json, signoff.p7s and signoff.html");
-	} else if (so_html_render(so->report, so->report_len, &html, &hlen, why, sizeof(why)) < 0) {
+	} else if (so_html_render(so.report, so.report_len, &html, &hlen, why, sizeof(why)) < 0) {
 		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "rendering: %s", why);
 	} else {
 		/* From the API's origin: its inline style only, no script (html.h). */
@@ -490,8 +488,9 @@ static void get_signoff_file(struct api_call *c)
 		if (http_reply_header(c->req, "Content-Security-Policy", SO_HTML_CSP) < 0)
 			api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
 	}
+out:
 	free(html);
-	store_signoff_free(so);
+	ctl_signoff_files_done(&so);
 }
 
 /* The stored sign-off verified against the controller's CA, as `signoff verify` would. */
@@ -620,7 +619,7 @@ static void post_bench_cancel(struct api_call *c)
 	SERVICE(c, ctl_bench_get(c->st, id, &b, ERR));
 	if (!visible(c, b, "benchmark run", id) ||
 	    !may_cancel(c, JSTR(b, "state"), "benchmark run", id,
-			store_bench_state_final(JSTR(b, "state")), JSTR(b, "actor")))
+			ctl_bench_state_final(JSTR(b, "state")), JSTR(b, "actor")))
 		goto out;
 	ctl_error_init(&err);
 	r = ctl_bench_cancel(c->st, id, c->actor, &err);
