@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define NOW   1700000000000LL
-#define ACTOR "test:services"
+#define NOW	   1700000000000LL
+#define ACTOR	   "test:services"
 #define JSTR(o, k) json_string_value(json_object_get((o), (k)))
 #define JINT(o, k) json_integer_value(json_object_get((o), (k)))
 
@@ -95,9 +95,12 @@ static void expect_error(struct fx *f, int r, const char *code, const char *fiel
 static json_t *api_token(struct fx *f, const char *name, const char *role, const json_t *cl,
 			 int64_t ttl_ms)
 {
-	struct ctl_api_token_request rq = {
-		.name = name, .role = role, .clusters = cl, .ttl_ms = ttl_ms, .actor = ACTOR,
-		.now_ms = NOW};
+	struct ctl_api_token_request rq = {.name = name,
+					   .role = role,
+					   .clusters = cl,
+					   .ttl_ms = ttl_ms,
+					   .actor = ACTOR,
+					   .now_ms = NOW};
 	json_t *doc = NULL;
 
 	assert_int_equal(ctl_api_token_create(f->st, &rq, &doc, &f->err), 0);
@@ -155,8 +158,8 @@ static void test_api_token_create_list_authenticate(void **state)
 			.name = "ci", .role = "viewer", .actor = ACTOR, .now_ms = NOW};
 		json_t *doc = NULL;
 
-		expect_error(f, ctl_api_token_create(f->st, &rq, &doc, &f->err),
-			     CTL_ERR_CONFLICT, "name");
+		expect_error(f, ctl_api_token_create(f->st, &rq, &doc, &f->err), CTL_ERR_CONFLICT,
+			     "name");
 		assert_null(doc);
 	}
 	json_decref(cl);
@@ -185,8 +188,7 @@ static void test_api_token_bad_input(void **state)
 		     "clusters");
 	rq.clusters = NULL;
 	rq.ttl_ms = -1;
-	expect_error(f, ctl_api_token_create(f->st, &rq, &doc, &f->err), CTL_ERR_INVALID,
-		     "ttl_ms");
+	expect_error(f, ctl_api_token_create(f->st, &rq, &doc, &f->err), CTL_ERR_INVALID, "ttl_ms");
 	assert_null(doc);
 	/* Nothing was stored. */
 	assert_int_equal(ctl_api_tokens_list(f->st, &list, &f->err), 0);
@@ -225,8 +227,8 @@ static void test_api_token_expired_revoked_unknown(void **state)
 	assert_true(json_is_true(json_object_get(doc, "revoked")));
 	json_decref(doc);
 	doc = NULL;
-	assert_true(ctl_api_token_authenticate(f->st, JSTR(gone, "token"), NOW + 2, &who,
-					       &f->err) < 0);
+	assert_true(ctl_api_token_authenticate(f->st, JSTR(gone, "token"), NOW + 2, &who, &f->err) <
+		    0);
 	assert_string_equal(f->err.code, CTL_ERR_UNAUTHENTICATED);
 	assert_string_equal(f->err.message, "the API token was revoked");
 	ctl_error_done(&f->err);
@@ -255,8 +257,7 @@ static void test_enroll_tokens(void **state)
 	struct fx *f = *state;
 	json_t *made = NULL, *list = NULL, *doc = NULL, *t;
 
-	assert_int_equal(ctl_enroll_token_create(f->st, ACTOR, "c1", 2, 60000, NOW, &made,
-						 &f->err),
+	assert_int_equal(ctl_enroll_token_create(f->st, ACTOR, "c1", 2, 60000, NOW, &made, &f->err),
 			 0);
 	assert_non_null(JSTR(made, "token"));
 	assert_int_equal(strlen(JSTR(made, "id")), 16);
@@ -280,9 +281,8 @@ static void test_enroll_tokens(void **state)
 	assert_string_equal(JSTR(doc, "cluster"), "c1");
 	json_decref(doc);
 	doc = NULL;
-	assert_int_equal(ctl_enroll_token_revoke(f->st, JSTR(made, "id"), ACTOR, NOW + 2, &doc,
-						 &f->err),
-			 0);
+	assert_int_equal(
+		ctl_enroll_token_revoke(f->st, JSTR(made, "id"), ACTOR, NOW + 2, &doc, &f->err), 0);
 	assert_string_equal(JSTR(doc, "state"), "revoked");
 	assert_string_equal(JSTR(doc, "cluster"), "c1");
 	json_decref(doc);
