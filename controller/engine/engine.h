@@ -49,7 +49,8 @@ struct ctl_outcome {
  * the engine before ctl_engine_start(); fn NULL: failures are only logged. */
 typedef void (*ctl_engine_fail_fn)(void *ud, const char *why);
 void ctl_engine_on_failure(struct ctl_engine *e, ctl_engine_fail_fn fn, void *ud);
-/* Report a failure the engine cannot recover from through the callback. Thread-safe. */
+/* Report a failure the engine cannot recover from through the callback (none set: logged).
+ * Thread-safe; NULL e: logged. */
 void ctl_engine_fail(struct ctl_engine *e, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
