@@ -2,7 +2,7 @@
 #include "controller/events.h"
 
 #include "common/util/util.h"
-#include "controller/api/authz.h"
+#include "controller/scope.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -255,7 +255,7 @@ static bool next_event(struct ctl_events *ev, struct ctl_events_sub *sub)
 		const struct event *e = &ev->ring[(sub->after + 1) % CTL_EVENTS_KEEP];
 
 		sub->after = e->id;
-		if (e->cluster && sub->scope && !api_in_scope(sub->scope, e->cluster))
+		if (e->cluster && sub->scope && !ctl_scope_contains(sub->scope, e->cluster))
 			continue;
 		sub->pending = strdup(e->text);
 		return sub->pending != NULL;

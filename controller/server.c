@@ -79,6 +79,27 @@ void ctl_server_fail(struct ctl_server *srv, const char *fmt, ...)
 	kill(getpid(), SIGTERM);
 }
 
+/* The engine's failure callback: its database is gone or corrupt. */
+static void engine_failed(void *ud, const char *why)
+{
+	ctl_server_fail(ud, "%s", why);
+}
+
+struct ctl_state *ctl_server_state(struct ctl_server *srv)
+{
+	return srv->state;
+}
+
+struct ctl_engine *ctl_server_engine(struct ctl_server *srv)
+{
+	return srv->engine;
+}
+
+struct ctl_events *ctl_server_events(struct ctl_server *srv)
+{
+	return srv->events;
+}
+
 bool ctl_server_failed(struct ctl_server *srv)
 {
 	return srv && srv->failed;
@@ -380,6 +401,8 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		 * session opens (sessions hand it their messages). */
 		if (r >= 0)
 			r = ctl_engine_new(srv, &srv->engine);
+		if (r >= 0)
+			ctl_engine_on_failure(srv->engine, engine_failed, srv);
 		if (r >= 0)
 			r = ctl_rollout_new(srv, cfg->apply_timeout_ms, cfg->reconnect_grace_ms,
 					    &srv->rollout);

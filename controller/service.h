@@ -11,12 +11,13 @@
 #include "common/playbook/playbook.h"
 
 /* Error codes (ctl_error.code). */
-#define CTL_ERR_INVALID	    "invalid_argument" /* a field of the request is wrong */
-#define CTL_ERR_PLAYBOOK    "invalid_playbook" /* the playbook does not parse or validate */
-#define CTL_ERR_NOT_FOUND   "not_found"
-#define CTL_ERR_CONFLICT    "conflict"	  /* the object is in a state that refuses it */
-#define CTL_ERR_UNAVAILABLE "unavailable" /* the database, for now: try again */
-#define CTL_ERR_INTERNAL    "internal"
+#define CTL_ERR_INVALID		"invalid_argument" /* a field of the request is wrong */
+#define CTL_ERR_PLAYBOOK	"invalid_playbook" /* the playbook does not parse or validate */
+#define CTL_ERR_NOT_FOUND	"not_found"
+#define CTL_ERR_CONFLICT	"conflict"    /* the object is in a state that refuses it */
+#define CTL_ERR_UNAVAILABLE	"unavailable" /* the database, for now: try again */
+#define CTL_ERR_INTERNAL	"internal"
+#define CTL_ERR_UNAUTHENTICATED "unauthenticated" /* a credential that is not valid (now) */
 
 struct ctl_error {
 	const char *code;      /* one of CTL_ERR_*; NULL while no error */

@@ -10,7 +10,7 @@
 #include "common/util/util.h"
 #include "controller/portal/portal.h"
 #include "controller/state.h"
-#include "controller/store/store_apitoken.h"
+#include "controller/tokens.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -308,8 +308,8 @@ static int authenticate(struct api_call *c)
 {
 	const struct http_peer *p = http_req_peer(c->req);
 	const char *h = http_req_header(c->req, "Authorization");
-	struct store_api_token *t = NULL;
-	int64_t now = util_now_unix_ms();
+	struct ctl_api_identity who;
+	struct ctl_error err;
 	int r;
 
 	if (p->local) {
@@ -323,23 +323,23 @@ static int authenticate(struct api_call *c)
 			  "an API token is required (Authorization: Bearer rya1....)");
 		return -1;
 	}
-	r = store_api_token_check(c->st, h + 7, now, &t);
-	if (r < 0 || api_role_parse(t->role, &c->role) < 0) {
-		api_error(c, 401, "unauthenticated", NULL, "%s",
-			  r == -RY_E_TOKEN_EXPIRED ? "the API token has expired"
-			  : r == -RY_E_REVOKED	   ? "the API token was revoked"
-			  : ctl_store_transient(r) ? "the token could not be checked now"
-						   : "not a valid API token");
-		store_api_token_free(t);
+	ctl_error_init(&err);
+	r = ctl_api_token_authenticate(c->st, h + 7, util_now_unix_ms(), &who, &err);
+	if (r >= 0 && api_role_parse(who.role, &c->role) < 0) {
+		ctl_api_identity_done(&who);
+		r = ctl_error_set(&err, -RY_E_INVALID, CTL_ERR_UNAUTHENTICATED, NULL,
+				  "not a valid API token");
+	}
+	if (r < 0) {
+		api_error(c, 401, "unauthenticated", NULL, "%s", err.message);
+		ctl_error_done(&err);
 		return -1;
 	}
-	if (now - t->last_used_at_ms >= STORE_API_TOUCH_MS &&
-	    store_api_token_touch(c->st, t->id, now) < 0)
-		log_debug("api: token %s: last use not recorded", t->id);
-	snprintf(c->token_id, sizeof(c->token_id), "%s", t->id);
-	snprintf(c->actor, sizeof(c->actor), "api:%s (%s)", t->name, t->id);
-	c->scope = t->clusters_json ? strdup(t->clusters_json) : NULL;
-	store_api_token_free(t);
+	ctl_error_done(&err);
+	snprintf(c->token_id, sizeof(c->token_id), "%s", who.id);
+	snprintf(c->actor, sizeof(c->actor), "api:%s (%s)", who.name, who.id);
+	c->scope = who.clusters_json; /* taken */
+	who.clusters_json = NULL;
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "controller/api/openapi_doc.h"
 #include "controller/engine/engine.h"
 #include "controller/events.h"
+#include "controller/health.h"
 #include "controller/nodes.h"
 #include "controller/playbooks.h"
 #include "controller/rollout/deploy.h"
@@ -20,13 +21,7 @@
 #include "controller/signoff/html.h"
 #include "controller/server_int.h"
 #include "controller/state.h"
-#include "controller/store/store.h"
-#include "controller/store/store_apitoken.h"
-#include "controller/store/store_audit.h"
-#include "controller/store/store_bench.h"
-#include "controller/store/store_campaign.h"
-#include "controller/store/store_deploy.h"
-#include "controller/store/store_signoff.h"
+#include "controller/tokens.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -93,16 +88,16 @@ static void get_healthz(struct api_call *c)
  * not ready for it, however well it reads). */
 static void get_readyz(struct api_call *c)
 {
-	struct store_campaign **v = NULL;
-	size_t n = 0;
-	int r = store_campaigns_list(c->st, true, 0, &v, &n), w = 0;
+	struct ctl_error err;
+	int r, w = 0;
 
-	store_campaigns_free(v, n);
+	ctl_error_init(&err);
+	r = ctl_health_store(c->st, &err);
 	if (r >= 0 && !ctl_server_failed(c->srv))
 		w = ctl_api_ready_probe(c->srv);
 	if (r < 0 || ctl_server_failed(c->srv))
 		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "not ready: %s",
-			  r < 0 ? ry_strerror(r) : "the server is stopping");
+			  r < 0 ? err.message : "the server is stopping");
 	else if (w < 0)
 		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL,
 			  "not ready: the state directory cannot be written: %s", ry_strerror(w));
@@ -110,6 +105,7 @@ static void get_readyz(struct api_call *c)
 		api_json(c, 200,
 			 json_pack("{s:s, s:i}", "status", "ready", "sessions",
 				   ctl_server_online_count(c->srv)));
+	ctl_error_done(&err);
 }
 
 /* ---- clusters and nodes ---------------------------------------------------------------------- */
@@ -469,24 +465,22 @@ out:
 static void get_signoff_file(struct api_call *c)
 {
 	const char *id = http_req_capture(c->req, "id"), *file = http_req_capture(c->req, "file");
-	struct store_signoff *so = NULL;
+	struct ctl_signoff_files so = {0};
 	char *html = NULL, why[256] = "";
 	size_t hlen = 0;
-	int r = store_signoff_get(c->st, id, true, &so);
 
-	if (r == -RY_E_NOT_FOUND || (r >= 0 && !api_scope_ok(c, so->cluster))) {
+	SERVICE(c, ctl_signoff_files_get(c->st, id, &so, ERR));
+	if (!api_scope_ok(c, so.cluster)) {
 		api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no sign-off %s", id);
-	} else if (r < 0) {
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
 	} else if (strcmp(file, "signoff.json") == 0) {
-		http_reply_bytes(c->req, 200, "application/json", so->report, so->report_len);
+		http_reply_bytes(c->req, 200, "application/json", so.report, so.report_len);
 	} else if (strcmp(file, "signoff.p7s") == 0) {
-		http_reply_bytes(c->req, 200, "application/pkcs7-signature", so->signature,
-				 strlen(so->signature));
+		http_reply_bytes(c->req, 200, "application/pkcs7-signature", so.signature,
+				 strlen(so.signature));
 	} else if (strcmp(file, "signoff.html") != 0) {
 		api_error(c, 404, CTL_ERR_NOT_FOUND, "file",
 			  "a sign-off has signoff.json, signoff.p7s and signoff.html");
-	} else if (so_html_render(so->report, so->report_len, &html, &hlen, why, sizeof(why)) < 0) {
+	} else if (so_html_render(so.report, so.report_len, &html, &hlen, why, sizeof(why)) < 0) {
 		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "rendering: %s", why);
 	} else {
 		/* From the API's origin: its inline style only, no script (html.h). */
@@ -494,8 +488,9 @@ static void get_signoff_file(struct api_call *c)
 		if (http_reply_header(c->req, "Content-Security-Policy", SO_HTML_CSP) < 0)
 			api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
 	}
+out:
 	free(html);
-	store_signoff_free(so);
+	ctl_signoff_files_done(&so);
 }
 
 /* The stored sign-off verified against the controller's CA, as `signoff verify` would. */
@@ -624,7 +619,7 @@ static void post_bench_cancel(struct api_call *c)
 	SERVICE(c, ctl_bench_get(c->st, id, &b, ERR));
 	if (!visible(c, b, "benchmark run", id) ||
 	    !may_cancel(c, JSTR(b, "state"), "benchmark run", id,
-			store_bench_state_final(JSTR(b, "state")), JSTR(b, "actor")))
+			ctl_bench_state_final(JSTR(b, "state")), JSTR(b, "actor")))
 		goto out;
 	ctl_error_init(&err);
 	r = ctl_bench_cancel(c->st, id, c->actor, &err);
@@ -797,169 +792,73 @@ out:
 static void post_enrollment_token(struct api_call *c)
 {
 	static const char *const keys[] = {"cluster", "uses", "ttl_ms", NULL};
-	json_t *b = api_body(c, keys);
+	json_t *b = api_body(c, keys), *doc = NULL;
 	const char *cluster = NULL;
 	int64_t uses = 1, ttl = 3600000;
-	char *token = NULL, id[17];
-	int r;
 
-	if (!b || !scoped_cluster(c, b, &cluster) || api_int(c, b, "uses", 1, 100000, &uses) < 0 ||
-	    api_int(c, b, "ttl_ms", 1000, 30LL * 86400000, &ttl) < 0)
+	if (!b || !scoped_cluster(c, b, &cluster) ||
+	    api_int(c, b, "uses", 1, CTL_ENROLL_USES_MAX, &uses) < 0 ||
+	    api_int(c, b, "ttl_ms", 1000, CTL_ENROLL_TTL_MAX_MS, &ttl) < 0)
 		return;
-	if (!ctl_valid_cluster_name(cluster)) {
-		api_error(c, 400, CTL_ERR_INVALID, "cluster", "bad cluster name");
-		return;
-	}
-	r = store_token_create_as(c->st, c->actor, cluster, ttl, (int)uses, util_now_unix_ms(),
-				  &token);
-	if (r < 0) {
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
-		return;
-	}
-	if (store_enroll_token_id(token, id) < 0)
-		id[0] = '\0';
-	api_json(c, 201,
-		 json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "token", token, "id", id, "cluster",
-			   cluster, "uses", (json_int_t)uses, "ttl_ms", (json_int_t)ttl,
-			   "ca_fingerprint", c->srv->state->ca_fingerprint));
-	explicit_bzero(token, strlen(token));
-	free(token);
-}
-
-static const char *enroll_token_state(const struct store_enroll_token *t, int64_t now)
-{
-	if (t->revoked_at_ms)
-		return "revoked";
-	if (now >= t->expires_at_ms)
-		return "expired";
-	return t->uses_left > 0 ? "active" : "used";
+	SERVICE(c, ctl_enroll_token_create(c->st, c->actor, cluster, uses, ttl, util_now_unix_ms(),
+					   &doc, ERR));
+	json_object_set_new(doc, "ca_fingerprint", json_string(c->srv->state->ca_fingerprint));
+	api_json(c, 201, doc);
+out:;
 }
 
 /* Enrollment tokens (never the token itself: it is shown once, when made). */
 static void get_enrollment_tokens(struct api_call *c)
 {
-	struct store_enroll_token *v = NULL;
-	int64_t now = util_now_unix_ms();
-	json_t *arr = json_array();
-	size_t n = 0;
-	int r = store_enroll_tokens_list(c->st, PAGE_FETCH, &v, &n);
+	json_t *v = NULL;
 
-	if (r < 0) {
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
-		json_decref(arr);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr,
-				      json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i}", "id",
-						v[i].id, "cluster", v[i].cluster, "state",
-						enroll_token_state(&v[i], now), "created_at_ms",
-						(json_int_t)v[i].created_at_ms, "expires_at_ms",
-						(json_int_t)v[i].expires_at_ms, "revoked_at_ms",
-						(json_int_t)v[i].revoked_at_ms, "uses_left",
-						v[i].uses_left, "uses_total", v[i].uses_total));
-	store_enroll_tokens_free(v, n);
-	api_page(c, arr);
+	SERVICE(c, ctl_enroll_tokens_list(c->st, PAGE_FETCH, util_now_unix_ms(), &v, ERR));
+	api_page(c, v);
+out:;
 }
 
 static void delete_enrollment_token(struct api_call *c)
 {
 	const char *id = http_req_capture(c->req, "id");
-	char *cluster = NULL;
-	int r = store_enroll_token_cluster(c->st, id, &cluster);
+	json_t *v = NULL;
 
-	if (r == -RY_E_NOT_FOUND || (r >= 0 && !api_scope_ok(c, cluster))) {
+	SERVICE(c, ctl_enroll_token_get(c->st, id, &v, ERR));
+	if (!api_scope_ok(c, JSTR(v, "cluster"))) {
 		api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no enrollment token %s", id);
-	} else if (r >= 0 &&
-		   (r = store_enroll_token_revoke(c->st, id, c->actor, util_now_unix_ms())) >= 0) {
-		api_json(c, 200,
-			 json_pack("{s:s, s:s, s:s}", "id", id, "cluster", cluster, "state",
-				   "revoked"));
+		goto out;
 	}
-	if (r < 0 && r != -RY_E_NOT_FOUND)
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
-	free(cluster);
-}
-
-static json_t *api_token_json(const struct store_api_token *t)
-{
-	json_t *cl = t->clusters_json ? json_loads(t->clusters_json, 0, NULL) : NULL;
-
-	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:I}", "id", t->id, "name",
-			 t->name, "role", t->role, "clusters", cl ? cl : json_null(), "created_by",
-			 t->created_by, "created_at_ms", (json_int_t)t->created_at_ms,
-			 "expires_at_ms", (json_int_t)t->expires_at_ms, "revoked_at_ms",
-			 (json_int_t)t->revoked_at_ms, "last_used_at_ms",
-			 (json_int_t)t->last_used_at_ms);
+	json_decref(v);
+	v = NULL;
+	SERVICE(c, ctl_enroll_token_revoke(c->st, id, c->actor, util_now_unix_ms(), &v, ERR));
+	api_json(c, 200, v);
+	v = NULL;
+out:
+	json_decref(v);
 }
 
 static void get_api_tokens(struct api_call *c)
 {
-	struct store_api_token **v = NULL;
-	size_t n = 0;
-	json_t *arr = json_array();
-	int r = store_api_tokens_list(c->st, &v, &n);
+	json_t *v = NULL;
 
-	if (r < 0) {
-		json_decref(arr);
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr, api_token_json(v[i]));
-	store_api_tokens_free(v, n);
-	api_page(c, arr);
+	SERVICE(c, ctl_api_tokens_list(c->st, &v, ERR));
+	api_page(c, v);
+out:;
 }
 
 static void post_api_token(struct api_call *c)
 {
 	static const char *const keys[] = {"name", "role", "clusters", "ttl_ms", NULL};
-	json_t *b = api_body(c, keys), *cl;
-	const char *name = NULL, *role = NULL;
-	int64_t ttl = 0;
-	char *token = NULL, *id = NULL, *cls = NULL;
-	enum api_role rl;
-	int r;
+	json_t *b = api_body(c, keys), *doc = NULL;
+	struct ctl_api_token_request rq = {.actor = c->actor, .now_ms = util_now_unix_ms()};
 
-	if (!b || api_str(c, b, "name", true, &name) < 0 ||
-	    api_str(c, b, "role", true, &role) < 0 ||
-	    api_int(c, b, "ttl_ms", 0, 3650LL * 86400000, &ttl) < 0)
+	if (!b || api_str(c, b, "name", true, &rq.name) < 0 ||
+	    api_str(c, b, "role", true, &rq.role) < 0 ||
+	    api_int(c, b, "ttl_ms", 0, 3650LL * 86400000, &rq.ttl_ms) < 0)
 		return;
-	if (api_role_parse(role, &rl) < 0) {
-		api_error(c, 400, CTL_ERR_INVALID, "role",
-			  "role must be admin, integrator, operator or viewer");
-		return;
-	}
-	cl = json_object_get(b, "clusters");
-	if (cl && !json_is_null(cl) && !json_is_array(cl)) {
-		/* json_dumps() encodes only arrays and objects: a number here was a 500. */
-		api_error(c, 400, CTL_ERR_INVALID, "clusters",
-			  "clusters must be an array of cluster names (or null for all)");
-		return;
-	}
-	if (cl && !json_is_null(cl) && !(cls = json_dumps(cl, JSON_COMPACT))) {
-		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
-		return;
-	}
-	r = store_api_token_create(c->st, name, role, cls, ttl, c->actor, util_now_unix_ms(),
-				   &token, &id);
-	free(cls);
-	if (r == -RY_E_EXISTS)
-		api_error(c, 409, CTL_ERR_CONFLICT, "name", "a token named %s exists already",
-			  name);
-	else if (r == -RY_E_INVALID || r == -EINVAL)
-		api_error(c, 400, CTL_ERR_INVALID, NULL,
-			  "bad name (1..64 of A-Za-z0-9._-) or clusters (an array of names)");
-	else if (r < 0)
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
-	else
-		api_json(c, 201,
-			 json_pack("{s:s, s:s, s:s, s:s}", "id", id, "name", name, "role", role,
-				   "token", token));
-	if (token)
-		explicit_bzero(token, strlen(token));
-	free(token);
-	free(id);
+	rq.clusters = json_object_get(b, "clusters");
+	SERVICE(c, ctl_api_token_create(c->st, &rq, &doc, ERR));
+	api_json(c, 201, doc);
+out:;
 }
 
 /* Who the caller is: its role, the permissions that role has and its cluster scope, so that a
@@ -985,16 +884,11 @@ static void get_whoami(struct api_call *c)
 static void delete_api_token(struct api_call *c)
 {
 	const char *id = http_req_capture(c->req, "id");
-	char *done = NULL;
-	int r = store_api_token_revoke(c->st, id, c->actor, util_now_unix_ms(), &done);
+	json_t *v = NULL;
 
-	if (r == -RY_E_NOT_FOUND)
-		api_error(c, 404, CTL_ERR_NOT_FOUND, "id", "no API token %s", id);
-	else if (r < 0)
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
-	else
-		api_json(c, 200, json_pack("{s:s, s:b}", "id", done, "revoked", 1));
-	free(done);
+	SERVICE(c, ctl_api_token_revoke(c->st, id, c->actor, util_now_unix_ms(), &v, ERR));
+	api_json(c, 200, v);
+out:;
 }
 
 /* ---- audit ------------------------------------------------------------------------------------
@@ -1002,44 +896,11 @@ static void delete_api_token(struct api_call *c)
 
 static void get_audit(struct api_call *c)
 {
-	struct store_audit_entry *e = NULL;
-	size_t n = 0;
-	json_t *arr = json_array();
-	int r = store_audit_list(c->st, 10000, &e, &n);
+	json_t *v = NULL;
 
-	if (r < 0) {
-		json_decref(arr);
-		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "%s", ry_strerror(r));
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr,
-				      json_pack("{s:I, s:s, s:s, s:s?, s:s, s:s?}", "at_ms",
-						(json_int_t)e[i].at_ms, "actor", e[i].actor,
-						"action", e[i].action, "target", e[i].target,
-						"outcome", e[i].outcome, "detail", e[i].detail));
-	store_audit_entries_free(e, n);
-	api_page(c, arr);
-}
-
-/* A gauge per distinct state of n objects (pointers; state a char * at offset state_off). */
-static void metrics_by_state(FILE *f, const char *name, const char *help, void *objs, size_t n,
-			     size_t state_off)
-{
-	json_t *count = json_object(), *v;
-	const char *k;
-
-	for (size_t i = 0; i < n; i++) {
-		const char *st = *(char **)((char *)((void **)objs)[i] + state_off);
-
-		json_object_set_new(
-			count, st,
-			json_integer(json_integer_value(json_object_get(count, st)) + 1));
-	}
-	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
-	json_object_foreach(count, k, v)
-		fprintf(f, "%s{state=\"%s\"} %lld\n", name, k, (long long)json_integer_value(v));
-	json_decref(count);
+	SERVICE(c, ctl_audit_list(c->st, 10000, &v, ERR));
+	api_page(c, v);
+out:;
 }
 
 /* ---- events and metrics ---------------------------------------------------------------------- */
@@ -1157,73 +1018,36 @@ static void get_metrics(struct api_call *c)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	json_t *nodes = NULL, *e;
-	struct store_deployment **deps = NULL;
-	struct store_campaign **camps = NULL;
-	size_t nd = 0, nc = 0, i;
+	struct ctl_error err;
 	int r;
 
 	if (!f) {
 		api_error(c, 500, CTL_ERR_INTERNAL, NULL, "out of memory");
 		return;
 	}
+	ctl_error_init(&err);
 	r = http_server_metrics(ctl_api_http(c->srv), f);
-	{
-		struct ctl_error err;
-
-		ctl_error_init(&err);
-		if (r >= 0 && ctl_nodes_list(c->st, NULL, NULL, false, &nodes, &err) < 0)
-			r = -1;
-		ctl_error_done(&err);
-	}
 	if (r >= 0)
-		r = store_deployments_list(c->st, false, 100000, &deps, &nd);
-	if (r >= 0)
-		r = store_campaigns_list(c->st, false, 100000, &camps, &nc);
+		r = ctl_metrics_nodes(c->st, f, &err);
 	if (r >= 0) {
-		static const char *const nstates[] = {"online", "offline", "revoked"};
-		json_t *count = json_object();
-
-		fprintf(f, "# HELP railyard_nodes Enrolled nodes by state.\n"
-			   "# TYPE railyard_nodes gauge\n");
-		json_array_foreach(nodes, i, e)
-		{
-			const char *st = JSTR(e, "state");
-
-			json_object_set_new(
-				count, st,
-				json_integer(json_integer_value(json_object_get(count, st)) + 1));
-		}
-		for (i = 0; i < RY_ARRAY_SIZE(nstates); i++)
-			fprintf(f, "railyard_nodes{state=\"%s\"} %lld\n", nstates[i],
-				(long long)json_integer_value(json_object_get(count, nstates[i])));
-		json_decref(count);
 		fprintf(f,
 			"# HELP railyard_sessions Agents connected now.\n"
 			"# TYPE railyard_sessions gauge\nrailyard_sessions %d\n",
 			ctl_server_online_count(c->srv));
-		metrics_by_state(f, "railyard_deployments", "Deployments by state.", deps, nd,
-				 offsetof(struct store_deployment, state));
-		metrics_by_state(f, "railyard_campaigns", "Validation campaigns by state.", camps,
-				 nc, offsetof(struct store_campaign, state));
+		r = ctl_metrics_objects(c->st, f, &err);
+	}
+	if (r >= 0) {
 		ctl_sessions_metrics(c->srv, f);
 		ctl_engine_metrics(c->srv->engine, f);
-		fprintf(f, "# HELP railyard_store_transaction_duration_seconds The store's write "
-			   "transactions, BEGIN to COMMIT (fsync and lock waits included).\n"
-			   "# TYPE railyard_store_transaction_duration_seconds histogram\n");
-		ry_hist_write(f, "railyard_store_transaction_duration_seconds", "",
-			      store_tx_latency(c->st));
 	}
 	fclose(f);
+	ctl_error_done(&err);
 	if (r < 0)
 		api_error(c, 503, CTL_ERR_UNAVAILABLE, NULL, "metrics unavailable now");
 	else
 		http_reply_bytes(c->req, 200, "text/plain; version=0.0.4; charset=utf-8", text,
 				 len);
 	free(text);
-	json_decref(nodes);
-	store_deployments_free(deps, nd);
-	store_campaigns_free(camps, nc);
 }
 
 /* ---- the table ----------------------------------------------------------------------------------

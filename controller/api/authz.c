@@ -1,6 +1,7 @@
 /* The REST API's authorization: the role x permission matrix, as ONE table (docs/rest.md
  * mirrors it; tests/unit/test_auth.c walks it), and the cluster scope of a token. */
 #include "controller/api/authz.h"
+#include "controller/scope.h"
 
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -9,7 +10,6 @@
 #include <string.h>
 
 /* Longest scope document read (the store keeps at most 64 names of 64 bytes). */
-#define SCOPE_JSON_MAX (16 * 1024)
 
 /* clang-format off */
 static const struct api_authz_row authz_table[API_ROLE_COUNT] = {
@@ -69,32 +69,5 @@ bool api_allowed(enum api_role role, enum api_perm perm)
 
 bool api_in_scope(const char *clusters_json, const char *cluster)
 {
-	size_t len, n, i;
-	bool found = false;
-	json_t *root;
-
-	if (!clusters_json)
-		return true;
-	if (!cluster)
-		return false;
-	len = strnlen(clusters_json, SCOPE_JSON_MAX + 1);
-	if (len > SCOPE_JSON_MAX)
-		return false;
-	root = json_loadb(clusters_json, len, 0, NULL);
-	if (!json_is_array(root)) {
-		json_decref(root);
-		return false;
-	}
-	n = json_array_size(root);
-	for (i = 0; i < n; i++) {
-		const char *name = json_string_value(json_array_get(root, i));
-
-		if (!name) {
-			found = false; /* a malformed scope grants nothing */
-			break;
-		}
-		found = found || strcmp(name, cluster) == 0;
-	}
-	json_decref(root);
-	return found;
+	return ctl_scope_contains(clusters_json, cluster);
 }

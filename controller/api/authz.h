@@ -50,7 +50,8 @@ const char *api_perm_name(enum api_perm perm);
 /* May a token of role do what perm covers? false for values out of range (fails closed). */
 bool api_allowed(enum api_role role, enum api_perm perm);
 
-/* Is cluster within a token's scope? clusters_json: NULL (every cluster: always true) or a JSON
+/* Is cluster within a token's scope (ctl_scope_contains(), controller/scope.h, which the event
+ * stream uses too)? clusters_json: NULL (every cluster: always true) or a JSON
  * array of cluster names as the store keeps it. cluster: the object's cluster (borrowed); NULL
  * (an object of no cluster, such as an API token) is in scope only for an unscoped token.
  * Anything but an array of strings (malformed JSON, over 16 KiB, a non-string element) is no

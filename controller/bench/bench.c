@@ -230,3 +230,8 @@ int ctl_bench_cancel(struct store *st, const char *id, const char *actor, struct
 	}
 	return r;
 }
+
+bool ctl_bench_state_final(const char *state)
+{
+	return store_bench_state_final(state);
+}

@@ -49,6 +49,8 @@ __attribute__((warn_unused_result)) int ctl_bench_get(struct store *st, const ch
 /* The newest runs (limit 0: 50) as a JSON array, newest first. New reference. */
 __attribute__((warn_unused_result)) int ctl_bench_list(struct store *st, size_t limit, json_t **ret,
 						       struct ctl_error *err);
+/* Is this state final (succeeded, failed, cancelled)? As the store decides it. */
+bool ctl_bench_state_final(const char *state);
 /* Ask the serving controller to cancel a run: 1 requested (or already), 0 the run has already
  * finished (err says how), or an error (CTL_ERR_NOT_FOUND). */
 __attribute__((warn_unused_result)) int ctl_bench_cancel(struct store *st, const char *id,

@@ -6,7 +6,9 @@
  * thread; the agents' reports arrive on its ingest worker. */
 #include "controller/bench/bench.h"
 #include "controller/engine/engine.h"
-#include "controller/server_int.h"
+#include "controller/events.h"
+#include "controller/session.h"
+#include "controller/state.h"
 #include "controller/store/store.h"
 #include "controller/store/store_bench.h"
 #include "controller/store/store_nodes.h"
@@ -113,8 +115,8 @@ static void cancel_sides(struct ctl_server *srv, const struct store_bench_run *b
 
 static void fail_run(struct ctl_server *srv, const struct store_bench_run *b, const char *why)
 {
-	if (store_bench_update(srv->state->store, b->id, "failed", NULL, 0, NULL, NULL, why,
-			       util_now_unix_ms()) == 1) {
+	if (store_bench_update(ctl_server_state(srv)->store, b->id, "failed", NULL, 0, NULL, NULL,
+			       why, util_now_unix_ms()) == 1) {
 		log_warn("bench %s failed: %s", b->id, why);
 		cancel_sides(srv, b);
 	}
@@ -134,7 +136,7 @@ static bool side_lost(struct ctl_server *srv, const struct store_bench_run *b, i
 		if (ctl_node_offline_ms(srv, sides[i], now) <= BENCH_OFFLINE_GRACE_MS)
 			continue;
 		snprintf(who, len, "%s", sides[i]);
-		if (store_node_get(srv->state->store, sides[i], &n) == 0)
+		if (store_node_get(ctl_server_state(srv)->store, sides[i], &n) == 0)
 			snprintf(who, len, "%s", n->hostname);
 		store_node_free(n);
 		return true;
@@ -144,7 +146,7 @@ static bool side_lost(struct ctl_server *srv, const struct store_bench_run *b, i
 
 static void advance(struct ctl_server *srv, const struct store_bench_run *b)
 {
-	struct store *store = srv->state->store;
+	struct store *store = ctl_server_state(srv)->store;
 	int64_t now = util_now_unix_ms();
 	char host[256], peer[300];
 
@@ -158,11 +160,11 @@ static void advance(struct ctl_server *srv, const struct store_bench_run *b)
 	}
 	/* Reports held for the database (a full disk) are not late: wait for them first. */
 	if (now > b->created_at_ms + b->deadline_ms + BENCH_REPORT_GRACE_MS &&
-	    ctl_engine_store_settled(srv->engine, CTL_STORE_SETTLE_MS)) {
+	    ctl_engine_store_settled(ctl_server_engine(srv), CTL_STORE_SETTLE_MS)) {
 		/* The client's measurement stands even if the server never reported. */
 		if (b->result_json && result_ok(b->result_json)) {
-			if (store_bench_update(srv->state->store, b->id, "succeeded", NULL, 0, NULL,
-					       NULL, NULL, now) == 1)
+			if (store_bench_update(ctl_server_state(srv)->store, b->id, "succeeded",
+					       NULL, 0, NULL, NULL, NULL, now) == 1)
 				log_warn("bench %s: the server side never reported", b->id);
 		} else {
 			fail_run(srv, b, "no result before the deadline");
@@ -228,7 +230,7 @@ static void pass(void *ud)
 	struct store_bench_run **runs = NULL;
 	size_t n = 0;
 
-	if (store_bench_list(srv->state->store, true, 0, &runs, &n) < 0)
+	if (store_bench_list(ctl_server_state(srv)->store, true, 0, &runs, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
 		advance(srv, runs[i]);
@@ -246,7 +248,7 @@ static void node_online(void *ud, const char *node_id)
 	struct store_bench_run **runs = NULL;
 	size_t n = 0;
 
-	if (store_bench_list(srv->state->store, true, 0, &runs, &n) < 0)
+	if (store_bench_list(ctl_server_state(srv)->store, true, 0, &runs, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		const struct store_bench_run *b = runs[i];
@@ -292,7 +294,7 @@ static int participant(struct ctl_server *srv, const char *node_id, const char *
 		       const char *kind, struct store_bench_run **ret, struct ctl_outcome *o)
 {
 	struct store_bench_run *b = NULL;
-	int r = store_bench_get(srv->state->store, bench_id, &b);
+	int r = store_bench_get(ctl_server_state(srv)->store, bench_id, &b);
 
 	if (r == -RY_E_NOT_FOUND) {
 		refuse(o, bench_id, "report_refused", "%s for unknown bench %s", kind, bench_id);
@@ -331,14 +333,14 @@ static void on_ready(struct ctl_server *srv, struct ctl_session *s,
 		refuse(o, m->bench_id, "report_refused",
 		       "node %s is the client of bench %s, not its server", node_id, m->bench_id);
 	} else if (strcmp(b->state, "server_sent") == 0) {
-		r = store_bench_update(srv->state->store, m->bench_id, "server_ready", NULL,
-				       (int)m->port, NULL, NULL, NULL, util_now_unix_ms());
+		r = store_bench_update(ctl_server_state(srv)->store, m->bench_id, "server_ready",
+				       NULL, (int)m->port, NULL, NULL, NULL, util_now_unix_ms());
 		if (r < 0) {
 			ctl_outcome_store_error(srv, o, r, "storing BenchReady");
 		} else if (r == 1) {
 			log_info("bench %s: server %s listening on port %u", m->bench_id, node_id,
 				 m->port);
-			ctl_engine_kick(srv->engine);
+			ctl_engine_kick(ctl_server_engine(srv));
 		}
 	} else if (strcmp(b->state, "pending") == 0) {
 		refuse(o, m->bench_id, "report_refused",
@@ -359,7 +361,7 @@ static void on_result(struct ctl_server *srv, struct ctl_session *s,
 {
 	const Railyard__V1__BenchResult *m = am->bench_result;
 	const char *node_id = ctl_session_node_id(s);
-	struct store *store = srv->state->store;
+	struct store *store = ctl_server_state(srv)->store;
 	struct store_bench_run *b = NULL;
 	const char *bench_id = m->bench_id, *result_json = m->result_json, *stored;
 	json_t *doc = NULL;
@@ -451,7 +453,7 @@ static void on_result(struct ctl_server *srv, struct ctl_session *s,
 	 * for a dead server's data) until the deadline; stop it now. */
 	if (r == 1 && !ok)
 		send_cancel(srv, client ? b->server_node : b->client_node, bench_id);
-	ctl_engine_kick(srv->engine);
+	ctl_engine_kick(ctl_server_engine(srv));
 out:
 	store_bench_run_free(b);
 	json_decref(doc);

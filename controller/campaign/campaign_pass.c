@@ -7,7 +7,9 @@
 #include "controller/campaign/campaign_int.h"
 #include "controller/campaign/evidence.h"
 #include "controller/engine/engine.h"
-#include "controller/server_int.h"
+#include "controller/events.h"
+#include "controller/session.h"
+#include "controller/state.h"
 #include "controller/service.h"
 #include "controller/signoff/signoff.h"
 #include "controller/store/store.h"
@@ -52,7 +54,7 @@ static void entry_done(struct entry *e)
 
 static struct store *store_of(struct ctl_campaigns *cs)
 {
-	return cs->srv->state->store;
+	return ctl_server_state(cs->srv)->store;
 }
 
 /* The campaign ends now (state, verdict and error may be NULL). */
@@ -64,7 +66,7 @@ static void finish(struct ctl_campaigns *cs, const char *id, const char *cluster
 
 	if (r == 1) {
 		log_info("campaign %s: %s%s%s", id, state, error ? ": " : "", error ? error : "");
-		ctl_events_emit(cs->srv->events, "campaign.state", cluster,
+		ctl_events_emit(ctl_server_events(cs->srv), "campaign.state", cluster,
 				json_pack("{s:s, s:s, s:s?, s:s?}", "id", id, "state", state,
 					  "result",
 					  json_string_value(json_object_get(verdict, "result")),
@@ -77,7 +79,7 @@ static void finish(struct ctl_campaigns *cs, const char *id, const char *cluster
 /* The campaign's cursor moved (a round ended). */
 static void progress_event(struct ctl_campaigns *cs, const struct store_campaign *m)
 {
-	ctl_events_emit(cs->srv->events, "campaign.progress", m->cluster,
+	ctl_events_emit(ctl_server_events(cs->srv), "campaign.progress", m->cluster,
 			json_pack("{s:s, s:i, s:i}", "id", m->id, "test_index", m->test_idx,
 				  "round", m->round));
 }
@@ -90,13 +92,13 @@ static void sign_off(struct ctl_campaigns *cs, const struct store_campaign *m)
 
 	ctl_error_init(&err);
 	if (json_is_true(json_object_get(options, "signoff"))) {
-		if (ctl_signoff_create(cs->srv->state, m->id, m->actor, &so, &err) < 0)
+		if (ctl_signoff_create(ctl_server_state(cs->srv), m->id, m->actor, &so, &err) < 0)
 			log_error("campaign %s: no sign-off: %s", m->id, err.message);
 		else {
 			log_info("campaign %s: signed off as %s (%s)", m->id,
 				 json_string_value(json_object_get(so, "id")),
 				 json_string_value(json_object_get(so, "verdict")));
-			ctl_events_emit(cs->srv->events, "signoff.created", m->cluster,
+			ctl_events_emit(ctl_server_events(cs->srv), "signoff.created", m->cluster,
 					json_pack("{s:O, s:s, s:O}", "id",
 						  json_object_get(so, "id"), "campaign", m->id,
 						  "verdict", json_object_get(so, "verdict")));
@@ -427,7 +429,7 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 				     params_s, NULL, deadline,	     NULL};
 	r = store_campaign_row_start(st, m->id, w->test_idx, w->round, w->slot, &b, now);
 	if (r == 1) {
-		ctl_engine_kick(cs->srv->engine);
+		ctl_engine_kick(ctl_server_engine(cs->srv));
 	} else if (ctl_store_transient(r)) {
 		log_warn("campaign %s: storing a run failed: %s (next pass)", m->id,
 			 ry_strerror(r));
@@ -533,7 +535,7 @@ static void follow_row(struct ctl_campaigns *cs, const struct entry *e,
 		row_set(st, m->id, w, "failed", NULL, b->error ? b->error : b->state, false);
 	} else if (congestor && stop_congestor) {
 		if (store_bench_request_cancel(st, b->id, NULL, now) == 1)
-			ctl_engine_kick(cs->srv->engine);
+			ctl_engine_kick(ctl_server_engine(cs->srv));
 	} else if (congestor && !w->live_at_ms && strcmp(b->state, "client_sent") == 0) {
 		row_set(st, m->id, w, "running", NULL, NULL, true);
 	}
@@ -631,7 +633,7 @@ static void cancel(struct ctl_campaigns *cs, struct entry *e, const struct store
 		if (store_campaign_row_final(w->state))
 			continue;
 		if (w->bench_id && store_bench_request_cancel(st, w->bench_id, NULL, now) == 1)
-			ctl_engine_kick(cs->srv->engine);
+			ctl_engine_kick(ctl_server_engine(cs->srv));
 		row_set(st, m->id, w, "cancelled", NULL, "campaign cancelled", false);
 	}
 	store_campaign_rows_free(rows, n);

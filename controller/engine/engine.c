@@ -5,6 +5,7 @@
 #include "common/util/util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,26 @@ int ctl_engine_new(struct ctl_server *srv, struct ctl_engine **ret)
 	engine_ingest_init(e);
 	*ret = e;
 	return 0;
+}
+
+void ctl_engine_on_failure(struct ctl_engine *e, ctl_engine_fail_fn fn, void *ud)
+{
+	e->fail = fn;
+	e->fail_ud = ud;
+}
+
+void ctl_engine_fail(struct ctl_engine *e, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (e && e->fail)
+		e->fail(e->fail_ud, why);
+	else
+		log_error("%s", why);
 }
 
 int ctl_engine_add_pass(struct ctl_engine *e, const struct ctl_pass *p, void *ud)

@@ -6,9 +6,11 @@
 #ifndef RAILYARD_CONTROLLER_ENGINE_H
 #define RAILYARD_CONTROLLER_ENGINE_H
 
+#include "common/rpc/rpc.h"
 #include "railyard/v1/railyard.pb-c.h"
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,8 +23,36 @@
 
 struct ctl_server;
 struct ctl_session;
-struct ctl_outcome;
 struct ctl_engine;
+
+/* What handling an agent's message came to (the engine's ingest worker acts on it). */
+enum ctl_verdict {
+	CTL_DONE,   /* committed (or nothing to commit): acknowledge, read on */
+	CTL_REFUSE, /* refused for good: acknowledge with an Error, audit, read on */
+	CTL_RETRY,  /* not stored for now (database busy, disk full): keep it, try again */
+	CTL_END,    /* a protocol violation: end the session with code */
+	CTL_DROP,   /* its session was ended before it was stored: not stored, not acknowledged
+		     * (the node sends it again on its next session) */
+};
+
+struct ctl_outcome {
+	enum ctl_verdict verdict;
+	grpc_status_code code; /* CTL_END */
+	const char *err_code;  /* CTL_REFUSE: Error.code, e.g. "not_member" */
+	char target[96];       /* CTL_REFUSE: what the report was about, for the audit row */
+	char why[512];	       /* the reason, for every verdict but CTL_DONE */
+	bool kick;	       /* run the engine's passes once this is committed */
+};
+
+/* The engine cannot go on (its database gone or corrupt): fn(ud, why) is told once per call of
+ * ctl_engine_fail(), on the thread that met it (the server stops serving). Set by the owner of
+ * the engine before ctl_engine_start(); fn NULL: failures are only logged. */
+typedef void (*ctl_engine_fail_fn)(void *ud, const char *why);
+void ctl_engine_on_failure(struct ctl_engine *e, ctl_engine_fail_fn fn, void *ud);
+/* Report a failure the engine cannot recover from through the callback (none set: logged).
+ * Thread-safe; NULL e: logged. */
+void ctl_engine_fail(struct ctl_engine *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* A pass: run() goes over its work once; node_online() (optional) hears that a node completed
  * its Hello. Both on the tick thread, never concurrently. */
@@ -85,6 +115,14 @@ void ctl_engine_submit(struct ctl_engine *e, struct ctl_session *s, ProtobufCMes
 size_t ctl_engine_backlog(struct ctl_engine *e);
 /* Queue "s ended: mark its node offline" (takes a reference on s). */
 void ctl_engine_offline(struct ctl_engine *e, struct ctl_session *s);
+
+/* Outcome from a store error that is not the message's fault: retry, or (corrupt database)
+ * retry while the engine reports the failure (ctl_engine_on_failure(): the server stops). */
+void ctl_outcome_store_error(struct ctl_server *srv, struct ctl_outcome *o, int r,
+			     const char *what);
+
+/* The ingest latency by kind of message as Prometheus text (ingest.c). */
+void ctl_engine_metrics(struct ctl_engine *e, FILE *f);
 
 /* Shutdown, in this order around the RPC server's: stop the tick thread (before the sessions
  * end); store what the ingest worker holds and stop it (after every session ended; later

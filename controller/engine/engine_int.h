@@ -20,6 +20,8 @@ struct engine_online;
 
 struct ctl_engine {
 	struct ctl_server *srv;
+	ctl_engine_fail_fn fail; /* told what the engine cannot recover from (may be NULL) */
+	void *fail_ud;
 
 	/* The tick thread (engine.c). */
 	pthread_t tick;

@@ -9,7 +9,9 @@
  * that is not committed and nothing is dropped. Between batches it runs the periodic session
  * chores that need the database (last_seen, revocations made by other processes). */
 #include "controller/engine/engine_int.h"
-#include "controller/server_int.h"
+#include "controller/events.h"
+#include "controller/session.h"
+#include "controller/state.h"
 #include "controller/store/store.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
@@ -41,10 +43,11 @@ void ctl_outcome_store_error(struct ctl_server *srv, struct ctl_outcome *o, int 
 {
 	o->verdict = CTL_RETRY;
 	snprintf(o->why, sizeof(o->why), "%s: %s (%s)", what, ry_strerror(r),
-		 store_errmsg(srv->state->store));
+		 store_errmsg(ctl_server_state(srv)->store));
 	if (r == -RY_E_CORRUPT)
-		ctl_server_fail(srv, "the database %s is corrupt (%s); stopping",
-				store_path(srv->state->store), store_errmsg(srv->state->store));
+		ctl_engine_fail(ctl_server_engine(srv), "the database %s is corrupt (%s); stopping",
+				store_path(ctl_server_state(srv)->store),
+				store_errmsg(ctl_server_state(srv)->store));
 }
 
 static void handle(struct ctl_engine *e, struct engine_item *it, struct ctl_outcome *o)
@@ -99,7 +102,7 @@ static void chores(struct ctl_engine *in)
 	in->next_chores_ms = now + INGEST_CHORES_MS;
 	/* Revocations are written by `node revoke` (another process, for now): look only when
 	 * the database changed. */
-	if (store_data_version(srv->state->store, &v) == 0 && v != in->data_version) {
+	if (store_data_version(ctl_server_state(srv)->store, &v) == 0 && v != in->data_version) {
 		in->data_version = v;
 		ctl_sessions_end_revoked(srv);
 	}
@@ -150,7 +153,7 @@ static size_t store_batch(struct ctl_engine *in, struct engine_item **v, size_t 
 			  struct ctl_outcome *outs)
 {
 	struct ctl_server *srv = in->srv;
-	struct store *st = srv->state->store;
+	struct store *st = ctl_server_state(srv)->store;
 	int64_t t0 = util_now_mono_us();
 	size_t k = 0;
 	bool ends = false; /* a message of this batch ends its session */
@@ -195,7 +198,7 @@ static size_t store_batch(struct ctl_engine *in, struct engine_item **v, size_t 
 		/* Nothing stored: outs[0] says why the first could not be (its handler, or the
 		 * transaction that SQLite rolled back). */
 		store_batch_rollback(st);
-		ctl_events_release(srv->events, false);
+		ctl_events_release(ctl_server_events(srv), false);
 		if (k > 0) {
 			memset(&outs[0], 0, sizeof(outs[0]));
 			ctl_outcome_store_error(srv, &outs[0], -RY_E_DB, "storing a batch");
@@ -205,12 +208,12 @@ static size_t store_batch(struct ctl_engine *in, struct engine_item **v, size_t 
 	r = store_batch_commit(st);
 	if (r < 0) {
 		/* None of them is stored: all stay queued, the first is retried. */
-		ctl_events_release(srv->events, false);
+		ctl_events_release(ctl_server_events(srv), false);
 		memset(&outs[0], 0, sizeof(outs[0]));
 		ctl_outcome_store_error(srv, &outs[0], r, "committing a batch");
 		return 0;
 	}
-	ctl_events_release(srv->events, true);
+	ctl_events_release(ctl_server_events(srv), true);
 	return k;
 }
 
@@ -305,7 +308,7 @@ static void *ingest_main(void *arg)
 			}
 		}
 		if (kick)
-			ctl_engine_kick(srv->engine);
+			ctl_engine_kick(ctl_server_engine(srv));
 		pthread_mutex_lock(&in->ilock);
 		for (size_t i = 0; i < done; i++) {
 			in->head = v[i]->next;
@@ -421,7 +424,7 @@ static void enqueue(struct ctl_engine *in, struct ctl_session *s, ProtobufCMessa
 			ctl_session_processed(in->srv, s, (const Railyard__V1__AgentMessage *)msg,
 					      &o, bytes, true);
 		if (o.kick)
-			ctl_engine_kick(in->srv->engine);
+			ctl_engine_kick(ctl_server_engine(in->srv));
 		item_free(in->srv, it);
 		return;
 	}

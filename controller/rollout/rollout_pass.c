@@ -6,7 +6,9 @@
 #include "controller/rollout/rollout.h"
 #include "controller/engine/engine.h"
 #include "controller/rollout/policy.h"
-#include "controller/server_int.h"
+#include "controller/events.h"
+#include "controller/session.h"
+#include "controller/state.h"
 #include "controller/store/store.h"
 #include "controller/store/store_deploy.h"
 #include "controller/store/store_nodes.h"
@@ -74,7 +76,7 @@ static struct playbook *pb_get(struct ctl_rollout *dp, const char *dep_id, char 
 		return NULL;
 	}
 	pb_diags_init(&d);
-	r = store_deployment_playbook_text(dp->srv->state->store, dep_id, &text);
+	r = store_deployment_playbook_text(ctl_server_state(dp->srv)->store, dep_id, &text);
 	if (r < 0)
 		snprintf(why, len, "playbook unavailable: %s", ry_strerror(r));
 	else if ((r = playbook_parse(text, strlen(text), dep_id, &c->pb, &d)) < 0)
@@ -118,7 +120,7 @@ static int render_for_node(struct ctl_rollout *dp, const struct playbook *pb, co
 	int r;
 
 	pb_diags_init(&d);
-	r = store_node_facts(dp->srv->state->store, node_id, &text);
+	r = store_node_facts(ctl_server_state(dp->srv)->store, node_id, &text);
 	if (r < 0 || !text) {
 		snprintf(why, len, "no facts for node %s", node_id);
 		r = r < 0 ? r : -RY_E_NOT_FOUND;
@@ -158,8 +160,9 @@ static bool reachable(struct ctl_rollout *dp, const struct store_deployment *dep
 	/* An offline node at its turn counts as failed (Ansible: unreachable). */
 	if (strcmp(n->state, "waiting") != 0 || util_now_mono_ms() < dp->grace_until_mono_ms)
 		return false;
-	if (store_deploy_node_update(dp->srv->state->store, dep->id, n->node_id, "unreachable",
-				     "node offline at its batch", NULL, util_now_unix_ms()) < 0)
+	if (store_deploy_node_update(ctl_server_state(dp->srv)->store, dep->id, n->node_id,
+				     "unreachable", "node offline at its batch", NULL,
+				     util_now_unix_ms()) < 0)
 		log_error("deployment %s: storing %s unreachable failed", dep->id, n->hostname);
 	log_warn("deployment %s: node %s is offline", dep->id, n->hostname);
 	return false;
@@ -170,8 +173,8 @@ static void render_failed(struct ctl_rollout *dp, const struct store_deployment 
 			  const struct store_deploy_node *n, const char *why)
 {
 	log_warn("deployment %s: node %s: %s", dep->id, n->hostname, why);
-	if (store_deploy_node_update(dp->srv->state->store, dep->id, n->node_id, "failed", why,
-				     NULL, util_now_unix_ms()) < 0)
+	if (store_deploy_node_update(ctl_server_state(dp->srv)->store, dep->id, n->node_id,
+				     "failed", why, NULL, util_now_unix_ms()) < 0)
 		log_error("deployment %s: storing the failure of %s failed", dep->id, n->hostname);
 }
 
@@ -322,8 +325,8 @@ static void dispatch_waiting(struct ctl_rollout *dp, const struct store_deployme
 			c->steps[ok] = c->steps[k];
 			ok++;
 		}
-		r = store_deploy_nodes_sent(dp->srv->state->store, dep->id, c->ids, c->steps, ok,
-					    util_now_unix_ms(), c->moved);
+		r = store_deploy_nodes_sent(ctl_server_state(dp->srv)->store, dep->id, c->ids,
+					    c->steps, ok, util_now_unix_ms(), c->moved);
 		if (r < 0) {
 			log_error("deployment %s: storing 'sent' for %zu nodes failed: %s; next "
 				  "pass",
@@ -366,13 +369,13 @@ static void pause_drop(struct ctl_rollout *dp, const char *id)
 static void finish(struct ctl_rollout *dp, const struct store_deployment *dep, const char *state,
 		   const char *reason, int batch)
 {
-	int r = store_deployment_update(dp->srv->state->store, dep->id, state, reason, batch,
-					util_now_unix_ms());
+	int r = store_deployment_update(ctl_server_state(dp->srv)->store, dep->id, state, reason,
+					batch, util_now_unix_ms());
 
 	if (r < 0)
 		log_error("deployment %s: storing its end failed: %s", dep->id, ry_strerror(r));
 	else
-		ctl_events_emit(dp->srv->events, "deployment.state", dep->cluster,
+		ctl_events_emit(ctl_server_events(dp->srv), "deployment.state", dep->cluster,
 				json_pack("{s:s, s:s, s:s?}", "id", dep->id, "state", state,
 					  "reason", reason));
 	pause_drop(dp, dep->id);
@@ -384,7 +387,7 @@ static void finish(struct ctl_rollout *dp, const struct store_deployment *dep, c
  * read only for the nodes that move (dispatch, timeouts); writes only on transitions. */
 static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 {
-	struct store *store = dp->srv->state->store;
+	struct store *store = ctl_server_state(dp->srv)->store;
 	struct store_deploy_node *nodes = NULL;
 	struct store_deploy_counts k;
 	struct rollout_policy pol;
@@ -411,7 +414,8 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 	}
 	/* A plan that never reports back fails its node (not one whose reports wait for the
 	 * database). */
-	if (k.sent > 0 && ctl_engine_store_settled(dp->srv->engine, CTL_STORE_SETTLE_MS) &&
+	if (k.sent > 0 &&
+	    ctl_engine_store_settled(ctl_server_engine(dp->srv), CTL_STORE_SETTLE_MS) &&
 	    store_deploy_nodes_in(store, dep->id, "sent", cur, now - dp->apply_timeout_ms, &nodes,
 				  &n) == 0) {
 		char why[96];
@@ -488,7 +492,7 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 		else
 			log_info("deployment %s: batch %d done, %zu failed so far; next batch %d",
 				 dep->id, cur, k.failed_total, cur + 1);
-		ctl_engine_kick(dp->srv->engine);
+		ctl_engine_kick(ctl_server_engine(dp->srv));
 		return;
 	}
 	if (k.failed_total > 0) {
@@ -506,9 +510,9 @@ static void pass(void *ud)
 	struct store_deployment **deps = NULL;
 	size_t n = 0;
 
-	if (store_deployments_list(dp->srv->state->store, true, 0, &deps, &n) < 0) {
+	if (store_deployments_list(ctl_server_state(dp->srv)->store, true, 0, &deps, &n) < 0) {
 		log_error("rollout: listing deployments failed: %s",
-			  store_errmsg(dp->srv->state->store));
+			  store_errmsg(ctl_server_state(dp->srv)->store));
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -521,7 +525,7 @@ static void pass(void *ud)
 static void node_online(void *ud, const char *node_id)
 {
 	struct ctl_rollout *dp = ud;
-	struct store *store = dp->srv->state->store;
+	struct store *store = ctl_server_state(dp->srv)->store;
 	struct store_deployment **deps = NULL;
 	size_t n = 0;
 
@@ -645,10 +649,10 @@ static void on_step_event(struct ctl_server *srv, struct ctl_session *s,
 	res.message = ev->message;
 	res.idx = (int)ev->index;
 	res.duration_ms = ev->duration_ms;
-	r = store_report_step(srv->state->store, ev->deployment_id, node_id, &res, why,
+	r = store_report_step(ctl_server_state(srv)->store, ev->deployment_id, node_id, &res, why,
 			      sizeof(why));
 	if (r == STORE_REPORT_STORED)
-		ctl_events_emit(srv->events, "deployment.step", ctl_session_cluster(s),
+		ctl_events_emit(ctl_server_events(srv), "deployment.step", ctl_session_cluster(s),
 				json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "id", ev->deployment_id,
 					  "node", node_id, "hostname", hostname, "index",
 					  (int)ev->index, "name", ev->name, "status", ev->status));
@@ -685,15 +689,15 @@ static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
 	counts[1] = (int)d->changed;
 	counts[2] = (int)d->failed;
 	counts[3] = (int)d->skipped;
-	r = store_report_apply_done(srv->state->store, d->deployment_id, node_id, d->status,
-				    d->message[0] ? d->message : NULL, counts, util_now_unix_ms(),
-				    why, sizeof(why));
+	r = store_report_apply_done(ctl_server_state(srv)->store, d->deployment_id, node_id,
+				    d->status, d->message[0] ? d->message : NULL, counts,
+				    util_now_unix_ms(), why, sizeof(why));
 	if (r == STORE_REPORT_STORED) {
 		log_info("deployment %s: node %s %s (ok %u, changed %u, failed %u, skipped "
 			 "%u)%s%s",
 			 d->deployment_id, hostname, d->status, d->ok, d->changed, d->failed,
 			 d->skipped, d->message[0] ? ": " : "", d->message);
-		ctl_events_emit(srv->events, "deployment.node", ctl_session_cluster(s),
+		ctl_events_emit(ctl_server_events(srv), "deployment.node", ctl_session_cluster(s),
 				json_pack("{s:s, s:s, s:s, s:s}", "id", d->deployment_id, "node",
 					  node_id, "hostname", hostname, "state", d->status));
 		o->kick = true;

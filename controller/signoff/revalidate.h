@@ -54,7 +54,7 @@ ctl_revalidate_cancel(struct store *st, const char *id, const char *actor, struc
 /* Is this state final (signed, failed, cancelled)? */
 bool ctl_revalidate_state_final(const char *state);
 
-/* The engine pass of a serving controller (before the engine starts). */
+/* The engine pass of a serving controller (before the engine starts); revalidate_pass.c. */
 __attribute__((warn_unused_result)) int ctl_revalidate_register(struct ctl_server *srv,
 								struct ctl_engine *e);
 

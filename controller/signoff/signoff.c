@@ -267,6 +267,35 @@ static int get_signoff(struct store *st, const char *id, bool bytes, struct stor
 	return 0;
 }
 
+int ctl_signoff_files_get(struct store *st, const char *id, struct ctl_signoff_files *ret,
+			  struct ctl_error *err)
+{
+	struct store_signoff *so = NULL;
+	int r = get_signoff(st, id, true, &so, err);
+
+	if (r < 0)
+		return r;
+	memset(ret, 0, sizeof(*ret));
+	/* Taken from the store's struct, which then frees the rest. */
+	ret->cluster = so->cluster;
+	ret->report = so->report;
+	ret->report_len = so->report_len;
+	ret->signature = so->signature;
+	so->cluster = so->report = so->signature = NULL;
+	store_signoff_free(so);
+	return 0;
+}
+
+void ctl_signoff_files_done(struct ctl_signoff_files *f)
+{
+	if (!f)
+		return;
+	free(f->cluster);
+	free(f->report);
+	free(f->signature);
+	memset(f, 0, sizeof(*f));
+}
+
 int ctl_signoff_get(struct store *st, const char *id, bool with_report, json_t **ret,
 		    struct ctl_error *err)
 {

@@ -32,6 +32,19 @@ __attribute__((warn_unused_result)) int ctl_signoff_create(struct ctl_state *sta
 __attribute__((warn_unused_result)) int ctl_signoff_get(struct store *st, const char *id,
 							bool with_report, json_t **ret,
 							struct ctl_error *err);
+/* A stored sign-off's signed bytes, as a front end serves them (signoff.json, signoff.p7s):
+ * every member owned, released with ctl_signoff_files_done() (NULL fine). */
+struct ctl_signoff_files {
+	char *cluster; /* for a scope check */
+	char *report;  /* the signed report's bytes (report_len of them) */
+	size_t report_len;
+	char *signature; /* PEM PKCS#7, detached */
+};
+/* Read them (CTL_ERR_NOT_FOUND, field id; the store). */
+__attribute__((warn_unused_result)) int ctl_signoff_files_get(struct store *st, const char *id,
+							      struct ctl_signoff_files *ret,
+							      struct ctl_error *err);
+void ctl_signoff_files_done(struct ctl_signoff_files *f);
 /* The newest sign-offs (cluster NULL: all; limit 0: 50), summaries without staleness. */
 __attribute__((warn_unused_result)) int ctl_signoff_list(struct store *st, const char *cluster,
 							 size_t limit, json_t **ret,

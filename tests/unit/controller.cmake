@@ -13,3 +13,10 @@ target_compile_definitions(test_nodes_derive PRIVATE
 # controller/server.c: the heartbeat interval stretched with the fleet (--max-heartbeat-rate).
 railyard_test(test_heartbeat SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_heartbeat.c
 	LIBS ry_controller LABELS unit)
+# controller services (tokens and audit, health and backup, nodes, playbooks) called directly
+# over a temporary store, as the REST API and the command line call them.
+railyard_test(test_services SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_services.c
+	LIBS ry_controller LABELS unit)
+# controller/engine: failures reported through the owner's callback (ctl_engine_on_failure).
+railyard_test(test_engine_fail SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_fail.c
+	LIBS ry_controller LABELS unit)
