@@ -7,7 +7,6 @@
 #include "controller/http/http.h"
 #include "controller/server_int.h"
 #include "controller/service.h"
-#include "controller/store/store.h"
 
 #include <jansson.h>
 #include <stdbool.h>
