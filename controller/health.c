@@ -1,4 +1,5 @@
-/* The health service: readiness and metrics reads of the store, and the backup entry point. */
+/* The health service: readiness and metrics reads of the store, and the backup and restore entry
+ * points. */
 #include "controller/health.h"
 
 #include "common/util/error.h"
@@ -6,6 +7,9 @@
 #include "common/util/hist.h"
 #include "common/util/util.h"
 #include "controller/nodes.h"
+#include "controller/state.h"
+#include "controller/store/store.h"
+#include "controller/store/store_backup.h"
 #include "controller/store/store_campaign.h"
 #include "controller/store/store_deploy.h"
 
@@ -15,7 +19,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#define DB_NAME "controller.db"
 
 int ctl_health_store(struct store *st, struct ctl_error *err)
 {
@@ -130,16 +137,36 @@ static bool is_live_file(const char *path, const char *db)
 	return same;
 }
 
-int ctl_backup(const char *state_dir, const char *dest, struct store_backup_info *ret_info,
+static void info_from_store(struct ctl_backup_info *to, const struct store_backup_info *from)
+{
+	to->schema_version = from->schema_version;
+	to->nodes = from->nodes;
+	to->deployments = from->deployments;
+	to->step_results = from->step_results;
+	to->campaigns = from->campaigns;
+	to->bench_runs = from->bench_runs;
+}
+
+/* A store_backup()/store_restore() failure: busy or disk full pass, the rest is internal. */
+static int backup_error(struct ctl_error *err, int r, const char *why)
+{
+	return ctl_error_set(err, r,
+			     r == -RY_E_BUSY || r == -RY_E_DISK_FULL ? CTL_ERR_UNAVAILABLE
+								     : CTL_ERR_INTERNAL,
+			     NULL, "%s", why[0] ? why : ry_strerror(r));
+}
+
+int ctl_backup(const char *state_dir, const char *dest, struct ctl_backup_info *ret_info,
 	       struct ctl_error *err)
 {
+	struct store_backup_info info;
 	char why[512] = "", *db = NULL;
 	int r;
 
 	if (!dest || !dest[0])
 		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "to",
 				     "no backup file named");
-	if (!state_dir || !(db = fs_path_join(state_dir, "controller.db")))
+	if (!state_dir || !(db = fs_path_join(state_dir, DB_NAME)))
 		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 	if (access(db, F_OK) < 0) {
 		r = -errno;
@@ -153,13 +180,101 @@ int ctl_backup(const char *state_dir, const char *dest, struct store_backup_info
 				  "%s is the database itself", dest);
 		goto out;
 	}
-	r = store_backup(db, dest, ret_info, why, sizeof(why));
-	if (r < 0)
-		r = ctl_error_set(err, r,
-				  r == -RY_E_BUSY || r == -RY_E_DISK_FULL ? CTL_ERR_UNAVAILABLE
-									  : CTL_ERR_INTERNAL,
-				  NULL, "%s", why[0] ? why : ry_strerror(r));
+	r = store_backup(db, dest, &info, why, sizeof(why));
+	if (r < 0) {
+		r = backup_error(err, r, why);
+		goto out;
+	}
+	if (ret_info)
+		info_from_store(ret_info, &info);
 out:
 	free(db);
+	return r;
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char *p = fs_path_join(dir, name);
+	bool v = p && access(p, F_OK) == 0;
+
+	free(p);
+	return v;
+}
+
+int ctl_restore(const char *state_dir, const char *from, bool force,
+		struct ctl_backup_info *ret_info, struct ctl_error *err)
+{
+	struct store_backup_info info;
+	struct ctl_state *st = NULL;
+	char why[512] = "", *db = NULL;
+	long holder = 0;
+	struct stat sb;
+	int r, lock_fd = -1;
+
+	if (!from || !from[0])
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "from",
+				     "no backup file named");
+	if (!state_dir)
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "state_dir",
+				     "no state directory named");
+	/* The nodes' certificates chain to the CA that issued them: a database without it
+	 * serves nobody. */
+	if (!exists(state_dir, "ca.crt") || !exists(state_dir, "ca.key"))
+		return ctl_error_set(
+			err, -ENOENT, CTL_ERR_NOT_FOUND, "state_dir",
+			"%s holds no CA (ca.crt, ca.key): restore into the backed-up "
+			"controller's state directory, or a directory holding copies of its "
+			"ca.crt, ca.key, server.crt and server.key",
+			state_dir);
+	/* Held for the whole restore: no serve starts on a half-restored directory. */
+	r = fs_lock_dir(state_dir, CTL_SERVE_LOCK, &lock_fd, &holder);
+	if (r == -RY_E_LOCKED)
+		return ctl_error_set(err, r, CTL_ERR_CONFLICT, "state_dir",
+				     "%s is served by railyard-controller (pid %ld); stop it first",
+				     state_dir, holder);
+	if (r < 0)
+		return ctl_error_set(err, r, CTL_ERR_INTERNAL, "state_dir", "cannot lock %s/%s: %s",
+				     state_dir, CTL_SERVE_LOCK, ry_strerror(r));
+	db = fs_path_join(state_dir, DB_NAME);
+	if (!db) {
+		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	r = store_backup_check(from, NULL, why, sizeof(why));
+	if (r < 0) {
+		r = ctl_error_set(err, r,
+				  r == -RY_E_CORRUPT || r == -RY_E_SCHEMA || r == -ENOENT
+					  ? CTL_ERR_INVALID
+					  : CTL_ERR_INTERNAL,
+				  "from", "%s", why[0] ? why : ry_strerror(r));
+		goto out;
+	}
+	if (is_live_file(from, db)) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "from",
+				  "%s is the database itself", from);
+		goto out;
+	}
+	if (!force && stat(db, &sb) == 0 && sb.st_size > 0) {
+		r = ctl_error_set(err, -RY_E_EXISTS, CTL_ERR_CONFLICT, "force",
+				  "%s exists; --force replaces it with %s", db, from);
+		goto out;
+	}
+	r = store_restore(from, db, &info, why, sizeof(why));
+	if (r < 0) {
+		r = backup_error(err, r, why);
+		goto out;
+	}
+	if (ret_info)
+		info_from_store(ret_info, &info);
+	/* What serve will do with it: migrate, check, load the CA and the server key. */
+	why[0] = '\0';
+	r = ctl_state_open(state_dir, true, &st, why, sizeof(why));
+	if (r < 0)
+		r = ctl_error_set(err, r, CTL_ERR_INTERNAL, "restored", "%s",
+				  why[0] ? why : ry_strerror(r));
+out:
+	ctl_state_free(st);
+	free(db);
+	close(lock_fd);
 	return r;
 }

@@ -5,11 +5,16 @@
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
+#include "controller/store/store_apitoken.h"
 #include "controller/store/store_audit.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Static_assert(CTL_API_NAME_MAX == STORE_API_NAME_MAX, "tokens.h and the store agree on names");
+_Static_assert(CTL_API_CLUSTERS_MAX == STORE_API_CLUSTERS_MAX,
+	       "tokens.h and the store agree on scopes");
 
 static const char *const api_roles[] = {"admin", "integrator", "operator", "viewer"};
 
@@ -108,6 +113,30 @@ int ctl_api_tokens_list(struct store *st, json_t **ret, struct ctl_error *err)
 	if (!arr)
 		return nomem(err);
 	*ret = arr;
+	return 0;
+}
+
+bool ctl_api_token_name_ok(const char *name)
+{
+	return store_api_name_ok(name);
+}
+
+int ctl_api_token_get(struct store *st, const char *id_or_name, json_t **ret, struct ctl_error *err)
+{
+	struct store_api_token *t = NULL;
+	json_t *doc;
+	int r = store_api_token_get(st, id_or_name, &t);
+
+	if (r == -RY_E_NOT_FOUND || r == -EINVAL)
+		return ctl_error_set(err, -RY_E_NOT_FOUND, CTL_ERR_NOT_FOUND, "id",
+				     "no API token %s", id_or_name ? id_or_name : "");
+	if (r < 0)
+		return ctl_error_store(err, r, "API token not read");
+	doc = api_token_json(t);
+	store_api_token_free(t);
+	if (!doc)
+		return nomem(err);
+	*ret = doc;
 	return 0;
 }
 

@@ -13,9 +13,18 @@
 #include <stdint.h>
 
 #include "controller/service.h"
-#include "controller/store/store_apitoken.h"
+
+struct store;
 
 /* ---- API tokens ---------------------------------------------------------------------------- */
+
+/* Longest token name; most clusters in a token's scope. */
+#define CTL_API_NAME_MAX     64
+#define CTL_API_CLUSTERS_MAX 64
+
+/* Is name a valid API token name: 1..CTL_API_NAME_MAX of [A-Za-z0-9._-], and not 16 hex digits
+ * (an id's form: revoke and get take either)? For front ends that check before they ask. */
+bool ctl_api_token_name_ok(const char *name);
 
 /* What makes an API token (every pointer borrowed). */
 struct ctl_api_token_request {
@@ -39,6 +48,11 @@ __attribute__((warn_unused_result)) int ctl_api_token_create(struct store *st,
  * last_used_at_ms}]. New reference. */
 __attribute__((warn_unused_result)) int ctl_api_tokens_list(struct store *st, json_t **ret,
 							    struct ctl_error *err);
+/* One API token by id, or else by name (the one not revoked, or else the newest revoked one),
+ * never its secret: *ret as an element of ctl_api_tokens_list() (new reference). Read only.
+ * CTL_ERR_NOT_FOUND (field id), CTL_ERR_UNAVAILABLE / CTL_ERR_INTERNAL (the store). */
+__attribute__((warn_unused_result)) int ctl_api_token_get(struct store *st, const char *id_or_name,
+							  json_t **ret, struct ctl_error *err);
 /* Revoke a token by id or name, audited as actor; *ret {id, revoked: true} (also when it was
  * revoked already). CTL_ERR_NOT_FOUND (field id). */
 __attribute__((warn_unused_result)) int ctl_api_token_revoke(struct store *st,
@@ -49,7 +63,7 @@ __attribute__((warn_unused_result)) int ctl_api_token_revoke(struct store *st,
 /* Who a bearer token is (what a front end needs to authorize a request). */
 struct ctl_api_identity {
 	char id[32];
-	char name[STORE_API_NAME_MAX + 1];
+	char name[CTL_API_NAME_MAX + 1];
 	char role[16];	     /* as stored; the caller parses it */
 	char *clusters_json; /* owned: a JSON array of cluster names; NULL: every cluster */
 };

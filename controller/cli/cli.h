@@ -11,8 +11,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "controller/store/store.h"
-
 struct ctl_state;
 struct ctl_error;
 struct store;

@@ -9,8 +9,6 @@
 #include "controller/api/api.h"
 #include "controller/nodes.h"
 #include "controller/state.h"
-#include "controller/store/store_apitoken.h"
-#include "controller/store/store_audit.h"
 #include "common/facts/facts_doc.h"
 #include "common/log/log.h"
 #include "common/playbook/playbook.h"

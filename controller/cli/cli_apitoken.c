@@ -2,14 +2,13 @@
  * controller's host. It goes through the serving controller (one writer); with none serving it
  * writes the database itself (the first admin token is made before the first serve). Listing
  * and revoking are `railyard token list|revoke`. A token is printed once, when it is made; the
- * store keeps only a hash of its secret. */
+ * store keeps only a hash of its secret. Offline, the tokens service does the work (tokens.h). */
 #include "controller/api/authz.h"
 #include "controller/cli/cli.h"
 #include "common/httpc/httpc.h"
 #include "controller/service.h"
 #include "controller/state.h"
-#include "controller/store/store.h"
-#include "controller/store/store_apitoken.h"
+#include "controller/tokens.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -31,9 +30,9 @@
 
 enum { OPT_STATE_DIR = 900, OPT_JSON, OPT_NAME, OPT_ROLE, OPT_CLUSTERS, OPT_TTL };
 
-/* "a,b" into a JSON array (compact text, caller frees *ret): each name valid, none twice, at
- * most STORE_API_CLUSTERS_MAX. 0, or 2 with the reason on stderr. */
-static int parse_clusters(const char *list, char **ret)
+/* "a,b" into a JSON array (*ret a new reference): each name valid, none twice, at most
+ * CTL_API_CLUSTERS_MAX. 0, or 2 with the reason on stderr (1: out of memory). */
+static int parse_clusters(const char *list, json_t **ret)
 {
 	json_t *arr = json_array();
 	char *copy = strdup(list), *save = NULL, *name;
@@ -67,27 +66,30 @@ static int parse_clusters(const char *list, char **ret)
 				goto out;
 			}
 		}
-		if (json_array_size(arr) == STORE_API_CLUSTERS_MAX) {
+		if (json_array_size(arr) == CTL_API_CLUSTERS_MAX) {
 			fprintf(stderr, PROG ": invalid --clusters: more than %d clusters\n",
-				STORE_API_CLUSTERS_MAX);
+				CTL_API_CLUSTERS_MAX);
 			goto out;
 		}
 		json_array_append_new(arr, json_string(name));
 	}
-	*ret = json_dumps(arr, JSON_COMPACT);
-	rc = *ret ? 0 : 1;
+	*ret = arr;
+	arr = NULL;
+	rc = 0;
 out:
 	free(copy);
 	json_decref(arr);
 	return rc;
 }
 
-/* "active", "expired" or "revoked" at now_ms. */
-static const char *token_state(const struct store_api_token *t, int64_t now_ms)
+#define JMS(o, k) ((int64_t)json_integer_value(json_object_get((o), (k))))
+
+/* "active", "expired" or "revoked" at now_ms, for a token as ctl_api_token_get() gives it. */
+static const char *token_state(const json_t *t, int64_t now_ms)
 {
-	if (t->revoked_at_ms)
+	if (JMS(t, "revoked_at_ms"))
 		return "revoked";
-	if (t->expires_at_ms && now_ms >= t->expires_at_ms)
+	if (JMS(t, "expires_at_ms") && now_ms >= JMS(t, "expires_at_ms"))
 		return "expired";
 	return "active";
 }
@@ -98,27 +100,28 @@ static json_t *ms_or_null(int64_t ms)
 }
 
 /* A token as JSON (never its secret; it has none to give). */
-static json_t *token_json(const struct store_api_token *t, int64_t now_ms)
+static json_t *token_json(const json_t *t, int64_t now_ms)
 {
-	json_t *clusters = t->clusters_json ? json_loads(t->clusters_json, 0, NULL) : NULL;
+	json_t *clusters = json_object_get(t, "clusters");
 
-	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:I, s:o, s:o, s:o}", "id", t->id, "name",
-			 t->name, "role", t->role, "clusters", clusters ? clusters : json_null(),
-			 "state", token_state(t, now_ms), "created_by", t->created_by,
-			 "created_at_ms", (json_int_t)t->created_at_ms, "expires_at_ms",
-			 ms_or_null(t->expires_at_ms), "revoked_at_ms",
-			 ms_or_null(t->revoked_at_ms), "last_used_at_ms",
-			 ms_or_null(t->last_used_at_ms));
+	return json_pack("{s:s, s:s, s:s, s:O, s:s, s:s, s:I, s:o, s:o, s:o}", "id", JSTR(t, "id"),
+			 "name", JSTR(t, "name"), "role", JSTR(t, "role"), "clusters",
+			 clusters ? clusters : json_null(), "state", token_state(t, now_ms),
+			 "created_by", JSTR(t, "created_by"), "created_at_ms",
+			 (json_int_t)JMS(t, "created_at_ms"), "expires_at_ms",
+			 ms_or_null(JMS(t, "expires_at_ms")), "revoked_at_ms",
+			 ms_or_null(JMS(t, "revoked_at_ms")), "last_used_at_ms",
+			 ms_or_null(JMS(t, "last_used_at_ms")));
 }
 
 /* The scope for a person: "all", or the names joined by commas (caller frees). */
-static char *scope_text(const struct store_api_token *t)
+static char *scope_text(const json_t *t)
 {
-	json_t *arr = t->clusters_json ? json_loads(t->clusters_json, 0, NULL) : NULL;
+	const json_t *arr = json_object_get(t, "clusters");
 	size_t i, n = json_array_size(arr), len = 0;
 	char *out;
 
-	if (!t->clusters_json)
+	if (!json_is_array(arr))
 		return strdup("all");
 	for (i = 0; i < n; i++)
 		len += strlen(json_string_value(json_array_get(arr, i))) + 1;
@@ -128,7 +131,6 @@ static char *scope_text(const struct store_api_token *t)
 			strcat(out, ",");
 		strcat(out, json_string_value(json_array_get(arr, i)));
 	}
-	json_decref(arr);
 	return out;
 }
 
@@ -142,14 +144,14 @@ static void print_time(const char *label, int64_t ms, const char *unset)
 
 /* POST /api/v1/api-tokens: 0 with *ret_token and *ret_id (caller frees), or negative with the
  * API's reason in err: -RY_E_EXISTS for a name taken, -RY_E_INVALID for what it refused. */
-static int create_api(struct httpc *api, const char *name, const char *role, const char *clusters,
+static int create_api(struct httpc *api, const char *name, const char *role, const json_t *clusters,
 		      int64_t ttl_ms, char **ret_token, char **ret_id, struct ctl_error *err)
 {
 	json_t *b = json_pack("{s:s, s:s}", "name", name, "role", role), *doc = NULL;
 	char *token = NULL, *id = NULL;
 	int r = -ENOMEM;
 
-	if (!b || (clusters && json_object_set_new(b, "clusters", json_loads(clusters, 0, NULL))) ||
+	if (!b || (clusters && json_object_set(b, "clusters", (json_t *)clusters)) ||
 	    (ttl_ms && json_object_set_new(b, "ttl_ms", json_integer(ttl_ms)))) {
 		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 		goto out;
@@ -184,6 +186,33 @@ out:
 	return r;
 }
 
+/* The tokens service on the database (no controller serves it): as create_api(). */
+static int create_local(struct store *st, const struct ctl_api_token_request *rq, char **ret_token,
+			char **ret_id, struct ctl_error *err)
+{
+	json_t *doc = NULL;
+	char *token = NULL, *id = NULL;
+	int r = ctl_api_token_create(st, rq, &doc, err);
+
+	if (r < 0) {
+		if (strcmp(err->code, CTL_ERR_CONFLICT) == 0)
+			r = -RY_E_EXISTS;
+		else if (strcmp(err->code, CTL_ERR_INVALID) == 0)
+			r = -RY_E_INVALID;
+		return r;
+	}
+	if (!(token = strdup(JSTR(doc, "token"))) || !(id = strdup(JSTR(doc, "id")))) {
+		free(token);
+		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	} else {
+		*ret_token = token;
+		*ret_id = id;
+	}
+	explicit_bzero((char *)JSTR(doc, "token"), strlen(JSTR(doc, "token")));
+	json_decref(doc);
+	return r;
+}
+
 static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -198,8 +227,8 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *name = NULL, *role_arg = NULL;
 	const char *clusters_arg = NULL;
-	char *clusters = NULL, *token = NULL, *id = NULL, *scope = NULL;
-	struct store_api_token *t = NULL;
+	char *token = NULL, *id = NULL, *scope = NULL;
+	json_t *clusters = NULL, *t = NULL;
 	int64_t ttl_ms = 0, now = util_now_unix_ms();
 	struct ctl_state *st = NULL;
 	struct httpc *api = NULL;
@@ -241,7 +270,7 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 		return r;
 	if (!name)
 		return cli_bad("--name", "(missing)");
-	if (!store_api_name_ok(name))
+	if (!ctl_api_token_name_ok(name))
 		return cli_bad("--name (1-64 letters, digits, '.', '_' or '-'; not 16 hex digits)",
 			       name);
 	if (!role_arg)
@@ -259,8 +288,14 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 	if (api)
 		r = create_api(api, name, api_role_name(role), clusters, ttl_ms, &token, &id, &err);
 	else
-		r = store_api_token_create(st->store, name, api_role_name(role), clusters, ttl_ms,
-					   ACTOR, now, &token, &id);
+		r = create_local(st->store,
+				 &(struct ctl_api_token_request){.name = name,
+								 .role = api_role_name(role),
+								 .clusters = clusters,
+								 .ttl_ms = ttl_ms,
+								 .actor = ACTOR,
+								 .now_ms = now},
+				 &token, &id, &err);
 	if (r == -RY_E_EXISTS) {
 		log_error("api-token create: a token named '%s' exists already (revoke it first, "
 			  "or choose another name)",
@@ -272,7 +307,9 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 		rc = r == -RY_E_INVALID ? 2 : 1;
 		goto out;
 	}
-	r = store_api_token_get(st->store, id, &t);
+	ctl_error_done(&err);
+	ctl_error_init(&err);
+	r = ctl_api_token_get(st->store, id, &t, &err);
 	if (r < 0) {
 		/* Made, but not readable back: the token must still reach the user. */
 		log_error("api-token create: reading the new token back: %s", ry_strerror(r));
@@ -289,9 +326,9 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 			goto out;
 	} else {
 		scope = scope_text(t);
-		printf("token: %s\nid: %s\nname: %s\nrole: %s\nclusters: %s\n", token, t->id,
-		       t->name, t->role, scope ? scope : "?");
-		print_time("expires", t->expires_at_ms, "never");
+		printf("token: %s\nid: %s\nname: %s\nrole: %s\nclusters: %s\n", token,
+		       JSTR(t, "id"), JSTR(t, "name"), JSTR(t, "role"), scope ? scope : "?");
+		print_time("expires", JMS(t, "expires_at_ms"), "never");
 	}
 warn:
 	fflush(stdout);
@@ -306,8 +343,8 @@ out:
 	free(token);
 	free(id);
 	free(scope);
-	free(clusters);
-	store_api_token_free(t);
+	json_decref(clusters);
+	json_decref(t);
 	ctl_state_free(st);
 	httpc_free(api);
 	ctl_error_done(&err);

@@ -3,28 +3,24 @@
  * only writer), and the offline restore of such a copy into a state directory nobody serves. */
 #include "controller/cli/cli.h"
 #include "common/util/exitcode.h"
+#include "controller/health.h"
 #include "controller/state.h"
-#include "controller/store/store_backup.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
 #include "common/util/util.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define DB_NAME "controller.db"
 
 enum { OPT_STATE_DIR = 1000, OPT_TO, OPT_FROM, OPT_FORCE };
 
 /* "WHAT: schema vN, N nodes, ..." (what: paths given by the operator, printed escaped). */
-static void print_info(const char *what, const struct store_backup_info *i)
+static void print_info(const char *what, const struct ctl_backup_info *i)
 {
 	util_fprintf_safe(stdout,
 			  "%s: schema v%d, %lld nodes, %lld deployments, %lld step results, "
@@ -34,29 +30,14 @@ static void print_info(const char *what, const struct store_backup_info *i)
 			  (long long)i->bench_runs);
 }
 
-/* Is path (which may not exist yet) the database file db, or its -wal, -shm or -journal? */
-static bool is_live_file(const char *path, const char *db)
+/* The service's reason, after "CMD: "; a file refused for being the database itself is named
+ * by its option (--to, --from), as the operator typed it. */
+static void log_failure(const char *cmd, const struct ctl_error *err, int r, const char *opt)
 {
-	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-	char dbreal[PATH_MAX], dirreal[PATH_MAX], want[PATH_MAX + 16], *d, *b;
-	bool same = false;
-
-	if (!realpath(db, dbreal))
-		return false;
-	d = strdup(path);
-	b = strdup(path);
-	if (d && b && realpath(dirname(d), dirreal)) {
-		char got[PATH_MAX * 2 + 2];
-
-		snprintf(got, sizeof(got), "%s/%s", dirreal, basename(b));
-		for (size_t i = 0; i < RY_ARRAY_SIZE(sfx) && !same; i++) {
-			snprintf(want, sizeof(want), "%s%s", dbreal, sfx[i]);
-			same = strcmp(got, want) == 0;
-		}
-	}
-	free(d);
-	free(b);
-	return same;
+	if (r == -RY_E_INVALID && strcmp(err->field, opt) == 0)
+		log_error("%s: --%s %s", cmd, opt, err->message);
+	else
+		log_error("%s: %s", cmd, err->message);
 }
 
 static int cmd_backup(const struct cli_command *cmd, int argc, char **argv)
@@ -68,8 +49,9 @@ static int cmd_backup(const struct cli_command *cmd, int argc, char **argv)
 		{0},
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *to = NULL;
-	struct store_backup_info info;
-	char err[512] = "", *db = NULL;
+	struct ctl_backup_info info;
+	struct ctl_error err;
+	char *db = NULL;
 	int c, r, rc = 1;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -95,19 +77,10 @@ static int cmd_backup(const struct cli_command *cmd, int argc, char **argv)
 		log_error("backup: out of memory");
 		return 1;
 	}
-	if (access(db, F_OK) < 0) {
-		r = -errno;
-		log_error("backup: %s: %s%s", db, ry_strerror(r),
-			  r == -EACCES ? " (run as root or as the controller's user)" : "");
-		goto out;
-	}
-	if (is_live_file(to, db)) {
-		log_error("backup: --to %s is the database itself", to);
-		goto out;
-	}
-	r = store_backup(db, to, &info, err, sizeof(err));
+	ctl_error_init(&err);
+	r = ctl_backup(state_dir, to, &info, &err);
 	if (r < 0) {
-		log_error("backup: %s", err[0] ? err : ry_strerror(r));
+		log_failure("backup", &err, r, "to");
 		goto out;
 	}
 	{
@@ -120,17 +93,9 @@ static int cmd_backup(const struct cli_command *cmd, int argc, char **argv)
 	       state_dir);
 	rc = 0;
 out:
+	ctl_error_done(&err);
 	free(db);
 	return rc;
-}
-
-static bool exists(const char *dir, const char *name)
-{
-	char *p = fs_path_join(dir, name);
-	bool v = p && access(p, F_OK) == 0;
-
-	free(p);
-	return v;
 }
 
 static int cmd_restore(const struct cli_command *cmd, int argc, char **argv)
@@ -143,13 +108,11 @@ static int cmd_restore(const struct cli_command *cmd, int argc, char **argv)
 		{0},
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *from = NULL;
-	struct store_backup_info info;
-	struct ctl_state *st = NULL;
-	char err[512] = "", *db = NULL;
+	struct ctl_backup_info info = {0};
+	struct ctl_error err;
+	char *db = NULL;
 	bool force = false;
-	long holder = 0;
-	struct stat sb;
-	int c, r, rc = 1, lock_fd = -1;
+	int c, r, rc = 1;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -172,66 +135,34 @@ static int cmd_restore(const struct cli_command *cmd, int argc, char **argv)
 		return r;
 	if (!from || !from[0])
 		return cli_bad("--from", "(missing)");
-	/* The nodes' certificates chain to the CA that issued them: a database without it
-	 * serves nobody. */
-	if (!exists(state_dir, "ca.crt") || !exists(state_dir, "ca.key")) {
-		log_error("restore: %s holds no CA (ca.crt, ca.key): restore into the backed-up "
-			  "controller's state directory, or a directory holding copies of its "
-			  "ca.crt, ca.key, server.crt and server.key",
-			  state_dir);
-		return 1;
-	}
-	/* Held for the whole restore: no serve starts on a half-restored directory. */
-	r = fs_lock_dir(state_dir, CTL_SERVE_LOCK, &lock_fd, &holder);
-	if (r == -RY_E_LOCKED) {
-		log_error("restore: %s is served by railyard-controller (pid %ld); stop it first",
-			  state_dir, holder);
-		return RY_EXIT_LOCKED;
-	}
-	if (r < 0) {
-		log_error("restore: cannot lock %s/%s: %s", state_dir, CTL_SERVE_LOCK,
-			  ry_strerror(r));
-		return 1;
-	}
 	db = fs_path_join(state_dir, DB_NAME);
 	if (!db) {
 		log_error("restore: out of memory");
-		goto out;
+		return 1;
 	}
-	r = store_backup_check(from, &info, err, sizeof(err));
-	if (r < 0) {
-		log_error("restore: %s", err[0] ? err : ry_strerror(r));
-		goto out;
-	}
-	if (is_live_file(from, db)) {
-		log_error("restore: --from %s is the database itself", from);
-		goto out;
-	}
-	if (!force && stat(db, &sb) == 0 && sb.st_size > 0) {
-		log_error("restore: %s exists; --force replaces it with %s", db, from);
-		goto out;
-	}
-	r = store_restore(from, db, &info, err, sizeof(err));
-	if (r < 0) {
-		log_error("restore: %s", err[0] ? err : ry_strerror(r));
-		goto out;
-	}
-	{
+	ctl_error_init(&err);
+	r = ctl_restore(state_dir, from, force, &info, &err);
+	/* The copy made (info written), with or without the open that follows it. */
+	if (r >= 0 || (err.code && strcmp(err.field, "restored") == 0)) {
 		char what[PATH_MAX * 2 + 32];
 
 		snprintf(what, sizeof(what), "restored %s from %s", db, from);
 		print_info(what, &info);
 	}
-	/* What serve will do with it: migrate, check, load the CA and the server key. */
-	if (cli_open_state(state_dir, true, &st) < 0) {
+	if (r < 0 && err.code && strcmp(err.field, "restored") == 0) {
+		log_error("%s", err.message);
 		log_error("restore: the database is restored, but serve cannot open %s", state_dir);
+		goto out;
+	}
+	if (r < 0) {
+		log_failure("restore", &err, r, "from");
+		rc = r == -RY_E_LOCKED ? RY_EXIT_LOCKED : 1;
 		goto out;
 	}
 	rc = 0;
 out:
-	ctl_state_free(st);
+	ctl_error_done(&err);
 	free(db);
-	close(lock_fd);
 	return rc;
 }
 

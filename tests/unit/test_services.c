@@ -1,7 +1,7 @@
 /* The controller's services called directly over a temporary store, as a front end would: the
  * tokens-and-audit service (API tokens, enrollment tokens, the audit log), the health reads and
- * the backup entry point, and the nodes and playbooks services. Each test opens a fresh state
- * directory holding only controller.db. */
+ * the backup and restore entry points, and the nodes and playbooks services. Each test opens a
+ * fresh state directory holding only controller.db. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,16 +9,22 @@
 #include <cmocka.h>
 
 #include "common/util/error.h"
+#include "common/util/fs.h"
 #include "controller/health.h"
 #include "controller/nodes.h"
 #include "controller/playbooks.h"
 #include "controller/service.h"
+#include "controller/state.h"
+#include "controller/store/store.h"
+#include "controller/store/store_apitoken.h"
+#include "controller/store/store_nodes.h"
 #include "controller/tokens.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NOW	   1700000000000LL
@@ -351,7 +357,7 @@ static void test_health_metrics_backup(void **state)
 	char *text = NULL, to[700];
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
-	struct store_backup_info info;
+	struct ctl_backup_info info;
 
 	assert_non_null(m);
 	assert_int_equal(ctl_health_store(f->st, &f->err), 0);
@@ -374,6 +380,104 @@ static void test_health_metrics_backup(void **state)
 	snprintf(to, sizeof(to), "%s/nothing-here", f->dir);
 	expect_error(f, ctl_backup(to, "/dev/null/x", NULL, &f->err), CTL_ERR_NOT_FOUND,
 		     "state_dir");
+}
+
+/* Remove dir and the files in it (no deeper). */
+static void rm_dir(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		char p[1100];
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* Enroll one node in the fixture's store, back it up, and restore the backup into an
+ * initialised state directory: every refusal first, then the restore. */
+static void test_restore(void **state)
+{
+	struct fx *f = *state;
+	char sd[700], backup[700], junk[700], live[800], why[512] = "", pid[64];
+	struct ctl_backup_info info = {0};
+	struct store_enroll e = {.node_id = "node-0001",
+				 .hostname = "gpu01",
+				 .cert_serial = "01",
+				 .cert_fingerprint = "ff",
+				 .peer = "127.0.0.1"};
+	struct store *st2 = NULL;
+	json_t *tok = NULL, *n = NULL;
+	long holder = 0;
+	FILE *fp;
+	int fd = -1;
+
+	assert_int_equal(ctl_enroll_token_create(f->st, ACTOR, "c1", 1, 60000, NOW, &tok, &f->err),
+			 0);
+	e.token = JSTR(tok, "token");
+	assert_int_equal(store_enroll_node(f->st, &e, NOW + 1, NULL), 0);
+	json_decref(tok);
+	snprintf(backup, sizeof(backup), "%s/backup.db", f->dir);
+	assert_int_equal(ctl_backup(f->dir, backup, &info, &f->err), 0);
+	assert_int_equal(info.nodes, 1);
+
+	snprintf(sd, sizeof(sd), "%s/sd", f->dir);
+	assert_int_equal(ctl_state_init(sd, NULL, 0, why, sizeof(why)), 0);
+	snprintf(live, sizeof(live), "%s/controller.db", sd);
+
+	/* No CA in the fixture's directory (only controller.db). */
+	expect_error(f, ctl_restore(f->dir, backup, true, NULL, &f->err), CTL_ERR_NOT_FOUND,
+		     "state_dir");
+	/* A database there already, and no --force. */
+	expect_error(f, ctl_restore(sd, backup, false, NULL, &f->err), CTL_ERR_CONFLICT, "force");
+	/* Not a database. */
+	snprintf(junk, sizeof(junk), "%s/junk.db", f->dir);
+	fp = fopen(junk, "w");
+	assert_non_null(fp);
+	fputs("this is not an SQLite database, only some text long enough to look at\n", fp);
+	fclose(fp);
+	expect_error(f, ctl_restore(sd, junk, true, NULL, &f->err), CTL_ERR_INVALID, "from");
+	expect_error(f, ctl_restore(sd, "", true, NULL, &f->err), CTL_ERR_INVALID, "from");
+	/* The database itself. */
+	expect_error(f, ctl_restore(sd, live, true, NULL, &f->err), CTL_ERR_INVALID, "from");
+	/* Served (its serve lock held): refused, naming the holder. */
+	assert_int_equal(fs_lock_dir(sd, CTL_SERVE_LOCK, &fd, &holder), 0);
+	assert_int_equal(ctl_restore(sd, backup, true, NULL, &f->err), -RY_E_LOCKED);
+	assert_string_equal(f->err.code, CTL_ERR_CONFLICT);
+	assert_string_equal(f->err.field, "state_dir");
+	snprintf(pid, sizeof(pid), "(pid %ld)", (long)getpid());
+	assert_non_null(strstr(f->err.message, pid));
+	ctl_error_done(&f->err);
+	ctl_error_init(&f->err);
+	close(fd);
+	/* None of the refusals touched the initialised database: no node in it. */
+	assert_int_equal(store_open(live, &st2), 0);
+	expect_error(f, ctl_node_get(st2, "gpu01", &n, &f->err), CTL_ERR_NOT_FOUND, NULL);
+	store_free(st2);
+	st2 = NULL;
+
+	/* The restore. */
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(ctl_restore(sd, backup, true, &info, &f->err), 0);
+	assert_true(info.schema_version > 0);
+	assert_int_equal(info.nodes, 1);
+	assert_int_equal(store_open(live, &st2), 0);
+	assert_int_equal(ctl_node_get(st2, "gpu01", &n, &f->err), 0);
+	assert_string_equal(JSTR(n, "id"), "node-0001");
+	json_decref(n);
+	store_free(st2);
+	/* The lock was let go. */
+	fd = -1;
+	assert_int_equal(fs_lock_dir(sd, CTL_SERVE_LOCK, &fd, &holder), 0);
+	close(fd);
+	rm_dir(sd);
 }
 
 /* ---- nodes and playbooks --------------------------------------------------------------------
@@ -465,6 +569,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_enroll_tokens, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_audit, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_health_metrics_backup, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_restore, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_nodes, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_playbooks, fx_setup, fx_teardown),
 	};
