@@ -59,7 +59,7 @@ wait "$hb_pid" 2>/dev/null
 # A second serve on a served state directory: refused before it touches anything.
 addr_before=$(cat "$T/ctl/controller.addr")
 out=$("$CTL" serve --state-dir "$T/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 2>&1); rc=$?
-check "second serve on the same state directory exits 4 ($rc)" test "$rc" -eq 4
+check "second serve on the same state directory exits 6 ($rc)" test "$rc" -eq 6
 check "it names the serving pid" grep -q "already served by another railyard-controller (pid $CTL_PID)" <<<"$out"
 check "controller.addr unchanged" test "$(cat "$T/ctl/controller.addr")" = "$addr_before"
 check "first controller unaffected" kill -0 "$CTL_PID"
