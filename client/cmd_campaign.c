@@ -304,6 +304,8 @@ static void print_list(const json_t *items)
 	const json_t *c;
 	size_t i;
 
+	printf("%-11s %-12s %-16s %-6s %-10s %-5s %9s  %s\n", "ID", "CLUSTER", "PLAYBOOK", "OVER",
+	       "STATE", "RESULT", "NODES", "ENDED/PROGRESS");
 	json_array_foreach(items, i, c)
 	{
 		char when[32], line[512];
@@ -353,7 +355,8 @@ static int cmd_campaigns(struct rc *rc, const struct rc_command *cmd, int argc, 
 			return rc_usage(cmd, c);
 		results = true;
 	}
-	if ((r = rc_positionals(cmd, argc, argv, 1, true)) != 0)
+	/* "campaign show ID", "campaigns [ID]" */
+	if ((r = rc_positionals(cmd, argc, argv, 1, strcmp(cmd->name, "campaigns") == 0)) != 0)
 		return r;
 	if (optind == argc) {
 		if (results)
@@ -394,6 +397,12 @@ static int cmd_campaigns(struct rc *rc, const struct rc_command *cmd, int argc, 
 	return r;
 }
 
+static int cmd_cancel(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	return rc_post_id(rc, cmd, argc, argv, "/api/v1/campaigns/", "/cancel",
+			  "cancel requested: campaign");
+}
+
 const struct rc_command rc_campaign_commands[] = {
 	{"validate",
 	 "--cluster C --playbook FILE [--tests a,b] [--nodes SELECTOR]\n"
@@ -406,5 +415,9 @@ const struct rc_command rc_campaign_commands[] = {
 	 "list campaigns, or show one: progress while it runs, then its verdict (--results: and "
 	 "its result rows)",
 	 cmd_campaigns},
+	{"campaign show", "ID [--results]",
+	 "show a campaign: progress while it runs, then its verdict (--results: and its rows)",
+	 cmd_campaigns},
+	{"campaign cancel", "ID", "cancel a running campaign", cmd_cancel},
 	{0},
 };

@@ -18,7 +18,10 @@ enum {
 	OPT_MAX_FAIL,
 	OPT_CANARY,
 	OPT_PAUSE,
-	OPT_NO_WAIT
+	OPT_PAUSE_MS,
+	OPT_NO_WAIT,
+	OPT_DIFF,
+	OPT_TIMEOUT,
 };
 
 static bool node_finished(const json_t *n)
@@ -30,8 +33,9 @@ static bool node_finished(const json_t *n)
 
 /* Poll the deployment until it ends, printing each node once as it finishes (on out). 0 with
  * *ret its last document, or the exit code. */
-static int follow(struct rc *rc, const char *path, FILE *out, json_t **ret)
+static int follow(struct rc *rc, const char *path, int64_t timeout_ms, FILE *out, json_t **ret)
 {
+	int64_t deadline = util_now_mono_ms() + timeout_ms;
 	char *seen = NULL;
 	size_t seen_n = 0;
 	int r;
@@ -63,6 +67,12 @@ static int follow(struct rc *rc, const char *path, FILE *out, json_t **ret)
 			break;
 		}
 		json_decref(d);
+		if (util_now_mono_ms() > deadline) {
+			util_fprintf_safe(stderr, RC_PROG ": still running after %lld s\n",
+					  (long long)(timeout_ms / 1000));
+			r = RC_FAILED;
+			break;
+		}
 		usleep(POLL_MS * 1000);
 	}
 	free(seen);
@@ -71,8 +81,8 @@ static int follow(struct rc *rc, const char *path, FILE *out, json_t **ret)
 
 struct deploy_args {
 	const char *cluster, *playbook, *batch, *max_fail;
-	int64_t canary, pause_ms;
-	bool check, no_wait;
+	int64_t canary, pause_ms, timeout_ms;
+	bool check, no_wait, diff;
 };
 
 static int parse_deploy(struct rc *rc, const struct rc_command *cmd, int argc, char **argv,
@@ -85,8 +95,11 @@ static int parse_deploy(struct rc *rc, const struct rc_command *cmd, int argc, c
 		{"batch", required_argument, NULL, OPT_BATCH},
 		{"max-fail", required_argument, NULL, OPT_MAX_FAIL},
 		{"canary", required_argument, NULL, OPT_CANARY},
-		{"pause-ms", required_argument, NULL, OPT_PAUSE},
+		{"pause", required_argument, NULL, OPT_PAUSE},
+		{"pause-ms", required_argument, NULL, OPT_PAUSE_MS}, /* the old spelling */
 		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
+		{"diff", no_argument, NULL, OPT_DIFF},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{0},
 	};
 	int c, r;
@@ -113,8 +126,21 @@ static int parse_deploy(struct rc *rc, const struct rc_command *cmd, int argc, c
 				return r;
 			break;
 		case OPT_PAUSE:
+			if ((r = rc_parse_duration("--pause", optarg, 0, 86400000, &a->pause_ms)) !=
+			    0)
+				return r;
+			break;
+		case OPT_PAUSE_MS:
 			if ((r = rc_parse_int("--pause-ms", optarg, 0, 86400000, &a->pause_ms)) !=
 			    0)
+				return r;
+			break;
+		case OPT_DIFF:
+			a->diff = true;
+			break;
+		case OPT_TIMEOUT:
+			if ((r = rc_parse_duration("--timeout", optarg, 1000, 7LL * 86400000,
+						   &a->timeout_ms)) != 0)
 				return r;
 			break;
 		case OPT_NO_WAIT:
@@ -148,9 +174,32 @@ static json_t *deploy_body(const struct deploy_args *a, const char *text)
 	return b;
 }
 
+/* Every step's diff (--diff): escaped, keeping their lines. */
+static void print_diffs(FILE *out, const json_t *d)
+{
+	const json_t *n, *s;
+	size_t i, k;
+
+	json_array_foreach(json_object_get(d, "nodes"), i, n)
+	{
+		json_array_foreach(json_object_get(n, "steps"), k, s)
+		{
+			char *diff;
+
+			if (!rc_str(s, "diff", "")[0])
+				continue;
+			diff = util_escape(JSTR(s, "diff"), true);
+			util_fprintf_safe(out, "--- %s: %s (%s)\n", rc_str(n, "node_id", "?"),
+					  rc_str(s, "name", "?"), rc_str(s, "status", "?"));
+			fputs(diff ? diff : "(out of memory)\n", out);
+			free(diff);
+		}
+	}
+}
+
 static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
-	struct deploy_args a = {.canary = -1, .pause_ms = -1};
+	struct deploy_args a = {.canary = -1, .pause_ms = -1, .timeout_ms = 30LL * 60000};
 	json_t *body = NULL, *made = NULL, *last = NULL;
 	FILE *out = stdout;
 	char *text = NULL, *id = NULL, path[256];
@@ -188,7 +237,7 @@ static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, cha
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/api/v1/deployments/%s", id);
-	if ((r = follow(rc, path, out, &last)) != 0) {
+	if ((r = follow(rc, path, a.timeout_ms, out, &last)) != 0) {
 		util_fprintf_safe(stderr,
 				  RC_PROG ": the deployment carries on; follow it with `" RC_PROG
 					  " deployments %s`\n",
@@ -198,6 +247,8 @@ static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	reason = JSTR(last, "reason");
 	util_fprintf_safe(out, "deployment %s %s%s%s\n", rc_str(last, "id", "?"),
 			  rc_str(last, "state", "?"), reason ? ": " : "", reason ? reason : "");
+	if (a.diff)
+		print_diffs(out, last);
 	if (rc->json)
 		rc_print_json(stdout, last);
 	r = strcmp(rc_str(last, "state", ""), "succeeded") == 0 ? RC_OK : RC_FAILED;
@@ -253,7 +304,8 @@ static int cmd_deployments(struct rc *rc, const struct rc_command *cmd, int argc
 
 	while ((c = rc_getopt(rc, argc, argv, (const struct option[]){{0}})) != -1)
 		return rc_usage(cmd, c);
-	if ((r = rc_positionals(cmd, argc, argv, 1, true)) != 0)
+	/* "deployment show ID", "deployments [ID]" */
+	if ((r = rc_positionals(cmd, argc, argv, 1, strcmp(cmd->name, "deployments") == 0)) != 0)
 		return r;
 	if (optind < argc) {
 		if (!(id = httpc_escape(argv[optind])) ||
@@ -284,14 +336,24 @@ static int cmd_deployments(struct rc *rc, const struct rc_command *cmd, int argc
 	return r;
 }
 
+static int cmd_cancel(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	return rc_post_id(rc, cmd, argc, argv, "/api/v1/deployments/", "/cancel",
+			  "cancel requested: deployment");
+}
+
 const struct rc_command rc_deploy_commands[] = {
 	{"deploy",
 	 "--cluster C --playbook FILE [--check] [--batch N|P%] [--max-fail N|P%]\n"
-	 "        [--canary N] [--pause-ms MS] [--no-wait]",
+	 "        [--canary N] [--pause 30s] [--no-wait] [--diff] [--timeout 30m]",
 	 "deploy a playbook to a cluster's nodes (check mode: diffs only) and follow it "
 	 "(exit 0 succeeded, 1 otherwise)",
 	 cmd_deploy},
 	{"deployments", "[ID]", "list deployments, or show one with its nodes (--json: and steps)",
 	 cmd_deployments},
+	{"deployment show", "ID", "show a deployment with its nodes (--json: and steps and diffs)",
+	 cmd_deployments},
+	{"deployment cancel", "ID", "cancel a running deployment (nodes not started are skipped)",
+	 cmd_cancel},
 	{0},
 };

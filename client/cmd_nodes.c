@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_CLUSTER = 900, OPT_STATE, OPT_USES, OPT_TTL };
+enum { OPT_CLUSTER = 900, OPT_STATE, OPT_USES, OPT_TTL, OPT_TTL_MS };
 
 /* "?k=v&k2=v2" of the options given (escaped), appended to path into buf. 0 or RC_USAGE. */
 static int with_query(char *buf, size_t len, const char *path, const char *k1, const char *v1,
@@ -89,7 +89,9 @@ static int cmd_enroll_token(struct rc *rc, const struct rc_command *cmd, int arg
 	static const struct option opts[] = {
 		{"cluster", required_argument, NULL, OPT_CLUSTER},
 		{"uses", required_argument, NULL, OPT_USES},
-		{"ttl-ms", required_argument, NULL, OPT_TTL},
+		{"ttl", required_argument, NULL, OPT_TTL},
+		{"ttl-ms", required_argument, NULL,
+		 OPT_TTL_MS}, /* the old spelling, for a release */
 		{0},
 	};
 	json_t *body = NULL, *doc = NULL;
@@ -107,6 +109,11 @@ static int cmd_enroll_token(struct rc *rc, const struct rc_command *cmd, int arg
 				return r;
 			break;
 		case OPT_TTL:
+			if ((r = rc_parse_duration("--ttl", optarg, 1000, 30LL * 86400000, &ttl)) !=
+			    0)
+				return r;
+			break;
+		case OPT_TTL_MS:
 			if ((r = rc_parse_int("--ttl-ms", optarg, 1000, 30LL * 86400000, &ttl)) !=
 			    0)
 				return r;
@@ -146,7 +153,7 @@ static int cmd_enroll_token(struct rc *rc, const struct rc_command *cmd, int arg
 const struct rc_command rc_nodes_commands[] = {
 	{"nodes", "[--cluster C] [--state S]",
 	 "list the nodes (every page), with their state, agent, sign-off and facts", cmd_nodes},
-	{"enrollment-token create", "--cluster C [--uses N] [--ttl-ms MS]",
+	{"enrollment-token create", "--cluster C [--uses 1] [--ttl 1h]",
 	 "make a one-time token with which nodes of a cluster enroll", cmd_enroll_token},
 	{0},
 };

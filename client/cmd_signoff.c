@@ -68,6 +68,8 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 		r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
 		json_decref(doc);
 	} else {
+		printf("%-11s %-22s %-12s %-12s %-20s  %s\n", "ID", "VERDICT", "CLUSTER", "KIND",
+		       "CREATED", "CAMPAIGN");
 		json_array_foreach(items, i, s)
 		{
 			rc_print_signoff(stdout, s, false);
@@ -93,6 +95,36 @@ static int cmd_show(struct rc *rc, const struct rc_command *cmd, int argc, char 
 		r = rc_print_json(stdout, doc);
 	else
 		rc_print_signoff(stdout, doc, true);
+	json_decref(doc);
+	return r;
+}
+
+static int cmd_create(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {{"campaign", required_argument, NULL, 'c'}, {0}};
+	const char *campaign = NULL;
+	json_t *body = NULL, *doc = NULL;
+	int c, r;
+
+	/* signoff create CAMPAIGN; --campaign ID is the old spelling. */
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != 'c')
+			return rc_usage(cmd, c);
+		campaign = optarg;
+	}
+	if ((r = rc_positionals(cmd, argc, argv, campaign ? 0 : 1, false)) != 0)
+		return r;
+	if (!campaign)
+		campaign = argv[optind];
+	if (!(body = json_pack("{s:s}", "campaign", campaign)))
+		return rc_bad("campaign id", campaign);
+	if ((r = rc_api(rc, "POST", "/api/v1/signoffs", body, &doc)) == 0) {
+		if (rc->json)
+			r = rc_print_json(stdout, doc);
+		else
+			rc_print_signoff(stdout, doc, true);
+	}
+	json_decref(body);
 	json_decref(doc);
 	return r;
 }
@@ -365,6 +397,7 @@ out:
 }
 
 const struct rc_command rc_signoff_commands[] = {
+	{"signoff create", "CAMPAIGN", "sign a passed campaign's report", cmd_create},
 	{"signoff list", "[--cluster C]", "list sign-offs, newest first", cmd_list},
 	{"signoff show", "ID",
 	 "show a sign-off: verdict, summary, and whether it is stale (and why)", cmd_show},

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_NAME = 900, OPT_ROLE, OPT_CLUSTERS, OPT_TTL };
+enum { OPT_NAME = 900, OPT_ROLE, OPT_CLUSTERS, OPT_TTL, OPT_TTL_MS };
 
 /* Longest --ttl-ms the API takes: ten years. */
 #define TTL_MAX_MS (3650LL * 86400000)
@@ -108,7 +108,9 @@ static int cmd_create(struct rc *rc, const struct rc_command *cmd, int argc, cha
 		{"name", required_argument, NULL, OPT_NAME},
 		{"role", required_argument, NULL, OPT_ROLE},
 		{"clusters", required_argument, NULL, OPT_CLUSTERS},
-		{"ttl-ms", required_argument, NULL, OPT_TTL},
+		{"ttl", required_argument, NULL, OPT_TTL},
+		{"ttl-ms", required_argument, NULL,
+		 OPT_TTL_MS}, /* the old spelling, for a release */
 		{0},
 	};
 	const char *name = NULL, *role = NULL, *clusters = NULL;
@@ -128,6 +130,10 @@ static int cmd_create(struct rc *rc, const struct rc_command *cmd, int argc, cha
 			clusters = optarg;
 			break;
 		case OPT_TTL:
+			if ((r = rc_parse_duration("--ttl", optarg, 1, TTL_MAX_MS, &ttl)) != 0)
+				return r;
+			break;
+		case OPT_TTL_MS:
 			if ((r = rc_parse_int("--ttl-ms", optarg, 1, TTL_MAX_MS, &ttl)) != 0)
 				return r;
 			break;
@@ -138,7 +144,7 @@ static int cmd_create(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	if ((r = rc_positionals(cmd, argc, argv, 0, false)) != 0)
 		return r;
 	if (!name || !role)
-		return rc_bad("tokens create", "(--name and --role are required)");
+		return rc_bad("token create", "(--name and --role are required)");
 	if (clusters && !(cl = cluster_list(clusters)))
 		return RC_USAGE;
 	body = json_pack("{s:s, s:s}", "name", name, "role", role);
@@ -165,7 +171,7 @@ static int cmd_create(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	fflush(stdout);
 	util_fprintf_safe(stderr,
 			  RC_PROG ": this token is shown only once; store it now. It cannot be "
-				  "recovered, only revoked (" RC_PROG " tokens revoke %s).\n",
+				  "recovered, only revoked (" RC_PROG " token revoke %s).\n",
 			  rc_str(doc, "id", "?"));
 out:
 	if (doc && JSTR(doc, "token"))
@@ -201,13 +207,23 @@ static int cmd_revoke(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	return r;
 }
 
+#define CREATE_SYNOPSIS                                                                            \
+	"--name N --role admin|integrator|operator|viewer [--clusters a,b] [--ttl 30d]"
+#define CREATE_HELP                                                                                \
+	"make an API token (shown once; no --clusters: every cluster; no --ttl: never expires)"
+
 const struct rc_command rc_tokens_commands[] = {
-	{"tokens list", "", "list the REST API's tokens (never their secrets)", cmd_list},
-	{"tokens create",
-	 "--name N --role admin|integrator|operator|viewer [--clusters a,b] [--ttl-ms MS]",
-	 "make an API token (shown once; no --clusters: every cluster; no --ttl-ms: never "
-	 "expires)",
-	 cmd_create},
+	{"token create", CREATE_SYNOPSIS, CREATE_HELP, cmd_create},
+	{"token list", "", "list the REST API's tokens (never their secrets)", cmd_list},
+	{"token revoke", "ID|NAME", "revoke an API token", cmd_revoke},
+	{"tokens", "", "list the REST API's tokens (= token list)", cmd_list},
+	{0},
+};
+
+/* The old spellings, kept working. */
+const struct rc_command rc_alias_commands[] = {
+	{"tokens list", "", "list the REST API's tokens", cmd_list},
+	{"tokens create", CREATE_SYNOPSIS, CREATE_HELP, cmd_create},
 	{"tokens revoke", "ID|NAME", "revoke an API token", cmd_revoke},
 	{0},
 };

@@ -135,6 +135,43 @@ int rc_parse_int(const char *what, const char *s, int64_t min, int64_t max, int6
 	return 0;
 }
 
+int rc_parse_duration(const char *what, const char *s, int64_t min_ms, int64_t max_ms,
+		      int64_t *ret_ms)
+{
+	size_t n = strlen(s);
+	int64_t v;
+
+	/* A unit always: "--pause 2" was milliseconds in one spelling and seconds in another. A
+	 * bare number is read as seconds, as railyard-controller did, and said. */
+	if (n && s[n - 1] >= '0' && s[n - 1] <= '9' && util_parse_duration_ms(s, &v) == 0)
+		util_fprintf_safe(stderr,
+				  RC_PROG ": %s %s: a duration takes a unit (%ss); read as "
+					  "seconds\n",
+				  what, s, s);
+	if (!n || util_parse_duration_ms(s, &v) < 0 || v < min_ms || v > max_ms)
+		return rc_bad(what, s);
+	*ret_ms = v;
+	return 0;
+}
+
+int rc_id_path(char *buf, size_t len, const char *prefix, const char *id, const char *suffix)
+{
+	char *e = httpc_escape(id);
+	size_t n = e ? (size_t)snprintf(buf, len, "%s%s%s", prefix, e, suffix) : len;
+
+	free(e);
+	return n >= len ? rc_bad("id", id) : 0;
+}
+
+int rc_print_list(const json_t *items)
+{
+	json_t *doc = json_pack("{s:O, s:n}", "items", items, "next_cursor");
+	int r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
+
+	json_decref(doc);
+	return r;
+}
+
 int rc_read_file(const char *what, const char *path, size_t max, char **ret_text)
 {
 	size_t len = 0;

@@ -49,7 +49,7 @@ static void print_globals(void)
 /* Groups ("signoff") and their subcommands, as a case arm each. */
 static void print_groups(void)
 {
-	for (size_t t = 0; t < rc_tables_count; t++) {
+	for (size_t t = 0; t < rc_tables_listed; t++) {
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++) {
 			const char *sp = strchr(c->name, ' ');
 
@@ -88,7 +88,7 @@ static void print_script(void)
 	       "\t\tw=${COMP_WORDS[i]}\n"
 	       "\t\tcase $w in\n"
 	       "\t\t--url|--token|--ca|--profile");
-	for (size_t t = 0; t < rc_tables_count; t++)
+	for (size_t t = 0; t < rc_tables_listed; t++)
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++)
 			synopsis_options(c->synopsis, print_with_arg);
 	printf(")\n\t\t\t((i++))\n\t\t\t;;\n"
@@ -98,7 +98,7 @@ static void print_script(void)
 	       "\tdone\n"
 	       "\tcase $cmd in\n"
 	       "\t'')\n\t\tCOMPREPLY=($(compgen -W \"");
-	for (size_t t = 0; t < rc_tables_count; t++)
+	for (size_t t = 0; t < rc_tables_listed; t++)
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++) {
 			size_t len = strcspn(c->name, " ");
 
@@ -111,7 +111,7 @@ static void print_script(void)
 	printf(" help\" -- \"$cur\"))\n\t\t;;\n");
 	print_groups();
 	printf("\tcompletion)\n\t\tCOMPREPLY=($(compgen -W \"bash\" -- \"$cur\"))\n\t\t;;\n");
-	for (size_t t = 0; t < rc_tables_count; t++)
+	for (size_t t = 0; t < rc_tables_listed; t++)
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++) {
 			printf("\t'%s' | '%s '*)\n\t\tCOMPREPLY=($(compgen -W \"", c->name,
 			       c->name);

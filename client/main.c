@@ -8,10 +8,12 @@
 #include <string.h>
 
 const struct rc_command *const rc_tables[] = {
-	rc_login_commands,   rc_nodes_commands,	 rc_deploy_commands, rc_campaign_commands,
-	rc_signoff_commands, rc_tokens_commands, rc_watch_commands,  rc_completion_commands,
+	rc_login_commands,    rc_nodes_commands,      rc_admin_commands, rc_deploy_commands,
+	rc_campaign_commands, rc_signoff_commands,    rc_bench_commands, rc_tokens_commands,
+	rc_watch_commands,    rc_completion_commands, rc_alias_commands,
 };
 const size_t rc_tables_count = RY_ARRAY_SIZE(rc_tables);
+const size_t rc_tables_listed = RY_ARRAY_SIZE(rc_tables) - 1;
 
 static void usage_all(const char *prefix, FILE *f)
 {
@@ -19,7 +21,7 @@ static void usage_all(const char *prefix, FILE *f)
 
 	fprintf(f, "usage: " RC_PROG " [--url URL] [--token T|-] [--ca FILE] [--profile P] "
 		   "[--local] [--state-dir DIR] COMMAND [options] [--json]\n\n");
-	for (size_t t = 0; t < rc_tables_count; t++)
+	for (size_t t = 0; t < rc_tables_listed; t++)
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++)
 			if (strncmp(c->name, prefix, plen) == 0)
 				fprintf(f, "  %-24s %s\n", c->name, c->help);
@@ -39,15 +41,7 @@ static void usage_all(const char *prefix, FILE *f)
 		"else\n" RC_DEFAULT_STATE_DIR
 		"). When neither --url, RAILYARD_URL nor a profile names a\n"
 		"controller and that directory's api.sock exists, it is used. Global options go\n"
-		"before or after the command.\n\n"
-		"Exit codes:\n"
-		"  0  done\n"
-		"  1  a failed verdict or deployment, or a request refused (HTTP 4xx not below)\n"
-		"  2  usage\n"
-		"  3  not authenticated or not allowed (HTTP 401, 403)\n"
-		"  4  not found (HTTP 404)\n"
-		"  5  unreachable: connection refused, TLS failure, timeout, HTTP 5xx\n"
-		"  130  interrupted\n");
+		"before or after the command.\n\n" RY_EXIT_HELP);
 }
 
 /* The command named by argv[0] (and argv[1] for a group: "signoff list"). */
@@ -55,13 +49,14 @@ static const struct rc_command *find(int argc, char **argv, int *ret_words, bool
 {
 	size_t len = strlen(argv[0]);
 
+	const struct rc_command *one = NULL;
+
 	*ret_group = false;
 	for (size_t t = 0; t < rc_tables_count; t++) {
 		for (const struct rc_command *c = rc_tables[t]; c->name; c++) {
-			if (strcmp(c->name, argv[0]) == 0) {
-				*ret_words = 1;
-				return c;
-			}
+			/* "tokens list" before "tokens" (which lists too): two words win. */
+			if (strcmp(c->name, argv[0]) == 0 && !one)
+				one = c;
 			if (strncmp(c->name, argv[0], len) == 0 && c->name[len] == ' ') {
 				*ret_group = true;
 				if (argc > 1 && strcmp(c->name + len + 1, argv[1]) == 0) {
@@ -71,7 +66,11 @@ static const struct rc_command *find(int argc, char **argv, int *ret_words, bool
 			}
 		}
 	}
-	return NULL;
+	if (one) {
+		*ret_group = false;
+		*ret_words = 1;
+	}
+	return one;
 }
 
 static int unknown(int argc, char **argv, bool group)

@@ -14,19 +14,20 @@
 #include <stdio.h>
 
 #include "common/httpc/httpc.h"
+#include "common/util/exitcode.h"
 
 #define RC_PROG "railyard"
 
-/* Exit codes (railyard --help, docs/operations.md). */
+/* Exit codes: the one table of common/util/exitcode.h. */
 enum rc_exit {
 	RC_HELP = -1, /* --help was asked and shown: 0 for the shell, but the command stops */
-	RC_OK = 0,
-	RC_FAILED = 1,	    /* a failed verdict or deployment, a refused request (other 4xx) */
-	RC_USAGE = 2,	    /* bad command line, or a command not available yet */
-	RC_AUTH = 3,	    /* 401, 403 */
-	RC_NOT_FOUND = 4,   /* 404 */
-	RC_UNREACHABLE = 5, /* connection refused, TLS failure, timeout, 5xx */
-	RC_INTERRUPTED = 130,
+	RC_OK = RY_EXIT_OK,
+	RC_FAILED = RY_EXIT_FAILED,
+	RC_USAGE = RY_EXIT_USAGE,
+	RC_AUTH = RY_EXIT_AUTH,
+	RC_NOT_FOUND = RY_EXIT_NOT_FOUND,
+	RC_UNREACHABLE = RY_EXIT_UNREACHABLE,
+	RC_INTERRUPTED = RY_EXIT_INTERRUPTED,
 };
 
 /* One invocation: the global options as given, then the connection made from them. */
@@ -57,9 +58,14 @@ extern const struct rc_command rc_signoff_commands[];
 extern const struct rc_command rc_tokens_commands[];
 extern const struct rc_command rc_watch_commands[];
 extern const struct rc_command rc_completion_commands[];
-/* Every table, for usage and completion. */
+extern const struct rc_command rc_admin_commands[];
+extern const struct rc_command rc_bench_commands[];
+/* Old spellings kept working, listed nowhere (last in rc_tables). */
+extern const struct rc_command rc_alias_commands[];
+/* Every table, for usage and completion: the first rc_tables_listed are listed, the rest are
+ * aliases. */
 extern const struct rc_command *const rc_tables[];
-extern const size_t rc_tables_count;
+extern const size_t rc_tables_count, rc_tables_listed;
 /* The state directory --local uses when none is named, and its socket's name. */
 #define RC_DEFAULT_STATE_DIR "/var/lib/railyard/controller"
 #define RC_API_SOCKET	     "api.sock"
@@ -81,6 +87,18 @@ int rc_bad(const char *what, const char *value);
 int rc_positionals(const struct rc_command *cmd, int argc, char **argv, int n, bool up_to);
 /* A decimal integer in [min, max]: 0, or RC_USAGE with the reason said. */
 int rc_parse_int(const char *what, const char *s, int64_t min, int64_t max, int64_t *ret);
+/* A duration with its unit ("500ms", "2s", "5m", "1h", "1d") in [min_ms, max_ms]: 0, or
+ * RC_USAGE with the reason said. */
+int rc_parse_duration(const char *what, const char *s, int64_t min_ms, int64_t max_ms,
+		      int64_t *ret_ms);
+/* prefix, the escaped id and suffix in buf ("/api/v1/nodes/" ID "/revoke"): 0 or RC_USAGE. */
+int rc_id_path(char *buf, size_t len, const char *prefix, const char *id, const char *suffix);
+/* A whole listing as --json prints it: {"items": [...], "next_cursor": null}. 0 or RC_FAILED. */
+int rc_print_list(const json_t *items);
+/* A command of one positional ID and no option of its own: POST prefix ID suffix, then "done
+ * ID" (or the reply with --json). 0 or the exit code. */
+int rc_post_id(struct rc *rc, const struct rc_command *cmd, int argc, char **argv,
+	       const char *prefix, const char *suffix, const char *done);
 /* The largest playbook sent: the API's body limit. */
 #define RC_PLAYBOOK_MAX (1024 * 1024)
 /* Read a playbook file (bounded); 0, or RC_FAILED with the reason said. Caller frees. */

@@ -1,6 +1,7 @@
 /* The subcommand table of railyard-controller and what its commands share: global options,
  * usage at every level, option helpers, error printing. */
 #include "controller/cli/cli.h"
+#include "common/util/exitcode.h"
 #include "controller/service.h"
 #include "controller/state.h"
 #include "common/log/log.h"
@@ -41,7 +42,7 @@ static void usage_all(const char *prefix, FILE *f)
 			if (strncmp(c->name, prefix, plen) == 0)
 				fprintf(f, "  %-16s %s\n", c->name, c->help);
 	fprintf(f, "\n" PROG " COMMAND --help shows a command's options.\n--state-dir defaults "
-		   "to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, d.\n");
+		   "to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, d.\n\n" RY_EXIT_HELP);
 }
 
 int cli_bad(const char *what, const char *value)

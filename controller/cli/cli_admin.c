@@ -2,6 +2,7 @@
  * audit, playbook check, version. token create and node revoke go through the serving
  * controller (one writer); token create writes the database itself when none serves. */
 #include "controller/cli/cli.h"
+#include "common/util/exitcode.h"
 #include "common/httpc/httpc.h"
 #include "controller/server.h"
 #include "controller/service.h"
@@ -254,7 +255,7 @@ static int serve(const char *state_dir, const struct ctl_server_config *cfg,
 		log_error("serve: %s is already served by another railyard-controller (pid %ld); "
 			  "stop it first",
 			  state_dir, holder);
-		return CTL_EXIT_LOCKED;
+		return RY_EXIT_LOCKED;
 	}
 	if (r < 0) {
 		log_error("serve: cannot lock %s/%s: %s%s", state_dir, CTL_SERVE_LOCK,

@@ -2,6 +2,7 @@
  * taken while a controller serves it (a read, never a write: the serving controller stays the
  * only writer), and the offline restore of such a copy into a state directory nobody serves. */
 #include "controller/cli/cli.h"
+#include "common/util/exitcode.h"
 #include "controller/state.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
@@ -184,7 +185,7 @@ static int cmd_restore(const struct cli_command *cmd, int argc, char **argv)
 	if (r == -RY_E_LOCKED) {
 		log_error("restore: %s is served by railyard-controller (pid %ld); stop it first",
 			  state_dir, holder);
-		return CTL_EXIT_LOCKED;
+		return RY_EXIT_LOCKED;
 	}
 	if (r < 0) {
 		log_error("restore: cannot lock %s/%s: %s", state_dir, CTL_SERVE_LOCK,

@@ -48,7 +48,86 @@ check "with nothing naming a controller, the default state directory's socket" b
 check "enrollment-token create over the socket (no token)" ry 0 --local --state-dir "$T/ctl" \
 	enrollment-token create --cluster it --uses 2 --json
 check "  a token" jqt '.token | startswith("")' "$T/out"
+check "enrollment-token list: a header row and the token" ry 0 enrollment-token list \
+	--state-dir "$T/ctl"
+check "  the header" bash -c "head -1 '$T/out' | grep -q '^ID .*CLUSTER .*STATE'"
+ETOK=$(awk 'NR == 2 {print $1}' "$T/out")
+check "enrollment-token revoke ID" ry 0 enrollment-token revoke "$ETOK" --state-dir "$T/ctl"
+check "  listed as revoked" bash -c "'$RY' enrollment-token list --json --state-dir '$T/ctl' |
+	jq -e --arg id '$ETOK' '.items[] | select(.id == \$id) | .state == \"revoked\"' >/dev/null"
+check "--ttl takes a unit" ry 0 enrollment-token create --cluster it --ttl 2h --state-dir "$T/ctl"
+check "--ttl-ms still works" ry 0 enrollment-token create --cluster it --ttl-ms 60000 \
+	--state-dir "$T/ctl"
 check "an unknown deployment: exit 4" ry 4 deployments 999999 --state-dir "$T/ctl"
+check "deployment show of an unknown one: exit 4" ry 4 deployment show 999999 --state-dir "$T/ctl"
+check "campaign show of an unknown one: exit 4" ry 4 campaign show c-nope --state-dir "$T/ctl"
+check "node show of an unknown one: exit 4" ry 4 node show nope --state-dir "$T/ctl"
+check "campaign show without an ID: exit 2" ry 2 campaign show --state-dir "$T/ctl"
+check "tokens list (the old spelling) still works" ry 0 tokens list --state-dir "$T/ctl"
+check "token create over the socket" ry 0 token create --name t1 --role viewer --ttl 1d \
+	--state-dir "$T/ctl"
+check "tokens: the list, with a header row" ry 0 tokens --state-dir "$T/ctl"
+check "  t1 in it" bash -c "head -1 '$T/out' | grep -q '^ID ' && grep -q ' t1 ' '$T/out'"
+
+# ---- playbook check -------------------------------------------------------------------------
+printf 'name: bad\nversion: "1"\nsteps:\n  - name: x\n    type: nosuchtype\n' >"$T/bad.yaml"
+check "playbook check of a bad playbook: exit 1" ry 1 playbook check "$T/bad.yaml" \
+	--state-dir "$T/ctl"
+check "  its problem at FILE:LINE:COL" grep -q "^$T/bad.yaml:[0-9]*:[0-9]*: " "$T/err"
+check "playbook check of a good one" ry 0 playbook check "$SRC/playbooks/tcp-baseline.yaml" \
+	--state-dir "$T/ctl"
+check "  valid" out_has ": valid: "
+
+# ---- nodes, bench, revoke, audit --------------------------------------------------------------
+"$RY" enrollment-token create --cluster it --uses 2 --state-dir "$T/ctl" >"$T/token.out" ||
+	die "enrollment-token create"
+TOKEN=$(awk '/^token:/ {print $2}' "$T/token.out")
+FP=$(awk '/^ca-fingerprint:/ {print $2}' "$T/token.out")
+enroll a "$FIXTURES/h200-ib" || die "enroll a"
+enroll b "$FIXTURES/h200-ib-2" || die "enroll b"
+start_agent a "$FIXTURES/h200-ib"
+start_agent b "$FIXTURES/h200-ib-2"
+online() { [ "$("$RY" nodes --state online --json --state-dir "$T/ctl" | jq '.items | length')" = 2 ]; }
+check "two nodes online" wait_for 30 online
+check "nodes: a header row" ry 0 nodes --state-dir "$T/ctl"
+check "  NODE HOSTNAME ..." bash -c "head -1 '$T/out' | grep -q '^NODE .*HOSTNAME'"
+check "node show HOST" ry 0 node show gpu-node-01 --state-dir "$T/ctl"
+check "  its fields" out_has "^hostname: gpu-node-01"
+check "bench run between the two agents" ry 0 bench run --from gpu-node-01 --to gpu-node-04 \
+	--kind lat --iters 100 --timeout 30s --json --state-dir "$T/ctl"
+check "  the REST document, succeeded" jqt '.state == "succeeded" and
+	.result.results[0].latency.count == 100' "$T/out"
+BID=$(jq -r .id "$T/out")
+check "bench show ID: the figures" ry 0 bench show "$BID" --state-dir "$T/ctl"
+check "  p50" out_has "p50"
+check "bench list: a header row and the run" ry 0 bench list --state-dir "$T/ctl"
+check "  both" bash -c "head -1 '$T/out' | grep -q '^RUN ' && grep -q '^$BID ' '$T/out'"
+check "bench show of an unknown run: exit 4" ry 4 bench show b-nope --state-dir "$T/ctl"
+check "bench run without --to: exit 2" ry 2 bench run --from gpu-node-01 --state-dir "$T/ctl"
+# Ctrl-C while it follows cancels the run.
+"$RY" bench run --from gpu-node-01 --to gpu-node-04 --kind bw --size 65536 --duration 60s \
+	--timeout 90s --state-dir "$T/ctl" >"$T/long.out" 2>"$T/long.err" &
+LONG=$!
+PIDS+=("$LONG")
+check "a long run starts" wait_for 20 grep -q "^bench b-" "$T/long.out"
+LID=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/long.out" | head -1)
+check "  it measures" wait_for 20 grep -q "bench $LID: running" "$T/a.log"
+kill -INT "$LONG"
+check "Ctrl-C: bench run ends" wait_for 30 exited "$LONG"
+wait "$LONG"
+check "  with 130" test $? = 130
+check "  saying it cancels the run" grep -q "interrupted; cancelling it" "$T/long.err"
+check "  the run is cancelled" bash -c "'$RY' bench show '$LID' --json --state-dir '$T/ctl' |
+	jq -e '.state == \"cancelled\"' >/dev/null"
+check "node revoke HOST" ry 0 node revoke gpu-node-04 --state-dir "$T/ctl"
+check "  the agent is cut off (exits)" wait_for 20 exited "${AGENT_PID[b]}"
+check "  its state is revoked" bash -c "'$RY' node show gpu-node-04 --json --state-dir '$T/ctl' |
+	jq -e '.state == \"revoked\"' >/dev/null"
+check "audit: a header row, the revocation by the local user" ry 0 audit --state-dir "$T/ctl"
+check "  both" bash -c "head -1 '$T/out' | grep -q '^WHEN .*ACTOR' && grep -q 'local:uid' \
+	'$T/out' && grep -qi 'revoke' '$T/out'"
+check "audit --limit 1: one entry" bash -c "'$RY' audit --limit 1 --json --state-dir '$T/ctl' |
+	jq -e '.items | length == 1' >/dev/null"
 check "an unknown command: exit 2" ry 2 frobnicate --state-dir "$T/ctl"
 check "a socket path too long: exit 2" ry 2 nodes --state-dir "/$(printf 'x%.0s' $(seq 120))"
 check "  said so" err_has "too long for a unix socket"
