@@ -86,7 +86,7 @@ check "a backup onto the database itself is refused" grep -q "is the database it
 sum_live=$(q "$T/ctl/controller.db" "SELECT count(*) FROM step_results")
 "$CTL" restore --state-dir "$T/ctl" --from "$T/b1.db" --force >"$T/r-served.out" 2>&1
 rc=$?
-check "restore into the served state directory is refused (exit $rc = 4)" test "$rc" -eq 4
+check "restore into the served state directory is refused: busy (exit $rc = 6)" test "$rc" -eq 6
 check "  ... naming the controller that serves it" grep -q "is served by railyard-controller (pid $CTL_PID); stop it first" "$T/r-served.out"
 check "  ... and the live database is untouched" test "$(q "$T/ctl/controller.db" "SELECT count(*) FROM step_results")" = "$sum_live"
 cp "$T/final.db" "$T/damaged.db"
