@@ -37,7 +37,7 @@ expect_fail "a command refuses another command's option" "unrecognized option '-
 expect_rc "railyard: unknown command" 2 "unknown command 'frobnicate'" "$RY" frobnicate
 expect_rc "railyard: unknown subcommand" 2 "unknown command 'bench frob'" "$RY" bench frob
 expect_rc "railyard: unknown flag" 2 "unrecognized option '--frobnicate'" "$RY" nodes --frobnicate
-expect_rc "railyard: an extra argument" 2 "extra" "$RY" nodes extra
+expect_rc "railyard: an extra argument" 2 "unexpected argument 'extra'" "$RY" nodes extra
 for args in "--help" "-h" "serve -h" "version --help"; do
 	# shellcheck disable=SC2086
 	out=$("$CTL" $args 2>&1); rc=$?
