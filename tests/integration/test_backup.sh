@@ -141,7 +141,7 @@ keys "$T/ctl.lost" "$T/ctl"
 start_controller "${HB[@]}"
 check "the agents reconnect to the restored controller" wait_for 30 count_is online 2
 check "  ... which has every result of the rollout" test "$(dep_field "$D" '[.nodes[].steps[]] | length')" = $((2 * STEPS))
-timeout 60 "$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/tests/fixtures/playbooks/good/slow.yaml" \
+"$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$SRC/tests/fixtures/playbooks/good/slow.yaml" \
 	--canary 0 --pause 0s >"$T/after.out" 2>&1
 check "  ... and runs a new deployment" grep -q "succeeded$" "$T/after.out"
 

@@ -32,9 +32,8 @@ check "6 agents online" wait_for 20 count_is online 6
 
 tree_hash() { (cd "$T" && find root-* -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
 dep_field() { "$RY" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
-# The shipped playbook pauses a minute between batches behind a canary: not here. railyard has
-# no follow timeout (the old --timeout 60s): timeout(1) bounds it.
-deploy() { timeout 60 "$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0s "$@"; }
+# The shipped playbook pauses a minute between batches behind a canary: not here.
+deploy() { "$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --timeout 60s --canary 0 --pause 0s "$@"; }
 # What is stored, read while no controller serves.
 q() { sqlite3 -cmd ".timeout 5000" "$T/ctl/controller.db" "$1"; }
 last_id() { awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$1"; }
@@ -136,11 +135,11 @@ check "the slow step's result was stored" \
 check "agent a ran the slow plan once" test "$(grep -c "plan $S: running" "$T/a.log")" = 1
 
 # --- the RoCE playbook on the RoCE node, and revalidate everywhere -----------------------------------
-timeout 60 "$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/h200-roce.yaml" \
+"$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$T/h200-roce.yaml" \
 	--canary 0 --pause 0s >"$T/roce.out" 2>&1
 check "h200-roce applies cleanly to the RoCE node" grep -q "succeeded$" "$T/roce.out"
 check "RoCE QoS set through mlnx_qos" grep -q "mlnx_qos .*--trust dscp" "$T/root-r/var/log/railyard-doubles.log"
-refused timeout 60 "$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/playbooks/revalidate.yaml" \
+refused "$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$SRC/playbooks/revalidate.yaml" \
 	--canary 0 --pause 0s >"$T/reval.out" 2>&1
 V=$(last_id "$T/reval.out")
 check "revalidate fails only the degraded node" \
