@@ -215,8 +215,9 @@ check "  ... and it ends cancelled" wait_for 30 bash -c "[ \"\$('$RY' campaign s
 check "  ... its verdict is incomplete, its runs are stopped" jqt '.state == "cancelled" and
 	.verdict.result == "incomplete" and all(.results[]; .state == "cancelled" or .state == "done")' \
 	<(show "$lid" --results)
-check "  ... no run of it is left going" test "$(sqlite3 "$T/ctl/controller.db" \
-	"SELECT count(*) FROM bench_runs WHERE campaign_id = '$lid' AND state NOT IN ('cancelled', 'failed', 'succeeded')")" = 0
+# The campaign's state is cancelled when asked; its runs stop within the agents' poll.
+check "  ... no run of it is left going" wait_for 15 bash -c "[ \"\$(sqlite3 -cmd '.timeout 5000' '$T/ctl/controller.db' \
+	\"SELECT count(*) FROM bench_runs WHERE campaign_id = '$lid' AND state NOT IN ('cancelled', 'failed', 'succeeded')\")\" = 0 ]"
 check "  ... the agents are free again (a new campaign runs)" bash -c \
 	"'$RY' validate --state-dir '$T/ctl' --cluster it --playbook '$T/loose.yaml' --tests pair-lat --quick >/dev/null"
 refused "$RY" campaign cancel "$lid" --state-dir "$T/ctl" >"$T/cancel2.out" 2>&1
