@@ -56,15 +56,17 @@ syncs() { awk '$NF == "fsync" || $NF == "fdatasync" {s += $4} END {print s + 0}'
 measure() {
 	local label=$1 b=$2 d=$W/$1
 	local ctl=$b/controller/railyard-controller agent=$b/nodeagent/railyard-agent
+	local ry=$b/client/railyard
 	mkdir -p "$d"
 	"$ctl" init --state-dir "$d/ctl" >/dev/null
 	"$ctl" serve --state-dir "$d/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 >"$d/controller.log" 2>&1 &
 	local cpid=$!
 	pids+=("$cpid")
 	wait_for 20 test -s "$d/ctl/controller.addr"
+	wait_for 20 test -S "$d/ctl/api.sock"
 	local addr token fp apid=
 	addr=$(cat "$d/ctl/controller.addr")
-	"$ctl" token create --state-dir "$d/ctl" --cluster b --uses "$agents" >"$d/token"
+	"$ry" enrollment-token create --state-dir "$d/ctl" --cluster b --uses "$agents" >"$d/token"
 	token=$(awk '/^token:/ {print $2}' "$d/token")
 	fp=$(awk '/^ca-fingerprint:/ {print $2}' "$d/token")
 	for ((i = 0; i < agents; i++)); do
@@ -79,7 +81,7 @@ measure() {
 	wait_for 30 bash -c "[ \$('$ctl' nodes --json --state-dir '$d/ctl' | grep -c '\"online\"') = $agents ]"
 	local t0 t1 id stored state
 	t0=$(date +%s%N)
-	"$ctl" deploy --state-dir "$d/ctl" --cluster b --playbook "$W/timed.yaml" --check \
+	"$ry" deploy --state-dir "$d/ctl" --cluster b --playbook "$W/timed.yaml" --check \
 		--timeout "$timeout" >"$d/deploy.out" 2>&1 || true
 	t1=$(date +%s%N)
 	strace -f -qq -c -e trace=fsync,fdatasync -p "$cpid" -o "$d/strace.ctl" &
@@ -87,13 +89,13 @@ measure() {
 	strace -f -qq -c -e trace=fsync,fdatasync -p "$apid" -o "$d/strace.agent" &
 	local s2=$!
 	sleep 1 # strace attached
-	"$ctl" deploy --state-dir "$d/ctl" --cluster b --playbook "$W/traced.yaml" --check \
+	"$ry" deploy --state-dir "$d/ctl" --cluster b --playbook "$W/traced.yaml" --check \
 		--timeout "$timeout" >"$d/deploy2.out" 2>&1 || true
 	kill -INT "$s1" "$s2" 2>/dev/null || true
 	wait "$s1" "$s2" 2>/dev/null || true
 	id=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$d/deploy.out")
-	state=$("$ctl" deployments "$id" --json --state-dir "$d/ctl" | jq -r .state)
-	stored=$("$ctl" deployments "$id" --json --state-dir "$d/ctl" | jq '[.nodes[].steps[]] | length')
+	state=$("$ry" deployments "$id" --json --state-dir "$d/ctl" | jq -r .state)
+	stored=$("$ry" deployments "$id" --json --state-dir "$d/ctl" | jq '[.nodes[].steps[]] | length')
 	awk -v l="$label" -v ns=$((t1 - t0)) -v n=$((steps * agents)) -v st="$stored" -v s="$state" \
 		-v c="$(syncs "$d/strace.ctl")" -v a="$(syncs "$d/strace.agent")" -v per="$steps" \
 		'BEGIN { printf "%-12s %8.2f %10.0f %12.2f %12.2f %9s %s\n", l, ns / 1e9, n / (ns / 1e9),

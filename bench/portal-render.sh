@@ -33,7 +33,7 @@ done
 CHROMIUM=${RAILYARD_CHROMIUM:-/usr/bin/chromium}
 [ -x "$CHROMIUM" ] || { echo "$0: needs Chromium at $CHROMIUM (deploy/install-deps.sh installs it)" >&2; exit 1; }
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null
-cmake --build "$BUILD" --target railyard-controller railyard-agent -j"$(nproc)" >/dev/null
+cmake --build "$BUILD" --target railyard-controller railyard railyard-agent -j"$(nproc)" >/dev/null
 BUILD=$(cd "$BUILD" && pwd)
 PW_VERSION=$(sed -n 's/^PLAYWRIGHT_VERSION=//p' "$SRC/tests/integration/test_portal.sh")
 PW=$BUILD/npm-portal/node_modules/playwright-core
@@ -43,6 +43,7 @@ if [ "$(node -p "require('$PW/package.json').version" 2>/dev/null)" != "$PW_VERS
 		"playwright-core@$PW_VERSION" >/dev/null
 fi
 CTL=$BUILD/controller/railyard-controller
+RY=$BUILD/client/railyard
 AGENT=$BUILD/nodeagent/railyard-agent
 W=$(mktemp -d /tmp/railyard-portal-bench.XXXXXX)
 pids=()
@@ -137,7 +138,7 @@ pids+=("$!")
 for _ in $(seq 300); do [ -s "$W/ctl/api.addr" ] && break; sleep 0.1; done
 [ -s "$W/ctl/api.addr" ] || { echo "$0: the controller did not start:" >&2; tail "$W/controller.log" >&2; exit 1; }
 URL=$(cat "$W/ctl/api.addr")
-TOKEN=$("$CTL" api-token create --name bench --role viewer --state-dir "$W/ctl" 2>/dev/null |
+TOKEN=$("$RY" token create --name bench --role viewer --state-dir "$W/ctl" 2>/dev/null |
 	awk '/^token:/ { print $2 }')
 echo "controller $URL; $nodes nodes, a $pnodes-node campaign; $(nproc) CPUs, load average" \
 	"$(cut -d' ' -f1-3 /proc/loadavg); $("$CHROMIUM" --version 2>/dev/null | head -1), playwright-core $PW_VERSION"

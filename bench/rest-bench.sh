@@ -31,9 +31,10 @@ for c in sqlite3 jq curl python3; do
 	command -v "$c" >/dev/null || { echo "$0: needs $c" >&2; exit 1; }
 done
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null
-cmake --build "$BUILD" --target railyard-controller railyard-agent railyard-rest-load \
+cmake --build "$BUILD" --target railyard-controller railyard railyard-agent railyard-rest-load \
 	-j"$(nproc)" >/dev/null
 CTL=$BUILD/controller/railyard-controller
+RY=$BUILD/client/railyard
 AGENT=$BUILD/nodeagent/railyard-agent
 LOAD=$BUILD/bench/railyard-rest-load
 FIX=$SRC/tests/fixtures/sysroots
@@ -82,7 +83,7 @@ pids+=("$CPID")
 wait_for 30 test -s "$W/ctl/api.addr"
 wait_for 30 test -s "$W/ctl/controller.addr"
 URL=$(cat "$W/ctl/api.addr") CA=$W/ctl/ca.crt
-ADMIN=$("$CTL" api-token create --name bench --role admin --state-dir "$W/ctl" 2>/dev/null |
+ADMIN=$("$RY" token create --name bench --role admin --state-dir "$W/ctl" 2>/dev/null |
 	awk '/^token:/ { print $2 }')
 api() { curl -sf --cacert "$CA" -H "Authorization: Bearer $ADMIN" "$@"; }
 limit=$((nodes < 1000 ? nodes : 1000))

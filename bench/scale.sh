@@ -57,10 +57,12 @@ for c in jq curl; do command -v $c >/dev/null || { echo "$0: needs $c" >&2; exit
 # it is (so that a long run is not changed under it by a rebuild).
 if [ -f "$BUILD/CMakeCache.txt" ] || [ ! -e "$BUILD" ]; then
 	[ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null
-	cmake --build "$BUILD" --target railyard-controller railyard-loadgen railyard-rest-load \
+	cmake --build "$BUILD" --target railyard-controller railyard railyard-loadgen railyard-rest-load \
 		-j"$(nproc)" >/dev/null
 fi
 CTL=${ctl_bin:-$BUILD/controller/railyard-controller}
+# Operations go through railyard over the state directory's api.sock (any controller serves it).
+RY=$BUILD/client/railyard
 LOADGEN=$BUILD/tests/scale/railyard-loadgen
 LOAD=$BUILD/bench/railyard-rest-load
 SYSROOT=$SRC/tests/fixtures/sysroots/h200-ib
@@ -141,7 +143,7 @@ run_one() {
 	mkdir -p "$D"
 	"$CTL" init --state-dir "$D/ctl" >/dev/null
 	start_ctl
-	"$CTL" token create --state-dir "$D/ctl" --cluster scale --uses "$N" --ttl 24h >"$D/token"
+	"$RY" enrollment-token create --state-dir "$D/ctl" --cluster scale --uses "$N" --ttl 24h >"$D/token"
 	local token fp
 	token=$(awk '/^token:/ {print $2}' "$D/token")
 	fp=$(awk '/^ca-fingerprint:/ {print $2}' "$D/token")
@@ -190,7 +192,7 @@ run_one() {
 	# idle
 	local url ca admin hb_s
 	url=$(cat "$D/ctl/api.addr") ca=$D/ctl/ca.crt
-	admin=$("$CTL" api-token create --name bench --role admin --state-dir "$D/ctl" 2>/dev/null |
+	admin=$("$RY" token create --name bench --role admin --state-dir "$D/ctl" 2>/dev/null |
 		awk '/^token:/ { print $2 }')
 	hb_s=$(curl -s --cacert "$ca" -H "Authorization: Bearer $admin" "$url/metrics" |
 		awk '$1 == "railyard_heartbeat_interval_seconds" { print $2 + 0 }')
@@ -218,8 +220,8 @@ run_one() {
 	local td dep plan_s done_s dep_state la_dep
 	perf_start deploy
 	td=$(now_ms)
-	"$CTL" deploy --state-dir "$D/ctl" --cluster scale --playbook "$SRC/playbooks/h200-ndr-ib.yaml" \
-		--check --batch 100% --canary 0 --pause 0 --max-fail 100% --no-wait >"$D/deploy.out" 2>&1 ||
+	"$RY" deploy --state-dir "$D/ctl" --cluster scale --playbook "$SRC/playbooks/h200-ndr-ib.yaml" \
+		--check --batch 100% --canary 0 --pause 0s --max-fail 100% --no-wait >"$D/deploy.out" 2>&1 ||
 		{ echo "$0: deploy failed:" >&2; cat "$D/deploy.out" >&2; exit 1; }
 	dep=$(grep -o 'd-[0-9a-f]*' "$D/deploy.out" | head -1)
 	if wait_for 600 bash -c "jq -e --arg d '$dep' 'select(.event == \"deployment\" and .id == \$d)' '$LG_OUT'"; then
@@ -231,8 +233,8 @@ run_one() {
 		plan_s=timeout done_s=timeout
 	fi
 	perf_stop
-	wait_for 60 bash -c "'$CTL' deployments '$dep' --json --state-dir '$D/ctl' | jq -e '.state != \"running\" and .state != \"pending\"'" || true
-	dep_state=$("$CTL" deployments "$dep" --json --state-dir "$D/ctl" | jq -r .state)
+	wait_for 60 bash -c "'$RY' deployments '$dep' --json --state-dir '$D/ctl' | jq -e '.state != \"running\" and .state != \"pending\"'" || true
+	dep_state=$("$RY" deployments "$dep" --json --state-dir "$D/ctl" | jq -r .state)
 	la_dep=$(loadavg)
 
 	# reconnect storm after kill -9

@@ -399,6 +399,13 @@ static int cmd_campaigns(struct rc *rc, const struct rc_command *cmd, int argc, 
 
 static int cmd_cancel(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
+	/* --no-wait (railyard-controller's) is what it does anyway: drop it before parsing. */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--no-wait") == 0) {
+			memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof(*argv));
+			argc--;
+			break;
+		}
 	return rc_post_id(rc, cmd, argc, argv, "/api/v1/campaigns/", "/cancel",
 			  "cancel requested: campaign");
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_CLUSTER = 900, OPT_STATE, OPT_USES, OPT_TTL, OPT_TTL_MS };
+enum { OPT_CLUSTER = 900, OPT_STATE, OPT_USES, OPT_TTL, OPT_TTL_MS, OPT_CONTROLLER };
 
 /* "?k=v&k2=v2" of the options given (escaped), appended to path into buf. 0 or RC_USAGE. */
 static int with_query(char *buf, size_t len, const char *path, const char *k1, const char *v1,
@@ -90,12 +90,13 @@ static int cmd_enroll_token(struct rc *rc, const struct rc_command *cmd, int arg
 		{"cluster", required_argument, NULL, OPT_CLUSTER},
 		{"uses", required_argument, NULL, OPT_USES},
 		{"ttl", required_argument, NULL, OPT_TTL},
+		{"controller", required_argument, NULL, OPT_CONTROLLER},
 		{"ttl-ms", required_argument, NULL,
 		 OPT_TTL_MS}, /* the old spelling, for a release */
 		{0},
 	};
 	json_t *body = NULL, *doc = NULL;
-	const char *cluster = NULL;
+	const char *cluster = NULL, *controller = "CONTROLLER:7443";
 	int64_t uses = 1, ttl = 3600000;
 	int c, r;
 
@@ -103,6 +104,9 @@ static int cmd_enroll_token(struct rc *rc, const struct rc_command *cmd, int arg
 		switch (c) {
 		case OPT_CLUSTER:
 			cluster = optarg;
+			break;
+		case OPT_CONTROLLER:
+			controller = optarg;
 			break;
 		case OPT_USES:
 			if ((r = rc_parse_int("--uses", optarg, 1, 100000, &uses)) != 0)
@@ -141,9 +145,9 @@ static int cmd_enroll_token(struct rc *rc, const struct rc_command *cmd, int arg
 		util_fprintf_safe(stdout, "cluster: %s\n", rc_str(doc, "cluster", "?"));
 		printf("uses: %lld\n\nOn each node:\n", JINT(doc, "uses"));
 		util_fprintf_safe(stdout,
-				  "  railyard-agent enroll --controller CONTROLLER:7443 --token %s "
+				  "  railyard-agent enroll --controller %s --token %s "
 				  "--ca-fingerprint %s\n",
-				  tok, fp);
+				  controller, tok, fp);
 	}
 	json_decref(body);
 	json_decref(doc);
@@ -153,7 +157,7 @@ static int cmd_enroll_token(struct rc *rc, const struct rc_command *cmd, int arg
 const struct rc_command rc_nodes_commands[] = {
 	{"nodes", "[--cluster C] [--state S]",
 	 "list the nodes (every page), with their state, agent, sign-off and facts", cmd_nodes},
-	{"enrollment-token create", "--cluster C [--uses 1] [--ttl 1h]",
+	{"enrollment-token create", "--cluster C [--uses 1] [--ttl 1h] [--controller HOST:PORT]",
 	 "make a one-time token with which nodes of a cluster enroll", cmd_enroll_token},
 	{0},
 };

@@ -81,14 +81,32 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 
 static int cmd_show(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
+	static const struct option opts[] = {{"report", no_argument, NULL, 'r'}, {0}};
 	json_t *doc = NULL;
+	bool report = false;
 	char path[512];
 	int c, r;
 
-	while ((c = rc_getopt(rc, argc, argv, (const struct option[]){{0}})) != -1)
-		return rc_usage(cmd, c);
-	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0 ||
-	    (r = signoff_path(path, sizeof(path), argv[optind], NULL)) != 0 ||
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != 'r')
+			return rc_usage(cmd, c);
+		report = true;
+	}
+	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0)
+		return r;
+	/* --report: the signed report itself, the bytes that signoff.p7s signs. */
+	if (report) {
+		char *data = NULL;
+		size_t len = 0;
+
+		if ((r = signoff_path(path, sizeof(path), argv[optind], "signoff.json")) != 0 ||
+		    (r = rc_api_bytes(rc, path, &data, &len)) != 0)
+			return r;
+		r = fwrite(data, 1, len, stdout) == len ? RC_OK : RC_FAILED;
+		free(data);
+		return r;
+	}
+	if ((r = signoff_path(path, sizeof(path), argv[optind], NULL)) != 0 ||
 	    (r = rc_api(rc, "GET", path, NULL, &doc)) != 0)
 		return r;
 	if (rc->json)
@@ -399,7 +417,7 @@ out:
 const struct rc_command rc_signoff_commands[] = {
 	{"signoff create", "CAMPAIGN", "sign a passed campaign's report", cmd_create},
 	{"signoff list", "[--cluster C]", "list sign-offs, newest first", cmd_list},
-	{"signoff show", "ID",
+	{"signoff show", "ID [--report]",
 	 "show a sign-off: verdict, summary, and whether it is stale (and why)", cmd_show},
 	{"signoff export", "ID --dir D",
 	 "download signoff.json, signoff.p7s, signoff.html and the CA (ca.pem) into a directory",

@@ -94,13 +94,93 @@ int rc_getopt(struct rc *rc, int argc, char **argv, const struct option *own)
 	}
 }
 
+/* One line per option, whichever command names it in its synopsis (a flag means one thing in
+ * every command: one vocabulary). Durations take a unit: 500ms, 2s, 5m, 1h, 1d. */
+static const struct {
+	const char *flag, *help;
+} option_help[] = {
+	{"--allow-missing", "run with the nodes there are when some of the playbook's are missing"},
+	{"--apply", "apply the configuration before the campaign (default: check it only)"},
+	{"--baseline", "the sign-off to compare with (its ID)"},
+	{"--batch", "nodes per batch, a number or a percentage (N or P%)"},
+	{"--bidir", "traffic both ways at once"},
+	{"--ca", "the controller's CA certificate (PEM; default: the system's store)"},
+	{"--canary", "nodes of the first batch, which must all succeed before the rest start"},
+	{"--check", "check mode: compute the diffs, change nothing"},
+	{"--check-data", "check the payload of every message received"},
+	{"--cluster", "the cluster (its name)"},
+	{"--controller", "HOST:PORT the agents dial, printed in the enroll command"},
+	{"--device", "the RDMA device (e.g. mlx5_0; default: the node's first)"},
+	{"--diff", "print every step's diff when it ends"},
+	{"--dir", "the directory the files are written into"},
+	{"--dry-run", "print the plan (rounds, pairs) and start nothing"},
+	{"--duration", "measure for this long instead of --iters (a duration: 10s)"},
+	{"--from", "the client node (ID or host name)"},
+	{"--gid-index", "the GID index (RoCE) on both sides"},
+	{"--ib-port", "the device port on both sides"},
+	{"--iters", "iterations per message size"},
+	{"--kind", "lat (latency percentiles) or bw (bandwidth)"},
+	{"--limit", "at most this many entries"},
+	{"--max-fail", "failed nodes (N or P%) after which the deployment stops"},
+	{"--name", "the name (of the profile, of the token)"},
+	{"--no-wait", "return once it is started, without following it"},
+	{"--node", "render for this node (ID or host name), with its facts"},
+	{"--nodes", "the nodes of the campaign: a selector (default: the cluster's)"},
+	{"--once", "print what runs now, then exit"},
+	{"--op", "send, write or read (verbs)"},
+	{"--pause", "the wait between batches (a duration: 30s)"},
+	{"--playbook", "the playbook file (YAML)"},
+	{"--qps", "queue pairs (verbs)"},
+	{"--quick", "fewer iterations and rounds: a smoke test"},
+	{"--rdma-cm", "connect through RDMA CM"},
+	{"--report", "print the signed report itself (the bytes the signature covers)"},
+	{"--results", "with the result rows"},
+	{"--role", "admin, integrator, operator or viewer"},
+	{"--clusters", "the clusters a token may act on, a,b (default: every cluster)"},
+	{"--seed", "the seed of the pairing (the same seed, the same plan)"},
+	{"--server-address", "the address the client dials (default: the server node's)"},
+	{"--signoff", "sign a report when the campaign passes, and print it"},
+	{"--size", "message size in bytes"},
+	{"--sl", "the InfiniBand service level (0-15)"},
+	{"--state", "only nodes in this state (online, offline, revoked, ...)"},
+	{"--sweep", "every message size from 2 bytes up to --size"},
+	{"--tclass", "the traffic class (RoCE)"},
+	{"--tests", "only these of the playbook's tests, a,b"},
+	{"--timeout", "give up following after this long (a duration: 30m)"},
+	{"--to", "the server node (ID or host name)"},
+	{"--token", "the API token; - reads it from stdin"},
+	{"--tolerance-bw", "bandwidth drop allowed against the baseline, in percent"},
+	{"--tolerance-lat", "latency rise allowed against the baseline, in percent"},
+	{"--transport", "tcp or verbs"},
+	{"--ttl", "how long it stays valid (a duration: 1h, 30d)"},
+	{"--uses", "how many enrollments it allows"},
+};
+
 int rc_usage(const struct rc_command *cmd, int c)
 {
 	FILE *f = c == 'h' ? stdout : stderr;
+	const char *p = cmd->synopsis;
 
 	fprintf(f, "usage: " RC_PROG " %s%s%s\n  %s\n", cmd->name, cmd->synopsis[0] ? " " : "",
 		cmd->synopsis, cmd->help);
-	fprintf(f, "Every command takes --json and the global options (" RC_PROG " --help).\n");
+	/* Each option of the synopsis, once, in its order. */
+	while ((p = strstr(p, "--"))) {
+		size_t n = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-") + 2;
+		const char *dup = NULL;
+
+		for (const char *q = cmd->synopsis; q < p && !dup; q++)
+			if (strncmp(q, p, n) == 0 && !(q[n] >= 'a' && q[n] <= 'z') && q[n] != '-')
+				dup = q;
+		for (size_t i = 0; !dup && i < RY_ARRAY_SIZE(option_help); i++)
+			if (strlen(option_help[i].flag) == n &&
+			    strncmp(p, option_help[i].flag, n) == 0)
+				fprintf(f, "  %-18s %s\n", option_help[i].flag,
+					option_help[i].help);
+		p += n;
+	}
+	fprintf(f, "  %-18s %s\n", "--json", "print the API's JSON document");
+	fprintf(f, "And the global options (--url, --token, --ca, --profile, --local, "
+		   "--state-dir: " RC_PROG " --help).\n");
 	return c == 'h' ? RC_HELP : RC_USAGE;
 }
 

@@ -13,6 +13,7 @@ HTTP_LISTEN=127.0.0.1:0
 $PORTAL && HTTP_LISTEN=${HTTP:-127.0.0.1:8443}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CTL=$BUILD/controller/railyard-controller
+RY=$BUILD/client/railyard
 AGENT=$BUILD/nodeagent/railyard-agent
 FIX=$SRC/tests/fixtures/sysroots
 NODES=(h200-ib h200-roce h200-degraded h200-ib-2)
@@ -38,7 +39,7 @@ wait_for() {
 		sleep 0.2
 	done
 }
-online_count() { "$CTL" nodes --json --state-dir "$DEMO/ctl" | grep -c '"state": "online"' || true; }
+online_count() { "$RY" nodes --json --state-dir "$DEMO/ctl" | grep -c '"state": "online"' || true; }
 all_online() { [ "$(online_count)" -eq ${#NODES[@]} ]; }
 
 echo "== railyard demo in $DEMO"
@@ -51,7 +52,7 @@ wait_for 20 "the controller to listen (log: $DEMO/controller.log)" test -s "$DEM
 ADDR=$(cat "$DEMO/ctl/controller.addr")
 echo "== controller listening on $ADDR"
 
-"$CTL" token create --state-dir "$DEMO/ctl" --cluster demo --uses ${#NODES[@]} --ttl 10m \
+"$RY" enrollment-token create --state-dir "$DEMO/ctl" --cluster demo --uses ${#NODES[@]} --ttl 10m \
 	--controller "$ADDR" >"$DEMO/token"
 TOKEN=$(awk '/^token:/ {print $2}' "$DEMO/token")
 FP=$(awk '/^ca-fingerprint:/ {print $2}' "$DEMO/token")
@@ -76,7 +77,7 @@ done
 wait_for 30 "all agents online" all_online
 echo "== all ${#NODES[@]} nodes online"
 echo
-"$CTL" nodes --state-dir "$DEMO/ctl"
+"$RY" nodes --state-dir "$DEMO/ctl"
 echo
 
 # The controller's footprint with the agents connected, over a few heartbeats
@@ -96,13 +97,13 @@ awk -v c=$((cpu1 - cpu0)) -v ns=$((t1 - t0)) -v rss="$rss" -v thr="$thr" -v n=${
 # degraded node so that the rollout goes on past it.
 deploy() { # deploy PLAYBOOK ARGS...
 	local pb=$1; shift
-	"$CTL" deploy --state-dir "$DEMO/ctl" --cluster demo --playbook "$DEMO/playbooks/$pb" \
-		--canary 0 --pause 0 --max-fail 1 --timeout 120s "$@" | tee "$DEMO/deploy.out" |
+	"$RY" deploy --state-dir "$DEMO/ctl" --cluster demo --playbook "$DEMO/playbooks/$pb" \
+		--canary 0 --pause 0s --max-fail 1 --timeout 120s "$@" | tee "$DEMO/deploy.out" |
 		sed 's/^/   /' || true
 	DEP=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$DEMO/deploy.out")
 }
 changed_steps() { # changed_steps HOSTNAME
-	"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r --arg h "$1" \
+	"$RY" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r --arg h "$1" \
 		'.nodes[] | select(.hostname == $h) | .steps[] | select(.status == "changed") | "      \(.name)"'
 }
 echo "== h200-ndr-ib in check mode: what would change"
@@ -110,11 +111,11 @@ deploy h200-ndr-ib.yaml --check
 echo "   steps that would change on gpu-node-01:"
 changed_steps gpu-node-01
 echo "   diff of the CUDA repository step on gpu-node-01 (stand-in key pinned):"
-"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
+"$RY" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
 	'.nodes[] | select(.hostname == "gpu-node-01") | .steps[] | select(.name == "cuda repository") | .diff' |
 	sed 's/^/      /'
 echo "   diff of /etc/nccl.conf on gpu-node-01:"
-"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
+"$RY" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
 	'.nodes[] | select(.hostname == "gpu-node-01") | .steps[] | select(.name == "nccl settings") | .diff' |
 	sed 's/^/      /'
 for pb in h200-ndr-ib.yaml h200-roce.yaml; do
@@ -123,33 +124,33 @@ for pb in h200-ndr-ib.yaml h200-roce.yaml; do
 	deploy "$pb"
 	t1=$(date +%s%N)
 	awk -v ns=$((t1 - t0)) 'BEGIN { printf "   rollout took %.2f s\n", ns / 1e9 }'
-	"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
+	"$RY" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
 		'.nodes[] | . as $n | .steps[] | select(.status == "failed") | "   \($n.hostname) failed \(.name): \(.message)"'
 done
 echo "== apply h200-ndr-ib again: nothing left to change"
 deploy h200-ndr-ib.yaml
-"$CTL" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
+"$RY" deployments "$DEP" --json --state-dir "$DEMO/ctl" | jq -r \
 	'"   changed steps over all nodes: \([.nodes[].changed] | add)"'
 echo "== deployments"
-"$CTL" deployments --state-dir "$DEMO/ctl" | sed 's/^/   /'
+"$RY" deployments --state-dir "$DEMO/ctl" | sed 's/^/   /'
 
 echo "== benchmarks over the agents' sessions (TCP baseline on loopback; verbs runs in tests/rdma-vm)"
-"$CTL" bench run --state-dir "$DEMO/ctl" --from gpu-node-01 --to gpu-node-04 --kind lat \
+"$RY" bench run --state-dir "$DEMO/ctl" --from gpu-node-01 --to gpu-node-04 --kind lat \
 	--iters 2000 --timeout 60s | sed 's/^/   /' || true
-"$CTL" bench run --state-dir "$DEMO/ctl" --from gpu-node-01 --to gpu-node-04 --kind bw \
+"$RY" bench run --state-dir "$DEMO/ctl" --from gpu-node-01 --to gpu-node-04 --kind bw \
 	--size 65536 --iters 5000 --check-data --timeout 60s | sed 's/^/   /' || true
 
 echo "== validation campaign: tcp-baseline over the four nodes, quick (every pair, a random ring,"
 echo "   incast; a TCP baseline here, verbs campaigns run in tests/rdma-vm)"
-"$CTL" validate --state-dir "$DEMO/ctl" --cluster demo --playbook "$SRC/playbooks/tcp-baseline.yaml" \
+"$RY" validate --state-dir "$DEMO/ctl" --cluster demo --playbook "$SRC/playbooks/tcp-baseline.yaml" \
 	--quick --signoff | sed 's/^/   /' || true
-"$CTL" campaigns --state-dir "$DEMO/ctl" | sed 's/^/   /'
+"$RY" campaigns --state-dir "$DEMO/ctl" | sed 's/^/   /'
 
 echo "== sign-off: the campaign's signed report, exported and verified offline"
 OUT=$(cd "$BUILD" && pwd)/demo-signoff
-SO=$("$CTL" signoff list --json --state-dir "$DEMO/ctl" | jq -r '.[0].id // empty')
+SO=$("$RY" signoff list --json --state-dir "$DEMO/ctl" | jq -r '.items[0].id // empty')
 if [ -n "$SO" ]; then
-	"$CTL" signoff export "$SO" --dir "$OUT" --state-dir "$DEMO/ctl" | sed 's/^/   /'
+	"$RY" signoff export "$SO" --dir "$OUT" --state-dir "$DEMO/ctl" | sed 's/^/   /'
 	# Stock OpenSSL, both steps, as docs/signoff.md shows them (SO_VERIFY_OPENSSL): the
 	# signature alone would accept any certificate the CA issued, a node's too.
 	cat >"$DEMO/verify-openssl.sh" <<'RECIPE'
@@ -171,7 +172,7 @@ fi
 
 echo "== the REST API and the railyard CLI"
 API=$(cat "$DEMO/ctl/api.addr")
-VIEWER=$("$CTL" api-token create --name demo-viewer --role viewer --state-dir "$DEMO/ctl" 2>/dev/null |
+VIEWER=$("$RY" token create --name demo-viewer --role viewer --state-dir "$DEMO/ctl" 2>/dev/null |
 	awk '/^token:/ {print $2}')
 echo "   API: $API (CA: $DEMO/ctl/ca.crt)"
 echo "   viewer token: $VIEWER"
@@ -180,7 +181,7 @@ RAILYARD_CONFIG="$DEMO/railyard.json" "$BUILD/client/railyard" --url "$API" --to
 	--ca "$DEMO/ctl/ca.crt" nodes | sed 's/^/   /' || true
 
 if $PORTAL; then
-	ADMIN=$("$CTL" api-token create --name demo-admin --role admin --state-dir "$DEMO/ctl" 2>/dev/null |
+	ADMIN=$("$RY" token create --name demo-admin --role admin --state-dir "$DEMO/ctl" 2>/dev/null |
 		awk '/^token:/ {print $2}')
 	echo "== the web portal: $API/"
 	echo "   log in with the admin token:  $ADMIN"

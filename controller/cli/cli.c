@@ -18,8 +18,9 @@
 #define PROG "railyard-controller"
 
 static const struct cli_command *const tables[] = {
-	cli_admin_commands,   cli_deploy_commands,   cli_bench_commands,  cli_campaign_commands,
-	cli_signoff_commands, cli_apitoken_commands, cli_backup_commands,
+	cli_admin_commands,
+	cli_apitoken_commands,
+	cli_backup_commands,
 };
 
 int cli_usage(const struct cli_command *cmd, FILE *f)
@@ -41,8 +42,17 @@ static void usage_all(const char *prefix, FILE *f)
 		for (const struct cli_command *c = tables[t]; c->name; c++)
 			if (strncmp(c->name, prefix, plen) == 0)
 				fprintf(f, "  %-16s %s\n", c->name, c->help);
-	fprintf(f, "\n" PROG " COMMAND --help shows a command's options.\n--state-dir defaults "
-		   "to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, d.\n\n" RY_EXIT_HELP);
+	if (prefix[0])
+		return;
+	fprintf(f,
+		"\n" PROG " COMMAND --help shows a command's options.\n--state-dir defaults "
+		"to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, d.\n\n"
+		"Operations (nodes, deploy, validate, campaigns, signoff, bench, audit, tokens, "
+		"...)\n"
+		"are `railyard`'s: on this host `railyard --local COMMAND` (or --state-dir DIR)\n"
+		"talks to the serving controller over STATE_DIR/api.sock. The old spellings\n"
+		"here (" PROG
+		" nodes, bench run, token create, ...) still run it, saying so.\n\n" RY_EXIT_HELP);
 }
 
 int cli_bad(const char *what, const char *value)
@@ -169,6 +179,8 @@ int cli_main(int argc, char **argv)
 		return 0;
 	}
 	cmd = find(argc, argv, &words, &group);
+	if (!cmd && (words = cli_alias_run(argc, argv)) >= 0)
+		return words;
 	if (!cmd) {
 		char prefix[64];
 		bool help =
@@ -233,15 +245,4 @@ int cli_simple_opts(const struct cli_command *cmd, int argc, char **argv, const 
 			return cli_usage(cmd, stderr);
 	}
 	return cli_positionals(cmd, argc, argv, n);
-}
-
-int cli_read_playbook(const char *what, const char *path, char **ret_text, size_t *ret_len)
-{
-	int r = fs_read_file(path, PB_MAX_SIZE, ret_text, ret_len);
-
-	if (r < 0) {
-		log_error("%s: %s: %s", what, path, ry_strerror(r));
-		return 1;
-	}
-	return 0;
 }

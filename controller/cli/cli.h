@@ -1,7 +1,7 @@
-/* railyard-controller's command line: a table of subcommands, each parsing only its own options
- * and calling the controller's services, then formatting what they return. Exit codes: 0 done,
- * 1 failed (a deployment or run that did not succeed, a refusal), 2 usage, 4 state directory in
- * use. */
+/* railyard-controller's command line: what a daemon's binary needs (init, serve, backup,
+ * restore, version, the first API token, the static route table), each command parsing only its
+ * own options and calling the controller's services; the old operations spellings run
+ * `railyard --local` (cli_alias.c). Exit codes: common/util/exitcode.h. */
 #ifndef RAILYARD_CONTROLLER_CLI_H
 #define RAILYARD_CONTROLLER_CLI_H
 
@@ -25,13 +25,13 @@ struct cli_command {
 
 /* The commands of each file, NULL-name terminated. */
 extern const struct cli_command cli_admin_commands[];
-extern const struct cli_command cli_deploy_commands[];
-extern const struct cli_command cli_bench_commands[];
-extern const struct cli_command cli_campaign_commands[];
-extern const struct cli_command cli_signoff_commands[];
 extern const struct cli_command cli_apitoken_commands[];
 extern const struct cli_command cli_backup_commands[];
 
+/* An old spelling of an operations command (argv[0], and argv[1] for two words: "bench run"):
+ * exec `railyard --local NEW ARGS`, said on stderr. Returns only when argv names none (-1) or
+ * railyard could not be run (the exit code, said). (cli_alias.c) */
+int cli_alias_run(int argc, char **argv);
 /* Parse argv (global options, then a command), run it, return the exit code. */
 int cli_main(int argc, char **argv);
 
@@ -48,9 +48,6 @@ int cli_positionals(const struct cli_command *cmd, int argc, char **argv, int n)
  * whose flag is not NULL; then exactly n positionals. 0, or the exit code (usage, --help). */
 int cli_simple_opts(const struct cli_command *cmd, int argc, char **argv, const char **state_dir,
 		    bool *json, bool *results, bool *no_wait, int n);
-/* Read a playbook file once (the text parsed is the text stored and hashed): 0, or 1 with the
- * reason logged as "WHAT: PATH: error". Caller frees *ret_text. */
-int cli_read_playbook(const char *what, const char *path, char **ret_text, size_t *ret_len);
 /* ctl_state_open() for a command: the reason of a failure is logged. */
 __attribute__((warn_unused_result)) int cli_open_state(const char *dir, bool server,
 						       struct ctl_state **ret);
@@ -64,11 +61,6 @@ __attribute__((warn_unused_result)) int cli_open_state(const char *dir, bool ser
  * on: a controller killed with -9); negative for anything else (the socket may not be opened,
  * it answers but not as a controller), the reason logged. */
 __attribute__((warn_unused_result)) int cli_api_open(const char *state_dir, struct httpc **ret);
-/* cli_api_open() for a command that needs the serving controller: 0 with *ret, or the exit code
- * 1 with the reason on stderr, when none serves "railyard-controller WHAT: no controller is
- * serving STATE_DIR (its api.sock): changes go through the serving controller; start it ...". */
-__attribute__((warn_unused_result)) int cli_api_need(const char *what, const char *state_dir,
-						     struct httpc **ret);
 /* One call: method, path (escape ids with cli_api_path()), body (borrowed; NULL: none).
  * Returns the HTTP status of a 2xx with *ret the parsed reply (a new reference; NULL for an
  * empty body; ret NULL: dropped). Otherwise negative with err filled: from the API's error body
@@ -87,24 +79,6 @@ __attribute__((warn_unused_result)) int cli_api_path(char *buf, size_t len, cons
 void cli_error(const struct ctl_error *e);
 /* "2026-12-01T00:28:54Z", or "-" for 0. */
 void cli_format_time(int64_t unix_ms, char *buf, size_t len);
-/* Follow a deployment until it ends or timeout_ms passes, a line per node as it finishes: 0
- * succeeded, 1 otherwise (cli_deploy.c). */
-int cli_deploy_follow(struct store *store, const char *id, int64_t timeout_ms, FILE *out);
-/* Follow a campaign with a progress line per round until it ends (SIGINT/SIGTERM, caught with
- * cli_on_interrupt, cancel it: through the serving controller's API when api is not NULL, else
- * in the store); *ret the last view. 0 or -1 (cli_campaign.c). */
-int cli_campaign_follow(struct store *st, const char *id, FILE *out, struct httpc *api,
-			json_t **ret);
-/* The verdict of an ended campaign (ctl_campaign_get()'s document) for a person. */
-void cli_campaign_print_verdict(FILE *out, const json_t *c);
-/* Wait for the sign-off the serving controller makes as campaign ends; *ret its summary
- * (ctl_signoff_get()). 0 or -1, the reason logged (cli_signoff.c). */
-int cli_signoff_wait(struct store *st, const char *campaign, json_t **ret);
-/* A sign-off's summary line; with reasons, its hash, summary lines and why it is stale. */
-void cli_signoff_print(FILE *out, const json_t *s, bool reasons);
-/* Set by cli_on_interrupt() (the signal's number). */
-extern volatile sig_atomic_t cli_interrupted;
-void cli_on_interrupt(int sig);
 /* Print a JSON document, indented, on f; 0 or 1. */
 int cli_print_json(FILE *f, const void *json);
 

@@ -99,21 +99,6 @@ out:
 	return r;
 }
 
-int cli_api_need(const char *what, const char *state_dir, struct httpc **ret)
-{
-	int r = cli_api_open(state_dir, ret);
-
-	if (r > 0)
-		return 0;
-	if (r == 0)
-		util_fprintf_safe(stderr,
-				  PROG " %s: no controller is serving %s (its %s): changes go "
-				       "through the serving controller; start it (systemctl start "
-				       "railyard-controller)\n",
-				  what, state_dir, CTL_API_SOCKET);
-	return 1;
-}
-
 int cli_api_path(char *buf, size_t len, const char *prefix, const char *id, const char *suffix)
 {
 	char *e = httpc_escape(id);

@@ -1,8 +1,8 @@
-/* railyard-controller api-token create|list|revoke: API tokens of the REST API, made, listed and
- * revoked on the controller's host. create and revoke go through the serving controller (one
- * writer); with none serving they write the database themselves (the first admin token is made
- * before the first serve). A token is printed once, when it is made; the store keeps only a
- * hash of its secret. */
+/* railyard-controller api-token create: the REST API's first admin token, made on the
+ * controller's host. It goes through the serving controller (one writer); with none serving it
+ * writes the database itself (the first admin token is made before the first serve). Listing
+ * and revoking are `railyard token list|revoke`. A token is printed once, when it is made; the
+ * store keeps only a hash of its secret. */
 #include "controller/api/authz.h"
 #include "controller/cli/cli.h"
 #include "common/httpc/httpc.h"
@@ -312,131 +312,11 @@ out:
 	return rc;
 }
 
-static int cmd_list(const struct cli_command *cmd, int argc, char **argv)
-{
-	const char *state_dir = CTL_DEFAULT_STATE_DIR;
-	struct store_api_token **v = NULL;
-	int64_t now = util_now_unix_ms();
-	struct ctl_state *st = NULL;
-	bool json = false;
-	size_t n = 0;
-	int r, rc = 1;
-
-	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, &json, NULL, NULL, 0)) != 0)
-		return r;
-	if (cli_open_state(state_dir, false, &st) < 0)
-		return 1;
-	r = store_api_tokens_list(st->store, &v, &n);
-	if (r < 0) {
-		log_error("api-token list: %s", ry_strerror(r));
-		goto out;
-	}
-	if (json) {
-		json_t *arr = json_array();
-
-		for (size_t i = 0; i < n; i++)
-			json_array_append_new(arr, token_json(v[i], now));
-		rc = cli_print_json(stdout, arr);
-		json_decref(arr);
-		goto out;
-	}
-	printf("%-16s %-20s %-10s %-7s %-20s %-20s %s\n", "ID", "NAME", "ROLE", "STATE", "CLUSTERS",
-	       "EXPIRES", "LAST USED");
-	for (size_t i = 0; i < n; i++) {
-		char expires[64], used[64], *scope = scope_text(v[i]);
-
-		cli_format_time(v[i]->expires_at_ms, expires, sizeof(expires));
-		cli_format_time(v[i]->last_used_at_ms, used, sizeof(used));
-		util_fprintf_safe(stdout, "%-16s %-20s %-10s %-7s %-20s %-20s %s\n", v[i]->id,
-				  v[i]->name, v[i]->role, token_state(v[i], now),
-				  scope ? scope : "?", v[i]->expires_at_ms ? expires : "never",
-				  used);
-		free(scope);
-	}
-	rc = 0;
-out:
-	store_api_tokens_free(v, n);
-	ctl_state_free(st);
-	return rc;
-}
-
-/* DELETE /api/v1/api-tokens/KEY: as store_api_token_revoke(), 1 revoked now, 0 it was revoked
- * already (told by a read of the database first: the API says "revoked" either way), or
- * negative (-RY_E_NOT_FOUND, or another failure with the API's reason in err). *ret_id the
- * token's id (caller frees). */
-static int revoke_api(struct httpc *api, struct store *st, const char *key, char **ret_id,
-		      struct ctl_error *err)
-{
-	struct store_api_token *t = NULL;
-	bool already = store_api_token_get(st, key, &t) == 0 && t->revoked_at_ms;
-	json_t *doc = NULL;
-	char path[512];
-	int r;
-
-	store_api_token_free(t);
-	if ((r = cli_api_path(path, sizeof(path), "/api/v1/api-tokens/", key, NULL)) < 0)
-		return ctl_error_set(err, r, CTL_ERR_INVALID, "id", "bad id or name");
-	r = cli_api_call(api, "DELETE", path, NULL, NULL, &doc, err);
-	if (r < 0) {
-		if (strcmp(err->code, CTL_ERR_NOT_FOUND) == 0)
-			r = -RY_E_NOT_FOUND;
-	} else if (!JSTR(doc, "id") || !(*ret_id = strdup(JSTR(doc, "id")))) {
-		r = ctl_error_set(err, -EPROTO, CTL_ERR_INTERNAL, NULL,
-				  "the controller's reply has no id");
-	} else {
-		r = already ? 0 : 1;
-	}
-	json_decref(doc);
-	return r;
-}
-
-static int cmd_revoke(const struct cli_command *cmd, int argc, char **argv)
-{
-	const char *state_dir = CTL_DEFAULT_STATE_DIR, *key;
-	struct ctl_state *st = NULL;
-	struct httpc *api = NULL;
-	struct ctl_error err;
-	char *id = NULL;
-	int r, rc = 1;
-
-	if ((r = cli_simple_opts(cmd, argc, argv, &state_dir, NULL, NULL, NULL, 1)) != 0)
-		return r;
-	key = argv[optind];
-	ctl_error_init(&err);
-	if (cli_api_open(state_dir, &api) < 0 || cli_open_state(state_dir, false, &st) < 0)
-		goto out;
-	if (api)
-		r = revoke_api(api, st->store, key, &id, &err);
-	else
-		r = store_api_token_revoke(st->store, key, ACTOR, util_now_unix_ms(), &id);
-	if (r < 0) {
-		char *safe = util_escape(key, false);
-
-		log_error("api-token revoke %s: %s", safe ? safe : "?",
-			  r == -RY_E_NOT_FOUND ? "no API token has that id or name"
-			  : api		       ? err.message
-					       : ry_strerror(r));
-		free(safe);
-		goto out;
-	}
-	printf(r == 1 ? "revoked API token %s\n" : "API token %s was revoked already\n", id);
-	rc = 0;
-out:
-	free(id);
-	ctl_error_done(&err);
-	ctl_state_free(st);
-	httpc_free(api);
-	return rc;
-}
-
 const struct cli_command cli_apitoken_commands[] = {
 	{"api-token create",
 	 "--name NAME --role admin|integrator|operator|viewer [--clusters A,B] [--ttl 30d]\n"
 	 "        [--json] [--state-dir D]\n"
 	 "  (no --clusters: every cluster; no --ttl: never expires)",
 	 "make a REST API token (shown once)", cmd_create},
-	{"api-token list", "[--json] [--state-dir D]", "list REST API tokens (never their secrets)",
-	 cmd_list},
-	{"api-token revoke", "ID|NAME [--state-dir D]", "revoke a REST API token", cmd_revoke},
 	{0},
 };

@@ -128,6 +128,23 @@ check "  both" bash -c "head -1 '$T/out' | grep -q '^WHEN .*ACTOR' && grep -q 'l
 	'$T/out' && grep -qi 'revoke' '$T/out'"
 check "audit --limit 1: one entry" bash -c "'$RY' audit --limit 1 --json --state-dir '$T/ctl' |
 	jq -e '.items | length == 1' >/dev/null"
+
+# ---- railyard-controller's old spellings run railyard --local, saying so ---------------------
+ctl() { "$CTL" "$@" >"$T/out" 2>"$T/err"; }
+check "railyard-controller nodes (deprecated) runs railyard" ctl nodes --json --state-dir "$T/ctl"
+check "  said on stderr" err_has "'nodes' is deprecated; running: railyard --local nodes"
+check "  the REST document" jqt '.items | length == 2' "$T/out"
+check "railyard-controller token create: an enrollment token" ctl token create --cluster it \
+	--ttl 1h --state-dir "$T/ctl"
+check "  what it runs" err_has "running: railyard --local enrollment-token create"
+check "  the token" out_has "^token: "
+check "railyard-controller audit: railyard's exit code" bash -c "'$CTL' audit --limit 0 \
+	--state-dir '$T/ctl' 2>/dev/null; test \$? = 2"
+check "railyard-controller --help: the daemon's commands, and where the others went" bash -c \
+	"'$CTL' --help | grep -q 'railyard --local COMMAND' && ! '$CTL' --help | grep -q '^  bench'"
+check "a second serve on the served directory: exit 6" bash -c "'$CTL' serve --state-dir \
+	'$T/ctl' --listen 127.0.0.1:0 --http off >'$T/serve2.log' 2>&1; test \$? = 6"
+
 check "an unknown command: exit 2" ry 2 frobnicate --state-dir "$T/ctl"
 check "a socket path too long: exit 2" ry 2 nodes --state-dir "/$(printf 'x%.0s' $(seq 120))"
 check "  said so" err_has "too long for a unix socket"
