@@ -5,12 +5,17 @@ set -u
 BUILD=${1:?usage: $0 BUILD_DIR}
 SRC=${RAILYARD_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 CTL=$BUILD/controller/railyard-controller
+# The operator's command line: over --state-dir "$T/ctl" it talks to the serving controller's
+# api.sock as a local admin. Isolated from the caller's profiles and environment.
+RY=$BUILD/client/railyard
+unset RAILYARD_URL RAILYARD_TOKEN RAILYARD_CA RAILYARD_PROFILE RAILYARD_CONTROLLER RAILYARD_STATE_DIR
 AGENT=$BUILD/nodeagent/railyard-agent
 ROGUE=$BUILD/tests/integration/rogue_client
 FIXTURES=$SRC/tests/fixtures/sysroots
 export LSAN_OPTIONS="suppressions=$SRC/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 T=$(mktemp -d /tmp/railyard-it.XXXXXX)
+export RAILYARD_CONFIG=$T/cli-config.json
 PIDS=()
 FAILS=0
 PASSES=0
@@ -45,13 +50,13 @@ wait_for() {
 	return 0
 }
 
-# node_field HOSTNAME FIELD: a field of a node from `nodes --json` ("" when absent).
+# node_field HOSTNAME FIELD: a field of a node from `railyard nodes --json` ("" when absent).
 node_field() {
-	"$CTL" nodes --json --state-dir "$T/ctl" | jq -r --arg h "$1" \
-		".[] | select(.hostname == \$h) | .$2 // empty"
+	"$RY" nodes --json --state-dir "$T/ctl" | jq -r --arg h "$1" \
+		".items[] | select(.hostname == \$h) | .$2 // empty"
 }
 node_state_is() { [ "$(node_field "$1" state)" = "$2" ]; }
-count_state() { "$CTL" nodes --json --state-dir "$T/ctl" | jq "[.[] | select(.state == \"$1\")] | length"; }
+count_state() { "$RY" nodes --json --state-dir "$T/ctl" | jq "[.items[] | select(.state == \"$1\")] | length"; }
 count_is() { [ "$(count_state "$1")" = "$2" ]; }
 log_has() { grep -q -- "$2" "$1"; }
 refused() { ! "$@"; }
@@ -72,7 +77,8 @@ start_controller() {
 }
 
 new_token() { # new_token USES [TTL] -> sets TOKEN and FP
-	"$CTL" token create --state-dir "$T/ctl" --cluster it --uses "$1" --ttl "${2:-1h}" >"$T/token.out" || die "token create"
+	"$RY" enrollment-token create --state-dir "$T/ctl" --cluster it --uses "$1" --ttl "${2:-1h}" \
+		>"$T/token.out" || die "enrollment-token create"
 	TOKEN=$(awk '/^token:/ {print $2}' "$T/token.out")
 	FP=$(awk '/^ca-fingerprint:/ {print $2}' "$T/token.out")
 }

@@ -85,7 +85,7 @@ api GET /api/v1/ca.pem "$INT" >/dev/null && cp "$T/body" "$T/ca.pem"
 shown_recipe "$T/signoff.html" >"$T/recipe.sh"
 check "the downloaded sign-off verifies with stock openssl, as its HTML view says" \
 	run_recipe "$T/recipe.sh" "$T"
-check "  and offline" "$CTL" signoff verify "$T/signoff.json" "$T/signoff.p7s" --ca "$T/ca.pem"
+check "  and offline" "$RY" signoff verify "$T/signoff.json" "$T/signoff.p7s" --ca "$T/ca.pem"
 check "the page is the page" grep -q "openssl cms -verify" "$T/signoff.html"
 # hdr URL-PATH TOKEN NAME [curl args]: the value of a reply header ("" when absent)
 hdr() {
@@ -129,7 +129,7 @@ check "  listed" bash -c "curl -s --cacert '$CA' -H 'Authorization: Bearer $INT'
 	jq -e --arg s '$PBSHA' 'any(.items[]; .sha256 == \$s and .actor != \"\")' >/dev/null"
 check "  read back byte for byte" bash -c "curl -s --cacert '$CA' -H 'Authorization: Bearer $INT' \
 	'$URL/api/v1/playbooks/$PBSHA' | jq -j .text | cmp -s - '$PB'"
-check "  audited" bash -c "'$CTL' audit --limit 200 --state-dir '$T/ctl' | grep -q 'playbook.upload'"
+check "  audited" bash -c "'$RY' audit --limit 200 --state-dir '$T/ctl' | grep -q 'playbook.upload'"
 
 # ---- benchmark runs ------------------------------------------------------------------------------
 api GET "/api/v1/nodes?cluster=it" "$INT" >/dev/null
@@ -227,7 +227,7 @@ check "  the nodes it had not reached are skipped" jqt '([.nodes[] | select(.sta
 	length) == 2 and .reason == "cancelled on request"' "$T/body"
 check "  a second cancel: 409" test "$(api POST "/api/v1/deployments/$CDEP/cancel" "$INT")" = 409
 check "  the cancel is audited" bash -c "
-	'$CTL' audit --limit 200 --state-dir '$T/ctl' | grep -q 'api:integrator ([0-9a-f]*) *deploy.cancel'"
+	'$RY' audit --limit 200 --state-dir '$T/ctl' | grep -q 'api:integrator ([0-9a-f]*) *deploy.cancel'"
 check "a GET answers with an ETag, If-None-Match gives 304" bash -c "
 	etag=\$(curl -s -D - -o /dev/null --cacert '$CA' -H 'Authorization: Bearer $INT' \
 		'$URL/api/v1/signoffs/$SO' | awk -F': ' 'tolower(\$1) == \"etag\" {print \$2}' | tr -d '\r')
@@ -245,7 +245,7 @@ check "the CA certificate needs no token" test "$(api GET /api/v1/ca.pem "")" = 
 check "the unix socket acts as admin without a token" test "$(curl -s -o "$T/body" -w '%{http_code}' \
 	--unix-socket "$T/ctl/api.sock" http://localhost/api/v1/api-tokens)" = 200
 check "mutations are audited with the token's name and id" bash -c "
-	'$CTL' audit --limit 200 --state-dir '$T/ctl' | grep -q 'api:integrator ([0-9a-f]*) *campaign.create'"
+	'$RY' audit --limit 200 --state-dir '$T/ctl' | grep -q 'api:integrator ([0-9a-f]*) *campaign.create'"
 
 check "the event stream replays what happened, as Server-Sent Events" bash -c "
 	curl -s --max-time 2 --cacert '$CA' -H 'Authorization: Bearer $INT' \
@@ -271,7 +271,7 @@ check "an id from before a restart (higher than any) gets a reset" bash -c "
 check "a live event reaches a subscriber" bash -c "
 	(curl -s -N --max-time 20 -D '$T/live.hdr' --cacert '$CA' -H 'Authorization: Bearer $INT' '$URL/api/v1/events' >'$T/live.txt' &)
 	for i in \$(seq 100); do grep -q '^HTTP/1.1 200' '$T/live.hdr' 2>/dev/null && break; sleep 0.1; done
-	'$CTL' node revoke gpu-node-04 --state-dir '$T/ctl' >/dev/null 2>&1; kill -TERM ${AGENT_PID[c]}
+	'$RY' node revoke gpu-node-04 --state-dir '$T/ctl' >/dev/null 2>&1; kill -TERM ${AGENT_PID[c]}
 	for i in \$(seq 150); do grep -q '^event: node.offline' '$T/live.txt' && exit 0; sleep 0.1; done; exit 1"
 check "/metrics is not for a token scoped to clusters: 403" test "$(api GET /metrics "$INT")" = 403
 api GET /metrics "$ADMIN" >/dev/null
@@ -440,8 +440,8 @@ check "  scoped to other: other's node" bash -c "
 		'$URL/api/v1/nodes/$HOST1')\" = 200 ] && jq -e '.cluster == \"other\"' '$T/h.json' >/dev/null"
 
 # ---- bad input: the error body, nothing stored, still serving ------------------------------
-ncamp() { "$CTL" campaigns --json --state-dir "$T/ctl" | jq length; }
-ndep() { "$CTL" deployments --json --state-dir "$T/ctl" | jq length; }
+ncamp() { "$RY" campaigns --json --state-dir "$T/ctl" | jq ".items | length"; }
+ndep() { "$RY" deployments --json --state-dir "$T/ctl" | jq ".items | length"; }
 before="$(ncamp)/$(ndep)"
 bad_is() { # WHAT STATUS FIELD METHOD PATH TOKEN [BODY [CTYPE]]
 	local what=$1 want=$2 field=$3; shift 3

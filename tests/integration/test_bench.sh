@@ -13,7 +13,7 @@ enroll c "$FIXTURES/h200-roce" || die "enroll c"
 start_agent a "$FIXTURES/h200-ib"
 start_agent b "$FIXTURES/h200-ib-2"
 check "agents online" wait_for 20 count_is online 2
-bench() { "$CTL" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-04 "$@"; }
+bench() { "$RY" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-04 "$@"; }
 
 bench --kind lat --iters 300 --json --timeout 30s >"$T/lat.json"
 check "latency run succeeds" test $? -eq 0
@@ -25,7 +25,7 @@ check "bandwidth run with data check succeeds" test $? -eq 0
 check "bandwidth in Gb/s is positive" jqt '.result.results[0].bw.gbps > 0' "$T/bw.json"
 check "data was checked" jqt '.result.results[0].data_check.checked > 0' "$T/bw.json"
 check "human output names the figures" bash -c \
-	"'$CTL' bench show \$(jq -r .id '$T/lat.json') --state-dir '$T/ctl' | grep -q 'p50'"
+	"'$RY' bench show \$(jq -r .id '$T/lat.json') --state-dir '$T/ctl' | grep -q 'p50'"
 
 # Verbs knobs travel to both agents (tcp ignores them, but the engine reports what it got).
 bench --kind lat --iters 50 --ib-port 2 --gid-index 3 --tclass 32 --sl 1 --json --timeout 30s \
@@ -33,35 +33,35 @@ bench --kind lat --iters 50 --ib-port 2 --gid-index 3 --tclass 32 --sl 1 --json 
 check "a run with --ib-port/--gid-index/--tclass/--sl succeeds" test $? -eq 0
 check "the agents got ib_port 2 and gid_index 3" jqt '.result.params.ib_port == 2 and
 	.result.params.gid_index == 3 and .server_result.params.ib_port == 2' "$T/knobs.json"
-runs_before=$("$CTL" bench list --state-dir "$T/ctl" | wc -l)
+runs_before=$("$RY" bench list --state-dir "$T/ctl" | wc -l)
 refused bench --kind lat --sl 16 >"$T/sl.out" 2>&1
 check "an SL over 15 is refused, naming the flag" grep -q "invalid --sl '16'" "$T/sl.out"
-check "  ... and nothing is stored" test "$("$CTL" bench list --state-dir "$T/ctl" | wc -l)" = "$runs_before"
+check "  ... and nothing is stored" test "$("$RY" bench list --state-dir "$T/ctl" | wc -l)" = "$runs_before"
 
 # Bad orders are answered with failed results, not silence.
 refused bench --kind bw --size 100000000 --timeout 20s >"$T/big.out" 2>&1
 check "oversized message refused by the agent, reason stored" grep -qi "size" "$T/big.out"
 refused bench --kind lat --transport carrier-pigeon --timeout 20s >"$T/tr.out" 2>&1
 check "unknown transport refused" grep -qi "transport" "$T/tr.out"
-refused "$CTL" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-02 --kind lat \
+refused "$RY" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-02 --kind lat \
 	--timeout 2s >"$T/off.out" 2>&1
 check "a run to an offline node fails at its deadline" grep -q "no result before the deadline" "$T/off.out"
 check "controller and agents still up" count_is online 2
 
 # Cancel: a 60 s run stopped mid-measurement; both agents stop within the engine's poll, free
 # the run (a new one starts at once), and late reports do not change the stored state.
-bstate() { "$CTL" bench show "$1" --json --state-dir "$T/ctl" | jq -r .state; }
+bstate() { "$RY" bench show "$1" --json --state-dir "$T/ctl" | jq -r .state; }
 bench --kind bw --size 65536 --duration 60 --timeout 90s --no-wait >"$T/long.out" 2>&1
 check "bench run --no-wait returns at once" test $? -eq 0
 id=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/long.out")
 check "--no-wait prints the run id" test -n "$id"
 check "the long run is measuring on both agents" wait_for 20 bash -c \
 	"grep -q 'bench $id: running' '$T/a.log' && grep -q 'bench $id: serving' '$T/b.log'"
-"$CTL" bench cancel "$id" --state-dir "$T/ctl" >"$T/cancel.out" 2>&1
+"$RY" bench cancel "$id" --state-dir "$T/ctl" >"$T/cancel.out" 2>&1
 check "bench cancel exits 0" test $? -eq 0
 check "bench cancel says cancelled" grep -q "bench $id: cancelled" "$T/cancel.out"
 check "stored state is cancelled, reason given" jqt '.state == "cancelled" and
-	(.error | test("cancelled by operator"))' <("$CTL" bench show "$id" --json --state-dir "$T/ctl")
+	(.error | test("cancelled by operator"))' <("$RY" bench show "$id" --json --state-dir "$T/ctl")
 # Each agent gets the Cancel; the side that gets it first stops and the other may end on the
 # peer's reason ("peer: canceled") before its own Cancel arrives ("not running here").
 got_cancel() { grep -q -e "bench $2: cancelled by the controller" -e "Cancel of bench $2: not running here" "$1"; }
@@ -74,13 +74,15 @@ check "server engine ended (canceled result)" wait_for 10 log_has "$T/b.log" "be
 check "late reports leave it cancelled" test "$(bstate "$id")" = cancelled
 bench --kind lat --iters 100 --timeout 30s >"$T/after.out" 2>&1
 check "the next run succeeds right after a cancel" test $? -eq 0
-refused "$CTL" bench cancel "$id" --state-dir "$T/ctl" >"$T/cancel2.out" 2>&1
-check "cancel of a finished run is refused, naming its state" grep -q "already finished (cancelled)" "$T/cancel2.out"
-refused "$CTL" bench cancel b-00000000 --state-dir "$T/ctl" >"$T/cancel3.out" 2>&1
-check "cancel of an unknown run is refused" grep -q "no benchmark run b-00000000" "$T/cancel3.out"
+"$RY" bench cancel "$id" --state-dir "$T/ctl" >"$T/cancel2.out" 2>&1; rc=$?
+check "cancel of a finished run is refused (exit 1: $rc), naming its state" bash -c \
+	"[ $rc -eq 1 ] && grep -q 'conflict: benchmark run $id has ended (cancelled)' '$T/cancel2.out'"
+"$RY" bench cancel b-00000000 --state-dir "$T/ctl" >"$T/cancel3.out" 2>&1; rc=$?
+check "cancel of an unknown run is refused (exit 4: $rc)" bash -c \
+	"[ $rc -eq 4 ] && grep -q 'not_found: no benchmark run b-00000000' '$T/cancel3.out'"
 
 # Ctrl-C while `bench run` follows a run cancels the run instead of leaving it behind.
-"$CTL" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-04 --kind bw \
+"$RY" bench run --state-dir "$T/ctl" --from gpu-node-01 --to gpu-node-04 --kind bw \
 	--size 65536 --duration 60 --timeout 90s >"$T/int.out" 2>"$T/int.err" &
 bpid=$!
 check "interrupted run starts" wait_for 20 bash -c "grep -q '^bench b-' '$T/int.out'"
@@ -126,7 +128,7 @@ check "a run with the first port taken succeeds" test $? -eq 0
 id=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/lease.out" | head -1)
 check "the agent skipped the taken port" log_has "$T/b.log" "bench $id: port 18600 is taken, trying the next"
 check "it served on the next one" log_has "$T/controller.log" "bench $id: server .* listening on port 18601"
-check "bench show names the port" jqt '.server_port == 18601' <("$CTL" bench show "$id" --json --state-dir "$T/ctl")
+check "bench show names the port" jqt '.server_port == 18601' <("$RY" bench show "$id" --json --state-dir "$T/ctl")
 busybox nc -l -p 18601 </dev/null >/dev/null 2>&1 &
 hold2=$!
 PIDS+=("$hold2")

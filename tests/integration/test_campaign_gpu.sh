@@ -26,7 +26,7 @@ RAILYARD_SEAM_LIBCUDA=$DOUBLE RAILYARD_CUDA_DOUBLE_GPUS=8 RAILYARD_CUDA_DOUBLE_B
 	RAILYARD_CUDA_DOUBLE_UUIDS=$(uuids h200-ib-2) RAILYARD_CUDA_DOUBLE_RATES=h2d=40,d2h=55.3,d2d=1959 \
 	start_agent b "$FIXTURES/h200-ib-2"
 check "two agents online" wait_for 30 count_is online 2
-"$CTL" nodes --json --state-dir "$T/ctl" >"$T/nodes.json"
+"$RY" nodes --json --state-dir "$T/ctl" | jq .items >"$T/nodes.json"
 host_b=$(jq -r '.[] | select(.hostname != "gpu-node-01") | .hostname' "$T/nodes.json")
 
 cat >"$T/gpu.yaml" <<EOF
@@ -43,7 +43,7 @@ validation:
   acceptance:
     - {metric: gpu-lat.p50_us, op: "<=", value: 1000000}
 EOF
-"$CTL" validate --state-dir "$T/ctl" --cluster it --playbook "$T/gpu.yaml" --seed 3 --json \
+"$RY" validate --state-dir "$T/ctl" --cluster it --playbook "$T/gpu.yaml" --seed 3 --json \
 	>"$T/camp.json" 2>"$T/camp.err"
 check "the campaign fails (node b's GPUs are slow)" test $? -eq 1
 check "the gpu test ran on both nodes, one slot each" jqt \
@@ -62,10 +62,10 @@ check "health read from /proc only: not read, not failed" jqt '.verdict.tests[] 
 	select(.name == "gpu-health") | .stats.not_read.min > 0' "$T/camp.json"
 check "the GPU-memory latency pair passed" jqt '.verdict.tests[] | select(.name == "gpu-lat") |
 	.result == "pass" and .measured == 1' "$T/camp.json"
-"$CTL" campaign show "$(jq -r .id "$T/camp.json")" --results --json --state-dir "$T/ctl" \
+"$RY" campaign show "$(jq -r .id "$T/camp.json")" --results --json --state-dir "$T/ctl" \
 	>"$T/rows.json"
 lat_bench=$(jq -r '.results[] | select(.test_index == 1 and .phase == "run") | .bench_id' "$T/rows.json")
-"$CTL" bench show "$lat_bench" --json --state-dir "$T/ctl" >"$T/lat.json"
+"$RY" bench show "$lat_bench" --json --state-dir "$T/ctl" >"$T/lat.json"
 check "the latency run is stored" test -s "$T/lat.json"
 check "both sides in GPU memory, staged, on the first GPU (its UUID from the facts)" jqt '
 	.result.environment.client.mem_path == "staged" and

@@ -17,8 +17,8 @@ RANDOM=$SEED
 echo "seed $SEED"
 db() { sqlite3 -cmd ".timeout 5000" "$T/ctl/controller.db" "$@"; }
 intact() { [ "$(db 'PRAGMA integrity_check')" = ok ]; }
-dep_field() { "$CTL" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
-deploy() { "$CTL" deploy --state-dir "$T/ctl" --cluster it --canary 0 --pause 0 "$@"; }
+dep_field() { "$RY" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
+deploy() { "$RY" deploy --state-dir "$T/ctl" --cluster it --canary 0 --pause 0s "$@"; }
 last_id() { awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$1"; }
 finished() { [[ "$(dep_field "$1" .state)" =~ ^(succeeded|partial|failed)$ ]]; }
 # kill_ctl: kill -9 the controller and wait for it; the database must be whole as it left it.
@@ -98,10 +98,10 @@ validation:
     - {metric: pair-bw.gbps, relative: median, op: ">=", value: 0.0001}
 EOF
 check "all agents back for the campaign" wait_for 30 count_is online 3
-"$CTL" validate --state-dir "$T/ctl" --cluster it --playbook "$T/camp.yaml" --no-wait >"$T/camp.out" 2>&1
+"$RY" validate --state-dir "$T/ctl" --cluster it --playbook "$T/camp.yaml" --no-wait >"$T/camp.out" 2>&1
 C=$(sed -n 's/^campaign \(c-[0-9a-f]*\):.*/\1/p' "$T/camp.out" | head -1)
 check "a campaign started" test -n "$C"
-cstate() { "$CTL" campaign show "$C" --json --state-dir "$T/ctl" | jq -r .state; }
+cstate() { "$RY" campaign show "$C" --json --state-dir "$T/ctl" | jq -r .state; }
 ended() { [ "$(cstate)" != running ]; }
 done_rows() { db "SELECT count(*) FROM campaign_results WHERE campaign_id = '$C' AND state = 'done'"; }
 lost=0 broken=0 kills=""
@@ -121,7 +121,7 @@ check "the database passed integrity_check after every kill" test "$broken" = 0
 check "no finished benchmark result was lost by a kill" test "$lost" = 0
 check "the campaign was killed at least twice" test "$(wc -w <<<"$kills")" -ge 2
 check "the campaign ends after the last restart" wait_for 180 ended
-"$CTL" campaign show "$C" --json --results --state-dir "$T/ctl" >"$T/camp.json"
+"$RY" campaign show "$C" --json --results --state-dir "$T/ctl" >"$T/camp.json"
 check "  ... passed, 3 pairs x 2 tests measured, every row done" jqt '.state == "passed" and
 	([.results[] | select(.phase == "run")] | length) == 6 and all(.results[]; .state == "done")' "$T/camp.json"
 check "  ... each pair once per test" jqt '[.results[] | select(.phase == "run") |

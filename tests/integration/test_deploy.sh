@@ -3,9 +3,9 @@
 # the port asserts), the shipped h200-ndr-ib playbook: check mode changes nothing (hashes of
 # every sysroot), max_fail stops a rollout and skips the rest, a tolerated failure finishes
 # "partial", a second apply changes nothing, and a controller killed with -9 mid-rollout resumes
-# without running any node twice. One writer: deploy goes through the serving controller's
-# api.sock (audited as local:uid N) and is refused, storing nothing, while none serves; token
-# create works offline.
+# without running any node twice. One writer: `railyard --state-dir` talks to the serving
+# controller's api.sock (deploy audited as local:uid N) and is refused, storing nothing, while
+# none serves.
 . "$(dirname "$0")/lib.sh"
 
 PREP=$SRC/tests/fixtures/prepare-sysroot.sh
@@ -31,9 +31,11 @@ done
 check "6 agents online" wait_for 20 count_is online 6
 
 tree_hash() { (cd "$T" && find root-* -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
-dep_field() { "$CTL" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
+dep_field() { "$RY" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
 # The shipped playbook pauses a minute between batches behind a canary: not here.
-deploy() { "$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --timeout 60s --canary 0 --pause 0 "$@"; }
+deploy() { "$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --timeout 60s --canary 0 --pause 0s "$@"; }
+# What is stored, read while no controller serves.
+q() { sqlite3 -cmd ".timeout 5000" "$T/ctl/controller.db" "$1"; }
 last_id() { awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$1"; }
 
 # --- check mode ----------------------------------------------------------------------------------
@@ -42,15 +44,18 @@ deploy --check --max-fail 1 >"$T/check.out" 2>&1
 check "check run ends partial (the degraded node fails its asserts)" grep -q "partial" "$T/check.out"
 CHECK_ID=$(last_id "$T/check.out")
 check "check mode changed nothing on any node" test "$before" = "$(tree_hash)"
-check "RoCE node not targeted by the IB playbook" grep -q "gpu-roce .*not targeted" "$T/check.out"
+# railyard deploy does not print the API's "skipped" nodes (the old "  gpu-roce  not targeted:
+# REASON" line): the stored deployment has no row for it.
+check "RoCE node not targeted by the IB playbook" \
+	test "$(dep_field "$CHECK_ID" '[.nodes[] | select(.hostname=="gpu-roce")] | length')" = 0
 check "check mode reports what would change" \
 	test "$(dep_field "$CHECK_ID" '[.nodes[] | select(.hostname=="gpu-a") | .steps[] | select(.status=="changed")] | length')" -gt 0
 check "check mode shows a diff for nccl.conf" bash -c \
-	"'$CTL' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[0].steps[].diff' | grep -q '+++ /etc/nccl.conf'"
+	"'$RY' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[0].steps[].diff' | grep -q '+++ /etc/nccl.conf'"
 check "degraded node's failure is named" bash -c \
-	"'$CTL' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[] | select(.hostname==\"gpu-node-03\") | .steps[].message' | grep -q 'mlx5_3 port 1'"
+	"'$RY' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[] | select(.hostname==\"gpu-node-03\") | .steps[].message' | grep -q 'mlx5_3 port 1'"
 check "deploy went through the serving controller's api.sock (audited as local:uid $(id -u))" bash -c \
-	"'$CTL' audit --state-dir '$T/ctl' | grep -q ' local:uid $(id -u) *deploy.check *$CHECK_ID '"
+	"'$RY' audit --state-dir '$T/ctl' | grep -q ' local:uid $(id -u) *deploy.check *$CHECK_ID '"
 
 # --- max_fail stops the rollout ------------------------------------------------------------------
 refused deploy --batch 2 --max-fail 0 >"$T/stop.out" 2>&1
@@ -85,22 +90,27 @@ done_at_least() { [ "$(done_count)" -ge "$1" ]; }
 check "first node of the slow rollout finished" wait_for 20 done_at_least 1
 kill -9 "$CTL_PID"
 wait "$CTL_PID" 2>/dev/null
-check "deployment still running in the database" test "$(dep_field "$R" .state)" = running
-# One writer: with no controller serving (its api.sock left behind by kill -9), deploy is refused
-# with one clear line and stores nothing; token create still works, on the database directly.
-ndep() { "$CTL" deployments --json --state-dir "$T/ctl" | jq length; }
-n_before=$(ndep)
+check "deployment still running in the database" test "$(q "SELECT state FROM deployments WHERE id = '$R'")" = running
+# One writer: with no controller serving (its api.sock left behind by kill -9), railyard is
+# refused (exit 5, unreachable) with one line naming the socket, and nothing is stored.
+ndep() { q "SELECT count(*) FROM deployments"; }
+ntok() { q "SELECT count(*) FROM enroll_tokens"; }
+n_before=$(ndep) t_before=$(ntok)
 out=$(deploy --no-wait 2>&1); rc=$?
-check "deploy with no controller serving is refused (exit $rc)" test "$rc" -eq 1
-check "  ... saying so in one line" test "$out" = "railyard-controller deploy: no controller is serving $T/ctl (its api.sock): changes go through the serving controller; start it (systemctl start railyard-controller)"
+check "deploy with no controller serving is refused: exit 5 ($rc)" test "$rc" -eq 5
+check "  ... saying so in one line naming the api.sock ($out)" \
+	bash -c '[ "$(printf "%s\n" "$1" | wc -l)" = 1 ] && grep -q "api.sock" <<<"$1"' _ "$out"
 check "  ... and storing nothing" test "$(ndep)" = "$n_before"
-"$CTL" token create --state-dir "$T/ctl" --cluster it >"$T/offline-token.out" 2>&1
-check "token create works with no controller serving" grep -q '^token: ry1\.' "$T/offline-token.out"
-check "  ... with the CA fingerprint" grep -q "^ca-fingerprint: $FP$" "$T/offline-token.out"
-check "  ... audited as the host's admin" bash -c "'$CTL' audit --state-dir '$T/ctl' --limit 1 | grep -q ' admin *token.create '"
+"$RY" enrollment-token create --state-dir "$T/ctl" --cluster it >"$T/offline-token.out" 2>&1; rc=$?
+check "enrollment-token create with no controller serving is refused: exit 5 ($rc)" test "$rc" -eq 5
+check "  ... and stores no token" test "$(ntok)" = "$t_before"
 start_controller --heartbeat-interval 300ms
 check "restarted controller resumes and finishes the rollout" wait_for 60 \
-	bash -c "[ \"\$('$CTL' deployments $R --json --state-dir $T/ctl | jq -r .state)\" = partial ]"
+	bash -c "[ \"\$('$RY' deployments $R --json --state-dir $T/ctl | jq -r .state)\" = partial ]"
+"$RY" enrollment-token create --state-dir "$T/ctl" --cluster it >"$T/local-token.out" 2>&1
+check "enrollment-token create over api.sock" grep -q '^token: ry1\.' "$T/local-token.out"
+check "  ... with the CA fingerprint" grep -q "^ca-fingerprint: $FP$" "$T/local-token.out"
+check "  ... audited as the host's local admin" bash -c "'$RY' audit --state-dir '$T/ctl' --limit 1 | grep -q ' local:uid $(id -u) *token.create '"
 for name in a b c d e; do
 	n=$(grep -c "plan $R: running" "$T/$name.log")
 	check "agent $name ran the resumed deployment exactly once ($n)" test "$n" = 1
@@ -108,8 +118,8 @@ done
 check "every targeted node has a result" test "$(done_count)" = 5
 
 # --- session lost mid-plan: the agent finishes and reports on reconnect --------------------------
-"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/tests/fixtures/playbooks/good/slow.yaml" \
-	--no-wait --max-fail 100% --canary 0 --pause 0 >"$T/slow.out" 2>&1 || fail "deploy slow"
+"$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/tests/fixtures/playbooks/good/slow.yaml" \
+	--no-wait --max-fail 100% --canary 0 --pause 0s >"$T/slow.out" 2>&1 || fail "deploy slow"
 S=$(last_id "$T/slow.out")
 running_on_a() { grep -q "plan $S: running" "$T/a.log"; }
 check "slow plan started on the agents" wait_for 20 running_on_a
@@ -119,18 +129,18 @@ plan_done_on_a() { grep -q "plan $S: succeeded" "$T/a.log"; }
 check "agent finishes the plan without a controller" wait_for 20 plan_done_on_a
 start_controller --heartbeat-interval 300ms
 check "results reported after reconnect" wait_for 30 \
-	bash -c "[ \"\$('$CTL' deployments $S --json --state-dir $T/ctl | jq -r .state)\" = succeeded ]"
+	bash -c "[ \"\$('$RY' deployments $S --json --state-dir $T/ctl | jq -r .state)\" = succeeded ]"
 check "the slow step's result was stored" \
 	test "$(dep_field "$S" '[.nodes[].steps[] | select(.name=="wait a little" and .status=="changed")] | length')" = 6
 check "agent a ran the slow plan once" test "$(grep -c "plan $S: running" "$T/a.log")" = 1
 
 # --- the RoCE playbook on the RoCE node, and revalidate everywhere -----------------------------------
-"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/h200-roce.yaml" \
-	--canary 0 --pause 0 --timeout 60s >"$T/roce.out" 2>&1
+"$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$T/h200-roce.yaml" \
+	--canary 0 --pause 0s >"$T/roce.out" 2>&1
 check "h200-roce applies cleanly to the RoCE node" grep -q "succeeded$" "$T/roce.out"
 check "RoCE QoS set through mlnx_qos" grep -q "mlnx_qos .*--trust dscp" "$T/root-r/var/log/railyard-doubles.log"
-refused "$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$SRC/playbooks/revalidate.yaml" \
-	--canary 0 --pause 0 --timeout 60s >"$T/reval.out" 2>&1
+refused "$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$SRC/playbooks/revalidate.yaml" \
+	--canary 0 --pause 0s >"$T/reval.out" 2>&1
 V=$(last_id "$T/reval.out")
 check "revalidate fails only the degraded node" \
 	test "$(dep_field "$V" '[.nodes[] | select(.state=="failed") | .hostname] | join(",")')" = gpu-node-03

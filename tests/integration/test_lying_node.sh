@@ -28,7 +28,7 @@ liar() { # liar SPEC: (re)start the lying member
 	LIAR_PID=$!
 	PIDS+=("$LIAR_PID")
 }
-show() { "$CTL" campaign show "$1" --json --results --state-dir "$T/ctl"; }
+show() { "$RY" campaign show "$1" --json --results --state-dir "$T/ctl"; }
 # The review's rule: a pair's median latency within 20x the cluster's best. Lines that only a
 # broken run crosses otherwise: the honest pair passes on a busy machine.
 cat >"$T/pb.yaml" <<'PB'
@@ -50,7 +50,7 @@ PB
 campaign() {
 	liar "$1"
 	wait_for 30 count_is online 3 || die "the liar did not come online (see $T/liar.err)"
-	"$CTL" validate --state-dir "$T/ctl" --cluster it --playbook "$T/pb.yaml" --quick \
+	"$RY" validate --state-dir "$T/ctl" --cluster it --playbook "$T/pb.yaml" --quick \
 		--seed 3 --json >"$T/$2.run.json" 2>"$T/$2.err"
 	RC=$?
 	show "$(jq -r .id "$T/$2.run.json")" >"$T/$2.json" ||

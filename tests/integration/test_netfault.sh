@@ -38,7 +38,7 @@ pctl() {
 	[[ $reply == ok* ]]
 }
 stat_of() { pctl "$1" stats | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-dep_field() { "$CTL" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
+dep_field() { "$RY" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
 last_id() { awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$1"; }
 finished() { [[ "$(dep_field "$1" .state)" =~ ^(succeeded|partial|failed)$ ]]; }
 sessions() { grep -c "connected to .* as node" "$T/$1.log"; }
@@ -69,7 +69,7 @@ check "  ... each session through its proxy" one_each
 		printf '  - name: s%d\n    type: command\n    params:\n      argv: [/bin/sh, -c, "echo %d >>\\"$RAILYARD_SYSROOT/var/tmp/runs-net\\"; sleep 0.1"]\n' "$i" "$i"
 	done
 } >"$T/net.yaml"
-"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/net.yaml" --canary 0 --pause 0 \
+"$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/net.yaml" --canary 0 --pause 0s \
 	--max-fail 0 --no-wait >"$T/net.out" 2>&1 || fail "deploy"
 D=$(last_id "$T/net.out")
 check "the plan started on every node" wait_for 30 bash -c "[ -s '$T/root-a/var/tmp/runs-net' ] && [ -s '$T/root-b/var/tmp/runs-net' ] && [ -s '$T/root-c/var/tmp/runs-net' ]"

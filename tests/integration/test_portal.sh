@@ -227,7 +227,7 @@ check "  a copy signed by a node's certificate: the signature alone passes" open
 	-CAfile "$T/forged/ca.pem" -purpose any -out /dev/null
 check "  the page's commands refuse it" bash -c "cd '$T/forged' && ! sh verify-openssl.sh >'$T/recipe.out' 2>&1 &&
 	! grep -q '^sign-off verified' '$T/recipe.out'"
-check "  and with signoff verify" "$CTL" signoff verify "$DL/$SO-signoff.json" "$DL/$SO-signoff.p7s" --ca "$DL/ca.pem"
+check "  and with signoff verify" "$RY" signoff verify "$DL/$SO-signoff.json" "$DL/$SO-signoff.p7s" --ca "$DL/ca.pem"
 check "  the CA is the controller's" cmp -s "$DL/ca.pem" "$CA"
 check "  the HTML report is the controller's" bash -c "[ '$(api GET "/api/v1/signoffs/$SO/signoff.html" "$VIEWER")' = 200 ] &&
 	cmp -s '$T/body' '$DL/$SO-signoff.html'"

@@ -24,8 +24,8 @@ gen_plan() {
 		done
 	} >"$f"
 }
-dep_field() { "$CTL" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
-deploy() { "$CTL" deploy --state-dir "$T/ctl" --cluster it --canary 0 --pause 0 --max-fail 100% "$@"; }
+dep_field() { "$RY" deployments "$1" --json --state-dir "$T/ctl" | jq -r "$2"; }
+deploy() { "$RY" deploy --state-dir "$T/ctl" --cluster it --canary 0 --pause 0s --max-fail 100% "$@"; }
 last_id() { awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$1"; }
 finished() { [[ "$(dep_field "$1" .state)" =~ ^(succeeded|partial|failed)$ ]]; }
 steps_stored() { dep_field "$1" '[.nodes[].steps[]] | length'; }
@@ -68,7 +68,7 @@ check "and the plan waits for room instead of dropping results ($(runs_of a bp |
 start_controller "${HB[@]}"
 check "once the controller is back, the plan finishes" wait_for 120 finished "$BP"
 check "it succeeded with all 600 step results stored" bash -c \
-	"[ \"\$('$CTL' deployments $BP --json --state-dir '$T/ctl' | jq -r '.state + \" \" + ([.nodes[].steps[]] | length | tostring)')\" = 'succeeded 600' ]"
+	"[ \"\$('$RY' deployments $BP --json --state-dir '$T/ctl' | jq -r '.state + \" \" + ([.nodes[].steps[]] | length | tostring)')\" = 'succeeded 600' ]"
 check "every step ran exactly once" test "$(runs_of a bp | sort -n | uniq | wc -l) $(runs_of a bp | wc -l)" = "300 300"
 
 # --- three concurrent 300-step deployments -----------------------------------------------------
@@ -108,7 +108,7 @@ for i in $(seq 1 10); do
 	if [ "$st" = failed ]; then
 		interrupted=$((interrupted + 1))
 		check "k$i: the interrupted step is named" bash -c \
-			"'$CTL' deployments $K --json --state-dir '$T/ctl' | jq -r '.nodes[] | select(.hostname==\"node-a\") | .steps[] | select(.status==\"failed\") | .message' | grep -q 'interrupted: the agent stopped while this step ran'"
+			"'$RY' deployments $K --json --state-dir '$T/ctl' | jq -r '.nodes[] | select(.hostname==\"node-a\") | .steps[] | select(.status==\"failed\") | .message' | grep -q 'interrupted: the agent stopped while this step ran'"
 		check "k$i: the steps after it are skipped, not run" bash -c \
 			"[ \$(sort -n '$T/root-a/var/tmp/runs-k$i' | tail -1) -lt 20 ]"
 	else
@@ -130,7 +130,7 @@ wait "${AGENT_PID[a]}"
 check "agent exits 0 on SIGTERM mid-plan" test $? -eq 0
 check "it says where the plan stopped" log_has "$T/a.log" "plan $TD: stopped before step"
 start_agent a "$T/root-a" --outbox-max 16K
-check "the plan resumes and succeeds" wait_for 60 bash -c "[ \"\$('$CTL' deployments $TD --json --state-dir '$T/ctl' | jq -r .state)\" = succeeded ]"
+check "the plan resumes and succeeds" wait_for 60 bash -c "[ \"\$('$RY' deployments $TD --json --state-dir '$T/ctl' | jq -r .state)\" = succeeded ]"
 check "it resumed after the last finished step" log_has "$T/a.log" "plan $TD: resuming at step"
 check "every step ran exactly once" test "$(runs_of a term | sort -n | uniq | tr '\n' ' ')" = "$(seq 0 19 | tr '\n' ' ')"
 check "no step ran twice" no_step_twice a term
@@ -147,7 +147,7 @@ check "agent a back online" wait_for 20 node_state_is node-a online
 out=$("$AGENT" run --state-dir "$T/a" --sysroot "$T/root-a" 2>&1); rc=$?
 check "a second agent on a's state directory exits 4 ($rc)" test "$rc" -eq 4
 check "it names the agent holding it" grep -q "in use by another railyard-agent (pid ${AGENT_PID[a]})" <<<"$out"
-check "the first agent is unaffected" bash -c "sleep 1; kill -0 ${AGENT_PID[a]} && [ \"\$('$CTL' nodes --json --state-dir '$T/ctl' | jq -r '.[] | select(.hostname==\"node-a\") | .state')\" = online ]"
+check "the first agent is unaffected" bash -c "sleep 1; kill -0 ${AGENT_PID[a]} && [ \"\$('$RY' nodes --json --state-dir '$T/ctl' | jq -r '.items[] | select(.hostname==\"node-a\") | .state')\" = online ]"
 check "no session was superseded" bash -c "! grep -q 'superseded by a new session' '$T/controller.log'"
 
 # --- a write lock held by another process for 4.5 s -------------------------------------------------
@@ -163,14 +163,14 @@ timeouts_before=$(grep -c "heartbeat timeout" "$T/controller.log")
 LOCKER=$!
 locked() { ! sqlite3 -cmd ".timeout 0" "$T/ctl/controller.db" "BEGIN IMMEDIATE; ROLLBACK;" >/dev/null 2>&1; }
 check "the lock is held" wait_for 5 locked
-"$CTL" nodes --state-dir "$T/ctl" >"$T/nodes-locked.out" 2>&1
+"$RY" nodes --state-dir "$T/ctl" >"$T/nodes-locked.out" 2>&1
 nodes_rc=$?
 check "a read-only 'nodes' completes while the lock is held (exit $nodes_rc)" bash -c "[ $nodes_rc -eq 0 ] && kill -0 $LOCKER"
 check "... and lists both nodes" test "$(grep -c '^n-' "$T/nodes-locked.out")" = 2
 wait "$LOCKER"
 check "the deployment finishes after the lock" wait_for 60 finished "$LD"
 check "it succeeded with every result stored" bash -c \
-	"[ \"\$('$CTL' deployments $LD --json --state-dir '$T/ctl' | jq -r '.state + \" \" + ([.nodes[].steps[]] | length | tostring)')\" = 'succeeded 40' ]"
+	"[ \"\$('$RY' deployments $LD --json --state-dir '$T/ctl' | jq -r '.state + \" \" + ([.nodes[].steps[]] | length | tostring)')\" = 'succeeded 40' ]"
 check "no session ended on a heartbeat timeout meanwhile" test "$(grep -c "heartbeat timeout" "$T/controller.log")" = "$timeouts_before"
 check "both nodes stayed online" count_is online 2
 check "no step ran twice under the lock" no_step_twice a lock
@@ -198,7 +198,7 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=24m tmpfs "$T/fs" 2>/dev/null;
 	rm -f "$T/fs/fill" "$T/fs/more"
 	check "the deployment finishes once there is room" wait_for 60 finished "$FD"
 	check "it succeeded with every result stored" bash -c \
-		"[ \"\$('$CTL' deployments $FD --json --state-dir '$T/ctl' | jq -r '.state + \" \" + ([.nodes[].steps[]] | length | tostring)')\" = 'succeeded 40' ]"
+		"[ \"\$('$RY' deployments $FD --json --state-dir '$T/ctl' | jq -r '.state + \" \" + ([.nodes[].steps[]] | length | tostring)')\" = 'succeeded 40' ]"
 	check "no step ran twice" no_step_twice a full
 	check "no result was refused" bash -c "! grep -q 'refused' '$T/a.log' '$T/b.log'"
 	check "the database is intact" test "$(sqlite3 "$T/ctl/controller.db" 'PRAGMA integrity_check')" = ok

@@ -7,7 +7,7 @@
 # refusals for campaigns that cannot be signed; a node's facts changed (OFED version, MTU)
 # making the sign-off stale for exactly that node; revalidation naming exactly that drift; a
 # node joining, a node revoked and a deployment after the sign-off making it stale with the
-# reason.
+# reason. Everything through `railyard --state-dir` (the serving controller's api.sock).
 . "$(dirname "$0")/lib.sh"
 
 PB=$T/tcp-baseline.yaml
@@ -37,30 +37,35 @@ for n in a:$FIXTURES/h200-ib b:$T/roce-root c:$FIXTURES/h200-ib-2; do
 done
 check "three agents online" wait_for 30 count_is online 3
 
-so() { "$CTL" signoff "$@" --state-dir "$T/ctl"; }
-verify() { "$CTL" signoff verify "$@"; }
+so() { "$RY" signoff "$@" --state-dir "$T/ctl"; }
+# The sign-offs as a list (railyard's --json is the REST page: {items, next_cursor}).
+so_list() { so list --json | jq .items; }
+verify() { "$RY" signoff verify "$@"; }
 rc_of() { "$@" >"$T/rc.out" 2>&1; echo $?; }
 quiet() { "$@" >/dev/null 2>&1; }
-val() { "$CTL" validate --state-dir "$T/ctl" --cluster it --playbook "$PB" --quick "$@"; }
+val() { "$RY" validate --state-dir "$T/ctl" --cluster it --playbook "$PB" --quick "$@"; }
 
 # ---- what cannot be signed --------------------------------------------------------------------
-check "unknown campaign refused" test "$(rc_of so create --campaign c-00000000)" = 1
+check "unknown campaign refused: not found" test "$(rc_of so create c-00000000)" = 4
 check "  named" log_has "$T/rc.out" "no campaign c-00000000"
 val --no-wait >"$T/running.out" 2>&1
 RUNNING=$(awk '/^campaign c-/ {sub(":", "", $2); print $2; exit}' "$T/running.out")
-check "a running campaign is refused" test "$(rc_of so create --campaign "$RUNNING")" = 1
+check "a running campaign is refused" test "$(rc_of so create "$RUNNING")" = 1
 check "  with the reason" log_has "$T/rc.out" "is running"
-"$CTL" campaign cancel "$RUNNING" --state-dir "$T/ctl" >/dev/null 2>&1
-check "a cancelled campaign is refused" test "$(rc_of so create --campaign "$RUNNING")" = 1
+"$RY" campaign cancel "$RUNNING" --state-dir "$T/ctl" >/dev/null 2>&1
+# railyard's campaign cancel asks and returns: wait until it has ended.
+cancelled() { [ "$("$RY" campaign show "$RUNNING" --json --state-dir "$T/ctl" | jq -r .state)" = cancelled ]; }
+wait_for 30 cancelled || fail "campaign $RUNNING did not end cancelled"
+check "a cancelled campaign is refused" test "$(rc_of so create "$RUNNING")" = 1
 check "  with the reason" log_has "$T/rc.out" "is cancelled"
-check "nothing stored" test "$(so list --json | jq length)" = 0
+check "nothing stored" test "$(so_list | jq length)" = 0
 
 # ---- a deployment, then a campaign signed as it ends ------------------------------------------
-"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/ofed-pin.yaml" --canary 0 \
-	--pause 0 --timeout 60s >"$T/deploy-pin.out" 2>&1
+"$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$T/ofed-pin.yaml" --canary 0 \
+	--pause 0s >"$T/deploy-pin.out" 2>&1
 check "the OFED pin is deployed" test $? -eq 0
-"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0 \
-	--timeout 60s >"$T/deploy.out" 2>&1
+"$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0s \
+	>"$T/deploy.out" 2>&1
 check "the playbook is deployed" test $? -eq 0
 val --signoff --json >"$T/val.json" 2>"$T/val.err"
 check "validate --signoff passes" test $? -eq 0
@@ -69,8 +74,8 @@ CAMP=$(jq -r .id "$T/val.json")
 check "the campaign was signed as it ended" test -n "$SO"
 check "one sign-off, of that campaign, pass" jqt --arg c "$CAMP" \
 	'length == 1 and .[0].campaign == $c and .[0].verdict == "pass" and .[0].kind == "signoff"' \
-	<(so list --json)
-check "a second sign-off of the campaign is refused" test "$(rc_of so create --campaign "$CAMP")" = 1
+	<(so_list)
+check "a second sign-off of the campaign is refused" test "$(rc_of so create "$CAMP")" = 1
 check "  naming the first" log_has "$T/rc.out" "signed off already: $SO"
 
 # ---- export and offline verification -------------------------------------------------------
@@ -103,7 +108,7 @@ check "report: the RoCE node's OFED and MTU" jqt '.nodes[] | select(.hostname ==
 check "report: software versions from facts" jqt '.nodes[] | select(.hostname == "gpu-node-01") |
 	.snapshot.software == {"nccl": "2.23.4", "ucx": "1.17.0", "openmpi": "4.1.7"}' "$R"
 check "report: every result row of the campaign" test "$(jq '.results | length' "$R")" = \
-	"$("$CTL" campaign show "$CAMP" --results --json --state-dir "$T/ctl" | jq '.results | length')"
+	"$("$RY" campaign show "$CAMP" --results --json --state-dir "$T/ctl" | jq '.results | length')"
 check "report: measured rows carry metrics" jqt '[.results[] | select(.state == "done" and
 	.role == "measure")] | length > 0 and all(.[]; .metrics != null)' "$R"
 check "report: the definition and thresholds" jqt '(.campaign.definition.tests | length) == 4 and
@@ -161,7 +166,7 @@ check "forgery: the signature check alone (what was shown before) accepts it" qu
 check "forgery: the commands the HTML view shows refuse it" refused run_recipe "$T/recipe.sh" \
 	"$T/forged"
 check "  no verified line" refused grep -q 'sign-off verified' "$T/forged/recipe.out"
-check "forgery: railyard-controller signoff verify: exit 1" test "$(rc_of verify \
+check "forgery: railyard signoff verify: exit 1" test "$(rc_of verify \
 	"$T/forged/signoff.json" "$T/forged/signoff.p7s" --ca "$T/forged/ca.pem")" = 1
 # railyard, alone in a directory, with a PATH and an environment without railyard-controller.
 mkdir -p "$T/alone" && cp "$BUILD/client/railyard" "$T/alone/"
@@ -179,7 +184,7 @@ alone "$T/genuine/signoff.json" "$T/genuine/signoff.p7s" --ca "$T/genuine/ca.pem
 	jq -S . >"$T/alone.json"
 verify "$T/genuine/signoff.json" "$T/genuine/signoff.p7s" --ca "$T/genuine/ca.pem" --json |
 	jq -S . >"$T/ctl-verify.json"
-check "  --json: the same document as railyard-controller's" bash -c \
+check "  --json: the same document as with the test's environment" bash -c \
 	"jq -e '.verified == true and .status == 0' '$T/alone.json' >/dev/null &&
 	 cmp -s '$T/alone.json' '$T/ctl-verify.json'"
 jq '.schema = "railyard-signoff/9"' "$R" >"$T/s9.json"
@@ -191,24 +196,24 @@ check "  names the version" log_has "$T/rc.out" "unknown report schema railyard-
 
 # ---- a playbook that asks for a sign-off --------------------------------------------------------
 sed 's/^validation:$/validation:\n  signoff: true/' "$PB" >"$T/auto.yaml"
-"$CTL" validate --state-dir "$T/ctl" --cluster it --playbook "$T/auto.yaml" --quick --json \
+"$RY" validate --state-dir "$T/ctl" --cluster it --playbook "$T/auto.yaml" --quick --json \
 	>"$T/auto.json" 2>/dev/null
-signed_off() { so list --json | jq -e --arg c "$1" 'any(.[]; .campaign == $c)' >/dev/null; }
+signed_off() { so_list | jq -e --arg c "$1" 'any(.[]; .campaign == $c)' >/dev/null; }
 check "validation.signoff: true signs without being asked" wait_for 20 signed_off \
 	"$(jq -r .id "$T/auto.json")"
 
 # ---- drift: a node's configuration changes ---------------------------------------------------
-sostate() { "$CTL" nodes --json --state-dir "$T/ctl" | jq -r --arg h "$1" '.[] | select(.hostname == $h) | .signoff.state'; }
+sostate() { "$RY" nodes --json --state-dir "$T/ctl" | jq -r --arg h "$1" '.items[] | select(.hostname == $h) | .signoff.state'; }
 check "every node current against the sign-off" bash -c \
-	"[ \"\$('$CTL' nodes --json --state-dir '$T/ctl' | jq -c '[.[].signoff.state] | unique')\" = '[\"current\"]' ]"
+	"[ \"\$('$RY' nodes --json --state-dir '$T/ctl' | jq -c '[.items[].signoff.state] | unique')\" = '[\"current\"]' ]"
 sed -i 's/24\.10-1\.1\.4/25.01-0.6.0/g' "$T/roce-root/usr/bin/ofed_info"
 echo 1500 >"$T/roce-root/sys/class/net/enp22s0np0/mtu"
 kill -HUP "$CTL_PID"
-check "refreshed facts show the new OFED" wait_for 15 bash -c "[ \"\$('$CTL' nodes --json \
-	--facts --state-dir '$T/ctl' | jq -r '.[] | select(.hostname == \"gpu-node-02\") | .facts.ofed.version')\" = 25.01-0.6.0 ]"
+check "refreshed facts show the new OFED" wait_for 15 bash -c "[ \"\$('$RY' node show gpu-node-02 \
+	--json --state-dir '$T/ctl' | jq -r '.facts.ofed.version')\" = 25.01-0.6.0 ]"
 check "the changed node is stale" test "$(sostate gpu-node-02)" = stale
 check "the others stay current" test "$(sostate gpu-node-01)/$(sostate gpu-node-04)" = current/current
-"$CTL" nodes --json --state-dir "$T/ctl" >"$T/nodes.json"
+"$RY" nodes --json --state-dir "$T/ctl" | jq .items >"$T/nodes.json"
 check "  why: the OFED version and the MTU" jqt '.[] | select(.hostname == "gpu-node-02") |
 	.signoff.reasons | any(contains("ofed.version 24.10-1.1.4 -> 25.01-0.6.0")) and
 	any(contains("hca.mlx5_0.mtu 4096 -> 1024"))' "$T/nodes.json"
@@ -218,16 +223,18 @@ check "signoff show: stale, naming the node" jqt '.stale == true and
 # ---- revalidation ------------------------------------------------------------------------------
 # By default it checks what the baseline certified: ofed-pin (which gpu-node-02's new OFED
 # fails) and tcp-baseline, in the order they were applied; the failed check makes it regressed.
-"$CTL" revalidate --state-dir "$T/ctl" --cluster it --baseline "$SO" --json >"$T/rv.json" 2>"$T/rv.err"
+"$RY" revalidate --state-dir "$T/ctl" --cluster it --baseline "$SO" --json >"$T/rv.json" 2>"$T/rv.err"
 check "revalidate against the baseline: exit 1 (regressed)" test $? -eq 1
 RV=$(jq -r '.id // empty' "$T/rv.json")
 check "a revalidation report naming its baseline, verdict regressed" jqt --arg b "$SO" \
 	'.kind == "revalidation" and .baseline == $b and .verdict == "regressed"' "$T/rv.json"
+# railyard revalidate does not print its configuration checks ("configuration 1 of 2: ...,
+# check mode"): the deployments they made are the last two, newest first.
 check "each configuration the baseline certified was checked, not changed" bash -c "
-	grep -q 'configuration 1 of 2: ofed-pin 1, deployment d-[0-9a-f]*, check mode' '$T/rv.err' &&
-	grep -q 'configuration 2 of 2: tcp-baseline 1.0, deployment d-[0-9a-f]*, check mode' '$T/rv.err' &&
-	'$CTL' deployments --json --state-dir '$T/ctl' | jq -e '.[0].check_mode == true and
-		.[1].check_mode == true' >/dev/null"
+	'$RY' deployments --json --state-dir '$T/ctl' | jq -e '.items[0].check_mode == true and
+		.items[1].check_mode == true and .items[1].playbook == \"ofed-pin\" and
+		.items[0].playbook == \"tcp-baseline\" and .items[1].version == \"1\" and
+		.items[0].version == \"1.0\"' >/dev/null"
 REVAL=$(curl -s --unix-socket "$T/ctl/api.sock" http://localhost/api/v1/revalidations | jq -r '.items[0].id')
 curl -s --unix-socket "$T/ctl/api.sock" "http://localhost/api/v1/revalidations/$REVAL" >"$T/reval.json"
 check "the stored revalidation says regressed, with its checks" jqt --arg s "$RV" '.signoff == $s and
@@ -237,8 +244,10 @@ check "  its REST reply leads with the verdict, then the findings" jqt '(.summar
 	startswith("regressed; smoke / baseline report")) and (.summary[2] |
 	startswith("revalidation against"))' "$T/reval.json"
 check "the sign-off list shows regressed" jqt --arg s "$RV" 'any(.[]; .id == $s and .verdict == "regressed")' \
-	<(so list --json)
-so show "$RV" --report >"$T/rv-report.json"
+	<(so_list)
+# railyard's signoff show has no --report: the signed report is the exported signoff.json.
+so export "$RV" --dir "$T/rv" >/dev/null 2>&1
+jq '{report: .}' "$T/rv/signoff.json" >"$T/rv-report.json"
 check "the failed check is a finding, naming the node and the message" jqt '.report.summary |
 	any(startswith("check: ofed-pin 1 (d-") and contains("on gpu-node-02") and contains("OFED moved to 25"))' \
 	"$T/rv-report.json"
@@ -259,7 +268,6 @@ check "the summary leads with the verdict, then the revalidation" jqt '(.report.
 	"$T/rv-report.json"
 check "the baseline's id and hash in the signed report" jqt --arg s "$(so show "$SO" --json |
 	jq -r .sha256)" '.report.baseline.sha256 == $s' "$T/rv-report.json"
-so export "$RV" --dir "$T/rv" >/dev/null 2>&1
 check "the revalidation verifies offline" test "$(rc_of verify "$T/rv/signoff.json" \
 	"$T/rv/signoff.p7s" --ca "$T/rv/ca.pem")" = 0
 check "its page shows the drift" grep -q "25.01-0.6.0" "$T/rv/signoff.html"
@@ -280,21 +288,24 @@ check "  a bad check_mode filter: 400" test "$(curl -s -o /dev/null -w '%{http_c
 
 # --playbook overrides: that playbook alone is checked; regressions inform (the playbook's
 # tolerance), so the verdict is the campaign's.
-"$CTL" revalidate --state-dir "$T/ctl" --cluster it --baseline "$SO" --playbook "$PB" --json \
+"$RY" revalidate --state-dir "$T/ctl" --cluster it --baseline "$SO" --playbook "$PB" --json \
 	>"$T/rv2.json" 2>"$T/rv2.err"
 check "revalidate --playbook: exit 0" test $? -eq 0
-check "  one check, of that playbook" grep -q 'configuration 1 of 1: tcp-baseline 1.0' "$T/rv2.err"
+RV2=$(curl -s --unix-socket "$T/ctl/api.sock" http://localhost/api/v1/revalidations | jq -r '.items[0].id')
+check "  one check, of that playbook" jqt '([.checks[].playbook.name] == ["tcp-baseline"]) and
+	.checks[0].check_mode == true' <(curl -s --unix-socket "$T/ctl/api.sock" \
+	"http://localhost/api/v1/revalidations/$RV2")
 check "  the campaign's verdict" jqt '.verdict == "pass"' "$T/rv2.json"
 
 # ---- a node joins, a node is revoked, a deployment after the sign-off ---------------------
 enroll d "$FIXTURES/h200-degraded" || die "enroll d"
 check "a node that joined makes it stale" jqt '.reasons | any(. == "gpu-node-03: joined after the sign-off")' \
 	<(so show "$RV" --json)
-"$CTL" node revoke gpu-node-04 --state-dir "$T/ctl" >/dev/null 2>&1
+"$RY" node revoke gpu-node-04 --state-dir "$T/ctl" >/dev/null 2>&1
 check "a revoked node makes it stale" jqt '.reasons | any(. == "gpu-node-04: revoked after the sign-off")' \
 	<(so show "$RV" --json)
-"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0 \
-	--timeout 60s >"$T/deploy2.out" 2>&1
+"$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0s \
+	>"$T/deploy2.out" 2>&1
 check "a deployment after it makes it stale" jqt '.reasons | any(test("^deployment d-[0-9a-f]+ applied tcp-baseline 1.0 after the sign-off$"))' \
 	<(so show "$RV" --json)
 

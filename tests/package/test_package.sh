@@ -124,8 +124,9 @@ check "the man pages are there" test -s "$R/usr/share/man/man1/railyard-controll
 
 # ---- bootstrap an agent ---------------------------------------------------------------------
 phase "bootstrap-agent.sh"
-in_root railyard-controller token create --cluster pkg --uses 1 --ttl 10m --controller "$ADDR" \
-	>"$T/token.out" 2>&1 || { cat "$T/token.out"; die "token create"; }
+# railyard --local: the packaged controller's api.sock, as the host's admin (root).
+in_root railyard --local enrollment-token create --cluster pkg --uses 1 --ttl 10m \
+	>"$T/token.out" 2>&1 || { cat "$T/token.out"; die "enrollment-token create"; }
 TOKEN=$(awk '/^token:/ {print $2}' "$T/token.out")
 FP=$(awk '/^ca-fingerprint:/ {print $2}' "$T/token.out")
 BOOT=/usr/share/railyard/bootstrap-agent.sh
@@ -183,7 +184,7 @@ NODE_PID=$(cat "$R/run/systemd-double/railyard-agent.service.pid")
 check "  the agent runs as root" test "$(in_root stat -c %U "/proc/$NODE_PID" 2>/dev/null)" = root
 check "  with the image's agent.env" bash -c "tr '\\0' ' ' </proc/$NODE_PID/cmdline | \
 	grep -q -- '--state-dir /var/lib/railyard/agent --reconnect-max 1s'"
-nodes_json() { in_root railyard-controller nodes --json; }
+nodes_json() { in_root railyard --local nodes --json | jq .items; }
 online() { [ "$(nodes_json | jq '[.[] | select(.state == "online")] | length')" = 1 ]; }
 check "the node is online at the controller" wait_for 60 online
 nodes_json | jq -r '.[] | "  \(.hostname) \(.state) \(.cluster // "")"'

@@ -2,18 +2,22 @@
 # CTest rdma_vm_agents_verbs: the product path end to end on a real kernel RDMA stack. A
 # controller on the host, an agent in each of 2 soft-RoCE guests (cluster mode: the guests share
 # a wire with rxe on eth0 and reach the host at 10.0.2.2), and verbs benchmarks ordered with
-# `railyard-controller bench run` between them: RunBench over the sessions, the server agent
+# `railyard bench run` between them: RunBench over the sessions, the server agent
 # leasing its control port, the client agent measuring over rxe, both results stored. Then
 # the nodes are revoked, which ends the agents (exit 3): the guests' pass.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 : "${RAILYARD_BUILD_DIR:?set RAILYARD_BUILD_DIR}"
 CTL=$RAILYARD_BUILD_DIR/controller/railyard-controller
-[ -x "$CTL" ] && [ -x "$RAILYARD_BUILD_DIR/nodeagent/railyard-agent" ] ||
-	{ echo "agents-verbs: controller/agent not built" >&2; exit 1; }
+RY=$RAILYARD_BUILD_DIR/client/railyard
+[ -x "$CTL" ] && [ -x "$RY" ] && [ -x "$RAILYARD_BUILD_DIR/nodeagent/railyard-agent" ] ||
+	{ echo "agents-verbs: controller/railyard/agent not built" >&2; exit 1; }
 W=$RAILYARD_BUILD_DIR/rdma-vm/agents-verbs
 rm -rf "$W"
 mkdir -p "$W"
+# railyard talks to the serving controller's api.sock (--state-dir), never to a profile.
+unset RAILYARD_URL RAILYARD_TOKEN RAILYARD_CA RAILYARD_PROFILE RAILYARD_CONTROLLER RAILYARD_STATE_DIR
+export RAILYARD_CONFIG=$W/cli-config.json
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -31,7 +35,7 @@ wait_for() { # wait_for SECONDS command...
 		sleep 0.5
 	done
 }
-online() { [ "$("$CTL" nodes --json --state-dir "$W/ctl" | jq '[.[] | select(.state == "online")] | length')" = "$1" ]; }
+online() { [ "$("$RY" nodes --json --state-dir "$W/ctl" | jq '[.items[] | select(.state == "online")] | length')" = "$1" ]; }
 
 "$CTL" init --state-dir "$W/ctl" >"$W/init.log" 2>&1
 "$CTL" serve --state-dir "$W/ctl" --listen 127.0.0.1:0 --http 127.0.0.1:0 --heartbeat-interval 2s \
@@ -40,7 +44,7 @@ online() { [ "$("$CTL" nodes --json --state-dir "$W/ctl" | jq '[.[] | select(.st
 pids+=($!)
 wait_for 60 test -s "$W/ctl/controller.addr" || { cat "$W/controller.log"; exit 1; }
 port=$(sed 's/.*://' "$W/ctl/controller.addr")
-"$CTL" token create --state-dir "$W/ctl" --cluster rdma --uses 2 --ttl 10m >"$W/token"
+"$RY" enrollment-token create --state-dir "$W/ctl" --cluster rdma --uses 2 --ttl 10m >"$W/token"
 token=$(awk '/^token:/ {print $2}' "$W/token")
 fp=$(awk '/^ca-fingerprint:/ {print $2}' "$W/token")
 
@@ -61,7 +65,7 @@ echo "ok   - both guest agents enrolled and online"
 bench() { # bench NAME ARGS...: client rdma-g1, server rdma-g0 on the wire
 	local nm=$1
 	shift
-	"$CTL" bench run --state-dir "$W/ctl" --from rdma-g1 --to rdma-g0 --transport verbs \
+	"$RY" bench run --state-dir "$W/ctl" --from rdma-g1 --to rdma-g0 --transport verbs \
 		--server-address 192.168.77.10 --timeout 90s --json "$@" >"$W/$nm.json" 2>"$W/$nm.err"
 }
 bench lat --kind lat --op write --iters 200 --check-data
@@ -84,7 +88,7 @@ bench bad --kind lat --device mlx5_9 --iters 10 || true
 check "an unknown device is refused by the agent, naming what exists" \
 	jq -e '.state == "failed" and (.error | test("mlx5_9.*not found.*rxe0"))' "$W/bad.json"
 
-for n in rdma-g0 rdma-g1; do "$CTL" node revoke "$n" --state-dir "$W/ctl" >/dev/null; done
+for n in rdma-g0 rdma-g1; do "$RY" node revoke "$n" --state-dir "$W/ctl" >/dev/null; done
 rc=0
 wait "$vm" || rc=$?
 cat "$W/run-vm.log"

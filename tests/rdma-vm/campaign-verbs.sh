@@ -18,6 +18,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 : "${RAILYARD_BUILD_DIR:?set RAILYARD_BUILD_DIR}"
 CTL=$RAILYARD_BUILD_DIR/controller/railyard-controller
+RY=$RAILYARD_BUILD_DIR/client/railyard
 # Four guests: a relative rule's `min` is the second lowest of the reporting nodes' own minimums
 # (docs/campaigns.md), so the healthy pairs must come from two clients; with three guests, two of
 # the three pairs go through the slow one.
@@ -31,8 +32,8 @@ skip() {
 }
 
 if [ -z "${RY_CAMPAIGN_NETNS:-}" ]; then
-	[ -x "$CTL" ] && [ -x "$RAILYARD_BUILD_DIR/nodeagent/railyard-agent" ] ||
-		{ echo "campaign-verbs: controller/agent not built" >&2; exit 1; }
+	[ -x "$CTL" ] && [ -x "$RY" ] && [ -x "$RAILYARD_BUILD_DIR/nodeagent/railyard-agent" ] ||
+		{ echo "campaign-verbs: controller/railyard/agent not built" >&2; exit 1; }
 	command -v jq >/dev/null 2>&1 || skip "jq not found"
 	command -v qemu-system-x86_64 >/dev/null 2>&1 ||
 		skip "qemu-system-x86_64 not found (package qemu-system-x86; deploy/install-deps.sh)"
@@ -70,11 +71,15 @@ check() { # check "what" command...
 }
 # jq -e exits 0 on empty input (jq 1.6): an empty file or command must fail a check too.
 jqt() { local out; out=$(jq -e "$@") && [ -n "$out" ]; }
-c() { "$CTL" "$@" --state-dir "$W/ctl"; }
-online() { [ "$(c nodes --json | jq '[.[] | select(.state == "online")] | length')" = "$1" ]; }
+# railyard over the serving controller's api.sock (--state-dir), never a profile; lists are
+# the REST pages ({items, next_cursor}).
+unset RAILYARD_URL RAILYARD_TOKEN RAILYARD_CA RAILYARD_PROFILE RAILYARD_CONTROLLER RAILYARD_STATE_DIR
+export RAILYARD_CONFIG=$W/cli-config.json
+c() { "$RY" "$@" --state-dir "$W/ctl"; }
+online() { [ "$(c nodes --json | jq '[.items[] | select(.state == "online")] | length')" = "$1" ]; }
 t0=$(date +%s)
 
-c init >"$W/init.log" 2>&1
+"$CTL" init --state-dir "$W/ctl" >"$W/init.log" 2>&1
 "$CTL" serve --state-dir "$W/ctl" --listen 0.0.0.0:0 --http 127.0.0.1:0 --heartbeat-interval 2s \
 	--heartbeat-timeout 20s >"$W/controller.log" 2>&1 &
 ctl_pid=$!
@@ -85,7 +90,7 @@ for _ in $(seq 200); do
 done
 [ -s "$W/ctl/controller.addr" ] || { cat "$W/controller.log"; exit 1; }
 port=$(sed 's/.*://' "$W/ctl/controller.addr")
-c token create --cluster rdma --uses $N --ttl 10m >"$W/token"
+c enrollment-token create --cluster rdma --uses $N --ttl 10m >"$W/token"
 token=$(awk '/^token:/ {print $2}' "$W/token")
 fp=$(awk '/^ca-fingerprint:/ {print $2}' "$W/token")
 
@@ -113,7 +118,7 @@ until online $N; do
 	sleep 0.5
 done
 echo "ok   - $N guest agents enrolled and online ($(($(date +%s) - t0)) s)"
-c nodes --json >"$W/nodes.json"
+c nodes --json | jq .items >"$W/nodes.json"
 id_of() { jq -r --arg h "$1" '.[] | select(.hostname == $h) | .id' "$W/nodes.json"; }
 slow_id=$(id_of rdma-g$SLOW)
 
@@ -121,7 +126,8 @@ slow_id=$(id_of rdma-g$SLOW)
 # A verdict certifies the playbook's configuration (validation.requires, by default the playbook
 # itself): a node on which its last deployment did not succeed fails before any test.
 PB=$HERE/playbooks/softroce-campaign.yaml
-c deploy --cluster rdma --playbook "$PB" --canary 0 --pause 0 --timeout 120s >"$W/deploy.log" 2>&1 ||
+"$RY" deploy --timeout 120s --state-dir "$W/ctl" --cluster rdma --playbook "$PB" --canary 0 --pause 0s \
+	>"$W/deploy.log" 2>&1 ||
 	{ cat "$W/deploy.log"; echo "campaign-verbs: the deployment failed" >&2; exit 1; }
 dep=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$W/deploy.log")
 check "the playbook deployed on every guest (its configuration, one assert)" jqt --argjson n $N '
@@ -158,12 +164,16 @@ campaign() {
 	c campaign show "$id" --json --results >"$W/$1.json"
 	# Signed as it ends: wait for the sign-off (bounded).
 	for _ in $(seq 100); do
-		c signoff list --json >"$W/signoffs.json" 2>/dev/null
+		c signoff list --json 2>/dev/null | jq .items >"$W/signoffs.json"
 		jq -e --arg c "$id" 'any(.[]; .campaign == $c)' "$W/signoffs.json" >/dev/null && break
 		sleep 0.2
 	done
 	so=$(jq -r --arg c "$id" '.[] | select(.campaign == $c) | .id' "$W/signoffs.json")
-	c signoff show "$so" --json --report >"$W/$1-signoff.json" || true
+	# railyard's signoff show has no --report: the signed report is the exported signoff.json.
+	c signoff show "$so" --json >"$W/$1-signoff-show.json" || true
+	c signoff export "$so" --dir "$W/$1-signoff" >/dev/null || true
+	jq -s '.[0] + {report: .[1]}' "$W/$1-signoff-show.json" "$W/$1-signoff/signoff.json" \
+		>"$W/$1-signoff.json" || true
 }
 c validate --cluster rdma --playbook "$PB" --transport verbs --seed 7 --dry-run >"$W/plan.txt"
 cat "$W/plan.txt"
@@ -192,8 +202,8 @@ steps:
       argv: [/usr/sbin/tc, qdisc, add, dev, "\${facts.rdma.devices[0].ports[0].netdev}", root, netem, delay, $SLOW_DELAY]
       timeout: 30s
 EOF
-c deploy --cluster rdma --playbook "$W/slow.yaml" --canary 0 --pause 0 --timeout 120s \
-	>"$W/slow-deploy.log" 2>&1 || { cat "$W/slow-deploy.log"; exit 1; }
+"$RY" deploy --timeout 120s --state-dir "$W/ctl" --cluster rdma --playbook "$W/slow.yaml" --canary 0 \
+	--pause 0s >"$W/slow-deploy.log" 2>&1 || { cat "$W/slow-deploy.log"; exit 1; }
 dep=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$W/slow-deploy.log")
 check "rdma-g$SLOW slowed by a deployment (netem on its wire NIC)" jqt --arg h "rdma-g$SLOW" '
 	.state == "succeeded" and ([.nodes[] | .hostname] == [$h])' <(c deployments "$dep" --json)
@@ -243,7 +253,7 @@ check "incast: isolated and congested victim rows measured, a congestor ran" jqt
 check "incast: one victim pair with impact stats" jqt '.verdict.tests[] | select(.name == "incast") |
 	.victim_pairs == 1 and .stats.impact_p99.n == 1 and .stats.impact_bw.n == 1 and
 	.stats.impact_p99.median > 0 and .stats.impact_bw.median > 0' "$J"
-c bench list --json >"$W/runs.json"
+c bench list --json | jq .items >"$W/runs.json"
 check "every benchmark run was served at the server guest's wire address" jqt '
 	length > 0 and all(.[]; .server_address != null and
 	(.server_address | test("^192\\.168\\.77\\.1[0-9]$")))' "$W/runs.json"

@@ -33,20 +33,20 @@ check "$N agents enroll" wait_for 60 has_event enrolled 0 run1
 check "all $N online" wait_for 60 has_event all_online 0 run1
 check "the controller lists $N online nodes" count_is online $N
 check "each node has its own certificate" \
-	test "$("$CTL" nodes --json --state-dir "$T/ctl" | jq '[.[].cert_fingerprint] | unique | length')" = $N
+	test "$("$RY" nodes --json --state-dir "$T/ctl" | jq '[.items[].cert_fingerprint] | unique | length')" = $N
 
 playbook=$T/check.yaml
 printf 'name: lg\nversion: "1"\nsteps:\n' >"$playbook"
 for i in 0 1 2; do
 	printf '  - name: s%d\n    type: file\n    params:\n      path: /etc/lg/f%d\n      content: "x\\n"\n' $i $i >>"$playbook"
 done
-"$CTL" deploy --state-dir "$T/ctl" --cluster it --playbook "$playbook" --check --batch 100% \
-	--canary 0 --pause 0 --no-wait >"$T/deploy.out" 2>&1 || die "deploy"
+"$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$playbook" --check --batch 100% \
+	--canary 0 --pause 0s --no-wait >"$T/deploy.out" 2>&1 || die "deploy"
 DEP=$(grep -o 'd-[0-9a-f]*' "$T/deploy.out" | head -1)
-dep_succeeded() { "$CTL" deployments "$DEP" --json --state-dir "$T/ctl" | jqt '.state == "succeeded"'; }
+dep_succeeded() { "$RY" deployments "$DEP" --json --state-dir "$T/ctl" | jqt '.state == "succeeded"'; }
 check "the check-mode deployment succeeds on all" wait_for 60 dep_succeeded
 check "every step result is stored once" \
-	test "$("$CTL" deployments "$DEP" --json --state-dir "$T/ctl" | jq '[.nodes[].steps[]] | length')" = $((N * 3))
+	test "$("$RY" deployments "$DEP" --json --state-dir "$T/ctl" | jq '[.nodes[].steps[]] | length')" = $((N * 3))
 check "the load generator saw every end acknowledged" \
 	wait_for 10 jqf --arg d "$DEP" 'select(.event == "deployment" and .id == $d and .nodes == 50)' "$T/run1.out"
 
@@ -78,7 +78,7 @@ CTL_PID=$!
 PIDS+=("$CTL_PID")
 wait_for 20 test -s "$T/ctl2/controller.addr" || die "controller 2 did not start"
 ADDR=$(cat "$T/ctl2/controller.addr")
-"$CTL" token create --state-dir "$T/ctl2" --cluster it --uses 100 >"$T/token2.out" || die "token 2"
+"$RY" enrollment-token create --state-dir "$T/ctl2" --cluster it --uses 100 >"$T/token2.out" || die "token 2"
 TOKEN=$(awk '/^token:/ {print $2}' "$T/token2.out")
 FP=$(awk '/^ca-fingerprint:/ {print $2}' "$T/token2.out")
 rm -rf "$T/agents"
