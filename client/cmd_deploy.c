@@ -200,10 +200,11 @@ static void print_diffs(FILE *out, const json_t *d)
 static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
 	struct deploy_args a = {.canary = -1, .pause_ms = -1, .timeout_ms = 30LL * 60000};
-	json_t *body = NULL, *made = NULL, *last = NULL;
+	json_t *body = NULL, *made = NULL, *last = NULL, *sk;
 	FILE *out = stdout;
 	char *text = NULL, *id = NULL, path[256];
 	const char *reason;
+	size_t i;
 	int r;
 
 	if ((r = parse_deploy(rc, cmd, argc, argv, &a)) != 0)
@@ -224,10 +225,15 @@ static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	/* With --json the document is the output; what a person follows goes to stderr. */
 	if (rc->json)
 		out = stderr;
-	util_fprintf_safe(out, "deployment %s: %s %s on %zu nodes of %s%s\n",
+	/* The nodes of the cluster the playbook's hosts pattern left out, and why. */
+	json_array_foreach(json_object_get(made, "skipped"), i, sk)
+		util_fprintf_safe(out, "  %-14s not targeted: %s\n", rc_str(sk, "hostname", "?"),
+				  rc_str(sk, "reason", "?"));
+	util_fprintf_safe(out, "deployment %s: %s %s on %zu nodes of %s in %lld batches%s\n",
 			  rc_str(made, "id", "?"), rc_str(made, "playbook", "?"),
 			  rc_str(made, "version", "?"),
 			  json_array_size(json_object_get(made, "nodes")), a.cluster,
+			  JINT(made, "batches"),
 			  a.check ? " (check mode: nothing will change)" : "");
 	fflush(out);
 	if (a.no_wait)

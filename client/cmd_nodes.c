@@ -106,6 +106,10 @@ static int cmd_enroll_token(struct rc *rc, const struct rc_command *cmd, int arg
 			cluster = optarg;
 			break;
 		case OPT_CONTROLLER:
+			/* Printed into the agent's command line: an address it would refuse is
+			 * refused here. */
+			if (!util_hostport_ok(optarg, false))
+				return rc_bad("--controller (HOST:PORT, port 1-65535)", optarg);
 			controller = optarg;
 			break;
 		case OPT_USES:

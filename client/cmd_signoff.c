@@ -258,9 +258,42 @@ static int cmd_verify(struct rc *rc, const struct rc_command *cmd, int argc, cha
 
 /* Follow a revalidation (path: its URL path) until it ends, a line when its state or part
  * changes; Ctrl-C asks for its cancel once. 0 with *ret its last view, or the exit code. */
+/* Each configuration check (the baseline's playbooks, in order) once its deployment exists, and
+ * again once that deployment ends: *started and *ended count what was shown. */
+static void rv_checks(FILE *out, const json_t *v, size_t *started, size_t *ended)
+{
+	const json_t *checks = json_object_get(v, "checks");
+	size_t n = json_array_size(checks);
+
+	for (; *started < n; (*started)++) {
+		const json_t *c = json_array_get(checks, *started),
+			     *pb = json_object_get(c, "playbook");
+
+		if (!JSTR(c, "deployment"))
+			break;
+		util_fprintf_safe(
+			out, "revalidate %s: configuration %zu of %zu: %s %s, deployment %s, %s\n",
+			rc_str(v, "id", "?"), *started + 1, n, rc_str(pb, "name", "the playbook"),
+			rc_str(pb, "version", ""), JSTR(c, "deployment"),
+			json_is_true(json_object_get(c, "check_mode"))
+				? "check mode (nothing changed)"
+				: "applying it");
+	}
+	for (; *ended < *started; (*ended)++) {
+		const json_t *c = json_array_get(checks, *ended);
+
+		if (!rc_deploy_final(rc_str(c, "state", "")))
+			break;
+		util_fprintf_safe(out, "revalidate %s: configuration %zu of %zu: %s%s%s\n",
+				  rc_str(v, "id", "?"), *ended + 1, n, rc_str(c, "state", "?"),
+				  JSTR(c, "reason") ? ": " : "", rc_str(c, "reason", ""));
+	}
+}
+
 static int rv_follow(struct rc *rc, const char *path, FILE *out, json_t **ret)
 {
 	char last[256] = "", cancel[512];
+	size_t started = 0, ended = 0;
 	bool asked = false;
 	json_t *v = NULL;
 	int r;
@@ -270,6 +303,7 @@ static int rv_follow(struct rc *rc, const char *path, FILE *out, json_t **ret)
 
 		if ((r = rc_api(rc, "GET", path, NULL, &v)) != 0)
 			return r;
+		rv_checks(out, v, &started, &ended);
 		snprintf(now, sizeof(now), "%s %s %s", rc_str(v, "state", "?"),
 			 rc_str(v, "deployment", "-"), rc_str(v, "campaign", "-"));
 		if (strcmp(now, last) != 0) {

@@ -58,6 +58,12 @@ check "  listed as revoked" bash -c "'$RY' enrollment-token list --json --state-
 check "--ttl takes a unit" ry 0 enrollment-token create --cluster it --ttl 2h --state-dir "$T/ctl"
 check "--ttl-ms still works" ry 0 enrollment-token create --cluster it --ttl-ms 60000 \
 	--state-dir "$T/ctl"
+n_tokens=$("$RY" enrollment-token list --json --state-dir "$T/ctl" | jq '.items | length')
+check "--controller with port 0: usage (exit 2), an address the agent would refuse" ry 2 \
+	enrollment-token create --cluster it --controller 10.0.0.1:0 --state-dir "$T/ctl"
+check "  ... naming the flag" err_has "invalid --controller"
+check "  ... and no token made" test "$("$RY" enrollment-token list --json --state-dir "$T/ctl" |
+	jq '.items | length')" = "$n_tokens"
 check "an unknown deployment: exit 4" ry 4 deployments 999999 --state-dir "$T/ctl"
 check "deployment show of an unknown one: exit 4" ry 4 deployment show 999999 --state-dir "$T/ctl"
 check "campaign show of an unknown one: exit 4" ry 4 campaign show c-nope --state-dir "$T/ctl"

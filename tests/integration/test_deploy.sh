@@ -44,9 +44,9 @@ deploy --check --max-fail 1 >"$T/check.out" 2>&1
 check "check run ends partial (the degraded node fails its asserts)" grep -q "partial" "$T/check.out"
 CHECK_ID=$(last_id "$T/check.out")
 check "check mode changed nothing on any node" test "$before" = "$(tree_hash)"
-# railyard deploy does not print the API's "skipped" nodes (the old "  gpu-roce  not targeted:
-# REASON" line): the stored deployment has no row for it.
-check "RoCE node not targeted by the IB playbook" \
+check "RoCE node not targeted by the IB playbook: said, with the reason" \
+	grep -qE "^  gpu-roce +not targeted: ." "$T/check.out"
+check "  ... and the stored deployment has no row for it" \
 	test "$(dep_field "$CHECK_ID" '[.nodes[] | select(.hostname=="gpu-roce")] | length')" = 0
 check "check mode reports what would change" \
 	test "$(dep_field "$CHECK_ID" '[.nodes[] | select(.hostname=="gpu-a") | .steps[] | select(.status=="changed")] | length')" -gt 0

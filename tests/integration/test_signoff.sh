@@ -228,8 +228,11 @@ check "revalidate against the baseline: exit 1 (regressed)" test $? -eq 1
 RV=$(jq -r '.id // empty' "$T/rv.json")
 check "a revalidation report naming its baseline, verdict regressed" jqt --arg b "$SO" \
 	'.kind == "revalidation" and .baseline == $b and .verdict == "regressed"' "$T/rv.json"
-# railyard revalidate does not print its configuration checks ("configuration 1 of 2: ...,
-# check mode"): the deployments they made are the last two, newest first.
+check "  ... each configuration check said as it starts (check mode) and ends" bash -c "
+	grep -q 'configuration 1 of 2: ofed-pin 1, deployment .*, check mode (nothing changed)' '$T/rv.err' &&
+	grep -q 'configuration 2 of 2: tcp-baseline 1.0, deployment .*, check mode' '$T/rv.err' &&
+	grep -q 'configuration 2 of 2: succeeded' '$T/rv.err'"
+# The deployments the checks made are the last two, newest first.
 check "each configuration the baseline certified was checked, not changed" bash -c "
 	'$RY' deployments --json --state-dir '$T/ctl' | jq -e '.items[0].check_mode == true and
 		.items[1].check_mode == true and .items[1].playbook == \"ofed-pin\" and
