@@ -73,10 +73,7 @@ static int cmd_nodes(struct rc *rc, const struct rc_command *cmd, int argc, char
 	if ((r = rc_api_list(rc, path, &items)) != 0)
 		return r;
 	if (rc->json) {
-		json_t *doc = json_pack("{s:O, s:n}", "items", items, "next_cursor");
-
-		r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
-		json_decref(doc);
+		r = rc_print_list(items);
 	} else {
 		print_nodes(items);
 	}

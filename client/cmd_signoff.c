@@ -63,10 +63,7 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 	if ((r = rc_api_list(rc, path, &items)) != 0)
 		return r;
 	if (rc->json) {
-		json_t *doc = json_pack("{s:O, s:n}", "items", items, "next_cursor");
-
-		r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
-		json_decref(doc);
+		r = rc_print_list(items);
 	} else {
 		printf("%-11s %-22s %-12s %-12s %-20s  %s\n", "ID", "VERDICT", "CLUSTER", "KIND",
 		       "CREATED", "CAMPAIGN");

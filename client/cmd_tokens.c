@@ -55,10 +55,7 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 	    (r = rc_api_list(rc, "/api/v1/api-tokens", &items)) != 0)
 		return r;
 	if (rc->json) {
-		json_t *doc = json_pack("{s:O, s:n}", "items", items, "next_cursor");
-
-		r = doc ? rc_print_json(stdout, doc) : RC_FAILED;
-		json_decref(doc);
+		r = rc_print_list(items);
 		json_decref(items);
 		return r;
 	}
