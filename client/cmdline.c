@@ -96,9 +96,7 @@ int rc_getopt(struct rc *rc, int argc, char **argv, const struct option *own)
 
 /* One line per option, whichever command names it in its synopsis (a flag means one thing in
  * every command: one vocabulary). Durations take a unit: 500ms, 2s, 5m, 1h, 1d. */
-static const struct {
-	const char *flag, *help;
-} option_help[] = {
+static const struct util_option_help option_help[] = {
 	{"--allow-missing", "run with the nodes there are when some of the playbook's are missing"},
 	{"--apply", "apply the configuration before the campaign (default: check it only)"},
 	{"--baseline", "the sign-off to compare with (its ID)"},
@@ -159,25 +157,10 @@ static const struct {
 int rc_usage(const struct rc_command *cmd, int c)
 {
 	FILE *f = c == 'h' ? stdout : stderr;
-	const char *p = cmd->synopsis;
 
 	fprintf(f, "usage: " RC_PROG " %s%s%s\n  %s\n", cmd->name, cmd->synopsis[0] ? " " : "",
 		cmd->synopsis, cmd->help);
-	/* Each option of the synopsis, once, in its order. */
-	while ((p = strstr(p, "--"))) {
-		size_t n = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-") + 2;
-		const char *dup = NULL;
-
-		for (const char *q = cmd->synopsis; q < p && !dup; q++)
-			if (strncmp(q, p, n) == 0 && !(q[n] >= 'a' && q[n] <= 'z') && q[n] != '-')
-				dup = q;
-		for (size_t i = 0; !dup && i < RY_ARRAY_SIZE(option_help); i++)
-			if (strlen(option_help[i].flag) == n &&
-			    strncmp(p, option_help[i].flag, n) == 0)
-				fprintf(f, "  %-18s %s\n", option_help[i].flag,
-					option_help[i].help);
-		p += n;
-	}
+	util_print_options(f, cmd->synopsis, option_help, RY_ARRAY_SIZE(option_help));
 	fprintf(f, "  %-18s %s\n", "--json", "print the API's JSON document");
 	fprintf(f, "And the global options (--url, --token, --ca, --profile, --local, "
 		   "--state-dir: " RC_PROG " --help).\n");

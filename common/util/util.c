@@ -260,3 +260,22 @@ uint32_t util_crc32(uint32_t crc, const void *data, size_t len)
 	}
 	return ~crc;
 }
+
+void util_print_options(FILE *f, const char *synopsis, const struct util_option_help *tab, size_t n)
+{
+	const char *p = synopsis;
+
+	while ((p = strstr(p, "--"))) {
+		size_t len = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-") + 2;
+		const char *dup = NULL;
+
+		for (const char *q = synopsis; q < p && !dup; q++)
+			if (strncmp(q, p, len) == 0 && !(q[len] >= 'a' && q[len] <= 'z') &&
+			    q[len] != '-')
+				dup = q;
+		for (size_t i = 0; !dup && i < n; i++)
+			if (strlen(tab[i].flag) == len && strncmp(p, tab[i].flag, len) == 0)
+				fprintf(f, "  %-18s %s\n", tab[i].flag, tab[i].help);
+		p += len;
+	}
+}

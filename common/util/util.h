@@ -52,6 +52,17 @@ bool util_has_control(const char *s);
  * neither move the cursor nor forge a line. Returns what fputs() returns, or -1. */
 int util_fprintf_safe(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A flag and what it means, for a command's --help. */
+struct util_option_help {
+	const char *flag; /* "--state-dir" */
+	const char *help; /* one line */
+};
+
+/* A line "  --flag   help" on f for each option a command's synopsis names, once, in the
+ * synopsis's order, from tab (n entries): the command lines' one vocabulary. */
+void util_print_options(FILE *f, const char *synopsis, const struct util_option_help *tab,
+			size_t n);
+
 /* CRC-32 (IEEE 802.3, as zlib's crc32()) of len bytes, continuing from crc (0 to start). */
 uint32_t util_crc32(uint32_t crc, const void *data, size_t len);
 

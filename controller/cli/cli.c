@@ -23,10 +23,37 @@ static const struct cli_command *const tables[] = {
 	cli_backup_commands,
 };
 
+/* One line per option, whichever command names it (the flags railyard shares mean the same). */
+static const struct util_option_help option_help[] = {
+	{"--state-dir", "the state directory (default " CTL_DEFAULT_STATE_DIR ")"},
+	{"--san", "another name or IP address for the server certificate (repeatable)"},
+	{"--listen", "the agents' gRPC address (mutual TLS), HOST:PORT; port 0 picks one"},
+	{"--heartbeat-interval", "how often agents send a heartbeat (told to them)"},
+	{"--heartbeat-timeout", "silence after which a node is offline (default 3 x interval)"},
+	{"--facts-refresh", "how often agents are asked for their facts again"},
+	{"--threads", "gRPC completion-queue threads"},
+	{"--apply-timeout", "a node that reports no plan's end within this fails"},
+	{"--reconnect-grace", "after start, how long offline nodes are waited for"},
+	{"--expected-agents", "agents expected (checked against the heartbeat rate and fd limit)"},
+	{"--max-heartbeat-rate", "heartbeats a second the whole fleet may send"},
+	{"--http", "the REST API and portal's HTTPS address, HOST:PORT, or off"},
+	{"--http-cert", "the REST API's certificate (PEM; default: the controller's own)"},
+	{"--http-key", "the key of --http-cert"},
+	{"--name", "the token's name (unique; letters, digits, . _ -)"},
+	{"--role", "admin, integrator, operator or viewer"},
+	{"--clusters", "the clusters it may see, comma-separated (default: every cluster)"},
+	{"--ttl", "how long it is valid (a duration: 30d; default: never expires)"},
+	{"--json", "print the result as JSON"},
+	{"--to", "the file the copy is written to (not the database itself)"},
+	{"--from", "the backup to restore (checked before anything is replaced)"},
+	{"--force", "replace an existing database"},
+};
+
 int cli_usage(const struct cli_command *cmd, FILE *f)
 {
 	fprintf(f, "usage: " PROG " %s%s%s\n  %s\n", cmd->name, cmd->synopsis[0] ? " " : "",
 		cmd->synopsis, cmd->help);
+	util_print_options(f, cmd->synopsis, option_help, RY_ARRAY_SIZE(option_help));
 	fprintf(f, "--state-dir defaults to " CTL_DEFAULT_STATE_DIR "; durations take ms, s, m, h, "
 		   "d.\n");
 	return f == stdout ? 0 : 2;

@@ -148,6 +148,15 @@ check "railyard-controller audit: railyard's exit code" bash -c "'$CTL' audit --
 	--state-dir '$T/ctl' 2>/dev/null; test \$? = 2"
 check "railyard-controller --help: the daemon's commands, and where the others went" bash -c \
 	"'$CTL' --help | grep -q 'railyard --local COMMAND' && ! '$CTL' --help | grep -q '^  bench'"
+# Every option of every command of both binaries has its line in --help.
+for c in "$CTL serve" "$CTL init" "$CTL backup" "$CTL restore" "$CTL api-token create" \
+	"$RY bench run" "$RY deploy" "$RY validate" "$RY revalidate" "$RY enrollment-token create"; do
+	check "$(basename "${c%% *}") ${c#* } --help explains each option of its synopsis" bash -c "
+		h=\$($c --help) || exit 1
+		for f in \$(sed -n '1,/^  [^[ -]/p' <<<\"\$h\" | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
+			grep -qE -- \"^  \$f +[^ ]\" <<<\"\$h\" || { echo \"no line for \$f\"; exit 1; }
+		done"
+done
 check "a second serve on the served directory: exit 6" bash -c "'$CTL' serve --state-dir \
 	'$T/ctl' --listen 127.0.0.1:0 --http off >'$T/serve2.log' 2>&1; test \$? = 6"
 
