@@ -22,7 +22,7 @@ usage: $PROG --controller HOST:PORT --token TOKEN|- --ca-fingerprint sha256:HEX
        [--hostname NAME] [--no-start]
 
   --controller      the controller's gRPC address, as agents reach it (port 7443 by default)
-  --token           an enrollment token (railyard-controller token create); - reads it from stdin
+  --token           an enrollment token (railyard enrollment-token create); - reads it from stdin
                     (a token given here is in this script's command line, which every local
                     user can read while it runs: prefer -). It is handed to railyard-agent
                     enroll on a pipe (--token-file -), never on its command line.
@@ -93,7 +93,7 @@ done
 # --- arguments, all checked before anything is changed ---
 [ -n "$controller" ] || bad "--controller HOST:PORT is required"
 [ -n "$token" ] || bad "--token is required (- reads it from stdin)"
-[ -n "$fp" ] || bad "--ca-fingerprint is required (printed by railyard-controller token create)"
+[ -n "$fp" ] || bad "--ca-fingerprint is required (printed by railyard enrollment-token create)"
 port=${controller##*:}
 host=${controller%:*}
 case $port in
