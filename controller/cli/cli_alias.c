@@ -114,7 +114,7 @@ int cli_alias_run(int argc, char **argv)
 		try_exec(path, args);
 	}
 	execvp(CLI, args);
-	fprintf(stderr, PROG ": cannot run " CLI ": %s\n", strerror(errno));
+	fprintf(stderr, PROG ": cannot run " CLI " (package railyard-cli): %s\n", strerror(errno));
 	free(args);
 	return RY_EXIT_FAILED;
 }
