@@ -16,6 +16,18 @@ export LSAN_OPTIONS="suppressions=$SRC/tests/lsan.supp:print_suppressions=0${LSA
 
 T=$(mktemp -d /tmp/railyard-it.XXXXXX)
 export RAILYARD_CONFIG=$T/cli-config.json
+# ry WANT ARGS...: run railyard (stdout in $T/out, stderr in $T/err) and expect exit WANT.
+ry() {
+	local want=$1 got
+	shift
+	"$RY" "$@" >"$T/out" 2>"$T/err"
+	got=$?
+	[ "$got" = "$want" ] && return 0
+	echo "  railyard $*: exit $got, want $want: $(head -c 400 "$T/err")"
+	return 1
+}
+out_has() { grep -q -- "$1" "$T/out"; }
+err_has() { grep -q -- "$1" "$T/err"; }
 PIDS=()
 FAILS=0
 PASSES=0

@@ -4,23 +4,8 @@
 # nothing names a controller, and the exit codes of a missing socket, a missing object, usage.
 . "$(dirname "$0")/lib.sh"
 
-RY=$BUILD/client/railyard
 [ -x "$RY" ] || { echo "skip: $RY not built"; exit 77; }
-unset RAILYARD_URL RAILYARD_TOKEN RAILYARD_CA RAILYARD_PROFILE RAILYARD_STATE_DIR
 export RAILYARD_CONFIG=$T/cli/config.json
-
-# ry WANT ARGS...: run railyard (stdout in $T/out, stderr in $T/err) and expect exit WANT.
-ry() {
-	local want=$1 got
-	shift
-	"$RY" "$@" >"$T/out" 2>"$T/err"
-	got=$?
-	[ "$got" = "$want" ] && return 0
-	echo "  railyard $*: exit $got, want $want: $(head -c 400 "$T/err")"
-	return 1
-}
-out_has() { grep -q -- "$1" "$T/out"; }
-err_has() { grep -q -- "$1" "$T/err"; }
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 

@@ -7,25 +7,10 @@
 # 2 for usage; the completion script parses.
 . "$(dirname "$0")/lib.sh"
 
-RY=$BUILD/client/railyard
 PB=$T/tcp-baseline.yaml
 loose_baseline "$PB" || die "loose_baseline"
 [ -x "$RY" ] || { echo "skip: $RY not built"; exit 77; }
-unset RAILYARD_URL RAILYARD_TOKEN RAILYARD_CA RAILYARD_PROFILE RAILYARD_CONTROLLER
 export RAILYARD_CONFIG=$T/cli/config.json
-
-# ry WANT ARGS...: run railyard (stdout in $T/out, stderr in $T/err) and expect exit WANT.
-ry() {
-	local want=$1 got
-	shift
-	"$RY" "$@" >"$T/out" 2>"$T/err"
-	got=$?
-	[ "$got" = "$want" ] && return 0
-	echo "  railyard $*: exit $got, want $want: $(head -c 400 "$T/err")"
-	return 1
-}
-out_has() { grep -q -- "$1" "$T/out"; }
-err_has() { grep -q -- "$1" "$T/err"; }
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 300ms
