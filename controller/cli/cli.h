@@ -14,7 +14,6 @@
 struct ctl_state;
 struct ctl_error;
 struct store;
-struct httpc;
 
 struct cli_command {
 	const char *name;     /* "deploy", "bench run" */
@@ -32,6 +31,9 @@ extern const struct cli_command cli_backup_commands[];
  * exec `railyard --local NEW ARGS`, said on stderr. Returns only when argv names none (-1) or
  * railyard could not be run (the exit code, said). (cli_alias.c) */
 int cli_alias_run(int argc, char **argv);
+/* Run `railyard --local [--state-dir state_dir] NEW ARGS` (NEW: "token create"; argv: the
+ * arguments after it): only returns when railyard could not be run (the exit code, said). */
+int cli_run_railyard(const char *state_dir, const char *new, int argc, char **argv);
 /* Parse argv (global options, then a command), run it, return the exit code. */
 int cli_main(int argc, char **argv);
 
@@ -51,30 +53,6 @@ int cli_simple_opts(const struct cli_command *cmd, int argc, char **argv, const 
 /* ctl_state_open() for a command: the reason of a failure is logged. */
 __attribute__((warn_unused_result)) int cli_open_state(const char *dir, bool server,
 						       struct ctl_state **ret);
-/* ---- the serving controller's API over STATE_DIR/api.sock (cli_api.c) ----------------------
- * One writer: while a controller serves a state directory, the commands that change it are
- * clients of its REST API over the unix socket (plain HTTP; root or the controller's user act
- * as an unscoped admin, audited as "local:uid N"). Reads may go to the database directly. */
-
-/* Connect to the controller serving state_dir: 1 with *ret (free with httpc_free()) when its
- * api.sock answers GET /healthz; 0 when no controller serves (no socket, or one nobody listens
- * on: a controller killed with -9); negative for anything else (the socket may not be opened,
- * it answers but not as a controller), the reason logged. */
-__attribute__((warn_unused_result)) int cli_api_open(const char *state_dir, struct httpc **ret);
-/* One call: method, path (escape ids with cli_api_path()), body (borrowed; NULL: none).
- * Returns the HTTP status of a 2xx with *ret the parsed reply (a new reference; NULL for an
- * empty body; ret NULL: dropped). Otherwise negative with err filled: from the API's error body
- * (code, message, field; "details" become err->diags, the API's file name "playbook" shown as
- * playbook_file when not NULL, so that cli_error() prints the user's FILE:LINE:COL), or
- * CTL_ERR_UNAVAILABLE when no reply came. */
-__attribute__((warn_unused_result)) int cli_api_call(struct httpc *h, const char *method,
-						     const char *path, const json_t *body,
-						     const char *playbook_file, json_t **ret,
-						     struct ctl_error *err);
-/* prefix, id percent-encoded, suffix (NULL: none) into buf: 0, -ENAMETOOLONG or -ENOMEM. */
-__attribute__((warn_unused_result)) int cli_api_path(char *buf, size_t len, const char *prefix,
-						     const char *id, const char *suffix);
-
 /* A service's error on stderr. */
 void cli_error(const struct ctl_error *e);
 /* "2026-12-01T00:28:54Z", or "-" for 0. */

@@ -74,34 +74,31 @@ static void try_exec(const char *path, char **args)
 		execv(path, args);
 }
 
-int cli_alias_run(int argc, char **argv)
+int cli_run_railyard(const char *state_dir, const char *new, int argc, char **argv)
 {
-	const struct cli_alias *a;
-	char self[PATH_MAX], path[PATH_MAX + 32], new[64], *word2, **args;
+	char self[PATH_MAX], path[PATH_MAX + 32], words[64], *word2, **args;
 	ssize_t n;
-	int words, k = 0;
+	int k = 0;
 
-	if (!(a = find(argc, argv, &words)))
-		return -1;
-	/* railyard --local NEW... ARGS... NULL */
-	if (!(args = calloc((size_t)argc + 4, sizeof(*args)))) {
+	/* railyard --local [--state-dir D] NEW... ARGS... NULL */
+	if (!(args = calloc((size_t)argc + 6, sizeof(*args)))) {
 		fprintf(stderr, PROG ": out of memory\n");
 		return RY_EXIT_FAILED;
 	}
-	snprintf(new, sizeof(new), "%s", a->new);
+	snprintf(words, sizeof(words), "%s", new);
 	args[k++] = (char *)CLI;
 	args[k++] = (char *)"--local";
-	args[k++] = new;
-	if ((word2 = strchr(new, ' '))) {
+	if (state_dir) {
+		args[k++] = (char *)"--state-dir";
+		args[k++] = (char *)state_dir;
+	}
+	args[k++] = words;
+	if ((word2 = strchr(words, ' '))) {
 		*word2++ = '\0';
 		args[k++] = word2;
 	}
-	for (int i = words; i < argc; i++)
+	for (int i = 0; i < argc; i++)
 		args[k++] = argv[i];
-	fprintf(stderr, PROG ": '%s' is deprecated; running: " CLI " --local %s", a->old, a->new);
-	for (int i = words; i < argc; i++)
-		util_fprintf_safe(stderr, " %s", argv[i]);
-	fputc('\n', stderr);
 	fflush(stderr);
 	/* The railyard beside this program (installed: both in /usr/bin), the build tree's
 	 * (build/controller/ and build/client/), else the PATH's. */
@@ -117,4 +114,18 @@ int cli_alias_run(int argc, char **argv)
 	fprintf(stderr, PROG ": cannot run " CLI " (package railyard-cli): %s\n", strerror(errno));
 	free(args);
 	return RY_EXIT_FAILED;
+}
+
+int cli_alias_run(int argc, char **argv)
+{
+	const struct cli_alias *a;
+	int words;
+
+	if (!(a = find(argc, argv, &words)))
+		return -1;
+	fprintf(stderr, PROG ": '%s' is deprecated; running: " CLI " --local %s", a->old, a->new);
+	for (int i = words; i < argc; i++)
+		util_fprintf_safe(stderr, " %s", argv[i]);
+	fputc('\n', stderr);
+	return cli_run_railyard(NULL, a->new, argc - words, argv + words);
 }

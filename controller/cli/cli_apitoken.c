@@ -1,16 +1,17 @@
 /* railyard-controller api-token create: the REST API's first admin token, made on the
- * controller's host. It goes through the serving controller (one writer); with none serving it
- * writes the database itself (the first admin token is made before the first serve). Listing
+ * controller's host. While a controller serves the state directory it runs `railyard --local
+ * token create` (one writer); with none serving it writes the database itself under the serve
+ * lock (the first admin token is made before the first serve). Listing
  * and revoking are `railyard token list|revoke`. A token is printed once, when it is made; the
  * store keeps only a hash of its secret. Offline, the tokens service does the work (tokens.h). */
 #include "controller/api/authz.h"
 #include "controller/cli/cli.h"
-#include "common/httpc/httpc.h"
 #include "controller/service.h"
 #include "controller/state.h"
 #include "controller/tokens.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
+#include "common/util/fs.h"
 #include "common/util/util.h"
 
 #include <errno.h>
@@ -18,8 +19,10 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROG "railyard-controller"
+#define CLI  "railyard"
 /* Longest --ttl: ten years (a token that should live longer is one that never expires). */
 #define API_TTL_MAX_MS (3650LL * 86400 * 1000)
 /* Who the audit log names for these commands with no controller serving: the host's
@@ -82,135 +85,12 @@ out:
 	return rc;
 }
 
-#define JMS(o, k) ((int64_t)json_integer_value(json_object_get((o), (k))))
-
-/* "active", "expired" or "revoked" at now_ms, for a token as ctl_api_token_get() gives it. */
-static const char *token_state(const json_t *t, int64_t now_ms)
-{
-	if (JMS(t, "revoked_at_ms"))
-		return "revoked";
-	if (JMS(t, "expires_at_ms") && now_ms >= JMS(t, "expires_at_ms"))
-		return "expired";
-	return "active";
-}
-
-static json_t *ms_or_null(int64_t ms)
-{
-	return ms ? json_integer(ms) : json_null();
-}
-
-/* A token as JSON (never its secret; it has none to give). */
-static json_t *token_json(const json_t *t, int64_t now_ms)
-{
-	json_t *clusters = json_object_get(t, "clusters");
-
-	return json_pack("{s:s, s:s, s:s, s:O, s:s, s:s, s:I, s:o, s:o, s:o}", "id", JSTR(t, "id"),
-			 "name", JSTR(t, "name"), "role", JSTR(t, "role"), "clusters",
-			 clusters ? clusters : json_null(), "state", token_state(t, now_ms),
-			 "created_by", JSTR(t, "created_by"), "created_at_ms",
-			 (json_int_t)JMS(t, "created_at_ms"), "expires_at_ms",
-			 ms_or_null(JMS(t, "expires_at_ms")), "revoked_at_ms",
-			 ms_or_null(JMS(t, "revoked_at_ms")), "last_used_at_ms",
-			 ms_or_null(JMS(t, "last_used_at_ms")));
-}
-
-/* The scope for a person: "all", or the names joined by commas (caller frees). */
-static char *scope_text(const json_t *t)
-{
-	const json_t *arr = json_object_get(t, "clusters");
-	size_t i, n = json_array_size(arr), len = 0;
-	char *out;
-
-	if (!json_is_array(arr))
-		return strdup("all");
-	for (i = 0; i < n; i++)
-		len += strlen(json_string_value(json_array_get(arr, i))) + 1;
-	out = calloc(1, len + 1);
-	for (i = 0; out && i < n; i++) {
-		if (i)
-			strcat(out, ",");
-		strcat(out, json_string_value(json_array_get(arr, i)));
-	}
-	return out;
-}
-
 static void print_time(const char *label, int64_t ms, const char *unset)
 {
 	char when[64];
 
 	cli_format_time(ms, when, sizeof(when));
 	printf("%s: %s\n", label, ms ? when : unset);
-}
-
-/* POST /api/v1/api-tokens: 0 with *ret_token and *ret_id (caller frees), or negative with the
- * API's reason in err: -RY_E_EXISTS for a name taken, -RY_E_INVALID for what it refused. */
-static int create_api(struct httpc *api, const char *name, const char *role, const json_t *clusters,
-		      int64_t ttl_ms, char **ret_token, char **ret_id, struct ctl_error *err)
-{
-	json_t *b = json_pack("{s:s, s:s}", "name", name, "role", role), *doc = NULL;
-	char *token = NULL, *id = NULL;
-	int r = -ENOMEM;
-
-	if (!b || (clusters && json_object_set(b, "clusters", (json_t *)clusters)) ||
-	    (ttl_ms && json_object_set_new(b, "ttl_ms", json_integer(ttl_ms)))) {
-		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
-		goto out;
-	}
-	r = cli_api_call(api, "POST", "/api/v1/api-tokens", b, NULL, &doc, err);
-	if (r < 0) {
-		if (strcmp(err->code, CTL_ERR_CONFLICT) == 0)
-			r = -RY_E_EXISTS;
-		else if (strcmp(err->code, CTL_ERR_INVALID) == 0)
-			r = -RY_E_INVALID;
-		goto out;
-	}
-	if (!JSTR(doc, "token") || !JSTR(doc, "id") || !(token = strdup(JSTR(doc, "token"))) ||
-	    !(id = strdup(JSTR(doc, "id")))) {
-		r = ctl_error_set(err, -EPROTO, CTL_ERR_INTERNAL, NULL,
-				  "the controller's reply has no token");
-		goto out;
-	}
-	*ret_token = token;
-	*ret_id = id;
-	token = id = NULL;
-	r = 0;
-out:
-	if (token)
-		explicit_bzero(token, strlen(token));
-	if (JSTR(doc, "token"))
-		explicit_bzero((char *)JSTR(doc, "token"), strlen(JSTR(doc, "token")));
-	free(token);
-	free(id);
-	json_decref(b);
-	json_decref(doc);
-	return r;
-}
-
-/* The tokens service on the database (no controller serves it): as create_api(). */
-static int create_local(struct store *st, const struct ctl_api_token_request *rq, char **ret_token,
-			char **ret_id, struct ctl_error *err)
-{
-	json_t *doc = NULL;
-	char *token = NULL, *id = NULL;
-	int r = ctl_api_token_create(st, rq, &doc, err);
-
-	if (r < 0) {
-		if (strcmp(err->code, CTL_ERR_CONFLICT) == 0)
-			r = -RY_E_EXISTS;
-		else if (strcmp(err->code, CTL_ERR_INVALID) == 0)
-			r = -RY_E_INVALID;
-		return r;
-	}
-	if (!(token = strdup(JSTR(doc, "token"))) || !(id = strdup(JSTR(doc, "id")))) {
-		free(token);
-		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
-	} else {
-		*ret_token = token;
-		*ret_id = id;
-	}
-	explicit_bzero((char *)JSTR(doc, "token"), strlen(JSTR(doc, "token")));
-	json_decref(doc);
-	return r;
 }
 
 static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
@@ -226,16 +106,15 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 		{0},
 	};
 	const char *state_dir = CTL_DEFAULT_STATE_DIR, *name = NULL, *role_arg = NULL;
-	const char *clusters_arg = NULL;
-	char *token = NULL, *id = NULL, *scope = NULL;
-	json_t *clusters = NULL, *t = NULL;
+	const char *clusters_arg = NULL, *scope;
+	json_t *clusters = NULL, *doc = NULL;
 	int64_t ttl_ms = 0, now = util_now_unix_ms();
 	struct ctl_state *st = NULL;
-	struct httpc *api = NULL;
 	struct ctl_error err;
 	enum api_role role;
 	bool json = false;
-	int c, r, rc = 1;
+	int c, r, rc = 1, lock_fd = -1;
+	long holder = 0;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -280,73 +159,68 @@ static int cmd_create(const struct cli_command *cmd, int argc, char **argv)
 	if (clusters_arg && (r = parse_clusters(clusters_arg, &clusters)) != 0)
 		return r;
 
+	/* One writer: a serving controller makes the token itself (railyard over its api.sock);
+	 * with none, the serve lock is held while the database is written, so none starts. */
+	r = fs_lock_dir(state_dir, CTL_SERVE_LOCK, &lock_fd, &holder);
+	if (r == -RY_E_LOCKED) {
+		json_decref(clusters);
+		fprintf(stderr,
+			PROG ": %s is served (pid %ld): the token is made through it: " CLI
+			     " --local token create\n",
+			state_dir, holder);
+		return cli_run_railyard(state_dir, "token create", argc - 1, argv + 1);
+	}
 	ctl_error_init(&err);
-	/* Through the serving controller, else (none serves) in the database; either way the
-	 * token is read back from the database to show it. */
-	if (cli_api_open(state_dir, &api) < 0 || cli_open_state(state_dir, false, &st) < 0)
+	if (r < 0) {
+		log_error("api-token create: cannot lock %s/%s: %s", state_dir, CTL_SERVE_LOCK,
+			  ry_strerror(r));
 		goto out;
-	if (api)
-		r = create_api(api, name, api_role_name(role), clusters, ttl_ms, &token, &id, &err);
-	else
-		r = create_local(st->store,
+	}
+	if (cli_open_state(state_dir, false, &st) < 0)
+		goto out;
+	r = ctl_api_token_create(st->store,
 				 &(struct ctl_api_token_request){.name = name,
 								 .role = api_role_name(role),
 								 .clusters = clusters,
 								 .ttl_ms = ttl_ms,
 								 .actor = ACTOR,
 								 .now_ms = now},
-				 &token, &id, &err);
-	if (r == -RY_E_EXISTS) {
+				 &doc, &err);
+	if (r < 0 && strcmp(err.code, CTL_ERR_CONFLICT) == 0) {
 		log_error("api-token create: a token named '%s' exists already (revoke it first, "
 			  "or choose another name)",
 			  name);
 		goto out;
 	}
 	if (r < 0) {
-		log_error("api-token create: %s", api ? err.message : ry_strerror(r));
-		rc = r == -RY_E_INVALID ? 2 : 1;
+		log_error("api-token create: %s", err.message);
+		rc = strcmp(err.code, CTL_ERR_INVALID) == 0 ? 2 : 1;
 		goto out;
 	}
-	ctl_error_done(&err);
-	ctl_error_init(&err);
-	r = ctl_api_token_get(st->store, id, &t, &err);
-	if (r < 0) {
-		/* Made, but not readable back: the token must still reach the user. */
-		log_error("api-token create: reading the new token back: %s", ry_strerror(r));
-		printf("token: %s\nid: %s\n", token, id);
-		goto warn;
-	}
+	/* The document the REST API answers with (the secret once, then never again). */
 	if (json) {
-		json_t *o = token_json(t, now);
-
-		json_object_set_new(o, "token", json_string(token));
-		rc = cli_print_json(stdout, o);
-		json_decref(o);
-		if (rc)
+		if ((rc = cli_print_json(stdout, doc)) != 0)
 			goto out;
 	} else {
-		scope = scope_text(t);
-		printf("token: %s\nid: %s\nname: %s\nrole: %s\nclusters: %s\n", token,
-		       JSTR(t, "id"), JSTR(t, "name"), JSTR(t, "role"), scope ? scope : "?");
-		print_time("expires", JMS(t, "expires_at_ms"), "never");
+		scope = clusters_arg ? clusters_arg : "all";
+		printf("token: %s\nid: %s\nname: %s\nrole: %s\nclusters: %s\n", JSTR(doc, "token"),
+		       JSTR(doc, "id"), JSTR(doc, "name"), JSTR(doc, "role"), scope);
+		print_time("expires", ttl_ms ? now + ttl_ms : 0, "never");
 	}
-warn:
 	fflush(stdout);
 	fprintf(stderr,
 		PROG ": this token is shown only once; store it now. It cannot be recovered, "
-		     "only revoked (" PROG " api-token revoke %s).\n",
-		id);
+		     "only revoked (" CLI " token revoke %s).\n",
+		JSTR(doc, "id"));
 	rc = 0;
 out:
-	if (token)
-		explicit_bzero(token, strlen(token));
-	free(token);
-	free(id);
-	free(scope);
+	if (JSTR(doc, "token"))
+		explicit_bzero((char *)JSTR(doc, "token"), strlen(JSTR(doc, "token")));
+	json_decref(doc);
 	json_decref(clusters);
-	json_decref(t);
 	ctl_state_free(st);
-	httpc_free(api);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	ctl_error_done(&err);
 	return rc;
 }

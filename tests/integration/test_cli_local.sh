@@ -129,6 +129,15 @@ check "railyard-controller token create: an enrollment token" ctl token create -
 	--ttl 1h --state-dir "$T/ctl"
 check "  what it runs" err_has "running: railyard --local enrollment-token create"
 check "  the token" out_has "^token: "
+# api-token create is the controller's own command; while it serves, the serving controller
+# makes the token (one writer): railyard --local token create, audited as the local caller.
+check "railyard-controller api-token create while served: made through the controller" ctl \
+	api-token create --name served --role viewer --ttl 1d --state-dir "$T/ctl"
+check "  said so" err_has "is served (pid $CTL_PID): the token is made through it"
+check "  the token" out_has "^token: rya1\."
+check "  audited as the local caller, not written by this process" bash -c "'$RY' audit --json \
+	--state-dir '$T/ctl' | jq -e '[.items[] | select(.action == \"api_token.create\")][0] |
+	(.actor | startswith(\"local:uid\")) and (.detail | test(\"served\"))' >/dev/null"
 check "railyard-controller audit: railyard's exit code" bash -c "'$CTL' audit --limit 0 \
 	--state-dir '$T/ctl' 2>/dev/null; test \$? = 2"
 check "railyard-controller --help: the daemon's commands, and where the others went" bash -c \
