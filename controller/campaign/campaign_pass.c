@@ -7,6 +7,7 @@
 #include "controller/campaign/campaign_int.h"
 #include "controller/campaign/evidence.h"
 #include "controller/engine/engine.h"
+#include "controller/rollout/deploy.h"
 #include "controller/events.h"
 #include "controller/session.h"
 #include "controller/state.h"
@@ -151,9 +152,12 @@ static int config_gate(struct store *st, const struct store_campaign *m, const s
 			if (strcmp(d->cluster, m->cluster) != 0 || d->check_mode ||
 			    strcmp(d->playbook_name, name) != 0)
 				continue;
+			json_t *failed = NULL;
+
 			r = store_deploy_nodes(st, d->id, &dn, &nn);
 			for (size_t j = 0; r >= 0 && j < nn; j++) {
 				const struct store_deploy_node *w = &dn[j];
+				const json_t *fs;
 				char *line = NULL;
 				json_t *arr;
 
@@ -164,12 +168,29 @@ static int config_gate(struct store *st, const struct store_campaign *m, const s
 				json_object_set_new(any, w->node_id, json_true());
 				if (strcmp(w->state, "succeeded") == 0)
 					continue;
-				if (asprintf(&line,
-					     "configuration: %s %s (deployment %s) did not succeed "
-					     "on this node: %s%s%s",
-					     name, d->playbook_version, d->id, w->state,
-					     w->message ? ": " : "",
-					     w->message ? w->message : "") < 0)
+				/* Which step, in words: the step results say it better than the
+				 * node's one-line summary ("stopped at a failed step"). */
+				if (!failed &&
+				    (r = ctl_deploy_failed_steps(st, d->id, &failed)) < 0)
+					break;
+				fs = json_object_get(failed, w->node_id);
+				if (fs &&
+				    asprintf(&line,
+					     "configuration: %s %s (deployment %s) failed on this "
+					     "node at step %lld (%s): %s",
+					     name, d->playbook_version, d->id,
+					     (long long)json_integer_value(
+						     json_object_get(fs, "index")) +
+						     1,
+					     json_string_value(json_object_get(fs, "name")),
+					     json_string_value(json_object_get(fs, "message"))) < 0)
+					continue;
+				if (!fs && asprintf(&line,
+						    "configuration: %s %s (deployment %s) did not "
+						    "succeed on this node: %s%s%s",
+						    name, d->playbook_version, d->id, w->state,
+						    w->message ? ": " : "",
+						    w->message ? w->message : "") < 0)
 					continue;
 				arr = json_object_get(out, w->node_id);
 				if (!arr) {
@@ -180,6 +201,7 @@ static int config_gate(struct store *st, const struct store_campaign *m, const s
 				free(line);
 			}
 			store_deploy_nodes_free(dn, nn);
+			json_decref(failed);
 		}
 	}
 	for (i = 0; r >= 0 && i < e->c.n; i++) {

@@ -264,6 +264,44 @@ static size_t first_result(const struct store_step_result *res, size_t m, const 
 	return lo;
 }
 
+/* The first failed step of res[k..] while it is node_id's, or NULL. */
+static const struct store_step_result *failed_of(const struct store_step_result *res, size_t m,
+						 size_t k, const char *node_id)
+{
+	for (; k < m && strcmp(res[k].node_id, node_id) == 0; k++)
+		if (strcmp(res[k].status, "failed") == 0)
+			return &res[k];
+	return NULL;
+}
+
+static json_t *failed_step_json(const struct store_step_result *f)
+{
+	return json_pack("{s:i, s:s, s:s}", "index", f->idx, "name", f->name, "message",
+			 f->message ? f->message : "");
+}
+
+int ctl_deploy_failed_steps(struct store *st, const char *id, json_t **ret)
+{
+	struct store_step_result *res = NULL;
+	json_t *o = json_object();
+	size_t m = 0;
+	int r = o ? store_step_results(st, id, &res, &m) : -ENOMEM;
+
+	for (size_t k = 0; r >= 0 && k < m; k++) {
+		if (strcmp(res[k].status, "failed") != 0 || json_object_get(o, res[k].node_id))
+			continue;
+		if (json_object_set_new(o, res[k].node_id, failed_step_json(&res[k])) < 0)
+			r = -ENOMEM;
+	}
+	store_step_results_free(res, m);
+	if (r < 0) {
+		json_decref(o);
+		return r;
+	}
+	*ret = o;
+	return 0;
+}
+
 static json_t *summary_json(const struct store_deployment *d)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:I, s:I, s:i}", "id", d->id,
@@ -313,7 +351,7 @@ int ctl_deploy_get(struct store *st, const char *id, enum ctl_deploy_detail deta
 	o = summary_json(d);
 	if (o && detail >= CTL_DEPLOY_NODES) {
 		r = store_deploy_nodes(st, id, &nodes, &n);
-		if (r >= 0 && detail >= CTL_DEPLOY_STEPS)
+		if (r >= 0)
 			r = store_step_results(st, id, &res, &m);
 		if (r < 0) {
 			ctl_error_store(err, r, "reading the deployment's nodes");
@@ -322,10 +360,14 @@ int ctl_deploy_get(struct store *st, const char *id, enum ctl_deploy_detail deta
 		arr = json_array();
 		for (size_t i = 0; i < n; i++) {
 			json_t *no = node_json(&nodes[i]), *steps = json_array();
-
 			/* Results come ordered by node id, then index: find the node's run. */
-			for (size_t k = first_result(res, m, nodes[i].node_id);
-			     k < m && strcmp(res[k].node_id, nodes[i].node_id) == 0; k++)
+			size_t k0 = first_result(res, m, nodes[i].node_id);
+			const struct store_step_result *f = failed_of(res, m, k0, nodes[i].node_id);
+
+			json_object_set_new(no, "failed_step",
+					    f ? failed_step_json(f) : json_null());
+			for (size_t k = k0; k < m && strcmp(res[k].node_id, nodes[i].node_id) == 0;
+			     k++)
 				json_array_append_new(steps, step_json(&res[k]));
 			if (detail >= CTL_DEPLOY_STEPS)
 				json_object_set_new(no, "steps", steps);

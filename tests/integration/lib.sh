@@ -35,7 +35,8 @@ PASSES=0
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	if [ "$FAILS" -eq 0 ]; then rm -rf "$T"; else echo "logs kept in $T"; fi
+	# RAILYARD_TEST_KEEP=1: a passing run's logs are kept too (to compare with a failing one).
+	if [ "$FAILS" -eq 0 ] && [ -z "${RAILYARD_TEST_KEEP:-}" ]; then rm -rf "$T"; else echo "logs kept in $T"; fi
 }
 trap cleanup EXIT
 

@@ -169,8 +169,12 @@ EOF
 "$RY" deploy --state-dir "$T/ctl" --cluster it --playbook "$T/hca-up.yaml" --canary 0 --pause 0s \
 	--max-fail 1 --timeout 60s >"$T/hca-up.out" 2>&1
 dep=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$T/hca-up.out")
-check "hca-up deployed: it fails on gpu-node-03 only" jqt '[.nodes[] | select(.state != "succeeded") |
-	.hostname] == ["gpu-node-03"]' <("$RY" deployments "$dep" --json --state-dir "$T/ctl")
+check "hca-up deployed: it fails on gpu-node-03 only, at its step, said in failed_step" jqt '
+	[.nodes[] | select(.state != "succeeded") | .hostname] == ["gpu-node-03"] and
+	(.nodes[] | select(.hostname == "gpu-node-03") | .failed_step | .index == 0 and
+		.name == "hca ports active" and (.message | test("mlx5_3 port 1"))) and
+	all(.nodes[] | select(.hostname != "gpu-node-03"); .failed_step == null)' \
+	<("$RY" deployments "$dep" --json --state-dir "$T/ctl")
 lat_only="    - {name: pair-lat, kind: lat, pattern: pairs, size: 8, iters: 200}"
 lat_rule="    - {metric: pair-lat.p50_us, relative: median, op: \"<=\", value: 100}"
 playbook certified "$lat_only" "$lat_rule" "  requires: [hca-up]
@@ -181,7 +185,7 @@ show "$(jq -r .id "$T/cert.json")" >"$T/cert-show.json"
 check "  ... gpu-node-03 is named with the deployment and its DOWN port; the rest pass" jqt '
 	.verdict.result == "fail" and ([.verdict.nodes[] | select(.result != "pass") | .hostname] ==
 	["gpu-node-03"]) and (.verdict.nodes[] | select(.hostname == "gpu-node-03") | .reasons |
-	any(test("^configuration: hca-up 1 \\(deployment d-[0-9a-f]+\\) did not succeed")) and
+	any(test("^configuration: hca-up 1 \\(deployment d-[0-9a-f]+\\) failed on this node at step 1 \\(hca ports active\\): .*DOWN")) and
 	any(test("^preflight: mlx5_3 port 1 is DOWN")))' "$T/cert-show.json"
 check "  ... a quick tcp run is not an acceptance, and says why" jqt '.verdict.acceptance == false and
 	any(.verdict.acceptance_reasons[]; test("^quick")) and
@@ -203,7 +207,7 @@ playbook long "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, durati
 	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.25}"
 val --playbook "$T/long.yaml" --no-wait >"$T/long.out" 2>&1
 lid=$(sed -n 's/^campaign \(c-[0-9a-f]*\):.*/\1/p' "$T/long.out" | head -1)
-check "validate --no-wait prints the campaign id" test -n "$lid"
+[ -n "$lid" ] || { cat "$T/long.out"; die "validate --no-wait printed no campaign id"; }
 check "  ... its first round is measuring" wait_for 30 bash -c \
 	"'$RY' campaign show $lid --json --results --state-dir '$T/ctl' | jq -e '[.results[] | select(.state == \"running\")] | length == 2' >/dev/null"
 "$RY" campaign cancel "$lid" --state-dir "$T/ctl" >"$T/cancel.out" 2>&1; rc=$?
@@ -218,17 +222,22 @@ check "  ... its verdict is incomplete, its runs are stopped" jqt '.state == "ca
 # The campaign's state is cancelled when asked; its runs stop within the agents' poll.
 check "  ... no run of it is left going" wait_for 15 bash -c "[ \"\$(sqlite3 -cmd '.timeout 5000' '$T/ctl/controller.db' \
 	\"SELECT count(*) FROM bench_runs WHERE campaign_id = '$lid' AND state NOT IN ('cancelled', 'failed', 'succeeded')\")\" = 0 ]"
+# On a busy machine an agent may have missed its 900 ms heartbeat timeout and be reconnecting; a
+# new campaign needs every node online: wait for that (a lost agent would never come back).
+check "  ... all four agents online" wait_for 30 count_is online 4
 check "  ... the agents are free again (a new campaign runs)" bash -c \
 	"'$RY' validate --state-dir '$T/ctl' --cluster it --playbook '$T/loose.yaml' --tests pair-lat --quick >/dev/null"
 refused "$RY" campaign cancel "$lid" --state-dir "$T/ctl" >"$T/cancel2.out" 2>&1
 check "cancelling it again says it has ended" grep -q "conflict: campaign $lid has ended (cancelled)" "$T/cancel2.out"
 
 # ---- an agent lost mid-campaign: its tests fail with that reason, the others pass -------------
+check "four agents online before the lost-agent case" wait_for 30 count_is online 4
 playbook lost "    - {name: pair-bw, kind: bw, pattern: pairs, size: 64K, duration: 3s}
     - {name: pair-lat, kind: lat, pattern: pairs, size: 8, iters: 500}" \
 	"    - {metric: pair-bw.gbps, relative: median, op: \">=\", value: 0.01}"
 val --playbook "$T/lost.yaml" --no-wait >"$T/lost.out" 2>&1
 xid=$(sed -n 's/^campaign \(c-[0-9a-f]*\):.*/\1/p' "$T/lost.out" | head -1)
+[ -n "$xid" ] || { cat "$T/lost.out"; die "the lost-agent campaign did not start"; }
 check "a campaign for the lost-agent case started" wait_for 30 bash -c \
 	"'$RY' campaign show $xid --json --results --state-dir '$T/ctl' | jq -e '[.results[] | select(.state == \"running\")] | length >= 1' >/dev/null"
 kill -9 "${AGENT_PID[c]}"
@@ -264,6 +273,7 @@ if [ "$FAILS" -gt 0 ]; then # what CI keeps of a failure is this output, not $T
 	jq -c '.results[] | {test_idx, round, slot, a, b, state, error, bench_id}' "$T/resume.json"
 	sqlite3 "$T/ctl/controller.db" "SELECT id, state, error FROM bench_runs WHERE campaign_id = '$rid'"
 	grep -E "campaign $rid|bench b-" "$T/controller.log" | tail -n 40
+	grep -E "online|offline|session|heartbeat" "$T/controller.log" | tail -n 30
 fi
 check "  ... the database is intact" test "$(sqlite3 "$T/ctl/controller.db" "PRAGMA integrity_check")" = ok
 check "  ... the log says it resumed where it was" log_has "$T/controller.log" "campaign $rid"

@@ -344,6 +344,21 @@ ry_bench_fails() {
 	ry_log "$_nm: refused as expected: $(grep -m1 -e "$_pat" "/tmp/$_nm.out")"
 }
 
+# ry_wait_rdma_traffic PKTS SECONDS: wait until RY_DEV has sent PKTS more packets than when
+# called (its hw_counters/sent_pkts, which soft-RoCE counts for loopback too): a test is past its
+# set-up (QPs created, connected, the first barrier) and moving data. Fails when the device has no
+# such counter or the deadline passes.
+ry_wait_rdma_traffic() {
+	_c=/sys/class/infiniband/$RY_DEV/ports/1/hw_counters/sent_pkts
+	[ -r "$_c" ] || return 1
+	_from=$(cat "$_c")
+	_end=$(($(cut -d. -f1 /proc/uptime) + $2))
+	while [ $(($(cat "$_c") - _from)) -lt "$1" ]; do
+		[ "$(cut -d. -f1 /proc/uptime)" -lt "$_end" ] || return 1
+		sleep 0.1
+	done
+}
+
 # ry_wait_rc_qps N SECONDS: wait until at least N RC QPs exist on this node (a test runs).
 ry_wait_rc_qps() {
 	_end=$(($(cut -d. -f1 /proc/uptime) + $2))
