@@ -85,10 +85,46 @@ void rc_campaign_progress(const json_t *c, char *buf, size_t len)
 		 JINT(p, "rows_done"), JINT(p, "rows_failed"), etas);
 }
 
-/* A string element of an array ("?" when it is not a string). */
+/* A string element of an array ("-" when it is not a string). */
 static const char *sv(const json_t *x)
 {
-	return json_is_string(x) ? json_string_value(x) : "?";
+	return json_is_string(x) ? json_string_value(x) : "-";
+}
+
+/* A node's host name from the campaign's nodes, or its id. */
+static const char *host_of(const json_t *c, const char *id)
+{
+	const json_t *n;
+	size_t i;
+
+	json_array_foreach(json_object_get(c, "nodes"), i, n)
+	{
+		if (id && strcmp(rc_str(n, "id", ""), id) == 0)
+			return rc_str(n, "hostname", id);
+	}
+	return id ? id : "-";
+}
+
+static int by_hostname(const void *x, const void *y)
+{
+	return util_natcmp(JSTR(*(const json_t *const *)x, "hostname"),
+			   JSTR(*(const json_t *const *)y, "hostname"));
+}
+
+/* The elements of an array sorted by host name (natural order); free() the vector. */
+static const json_t **sorted_by_host(const json_t *arr, size_t *ret_n)
+{
+	size_t n = json_array_size(arr), i;
+	const json_t **v = calloc(n ? n : 1, sizeof(*v));
+	const json_t *x;
+
+	*ret_n = 0;
+	if (!v)
+		return NULL;
+	json_array_foreach(arr, i, x) v[i] = x;
+	qsort(v, n, sizeof(*v), by_hostname);
+	*ret_n = n;
+	return v;
 }
 
 static void print_test(FILE *out, const json_t *t)
@@ -102,22 +138,23 @@ static void print_test(FILE *out, const json_t *t)
 	{
 		if (len < sizeof(stats) - 48 && JINT(x, "n") > 0)
 			len += (size_t)snprintf(stats + len, sizeof(stats) - len,
-						"%s%s median %.3g", len ? ", " : "", key,
+						"%s%s median %.4g", len ? ", " : "", key,
 						json_number_value(json_object_get(x, "median")));
 	}
 	if (json_object_get(t, "victim_pairs"))
-		util_fprintf_safe(out,
-				  "  %-14s %-10s %-12s %-4s %lld victim pair(s), %lld failed  %s\n",
-				  rc_str(t, "name", "?"), rc_str(t, "kind", "?"), "-",
-				  rc_str(t, "result", "?"), JINT(t, "victim_pairs"),
-				  JINT(t, "failed"), stats);
+		util_fprintf_safe(
+			out, "  %-14s %-10s %-12s %-4s %lld victim pair(s), %lld failing  %s\n",
+			rc_str(t, "name", "-"), rc_str(t, "kind", "-"), "-",
+			rc_str(t, "result", "-"), JINT(t, "victim_pairs"), JINT(t, "failed"),
+			stats);
 	else
-		util_fprintf_safe(out,
-				  "  %-14s %-10s %-12s %-4s %lld of %lld measured, %lld failed  "
-				  "%s\n",
-				  rc_str(t, "name", "?"), rc_str(t, "kind", "?"),
-				  rc_str(t, "pattern", "-"), rc_str(t, "result", "?"),
-				  JINT(t, "measured"), JINT(t, "rows"), JINT(t, "failed"), stats);
+		util_fprintf_safe(
+			out,
+			"  %-14s %-10s %-12s %-4s %lld of %lld measured, %lld failing the "
+			"rules  %s\n",
+			rc_str(t, "name", "-"), rc_str(t, "kind", "-"), rc_str(t, "pattern", "-"),
+			rc_str(t, "result", "-"), JINT(t, "measured"), JINT(t, "rows"),
+			JINT(t, "failed"), stats);
 }
 
 static void print_failed_node(FILE *out, const json_t *n)
@@ -125,17 +162,77 @@ static void print_failed_node(FILE *out, const json_t *n)
 	const json_t *x, *y;
 	size_t k, j;
 
-	util_fprintf_safe(out, "node %s (%s): FAIL\n", rc_str(n, "hostname", "?"),
-			  rc_str(n, "id", "?"));
+	util_fprintf_safe(out, "  %s (%s): %s\n", rc_str(n, "hostname", "-"), rc_str(n, "id", "-"),
+			  strcmp(rc_str(n, "result", ""), "excluded") == 0 ? "EXCLUDED" : "FAIL");
 	json_array_foreach(json_object_get(n, "reasons"), k, x)
-		util_fprintf_safe(out, "    %s\n", sv(x));
+		util_fprintf_safe(out, "    - %s\n", sv(x));
 	json_array_foreach(json_object_get(n, "rails"), k, x)
 	{
-		util_fprintf_safe(out, "  rail %lld (%s):\n", JINT(x, "rail"),
-				  rc_str(x, "device", "?"));
+		if (strcmp(rc_str(x, "result", "fail"), "pass") == 0)
+			continue;
+		util_fprintf_safe(out, "    rail %lld (%s):\n", JINT(x, "rail"),
+				  rc_str(x, "device", "-"));
 		json_array_foreach(json_object_get(x, "reasons"), j, y)
-			util_fprintf_safe(out, "    %s\n", sv(y));
+			util_fprintf_safe(out, "      - %s\n", sv(y));
 	}
+}
+
+/* At most this many failing pairs are listed (--json has them all). */
+#define RC_PAIRS_SHOWN 20
+
+/* The failing pairs of every test, host names for ids; transients (retested and passed: not
+ * failures) apart. */
+static void print_pairs(FILE *out, const json_t *c, const json_t *v)
+{
+	const json_t *t, *f;
+	size_t i, k, shown = 0, total = 0, transient = 0, more = 0;
+
+	json_array_foreach(json_object_get(v, "tests"), i, t)
+	{
+		json_array_foreach(json_object_get(t, "failures"), k, f)
+		{
+			bool tr = strcmp(rc_str(f, "attributed", ""), "transient") == 0;
+			const char *reason;
+			char rail[32] = "";
+			size_t tn;
+
+			if (tr) {
+				transient++;
+				continue;
+			}
+			total++;
+			if (shown >= RC_PAIRS_SHOWN)
+				continue;
+			if (!shown++)
+				util_fprintf_safe(out, "failing pairs:\n");
+			if (json_is_integer(json_object_get(f, "rail")))
+				snprintf(rail, sizeof(rail), " rail %lld", JINT(f, "rail"));
+			/* Reasons start with their test's name ("pair-bw: gbps ..."): said once. */
+			reason = rc_str(f, "reason", "-");
+			tn = strlen(rc_str(t, "name", ""));
+			if (tn && strncmp(reason, rc_str(t, "name", ""), tn) == 0 &&
+			    strncmp(reason + tn, ": ", 2) == 0)
+				reason += tn + 2;
+			util_fprintf_safe(out, "  %-12s %s ↔ %s%s: %s (%s)\n",
+					  rc_str(t, "name", "-"), host_of(c, JSTR(f, "a")),
+					  host_of(c, JSTR(f, "b")), rail, reason,
+					  rc_str(f, "attributed", "-"));
+		}
+		/* The verdict lists a test's first failures; failures_total counts them all. */
+		if ((size_t)JINT(t, "failures_total") >
+		    json_array_size(json_object_get(t, "failures")))
+			more += (size_t)JINT(t, "failures_total") -
+				json_array_size(json_object_get(t, "failures"));
+	}
+	if (total > shown || more)
+		util_fprintf_safe(out, "  ... and %zu more (--json lists what the verdict keeps)\n",
+				  total - shown + more);
+	if (transient)
+		util_fprintf_safe(
+			out,
+			"transient: %zu pair(s) failed once and passed when retested (not "
+			"failures)\n",
+			transient);
 }
 
 void rc_print_verdict(FILE *out, const json_t *c)
@@ -143,29 +240,59 @@ void rc_print_verdict(FILE *out, const json_t *c)
 	const json_t *v = json_object_get(c, "verdict"), *x;
 	const char *err = JSTR(c, "error");
 	long long secs = (JINT(c, "finished_at_ms") - JINT(c, "created_at_ms")) / 1000;
-	size_t i;
+	const json_t **nodes;
+	size_t i, n, bad = 0;
 
 	util_fprintf_safe(out, "campaign %s: %s (%s%s, %zu nodes, %lld s)%s%s\n",
-			  rc_str(c, "id", "?"), rc_str(c, "state", "?"),
-			  rc_str(c, "transport", "?"),
+			  rc_str(c, "id", "-"), rc_str(c, "state", "-"),
+			  rc_str(c, "transport", "-"),
 			  json_is_true(json_object_get(c, "quick")) ? ", quick" : "",
 			  json_array_size(json_object_get(c, "nodes")), secs, err ? ": " : "",
 			  err ? err : "");
 	if (!json_is_object(v))
 		return;
+	/* The verdict and its failures first; what was measured after. */
+	util_fprintf_safe(out, "verdict: %s, %s\n", rc_str(v, "result", "-"),
+			  json_is_true(json_object_get(v, "acceptance"))
+				  ? "an acceptance"
+				  : "not an acceptance (a smoke / baseline run):");
+	json_array_foreach(json_object_get(v, "acceptance_reasons"), i, x)
+		util_fprintf_safe(out, "  - %s\n", sv(x));
+	nodes = sorted_by_host(json_object_get(v, "nodes"), &n);
+	for (i = 0; nodes && i < n; i++)
+		bad += strcmp(rc_str(nodes[i], "result", "-"), "pass") != 0;
+	if (bad)
+		util_fprintf_safe(out, "failing or excluded nodes (%zu of %zu):\n", bad, n);
+	for (i = 0; nodes && i < n; i++)
+		if (strcmp(rc_str(nodes[i], "result", "-"), "pass") != 0)
+			print_failed_node(out, nodes[i]);
+	free(nodes);
+	json_array_foreach(json_object_get(v, "links"), i, x)
+	{
+		const json_t *y;
+		size_t k;
+
+		if (!i)
+			util_fprintf_safe(out, "failing links (%lld):\n", JINT(v, "links_total"));
+		util_fprintf_safe(out, "  %s ↔ %s rail %lld (%s):\n", rc_str(x, "a_host", "-"),
+				  rc_str(x, "b_host", "-"), JINT(x, "rail"),
+				  rc_str(x, "test", "-"));
+		json_array_foreach(json_object_get(x, "reasons"), k, y)
+			util_fprintf_safe(out, "    - %s\n", sv(y));
+	}
+	print_pairs(out, c, v);
+	json_array_foreach(json_object_get(v, "left_out"), i, x) util_fprintf_safe(
+		out, "left out: %s: %s\n", rc_str(x, "hostname", "-"), rc_str(x, "reason", "-"));
+	util_fprintf_safe(out, "tests:\n");
 	json_array_foreach(json_object_get(v, "tests"), i, x)
 	{
 		print_test(out, x);
 	}
-	util_fprintf_safe(out, "findings:\n");
+	if (json_array_size(json_object_get(v, "findings")))
+		util_fprintf_safe(out, "findings:\n");
 	json_array_foreach(json_object_get(v, "findings"), i, x)
 	{
 		util_fprintf_safe(out, "  - %s\n", sv(x));
-	}
-	json_array_foreach(json_object_get(v, "nodes"), i, x)
-	{
-		if (strcmp(rc_str(x, "result", "?"), "pass") != 0)
-			print_failed_node(out, x);
 	}
 }
 

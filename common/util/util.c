@@ -1,6 +1,7 @@
 /* Clocks, random bytes, hex encoding and duration parsing. */
 #include "common/util/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -278,4 +279,41 @@ void util_print_options(FILE *f, const char *synopsis, const struct util_option_
 				fprintf(f, "  %-18s %s\n", tab[i].flag, tab[i].help);
 		p += len;
 	}
+}
+
+int util_natcmp(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a ? 1 : b ? -1 : 0;
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			const char *x = a, *y = b;
+			size_t nx, ny;
+			int c;
+
+			while (*x == '0' && isdigit((unsigned char)x[1]))
+				x++;
+			while (*y == '0' && isdigit((unsigned char)y[1]))
+				y++;
+			for (nx = 0; isdigit((unsigned char)x[nx]); nx++)
+				;
+			for (ny = 0; isdigit((unsigned char)y[ny]); ny++)
+				;
+			if (nx != ny)
+				return nx < ny ? -1 : 1;
+			if ((c = memcmp(x, y, nx)) != 0)
+				return c;
+			/* Equal numbers: the one spelled with fewer leading zeros first. */
+			if (x - a != y - b)
+				return x - a < y - b ? -1 : 1;
+			a = x + nx;
+			b = y + ny;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	return *a ? 1 : *b ? -1 : 0;
 }

@@ -63,6 +63,11 @@ struct util_option_help {
 void util_print_options(FILE *f, const char *synopsis, const struct util_option_help *tab,
 			size_t n);
 
+/* Natural order of two strings (strcmp's sign): runs of digits compare as numbers, so that
+ * gpu-node-2 sorts before gpu-node-10 and 02 beside 2 (the shorter run first when equal);
+ * everything else bytewise. NULL sorts first. */
+int util_natcmp(const char *a, const char *b);
+
 /* CRC-32 (IEEE 802.3, as zlib's crc32()) of len bytes, continuing from crc (0 to start). */
 uint32_t util_crc32(uint32_t crc, const void *data, size_t len);
 

@@ -154,6 +154,12 @@ check "  ... the rule failed for all 6 pairs, every node named with the rule" jq
 	.verdict.tests[0].rules[0].failed == 6 and .verdict.tests[0].rules[0].evaluated == 6 and
 	all(.verdict.nodes[]; .result == "fail" and (.reasons | any(test("fails with 3 of 3 peers.*gbps"))))' \
 	<(show "$(jq -r .id "$T/imp.json")")
+"$RY" campaign show "$(jq -r .id "$T/imp.json")" --state-dir "$T/ctl" >"$T/imp.txt"
+check "  ... in text: each failing pair by host names, its test's name said once" bash -c "
+	[ \$(grep -cE '^  pair-bw +gpu-node-0[1-4] ↔ gpu-node-0[1-4]: gbps [0-9.]+, not >= 100000' '$T/imp.txt') = 6 ] &&
+	! grep -q 'pair-bw: pair-bw:' '$T/imp.txt'"
+check "  ... in text: the failing nodes in natural order" test "$(awk '/^  gpu-node-[0-9]+ \(/ {
+	printf "%s ", $1}' "$T/imp.txt")" = "gpu-node-01 gpu-node-02 gpu-node-03 gpu-node-04 "
 
 # ---- the configuration and the nodes' state are part of the verdict ----------------------------
 # hca-up configures nothing but asserts every HCA port ACTIVE: it fails on agent d (gpu-node-03,
@@ -187,6 +193,14 @@ check "  ... gpu-node-03 is named with the deployment and its DOWN port; the res
 	["gpu-node-03"]) and (.verdict.nodes[] | select(.hostname == "gpu-node-03") | .reasons |
 	any(test("^configuration: hca-up 1 \\(deployment d-[0-9a-f]+\\) failed on this node at step 1 \\(hca ports active\\): .*DOWN")) and
 	any(test("^preflight: mlx5_3 port 1 is DOWN")))' "$T/cert-show.json"
+"$RY" campaign show "$(jq -r .id "$T/cert.json")" --state-dir "$T/ctl" >"$T/cert-show.txt"
+# The text leads with the verdict and the failing node's reasons; what was measured comes after.
+check "  ... in text: the verdict, then gpu-node-03 and its step, before the tests" awk '
+	NR == 2 && /^verdict: fail, not an acceptance/ {v = NR}
+	/^  gpu-node-03 \(n-[0-9a-f]+\): FAIL$/ {n = NR}
+	/^    - configuration: hca-up 1 .* at step 1 \(hca ports active\)/ {r = NR}
+	/^tests:$/ {t = NR}
+	END {exit !(v && n > v && r > n && t > r)}' "$T/cert-show.txt"
 check "  ... a quick tcp run is not an acceptance, and says why" jqt '.verdict.acceptance == false and
 	any(.verdict.acceptance_reasons[]; test("^quick")) and
 	any(.verdict.acceptance_reasons[]; test("^transport tcp"))' "$T/cert-show.json"
