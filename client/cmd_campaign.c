@@ -282,7 +282,7 @@ static int cmd_validate(struct rc *rc, const struct rc_command *cmd, int argc, c
 	} else {
 		rc_print_verdict(stdout, c);
 		if (so)
-			rc_print_signoff(stdout, so, false);
+			rc_print_signoff(stdout, so, false, NULL);
 	}
 	r = rc_interrupted				    ? RC_INTERRUPTED
 	    : strcmp(rc_str(c, "state", ""), "passed") == 0 ? RC_OK

@@ -35,6 +35,22 @@ static int signoff_path(char *buf, size_t len, const char *id, const char *file)
 	return n < len ? 0 : rc_bad("sign-off id", id);
 }
 
+/* A sign-off at length: its line, then what failed from its signed report (fetched; without it
+ * the line and summary alone), its summary and digest. */
+static void print_signoff(struct rc *rc, const json_t *so)
+{
+	json_t *report = NULL;
+	char path[512], *data = NULL;
+	size_t len = 0;
+
+	if (signoff_path(path, sizeof(path), rc_str(so, "id", ""), "signoff.json") == 0 &&
+	    rc_api_bytes(rc, path, &data, &len) == 0)
+		report = json_loadb(data, len, 0, NULL);
+	free(data);
+	rc_print_signoff(stdout, so, true, report);
+	json_decref(report);
+}
+
 static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -69,7 +85,7 @@ static int cmd_list(struct rc *rc, const struct rc_command *cmd, int argc, char 
 		       "CREATED", "CAMPAIGN");
 		json_array_foreach(items, i, s)
 		{
-			rc_print_signoff(stdout, s, false);
+			rc_print_signoff(stdout, s, false, NULL);
 		}
 	}
 	json_decref(items);
@@ -109,7 +125,7 @@ static int cmd_show(struct rc *rc, const struct rc_command *cmd, int argc, char 
 	if (rc->json)
 		r = rc_print_json(stdout, doc);
 	else
-		rc_print_signoff(stdout, doc, true);
+		print_signoff(rc, doc);
 	json_decref(doc);
 	return r;
 }
@@ -137,7 +153,7 @@ static int cmd_create(struct rc *rc, const struct rc_command *cmd, int argc, cha
 		if (rc->json)
 			r = rc_print_json(stdout, doc);
 		else
-			rc_print_signoff(stdout, doc, true);
+			print_signoff(rc, doc);
 	}
 	json_decref(body);
 	json_decref(doc);
@@ -433,7 +449,7 @@ static int cmd_revalidate(struct rc *rc, const struct rc_command *cmd, int argc,
 	if (rc->json)
 		rc_print_json(stdout, so);
 	else
-		rc_print_signoff(stdout, so, true);
+		print_signoff(rc, so);
 	r = strcmp(rc_str(so, "verdict", ""), "pass") == 0 ? RC_OK : RC_FAILED;
 out:
 	json_decref(body);

@@ -235,24 +235,22 @@ static void print_pairs(FILE *out, const json_t *c, const json_t *v)
 			transient);
 }
 
-void rc_print_verdict(FILE *out, const json_t *c)
+/* A verdict (a campaign's, or a signed report's evaluation), failures first: the result and
+ * whether it is an acceptance, the failing or excluded nodes in natural order with a reason per
+ * line, failing links, failing pairs (host names from who's nodes); with all, then the tests
+ * and the findings. */
+static void print_evaluation(FILE *out, const json_t *who, const json_t *v, const char *verdict,
+			     bool all)
 {
-	const json_t *v = json_object_get(c, "verdict"), *x;
-	const char *err = JSTR(c, "error");
-	long long secs = (JINT(c, "finished_at_ms") - JINT(c, "created_at_ms")) / 1000;
-	const json_t **nodes;
+	const json_t **nodes, *x;
+	const char *own = rc_str(v, "result", "-");
 	size_t i, n, bad = 0;
 
-	util_fprintf_safe(out, "campaign %s: %s (%s%s, %zu nodes, %lld s)%s%s\n",
-			  rc_str(c, "id", "-"), rc_str(c, "state", "-"),
-			  rc_str(c, "transport", "-"),
-			  json_is_true(json_object_get(c, "quick")) ? ", quick" : "",
-			  json_array_size(json_object_get(c, "nodes")), secs, err ? ": " : "",
-			  err ? err : "");
-	if (!json_is_object(v))
-		return;
-	/* The verdict and its failures first; what was measured after. */
-	util_fprintf_safe(out, "verdict: %s, %s\n", rc_str(v, "result", "-"),
+	/* A sign-off's verdict may outrank its campaign's (a revalidation: regressed). */
+	util_fprintf_safe(out, "verdict: %s%s%s%s, %s\n", verdict ? verdict : own,
+			  verdict && strcmp(verdict, own) ? " (the campaign's own: " : "",
+			  verdict && strcmp(verdict, own) ? own : "",
+			  verdict && strcmp(verdict, own) ? ")" : "",
 			  json_is_true(json_object_get(v, "acceptance"))
 				  ? "an acceptance"
 				  : "not an acceptance (a smoke / baseline run):");
@@ -280,9 +278,11 @@ void rc_print_verdict(FILE *out, const json_t *c)
 		json_array_foreach(json_object_get(x, "reasons"), k, y)
 			util_fprintf_safe(out, "    - %s\n", sv(y));
 	}
-	print_pairs(out, c, v);
+	print_pairs(out, who, v);
 	json_array_foreach(json_object_get(v, "left_out"), i, x) util_fprintf_safe(
 		out, "left out: %s: %s\n", rc_str(x, "hostname", "-"), rc_str(x, "reason", "-"));
+	if (!all)
+		return;
 	util_fprintf_safe(out, "tests:\n");
 	json_array_foreach(json_object_get(v, "tests"), i, x)
 	{
@@ -296,25 +296,48 @@ void rc_print_verdict(FILE *out, const json_t *c)
 	}
 }
 
-void rc_print_signoff(FILE *out, const json_t *s, bool detail)
+void rc_print_verdict(FILE *out, const json_t *c)
 {
-	const json_t *r;
+	const json_t *v = json_object_get(c, "verdict");
+	const char *err = JSTR(c, "error");
+	long long secs = (JINT(c, "finished_at_ms") - JINT(c, "created_at_ms")) / 1000;
+
+	util_fprintf_safe(out, "campaign %s: %s (%s%s, %zu nodes, %lld s)%s%s\n",
+			  rc_str(c, "id", "-"), rc_str(c, "state", "-"),
+			  rc_str(c, "transport", "-"),
+			  json_is_true(json_object_get(c, "quick")) ? ", quick" : "",
+			  json_array_size(json_object_get(c, "nodes")), secs, err ? ": " : "",
+			  err ? err : "");
+	/* The verdict and its failures first; what was measured after. */
+	if (json_is_object(v))
+		print_evaluation(out, c, v, NULL, true);
+}
+
+void rc_print_signoff(FILE *out, const json_t *s, bool detail, const json_t *report)
+{
+	const json_t *r, *ev = json_object_get(report, "evaluation");
 	size_t i;
 
 	/* Never a bare pass: the controller's label says "pass (smoke)", "pass +1 excluded
 	 * (acceptance)". */
 	util_fprintf_safe(out, "%-11s %-22s %-12s %-12s %s  campaign %s%s%s%s\n",
-			  rc_str(s, "id", "?"), rc_str(s, "label", rc_str(s, "verdict", "?")),
-			  rc_str(s, "cluster", "?"), rc_str(s, "kind", "?"),
+			  rc_str(s, "id", "-"), rc_str(s, "label", rc_str(s, "verdict", "-")),
+			  rc_str(s, "cluster", "-"), rc_str(s, "kind", "-"),
 			  rc_str(s, "created_at", "-"), rc_str(s, "campaign", "-"),
 			  JSTR(s, "baseline") ? "  baseline " : "", rc_str(s, "baseline", ""),
 			  json_is_true(json_object_get(s, "stale")) ? "  STALE" : "");
 	if (!detail)
 		return;
-	util_fprintf_safe(out, "  sha256 %s, %lld bytes\n", rc_str(s, "sha256", "?"),
-			  JINT(s, "size"));
-	json_array_foreach(json_object_get(s, "summary"), i, r)
-		util_fprintf_safe(out, "  %s\n", sv(r));
 	json_array_foreach(json_object_get(s, "reasons"), i, r)
 		util_fprintf_safe(out, "  stale: %s\n", sv(r));
+	/* What failed, from the signed report's evaluation, then its summary (a revalidation's
+	 * leads with the regressions, failed checks and drift) and digest. */
+	if (json_is_object(ev))
+		print_evaluation(out, report, ev, rc_str(s, "verdict", NULL), false);
+	if (json_array_size(json_object_get(s, "summary")))
+		util_fprintf_safe(out, "summary:\n");
+	json_array_foreach(json_object_get(s, "summary"), i, r)
+		util_fprintf_safe(out, "  %s\n", sv(r));
+	util_fprintf_safe(out, "  sha256 %s, %lld bytes\n", rc_str(s, "sha256", "-"),
+			  JINT(s, "size"));
 }

@@ -159,9 +159,12 @@ bool rc_campaign_final(const char *state);
 void rc_print_deploy_node(FILE *out, const json_t *n);
 /* "test pair-lat, round 2 of 3 | rounds 4 of 12 | 10 done, 1 failed | ETA 35 s" */
 void rc_campaign_progress(const json_t *c, char *buf, size_t len);
-/* An ended campaign's verdict for a person: a line per test, findings, the failed nodes. */
+/* An ended campaign's verdict for a person, failures first: the verdict and acceptance, the
+ * failing nodes (natural order), links and pairs, then a line per test and the findings. */
 void rc_print_verdict(FILE *out, const json_t *c);
-/* A sign-off's summary line; with detail, its hash, summary lines and why it is stale. */
-void rc_print_signoff(FILE *out, const json_t *s, bool detail);
+/* A sign-off's summary line; with detail, why it is stale, what failed (from report, its
+ * signed report when given: the verdict, failing nodes, links and pairs), its summary lines
+ * and hash. */
+void rc_print_signoff(FILE *out, const json_t *s, bool detail, const json_t *report);
 
 #endif

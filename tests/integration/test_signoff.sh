@@ -248,6 +248,11 @@ check "  its REST reply leads with the verdict, then the findings" jqt '(.summar
 	startswith("revalidation against"))' "$T/reval.json"
 check "the sign-off list shows regressed" jqt --arg s "$RV" 'any(.[]; .id == $s and .verdict == "regressed")' \
 	<(so_list)
+so show "$RV" >"$T/rv-show.txt"
+check "signoff show: regressed first, the campaign's own pass said, the summary after" awk '
+	NR == 2 && /^verdict: regressed \(the campaign.s own: pass\), not an acceptance/ {v = NR}
+	/^summary:$/ {s = NR} /^  revalidation against so-/ {r = NR} /^  sha256 / {h = NR}
+	END {exit !(v && s > v && r > s && h > r)}' "$T/rv-show.txt"
 # railyard's signoff show has no --report: the signed report is the exported signoff.json.
 so export "$RV" --dir "$T/rv" >/dev/null 2>&1
 jq '{report: .}' "$T/rv/signoff.json" >"$T/rv-report.json"
