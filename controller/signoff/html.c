@@ -585,6 +585,7 @@ static const char page_style[] =
 	".failed-list>li{margin:6px 0}.failed-list b.node{font-size:15px}"
 	".state{font-weight:700;border:1px solid;border-radius:3px;padding:0 5px;"
 	"margin-left:6px}.state.fail{color:#cf222e}.state.transient{color:#57606a}\n"
+	".config td:first-child{white-space:nowrap}"
 	"td.differs{background:#fff3b0;font-weight:600}td.differs::before{content:\"≠ \"}"
 	".flag{color:#cf222e;font-weight:600}.note{color:#57606a}\n"
 	".scroll{overflow-x:auto}svg{display:block;margin:6px 0 14px}"
@@ -2982,7 +2983,7 @@ static void deployments_table(struct ry_buf *o, const json_t *deps)
 		out_puts(o, "<tr>");
 		for (size_t k = 0; k < RY_ARRAY_SIZE(cols); k++) {
 			out_puts(o, "<td>");
-			out_scalar(o, jpath(d, cols[k].path));
+			out_field(o, cols[k].path, jpath(d, cols[k].path));
 			out_puts(o, "</td>");
 		}
 		out_printf(o, "<td><details><summary>%zu nodes</summary>",
