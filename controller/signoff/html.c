@@ -2874,6 +2874,54 @@ static void same_version_list(struct ry_buf *o, const json_t *same)
 	out_puts(o, "</ul>\n");
 }
 
+/* The failed steps of the configuration checks, per node, with their messages; the nodes a
+ * check would change. */
+static void check_steps(struct ry_buf *o, const json_t *checks)
+{
+	const json_t *chk, *f;
+	size_t i, k, shown = 0;
+
+	json_array_foreach(checks, i, chk)
+	{
+		const json_t *failed = json_object_get(chk, "failed");
+		const json_t *differ = json_object_get(chk, "differ");
+
+		if (!json_array_size(failed) && !json_array_size(differ))
+			continue;
+		out_puts(o,
+			 shown++ ? "<li>" : "<ul class=\"failed-list\" id=\"check-steps\">\n<li>");
+		out_puts(o, "<b>");
+		out_scalar(o, jpath(chk, "playbook.name"));
+		out_puts(o, " ");
+		out_scalar(o, jpath(chk, "playbook.version"));
+		out_puts(o, "</b>");
+		if (json_array_size(failed))
+			out_puts(o, " <span class=\"state fail\">FAILED</span><ul>");
+		json_array_foreach(failed, k, f)
+		{
+			out_puts(o, "<li><b>");
+			out_scalar(o, json_object_get(f, "host"));
+			out_puts(o, "</b>: step “");
+			out_scalar(o, jpath(f, "step.name"));
+			out_puts(o, "”: ");
+			out_reason_v(o, json_is_string(jpath(f, "step.message"))
+						? jpath(f, "step.message")
+						: json_object_get(f, "message"));
+			out_puts(o, "</li>");
+		}
+		if (json_array_size(failed))
+			out_puts(o, "</ul>");
+		if (json_array_size(differ)) {
+			out_printf(o, " %zu %s from it: ", json_array_size(differ),
+				   json_array_size(differ) == 1 ? "node differs" : "nodes differ");
+			out_joined(o, differ, ", ");
+		}
+		out_puts(o, "</li>\n");
+	}
+	if (shown)
+		out_puts(o, "</ul>\n");
+}
+
 /* A revalidation's regressions and checks, right after the verdict. */
 static void sec_regressions(struct ctx *c)
 {
@@ -2910,6 +2958,7 @@ static void sec_regressions(struct ctx *c)
 	table_of(o, json_object_get(cmp, "regressions"), reg, RY_ARRAY_SIZE(reg), "No regression.");
 	out_puts(o, "<h3>Configuration checks</h3>\n");
 	table_of(o, json_object_get(cmp, "checks"), chk, RY_ARRAY_SIZE(chk), "None recorded.");
+	check_steps(o, json_object_get(cmp, "checks"));
 }
 
 /* A tolerance in percent, or what applies when the report does not say. */

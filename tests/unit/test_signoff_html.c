@@ -444,8 +444,22 @@ static void test_revalidation(void **state)
 			  "regressed", 1, "drift", "field", "ofed.version", "from", "24.10", "to",
 			  "<b>25.01</b>", "nodes", "gpu-node-04", "nodes_added", "gpu-node-05",
 			  "nodes_removed"));
+	json_object_set_new(
+		json_object_get(doc, "comparison"), "checks",
+		json_pack("[{s:{s:s, s:s}, s:s, s:b, s:s, s:[{s:s, s:s, s:s, s:{s:s, s:s}}], "
+			  "s:[s]}]",
+			  "playbook", "name", "h100-base", "version", "3.1", "deployment", "d-1",
+			  "check_mode", 1, "state", "failed", "failed", "host", "gpu-node-03",
+			  "state", "failed", "message", "stopped at a failed step", "step", "name",
+			  "hca ports active at ndr", "message", "mlx5_3 port 1 is DOWN", "differ",
+			  "gpu-node-02"));
 	html = render_doc(doc);
 	assert_non_null(strstr(html, "<h1>Revalidation: fixture</h1>"));
+	/* A failed check names the node, the step and its message, before the failures. */
+	assert_non_null(strstr(html, "<li><b>gpu-node-03</b>: step “hca ports active at ndr”: "
+				     "mlx5_3 port 1 is DOWN</li>"));
+	assert_non_null(strstr(html, " 1 node differs from it: gpu-node-02</li>"));
+	assert_true(strstr(html, "id=\"check-steps\"") < strstr(html, "id=\"failures\""));
 	assert_non_null(strstr(html, "<dd>so-0001</dd>"));
 	assert_non_null(strstr(html, "<td>gpu-node-01</td><td>gpu-node-03</td><td>1</td>"
 				     "<td>391</td><td>183.6</td><td>-53</td>"));
