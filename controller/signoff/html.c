@@ -731,11 +731,12 @@ static void verdict_why(struct ctx *c, const char *v)
 	if (streq(v, "pass")) {
 		out_puts(o, "Every node, rail and pair measured met the rules.");
 	} else if (streq(v, "fail")) {
-		out_printf(
-			o,
-			"%zu %s, %zu failing %s and %zu suspect %s fail the rules: listed below.",
-			t.nodes, t.nodes == 1 ? "node" : "nodes", t.pairs,
-			t.pairs == 1 ? "pair" : "pairs", t.links, t.links == 1 ? "link" : "links");
+		out_printf(o, "%zu %s and %zu failing %s", t.nodes, t.nodes == 1 ? "node" : "nodes",
+			   t.pairs, t.pairs == 1 ? "pair" : "pairs");
+		if (t.links)
+			out_printf(o, " (%zu suspect %s)", t.links,
+				   t.links == 1 ? "link" : "links");
+		out_puts(o, " fail the rules: listed below.");
 	} else if (streq(v, "regressed")) {
 		out_printf(o,
 			   "The tests passed, but against the baseline %zu %s beyond tolerance "

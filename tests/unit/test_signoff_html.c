@@ -245,7 +245,12 @@ static void test_fixture(void **state)
 	assert_true(strstr(html, "<b class=\"node\">gpu-node-03</b>") <
 		    strstr(html, "id=\"report\""));
 	assert_true(strstr(html, "id=\"failures\"") < strstr(html, "CA fingerprint"));
-	assert_non_null(strstr(html, "1 node, 6 failing pairs and 0 suspect links fail the rules"));
+	assert_non_null(strstr(html, "1 node and 6 failing pairs fail the rules: listed below."));
+	/* Printed as shown: colours kept, no map or table split across pages. */
+	assert_non_null(strstr(html, "@media print{"));
+	assert_non_null(strstr(html, "print-color-adjust:exact"));
+	assert_non_null(
+		strstr(html, "svg,table,dl,.verdict,.failed-list>li,pre{break-inside:avoid"));
 	/* Failures map node ids to host names. */
 	assert_non_null(strstr(html,
 			       "<tr class=\"fail\"><td>gpu-node-01</td><td>gpu-node-03</td>"
@@ -634,11 +639,18 @@ static void test_strip(void **state)
 	char *html;
 
 	(void)state;
+	/* h000 → h001 did not run: both hosts are marked ✕ above the strip. */
+	json_object_set_new(json_array_get(json_object_get(doc, "results"), 0), "state",
+			    json_string("failed"));
 	html = render_doc(doc);
 	assert_null(strstr(html, "<rect class=\"cell"));
 	assert_int_equal(count(html, "<rect class=\"hostcell"), 70);
+	assert_int_equal(count(html, "<rect class=\"hostcell bad\""), 2);
 	assert_non_null(strstr(html, "70 hosts: more than 32"));
-	assert_non_null(strstr(html, "<title>h000: median 335 Gb/s over 69 pairs</title>"));
+	check_marks(html);
+	assert_non_null(strstr(html, "<title>h002: median 337 Gb/s over 69 pairs</title>"));
+	assert_non_null(
+		strstr(html, "<title>h000: median 335.5 Gb/s over 68 pairs [failing]</title>"));
 	assert_true(strlen(html) < 100000);
 	free(html);
 	json_decref(doc);
@@ -770,6 +782,7 @@ static void test_summary(void **state)
 	 * row not done. */
 	assert_int_equal(count(html, "<rect class=\"hostcell bad\""), 3);
 	assert_int_equal(count(html, "[failing]</title></rect>"), 3);
+	check_marks(html);
 	assert_non_null(strstr(html, "<title>gpu-node-02 rail 0: mean 390.8 Gb/s over 3 pairs "
 				     "(389.6…392.4), 1 not done [failing]</title>"));
 	for (const char *p = strstr(html, "<rect class=\"hostcell bad\""); p;
