@@ -2,10 +2,12 @@
  * nodes. */
 #include "controller/signoff/snapshot.h"
 
+#include "common/playbook/playbook.h" /* playbook_version_compare */
 #include "common/util/json.h"
 #include "common/util/util.h"
 #include "controller/signoff/canon.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,7 +319,74 @@ static void sort_by_field(json_t *arr)
 	free(v);
 }
 
+/* s without the trailing all-zero components of each dash-separated part ("24.10-1.1.4.0" ->
+ * "24.10-1.1.4", "1.0.0" -> "1"); a part is never emptied. Caller frees; NULL when out of
+ * memory. */
+static char *version_trim(const char *s)
+{
+	size_t n = strlen(s), k = 0;
+	char *out = malloc(n + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i <= n; i++) {
+		if (s[i] != '-' && s[i] != '\0') {
+			out[k++] = s[i];
+			continue;
+		}
+		/* The part ends: drop ".0", ".00", ... while a component remains before it. */
+		for (;;) {
+			size_t j = k;
+
+			while (j > 0 && out[j - 1] == '0')
+				j--;
+			if (j == k || j == 0 || out[j - 1] != '.' || j < 2 || out[j - 2] == '-')
+				break;
+			k = j - 1;
+		}
+		out[k++] = s[i];
+	}
+	return out;
+}
+
+bool so_version_same(const char *a, const char *b)
+{
+	char *x, *y;
+	bool same;
+
+	if (!a || !b)
+		return a == b;
+	if (strcmp(a, b) == 0)
+		return true;
+	/* Versions begin with a digit; anything else (a name, "unknown") is compared as text. */
+	if (!isdigit((unsigned char)a[0]) || !isdigit((unsigned char)b[0]))
+		return false;
+	x = version_trim(a);
+	y = version_trim(b);
+	same = x && y && playbook_version_compare(x, y) == 0;
+	free(x);
+	free(y);
+	return same;
+}
+
+bool so_version_field(const char *field)
+{
+	size_t n;
+
+	if (!field)
+		return false;
+	n = strlen(field);
+	return strcmp(field, "ofed.version") == 0 || strcmp(field, "ofed.mlx5_core_version") == 0 ||
+	       strcmp(field, "nvidia_driver") == 0 || strncmp(field, "software.", 9) == 0 ||
+	       (strncmp(field, "hca.", 4) == 0 && n > 7 && strcmp(field + n - 7, ".fw_ver") == 0);
+}
+
 json_t *so_snapshot_diff(const json_t *from, const json_t *to)
+{
+	return so_snapshot_diff_same(from, to, NULL);
+}
+
+json_t *so_snapshot_diff_same(const json_t *from, const json_t *to, json_t *same)
 {
 	json_t *a = so_snapshot_flat(from), *b = so_snapshot_flat(to), *out = json_array(), *v;
 	const char *k;
@@ -331,6 +400,13 @@ json_t *so_snapshot_diff(const json_t *from, const json_t *to)
 	{
 		json_t *w = json_object_get(b, k);
 
+		if (w && !json_equal(v, w) && so_version_field(k) &&
+		    so_version_same(json_string_value(v), json_string_value(w))) {
+			if (same)
+				json_array_append_new(same, json_pack("{s:s, s:O, s:O}", "field", k,
+								      "from", v, "to", w));
+			continue;
+		}
 		if (!w || !json_equal(v, w))
 			json_array_append_new(out, json_pack("{s:s, s:O, s:O}", "field", k, "from",
 							     v, "to", w ? w : json_null()));
@@ -380,18 +456,18 @@ static void group_add(json_t *groups, const json_t *change, const char *host)
 json_t *so_drift(const json_t *baseline_nodes, const json_t *current_nodes)
 {
 	json_t *groups = json_object(), *drift = json_array(), *added = json_array();
-	json_t *removed = json_array(), *g;
+	json_t *removed = json_array(), *g, *sgroups = json_object(), *same = json_array();
 	const json_t *n;
 	const char *k;
 	size_t i;
 
-	if (!groups || !drift || !added || !removed)
+	if (!groups || !drift || !added || !removed || !sgroups || !same)
 		goto fail;
 	json_array_foreach(current_nodes, i, n)
 	{
 		const char *host = json_string_value(json_object_get(n, "hostname"));
 		const json_t *b = node_by_host(baseline_nodes, host), *c;
-		json_t *d;
+		json_t *d, *sv;
 		size_t j;
 
 		if (!host)
@@ -400,10 +476,13 @@ json_t *so_drift(const json_t *baseline_nodes, const json_t *current_nodes)
 			json_array_append_new(added, json_string(host));
 			continue;
 		}
-		d = so_snapshot_diff(json_object_get(b, "snapshot"),
-				     json_object_get(n, "snapshot"));
+		sv = json_array();
+		d = so_snapshot_diff_same(json_object_get(b, "snapshot"),
+					  json_object_get(n, "snapshot"), sv);
 		json_array_foreach(d, j, c) group_add(groups, c, host);
+		json_array_foreach(sv, j, c) group_add(sgroups, c, host);
 		json_decref(d);
+		json_decref(sv);
 	}
 	json_array_foreach(baseline_nodes, i, n)
 	{
@@ -415,9 +494,14 @@ json_t *so_drift(const json_t *baseline_nodes, const json_t *current_nodes)
 	json_object_foreach(groups, k, g) json_array_append(drift, g);
 	sort_by_field(drift);
 	json_decref(groups);
-	return json_pack("{s:o, s:o, s:o}", "drift", drift, "nodes_added", added, "nodes_removed",
-			 removed);
+	json_object_foreach(sgroups, k, g) json_array_append(same, g);
+	sort_by_field(same);
+	json_decref(sgroups);
+	return json_pack("{s:o, s:o, s:o, s:o}", "drift", drift, "same_version", same,
+			 "nodes_added", added, "nodes_removed", removed);
 fail:
+	json_decref(sgroups);
+	json_decref(same);
 	json_decref(groups);
 	json_decref(drift);
 	json_decref(added);

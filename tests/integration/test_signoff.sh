@@ -125,6 +125,9 @@ check "html: the verdict, every node, the verification commands" bash -c \
 	 grep -q '<pre>railyard signoff verify signoff.json signoff.p7s --ca ca.pem</pre>' '$H'"
 check "html: self-contained (no script, no remote reference)" bash -c \
 	"! grep -qi '<script\|https\?://' '$H'"
+check "html: how to verify before the raw JSON (last, collapsed); no \"?\" for a value" bash -c \
+	"[ \$(grep -n 'id=\"verify\"' '$H' | cut -d: -f1) -lt \
+	  \$(grep -n '<details class=\"raw\">' '$H' | head -1 | cut -d: -f1) ] && ! grep -q '?' '$H'"
 
 # ---- tampering and bad input ----------------------------------------------------------------
 sed '0,/"p50_us": [0-9]/s//&9/' "$R" >"$T/edited.json"

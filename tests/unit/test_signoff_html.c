@@ -19,10 +19,12 @@
 #include <strings.h>
 
 #include <jansson.h>
+#include <math.h>
 
 #include "common/signoff/verify.h"
 #include "common/util/error.h"
 #include "controller/signoff/html.h"
+#include "controller/signoff/snapshot.h"
 
 #ifndef SIGNOFF_FIXTURE
 #define SIGNOFF_FIXTURE "tests/fixtures/signoff/report.json"
@@ -134,6 +136,89 @@ static void check_cell_titles(const char *html)
 	check_cell_count(html, 24); /* 6 pairs x 2 rails x 2 tests */
 }
 
+/* Every failing cell carries the marks that need no colour: a matrix cell its double outline
+ * and a ✕ drawn right after it, a strip's host a ✕ right above it; no passing cell has one. */
+static void check_marks(const char *html)
+{
+	for (const char *p = strstr(html, "<rect class=\"cell"); p;
+	     p = strstr(p + 1, "<rect class=\"cell")) {
+		const char *end = strstr(p, "</rect>"), *eol = strchr(p, '\n');
+		bool bad = strncmp(p, "<rect class=\"cell bad", 21) == 0;
+		const char *mark = strstr(end, ">✕</text>");
+
+		assert_true(end && eol && end < eol);
+		assert_int_equal(strncmp(end + 7, "<rect class=\"failmark\"", 22) == 0, bad);
+		assert_int_equal(mark && mark < eol, bad);
+	}
+	for (const char *p = strstr(html, "<rect class=\"hostcell"); p;
+	     p = strstr(p + 1, "<rect class=\"hostcell")) {
+		bool bad = strncmp(p, "<rect class=\"hostcell bad", 25) == 0;
+		const char *before = p - strlen(">✕</text>");
+
+		assert_int_equal(strncmp(before, ">✕</text>", strlen(">✕</text>")) == 0, bad);
+	}
+}
+
+/* How to verify comes before any raw JSON, which is last and collapsed; no value is "?". */
+static void check_order_and_values(const char *html)
+{
+	const char *verify = strstr(html, "id=\"verify\""),
+		   *raw = strstr(html, "<pre class=\"json\"");
+	const char *details = strstr(html, "<details class=\"raw\">");
+
+	assert_non_null(verify);
+	assert_non_null(raw);
+	assert_non_null(details);
+	assert_true(verify < details && details < raw);
+	assert_null(strstr(verify, "<h2 id=\"heatmaps\""));
+	assert_null(strchr(html, '?'));
+	assert_null(strstr(html, "e+0")); /* numbers in plain decimal */
+	assert_null(strstr(html, "&lt;-&gt;"));
+}
+
+/* WCAG 2 relative luminance of "#rrggbb", and the contrast ratio of two. */
+static double luminance(const char *hex)
+{
+	static const double w[3] = {0.2126, 0.7152, 0.0722};
+	unsigned rgb[3];
+	double l = 0;
+
+	assert_int_equal(sscanf(hex, "#%2x%2x%2x", &rgb[0], &rgb[1], &rgb[2]), 3);
+	for (size_t i = 0; i < 3; i++) {
+		double c = rgb[i] / 255.0;
+
+		l += w[i] * (c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4));
+	}
+	return l;
+}
+
+static double contrast(double a, double b)
+{
+	return a > b ? (a + 0.05) / (b + 0.05) : (b + 0.05) / (a + 0.05);
+}
+
+/* The lightest failing fill and the darkest passing fill of the matrix cells in [from, to). */
+static void fill_range(const char *from, const char *to, double *ret_fail_max, double *ret_pass_min)
+{
+	*ret_fail_max = -1;
+	*ret_pass_min = 2;
+	for (const char *p = strstr(from, "<rect class=\"cell"); p && p < to;
+	     p = strstr(p + 1, "<rect class=\"cell")) {
+		const char *f = strstr(p, " fill=\"#");
+		double l;
+
+		if (strncmp(p, "<rect class=\"cell bad novalue", 29) == 0 ||
+		    strncmp(p, "<rect class=\"cell novalue", 25) == 0)
+			continue;
+		assert_non_null(f);
+		l = luminance(f + 7);
+		if (strncmp(p, "<rect class=\"cell bad", 21) == 0)
+			*ret_fail_max = l > *ret_fail_max ? l : *ret_fail_max;
+		else
+			*ret_pass_min = l < *ret_pass_min ? l : *ret_pass_min;
+	}
+}
+
 static void test_fixture(void **state)
 {
 	size_t len;
@@ -148,13 +233,32 @@ static void test_fixture(void **state)
 	assert_true(strstr(html, "class=\"verdict fail\"") < strstr(html, "id=\"failures\""));
 	assert_non_null(strstr(html, "verbs (RDMA)"));
 	assert_non_null(strstr(html, "<li>pair-lat: rail gpu-node-03 rail 1 (mlx5_1) is bad"));
-	/* The failing node with its failing rail and reasons. */
-	assert_non_null(strstr(html, "<tr><td>gpu-node-03</td><td class=\"flag\">fail</td>"));
-	assert_non_null(strstr(html, "<b>rail 1 (mlx5_1)</b><ul><li>pair-lat: fails with 3 of 3"));
+	/* The failing node with its failing rail and reasons in words, a list, before any of the
+	 * report's facts; the test's name said once in a reason. */
+	assert_non_null(strstr(html, "<b class=\"node\">gpu-node-03</b> <span class=\"state "
+				     "fail\">FAIL</span>"));
+	assert_non_null(strstr(html,
+			       "rail 1 (mlx5_1) <span class=\"state fail\">FAIL</span><ul "
+			       "class=\"reasons\"><li>pair-lat: fails with 3 of 3 peers; e.g. "
+			       "p99_us 14.5, not ≤ 4.62 (2.1 × min 2.2)</li>"));
+	assert_null(strstr(html, "e.g. pair-lat: "));
+	assert_true(strstr(html, "<b class=\"node\">gpu-node-03</b>") <
+		    strstr(html, "id=\"report\""));
+	assert_true(strstr(html, "id=\"failures\"") < strstr(html, "CA fingerprint"));
+	assert_non_null(strstr(html, "1 node and 6 failing pairs fail the rules: listed below."));
+	/* Printed as shown: colours kept, no map or table split across pages. */
+	assert_non_null(strstr(html, "@media print{"));
+	assert_non_null(strstr(html, "print-color-adjust:exact"));
+	assert_non_null(
+		strstr(html, "svg,table,dl,.verdict,.failed-list>li,pre{break-inside:avoid"));
 	/* Failures map node ids to host names. */
-	assert_non_null(strstr(html, "<tr><td>gpu-node-01</td><td>gpu-node-03</td><td>1</td>"
-				     "<td>node</td><td>pair-lat: p99_us 14.5, not &lt;= 4.62"));
+	assert_non_null(strstr(html,
+			       "<tr class=\"fail\"><td>gpu-node-01</td><td>gpu-node-03</td>"
+			       "<td>1</td><td>a bad node or rail at one end</td><td>pair-lat: "
+			       "p99_us 14.5, not ≤ 4.62"));
 	assert_null(strstr(html, "<td>n-03</td>"));
+	/* Times with their zone. */
+	assert_non_null(strstr(html, "<span class=\"t\">2026-12-01 04:30:00 UTC</span>"));
 	/* Rules. */
 	assert_non_null(strstr(html,
 			       "<td>pair-bw.gbps</td><td>&gt;=</td><td>0.93</td>"
@@ -168,11 +272,12 @@ static void test_fixture(void **state)
 			 1);
 	assert_int_equal(count(html, "<title>gpu-node-01 → gpu-node-02 rail 0: 392.4 Gb/s</title>"),
 			 1);
-	assert_int_equal(count(html, "<title>gpu-node-01 → gpu-node-03 rail 1: 9.7 µs [failing]"),
+	/* The latency maps draw p99_us, the field the rule judges. */
+	assert_int_equal(count(html, "<title>gpu-node-01 → gpu-node-03 rail 1: 14.5 µs [failing]"),
 			 1);
 	assert_int_equal(count(html, "<rect class=\"cell bad\""), 6);
 	assert_int_equal(count(html, "[failing]</title></rect>"), 6);
-	assert_int_equal(count(html, "stroke=\"#d1001f\" stroke-width=\"3\"><title>"), 6);
+	check_marks(html);
 	for (const char *p = strstr(html, "<rect class=\"cell bad\""); p;
 	     p = strstr(p + 1, "<rect class=\"cell bad\"")) {
 		const char *t = strstr(p, "<title>");
@@ -186,6 +291,15 @@ static void test_fixture(void **state)
 	/* The latency histogram with the p99 rule's threshold. */
 	assert_int_equal(count(html, "class=\"threshold\""), 1);
 	assert_non_null(strstr(html, "p99_us threshold 4.62"));
+	/* Values printed in the cells (3 significant digits), the legend tied to the rule. */
+	assert_non_null(strstr(html, "fill=\"#fff\">184</text>"));
+	assert_non_null(strstr(html, ">colour: margin to the rule gbps ≥ 370 Gb/s</text>"));
+	assert_non_null(strstr(html, ">fails beyond the threshold 4.62 µs</text>"));
+	assert_non_null(strstr(html, ">median 389.9 Gb/s (dashed tick)</text>"));
+	assert_non_null(strstr(html, ">min 2.2 µs (dashed tick)</text>"));
+	assert_null(strstr(html, "over"
+				 " a cell")); /* no hover: the page is archived and printed */
+	assert_false(has_ci(html, "hover"));
 	/* Configuration: gpu-node-04's OFED and MTU differ from the majority; gpu-node-03's PCIe
 	 * link is degraded. */
 	assert_int_equal(count(html, "<td class=\"differs\">24.07-0.6.1.0</td>"), 1);
@@ -199,6 +313,7 @@ static void test_fixture(void **state)
 	assert_non_null(strstr(html, "<td>h100-base</td><td>3.1</td>"));
 	assert_non_null(strstr(html, "<summary>4 nodes</summary>gpu-node-01, gpu-node-02"));
 	assert_non_null(strstr(html, "&quot;acceptance&quot;: ["));
+	check_order_and_values(html);
 	/* The verification commands: the railyard verifier, and the stock-OpenSSL recipe whole,
 	 * signer check included (the signature check alone accepts a node's certificate). */
 	recipe = html_escaped(SO_VERIFY_OPENSSL);
@@ -302,9 +417,10 @@ static void test_wrong_types(void **state)
 	json_object_set_new(json_object_get(doc, "evaluation"), "tests", json_true());
 	html = render_doc(doc);
 	assert_non_null(strstr(html, "class=\"verdict unknown\""));
-	assert_non_null(strstr(html, "<div class=\"big\">?</div>"));
+	assert_non_null(strstr(html, "<div class=\"big\">unknown verdict</div>"));
 	assert_non_null(strstr(html, "id=\"revalidation\""));
-	assert_non_null(strstr(html, "Nodes: ?"));
+	assert_non_null(strstr(html, "Nodes: not reported"));
+	assert_null(strchr(html, '?'));
 	assert_null(strstr(html, "<rect class=\"cell"));
 	free(html);
 	json_decref(doc);
@@ -333,14 +449,32 @@ static void test_revalidation(void **state)
 			  "regressed", 1, "drift", "field", "ofed.version", "from", "24.10", "to",
 			  "<b>25.01</b>", "nodes", "gpu-node-04", "nodes_added", "gpu-node-05",
 			  "nodes_removed"));
+	json_object_set_new(
+		json_object_get(doc, "comparison"), "checks",
+		json_pack("[{s:{s:s, s:s}, s:s, s:b, s:s, s:[{s:s, s:s, s:s, s:{s:s, s:s}}], "
+			  "s:[s]}]",
+			  "playbook", "name", "h100-base", "version", "3.1", "deployment", "d-1",
+			  "check_mode", 1, "state", "failed", "failed", "host", "gpu-node-03",
+			  "state", "failed", "message", "stopped at a failed step", "step", "name",
+			  "hca ports active at ndr", "message", "mlx5_3 port 1 is DOWN", "differ",
+			  "gpu-node-02"));
 	html = render_doc(doc);
 	assert_non_null(strstr(html, "<h1>Revalidation: fixture</h1>"));
+	/* A failed check names the node, the step and its message, before the failures. */
+	assert_non_null(strstr(html, "<li><b>gpu-node-03</b>: step “hca ports active at ndr”: "
+				     "mlx5_3 port 1 is DOWN</li>"));
+	assert_non_null(strstr(html, " 1 node differs from it: gpu-node-02</li>"));
+	assert_true(strstr(html, "id=\"check-steps\"") < strstr(html, "id=\"failures\""));
 	assert_non_null(strstr(html, "<dd>so-0001</dd>"));
 	assert_non_null(strstr(html, "<td>gpu-node-01</td><td>gpu-node-03</td><td>1</td>"
 				     "<td>391</td><td>183.6</td><td>-53</td>"));
 	assert_non_null(strstr(html, "<td>ofed.version</td><td>24.10 → &lt;b&gt;25.01&lt;/b&gt;"
 				     "</td><td>gpu-node-04</td>"));
-	assert_non_null(strstr(html, "added: gpu-node-05<br>removed: </p>"));
+	assert_non_null(strstr(html, "added: gpu-node-05<br>removed: none</p>"));
+	/* The regressions lead, before the failures; the tolerances in words. */
+	assert_true(strstr(html, "id=\"regressions\"") < strstr(html, "id=\"failures\""));
+	assert_non_null(strstr(html, "<dt>bandwidth tolerance</dt><dd>5 %</dd>"));
+	assert_null(strchr(html, '?'));
 	free(html);
 	json_decref(doc);
 	free(json);
@@ -366,10 +500,16 @@ static void test_failed_cell(void **state)
 	}
 	html = render_doc(doc);
 	check_cell_titles(html);
-	assert_int_equal(count(html, "<rect class=\"cell bad\""), 7);
-	assert_non_null(strstr(html, "fill=\"#c8c8c8\" stroke=\"#d1001f\" stroke-width=\"3\">"
-				     "<title>gpu-node-01 → gpu-node-02 rail 0: failed (offline: "
-				     "gpu-node-02) [failing]</title></rect><path d=\"M"));
+	assert_int_equal(count(html, "<rect class=\"cell bad"), 7);
+	/* Hatched, "no value", and marked as a failure. */
+	assert_non_null(strstr(html, "<rect class=\"cell bad novalue\""));
+	assert_non_null(strstr(html, "fill=\"url(#nv"));
+	assert_non_null(strstr(html, "<title>gpu-node-01 → gpu-node-02 rail 0: no value, failed "
+				     "(offline: gpu-node-02) [failing]</title></rect><rect "
+				     "class=\"failmark\""));
+	assert_non_null(strstr(html, ">no value</text>"));
+	assert_non_null(strstr(html, ">no value (not measured)</text>"));
+	check_marks(html);
 	free(html);
 	json_decref(doc);
 	free(json);
@@ -499,11 +639,18 @@ static void test_strip(void **state)
 	char *html;
 
 	(void)state;
+	/* h000 → h001 did not run: both hosts are marked ✕ above the strip. */
+	json_object_set_new(json_array_get(json_object_get(doc, "results"), 0), "state",
+			    json_string("failed"));
 	html = render_doc(doc);
 	assert_null(strstr(html, "<rect class=\"cell"));
 	assert_int_equal(count(html, "<rect class=\"hostcell"), 70);
+	assert_int_equal(count(html, "<rect class=\"hostcell bad\""), 2);
 	assert_non_null(strstr(html, "70 hosts: more than 32"));
-	assert_non_null(strstr(html, "<title>h000: median 335 Gb/s over 69 pairs</title>"));
+	check_marks(html);
+	assert_non_null(strstr(html, "<title>h002: median 337 Gb/s over 69 pairs</title>"));
+	assert_non_null(
+		strstr(html, "<title>h000: median 335.5 Gb/s over 68 pairs [failing]</title>"));
 	assert_true(strlen(html) < 100000);
 	free(html);
 	json_decref(doc);
@@ -635,6 +782,7 @@ static void test_summary(void **state)
 	 * row not done. */
 	assert_int_equal(count(html, "<rect class=\"hostcell bad\""), 3);
 	assert_int_equal(count(html, "[failing]</title></rect>"), 3);
+	check_marks(html);
 	assert_non_null(strstr(html, "<title>gpu-node-02 rail 0: mean 390.8 Gb/s over 3 pairs "
 				     "(389.6…392.4), 1 not done [failing]</title>"));
 	for (const char *p = strstr(html, "<rect class=\"hostcell bad\""); p;
@@ -644,7 +792,10 @@ static void test_summary(void **state)
 		assert_true(strncmp(t + 18, " rail 1:", 8) == 0 ||
 			    strncmp(t, "<title>gpu-node-02 rail 0:", 26) == 0);
 	}
-	assert_non_null(strstr(html, "per-host means over the test's rails: min"));
+	assert_non_null(strstr(html, ">colour: margin to the rule gbps ≥ 370 Gb/s</text>"));
+	/* No rule on p50_us (the rule judges p99_us, not in the summary): 0 to max. */
+	assert_non_null(strstr(html, ">colour: no rule on p50_us: 0 to max (10.3 µs), lower is "
+				     "better</text>"));
 	/* The histogram: only p50_us, one value per host and rail. */
 	hist = strstr(html, "id=\"latency\"");
 	assert_non_null(hist);
@@ -656,8 +807,10 @@ static void test_summary(void **state)
 	assert_int_equal(bars, 8);
 	assert_int_equal(count(hist, "<h3>Test "), 1);
 	/* The rest as before: the verdict's failures still name the pairs. */
-	assert_non_null(strstr(html, "<tr><td>gpu-node-01</td><td>gpu-node-03</td><td>1</td>"
-				     "<td>node</td><td>pair-lat: p99_us 14.5, not &lt;= 4.62"));
+	assert_non_null(strstr(html,
+			       "<tr class=\"fail\"><td>gpu-node-01</td><td>gpu-node-03</td>"
+			       "<td>1</td><td>a bad node or rail at one end</td><td>pair-lat: "
+			       "p99_us 14.5, not ≤ 4.62"));
 	free(html);
 
 	/* A test without summary entries is drawn from its rows as before. */
@@ -726,6 +879,230 @@ static void test_extremes(void **state)
 	json_decref(doc);
 }
 
+/* The fixture with one more failure of pair-lat, gpu-node-01 ↔ gpu-node-02 on rail 0, that
+ * the verdict calls transient (it failed, was retested and passed). */
+static json_t *transient_doc(void)
+{
+	size_t len, i;
+	char *json = read_fixture(&len);
+	json_t *doc = json_loadb(json, len, 0, NULL), *t;
+
+	free(json);
+	assert_non_null(doc);
+	json_array_foreach(json_object_get(json_object_get(doc, "evaluation"), "tests"), i, t)
+	{
+		if (strcmp(json_string_value(json_object_get(t, "name")), "pair-lat") == 0)
+			json_array_append_new(
+				json_object_get(t, "failures"),
+				json_pack("{s:s, s:s, s:i, s:s, s:s}", "a", "n-01", "b", "n-02",
+					  "rail", 0, "attributed", "transient", "reason",
+					  "pair-lat: p99_us 9.1, not <= 4.62; retested: 2.2"));
+	}
+	return doc;
+}
+
+/* A report with failing pairs, as a customer reads it: the failures lead; verification before
+ * any raw JSON; no "?"; every failing cell marked without colour; a transient is neither
+ * outlined nor listed with the failures; the fills of passing and failing pairs differ in
+ * luminance (WCAG 2 relative luminance from the cell's rgb fill). Luminance is what survives
+ * every colour-vision deficiency and greyscale printing, and viridis is monotonic in it: a
+ * pass is always lighter than a fail, and at least 3:1 apart once its margin to the rule is
+ * 20 % or more (pair-lat here: p99 about 2.3 µs against 4.62); a pass with a thinner margin
+ * (pair-bw here: 5 %) is dark by design, the colour saying "barely", and is told apart from a
+ * fail by the ✕ and the outline (checked for every failing cell). */
+static void test_failing_report(void **state)
+{
+	json_t *doc = transient_doc();
+	char *html = render_doc(doc);
+	const char *lat = strstr(html, "<h3>Test pair-lat</h3>\n<h4>");
+	const char *end = strstr(html, "<h2 id=\"latency\">"), *tr;
+	double fail_max, pass_min;
+
+	(void)state;
+	check_order_and_values(html);
+	check_marks(html);
+	/* The failing node and its reason come before the report's facts. */
+	assert_true(strstr(html, "<b class=\"node\">gpu-node-03</b>") <
+		    strstr(html, "<h2 id=\"report\">"));
+	assert_true(strstr(html, "e.g. p99_us 14.5, not ≤ 4.62") < strstr(html, "seed"));
+	/* Still 6 failing pairs; the transient is said apart. */
+	assert_non_null(strstr(html, "6 failing pairs"));
+	assert_non_null(strstr(html, "1 pair was retested and passed (transient, not counted as "
+				     "failures)."));
+	assert_int_equal(count(html, "<rect class=\"cell bad\""), 6);
+	tr = strstr(html, "<h3>Retested and passed (transient, not a failure): pair-lat</h3>");
+	assert_non_null(tr);
+	assert_non_null(strstr(tr, "<tr class=\"transient\"><td>gpu-node-01</td><td>gpu-node-02"
+				   "</td><td>0</td><td>transient: retested and passed</td>"));
+	assert_null(strstr(html, "<tr class=\"fail\"><td>gpu-node-01</td><td>gpu-node-02</td>"));
+	/* Its cell: not outlined, a neutral ↻, explained in the legend. */
+	assert_non_null(strstr(html, "<rect class=\"cell\" "));
+	tr = strstr(html, "<title>gpu-node-01 → gpu-node-02 rail 0: 2.2 µs [transient: retested "
+			  "and passed]</title></rect><text class=\"transient\"");
+	assert_non_null(tr);
+	assert_non_null(strstr(html, ">transient: failed, retested and passed (not a failure)"));
+	/* Pass and fail fills: 3:1 on pair-lat, and a pass always lighter than a fail. */
+	assert_true(lat && end && lat < end);
+	fill_range(lat, end, &fail_max, &pass_min);
+	assert_true(fail_max >= 0 && pass_min <= 1);
+	fprintf(stderr, "pair-lat: lightest fail %.3f, darkest pass %.3f: contrast %.2f\n",
+		fail_max, pass_min, contrast(fail_max, pass_min));
+	assert_true(contrast(fail_max, pass_min) >= 3.0);
+	fill_range(html, end, &fail_max, &pass_min);
+	fprintf(stderr, "all maps: lightest fail %.3f, darkest pass %.3f: contrast %.2f\n",
+		fail_max, pass_min, contrast(fail_max, pass_min));
+	assert_true(pass_min > fail_max);
+	free(html);
+	json_decref(doc);
+}
+
+/* Nodes in natural order everywhere: gpu-node-9 before gpu-node-10. */
+static void test_natural_order(void **state)
+{
+	size_t len, n = 0;
+	char *json = read_fixture(&len), *out = malloc(2 * len), *html;
+	const char *svg, *cfg;
+
+	(void)state;
+	assert_non_null(out);
+	for (const char *p = json; *p;) {
+		const char *to = strncmp(p, "gpu-node-01", 11) == 0   ? "gpu-node-9"
+				 : strncmp(p, "gpu-node-04", 11) == 0 ? "gpu-node-10"
+								      : NULL;
+
+		if (to) {
+			n += (size_t)(stpcpy(out + n, to) - (out + n));
+			p += 11;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	html = render_ok(out, n);
+	cfg = strstr(html, "<table class=\"config\">");
+	assert_non_null(cfg);
+	assert_true(strstr(cfg, "<tr><td>gpu-node-02</td>") <
+		    strstr(cfg, "<tr><td>gpu-node-9</td>"));
+	assert_true(strstr(cfg, "<tr><td>gpu-node-9</td>") <
+		    strstr(cfg, "<tr><td>gpu-node-10</td>"));
+	/* The first map: rows 03, 9, 10 (the lower triangle has no row for the first node). */
+	svg = strstr(html, "<svg");
+	assert_non_null(svg);
+	assert_true(strstr(svg, "text-anchor=\"end\">gpu-node-03</text>") <
+		    strstr(svg, "text-anchor=\"end\">gpu-node-9</text>"));
+	assert_true(strstr(svg, "text-anchor=\"end\">gpu-node-9</text>") <
+		    strstr(svg, "text-anchor=\"end\">gpu-node-10</text>"));
+	assert_null(strstr(svg, "text-anchor=\"end\">gpu-node-02</text>"));
+	check_cell_titles(html);
+	free(html);
+	free(out);
+	free(json);
+}
+
+/* Versions a vendor spells two ways are the same version; real differences stay. */
+static void test_version_same(void **state)
+{
+	static const char *const same[][2] = {
+		{"24.10-1.1.4.0", "24.10-1.1.4"},
+		{"24.10-1.1.4", "24.10-1.1.4.0"},
+		{"2.23.4", "2.23.4"},
+		{"550.127.05", "550.127.5"},
+		{"1.0", "1"},
+		{"28.42.1000", "28.42.1000.0"},
+		{"1.0.0", "1"},
+		{"24.10.0-1.1.4", "24.10-1.1.4"},
+	};
+	static const char *const differ[][2] = {
+		{"24.10-1.1.4.1", "24.10-1.1.4"},
+		{"24.10-1.1.4.0", "24.07-0.6.1.0"},
+		{"2.23.4", "2.23.40"},
+		{"1.10", "1.1"},
+		{"10.0", "1"},
+		{"24.10-1.1.4.0.1", "24.10-1.1.4"},
+		{"abc", "abc.0"},
+		{"550.127.05", "560.35.03"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		if (!so_version_same(same[i][0], same[i][1]))
+			fail_msg("%s and %s: not the same version", same[i][0], same[i][1]);
+	}
+	for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+		if (so_version_same(differ[i][0], differ[i][1]) ||
+		    so_version_same(differ[i][1], differ[i][0]))
+			fail_msg("%s and %s: the same version", differ[i][0], differ[i][1]);
+	}
+	assert_false(so_version_same(NULL, "1"));
+	assert_true(so_version_same(NULL, NULL));
+	assert_true(so_version_field("ofed.version"));
+	assert_true(so_version_field("hca.mlx5_0.fw_ver"));
+	assert_true(so_version_field("software.nccl"));
+	assert_true(so_version_field("nvidia_driver"));
+	assert_false(so_version_field("kernel")); /* 6.1.0-28 and 6.1-28 are two kernels */
+	assert_false(so_version_field("ofed.package"));
+	assert_false(so_version_field("topology_digest"));
+	assert_false(so_version_field("hca.mlx5_0.fw_ver.x"));
+}
+
+/* Drift between a baseline and now: a respelled version is not drift, and is said; a changed
+ * driver is drift. The HTML of the same: the configuration table does not highlight a
+ * respelled OFED version and says why. */
+static void test_same_version(void **state)
+{
+	json_t *base = json_pack("[{s:s, s:{s:{s:s}, s:s, s:s}}]", "hostname", "gpu-node-01",
+				 "snapshot", "ofed", "version", "24.10-1.1.4.0", "nvidia_driver",
+				 "550.127.05", "kernel", "6.1.0-28-amd64");
+	json_t *now = json_pack("[{s:s, s:{s:{s:s}, s:s, s:s}}]", "hostname", "gpu-node-01",
+				"snapshot", "ofed", "version", "24.10-1.1.4", "nvidia_driver",
+				"560.35.03", "kernel", "6.1-28-amd64");
+	json_t *d = so_drift(base, now), *doc, *g;
+	size_t len;
+	char *json, *html;
+
+	(void)state;
+	assert_non_null(d);
+	assert_int_equal(json_array_size(json_object_get(d, "drift")), 2);
+	g = json_array_get(json_object_get(d, "drift"), 0);
+	assert_string_equal(json_string_value(json_object_get(g, "field")), "kernel");
+	g = json_array_get(json_object_get(d, "drift"), 1);
+	assert_string_equal(json_string_value(json_object_get(g, "field")), "nvidia_driver");
+	assert_int_equal(json_array_size(json_object_get(d, "same_version")), 1);
+	g = json_array_get(json_object_get(d, "same_version"), 0);
+	assert_string_equal(json_string_value(json_object_get(g, "field")), "ofed.version");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(g, "nodes"), 0)),
+			    "gpu-node-01");
+	json_decref(d);
+	json_decref(base);
+	json_decref(now);
+
+	json = read_fixture(&len);
+	doc = json_loadb(json, len, 0, NULL);
+	free(json);
+	assert_non_null(doc);
+	g = json_array_get(json_object_get(doc, "nodes"), 1);
+	assert_string_equal(json_string_value(json_object_get(g, "hostname")), "gpu-node-02");
+	json_object_set_new(json_object_get(json_object_get(g, "snapshot"), "ofed"), "version",
+			    json_string("24.10-1.1.4"));
+	html = render_doc(doc);
+	assert_int_equal(count(html, "<td>24.10-1.1.4</td>"), 1);
+	assert_int_equal(count(html, "<td class=\"differs\">24.07-0.6.1.0</td>"), 1);
+	assert_non_null(strstr(html, "<li>OFED on gpu-node-02: 24.10-1.1.4 = 24.10-1.1.4.0 (same "
+				     "version, spelled differently)</li>"));
+	free(html);
+	/* In a revalidation, the comparison's same_version. */
+	json_object_set_new(doc, "comparison",
+			    json_pack("{s:[], s:[], s:[], s:[{s:s, s:s, s:s, s:[s]}]}", "metrics",
+				      "regressions", "drift", "same_version", "field",
+				      "ofed.version", "from", "24.10-1.1.4.0", "to", "24.10-1.1.4",
+				      "nodes", "gpu-node-04"));
+	html = render_doc(doc);
+	assert_non_null(strstr(html, "<li>ofed.version: 24.10-1.1.4.0 = 24.10-1.1.4 (same version, "
+				     "spelled differently) on gpu-node-04</li>"));
+	assert_non_null(strstr(html, "No configuration drift."));
+	free(html);
+	json_decref(doc);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -734,7 +1111,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_revalidation),	  cmocka_unit_test(test_failed_cell),
 		cmocka_unit_test(test_mutations),	  cmocka_unit_test(test_strip),
 		cmocka_unit_test(test_extremes),	  cmocka_unit_test(test_summary),
-		cmocka_unit_test(test_summary_mutations),
+		cmocka_unit_test(test_summary_mutations), cmocka_unit_test(test_failing_report),
+		cmocka_unit_test(test_natural_order),	  cmocka_unit_test(test_version_same),
+		cmocka_unit_test(test_same_version),
 	};
 
 	if (argc > 1)
