@@ -251,42 +251,6 @@ static void out_joined(struct ry_buf *o, const json_t *arr, const char *sep)
 	}
 }
 
-/* Natural order: digit runs compared by value, so that gpu-node-2 comes before gpu-node-10
- * (localeCompare(x, 'en', {numeric: true}) as the portal sorts); names equal that way (node-01,
- * node-1) fall back to byte order, so that distinct names never tie. */
-static int nat_cmp(const char *a, const char *b)
-{
-	const char *p = a, *q = b;
-
-	while (*p && *q) {
-		if (isdigit((unsigned char)*p) && isdigit((unsigned char)*q)) {
-			const char *p0, *q0;
-			int r;
-
-			while (*p == '0')
-				p++;
-			while (*q == '0')
-				q++;
-			for (p0 = p; isdigit((unsigned char)*p); p++)
-				;
-			for (q0 = q; isdigit((unsigned char)*q); q++)
-				;
-			if (p - p0 != q - q0)
-				return p - p0 < q - q0 ? -1 : 1;
-			if ((r = memcmp(p0, q0, (size_t)(p - p0))) != 0)
-				return r < 0 ? -1 : 1;
-			continue;
-		}
-		if (*p != *q)
-			return (unsigned char)*p < (unsigned char)*q ? -1 : 1;
-		p++;
-		q++;
-	}
-	if (*p || *q)
-		return *p ? 1 : -1;
-	return strcmp(a, b);
-}
-
 static int str_cmp(const void *x, const void *y)
 {
 	return strcmp(*(const char *const *)x, *(const char *const *)y);
@@ -827,7 +791,7 @@ static int node_nat_cmp(const void *x, const void *y)
 
 	if (!a || !b)
 		return a ? -1 : b ? 1 : 0;
-	return nat_cmp(a, b);
+	return util_natcmp(a, b);
 }
 
 /* The members of arr (objects with a hostname) in natural order of host name. Caller frees;
@@ -1369,9 +1333,9 @@ static double scale_at(const struct scale *sc, double m)
 	return sc->bw ? sc->thr * (1 + m) : sc->thr * (1 - m);
 }
 
-/* A value's place on the colour scale: 0 fails; passing, its margin to T over a 50 % margin
- * (1 at 50 % or more), never below 0.15 so that a pass never takes the failure's colour.
- * Without a rule: on 0..max, anchored at zero (a 3 % spread is a 3 % step). */
+/* A value's place on the legend's scale: 0 fails; passing, its margin to T over a 50 % margin
+ * (1 at 50 % or more). Without a rule: on 0..max, anchored at zero (a 3 % spread is a 3 %
+ * step). Its colour: colour_t(). */
 static double scale_t(const struct scale *sc, double v, bool bad)
 {
 	double t;
@@ -1382,8 +1346,17 @@ static double scale_t(const struct scale *sc, double v, bool bad)
 		t = (sc->bw ? (v - sc->thr) / sc->thr : (sc->thr - v) / sc->thr) / 0.5;
 	else
 		t = !(sc->max > 0) ? 1 : sc->bw ? v / sc->max : 1 - v / sc->max;
-	t = !(t >= 0) ? 0 : t > 1 ? 1 : t; /* NaN from infinite values too */
-	return t < 0.15 ? 0.15 : t;
+	return !(t >= 0) ? 0 : t > 1 ? 1 : t; /* NaN from infinite values too */
+}
+
+/* Passing cells take viridis from PASS_T0 up, failing ones its dark end (0): every pass is at
+ * least 3:1 from a fail in WCAG contrast, whatever its margin (test_signoff_html checks it). */
+#define PASS_T0 0.4
+
+/* The colour place of a cell: 0 fails; a pass PASS_T0 + its place on the scale. */
+static double colour_t(const struct scale *sc, double v, bool bad)
+{
+	return bad || scale_fails(sc, v) ? 0 : PASS_T0 + (1 - PASS_T0) * scale_t(sc, v, false);
 }
 
 /* Viridis, 11 stops from t = 0 (dark purple) to 1 (yellow): monotonic in lightness, so that
@@ -1473,7 +1446,7 @@ static void heat_legend(struct ctx *c, const struct scale *sc, double y, unsigne
 
 	out_printf(o, "<defs><linearGradient id=\"g%u\">", id);
 	for (size_t k = 0; k <= 10; k++) {
-		fill_of((double)k / 10, fill, sizeof(fill));
+		fill_of(PASS_T0 + (1 - PASS_T0) * (double)k / 10, fill, sizeof(fill));
 		out_printf(o, "<stop offset=\"%.1f\" stop-color=\"%s\"/>", (double)k / 10, fill);
 	}
 	out_puts(o, "</linearGradient></defs>\n");
@@ -1561,7 +1534,7 @@ struct heat {
 
 static int host_cmp(const void *x, const void *y)
 {
-	return nat_cmp(*(const char *const *)x, *(const char *const *)y);
+	return util_natcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
 static int heat_init(struct heat *h, const struct cell *cells, size_t n, struct scale *sc)
@@ -1638,7 +1611,7 @@ static void cell_draw(struct ry_buf *o, const struct heat *h, const struct cell 
 	const char *ink = "#000";
 
 	if (has)
-		ink = fill_of(scale_t(h->sc, v, bad), fill, sizeof(fill));
+		ink = fill_of(colour_t(h->sc, v, bad), fill, sizeof(fill));
 	else
 		snprintf(fill, sizeof(fill), "url(#nv%u)", h->hatch);
 	h->sc->any_bad |= bad;
@@ -1742,7 +1715,7 @@ static void strip_rect(struct ry_buf *o, struct scale *sc, unsigned hatch, doubl
 	sc->any_bad |= bad;
 	sc->any_none |= !isfinite(v);
 	if (isfinite(v))
-		fill_of(scale_t(sc, v, bad), fill, sizeof(fill));
+		fill_of(colour_t(sc, v, bad), fill, sizeof(fill));
 	else
 		snprintf(fill, sizeof(fill), "url(#nv%u)", hatch);
 	if (bad)
@@ -2764,7 +2737,7 @@ static int nidx_cmp(const void *x, const void *y)
 {
 	const struct nidx *p = x, *q = y;
 
-	return nat_cmp(p->host, q->host);
+	return util_natcmp(p->host, q->host);
 }
 
 static int sec_config(struct ctx *c)
