@@ -40,6 +40,7 @@ static int query(struct apply_ctx *ctx, const char *verb, const char *name, char
 			e--;
 		r = apply_ctx_fail(ctx, -RY_E_NOT_FOUND, "unit %s: %.*s", name,
 				   (int)(e > 256 ? 256 : e), e ? res.err : "unknown unit");
+		apply_ctx_headline(ctx, "service %s is not installed on this node", name);
 	}
 	runner_result_done(&res);
 	return r;
@@ -127,8 +128,12 @@ static int service_verify(struct apply_ctx *ctx, const json_t *params)
 		r = query(ctx, "is-enabled", name, word, sizeof(word), &ok);
 		if (r < 0)
 			return r;
-		if (ok != json_is_true(enabled))
+		if (ok != json_is_true(enabled)) {
+			apply_ctx_headline(ctx, "service %s is %s (expected %s)", name,
+					   word[0] ? word : "unknown",
+					   json_is_true(enabled) ? "enabled" : "disabled");
 			return apply_ctx_fail(ctx, -RY_E_UNMET, "verify: %s is %s", name, word);
+		}
 	}
 	if (state) {
 		bool want = strcmp(state, "stopped") != 0;
@@ -136,6 +141,11 @@ static int service_verify(struct apply_ctx *ctx, const json_t *params)
 		r = query(ctx, "is-active", name, word, sizeof(word), &ok);
 		if (r < 0)
 			return r;
+		if (ok != want)
+			apply_ctx_headline(ctx, "service %s is %s after %s (expected %s)", name,
+					   word[0] ? word : "unknown",
+					   want ? "starting it" : "stopping it",
+					   want ? "active" : "inactive");
 		if (ok != want)
 			return apply_ctx_fail(ctx, -RY_E_UNMET, "verify: %s is %s, expected %s",
 					      name, word[0] ? word : "unknown",
