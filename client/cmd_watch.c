@@ -5,7 +5,8 @@
  * delivers nothing for 45 s (the controller's keepalives come every 15 s) is taken as dead. A
  * dropped connection is made again with Last-Event-ID, so that nothing is missed, after 1 s,
  * then 2, 4 ... up to 30 s; only a first connection that fails ends the watch (exit 5).
- * Off a terminal each event is a line; with --json each event's data is a JSON line with its
+ * Off a terminal each event is a line (but a deployment's steps: a line per node as it ends,
+ * naming its failed step, and one per batch); with --json each event's data is a JSON line with its
  * type and event id added. On a terminal a progress bar per running deployment or campaign is
  * redrawn in place below the lines: an event about one marks it due, and it is fetched again
  * (GET /api/v1/deployments/ID or /campaigns/ID) at most once a second. What runs is listed at
@@ -204,16 +205,18 @@ static int term_width(void)
 	return ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40 ? ws.ws_col : 80;
 }
 
-/* "[#########...........]  45% TEXT", cut to the terminal's width. */
+/* "[#########...........]  45% TEXT", fitted to the terminal's width (rc_fit_fields()). */
 static void draw_bar(const json_t *a, int width)
 {
 	long long done = JINT(a, "done"), total = JINT(a, "total");
 	int pct = total > 0 ? (int)(done * 100 / total) : 0, fill = pct * 20 / 100;
 	char *text = util_escape(rc_str(a, "text", ""), false);
 	int room = width - 29;
+	char fit[1024];
 
-	printf("[%.*s%.*s] %3d%% %.*s\n", fill, "####################", 20 - fill,
-	       "....................", pct, room > 0 ? room : 0, text ? text : "");
+	rc_fit_fields(text ? text : "", room > 0 ? (size_t)room : 0, fit, sizeof(fit));
+	printf("[%.*s%.*s] %3d%% %s\n", fill, "####################", 20 - fill,
+	       "....................", pct, fit);
 	free(text);
 }
 
@@ -436,12 +439,24 @@ static void event_line(const char *type, const json_t *d, char *buf, size_t len)
 			 rc_str(d, "state", "?"), JSTR(d, "reason") || JSTR(d, "error") ? ": " : "",
 			 rc_str(d, "reason", rc_str(d, "error", "")));
 	else if (strcmp(type, "deployment.step") == 0)
-		/* The index counts from 0; a person counts steps from 1. */
-		snprintf(buf, len, "deployment %s %s step %lld \"%s\": %s", id, host,
-			 JINT(d, "index") + 1, rc_str(d, "name", "?"), rc_str(d, "status", "?"));
+		; /* a line per node as it ends says what failed; a line per step would drown it */
 	else if (strcmp(type, "deployment.node") == 0)
-		snprintf(buf, len, "deployment %s %s %s", id, host, rc_str(d, "state", "?"));
-	else if (strcmp(type, "campaign.progress") == 0)
+		snprintf(buf, len, "deployment %s %s %s%s%s", id, host, rc_str(d, "state", "?"),
+			 JSTR(d, "message") ? ": " : "", rc_str(d, "message", ""));
+	else if (strcmp(type, "deployment.batch") == 0) {
+		long long pause = JINT(d, "pause_ms");
+
+		snprintf(buf, len,
+			 "deployment %s batch %lld of %lld done, %lld node%s failed so far", id,
+			 JINT(d, "batch") + 1, JINT(d, "batches"), JINT(d, "failed"),
+			 JINT(d, "failed") == 1 ? "" : "s");
+		if (pause > 0) {
+			size_t n = strlen(buf);
+
+			snprintf(buf + n, len - n, "; batch %lld starts in %lld s",
+				 JINT(d, "batch") + 2, (pause + 999) / 1000);
+		}
+	} else if (strcmp(type, "campaign.progress") == 0)
 		snprintf(buf, len, "campaign %s round %lld of test %lld", id, JINT(d, "round") + 1,
 			 JINT(d, "test_index") + 1);
 	else if (strcmp(type, "signoff.created") == 0)
