@@ -6,7 +6,8 @@
  * dropped connection is made again with Last-Event-ID, so that nothing is missed, after 1 s,
  * then 2, 4 ... up to 30 s; only a first connection that fails ends the watch (exit 5).
  * Off a terminal each event is a line (but a deployment's steps: a line per node as it ends,
- * naming its failed step, and one per batch); with --json each event's data is a JSON line with its
+ * naming its failed step, and one per batch; on a terminal a failed node's and a batch's lines
+ * are said above the bars); with --json each event's data is a JSON line with its
  * type and event id added. On a terminal a progress bar per running deployment or campaign is
  * redrawn in place below the lines: an event about one marks it due, and it is fetched again
  * (GET /api/v1/deployments/ID or /campaigns/ID) at most once a second. What runs is listed at
@@ -69,7 +70,7 @@ static json_t *activity(const char *kind, const json_t *o, long long done, long 
  * item (without). */
 static json_t *deployment_activity(const json_t *d)
 {
-	long long done = 0, total = 0;
+	long long done = 0, total = 0, failed = 0, batches = 0;
 	const json_t *n;
 	char text[512], key[64];
 	size_t i;
@@ -80,15 +81,46 @@ static json_t *deployment_activity(const json_t *d)
 
 		total++;
 		done += strcmp(st, "waiting") != 0 && strcmp(st, "sent") != 0;
+		failed += strcmp(st, "failed") == 0 || strcmp(st, "unreachable") == 0;
+		if (JINT(n, "batch") + 1 > batches)
+			batches = JINT(n, "batch") + 1;
 	}
-	snprintf(text, sizeof(text), "deployment %s: %s on %s: %s%s%s%s", rc_str(d, "id", "?"),
-		 rc_str(d, "playbook", "?"), rc_str(d, "cluster", "?"), rc_str(d, "state", "?"),
-		 json_is_true(json_object_get(d, "check_mode")) ? " (check)" : "",
-		 JSTR(d, "reason") ? ": " : "", rc_str(d, "reason", ""));
-	if (total) {
-		size_t len = strlen(text);
+	if (rc_deploy_final(JSTR(d, "state"))) {
+		snprintf(text, sizeof(text), "deployment %s: %s on %s: %s%s%s%s",
+			 rc_str(d, "id", "?"), rc_str(d, "playbook", "?"),
+			 rc_str(d, "cluster", "?"), rc_str(d, "state", "?"),
+			 json_is_true(json_object_get(d, "check_mode")) ? " (check)" : "",
+			 JSTR(d, "reason") ? ": " : "", rc_str(d, "reason", ""));
+		if (total) {
+			size_t len = strlen(text);
 
-		snprintf(text + len, sizeof(text) - len, ", %lld of %lld nodes done", done, total);
+			snprintf(text + len, sizeof(text) - len, ", %lld of %lld nodes done", done,
+				 total);
+		}
+	} else {
+		/* " | " fields, most important first: a bar drops them from the last
+		 * (rc_fit_fields()) */
+		size_t len;
+
+		const char *st = rc_str(d, "state", "?");
+
+		/* the counts in the first field: 80 columns have room for little else */
+		snprintf(text, sizeof(text), "deployment %s: %s%s%lld of %lld nodes done",
+			 rc_str(d, "id", "?"), strcmp(st, "running") != 0 ? st : "",
+			 strcmp(st, "running") != 0			  ? ", "
+			 : json_is_true(json_object_get(d, "check_mode")) ? "check, "
+									  : "",
+			 done, total);
+		len = strlen(text);
+		if (failed)
+			snprintf(text + len, sizeof(text) - len, ", %lld failed", failed);
+		len = strlen(text);
+		if (batches > 1)
+			snprintf(text + len, sizeof(text) - len, " | batch %lld of %lld",
+				 JINT(d, "current_batch") + 1, batches);
+		len = strlen(text);
+		snprintf(text + len, sizeof(text) - len, " | %s on %s", rc_str(d, "playbook", "?"),
+			 rc_str(d, "cluster", "?"));
 	}
 	snprintf(key, sizeof(key), "%s/%lld/%lld", rc_str(d, "state", "?"), done, total);
 	return activity("deployment", d, done, total, key, text);
@@ -525,6 +557,13 @@ static bool on_event(void *cls, const char *type, const char *id, const char *da
 		w->redraw = true;
 	} else if (w->tty && strncmp(type, "deployment.", 11) == 0) {
 		touch(w, "deployment", oid, strcmp(type, "deployment.state") == 0);
+		/* A failed node and the pause between batches are worth a line above the bars. */
+		if (strcmp(type, "deployment.batch") == 0 ||
+		    (strcmp(type, "deployment.node") == 0 &&
+		     strcmp(rc_str(d, "state", ""), "succeeded") != 0)) {
+			event_line(type, d, line, sizeof(line));
+			draw(w, false, line);
+		}
 	} else if (w->tty && strncmp(type, "campaign.", 9) == 0) {
 		touch(w, "campaign", oid, strcmp(type, "campaign.state") == 0);
 	} else {

@@ -73,16 +73,18 @@ void rc_campaign_progress(const json_t *c, char *buf, size_t len)
 
 	if (json_is_integer(eta))
 		snprintf(etas, sizeof(etas), " | ETA %lld s", (long long)json_integer_value(eta));
+	/* Most important first (a bar too narrow drops fields from the last, rc_fit_fields()):
+	 * where it is, what failed, the whole, when it ends. */
 	snprintf(buf, len,
-		 "test %s, round %lld of %lld%s | rounds %lld of %lld%s | %lld done, %lld "
-		 "failed%s",
+		 "test %s, round %lld of %lld%s | %lld done, %lld failed | rounds %lld of "
+		 "%lld%s%s",
 		 rc_str(p, "test", "-"),
 		 /* Past its rounds, a test waits for its retests to be planned. */
 		 JINT(p, "round") < rounds ? JINT(p, "round") + 1 : rounds, rounds,
 		 json_is_integer(json_object_get(test, "retest_rounds")) ? "" : "+retests",
-		 JINT(p, "rounds_done"), JINT(p, "rounds_total"),
-		 json_is_true(json_object_get(p, "rounds_total_final")) ? "" : "+",
-		 JINT(p, "rows_done"), JINT(p, "rows_failed"), etas);
+		 JINT(p, "rows_done"), JINT(p, "rows_failed"), JINT(p, "rounds_done"),
+		 JINT(p, "rounds_total"),
+		 json_is_true(json_object_get(p, "rounds_total_final")) ? "" : "+", etas);
 }
 
 /* A string element of an array ("?" when it is not a string). */
@@ -269,7 +271,7 @@ void rc_fit_fields(const char *text, size_t room, char *out, size_t len)
 	total = 0;
 	for (size_t i = 0; i < n; i++)
 		total += plen[i] + (i ? 3 : 0);
-	for (size_t i = 1; i < n && total > room; i++) {
+	for (size_t i = n - 1; i >= 1 && total > room; i--) {
 		if (part[i] == eta)
 			continue;
 		keep[i] = false;

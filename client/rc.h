@@ -162,12 +162,12 @@ void rc_print_deploy_node(FILE *out, const json_t *n);
  * indented); a run of steps skipped for the same reason as one line ("steps 5-28: 24 steps
  * skipped: ..."). Nothing when the node has no steps. */
 void rc_print_deploy_steps(FILE *out, const json_t *n, bool diffs);
-/* "test pair-lat, round 2 of 3 | rounds 4 of 12 | 10 done, 1 failed | ETA 35 s" */
+/* "test pair-lat, round 2 of 3 | 10 done, 1 failed | rounds 4 of 12 | ETA 35 s" */
 void rc_campaign_progress(const json_t *c, char *buf, size_t len);
-/* text, fields separated by " | " ("campaign c-1: test X, round 2 of 3 | rounds 4 of 12 | 10
- * done, 1 failed | ETA 35 s"), fitted into room bytes, written to out (len bytes): the fields
- * are dropped from the second on until it fits, never the first nor the ETA ("ETA ..."); then
- * the first is cut short, ending in "...". */
+/* text, fields separated by " | " and most important first ("campaign c-1: test X, round 2 of 3
+ * | 10 done, 1 failed | rounds 4 of 12 | ETA 35 s"), fitted into room bytes, written to out
+ * (len bytes): the fields are dropped from the last until it fits, never the first nor the ETA
+ * ("ETA ..."); then the first is cut short, ending in "...". */
 void rc_fit_fields(const char *text, size_t room, char *out, size_t len);
 /* An ended campaign's verdict for a person: a line per test, findings, the failed nodes. */
 void rc_print_verdict(FILE *out, const json_t *c);

@@ -80,13 +80,18 @@ check "deploy went through the serving controller's api.sock (audited as local:u
 	"'$RY' audit --state-dir '$T/ctl' | grep -q ' local:uid $(id -u) *deploy.check *$CHECK_ID '"
 
 # --- max_fail stops the rollout ------------------------------------------------------------------
-# followed by watch off a terminal: a line per node as it ends and per batch, none per step
+# followed by watch off a terminal: a line per node as it ends and per batch, none per step;
+# and on a terminal of 80 columns: bars redrawn in place, fitted to the width, and above them
+# the failed node's line and the batches'
 "$RY" watch --state-dir "$T/ctl" >"$T/watch.out" 2>"$T/watch.err" &
 WATCH=$!
-PIDS+=("$WATCH")
+script -qfec "stty cols 80 rows 24; exec '$RY' watch --state-dir '$T/ctl'" /dev/null \
+	>"$T/tty.out" 2>&1 &
+TTY=$!
+PIDS+=("$WATCH" "$TTY")
 streams() { curl -s --unix-socket "$T/ctl/api.sock" http://localhost/metrics |
-	grep -qx 'railyard_http_streams 1'; }
-check "watch follows the event stream" wait_for 10 streams
+	grep -qx "railyard_http_streams $1"; }
+check "watch, and watch on a terminal, follow the event stream" wait_for 10 streams 2
 refused deploy --batch 2 --max-fail 0 >"$T/stop.out" 2>&1
 STOP_ID=$(last_id "$T/stop.out")
 check "watch: the stopped deployment's end" wait_for 10 grep -q "^deployment $STOP_ID failed: max_fail" "$T/watch.out"
@@ -98,6 +103,17 @@ check "  a line per batch" grep -qx "deployment $STOP_ID batch 1 of 3 done, 0 no
 kill -INT "$WATCH"
 wait "$WATCH"
 check "  ends on Ctrl-C with 0, nothing on stderr" test "$?" = 0 -a ! -s "$T/watch.err"
+check "watch on a terminal: the failed node's line, which step and why" wait_for 10 grep -q \
+	"deployment $STOP_ID gpu-node-03 failed: step 2 \"hca ports active at ndr\" failed: $DOWN" "$T/tty.out"
+check "  the batches' lines" grep -q "deployment $STOP_ID batch 1 of 3 done, 0 nodes failed so far" "$T/tty.out"
+# the bars drawn, without their terminal controls
+bars() { sed 's/\x1b\[[0-9;]*[A-Za-z]//g' "$T/tty.out" | tr '\r' '\n' | grep '^\[[#.]*\] '; }
+bars_lead() { bars | grep -qE "^\[[#.]*\] +[0-9]+% deployment $STOP_ID: [0-5] of 5 nodes done(, 1 failed)?( \| |$)"; }
+bars_fit() { [ "$(bars | wc -l)" -gt 0 ] && bars | awk 'length > 80 {bad=1} END {exit bad}'; }
+check "  progress bars: the nodes done (and failed) first" bars_lead
+check "  none wider than the terminal" bars_fit
+kill -TERM "$TTY"
+wait "$TTY" 2>/dev/null
 check "rollout stopped by max_fail" test "$(dep_field "$STOP_ID" .state)" = failed
 check "reason names the rule" test "$(dep_field "$STOP_ID" .reason)" = "max_fail exceeded: 1 of 5 nodes failed, 0 tolerated"
 check "the batch after the failure was skipped" \

@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#define CAMPAIGN                                                                             \
-	"campaign c-1a2b3c4d: test pair-bw, round 6 of 13 | rounds 20 of 52 | 140 done, 3 " \
-	"failed | ETA 35 s"
+#define CAMPAIGN                                                                                   \
+	"campaign c-1a2b3c4d: test pair-bw, round 6 of 13 | 140 done, 3 failed | rounds 20 of "    \
+	"52 | ETA 35 s"
 
 static void fit_is(size_t room, const char *want)
 {
@@ -33,8 +33,9 @@ static void test_fit(void **state)
 	(void)state;
 	fit_is(200, CAMPAIGN);
 	fit_is(98, CAMPAIGN);
-	/* the rounds go first, then the counts; the ETA stays */
-	fit_is(97, "campaign c-1a2b3c4d: test pair-bw, round 6 of 13 | 140 done, 3 failed | ETA 35 s");
+	/* the last fields go first (the rounds, then the counts); the ETA stays */
+	fit_is(97,
+	       "campaign c-1a2b3c4d: test pair-bw, round 6 of 13 | 140 done, 3 failed | ETA 35 s");
 	fit_is(79, "campaign c-1a2b3c4d: test pair-bw, round 6 of 13 | ETA 35 s");
 	/* then the first field is cut short: 80 columns leave 51 for the text */
 	fit_is(51, "campaign c-1a2b3c4d: test pair-bw, ro... | ETA 35 s");
@@ -71,9 +72,11 @@ static void test_steps(void **state)
 	(void)state;
 	t = steps_text(
 		"{\"steps\":["
-		"{\"index\":0,\"name\":\"gpus\",\"status\":\"ok\",\"message\":\"1 condition(s) hold\","
+		"{\"index\":0,\"name\":\"gpus\",\"status\":\"ok\",\"message\":\"1 condition(s) "
+		"hold\","
 		"\"detail\":\"\",\"diff\":\"\"},"
-		"{\"index\":1,\"name\":\"hca ports\",\"status\":\"failed\",\"message\":\"mlx5_3 port 1 "
+		"{\"index\":1,\"name\":\"hca ports\",\"status\":\"failed\",\"message\":\"mlx5_3 "
+		"port 1 "
 		"is DOWN (expected ACTIVE)\",\"detail\":\"raw one\\nraw two\",\"diff\":\"\"},"
 		"{\"index\":2,\"name\":\"a\",\"status\":\"skipped\",\"message\":\"not run: step "
 		"\\\"hca ports\\\" failed\",\"detail\":\"\",\"diff\":\"\"},"
@@ -82,20 +85,22 @@ static void test_steps(void **state)
 		"{\"index\":4,\"name\":\"c\",\"status\":\"skipped\",\"message\":\"not run: step "
 		"\\\"hca ports\\\" failed\",\"detail\":\"\",\"diff\":\"\"}]}",
 		false);
-	assert_string_equal(t, "      failed   step 2 \"hca ports\": mlx5_3 port 1 is DOWN (expected "
-			       "ACTIVE)\n"
-			       "          raw one\n"
-			       "          raw two\n"
-			       "      skipped  steps 3-5: 3 steps skipped: not run: step \"hca ports\" "
-			       "failed\n");
+	assert_string_equal(
+		t, "      failed   step 2 \"hca ports\": mlx5_3 port 1 is DOWN (expected "
+		   "ACTIVE)\n"
+		   "          raw one\n"
+		   "          raw two\n"
+		   "      skipped  steps 3-5: 3 steps skipped: not run: step \"hca ports\" "
+		   "failed\n");
 	free(t);
 	/* check mode: a changed step, its diff with --diff; a lone skipped step by name */
-	t = steps_text("{\"steps\":["
-		       "{\"index\":0,\"name\":\"nccl\",\"status\":\"changed\",\"message\":\"would "
-		       "change\",\"detail\":\"\",\"diff\":\"+NCCL_IB_HCA=mlx5\\n\"},"
-		       "{\"index\":1,\"name\":\"peermem\",\"status\":\"skipped\",\"message\":\"when: "
-		       "false\",\"detail\":\"\",\"diff\":\"\"}]}",
-		       true);
+	t = steps_text(
+		"{\"steps\":["
+		"{\"index\":0,\"name\":\"nccl\",\"status\":\"changed\",\"message\":\"would "
+		"change\",\"detail\":\"\",\"diff\":\"+NCCL_IB_HCA=mlx5\\n\"},"
+		"{\"index\":1,\"name\":\"peermem\",\"status\":\"skipped\",\"message\":\"when: "
+		"false\",\"detail\":\"\",\"diff\":\"\"}]}",
+		true);
 	assert_string_equal(t, "      changed  step 1 \"nccl\"\n"
 			       "          +NCCL_IB_HCA=mlx5\n"
 			       "      skipped  step 2 \"peermem\": when: false\n");
