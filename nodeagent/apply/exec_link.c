@@ -88,8 +88,11 @@ static int one_interface(struct apply_ctx *ctx, const char *ifname, json_int_t m
 
 		out->changed = true;
 		apply_buf_printf(&out->diff, "%s mtu: %s -> %s\n", ifname, cur, want);
-		if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0)
+		if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0) {
+			apply_ctx_headline(ctx, "the MTU of %s could not be set to %s: %s", ifname,
+					   want, ctx->tool_error);
 			return r;
+		}
 	}
 	if (!persist)
 		return 0;

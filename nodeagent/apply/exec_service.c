@@ -71,8 +71,11 @@ static int service_run(struct apply_ctx *ctx, const json_t *params, struct apply
 			out->changed = true;
 			apply_buf_printf(&out->diff, "%s enabled: %s -> %s\n", name, word,
 					 want ? "enabled" : "disabled");
-			if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0)
+			if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0) {
+				apply_ctx_headline(ctx, "service %s could not be %s: %s", name,
+						   want ? "enabled" : "disabled", ctx->tool_error);
 				return r;
+			}
 		}
 	}
 	if (state) {
@@ -97,8 +100,14 @@ static int service_run(struct apply_ctx *ctx, const json_t *params, struct apply
 						 word[0] ? word : "unknown",
 						 want ? "active" : "inactive");
 			if (doit &&
-			    (r = apply_ctx_run_undoable(ctx, argv, restart ? NULL : undo)) < 0)
+			    (r = apply_ctx_run_undoable(ctx, argv, restart ? NULL : undo)) < 0) {
+				apply_ctx_headline(ctx, "service %s could not be %s: %s", name,
+						   restart ? "restarted"
+						   : want  ? "started"
+							   : "stopped",
+						   ctx->tool_error);
 				return r;
+			}
 		}
 	}
 	return 0;

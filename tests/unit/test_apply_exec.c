@@ -384,6 +384,7 @@ static void test_service(void **state)
 	o = tu_run1(root, "service", "{\"name\":\"nope.service\",\"enabled\":true}", true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "unit nope.service: Failed to get unit file state"));
+	headline_is(o.message, "service nope.service is not installed on this node");
 	/* a unit that fails to start */
 	tu_write(root, "lib/systemd/system/bad.service", "[Service]\n");
 	tu_write(root, "etc/railyard-test/systemctl-fail", "bad.service\n");
@@ -391,6 +392,12 @@ static void test_service(void **state)
 		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "`systemctl start bad.service` exit 1: Job for"));
+	{
+		/* the headline first, then the command line and stderr */
+		const char *head = "service bad.service could not be started: Job for";
+
+		assert_true(strncmp(o.message, head, strlen(head)) == 0);
+	}
 	/* enabled, then the start fails: the enable is undone by the rollback */
 	o = tu_run1(root, "service",
 		    "{\"name\":\"bad.service\",\"enabled\":true,\"state\":\"started\"}", false,
