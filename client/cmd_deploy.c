@@ -31,9 +31,11 @@ static bool node_finished(const json_t *n)
 	return strcmp(st, "waiting") != 0 && strcmp(st, "sent") != 0;
 }
 
-/* Poll the deployment until it ends, printing each node once as it finishes (on out). 0 with
- * *ret its last document, or the exit code. */
-static int follow(struct rc *rc, const char *path, int64_t timeout_ms, FILE *out, json_t **ret)
+/* Poll the deployment until it ends, printing each node once as it finishes (on out), with the
+ * steps that did not end ok (diffs: and their diffs). 0 with *ret its last document, or the
+ * exit code. */
+static int follow(struct rc *rc, const char *path, int64_t timeout_ms, bool diffs, FILE *out,
+		  json_t **ret)
 {
 	int64_t deadline = util_now_mono_ms() + timeout_ms;
 	char *seen = NULL;
@@ -59,6 +61,7 @@ static int follow(struct rc *rc, const char *path, int64_t timeout_ms, FILE *out
 			if (i < seen_n && !seen[i] && node_finished(n)) {
 				seen[i] = 1;
 				rc_print_deploy_node(out, n);
+				rc_print_deploy_steps(out, n, diffs);
 			}
 		}
 		fflush(out);
@@ -174,29 +177,6 @@ static json_t *deploy_body(const struct deploy_args *a, const char *text)
 	return b;
 }
 
-/* Every step's diff (--diff): escaped, keeping their lines. */
-static void print_diffs(FILE *out, const json_t *d)
-{
-	const json_t *n, *s;
-	size_t i, k;
-
-	json_array_foreach(json_object_get(d, "nodes"), i, n)
-	{
-		json_array_foreach(json_object_get(n, "steps"), k, s)
-		{
-			char *diff;
-
-			if (!rc_str(s, "diff", "")[0])
-				continue;
-			diff = util_escape(JSTR(s, "diff"), true);
-			util_fprintf_safe(out, "--- %s: %s (%s)\n", rc_str(n, "node_id", "?"),
-					  rc_str(s, "name", "?"), rc_str(s, "status", "?"));
-			fputs(diff ? diff : "(out of memory)\n", out);
-			free(diff);
-		}
-	}
-}
-
 static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
 	struct deploy_args a = {.canary = -1, .pause_ms = -1, .timeout_ms = 30LL * 60000};
@@ -243,7 +223,7 @@ static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, cha
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/api/v1/deployments/%s", id);
-	if ((r = follow(rc, path, a.timeout_ms, out, &last)) != 0) {
+	if ((r = follow(rc, path, a.timeout_ms, a.diff, out, &last)) != 0) {
 		util_fprintf_safe(stderr,
 				  RC_PROG ": the deployment carries on; follow it with `" RC_PROG
 					  " deployments %s`\n",
@@ -253,8 +233,6 @@ static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, cha
 	reason = JSTR(last, "reason");
 	util_fprintf_safe(out, "deployment %s %s%s%s\n", rc_str(last, "id", "?"),
 			  rc_str(last, "state", "?"), reason ? ": " : "", reason ? reason : "");
-	if (a.diff)
-		print_diffs(out, last);
 	if (rc->json)
 		rc_print_json(stdout, last);
 	r = strcmp(rc_str(last, "state", ""), "succeeded") == 0 ? RC_OK : RC_FAILED;
@@ -267,7 +245,7 @@ out:
 	return r;
 }
 
-static void print_one(const json_t *d)
+static void print_one(const json_t *d, bool diffs)
 {
 	const char *reason = JSTR(d, "reason");
 	const json_t *n;
@@ -281,6 +259,7 @@ static void print_one(const json_t *d)
 	json_array_foreach(json_object_get(d, "nodes"), i, n)
 	{
 		rc_print_deploy_node(stdout, n);
+		rc_print_deploy_steps(stdout, n, diffs);
 	}
 }
 
@@ -304,12 +283,20 @@ static void print_list(const json_t *items)
 
 static int cmd_deployments(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{"diff", no_argument, NULL, OPT_DIFF},
+		{0},
+	};
 	json_t *doc = NULL;
 	char *id = NULL, path[256];
+	bool diffs = false;
 	int c, r;
 
-	while ((c = rc_getopt(rc, argc, argv, (const struct option[]){{0}})) != -1)
-		return rc_usage(cmd, c);
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != OPT_DIFF)
+			return rc_usage(cmd, c);
+		diffs = true;
+	}
 	/* "deployment show ID", "deployments [ID]" */
 	if ((r = rc_positionals(cmd, argc, argv, 1, strcmp(cmd->name, "deployments") == 0)) != 0)
 		return r;
@@ -335,7 +322,7 @@ static int cmd_deployments(struct rc *rc, const struct rc_command *cmd, int argc
 	if (rc->json)
 		r = rc_print_json(stdout, doc);
 	else if (optind < argc)
-		print_one(doc);
+		print_one(doc, diffs);
 	else
 		print_list(doc);
 	json_decref(doc);
@@ -355,9 +342,13 @@ const struct rc_command rc_deploy_commands[] = {
 	 "deploy a playbook to a cluster's nodes (check mode: diffs only) and follow it "
 	 "(exit 0 succeeded, 1 otherwise)",
 	 cmd_deploy},
-	{"deployments", "[ID]", "list deployments, or show one with its nodes (--json: and steps)",
+	{"deployments", "[ID] [--diff]",
+	 "list deployments, or show one with its nodes and the steps that did not end ok "
+	 "(--diff: with the changes, as in check mode; --json: every step)",
 	 cmd_deployments},
-	{"deployment show", "ID", "show a deployment with its nodes (--json: and steps and diffs)",
+	{"deployment show", "ID [--diff]",
+	 "show a deployment with its nodes and the steps that did not end ok (--diff: with the "
+	 "changes; --json: every step)",
 	 cmd_deployments},
 	{"deployment cancel", "ID", "cancel a running deployment (nodes not started are skipped)",
 	 cmd_cancel},

@@ -5,7 +5,9 @@
  * delivers nothing for 45 s (the controller's keepalives come every 15 s) is taken as dead. A
  * dropped connection is made again with Last-Event-ID, so that nothing is missed, after 1 s,
  * then 2, 4 ... up to 30 s; only a first connection that fails ends the watch (exit 5).
- * Off a terminal each event is a line; with --json each event's data is a JSON line with its
+ * Off a terminal each event is a line (but a deployment's steps: a line per node as it ends,
+ * naming its failed step, and one per batch; on a terminal a failed node's and a batch's lines
+ * are said above the bars); with --json each event's data is a JSON line with its
  * type and event id added. On a terminal a progress bar per running deployment or campaign is
  * redrawn in place below the lines: an event about one marks it due, and it is fetched again
  * (GET /api/v1/deployments/ID or /campaigns/ID) at most once a second. What runs is listed at
@@ -68,7 +70,7 @@ static json_t *activity(const char *kind, const json_t *o, long long done, long 
  * item (without). */
 static json_t *deployment_activity(const json_t *d)
 {
-	long long done = 0, total = 0;
+	long long done = 0, total = 0, failed = 0, batches = 0;
 	const json_t *n;
 	char text[512], key[64];
 	size_t i;
@@ -79,15 +81,46 @@ static json_t *deployment_activity(const json_t *d)
 
 		total++;
 		done += strcmp(st, "waiting") != 0 && strcmp(st, "sent") != 0;
+		failed += strcmp(st, "failed") == 0 || strcmp(st, "unreachable") == 0;
+		if (JINT(n, "batch") + 1 > batches)
+			batches = JINT(n, "batch") + 1;
 	}
-	snprintf(text, sizeof(text), "deployment %s: %s on %s: %s%s%s%s", rc_str(d, "id", "?"),
-		 rc_str(d, "playbook", "?"), rc_str(d, "cluster", "?"), rc_str(d, "state", "?"),
-		 json_is_true(json_object_get(d, "check_mode")) ? " (check)" : "",
-		 JSTR(d, "reason") ? ": " : "", rc_str(d, "reason", ""));
-	if (total) {
-		size_t len = strlen(text);
+	if (rc_deploy_final(JSTR(d, "state"))) {
+		snprintf(text, sizeof(text), "deployment %s: %s on %s: %s%s%s%s",
+			 rc_str(d, "id", "?"), rc_str(d, "playbook", "?"),
+			 rc_str(d, "cluster", "?"), rc_str(d, "state", "?"),
+			 json_is_true(json_object_get(d, "check_mode")) ? " (check)" : "",
+			 JSTR(d, "reason") ? ": " : "", rc_str(d, "reason", ""));
+		if (total) {
+			size_t len = strlen(text);
 
-		snprintf(text + len, sizeof(text) - len, ", %lld of %lld nodes done", done, total);
+			snprintf(text + len, sizeof(text) - len, ", %lld of %lld nodes done", done,
+				 total);
+		}
+	} else {
+		/* " | " fields, most important first: a bar drops them from the last
+		 * (rc_fit_fields()) */
+		size_t len;
+
+		const char *st = rc_str(d, "state", "?");
+
+		/* the counts in the first field: 80 columns have room for little else */
+		snprintf(text, sizeof(text), "deployment %s: %s%s%lld of %lld nodes done",
+			 rc_str(d, "id", "?"), strcmp(st, "running") != 0 ? st : "",
+			 strcmp(st, "running") != 0			  ? ", "
+			 : json_is_true(json_object_get(d, "check_mode")) ? "check, "
+									  : "",
+			 done, total);
+		len = strlen(text);
+		if (failed)
+			snprintf(text + len, sizeof(text) - len, ", %lld failed", failed);
+		len = strlen(text);
+		if (batches > 1)
+			snprintf(text + len, sizeof(text) - len, " | batch %lld of %lld",
+				 JINT(d, "current_batch") + 1, batches);
+		len = strlen(text);
+		snprintf(text + len, sizeof(text) - len, " | %s on %s", rc_str(d, "playbook", "?"),
+			 rc_str(d, "cluster", "?"));
 	}
 	snprintf(key, sizeof(key), "%s/%lld/%lld", rc_str(d, "state", "?"), done, total);
 	return activity("deployment", d, done, total, key, text);
@@ -204,16 +237,18 @@ static int term_width(void)
 	return ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40 ? ws.ws_col : 80;
 }
 
-/* "[#########...........]  45% TEXT", cut to the terminal's width. */
+/* "[#########...........]  45% TEXT", fitted to the terminal's width (rc_fit_fields()). */
 static void draw_bar(const json_t *a, int width)
 {
 	long long done = JINT(a, "done"), total = JINT(a, "total");
 	int pct = total > 0 ? (int)(done * 100 / total) : 0, fill = pct * 20 / 100;
 	char *text = util_escape(rc_str(a, "text", ""), false);
 	int room = width - 29;
+	char fit[1024];
 
-	printf("[%.*s%.*s] %3d%% %.*s\n", fill, "####################", 20 - fill,
-	       "....................", pct, room > 0 ? room : 0, text ? text : "");
+	rc_fit_fields(text ? text : "", room > 0 ? (size_t)room : 0, fit, sizeof(fit));
+	printf("[%.*s%.*s] %3d%% %s\n", fill, "####################", 20 - fill,
+	       "....................", pct, fit);
 	free(text);
 }
 
@@ -436,12 +471,24 @@ static void event_line(const char *type, const json_t *d, char *buf, size_t len)
 			 rc_str(d, "state", "?"), JSTR(d, "reason") || JSTR(d, "error") ? ": " : "",
 			 rc_str(d, "reason", rc_str(d, "error", "")));
 	else if (strcmp(type, "deployment.step") == 0)
-		/* The index counts from 0; a person counts steps from 1. */
-		snprintf(buf, len, "deployment %s %s step %lld \"%s\": %s", id, host,
-			 JINT(d, "index") + 1, rc_str(d, "name", "?"), rc_str(d, "status", "?"));
+		; /* a line per node as it ends says what failed; a line per step would drown it */
 	else if (strcmp(type, "deployment.node") == 0)
-		snprintf(buf, len, "deployment %s %s %s", id, host, rc_str(d, "state", "?"));
-	else if (strcmp(type, "campaign.progress") == 0)
+		snprintf(buf, len, "deployment %s %s %s%s%s", id, host, rc_str(d, "state", "?"),
+			 JSTR(d, "message") ? ": " : "", rc_str(d, "message", ""));
+	else if (strcmp(type, "deployment.batch") == 0) {
+		long long pause = JINT(d, "pause_ms");
+
+		snprintf(buf, len,
+			 "deployment %s batch %lld of %lld done, %lld node%s failed so far", id,
+			 JINT(d, "batch") + 1, JINT(d, "batches"), JINT(d, "failed"),
+			 JINT(d, "failed") == 1 ? "" : "s");
+		if (pause > 0) {
+			size_t n = strlen(buf);
+
+			snprintf(buf + n, len - n, "; batch %lld starts in %lld s",
+				 JINT(d, "batch") + 2, (pause + 999) / 1000);
+		}
+	} else if (strcmp(type, "campaign.progress") == 0)
 		snprintf(buf, len, "campaign %s round %lld of test %lld", id, JINT(d, "round") + 1,
 			 JINT(d, "test_index") + 1);
 	else if (strcmp(type, "signoff.created") == 0)
@@ -510,6 +557,13 @@ static bool on_event(void *cls, const char *type, const char *id, const char *da
 		w->redraw = true;
 	} else if (w->tty && strncmp(type, "deployment.", 11) == 0) {
 		touch(w, "deployment", oid, strcmp(type, "deployment.state") == 0);
+		/* A failed node and the pause between batches are worth a line above the bars. */
+		if (strcmp(type, "deployment.batch") == 0 ||
+		    (strcmp(type, "deployment.node") == 0 &&
+		     strcmp(rc_str(d, "state", ""), "succeeded") != 0)) {
+			event_line(type, d, line, sizeof(line));
+			draw(w, false, line);
+		}
 	} else if (w->tty && strncmp(type, "campaign.", 9) == 0) {
 		touch(w, "campaign", oid, strcmp(type, "campaign.state") == 0);
 	} else {

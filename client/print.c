@@ -73,16 +73,18 @@ void rc_campaign_progress(const json_t *c, char *buf, size_t len)
 
 	if (json_is_integer(eta))
 		snprintf(etas, sizeof(etas), " | ETA %lld s", (long long)json_integer_value(eta));
+	/* Most important first (a bar too narrow drops fields from the last, rc_fit_fields()):
+	 * where it is, what failed, the whole, when it ends. */
 	snprintf(buf, len,
-		 "test %s, round %lld of %lld%s | rounds %lld of %lld%s | %lld done, %lld "
-		 "failed%s",
+		 "test %s, round %lld of %lld%s | %lld done, %lld failed | rounds %lld of "
+		 "%lld%s%s",
 		 rc_str(p, "test", "-"),
 		 /* Past its rounds, a test waits for its retests to be planned. */
 		 JINT(p, "round") < rounds ? JINT(p, "round") + 1 : rounds, rounds,
 		 json_is_integer(json_object_get(test, "retest_rounds")) ? "" : "+retests",
-		 JINT(p, "rounds_done"), JINT(p, "rounds_total"),
-		 json_is_true(json_object_get(p, "rounds_total_final")) ? "" : "+",
-		 JINT(p, "rows_done"), JINT(p, "rows_failed"), etas);
+		 JINT(p, "rows_done"), JINT(p, "rows_failed"), JINT(p, "rounds_done"),
+		 JINT(p, "rounds_total"),
+		 json_is_true(json_object_get(p, "rounds_total_final")) ? "" : "+", etas);
 }
 
 /* A string element of an array ("-" when it is not a string). */
@@ -340,4 +342,106 @@ void rc_print_signoff(FILE *out, const json_t *s, bool detail, const json_t *rep
 		util_fprintf_safe(out, "  %s\n", sv(r));
 	util_fprintf_safe(out, "  sha256 %s, %lld bytes\n", rc_str(s, "sha256", "-"),
 			  JINT(s, "size"));
+}
+
+/* Each line of text (a step's detail or diff) after indent, escaped. */
+static void print_lines(FILE *out, const char *indent, const char *text)
+{
+	while (text && *text) {
+		size_t n = strcspn(text, "\n");
+
+		util_fprintf_safe(out, "%s%.*s\n", indent, (int)n, text);
+		text += n + (text[n] == '\n');
+	}
+}
+
+void rc_print_deploy_steps(FILE *out, const json_t *n, bool diffs)
+{
+	const json_t *steps = json_object_get(n, "steps");
+	size_t count = json_array_size(steps);
+
+	for (size_t i = 0; i < count; i++) {
+		const json_t *s = json_array_get(steps, i);
+		const char *st = rc_str(s, "status", "?"), *msg = rc_str(s, "message", "");
+		const char *detail = rc_str(s, "detail", ""), *diff = rc_str(s, "diff", "");
+		long long num = JINT(s, "index") + 1;
+
+		if (strcmp(st, "skipped") == 0) {
+			/* A run of steps skipped for the same reason is one line. */
+			size_t k = i + 1;
+
+			while (k < count &&
+			       strcmp(rc_str(json_array_get(steps, k), "status", ""), "skipped") ==
+				       0 &&
+			       strcmp(rc_str(json_array_get(steps, k), "message", ""), msg) == 0)
+				k++;
+			if (k - i > 1)
+				util_fprintf_safe(
+					out,
+					"      skipped  steps %lld-%lld: %zu steps skipped%s%s\n",
+					num, JINT(json_array_get(steps, k - 1), "index") + 1, k - i,
+					*msg ? ": " : "", msg);
+			else
+				util_fprintf_safe(out, "      skipped  step %lld \"%s\"%s%s\n", num,
+						  rc_str(s, "name", "?"), *msg ? ": " : "", msg);
+			i = k - 1;
+			continue;
+		}
+		if (strcmp(st, "failed") != 0 && strcmp(st, "changed") != 0)
+			continue;
+		/* "changed" and "would change" say no more than the status */
+		if (strcmp(msg, "changed") == 0 || strcmp(msg, "would change") == 0)
+			msg = "";
+		util_fprintf_safe(out, "      %-8s step %lld \"%s\"%s%s\n", st, num,
+				  rc_str(s, "name", "?"), *msg ? ": " : "", msg);
+		if (strcmp(st, "failed") == 0)
+			print_lines(out, "          ", detail);
+		if (diffs)
+			print_lines(out, "          ", diff);
+	}
+}
+
+void rc_fit_fields(const char *text, size_t room, char *out, size_t len)
+{
+	const char *part[16], *eta = NULL;
+	size_t plen[16], n = 0, first = 0, total;
+	bool keep[16];
+
+	for (const char *p = text; *p && n < 16;) {
+		const char *sep = strstr(p, " | ");
+		size_t l = sep ? (size_t)(sep - p) : strlen(p);
+
+		if (n > 0 && strncmp(p, "ETA ", 4) == 0 && !eta)
+			eta = p;
+		part[n] = p;
+		plen[n] = l;
+		keep[n++] = true;
+		p = sep ? sep + 3 : p + l;
+	}
+	total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += plen[i] + (i ? 3 : 0);
+	for (size_t i = n - 1; i >= 1 && total > room; i--) {
+		if (part[i] == eta)
+			continue;
+		keep[i] = false;
+		total -= plen[i] + 3;
+	}
+	if (n && total > room) {
+		size_t rest = total - plen[0]; /* what the kept fields after the first take */
+
+		first = room > rest + 3 ? room - rest - 3 : 0;
+	} else if (n) {
+		first = plen[0];
+	}
+	out[0] = '\0';
+	if (!n || !len)
+		return;
+	snprintf(out, len, "%.*s%s", (int)first, part[0], first < plen[0] ? "..." : "");
+	for (size_t i = 1; i < n; i++) {
+		size_t l = strlen(out);
+
+		if (keep[i])
+			snprintf(out + l, len - l, " | %.*s", (int)plen[i], part[i]);
+	}
 }

@@ -157,8 +157,18 @@ bool rc_deploy_final(const char *state);
 bool rc_campaign_final(const char *state);
 /* A deployment's node as `deploy` shows it as the node finishes. */
 void rc_print_deploy_node(FILE *out, const json_t *n);
-/* "test pair-lat, round 2 of 3 | rounds 4 of 12 | 10 done, 1 failed | ETA 35 s" */
+/* Below a node's line, its steps that did not end ok (GET /api/v1/deployments/ID gives them):
+ * a failed one with its message and, indented, its detail; a changed one (with diffs, its diff
+ * indented); a run of steps skipped for the same reason as one line ("steps 5-28: 24 steps
+ * skipped: ..."). Nothing when the node has no steps. */
+void rc_print_deploy_steps(FILE *out, const json_t *n, bool diffs);
+/* "test pair-lat, round 2 of 3 | 10 done, 1 failed | rounds 4 of 12 | ETA 35 s" */
 void rc_campaign_progress(const json_t *c, char *buf, size_t len);
+/* text, fields separated by " | " and most important first ("campaign c-1: test X, round 2 of 3
+ * | 10 done, 1 failed | rounds 4 of 12 | ETA 35 s"), fitted into room bytes, written to out
+ * (len bytes): the fields are dropped from the last until it fits, never the first nor the ETA
+ * ("ETA ..."); then the first is cut short, ending in "...". */
+void rc_fit_fields(const char *text, size_t room, char *out, size_t len);
 /* An ended campaign's verdict for a person, failures first: the verdict and acceptance, the
  * failing nodes (natural order), links and pairs, then a line per test and the findings. */
 void rc_print_verdict(FILE *out, const json_t *c);

@@ -163,6 +163,39 @@ static void counts_of(const struct journal_state *st, uint32_t counts[4])
 				counts[k]++;
 }
 
+/* The node's one-line answer to "what failed, and why": `step 4 "hca ports" failed: mlx5_3 port
+ * 1 is DOWN (expected ACTIVE)` (the first failed step and its message's headline, with how
+ * many more failed), NULL when none did or out of memory. Caller frees. */
+static char *failed_step_says(const struct apply_summary *s)
+{
+	size_t first = s->n_steps, more = 0;
+	char *out;
+
+	for (size_t i = 0; i < s->n_done && i < s->n_steps; i++) {
+		if (s->steps[i].status != APPLY_STATUS_FAILED)
+			continue;
+		if (first == s->n_steps)
+			first = i;
+		else
+			more++;
+	}
+	if (first == s->n_steps)
+		return NULL;
+	{
+		const struct apply_step_result *st = &s->steps[first];
+		int head = (int)strcspn(st->message, "\n");
+
+		char also[48] = "";
+
+		if (more)
+			snprintf(also, sizeof(also), " (and %zu more failed)", more);
+		if (asprintf(&out, "step %zu \"%s\" failed%s%.*s%s", first + 1, st->name,
+			     head ? ": " : "", head > 1024 ? 1024 : head, st->message, also) < 0)
+			return NULL;
+	}
+	return out;
+}
+
 /* Report the end from what the journal holds, and record it. */
 static void finish(struct agent_jobs *j, struct job *jb, struct journal *jn, const char *message)
 {
@@ -328,7 +361,10 @@ static void run_plan(struct agent_jobs *j, struct job *jb, struct journal *jn)
 		log_info("plan %s: stopped before step %zu; it resumes when the agent starts again",
 			 jb->st.id, sum.n_done + 1);
 	} else {
-		finish(j, jb, jn, sum.stopped ? "stopped at a failed step" : NULL);
+		char *why = failed_step_says(&sum);
+
+		finish(j, jb, jn, why ? why : sum.stopped ? "stopped at a failed step" : NULL);
+		free(why);
 	}
 	apply_summary_done(&sum);
 	json_decref(facts);

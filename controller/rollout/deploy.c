@@ -241,11 +241,17 @@ static json_t *node_json(const struct store_deploy_node *n)
 	return o;
 }
 
+/* A step's message is its headline (first line) and detail (the lines after it: the raw
+ * evaluator text, a tool's stderr); they are given apart, the detail "" when there is none. */
 static json_t *step_json(const struct store_step_result *s)
 {
-	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:I}", "index", s->idx, "name", s->name,
-			 "status", s->status, "diff", s->diff ? s->diff : "", "message",
-			 s->message ? s->message : "", "duration_ms", (json_int_t)s->duration_ms);
+	const char *msg = s->message ? s->message : "";
+	size_t head = strcspn(msg, "\n");
+
+	return json_pack("{s:i, s:s, s:s, s:s, s:s%, s:s, s:I}", "index", s->idx, "name", s->name,
+			 "status", s->status, "diff", s->diff ? s->diff : "", "message", msg, head,
+			 "detail", msg[head] ? msg + head + 1 : "", "duration_ms",
+			 (json_int_t)s->duration_ms);
 }
 
 /* The first of res[0..m) (sorted by node id) that belongs to node_id, or m. O(log m). */
@@ -274,10 +280,14 @@ static const struct store_step_result *failed_of(const struct store_step_result 
 	return NULL;
 }
 
+/* A failed step as the node's failed_step: its headline as message, its detail apart. */
 static json_t *failed_step_json(const struct store_step_result *f)
 {
-	return json_pack("{s:i, s:s, s:s}", "index", f->idx, "name", f->name, "message",
-			 f->message ? f->message : "");
+	const char *msg = f->message ? f->message : "";
+	size_t head = strcspn(msg, "\n");
+
+	return json_pack("{s:i, s:s, s:s%, s:s}", "index", f->idx, "name", f->name, "message", msg,
+			 head, "detail", msg[head] ? msg + head + 1 : "");
 }
 
 int ctl_deploy_failed_steps(struct store *st, const char *id, json_t **ret)

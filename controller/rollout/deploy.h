@@ -59,13 +59,14 @@ enum ctl_deploy_detail {
 
 /* One deployment as JSON (the document `deployments ID --json` prints: id, cluster,
  * playbook, version, check_mode, state, reason, policy, current_batch, times; nodes with their
- * state and counts, failed_step {index, name, message} where one failed; steps with status,
+ * state and counts, failed_step {index, name, message, detail} where one failed; steps with status,
  * diff, message, duration). New reference. */
 __attribute__((warn_unused_result)) int ctl_deploy_get(struct store *st, const char *id,
 						       enum ctl_deploy_detail detail, json_t **ret,
 						       struct ctl_error *err);
-/* The step each node of a deployment failed at, by node id: {index, name, message}, only for
- * the nodes that have a failed step (the first one in the plan's order). New reference. */
+/* The step each node of a deployment failed at, by node id: {index, name, message (its
+ * headline), detail}, only for the nodes that have a failed step (the first one in the plan's
+ * order). New reference. */
 __attribute__((warn_unused_result)) int ctl_deploy_failed_steps(struct store *st, const char *id,
 								json_t **ret);
 /* The newest deployments (limit 0: 50), summaries, newest first. New reference (an array). */

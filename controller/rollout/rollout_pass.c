@@ -489,9 +489,16 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 		}
 		if (store_deployment_update(store, dep->id, "running", NULL, cur + 1, now) < 0)
 			log_error("deployment %s: advancing to batch %d failed", dep->id, cur + 1);
-		else
+		else {
 			log_info("deployment %s: batch %d done, %zu failed so far; next batch %d",
 				 dep->id, cur, k.failed_total, cur + 1);
+			ctl_events_emit(
+				ctl_server_events(dp->srv), "deployment.batch", dep->cluster,
+				json_pack("{s:s, s:i, s:i, s:I, s:I}", "id", dep->id, "batch", cur,
+					  "batches", k.last_batch + 1, "failed",
+					  (json_int_t)k.failed_total, "pause_ms",
+					  (json_int_t)(pol.pause_ms > 0 ? pol.pause_ms : 0)));
+		}
 		ctl_engine_kick(ctl_server_engine(dp->srv));
 		return;
 	}
@@ -698,8 +705,9 @@ static void on_apply_done(struct ctl_server *srv, struct ctl_session *s,
 			 d->deployment_id, hostname, d->status, d->ok, d->changed, d->failed,
 			 d->skipped, d->message[0] ? ": " : "", d->message);
 		ctl_events_emit(ctl_server_events(srv), "deployment.node", ctl_session_cluster(s),
-				json_pack("{s:s, s:s, s:s, s:s}", "id", d->deployment_id, "node",
-					  node_id, "hostname", hostname, "state", d->status));
+				json_pack("{s:s, s:s, s:s, s:s, s:s?}", "id", d->deployment_id,
+					  "node", node_id, "hostname", hostname, "state", d->status,
+					  "message", d->message[0] ? d->message : NULL));
 		o->kick = true;
 	} else if (r == STORE_REPORT_DUPLICATE) {
 		log_debug("node %s: the end of %s again (a re-send): already stored", hostname,

@@ -223,7 +223,11 @@ static json_t *failed_step(const struct store_step_result *v, size_t n, const ch
 	for (size_t i = 0; i < n; i++)
 		if (v[i].node_id && strcmp(v[i].node_id, id) == 0 &&
 		    strcmp(v[i].status, "failed") == 0)
-			return json_pack("{s:s, s:s?}", "name", v[i].name, "message", v[i].message);
+			/* the message's headline: its first line (the detail beneath is the
+			 * deployment's, GET /api/v1/deployments/ID) */
+			return v[i].message ? json_pack("{s:s, s:s%}", "name", v[i].name, "message",
+							v[i].message, strcspn(v[i].message, "\n"))
+					    : json_pack("{s:s}", "name", v[i].name);
 	return NULL;
 }
 

@@ -227,6 +227,10 @@ static int run_step(struct apply_ctx *ctx, const char *type, const json_t *param
 					apply_ctx_note(ctx, "; undid %zu command(s)", cmds);
 			} else if (n > 0) {
 				apply_ctx_note(ctx, "; ROLLBACK FAILED: %s", ry_strerror(rb));
+				/* the headline too: it is what people read */
+				if (apply_buf_len(&ctx->headline))
+					apply_buf_printf(&ctx->headline, "; ROLLBACK FAILED: %s",
+							 ry_strerror(rb));
 			}
 		} else {
 			res->status = APPLY_STATUS_CHANGED;
@@ -235,6 +239,15 @@ static int run_step(struct apply_ctx *ctx, const char *type, const json_t *param
 		}
 	}
 done:
+	/* The headline, when an executor said one, is the first line; what it wrote as it went
+	 * is the detail below. */
+	if (apply_buf_len(&ctx->headline)) {
+		apply_buf_putc(&ctx->headline, '\n');
+		apply_buf_puts(&ctx->headline, apply_buf_str(&ctx->message));
+		apply_buf_done(&ctx->message);
+		ctx->message = ctx->headline;
+		ctx->headline = (struct apply_buf){0};
+	}
 	r = apply_buf_take(&change.diff, &diff);
 	if (r == 0)
 		r = apply_buf_take(&ctx->message, &msg);
@@ -408,6 +421,7 @@ fail:
 		(void)nftw(ctx.backup_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(ctx.backup_dir);
 	apply_buf_done(&ctx.message);
+	apply_buf_done(&ctx.headline);
 	apply_ctx_step_reset(&ctx);
 	apply_summary_done(&s);
 	return r;

@@ -30,8 +30,11 @@ struct apply_step_result {
 	char *name;
 	char *type;
 	enum apply_status status;
-	char *diff;	     /* unified diff for files, "key: old -> new" lines for values */
-	char *message;	     /* human explanation, precise on failure */
+	char *diff; /* unified diff for files, "key: old -> new" lines for values */
+	/* Human explanation, precise on failure. Its first line is the headline, what went wrong
+	 * in an operator's words ("mlx5_3 port 1 is DOWN (expected ACTIVE)"); the lines after it,
+	 * when there are any, are the detail (the condition evaluator's text, a tool's stderr). */
+	char *message;
 	int64_t duration_ms; /* check + apply + verify (+ rollback) */
 	bool rolled_back;    /* a failed step whose files were restored from their backups */
 };

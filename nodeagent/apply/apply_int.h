@@ -55,7 +55,14 @@ struct apply_ctx {
 	size_t backup_seq;
 	struct apply_backup *backups; /* of the current step */
 	size_t n_backups, cap_backups;
-	struct apply_buf message; /* the step's human message (executors append) */
+	struct apply_buf message; /* the step's message (executors append) */
+	/* What went wrong in an operator's words ("mlx5_3 port 1 is DOWN (expected ACTIVE)"),
+	 * when the executor can say it better than message does: it becomes the step message's
+	 * first line, and message its detail below (apply_ctx_headline()). */
+	struct apply_buf headline;
+	/* The last system tool that failed in apply_ctx_run_ok(): the first line of its stderr,
+	 * else its outcome ("exit 1"); "" when none failed in this step. For headlines. */
+	char tool_error[256];
 };
 
 /* What check (or apply) found: whether anything differs and the diff text. */
@@ -89,6 +96,11 @@ extern const struct apply_step_ops apply_ops_assert, apply_ops_package, apply_op
 int apply_ctx_fail(struct apply_ctx *ctx, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void apply_ctx_note(struct apply_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Say what went wrong in an operator's words (appended to the headline after "; "): the step's
+ * message then starts with it, on a line of its own, and what apply_ctx_fail() and
+ * apply_ctx_note() wrote follows as the detail. Without a headline the message is as written. */
+void apply_ctx_headline(struct apply_ctx *ctx, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* Resolve a node path under the sysroot (apply_path_resolve(); failures noted in message). */

@@ -70,9 +70,14 @@ int apply_cmd(const char *playbook_file, const char *sysroot, bool check, bool j
 	for (size_t i = 0; i < s.n_steps; i++) {
 		const struct apply_step_result *st = &s.steps[i];
 
-		fprintf(out, "[%-7s] %s (%s, %lld ms)%s%s%s\n", apply_status_name(st->status),
+		/* The message's first line is its headline, the rest the detail below it. */
+		int head = (int)strcspn(st->message, "\n");
+
+		fprintf(out, "[%-7s] %s (%s, %lld ms)%s%.*s%s\n", apply_status_name(st->status),
 			st->name, st->type, (long long)st->duration_ms, st->message[0] ? ": " : "",
-			st->message, st->rolled_back ? " [rolled back]" : "");
+			head, st->message, st->rolled_back ? " [rolled back]" : "");
+		if (st->message[head])
+			print_indented(out, st->message + head + 1);
 		print_indented(out, st->diff);
 	}
 	fprintf(out, "ok=%zu changed=%zu failed=%zu skipped=%zu%s\n", s.n_ok, s.n_changed,

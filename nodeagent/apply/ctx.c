@@ -101,6 +101,17 @@ int apply_ctx_fail(struct apply_ctx *ctx, int err, const char *fmt, ...)
 	return err;
 }
 
+void apply_ctx_headline(struct apply_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (apply_buf_len(&ctx->headline) > 0)
+		apply_buf_puts(&ctx->headline, "; ");
+	va_start(ap, fmt);
+	buf_vprintf(&ctx->headline, fmt, ap);
+	va_end(ap);
+}
+
 void apply_ctx_note(struct apply_ctx *ctx, const char *fmt, ...)
 {
 	va_list ap;
@@ -442,6 +453,7 @@ void apply_ctx_step_reset(struct apply_ctx *ctx)
 	free(ctx->backups);
 	ctx->backups = NULL;
 	ctx->n_backups = ctx->cap_backups = 0;
+	ctx->tool_error[0] = '\0';
 }
 
 static int ctx_run(struct apply_ctx *ctx, const char *const *argv, int64_t timeout_ms, bool tool,
@@ -507,6 +519,21 @@ int apply_ctx_run_ok(struct apply_ctx *ctx, const char *const *argv, struct runn
 			n--;
 		for (size_t i = 0; argv[i]; i++)
 			apply_buf_printf(&cmd, "%s%s", i ? " " : "", argv[i]);
+		{
+			size_t skip = 0, line;
+
+			while (skip < n && (res.err[skip] == '\n' || res.err[skip] == ' '))
+				skip++;
+			line = strcspn(res.err + skip, "\n");
+			if (line > n - skip)
+				line = n - skip;
+			if (line)
+				snprintf(ctx->tool_error, sizeof(ctx->tool_error), "%.*s",
+					 (int)line, res.err + skip);
+			else
+				runner_result_describe(&res, ctx->tool_error,
+						       sizeof(ctx->tool_error));
+		}
 		r = apply_ctx_fail(ctx, res.timed_out ? -ETIMEDOUT : -RY_E_UNMET, "`%s` %s%s%.*s",
 				   apply_buf_len(&cmd) ? apply_buf_str(&cmd) : argv[0],
 				   runner_result_describe(&res, desc, sizeof(desc)), n ? ": " : "",

@@ -71,7 +71,7 @@ static int fw_check(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 	const json_t *devs = json_object_get(json_object_get(ctx->facts, "rdma"), "devices");
 	bool ignore = strcmp(dflt(apply_param_str(params, "unknown"), "fail"), "ignore") == 0;
 	size_t i, good = 0, bad = 0, skipped = 0;
-	struct apply_buf why = {0};
+	struct apply_buf why = {0}, head = {0};
 
 	(void)out;
 	if (!ctx->facts)
@@ -93,6 +93,10 @@ static int fw_check(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 				continue;
 			}
 			bad++;
+			if (bad <= 4)
+				apply_buf_printf(&head,
+						 "%s%s is a model the firmware table does not list",
+						 apply_buf_len(&head) ? "; " : "", name);
 			apply_buf_printf(&why, "%s%s (device %s, board %s): model not in the table",
 					 apply_buf_len(&why) ? "; " : "", name,
 					 id[0] ? id : "unknown", dflt(board, "unknown"));
@@ -102,6 +106,10 @@ static int fw_check(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 		model = json_string_value(json_object_get(e, "model"));
 		if (!fw || !min || playbook_version_compare(fw, min) < 0) {
 			bad++;
+			if (bad <= 4)
+				apply_buf_printf(&head, "%s%s firmware %s is below the minimum %s",
+						 apply_buf_len(&head) ? "; " : "", name,
+						 dflt(fw, "(unknown)"), dflt(min, "?"));
 			apply_buf_printf(&why, "%s%s (%s %s, board %s): firmware %s < %s",
 					 apply_buf_len(&why) ? "; " : "", name, dflt(model, "?"),
 					 id, dflt(board, "unknown"), dflt(fw, "unknown"),
@@ -114,10 +122,15 @@ static int fw_check(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 		int r = apply_ctx_fail(ctx, -RY_E_UNMET, "%zu of %zu HCA(s) below the minimum: %s",
 				       bad, good + bad + skipped, apply_buf_str(&why));
 
+		if (bad > 4)
+			apply_buf_printf(&head, "; and %zu more", bad - 4);
+		apply_ctx_headline(ctx, "%s", apply_buf_str(&head));
 		apply_buf_done(&why);
+		apply_buf_done(&head);
 		return r;
 	}
 	apply_buf_done(&why);
+	apply_buf_done(&head);
 	if (good == 0 && skipped == 0)
 		return apply_ctx_fail(ctx, -RY_E_UNMET, "no HCA in this node's facts");
 	apply_ctx_note(ctx, "%zu HCA(s) at or above the minimum firmware", good);

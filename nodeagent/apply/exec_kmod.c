@@ -130,9 +130,14 @@ static int kmod_run(struct apply_ctx *ctx, const json_t *params, struct apply_ch
 		apply_buf_printf(&out->diff, "module %s: %s -> %s\n", name,
 				 loaded ? "loaded" : "not loaded",
 				 want_loaded ? "loaded" : "absent");
-		if (doit)
+		if (doit) {
 			r = apply_ctx_run_undoable(ctx, want_loaded ? load_argv : unload_argv,
 						   want_loaded ? unload_argv : load_argv);
+			if (r < 0)
+				apply_ctx_headline(ctx, "module %s could not be %s%s%s", name,
+						   want_loaded ? "loaded" : "unloaded",
+						   ctx->tool_error[0] ? ": " : "", ctx->tool_error);
+		}
 	} else if (loaded && *opts && out->changed) {
 		apply_ctx_note(ctx, "module %s is loaded: new options apply at its next load",
 			       name);

@@ -50,8 +50,10 @@ static int read_attr(struct apply_ctx *ctx, const char *ifname, const char *attr
 	if (asprintf(&path, "/sys/class/net/%s/%s", ifname, attr) < 0)
 		return -ENOMEM;
 	r = apply_ctx_read(ctx, path, &v, NULL, &exists);
-	if (r == 0 && !exists)
+	if (r == 0 && !exists) {
+		apply_ctx_headline(ctx, "network interface %s does not exist on this node", ifname);
 		r = apply_ctx_fail(ctx, -ENOENT, "%s: no such interface (%s)", ifname, path);
+	}
 	if (r == 0) {
 		size_t n = strcspn(v, "\r\n");
 
@@ -86,8 +88,11 @@ static int one_interface(struct apply_ctx *ctx, const char *ifname, json_int_t m
 
 		out->changed = true;
 		apply_buf_printf(&out->diff, "%s mtu: %s -> %s\n", ifname, cur, want);
-		if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0)
+		if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0) {
+			apply_ctx_headline(ctx, "the MTU of %s could not be set to %s: %s", ifname,
+					   want, ctx->tool_error);
 			return r;
+		}
 	}
 	if (!persist)
 		return 0;

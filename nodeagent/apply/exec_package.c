@@ -170,6 +170,9 @@ static int package_apply(struct apply_ctx *ctx, const json_t *params, struct app
 				      NULL};
 
 		r = apply_ctx_run_ok(ctx, argv, NULL);
+		if (r < 0)
+			apply_ctx_headline(ctx, "package %s could not be removed: %s", name,
+					   ctx->tool_error);
 	} else if (!ok) {
 		if (constraint)
 			pin = exact_version(constraint);
@@ -188,6 +191,9 @@ static int package_apply(struct apply_ctx *ctx, const json_t *params, struct app
 			argv[n++] = spec;
 			argv[n] = NULL;
 			r = apply_ctx_run_ok(ctx, argv, NULL);
+			if (r < 0)
+				apply_ctx_headline(ctx, "package %s could not be installed: %s",
+						   spec, ctx->tool_error);
 		}
 		free(spec);
 	}
@@ -212,6 +218,20 @@ static int package_verify(struct apply_ctx *ctx, const json_t *params)
 
 	if (r < 0)
 		return r;
+	if (!ok) {
+		const char *c = apply_param_str(params, P_VERSION),
+			   *state = apply_param_str(params, P_STATE);
+
+		if (state && strcmp(state, "absent") == 0)
+			apply_ctx_headline(ctx, "package %s is still installed (%s)",
+					   apply_param_str(params, P_NAME), ver);
+		else if (ver[0])
+			apply_ctx_headline(ctx, "package %s is %s after installing (expected %s)",
+					   apply_param_str(params, P_NAME), ver, c ? c : "any");
+		else
+			apply_ctx_headline(ctx, "package %s is not installed after installing",
+					   apply_param_str(params, P_NAME));
+	}
 	if (!ok)
 		return apply_ctx_fail(ctx, -RY_E_UNMET, "verify: package %s is %s",
 				      apply_param_str(params, P_NAME),

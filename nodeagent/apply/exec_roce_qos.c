@@ -159,8 +159,12 @@ static int dscp2prio_run(struct apply_ctx *ctx, const char *ifname, const json_t
 			const char *uargv[] = {"mlnx_qos", "-i", ifname, "--dscp2prio", undo, NULL};
 
 			r = apply_ctx_run_undoable(ctx, argv, uargv);
-			if (r < 0)
+			if (r < 0) {
+				apply_ctx_headline(
+					ctx, "the DSCP %ld mapping of %s could not be set: %s", d,
+					ifname, ctx->tool_error);
 				return r;
+			}
 		}
 	}
 	return 0;
@@ -187,6 +191,7 @@ static int one_interface(struct apply_ctx *ctx, const char *ifname, const json_t
 	if (r < 0)
 		goto out;
 	if (stat(host, &sb) < 0) {
+		apply_ctx_headline(ctx, "network interface %s does not exist on this node", ifname);
 		r = apply_ctx_fail(ctx, -ENOENT, "%s: no such interface (%s)", ifname, dev);
 		goto out;
 	}
@@ -245,8 +250,11 @@ static int one_interface(struct apply_ctx *ctx, const char *ifname, const json_t
 			n += 2;
 		}
 		argv[n] = undo[n] = NULL;
-		if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0)
+		if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0) {
+			apply_ctx_headline(ctx, "the QoS (trust, PFC) of %s could not be set: %s",
+					   ifname, ctx->tool_error);
 			goto out;
+		}
 	}
 	if (dscp2prio) {
 		r = dscp2prio_run(ctx, ifname, dscp2prio, &st, set_trust, out, doit);

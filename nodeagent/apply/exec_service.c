@@ -40,6 +40,7 @@ static int query(struct apply_ctx *ctx, const char *verb, const char *name, char
 			e--;
 		r = apply_ctx_fail(ctx, -RY_E_NOT_FOUND, "unit %s: %.*s", name,
 				   (int)(e > 256 ? 256 : e), e ? res.err : "unknown unit");
+		apply_ctx_headline(ctx, "service %s is not installed on this node", name);
 	}
 	runner_result_done(&res);
 	return r;
@@ -70,8 +71,11 @@ static int service_run(struct apply_ctx *ctx, const json_t *params, struct apply
 			out->changed = true;
 			apply_buf_printf(&out->diff, "%s enabled: %s -> %s\n", name, word,
 					 want ? "enabled" : "disabled");
-			if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0)
+			if (doit && (r = apply_ctx_run_undoable(ctx, argv, undo)) < 0) {
+				apply_ctx_headline(ctx, "service %s could not be %s: %s", name,
+						   want ? "enabled" : "disabled", ctx->tool_error);
 				return r;
+			}
 		}
 	}
 	if (state) {
@@ -96,8 +100,14 @@ static int service_run(struct apply_ctx *ctx, const json_t *params, struct apply
 						 word[0] ? word : "unknown",
 						 want ? "active" : "inactive");
 			if (doit &&
-			    (r = apply_ctx_run_undoable(ctx, argv, restart ? NULL : undo)) < 0)
+			    (r = apply_ctx_run_undoable(ctx, argv, restart ? NULL : undo)) < 0) {
+				apply_ctx_headline(ctx, "service %s could not be %s: %s", name,
+						   restart ? "restarted"
+						   : want  ? "started"
+							   : "stopped",
+						   ctx->tool_error);
 				return r;
+			}
 		}
 	}
 	return 0;
@@ -127,8 +137,12 @@ static int service_verify(struct apply_ctx *ctx, const json_t *params)
 		r = query(ctx, "is-enabled", name, word, sizeof(word), &ok);
 		if (r < 0)
 			return r;
-		if (ok != json_is_true(enabled))
+		if (ok != json_is_true(enabled)) {
+			apply_ctx_headline(ctx, "service %s is %s (expected %s)", name,
+					   word[0] ? word : "unknown",
+					   json_is_true(enabled) ? "enabled" : "disabled");
 			return apply_ctx_fail(ctx, -RY_E_UNMET, "verify: %s is %s", name, word);
+		}
 	}
 	if (state) {
 		bool want = strcmp(state, "stopped") != 0;
@@ -136,6 +150,11 @@ static int service_verify(struct apply_ctx *ctx, const json_t *params)
 		r = query(ctx, "is-active", name, word, sizeof(word), &ok);
 		if (r < 0)
 			return r;
+		if (ok != want)
+			apply_ctx_headline(ctx, "service %s is %s after %s (expected %s)", name,
+					   word[0] ? word : "unknown",
+					   want ? "starting it" : "stopping it",
+					   want ? "active" : "inactive");
 		if (ok != want)
 			return apply_ctx_fail(ctx, -RY_E_UNMET, "verify: %s is %s, expected %s",
 					      name, word[0] ? word : "unknown",

@@ -86,6 +86,8 @@ static int sysctl_run(struct apply_ctx *ctx, const json_t *params, struct apply_
 		if (r < 0)
 			goto out;
 		if (!exists) {
+			apply_ctx_headline(ctx, "sysctl %s does not exist on this node's kernel",
+					   key);
 			r = apply_ctx_fail(ctx, -ENOENT, "sysctl %s: no such key (%s)", key, path);
 			goto out;
 		}

@@ -54,12 +54,66 @@ check "check mode shows a diff for nccl.conf" bash -c \
 	"'$RY' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[0].steps[].diff' | grep -q '+++ /etc/nccl.conf'"
 check "degraded node's failure is named" bash -c \
 	"'$RY' deployments $CHECK_ID --json --state-dir $T/ctl | jq -r '.nodes[] | select(.hostname==\"gpu-node-03\") | .steps[].message' | grep -q 'mlx5_3 port 1'"
+# What failed and why, in words, without --json: the node's line names the step and its
+# headline; the evaluator's text lies beneath (the REST API's detail); the steps the failure
+# skipped are one line; --diff shows check mode's changes.
+"$RY" deployments "$CHECK_ID" --state-dir "$T/ctl" >"$T/show.out" 2>&1
+DOWN='every HCA port must be ACTIVE: mlx5_3 port 1 is DOWN'
+check "deployments ID: the degraded node's line names the failed step and says why" \
+	grep -qE "^  gpu-node-03 .* failed .*step 2 \"hca ports active at ndr\" failed: $DOWN; " "$T/show.out"
+check "  in words, no expression on the node's line" \
+	bash -c "! grep '^  gpu-node-03 ' '$T/show.out' | grep -q 'rdma.devices\['"
+check "  the step below it, the evaluator's text indented beneath" bash -c \
+	"grep -qE '^      failed   step 2 \"hca ports active at ndr\": $DOWN; ' '$T/show.out' &&
+	grep -qE '^          .*\(rdma.devices\[3\]\.ports\[0\] is mlx5_3 port 1\)' '$T/show.out'"
+check "  the steps it skipped, one line" grep -qE \
+	'^      skipped  steps 3-[0-9]+: [0-9]+ steps skipped: not run: step "hca ports active at ndr" failed$' "$T/show.out"
+check "  the REST API: message (one line) and detail apart" test "$(dep_field "$CHECK_ID" \
+	'[.nodes[] | select(.hostname=="gpu-node-03") | .steps[] | select(.status=="failed") |
+	(.message | startswith("every HCA port must be ACTIVE: mlx5_3 port 1 is DOWN") and (contains("\n") | not)) and
+	(.detail | contains("rdma.devices[3].ports[0].state = DOWN"))] == [true]')" = true
+check "  the node's message names the step too" test "$(dep_field "$CHECK_ID" \
+	'.nodes[] | select(.hostname=="gpu-node-03") | .message | startswith("step 2 \"hca ports active at ndr\" failed: every HCA port")')" = true
+check "deployment show ID --diff: check mode's changes without --json" bash -c \
+	"'$RY' deployment show $CHECK_ID --diff --state-dir '$T/ctl' | grep -q '^          +++ /etc/nccl.conf'"
 check "deploy went through the serving controller's api.sock (audited as local:uid $(id -u))" bash -c \
 	"'$RY' audit --state-dir '$T/ctl' | grep -q ' local:uid $(id -u) *deploy.check *$CHECK_ID '"
 
 # --- max_fail stops the rollout ------------------------------------------------------------------
+# followed by watch off a terminal: a line per node as it ends and per batch, none per step;
+# and on a terminal of 80 columns: bars redrawn in place, fitted to the width, and above them
+# the failed node's line and the batches'
+"$RY" watch --state-dir "$T/ctl" >"$T/watch.out" 2>"$T/watch.err" &
+WATCH=$!
+script -qfec "stty cols 80 rows 24; exec '$RY' watch --state-dir '$T/ctl'" /dev/null \
+	>"$T/tty.out" 2>&1 &
+TTY=$!
+PIDS+=("$WATCH" "$TTY")
+streams() { curl -s --unix-socket "$T/ctl/api.sock" http://localhost/metrics |
+	grep -qx "railyard_http_streams $1"; }
+check "watch, and watch on a terminal, follow the event stream" wait_for 10 streams 2
 refused deploy --batch 2 --max-fail 0 >"$T/stop.out" 2>&1
 STOP_ID=$(last_id "$T/stop.out")
+check "watch: the stopped deployment's end" wait_for 10 grep -q "^deployment $STOP_ID failed: max_fail" "$T/watch.out"
+check "  a line per node that ran the plan (4)" test "$(grep -c "^deployment $STOP_ID gpu-" "$T/watch.out")" = 4
+check "  none per step" bash -c "! grep -qE '^deployment $STOP_ID [a-z0-9.-]+ step ' '$T/watch.out'"
+check "  the failed node's line: which step and why" grep -q \
+	"^deployment $STOP_ID gpu-node-03 failed: step 2 \"hca ports active at ndr\" failed: $DOWN" "$T/watch.out"
+check "  a line per batch" grep -qx "deployment $STOP_ID batch 1 of 3 done, 0 nodes failed so far" "$T/watch.out"
+kill -INT "$WATCH"
+wait "$WATCH"
+check "  ends on Ctrl-C with 0, nothing on stderr" test "$?" = 0 -a ! -s "$T/watch.err"
+check "watch on a terminal: the failed node's line, which step and why" wait_for 10 grep -q \
+	"deployment $STOP_ID gpu-node-03 failed: step 2 \"hca ports active at ndr\" failed: $DOWN" "$T/tty.out"
+check "  the batches' lines" grep -q "deployment $STOP_ID batch 1 of 3 done, 0 nodes failed so far" "$T/tty.out"
+# the bars drawn, without their terminal controls
+bars() { sed 's/\x1b\[[0-9;]*[A-Za-z]//g' "$T/tty.out" | tr '\r' '\n' | grep '^\[[#.]*\] '; }
+bars_lead() { bars | grep -qE "^\[[#.]*\] +[0-9]+% deployment $STOP_ID: [0-5] of 5 nodes done(, 1 failed)?( \| |$)"; }
+bars_fit() { [ "$(bars | wc -l)" -gt 0 ] && bars | awk 'length > 80 {bad=1} END {exit bad}'; }
+check "  progress bars: the nodes done (and failed) first" bars_lead
+check "  none wider than the terminal" bars_fit
+kill -TERM "$TTY"
+wait "$TTY" 2>/dev/null
 check "rollout stopped by max_fail" test "$(dep_field "$STOP_ID" .state)" = failed
 check "reason names the rule" test "$(dep_field "$STOP_ID" .reason)" = "max_fail exceeded: 1 of 5 nodes failed, 0 tolerated"
 check "the batch after the failure was skipped" \

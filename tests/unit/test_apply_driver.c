@@ -363,6 +363,14 @@ static void test_hca_firmware(void **state)
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	expect_in(o.message, "8 of 8 HCA(s) below the minimum: mlx5_0 (ConnectX-7 0x1021, board "
 			     "MT_0000000838): firmware 28.42.1000 < 28.43.1014");
+	/* the headline, in words, names four and counts the rest */
+	{
+		const char *head = "mlx5_0 firmware 28.42.1000 is below the minimum 28.43.1014; "
+				   "mlx5_1 firmware 28.42.1000 is below the minimum 28.43.1014; ";
+
+		assert_true(strncmp(o.message, head, strlen(head)) == 0);
+	}
+	expect_in(o.message, "is below the minimum 28.43.1014; and 4 more\n8 of 8 HCA(s)");
 	/* a board-specific row wins over the model's */
 	o = tu_run1(root, "hca_firmware",
 		    "{\"minimum\":[{\"model\":\"ConnectX-7\",\"device_id\":\"0x1021\","

@@ -20,6 +20,17 @@
 
 #include <cmocka.h>
 
+/* The message's first line is want, and something lies beneath it. */
+static void headline_is(const char *message, const char *want)
+{
+	size_t head = strcspn(message, "\n");
+
+	if (strlen(want) != head || strncmp(message, want, head) != 0)
+		fail_msg("headline:\n got: %s\nwant: %s", message, want);
+	if (!message[head] || !message[head + 1])
+		fail_msg("no detail under \"%s\"", message);
+}
+
 /* check (changed, tree untouched), apply (changed), apply again (ok); returns the check diff. */
 static struct tu_outcome cycle(const char *root, const char *type, const char *params,
 			       const json_t *facts)
@@ -191,6 +202,9 @@ static void test_kmod(void **state)
 	assert_non_null(strstr(o.message, "`modprobe nvidia_fs` exit 1: modprobe: FATAL: Module "
 					  "nvidia_fs not found"));
 	assert_non_null(strstr(o.message, "rolled back 2 file(s)"));
+	headline_is(o.message,
+		    "module nvidia_fs could not be loaded: modprobe: FATAL: Module nvidia_fs not "
+		    "found in directory /lib/modules/6.1.0-28-amd64");
 	assert_file(root, "etc/modprobe.d/railyard-nvidia_fs.conf", "old\n");
 	assert_false(tu_exists(root, "etc/modules-load.d/railyard-nvidia_fs.conf"));
 	/* no modprobe in the sysroot: the host's is never run in its place */
@@ -277,6 +291,72 @@ static void test_assert(void **state)
 	tu_rm(ok);
 }
 
+/* The headline (the message's first line) of an assert, on facts. */
+static void assert_says(const json_t *facts, const char *that, const char *want)
+{
+	char params[2048];
+	struct tu_outcome o;
+	size_t head;
+
+	snprintf(params, sizeof(params), "{\"that\":[%s]}", that);
+	o = tu_run1("/nonexistent-sysroot", "assert", params, true, facts);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	head = strcspn(o.message, "\n");
+	if (strlen(want) != head || strncmp(o.message, want, head) != 0)
+		fail_msg("headline of %s:\n got: %s\nwant: %s", that, o.message, want);
+	/* the evaluator's text is kept beneath */
+	if (!o.message[head] || !o.message[head + 1])
+		fail_msg("no detail under \"%s\"", o.message);
+}
+
+/* A failed assert says what is wrong in an operator's words, the evaluator's text beneath. */
+static void test_assert_words(void **state)
+{
+	char *deg = tu_sysroot("h200-degraded");
+	json_t *facts = NULL;
+
+	(void)state;
+	assert_int_equal(facts_collect(deg, &facts), 0);
+	assert_says(facts,
+		    "{\"fact\":\"rdma.devices[*].ports[*].state\",\"op\":\"==\",\"value\":"
+		    "\"ACTIVE\",\"quantifier\":\"all\"}",
+		    "mlx5_3 port 1 is DOWN (expected ACTIVE)");
+	assert_says(
+		facts,
+		"{\"fact\":\"rdma.devices[*].ports[*].state\",\"op\":\"==\",\"value\":\"ACTIVE\","
+		"\"quantifier\":\"all\",\"message\":\"every HCA port must be ACTIVE\"}",
+		"every HCA port must be ACTIVE: mlx5_3 port 1 is DOWN");
+	assert_says(facts,
+		    "{\"fact\":\"rdma.devices[*].ports[*].rate_gbps\",\"op\":\">=\",\"value\":400,"
+		    "\"quantifier\":\"all\"}",
+		    "mlx5_3 port 1 rate is 10 Gb/s, mlx5_5 port 1 rate is 200 Gb/s (expected >= "
+		    "400 Gb/s)");
+	assert_says(facts,
+		    "{\"fact\":\"pci.devices[*].current_link_width\",\"op\":\">=\",\"value\":16,"
+		    "\"quantifier\":\"all\"}",
+		    "0000:ba:00.0 PCIe link width is x8 (expected >= x16)");
+	assert_says(facts,
+		    "{\"fact\":\"modules.loaded\",\"op\":\"contains\",\"value\":\"nvidia_fs\","
+		    "\"quantifier\":\"all\"}",
+		    "module nvidia_fs is not loaded");
+	assert_says(facts,
+		    "{\"fact\":\"ofed.version\",\"op\":\"version>=\",\"value\":\"99.0\","
+		    "\"quantifier\":\"all\"}",
+		    "ofed.version is 24.10-1.1.4.0 (expected >= 99.0)");
+	assert_says(
+		facts,
+		"{\"fact\":\"rdma.devices\",\"op\":\"count==\",\"value\":9,\"quantifier\":\"all\"}",
+		"8 rdma.devices found (expected 9)");
+	assert_says(facts, "{\"fact\":\"nope.x\",\"op\":\"==\",\"value\":1,\"quantifier\":\"all\"}",
+		    "nope.x is not reported by this node");
+	assert_says(facts,
+		    "{\"fact\":\"rdma.devices[*].ports[*].state\",\"op\":\"==\",\"value\":"
+		    "\"POLLING\",\"quantifier\":\"any\"}",
+		    "none of 8 rdma.devices[*].ports[*].state is POLLING");
+	json_decref(facts);
+	tu_rm(deg);
+}
+
 static void test_service(void **state)
 {
 	char *root = tu_sysroot("h200-ib");
@@ -304,6 +384,7 @@ static void test_service(void **state)
 	o = tu_run1(root, "service", "{\"name\":\"nope.service\",\"enabled\":true}", true, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "unit nope.service: Failed to get unit file state"));
+	headline_is(o.message, "service nope.service is not installed on this node");
 	/* a unit that fails to start */
 	tu_write(root, "lib/systemd/system/bad.service", "[Service]\n");
 	tu_write(root, "etc/railyard-test/systemctl-fail", "bad.service\n");
@@ -311,6 +392,12 @@ static void test_service(void **state)
 		    NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "`systemctl start bad.service` exit 1: Job for"));
+	{
+		/* the headline first, then the command line and stderr */
+		const char *head = "service bad.service could not be started: Job for";
+
+		assert_true(strncmp(o.message, head, strlen(head)) == 0);
+	}
 	/* enabled, then the start fails: the enable is undone by the rollback */
 	o = tu_run1(root, "service",
 		    "{\"name\":\"bad.service\",\"enabled\":true,\"state\":\"started\"}", false,
@@ -349,6 +436,12 @@ static void test_package(void **state)
 	o = tu_run1(root, "package", "{\"name\":\"bar\",\"version\":\"= 9.9\"}", false, NULL);
 	assert_int_equal(o.status, APPLY_STATUS_FAILED);
 	assert_non_null(strstr(o.message, "Version '9.9' for 'bar' was not found"));
+	headline_is(o.message, "package bar=9.9 could not be installed: E: Version '9.9' for 'bar' "
+			       "was not found");
+	/* installed, and still below the constraint */
+	o = tu_run1(root, "package", "{\"name\":\"bar\",\"version\":\">= 10.0\"}", false, NULL);
+	assert_int_equal(o.status, APPLY_STATUS_FAILED);
+	headline_is(o.message, "package bar is 3.0 after installing (expected >= 10.0)");
 	tu_rm(root);
 }
 
@@ -426,8 +519,8 @@ int main(void)
 		cmocka_unit_test(test_nccl_ucx_mpi), cmocka_unit_test(test_file),
 		cmocka_unit_test(test_sysctl),	     cmocka_unit_test(test_kmod),
 		cmocka_unit_test(test_command),	     cmocka_unit_test(test_assert),
-		cmocka_unit_test(test_service),	     cmocka_unit_test(test_package),
-		cmocka_unit_test(test_roce_qos),
+		cmocka_unit_test(test_assert_words), cmocka_unit_test(test_service),
+		cmocka_unit_test(test_package),	     cmocka_unit_test(test_roce_qos),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
