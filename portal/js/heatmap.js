@@ -61,6 +61,8 @@ export function colourScale({rule, better, max}) {
   return {T: null, margin: null, tOf: (v) => Math.min(1, Math.max(0, lower ? 1 - v / m : v / m))};
 }
 
+const OPS = {'<=': '≤', '>=': '≥', '<': '<', '>': '>', '==': '='};
+
 let uid = 0;
 
 function shorten(label, max = 18) {
@@ -126,8 +128,11 @@ export function heatmap(opts) {
     : Math.max(1, Math.floor(768 / Math.max(1, n - 1)));
 
   if (n <= SVG_MAX) {
-    const c = cellSize, L = 124;
-    const w = L + (n - 1) * c + 4, hgt = (n - 1) * c + L;
+    // Room for the labels: the longest (shortened) one, about 6.2 px a character at 11 px, beside
+    // the rows and, turned by 60°, below the columns.
+    const longest = nodes.reduce((m, nd) => Math.max(m, shorten(nd.label).length), 1) * 6.2;
+    const c = cellSize, L = Math.ceil(Math.max(40, longest + 12)), B = Math.ceil(longest * 0.87 + 18);
+    const w = L + (n - 1) * c + 4, hgt = (n - 1) * c + B;
     const svg = s('svg', {class: 'heatmap-svg', viewBox: `0 0 ${w} ${hgt}`, width: String(w), height: String(hgt),
       role: 'application', tabindex: '0', 'aria-roledescription': 'heatmap',
       'aria-label': `${title}: ${n} nodes, ${cells.length} pairs, ${failing.length} failing. Arrow keys move between pairs, n goes to the next failing pair.`,
@@ -292,7 +297,7 @@ export function heatmap(opts) {
 // at the threshold and, for a relative rule, at its reference; without a rule, 0 to max. Then
 // the marks: fail (✕), no value, transient (↻) when there is one.
 function legend({id, scale, rule, better, unit, vmax, transients}) {
-  const lg = `${id}-grad`, X0 = 44, X1 = 284, lower = better === 'lower';
+  const lg = `${id}-grad`, X0 = 44, X1 = 344, lower = better === 'lower';
   const parts = [];
   const stops = (from) => Array.from({length: 11}, (_, k) => {
     const t = from + (1 - from) * k / 10;
@@ -305,17 +310,17 @@ function legend({id, scale, rule, better, unit, vmax, transients}) {
     const xOf = (v) => X0 + (Math.max(PASS_MIN, scale.tOf(v)) - PASS_MIN) / (1 - PASS_MIN) * (X1 - X0);
     parts.push(s('defs', null, s('linearGradient', {id: lg, x1: '0', x2: '1', y1: '0', y2: '0'}, stops(PASS_MIN))),
       s('rect', {x: '0', y: '16', width: String(X0 - 2), height: '16', fill: viridis(0)}),
-      s('text', {x: String((X0 - 2) / 2), y: '24', class: 'hm-legend', fill: '#fff', 'text-anchor': 'middle',
+      s('text', {x: String((X0 - 2) / 2), y: '24', class: 'hm-legend hm-legend-inv', 'text-anchor': 'middle',
         'dominant-baseline': 'central'}, '✕ fails'),
       s('rect', {x: String(X0), y: '16', width: String(X1 - X0), height: '16', fill: `url(#${lg})`}),
       s('line', {x1: String(X0 - 1), x2: String(X0 - 1), y1: '14', y2: '38', stroke: '#000', 'stroke-width': '1.5'}),
-      s('text', {x: String(X0 - 1), y: '48', class: 'hm-legend hm-tick', 'text-anchor': 'middle', dataset: {tick: 'threshold'}},
-        `${rule.op || ''} ${fmtNum(T, 4)}${unit}`.trim()),
-      s('text', {x: String(X1), y: '48', class: 'hm-legend', 'text-anchor': 'end'}, `≥ 50 % margin (${fmtNum(at50, 4)}${unit})`));
+      s('text', {x: String(X0 - 1), y: '48', class: 'hm-legend hm-tick', 'text-anchor': 'start', dataset: {tick: 'threshold'}},
+        `${OPS[rule.op] || rule.op || ''} ${fmtNum(T, 4)}${unit}`.trim()),
+      s('text', {x: String(X1), y: '48', class: 'hm-legend', 'text-anchor': 'end'}, `${fmtNum(at50, 4)}${unit}: ≥ 50 % margin`));
     if (Number.isFinite(rule.reference)) {
       const x = xOf(rule.reference);
       parts.push(s('line', {x1: String(x), x2: String(x), y1: '10', y2: '32', stroke: '#000', 'stroke-width': '1', 'stroke-dasharray': '2 1'}),
-        s('text', {x: String(x), y: '8', class: 'hm-legend hm-tick', 'text-anchor': x > X1 - 40 ? 'end' : 'middle',
+        s('text', {x: String(x), y: '8', class: 'hm-legend hm-tick', 'text-anchor': x > X1 - 60 ? 'end' : x < X0 + 40 ? 'start' : 'middle',
           dataset: {tick: 'reference'}}, `${rule.relative || 'reference'} ${fmtNum(rule.reference, 4)}${unit}`));
     }
     label = `Colour: the margin to the rule, threshold ${fmtNum(T, 4)}${unit}; the darkest colour fails, the brightest is a 50 % margin or more.`;
@@ -341,9 +346,9 @@ function legend({id, scale, rule, better, unit, vmax, transients}) {
     s('rect', {width: '6', height: '6', fill: '#d0d0d0'}), s('line', {x1: '0', y1: '0', x2: '0', y2: '6', stroke: '#808080', 'stroke-width': '2'})),
   s('rect', {x: String(x), y: '12', width: '20', height: '20', fill: `url(#${id}-lhatch)`}),
   s('text', {x: String(x + 26), y: '22', class: 'hm-legend', 'dominant-baseline': 'central'}, 'no value (not measured)'));
-  let W = x + 160;
+  let W = x + 175;
   if (transients) {
-    x += 160;
+    x += 175;
     parts.push(s('rect', {x: String(x), y: '12', width: '20', height: '20', fill: viridis(0.6)}),
       s('text', {x: String(x + 10), y: '22', 'font-size': '11', 'text-anchor': 'middle', 'dominant-baseline': 'central'}, '↻'),
       s('text', {x: String(x + 26), y: '22', class: 'hm-legend', 'dominant-baseline': 'central'}, 'transient (↻): retested, passed'));

@@ -23,8 +23,6 @@ function progressText(c) {
     (p.eta_s ? `, about ${fmtDuration(p.eta_s)} left` : '');
 }
 
-}
-
 export async function campaignsView(ctx) {
   const {api, session} = ctx;
   ctx.title('Campaigns');
@@ -238,7 +236,7 @@ function verdictSection(c, hostOf) {
     parts.push(sortableTable({
       caption: 'Failing pairs, by test',
       columns: [
-        {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => r.t.name},
+        {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => h('span', {class: 'nowrap'}, r.t.name)},
         {key: 'pair', label: 'Pair', value: (r) => hostOf(r.f.a), render: (r) => `${hostOf(r.f.a)} ↔ ${hostOf(r.f.b)}`},
         {key: 'rail', label: 'Rail', render: (r) => (r.f.rail === null || r.f.rail === undefined ? '—' : String(r.f.rail))},
         {key: 'attr', label: 'Attributed to', value: (r) => r.f.attributed, render: (r) => attributionBadge(r.f.attributed)},

@@ -119,13 +119,15 @@ export async function revalidationView(ctx, id) {
       (c.playbook && c.playbook.name) || 'the playbook', ' ', (c.playbook && c.playbook.version) || '', ' ',
       c.deployment ? [depLink(c.deployment), ' ', badge(c.state || 'pending')] : badge('waiting'),
       c.reason ? ' ' + words(c.reason) : ''));
-    const tol = (x, what) => (x ? `${what} ${fmtNum(x, 3)} %` : `${what}: the playbook's tolerance (or the default)`);
+    const tol = (x, what) => (x ? `${what} ${fmtNum(x, 3)} %` : `${what} as the playbook says (or the default)`);
+    const tolerances = !rv.tolerance_bw_pct && !rv.tolerance_lat_pct ? 'as the playbook says (or the defaults)'
+      : `${tol(rv.tolerance_bw_pct, 'bandwidth')}; ${tol(rv.tolerance_lat_pct, 'latency')}`;
     const p = camp && camp.progress;
     fill(body, findings, kv([
       ['Cluster', rv.cluster], ['Baseline', soLink(rv.baseline)],
       ['Mode', rv.apply ? 'apply the playbook' : 'check mode (nothing on the nodes changes)'],
       ['Playbook', rv.custom_playbook ? 'its own' : 'the baseline\'s'],
-      ['Tolerances', `${tol(rv.tolerance_bw_pct, 'bandwidth')}; ${tol(rv.tolerance_lat_pct, 'latency')}`],
+      ['Tolerances', tolerances],
       ['State', badge(rv.state)], ['Reason', rv.reason ? words(rv.reason) : null],
       ['Configuration checked', checks.length ? h('ul', {class: 'checks'}, checks) : 'none'],
       ['Campaign', rv.campaign ? [campLink(rv.campaign), p && p.rounds_total ? ` (${p.rounds_done} of ${p.rounds_total} rounds)` : ''] : null],

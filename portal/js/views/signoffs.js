@@ -5,7 +5,7 @@
 // verifies them offline, and, for roles that may, Revalidate.
 
 import {h, clear, fill, badge, verdictOf, timeEl, soLink, campLink, sortableTable, notice, section, kv, coalesce,
-        naturalCompare, fmtNum, fmtActor, words, failingNodeItem, attributionBadge, sameVersion} from '../dom.js';
+        naturalCompare, fmtNum, fmtTime, fmtActor, words, failingNodeItem, attributionBadge, sameVersion} from '../dom.js';
 import {confirmDialog} from './confirm.js';
 
 export async function signoffsView(ctx) {
@@ -113,7 +113,7 @@ function failures(report) {
     out.push(sortableTable({
       caption: 'Failing pairs, by test',
       columns: [
-        {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => r.t.name},
+        {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => h('span', {class: 'nowrap'}, r.t.name)},
         {key: 'pair', label: 'Pair', value: (r) => hostOf(r.f.a), render: (r) => `${hostOf(r.f.a)} ↔ ${hostOf(r.f.b)}`},
         {key: 'rail', label: 'Rail', render: (r) => (r.f.rail === null || r.f.rail === undefined ? '—' : String(r.f.rail))},
         {key: 'attr', label: 'Attributed to', value: (r) => r.f.attributed, render: (r) => attributionBadge(r.f.attributed)},
@@ -223,7 +223,7 @@ export async function signoffView(ctx, id) {
       const v = await api.get(`/api/v1/signoffs/${api.enc(so.id)}/verify`);
       verifyEl.dataset.verified = String(Boolean(v.verified));
       fill(verifyEl, v.verified
-        ? h('p', null, badge('verified'), ` The stored report and its signature verify against the controller's CA: signed by ${v.signer} at ${v.signed_at}.`)
+        ? h('p', null, badge('verified'), ` The stored report and its signature verify against the controller's CA: signed by ${v.signer} at ${Number.isNaN(Date.parse(v.signed_at)) ? v.signed_at : fmtTime(Date.parse(v.signed_at))}.`)
         : h('p', null, badge('failed'), ` The stored report does not verify: ${v.reason || 'status ' + v.status}.`));
     } catch (e) {
       verifyEl.dataset.verified = 'unknown';
