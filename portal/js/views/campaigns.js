@@ -439,8 +439,11 @@ export async function campaignView(ctx, id) {
   const mine = (ev) => { if (ev.id === id) refresh(); };
   ctx.on('campaign.progress', mine);
   ctx.on('campaign.state', mine);
-  ctx.on('reset', refresh);
-  ctx.on('open', refresh);
+  // An ended campaign does not change: no second read of its results (20 MB for 256 nodes)
+  // when the event stream opens or resets; one seen running is read again, it may have ended.
+  const live = () => { if (!c || c.state === 'running') refresh(); };
+  ctx.on('reset', live);
+  ctx.on('open', live);
   await load();
   return () => refresh.cancel();
 }
