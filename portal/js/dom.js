@@ -171,10 +171,12 @@ export function attributionBadge(a) {
   return h('span', {class: ['badge', 'tone-bad', 'attr'], dataset: {attr: a || 'unknown'}}, a ? `${a} failure` : 'failure');
 }
 
-// A reason from a verdict for people: arrows as the pages draw them, and without the test's
-// name where the test is said beside it ("pair-bw: pair-bw: ..." read twice).
+// A reason from a verdict for people: arrows as the pages draw them, numbers without exponents,
+// and without the test's name where the test is said beside it ("pair-bw: pair-bw: ...").
 export function words(reason, test) {
-  let r = String(reason ?? '').replace(/ <-> /g, ' ↔ ').replace(/ -> /g, ' → ');
+  let r = String(reason ?? '').replace(/ <-> /g, ' ↔ ').replace(/ -> /g, ' → ')
+    // C's %g: "1.18e+03" is 1180 (a signed exponent, standing alone: never part of a name).
+    .replace(/(^|[\s(=,])([0-9]+(?:\.[0-9]+)?e[+-][0-9]+)(?=$|[\s),;:])/g, (m, pre, num) => pre + fmtNum(Number(num), 3));
   if (test && r.startsWith(test + ': ')) r = r.slice(test.length + 2);
   return r;
 }

@@ -16,9 +16,9 @@ function progressText(c) {
     return p.rounds_total ? `${p.rounds_done ?? 0} of ${p.rounds_total} rounds run` : 'no round run';
   }
   if (!p.rounds_total) return 'starting: no round planned yet';
-  const k = Math.min((p.rounds_done ?? 0) + 1, p.rounds_total ?? 0);
+  const k = Math.min((p.rounds_done ?? 0) + 1, p.rounds_total);
   const t = (c.tests || [])[p.test_index];
-  return `Round ${k} of ${p.rounds_total ?? '?'}${p.rounds_total_final === false ? ' (so far)' : ''}` +
+  return `Round ${k} of ${p.rounds_total}${p.rounds_total_final === false ? ' (so far)' : ''}` +
     (t ? `: test ${p.test_index + 1} of ${c.tests.length}, ${t.name}` : '') +
     (p.eta_s ? `, about ${fmtDuration(p.eta_s)} left` : '');
 }
