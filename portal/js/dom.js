@@ -184,7 +184,13 @@ export function words(reason, test) {
 // A failing (or excluded) node of a verdict ({id, hostname, reasons, rails}) as a list item: its
 // name and a word, then its reasons one entry each (never one line joined by ";").
 export function failingNodeItem(n, word = 'fail') {
-  const reasons = [...(n.reasons || []).map((r) => h('li', {class: 'node-reason'}, words(r))),
+  // "fails with 2 of 2 peers; e.g. <one failing pair>": the example on a line of its own.
+  const reason = (r) => {
+    const k = String(r).indexOf('; e.g. ');
+    return k < 0 ? h('li', {class: 'node-reason'}, words(r))
+      : h('li', {class: 'node-reason'}, words(String(r).slice(0, k)), h('span', {class: 'eg'}, 'e.g. ' + words(String(r).slice(k + 7))));
+  };
+  const reasons = [...(n.reasons || []).map(reason),
     ...(n.rails || []).filter((r) => r.result === 'fail').map((r) => h('li', {class: 'node-reason'},
       `rail ${r.rail}${r.device ? ' (' + r.device + ')' : ''}: `, (r.reasons || []).map((x) => words(x)).join(', ') || 'failed'))];
   return h('li', {class: 'failing-node', dataset: {failingNode: n.id || n.hostname}},

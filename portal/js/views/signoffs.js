@@ -193,7 +193,7 @@ export async function signoffView(ctx, id) {
       h('h2', null, so.verdict === 'pass' ? 'Verdict' : 'Verdict and failures'),
       h('p', {class: 'verdict-line'}, badge(so.verdict), ' ', `${lead} (${so.cluster}, ${(so.covered || []).length} nodes covered)`),
       so.acceptance ? null : h('div', {class: 'acceptance-no'},
-        h('p', null, h('span', {class: ['badge', 'tone-warn']}, 'smoke / baseline report'), ' not an acceptance sign-off:'),
+        h('p', null, 'Not an acceptance sign-off, because:'),
         h('ul', {class: 'reasons'}, (so.acceptance_reasons || ['not an acceptance sign-off']).map((r) => h('li', null, r)))),
       (so.excluded_nodes || []).length ? [h('h3', null, 'Excluded nodes (judged without them)'),
         h('ul', {class: 'failing-nodes'}, so.excluded_nodes.map((n) => failingNodeItem(n, 'excluded')))] : null,
