@@ -76,9 +76,9 @@ const TONES = {
   current: 'good', active: 'good', verified: 'good',
   offline: 'warn', partial: 'warn', stale: 'warn', changed: 'info', running: 'info',
   pending: 'info', waiting: 'info', sent: 'info', configuring: 'info', validating: 'info',
-  enrolled: 'info', uncovered: 'warn', incomplete: 'warn', transient: 'warn',
+  enrolled: 'info', uncovered: 'warn', incomplete: 'warn', transient: 'mute', excluded: 'warn',
   failed: 'bad', fail: 'bad', regressed: 'bad', error: 'bad', revoked: 'bad', unreachable: 'bad', cancelled: 'mute',
-  skipped: 'mute', none: 'mute',
+  skipped: 'mute', none: 'mute', planned: 'mute', measured: 'info',
 };
 export function badge(word, extraClass) {
   const w = word === null || word === undefined ? '—' : String(word);
@@ -98,11 +98,15 @@ export function verdictOf(so, cls) {
     kind);
 }
 
+// Times in UTC, with the zone said: "2026-12-03 14:05:09 UTC" (the command line prints the same
+// instant as ...Z); the reader's local time would differ between a customer and the integrator.
 export function fmtTime(ms) {
   if (!ms) return '—';
   const d = new Date(ms);
+  if (Number.isNaN(d.getTime())) return '—';
   const p = (n) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  return `${d.getUTCFullYear()}-${p(d.getUTCMonth() + 1)}-${p(d.getUTCDate())} ` +
+    `${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} UTC`;
 }
 
 export function ago(ms, now = Date.now()) {
@@ -115,17 +119,97 @@ export function ago(ms, now = Date.now()) {
   return Math.round(s / 86400) + ' d ago';
 }
 
-// A <time> element: absolute time shown, relative in its title.
+// A <time> element: absolute time shown (never wrapped mid-value), relative in its title.
 export function timeEl(ms) {
   if (!ms) return h('span', {class: 'mute'}, '—');
-  return h('time', {datetime: new Date(ms).toISOString(), title: ago(ms)}, fmtTime(ms));
+  return h('time', {datetime: new Date(ms).toISOString(), title: ago(ms), class: 'nowrap'}, fmtTime(ms));
 }
 
+// A number for people: `digits` significant digits, never exponent notation (1180, not
+// 1.18e+03; 0.000123, not 1.23e-4); integers from 1,000 up in full.
 export function fmtNum(v, digits = 3) {
   if (v === null || v === undefined || Number.isNaN(v)) return '—';
   if (typeof v !== 'number') return String(v);
-  if (Math.abs(v) >= 1000) return v.toFixed(0);
-  return Number(v.toPrecision(digits)).toString();
+  if (!Number.isFinite(v)) return v > 0 ? '∞' : '−∞';
+  const a = Math.abs(v);
+  if (a >= 1000) return v.toFixed(0);
+  if (a === 0) return '0';
+  const decimals = Math.min(20, Math.max(0, digits - 1 - Math.floor(Math.log10(a))));
+  const t = v.toFixed(decimals);
+  return t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t;
+}
+
+// A duration in seconds for people: "45 s", "12 min", "2 h 5 min".
+export function fmtDuration(sec) {
+  const x = Math.max(0, Math.round(Number(sec) || 0));
+  if (x < 90) return `${x} s`;
+  if (x < 5400) return `${Math.round(x / 60)} min`;
+  return `${Math.floor(x / 3600)} h ${Math.round((x % 3600) / 60)} min`;
+}
+
+// Who did something, as the API names it ("local:uid 0", "api:NAME (ID)"), for people:
+// "local (uid 0)", "NAME (ID, API token)".
+export function fmtActor(actor) {
+  if (actor === null || actor === undefined || actor === '') return '—';
+  const m = /^([a-z]+):(.*)$/.exec(String(actor));
+  if (!m) return String(actor);
+  const [, kind, rest] = m;
+  if (kind === 'local') return `local (${rest})`;
+  if (kind === 'api') {
+    const t = /^(.*) \((.*)\)$/.exec(rest);
+    return t ? `${t[1]} (${t[2]}, API token)` : `${rest} (API token)`;
+  }
+  return `${rest} (${kind})`;
+}
+
+// A failing pair's attribution (docs/campaigns.md, "Attribution") as a badge with its word: a
+// node, link or fabric finding is a failure; a transient (failed, retested, passed) is not.
+export function attributionBadge(a) {
+  if (a === 'transient') {
+    return h('span', {class: ['badge', 'tone-mute', 'attr'], dataset: {attr: a}}, 'transient: retested, passed');
+  }
+  return h('span', {class: ['badge', 'tone-bad', 'attr'], dataset: {attr: a || 'unknown'}}, a ? `${a} failure` : 'failure');
+}
+
+// A reason from a verdict for people: arrows as the pages draw them, numbers without exponents,
+// and without the test's name where the test is said beside it ("pair-bw: pair-bw: ...").
+export function words(reason, test) {
+  let r = String(reason ?? '').replace(/ <-> /g, ' ↔ ').replace(/ -> /g, ' → ')
+    // C's %g: "1.18e+03" is 1180 (a signed exponent, standing alone: never part of a name).
+    .replace(/(^|[\s(=,])([0-9]+(?:\.[0-9]+)?e[+-][0-9]+)(?=$|[\s),;:])/g, (m, pre, num) => pre + fmtNum(Number(num), 3));
+  if (test && r.startsWith(test + ': ')) r = r.slice(test.length + 2);
+  return r;
+}
+
+// A failing (or excluded) node of a verdict ({id, hostname, reasons, rails}) as a list item: its
+// name and a word, then its reasons one entry each (never one line joined by ";").
+export function failingNodeItem(n, word = 'fail') {
+  // "fails with 2 of 2 peers; e.g. <one failing pair>": the example on a line of its own.
+  const reason = (r) => {
+    const k = String(r).indexOf('; e.g. ');
+    return k < 0 ? h('li', {class: 'node-reason'}, words(r))
+      : h('li', {class: 'node-reason'}, words(String(r).slice(0, k)), h('span', {class: 'eg'}, 'e.g. ' + words(String(r).slice(k + 7))));
+  };
+  const reasons = [...(n.reasons || []).map(reason),
+    ...(n.rails || []).filter((r) => r.result === 'fail').map((r) => h('li', {class: 'node-reason'},
+      `rail ${r.rail}${r.device ? ' (' + r.device + ')' : ''}: `, (r.reasons || []).map((x) => words(x)).join(', ') || 'failed'))];
+  return h('li', {class: 'failing-node', dataset: {failingNode: n.id || n.hostname}},
+    h('span', {class: 'node-name'}, n.id ? nodeLink(n.id, n.hostname) : n.hostname), ' ', badge(word),
+    h('ul', {class: 'reasons node-reasons'}, reasons.length ? reasons : h('li', {class: 'node-reason'}, word)));
+}
+
+// Versions a vendor spells two ways ("24.10-1.1.4.0" and "24.10-1.1.4"): the same when their
+// numeric parts agree once trailing zero parts are dropped, and their other parts agree.
+export function sameVersion(x, y) {
+  if (x === y) return true;
+  if (typeof x !== 'string' || typeof y !== 'string') return false;
+  const parts = (v) => {
+    const p = v.trim().replace(/^v/i, '').split(/[.\-_]/).filter((e) => e !== '');
+    while (p.length > 1 && /^0+$/.test(p[p.length - 1])) p.pop();
+    return p.map((e) => (/^[0-9]+$/.test(e) ? String(Number(e)) : e.toLowerCase()));
+  };
+  const a = parts(x), b = parts(y);
+  return a.length > 0 && a.length === b.length && a.every((e, i) => e === b[i]) && /[0-9]/.test(x);
 }
 
 // Natural order of host names: gpu-node-2 before gpu-node-10.

@@ -9,9 +9,14 @@
 //   integrator: starts a check-mode deployment from the form and watches it live to its end
 //               (a node done while the deployment still runs, without reloading); opens a step's
 //               diff (coloured lines; the HTML in it stays text); the campaign's heatmap has one
-//               cell per pair and outlines exactly the pairs the verdict fails (hover and keyboard
-//               tell why); the sign-off's verdict, verification and downloads.
-//   operator:   revalidates from the sign-off page (with confirmation) and follows it live.
+//               cell per pair and outlines and marks (✕) exactly the pairs the verdict fails
+//               (hover and keyboard tell why), its legend's threshold the rule's; the failing
+//               campaign and its sign-off show the failing node and its reason in the first
+//               1280x800 viewport; the heatmap module with synthetic cells (natural order, a
+//               transient not outlined, pass and fail 3:1 apart in luminance); the sign-off's
+//               verdict, verification and downloads.
+//   operator:   revalidates from the sign-off page (with confirmation) and follows it live
+//               (a progress bar while it configures or validates).
 //   every page: no console error, no page error, no dialog (alert), no <img>; a screenshot.
 import {createRequire} from 'node:module';
 import fs from 'node:fs';
@@ -230,6 +235,14 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
       rs.map((r) => [r.dataset.a, r.dataset.b].sort().join('|')).sort());
     expectEq(failing, cfg.failing, 'failing cells');
     expectEq(await fig.locator('rect.fail-mark').count(), cfg.failing.length, 'outlines');
+    // Marked without colour too: a ✕ (or ✕ FAIL) on each failing cell, none elsewhere.
+    expectEq(await fig.locator('text.fail-glyph').count(), cfg.failing.length, 'failure glyphs');
+    if (!(await fig.locator('text.fail-glyph').allTextContents()).every((t) => t.startsWith('✕'))) throw new Error('glyph');
+    // Coloured by the margin to the rule, whose threshold the legend states as the rule text does.
+    expectEq(await fig.getAttribute('data-scale'), 'rule', 'colour scale');
+    const rule = await fig.locator('.rule-text .rule').textContent();
+    const tick = await fig.locator('svg.legend [data-tick="threshold"]').textContent();
+    if (!rule.includes(tick)) throw new Error(`the legend's threshold "${tick}" is not the rule's "${rule}"`);
     await fig.locator('svg.legend').waitFor({timeout: T});
     await shot(page, '16-campaign');
   });
@@ -256,12 +269,110 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     const rows = await page.locator('section.failures table tbody tr').count();
     if (rows < cfg.failing.length) throw new Error(`${rows} failure rows`);
   });
+  // In the first 1280x800 viewport, unscrolled: each failing node's name and its first reason.
+  const firstViewport = async (page, what) => {
+    await page.evaluate(() => window.scrollTo(0, 0));
+    const vh = page.viewportSize().height;
+    if (!cfg.failing_nodes.length) throw new Error('the campaign names no failing node');
+    for (const nd of cfg.failing_nodes) {
+      const li = page.locator(`li.failing-node[data-failing-node="${nd.id}"]`);
+      const name = li.locator('.node-name');
+      const reason = li.locator('.node-reason').first();
+      expectEq((await name.textContent()).trim(), nd.hostname, `${what}: the failing node's name`);
+      // The reason as the verdict words it, up to its first figure (the page writes numbers and
+      // arrows its own way: 1180 for %g's 1.18e+03, → for ->).
+      const want = String(nd.reasons[0]).split(/[0-9]/)[0];
+      const got = (await reason.textContent()).trim();
+      if (!want || !got.startsWith(want)) throw new Error(`${what}: its reason: got ${JSON.stringify(got)}, want ${JSON.stringify(nd.reasons[0])}`);
+      for (const [el, label] of [[name, 'name'], [reason, 'reason']]) {
+        const b = await el.boundingBox();
+        if (!b || b.y < 0 || b.y + b.height > vh) throw new Error(`${what}: the failing node's ${label} is not in the first viewport: ${JSON.stringify(b)}`);
+      }
+    }
+  };
+  await step('integrator: the failing campaign leads with the failing node and its reason (first 1280x800 viewport)', async () => {
+    await go(page, `#/campaigns/${cfg.campaign}`, 'li.failing-node .node-reason');
+    await firstViewport(page, 'campaign');
+    // The counters cannot contradict the verdict: pairs failing the rules apart from failed runs.
+    const cells = await page.locator('tr[data-test="pair-lat"] td').allTextContents();
+    const heads = await page.locator('table', {has: page.locator('tr[data-test="pair-lat"]')}).locator('th').allTextContents();
+    const col = heads.findIndex((x) => x.startsWith('Pairs failing the rules'));
+    if (col < 0 || heads.findIndex((x) => x.startsWith('Runs failed')) < 0) throw new Error('columns: ' + JSON.stringify(heads));
+    expectEq(cells[col], String(cfg.failing_rows), 'pairs failing the rules');
+    // Node and link failures are marked as failures, in words.
+    for (const a of await page.locator('section.failures tr.failing-pair .badge.attr').allTextContents()) {
+      if (!/ failure$/.test(a)) throw new Error('attribution badge: ' + a);
+    }
+    await page.screenshot({path: path.join(cfg.artifacts, '16a-campaign-first-viewport.png')});
+    // 400 px wide: the page is never wider than the window (tables and maps scroll in their box).
+    await page.setViewportSize({width: 400, height: 800});
+    try {
+      await go(page, `#/campaigns/${cfg.campaign}`, 'li.failing-node .node-reason');
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      if (over > 1) throw new Error(`the campaign page is ${over} px wider than a 400-px window`);
+      await shot(page, '16c-campaign-narrow');
+    } finally {
+      await page.setViewportSize({width: 1280, height: 800});
+    }
+  });
+  await step('integrator: the heatmap module: natural order, a transient is no failure, pass and fail differ in luminance', async () => {
+    const r = await page.evaluate(async () => {
+      const src = document.querySelector('script[type="module"][src$="/js/app.js"]').src;
+      const mod = await import(src.replace(/app\.js$/, 'heatmap.js'));
+      const nodes = [{id: 'n10', label: 'node-10'}, {id: 'n2', label: 'node-2'}, {id: 'n1', label: 'node-1'}];
+      const fig = mod.heatmap({title: 'synthetic', metric: 'p50_us', unit: 'µs', better: 'lower', nodes,
+        rule: {op: '<=', threshold: 10, relative: 'median', value: 2, reference: 5},
+        cells: [{i: 1, j: 0, value: 20, fail: true, attributed: 'node', reason: 'p50_us 20, not <= 10'},
+          {i: 2, j: 0, value: 9.9, fail: true, attributed: 'transient', reason: 'retested, passed'},
+          {i: 2, j: 1, value: 5, fail: false}]});
+      fig.id = 'synthetic-map';
+      document.querySelector('main').prepend(fig);
+      const cell = (a, b) => fig.querySelector(`rect.cell[data-a="${a}"][data-b="${b}"], rect.cell[data-a="${b}"][data-b="${a}"]`);
+      const box = (e) => { const b = e.getBBox(); return [b.x, b.y, b.x + b.width, b.y + b.height]; };
+      const inside = (m, c) => { const x = box(m), y = box(c); return x[0] >= y[0] - 1 && x[1] >= y[1] - 1 && x[2] <= y[2] + 1 && x[3] <= y[3] + 1; };
+      const lum = (fill) => {
+        const [r, g, b] = fill.match(/[0-9.]+/g).map(Number).map((v) => {
+          const c = v / 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+        });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+      };
+      const fail = cell('n2', 'n10'), tr = cell('n1', 'n10'), pass = cell('n1', 'n2');
+      const marks = [...fig.querySelectorAll('rect.fail-mark')];
+      const glyphs = [...fig.querySelectorAll('text.fail-glyph')];
+      const lf = lum(getComputedStyle(fail).fill), lp = lum(getComputedStyle(pass).fill), lt = lum(getComputedStyle(tr).fill);
+      const label = (t) => t.firstChild.nodeValue; // its text, without its <title>
+      return {rows: [...fig.querySelectorAll('text.hm-label[data-row]')].map(label),
+        cols: [...fig.querySelectorAll('text.hm-label[data-col]')].map(label),
+        failIs: fail.classList.contains('fail'), transientIs: tr.classList.contains('fail'),
+        marks: marks.length, marksOnFail: marks.every((m) => inside(m, fail)), marksOnTransient: marks.some((m) => inside(m, tr)),
+        glyphs: glyphs.map((g) => g.textContent), glyphOnFail: glyphs.every((g) => inside(g, fail)),
+        transientGlyph: fig.querySelectorAll('text.transient-glyph').length,
+        contrast: (Math.max(lf, lp) + 0.05) / (Math.min(lf, lp) + 0.05), transientDarker: lt > lf,
+        values: [...fig.querySelectorAll('text.hm-value')].map((t) => t.textContent),
+        tick: fig.querySelector('svg.legend [data-tick="threshold"]').textContent,
+        legend: fig.querySelector('svg.legend').getAttribute('aria-label')};
+    });
+    expectEq(r.rows, ['node-2', 'node-10'], 'rows in natural order');
+    expectEq(r.cols, ['node-1', 'node-2'], 'columns in natural order');
+    expectEq([r.failIs, r.transientIs], [true, false], 'fail / transient classes');
+    expectEq([r.marks, r.marksOnFail, r.marksOnTransient], [1, true, false], 'the outline: on the failing cell only');
+    expectEq([r.glyphs.length, r.glyphOnFail, r.transientGlyph], [1, true, 1], 'the ✕ on the failing cell, ↻ on the transient');
+    if (!(r.contrast >= 3)) throw new Error(`pass vs fail luminance contrast ${r.contrast.toFixed(2)}:1, below 3:1`);
+    if (!r.transientDarker) throw new Error('a transient is drawn in the failing colour');
+    expectEq(r.values.sort(), ['20', '5', '9.9'], 'values printed in the cells');
+    expectEq(r.tick, '<= 10 µs'.replace('<=', '≤'), 'the legend\'s threshold tick');
+    await page.locator('#synthetic-map').screenshot({path: path.join(cfg.artifacts, '16b-heatmap-synthetic.png')});
+    await page.evaluate(() => document.getElementById('synthetic-map').remove());
+  });
   await step('integrator: the sign-off shows its verdict, verified, and the failures', async () => {
     await go(page, `#/signoffs/${cfg.signoff}`, '.verify[data-verified="true"]');
     expectEq(await page.locator('.head .badge.verdict').textContent(), cfg.verdict, 'verdict');
     // A TCP baseline is never shown as a bare pass: it says it is a smoke / baseline report.
     expectEq(await page.locator('.head .badge.kind').getAttribute('data-acceptance'), 'no', 'acceptance');
     expectEq(await page.locator('.head .badge.kind').textContent(), 'smoke / baseline report', 'report kind');
+    await page.locator('li.failing-node .node-reason').first().waitFor({timeout: T});
+    await firstViewport(page, 'sign-off');
+    await page.screenshot({path: path.join(cfg.artifacts, '18a-signoff-first-viewport.png')});
     const items = await page.locator('section.card', {has: page.locator('h2', {hasText: 'Failures'})}).locator('li').count();
     if (cfg.verdict === 'fail' && items < 1) throw new Error('no failure listed');
     await shot(page, '18-signoff');
@@ -306,8 +417,10 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     await page.locator('#revalidate').click();
     await page.locator('dialog.confirm button[value="yes"]').click();
     await page.waitForURL(/#\/revalidations\/rv-[0-9a-f]+$/, {timeout: T});
-    await page.waitForFunction(() => ['configuring', 'validating'].includes(document.querySelector('.head')?.dataset.state),
-      null, {timeout: 90000, polling: 100});
+    // Running, it shows a progress bar (the deployment's nodes, then the campaign's rounds).
+    await page.waitForFunction(() => ['configuring', 'validating'].includes(document.querySelector('.head')?.dataset.state) &&
+      document.querySelector('progress#rv-progress') && /of|starts|starting/.test(document.querySelector('label[for="rv-progress"]').textContent),
+    null, {timeout: 90000, polling: 100});
     await shot(page, '20-revalidation-running');
     await page.waitForFunction(() => ['signed', 'failed', 'cancelled'].includes(document.querySelector('.head')?.dataset.state),
       null, {timeout: 240000, polling: 250});

@@ -189,18 +189,25 @@ check "  it ends" wait_for 180 camp_ended
 cp "$T/body" "$T/campaign.json"
 check "  failed, on pair-lat" jqt '.state == "failed" and .result == "fail" and
 	(.verdict.tests[0].failures | length) >= 1' "$T/campaign.json"
+# Three nodes: any two pairs share a node, so the node both failing pairs share is named.
+check "  naming a failing node with its reasons" jqt '[.verdict.nodes[] | select(.result == "fail" and
+	(.reasons | length) >= 1)] | length == 1' "$T/campaign.json"
 signed() { api GET "/api/v1/signoffs?cluster=it" "$VIEWER" >/dev/null && [ "$(jq '.items | length' "$T/body")" -ge 1 ]; }
 check "  and was signed" wait_for 30 signed
 SO=$(jq -r '.items[0].id' "$T/body")
 
-# What the browser must find: the pairs the verdict fails (sorted node ids), the sign-off.
+# What the browser must find: the pairs the verdict fails (sorted node ids; a transient, retested
+# and passed, is no failure), the failing nodes with their reasons, the sign-off.
 jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$OPER" --arg so "$SO" \
 	--arg camp "$CAMP" --arg xss_os "$XSS_OS" --arg xss_host "$XSS_HOST" --arg art "$ART" \
 	--arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" \
 	--slurpfile c "$T/campaign.json" '{url: $url, tokens: {viewer: $viewer, integrator: $integ, operator: $oper},
 	signoff: $so, campaign: $camp, xss_os: $xss_os, xss_host: $xss_host, artifacts: $art, downloads: $dl,
 	chromium: $chromium, playwright: $pw, deploy_playbook: $pb, nodes: ($c[0].nodes | length),
-	failing: ([$c[0].verdict.tests[0].failures[] | [.a, .b] | sort | join("|")] | unique),
+	failing: ([$c[0].verdict.tests[0].failures[] | select(.attributed != "transient") | [.a, .b] | sort | join("|")] | unique),
+	failing_rows: ($c[0].verdict.tests[0] | ([.failures[] | select(.attributed != "transient")] | length) +
+		((.failures_total // 0) - (.failures | length))),
+	failing_nodes: [$c[0].verdict.nodes[] | select(.result == "fail") | {id, hostname, reasons}],
 	verdict: $c[0].result}' >"$T/portal.json"
 rm -rf "$ART" && mkdir -p "$ART" "$T/downloads"
 echo "browser: node $("${BRUN[@]}" node --version), $("${BRUN[@]}" "$CHROMIUM" --version 2>/dev/null | head -1)," \

@@ -5,7 +5,7 @@
 // verifies them offline, and, for roles that may, Revalidate.
 
 import {h, clear, fill, badge, verdictOf, timeEl, soLink, campLink, sortableTable, notice, section, kv, coalesce,
-        naturalCompare, fmtNum} from '../dom.js';
+        naturalCompare, fmtNum, fmtTime, fmtActor, words, failingNodeItem, attributionBadge, sameVersion} from '../dom.js';
 import {confirmDialog} from './confirm.js';
 
 export async function signoffsView(ctx) {
@@ -23,7 +23,7 @@ export async function signoffsView(ctx) {
       {key: 'campaign', label: 'Campaign', render: (s) => campLink(s.campaign)},
       {key: 'baseline', label: 'Baseline', render: (s) => (s.baseline ? soLink(s.baseline) : '—')},
       {key: 'created', label: 'Signed', numeric: true, value: (s) => -s.created_at_ms, render: (s) => timeEl(s.created_at_ms)},
-      {key: 'actor', label: 'By', render: (s) => s.actor},
+      {key: 'actor', label: 'By', render: (s) => fmtActor(s.actor)},
     ],
     rowAttrs: (s) => ({dataset: {signoff: s.id}}),
     empty: 'No sign-off yet.',
@@ -67,6 +67,7 @@ function configDifferences(nodes) {
   const per = nodes.map((n) => ({host: n.hostname, f: flat(n.snapshot)}));
   const fields = new Set(per.flatMap((p) => Object.keys(p.f)));
   const rows = [];
+  const spelled = [];
   for (const field of [...fields].sort()) {
     const groups = new Map();
     for (const p of per) {
@@ -75,34 +76,61 @@ function configDifferences(nodes) {
       groups.get(v).push(p.host);
     }
     if (groups.size < 2) continue;
+    // One version spelled two ways (24.10-1.1.4.0 and 24.10-1.1.4) is no difference: said apart.
+    const values = [...groups.keys()];
+    if (values.every((v) => sameVersion(v, values[0]))) {
+      spelled.push({field, values});
+      continue;
+    }
     for (const [value, hosts] of [...groups].sort((a, b) => b[1].length - a[1].length)) {
       rows.push({field, value, hosts: hosts.sort(naturalCompare)});
     }
   }
+  rows.spelled = spelled;
   return rows;
 }
 
+// What failed, from the signed report's evaluation (the campaign's verdict): the failing nodes
+// with their reasons, one entry each; links; the failing pairs (transients apart: not failures);
+// nodes left out. Returns {items: [Node], count}.
 function failures(report) {
   const ev = report.evaluation || {};
-  const parts = [];
-  const bad = (ev.nodes || []).filter((n) => n.result === 'fail');
-  for (const n of bad) {
-    parts.push(h('li', null, `${n.hostname}: `, [...(n.reasons || []), ...(n.rails || [])
-      .filter((r) => r.result === 'fail').map((r) => `rail ${r.rail} (${r.device}): ${(r.reasons || []).join('; ')}`)].join('; ') || 'failed'));
-  }
-  for (const l of ev.links || []) {
-    parts.push(h('li', null, `${l.test}: ${l.a_host} ↔ ${l.b_host}${l.rail === null || l.rail === undefined ? '' : ' rail ' + l.rail}: ${(l.reasons || []).join('; ')}`));
-  }
   const hosts = new Map((report.nodes || []).map((n) => [n.id, n.hostname]));
-  for (const t of ev.tests || []) {
-    for (const f of t.failures || []) {
-      if (f.attributed === 'node' || f.attributed === 'link') continue; // named above
-      parts.push(h('li', null, `${t.name}: ${hosts.get(f.a) || f.a} ↔ ${hosts.get(f.b) || f.b}` +
-        `${f.rail === null || f.rail === undefined ? '' : ' rail ' + f.rail} (${f.attributed}): ${f.reason}`));
-    }
+  const hostOf = (x) => hosts.get(x) || x;
+  const out = [];
+  const bad = (ev.nodes || []).filter((n) => n.result === 'fail').sort((a, b) => naturalCompare(a.hostname, b.hostname));
+  if (bad.length) out.push(h('h3', null, 'Failing nodes'), h('ul', {class: 'failing-nodes'}, bad.map((n) => failingNodeItem(n, 'fail'))));
+  if ((ev.links || []).length) {
+    out.push(h('h3', null, 'Failing links'), h('ul', {class: 'reasons'}, ev.links.map((l) => h('li', null,
+      `${l.a_host} ↔ ${l.b_host}${l.rail === null || l.rail === undefined ? '' : ', rail ' + l.rail} (${l.test}): `,
+      (l.reasons || []).map((r) => words(r, l.test)).join(', ')))));
   }
-  for (const n of ev.left_out || []) parts.push(h('li', null, `${n.hostname} left out: ${n.reason}`));
-  return parts;
+  const pairs = [], transients = [];
+  for (const t of ev.tests || []) {
+    for (const f of t.failures || []) (f.attributed === 'transient' ? transients : pairs).push({t, f});
+  }
+  if (pairs.length) {
+    out.push(sortableTable({
+      caption: 'Failing pairs, by test',
+      columns: [
+        {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => h('span', {class: 'nowrap'}, r.t.name)},
+        {key: 'pair', label: 'Pair', value: (r) => hostOf(r.f.a), render: (r) => `${hostOf(r.f.a)} ↔ ${hostOf(r.f.b)}`},
+        {key: 'rail', label: 'Rail', render: (r) => (r.f.rail === null || r.f.rail === undefined ? '—' : String(r.f.rail))},
+        {key: 'attr', label: 'Attributed to', value: (r) => r.f.attributed, render: (r) => attributionBadge(r.f.attributed)},
+        {key: 'reason', label: 'Reason', render: (r) => words(r.f.reason, r.t.name)},
+      ],
+      rows: pairs,
+      rowAttrs: (r) => ({class: 'failing-pair', dataset: {attr: r.f.attributed || ''}}),
+    }).el);
+  }
+  if (transients.length) {
+    out.push(h('p', {class: 'transients'}, attributionBadge('transient'), ' not failures: ',
+      transients.map(({t, f}) => `${hostOf(f.a)} ↔ ${hostOf(f.b)} (${t.name})`).join(', ')));
+  }
+  if ((ev.left_out || []).length) {
+    out.push(h('h3', null, 'Left out'), h('ul', {class: 'reasons'}, ev.left_out.map((n) => h('li', null, `${n.hostname}: ${words(n.reason)}`))));
+  }
+  return {items: out, count: bad.length + (ev.links || []).length + pairs.length};
 }
 
 // How to verify the downloaded files offline (docs/signoff.md, "Verifying"): the railyard
@@ -127,7 +155,8 @@ export async function signoffView(ctx, id) {
   const so = await api.get('/api/v1/signoffs/' + api.enc(id));
   ctx.title(`${so.id} ${so.verdict}`);
   const verifyEl = h('div', {class: 'verify', dataset: {verified: 'pending'}}, h('span', {class: 'mute'}, 'Checking the signature…'));
-  const fail = h('div', null, h('p', {class: 'mute'}, 'Loading the report…'));
+  const fail = h('div', {class: 'failures'}, h('p', {class: 'mute'}, 'Loading the report…'));
+  const regress = h('div', {class: 'regressions'});
   const diffs = h('div', null, h('p', {class: 'mute'}, 'Loading the report…'));
   const status = h('div');
   const actions = h('div', {class: 'actions'});
@@ -154,21 +183,33 @@ export async function signoffView(ctx, id) {
     }}}, 'Revalidate'));
   }
 
+  // The verdict and what failed lead; the report's metadata, the configuration and the
+  // downloads follow.
+  const lead = so.headline || so.verdict;
   ctx.root.append(
     h('div', {class: 'head'}, h('h1', null, 'Sign-off ', h('span', null, so.id)), verdictOf(so, 'verdict')),
     status, actions,
-    section('Verdict', kv([
-      ['Verdict', verdictOf(so)], ['Cluster', so.cluster], ['Kind', so.kind],
-      ['Acceptance', so.acceptance ? 'an acceptance sign-off' : 'no: ' + ((so.acceptance_reasons || []).join('; ') || 'a smoke / baseline report')],
-      ['Campaign', campLink(so.campaign)], ['Baseline', so.baseline ? soLink(so.baseline) : null],
-      ['Signed', timeEl(so.created_at_ms)], ['By', so.actor], ['Report SHA-256', h('code', null, so.sha256)],
-      ['Nodes covered', String((so.covered || []).length)],
-      ['Still describes the cluster', so.stale ? h('span', {class: 'stale'}, badge('stale'), ' no:') : badge('current')],
-    ]), so.stale ? h('ul', {class: 'reasons stale-reasons'}, so.reasons.map((r) => h('li', null, r))) : null,
-    h('h3', null, 'Summary'), h('ul', {class: 'findings'}, (so.summary || []).map((l) => h('li', null, l)))),
+    h('section', {class: ['card', 'verdict-card', 'verdict-' + so.verdict], dataset: {verdict: so.verdict}},
+      h('h2', null, so.verdict === 'pass' ? 'Verdict' : 'Verdict and failures'),
+      h('p', {class: 'verdict-line'}, badge(so.verdict), ' ', `${lead} (${so.cluster}, ${(so.covered || []).length} nodes covered)`),
+      so.acceptance ? null : h('div', {class: 'acceptance-no'},
+        h('p', null, 'Not an acceptance sign-off, because:'),
+        h('ul', {class: 'reasons'}, (so.acceptance_reasons || ['not an acceptance sign-off']).map((r) => h('li', null, r)))),
+      (so.excluded_nodes || []).length ? [h('h3', null, 'Excluded nodes (judged without them)'),
+        h('ul', {class: 'failing-nodes'}, so.excluded_nodes.map((n) => failingNodeItem(n, 'excluded')))] : null,
+      so.stale ? [h('p', {class: 'stale'}, badge('stale'), ' It no longer describes the cluster:'),
+        h('ul', {class: 'reasons stale-reasons'}, (so.reasons || []).map((r) => h('li', null, r)))] : null,
+      regress, fail),
     section('Verification', verifyEl),
-    section('Failures', fail),
+    section('Summary', h('ul', {class: 'findings'}, (so.summary || []).map((l) => h('li', null, words(l))))),
     section('Configuration differences', diffs),
+    section('Details', kv([
+      ['Cluster', so.cluster], ['Kind', so.kind],
+      ['Campaign', campLink(so.campaign)], ['Baseline', so.baseline ? soLink(so.baseline) : null],
+      ['Signed', timeEl(so.created_at_ms)], ['By', fmtActor(so.actor)], ['Report SHA-256', h('code', null, so.sha256)],
+      ['Nodes covered', String((so.covered || []).length)],
+      ['Still describes the cluster', so.stale ? badge('stale') : badge('current')],
+    ])),
     section('Downloads',
       h('div', {class: 'downloads'}, file('signoff.json'), file('signoff.p7s'), file('signoff.html'),
         h('a', {href: '/api/v1/ca.pem', download: 'ca.pem', class: 'button-link', dataset: {file: 'ca.pem'}}, 'ca.pem')),
@@ -182,7 +223,7 @@ export async function signoffView(ctx, id) {
       const v = await api.get(`/api/v1/signoffs/${api.enc(so.id)}/verify`);
       verifyEl.dataset.verified = String(Boolean(v.verified));
       fill(verifyEl, v.verified
-        ? h('p', null, badge('verified'), ` The stored report and its signature verify against the controller's CA: signed by ${v.signer} at ${v.signed_at}.`)
+        ? h('p', null, badge('verified'), ` The stored report and its signature verify against the controller's CA: signed by ${v.signer} at ${Number.isNaN(Date.parse(v.signed_at)) ? v.signed_at : fmtTime(Date.parse(v.signed_at))}.`)
         : h('p', null, badge('failed'), ` The stored report does not verify: ${v.reason || 'status ' + v.status}.`));
     } catch (e) {
       verifyEl.dataset.verified = 'unknown';
@@ -194,34 +235,36 @@ export async function signoffView(ctx, id) {
     const report = await api.get(`/api/v1/signoffs/${api.enc(so.id)}/signoff.json`);
     if (ctx.dead) return;
     const fl = failures(report);
-    fill(fail, fl.length ? h('ul', {class: 'reasons'}, fl) : h('p', null, 'No failure: every test passed.'));
+    fill(fail, fl.count ? fl.items : [h('p', null, so.verdict === 'pass' ? 'No failure: every test passed.' : 'No failing node, link or pair.'), fl.items]);
     const rows = configDifferences(report.nodes || []);
     const parts = [];
     const cmp = report.comparison;
+    const plain = (v) => (v === null || v === undefined ? '(absent)' : typeof v === 'object' ? JSON.stringify(v) : String(v));
     if (cmp) {
+      const reg = cmp.regressions || [];
+      const tol = cmp.tolerance || {};
+      const pct = (x) => (typeof x === 'number' ? `${fmtNum(x, 3)} %` : 'not recorded');
+      fill(regress, h('h3', null, `Against the baseline ${report.baseline ? report.baseline.id : ''}: ` +
+        `${reg.length} regression${reg.length === 1 ? '' : 's'} beyond the tolerance (bandwidth ${pct(tol.bw_pct)}, latency ${pct(tol.lat_pct)})`),
+      reg.length ? sortableTable({caption: 'Regressions', columns: [
+        {key: 'test', label: 'Test', render: (m) => m.test}, {key: 'field', label: 'Field', render: (m) => m.field},
+        {key: 'pair', label: 'Pair', render: (m) => `${m.a}${m.b ? ' ↔ ' + m.b : ''}`},
+        {key: 'base', label: 'Baseline', numeric: true, render: (m) => fmtNum(m.baseline, 4)},
+        {key: 'cur', label: 'Now', numeric: true, render: (m) => fmtNum(m.current, 4)},
+        {key: 'delta', label: 'Change', numeric: true, render: (m) => `${fmtNum(m.delta_pct, 3)} %`},
+      ], rows: reg}).el : null);
       parts.push(h('h3', null, `Against the baseline ${report.baseline ? report.baseline.id : ''}`));
       if ((cmp.drift || []).length) {
         parts.push(sortableTable({caption: 'Configuration drift since the baseline', columns: [
           {key: 'field', label: 'Field', render: (d) => d.field},
-          {key: 'from', label: 'Baseline', render: (d) => JSON.stringify(d.from)},
-          {key: 'to', label: 'Now', render: (d) => JSON.stringify(d.to)},
+          {key: 'from', label: 'Baseline', render: (d) => plain(d.from)},
+          {key: 'to', label: 'Now', render: (d) => plain(d.to)},
           {key: 'nodes', label: 'Nodes', render: (d) => (d.nodes || []).join(', ')},
-        ], rows: cmp.drift}).el);
+          {key: 'note', label: 'Note', render: (d) => (sameVersion(plain(d.from), plain(d.to)) ? 'the same version, spelled differently' : '')},
+        ], rows: cmp.drift, rowAttrs: (d) => (sameVersion(plain(d.from), plain(d.to)) ? {class: 'mute'} : null)}).el);
       } else parts.push(h('p', null, 'No configuration drift since the baseline.'));
       if ((cmp.nodes_added || []).length) parts.push(h('p', null, 'Nodes added: ' + cmp.nodes_added.join(', ')));
       if ((cmp.nodes_removed || []).length) parts.push(h('p', null, 'Nodes removed: ' + cmp.nodes_removed.join(', ')));
-      const reg = cmp.regressions || [];
-      parts.push(h('p', null, `${reg.length} regression${reg.length === 1 ? '' : 's'} beyond the tolerance ` +
-        `(bandwidth ${cmp.tolerance ? cmp.tolerance.bw_pct : '?'} %, latency ${cmp.tolerance ? cmp.tolerance.lat_pct : '?'} %)`));
-      if (reg.length) {
-        parts.push(sortableTable({caption: 'Regressions', columns: [
-          {key: 'test', label: 'Test', render: (m) => m.test}, {key: 'field', label: 'Field', render: (m) => m.field},
-          {key: 'pair', label: 'Pair', render: (m) => `${m.a}${m.b ? ' ↔ ' + m.b : ''}`},
-          {key: 'base', label: 'Baseline', numeric: true, render: (m) => fmtNum(m.baseline, 4)},
-          {key: 'cur', label: 'Now', numeric: true, render: (m) => fmtNum(m.current, 4)},
-          {key: 'delta', label: 'Change', numeric: true, render: (m) => `${fmtNum(m.delta_pct, 3)} %`},
-        ], rows: reg}).el);
-      }
     }
     parts.push(h('h3', null, 'Between the nodes'));
     parts.push(rows.length ? sortableTable({caption: 'Where the nodes\' configurations differ', columns: [
@@ -229,6 +272,10 @@ export async function signoffView(ctx, id) {
       {key: 'value', label: 'Value', render: (r) => r.value},
       {key: 'hosts', label: 'Nodes', render: (r) => r.hosts.join(', ')},
     ], rows}).el : h('p', null, 'The nodes are configured alike.'));
+    if (rows.spelled.length) {
+      parts.push(h('p', {class: 'mute'}, 'Spelled differently, the same version: ',
+        rows.spelled.map((x) => `${x.field} (${x.values.join(' and ')})`).join('; '), '.'));
+    }
     fill(diffs, ...parts);
   })().catch((e) => {
     if (ctx.dead) return;
