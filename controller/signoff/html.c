@@ -1351,7 +1351,7 @@ static double scale_t(const struct scale *sc, double v, bool bad)
 
 /* Passing cells take viridis from PASS_T0 up, failing ones its dark end (0): every pass is at
  * least 3:1 from a fail in WCAG contrast, whatever its margin (test_signoff_html checks it). */
-#define PASS_T0 0.4
+#define PASS_T0 0.45
 
 /* The colour place of a cell: 0 fails; a pass PASS_T0 + its place on the scale. */
 static double colour_t(const struct scale *sc, double v, bool bad)

@@ -16,8 +16,10 @@ export const SVG_MAX = 48;
 // Cells at least this wide print their value; FAIL_WORD_MIN wide say FAIL beside the ✕.
 export const VALUE_MIN = 34;
 const FAIL_WORD_MIN = 48;
-// A passing cell never takes the failing colour: its t is at least PASS_MIN.
-export const PASS_MIN = 0.15;
+// Passing cells take the palette from PASS_MIN up (PASS_MIN + (1 - PASS_MIN) x their place on
+// the scale), failing ones its dark end: every pass, however thin its margin, is at least 3:1
+// from every fail in luminance (the signed HTML does the same: controller/signoff/html.c).
+export const PASS_MIN = 0.45;
 
 // matplotlib's viridis at 0, 1/9, ..., 1.
 const VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 73, 137], [49, 104, 142], [38, 130, 142],
@@ -94,7 +96,7 @@ export function heatmap(opts) {
   for (const c of cells) if (finite(c.value) && c.value > vmax) vmax = c.value;
   const scale = colourScale({rule, better, max: vmax});
   for (const c of cells) {
-    c.t = !finite(c.value) ? null : c.fail ? 0 : Math.max(PASS_MIN, scale.tOf(c.value));
+    c.t = !finite(c.value) ? null : c.fail ? 0 : PASS_MIN + (1 - PASS_MIN) * scale.tOf(c.value);
   }
   const u = unit ? ' ' + unit : '';
   const byKey = new Map(cells.map((c) => [`${c.i},${c.j}`, c]));
@@ -307,7 +309,7 @@ function legend({id, scale, rule, better, unit, vmax, transients}) {
   if (scale.T !== null) {
     const T = scale.T;
     const at50 = lower ? T * 0.5 : T * 1.5;
-    const xOf = (v) => X0 + (Math.max(PASS_MIN, scale.tOf(v)) - PASS_MIN) / (1 - PASS_MIN) * (X1 - X0);
+    const xOf = (v) => X0 + scale.tOf(v) * (X1 - X0);
     parts.push(s('defs', null, s('linearGradient', {id: lg, x1: '0', x2: '1', y1: '0', y2: '0'}, stops(PASS_MIN))),
       s('rect', {x: '0', y: '16', width: String(X0 - 2), height: '16', fill: viridis(0)}),
       s('text', {x: String((X0 - 2) / 2), y: '24', class: 'hm-legend hm-legend-inv', 'text-anchor': 'middle',

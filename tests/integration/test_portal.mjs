@@ -348,6 +348,8 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
         glyphs: glyphs.map((g) => g.textContent), glyphOnFail: glyphs.every((g) => inside(g, fail)),
         transientGlyph: fig.querySelectorAll('text.transient-glyph').length,
         contrast: (Math.max(lf, lp) + 0.05) / (Math.min(lf, lp) + 0.05), transientDarker: lt > lf,
+        // The transient passed by 1 %: the thinnest margin, the darkest a pass is drawn.
+        thinContrast: (Math.max(lf, lt) + 0.05) / (Math.min(lf, lt) + 0.05),
         values: [...fig.querySelectorAll('text.hm-value')].map((t) => t.textContent),
         tick: fig.querySelector('svg.legend [data-tick="threshold"]').textContent,
         legend: fig.querySelector('svg.legend').getAttribute('aria-label')};
@@ -359,6 +361,7 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     expectEq([r.glyphs.length, r.glyphOnFail, r.transientGlyph], [1, true, 1], 'the ✕ on the failing cell, ↻ on the transient');
     if (!(r.contrast >= 3)) throw new Error(`pass vs fail luminance contrast ${r.contrast.toFixed(2)}:1, below 3:1`);
     if (!r.transientDarker) throw new Error('a transient is drawn in the failing colour');
+    if (!(r.thinContrast >= 3)) throw new Error(`a pass by 1 % vs a fail: contrast ${r.thinContrast.toFixed(2)}:1, below 3:1`);
     expectEq(r.values.sort(), ['20', '5', '9.9'], 'values printed in the cells');
     expectEq(r.tick, '<= 10 µs'.replace('<=', '≤'), 'the legend\'s threshold tick');
     await page.locator('#synthetic-map').screenshot({path: path.join(cfg.artifacts, '16b-heatmap-synthetic.png')});

@@ -906,7 +906,7 @@ static json_t *transient_doc(void)
  * outlined nor listed with the failures; the fills of passing and failing pairs differ in
  * luminance (WCAG 2 relative luminance from the cell's rgb fill). Luminance is what survives
  * every colour-vision deficiency and greyscale printing, and viridis is monotonic in it: a
- * pass is always lighter than a fail: passes take viridis from 0.4 up, so that even one with a
+ * pass is always lighter than a fail: passes take viridis from 0.45 up, so that even one with a
  * thin margin (pair-bw here: 5 %) is at least 3:1 from any fail; a fail is also told apart by
  * the ✕ and the outline (checked for every failing cell). */
 static void test_failing_report(void **state)
