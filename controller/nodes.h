@@ -18,10 +18,35 @@
 #define CTL_FACTS_DERIVED_VERSION 2
 extern const struct store_facts_deriver ctl_facts_deriver;
 
+/* What a node's health is derived from (all borrowed; NULL: not known). */
+struct ctl_health_in {
+	const char *state;	/* the node's: online, offline, enrolled, revoked */
+	const json_t *snapshot; /* so_snapshot() of its facts; NULL: none reported */
+	const char *signoff_id; /* its cluster's newest sign-off */
+	const json_t
+		*verdict_node; /* that sign-off's verdict row for it: {result, reasons, rails} */
+	const char *deployment_id;  /* its cluster's newest applied (not check-mode) deployment */
+	const char *playbook;	    /* that deployment's playbook "NAME VERSION" */
+	const char *deploy_state;   /* the node's state in it (NULL: it was not a target) */
+	const char *deploy_message; /* the node's message in it */
+	const char *failed_step;    /* the first failed step's name on the node, and its message */
+	const char *failed_message;
+};
+
+/* A node's health, a pure function of in (docs/rest-api.md, "Node health"): {state: healthy |
+ * failing | degraded | unknown, reasons: [text], problems: [{severity: failing | degraded |
+ * unknown, source: signoff | deployment | port | rate | pcie | node, device?, text}]}. failing:
+ * the newest sign-off fails or excluded it, the newest deployment failed on it, or an HCA port
+ * is not ACTIVE; degraded: an active port slower than its fastest rails, or an HCA's PCIe link
+ * below what it is capable of; unknown: nothing wrong known, but offline, revoked, never
+ * connected or without facts. New reference, or NULL on allocation failure. */
+json_t *ctl_node_health(const struct ctl_health_in *in);
+
 /* Every node ordered as the store lists them (cluster, hostname): [{id, hostname, cluster,
  * state, cert_serial, cert_fingerprint, enrolled_at_ms, last_seen_ms, agent_version, facts
  * (only with_facts: ~11 KB a node), summary, signoff: {state: current | stale | uncovered |
- * none, signoff, reasons}}]. cluster and state (NULL: any) filter. New reference. */
+ * none, signoff, reasons}, health (ctl_node_health())}]. cluster and state (NULL: any) filter. New
+ * reference. */
 __attribute__((warn_unused_result)) int ctl_nodes_list(struct store *st, const char *cluster,
 						       const char *state, bool with_facts,
 						       json_t **ret, struct ctl_error *err);
