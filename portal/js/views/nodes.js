@@ -201,7 +201,10 @@ export async function nodesView(ctx) {
   };
   ctx.on('node.online', onState('online'));
   ctx.on('node.offline', onState('offline'));
-  for (const t of ['deployment.state', 'signoff.created']) ctx.on(t, refresh);
+  // A node's health follows the newest applied deployment and sign-off: read again when one ends
+  // or is made (not at every state a deployment passes through).
+  ctx.on('deployment.state', (ev) => { if (['succeeded', 'partial', 'failed', 'cancelled'].includes(ev.state)) refresh(); });
+  ctx.on('signoff.created', refresh);
   ctx.on('reset', refresh);
   await load();
   // After the first read: a stream that connects meanwhile need not cost another 11 MB.
@@ -228,8 +231,9 @@ function problemItems(problems) {
   if (so.length) {
     const m = /^((?:failed|excluded from) sign-off|sign-off) (\S+?):?(?: |$)/.exec(so[0].text);
     const head = m ? `${m[1] === 'sign-off' ? 'Rails failed by sign-off' : m[1][0].toUpperCase() + m[1].slice(1)} ${m[2]}` : 'Newest sign-off';
-    items.push(h('li', {class: 'sev-failing', dataset: {source: 'signoff', severity: 'failing'}}, icon('failing'), ' ', head, ':',
-      h('ul', null, so.map((p) => h('li', null, p.text.replace(/^(?:(?:failed|excluded from) )?sign-off \S+: /, ''))))));
+    const why = so.map((p) => p.text.replace(/^(?:(?:failed|excluded from) )?sign-off \S+: /, '')).filter((t, i) => t !== so[i].text);
+    items.push(h('li', {class: 'sev-failing', dataset: {source: 'signoff', severity: 'failing'}}, icon('failing'), ' ', head,
+      why.length ? [':', h('ul', null, why.map((t) => h('li', null, t)))] : null));
   }
   for (const p of problems) {
     if (p.source === 'signoff') continue;
