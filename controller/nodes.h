@@ -22,6 +22,7 @@ extern const struct store_facts_deriver ctl_facts_deriver;
 struct ctl_health_in {
 	const char *state;	/* the node's: online, offline, enrolled, revoked */
 	const json_t *snapshot; /* so_snapshot() of its facts; NULL: none reported */
+	const json_t *ports;	/* ctl_node_port_problems() of it, when derived already */
 	const char *signoff_id; /* its cluster's newest sign-off */
 	const json_t
 		*verdict_node; /* that sign-off's verdict row for it: {result, reasons, rails} */
@@ -41,6 +42,10 @@ struct ctl_health_in {
  * below what it is capable of; unknown: nothing wrong known, but offline, revoked, never
  * connected or without facts. New reference, or NULL on allocation failure. */
 json_t *ctl_node_health(const struct ctl_health_in *in);
+/* The problems of a snapshot's HCA ports and PCIe links alone (as ctl_node_health() finds them):
+ * a pure function; the listings keep its result by snapshot, so as not to parse every node's
+ * snapshot at every request. New reference, or NULL on allocation failure. */
+json_t *ctl_node_port_problems(const json_t *snapshot);
 
 /* Every node ordered as the store lists them (cluster, hostname): [{id, hostname, cluster,
  * state, cert_serial, cert_fingerprint, enrolled_at_ms, last_seen_ms, agent_version, facts

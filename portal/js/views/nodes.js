@@ -67,8 +67,8 @@ export function healthOf(n) {
 }
 export function healthBadge(hl) {
   const k = HEALTH[hl.state];
-  return h('span', {class: ['badge', 'health', 'tone-' + k.tone, 'health-' + hl.state], dataset: {health: hl.state}},
-    h('span', {class: 'icon', 'aria-hidden': 'true'}, k.icon), ' ', hl.state);
+  return h('span', {class: `badge health tone-${k.tone} health-${hl.state}`, dataset: {health: hl.state}},
+    h('span', {class: 'icon', 'aria-hidden': 'true'}, k.icon), ' ' + hl.state);
 }
 // What is wrong, in a few words a problem ("sign-off failed · mlx5_3 DOWN · mlx5_5 slow"); the
 // reasons in full are the cell's title and the node page's first section.
@@ -86,12 +86,13 @@ export function healthGist(hl) {
   }
   return words.join(' · ');
 }
+// The cell: the badge, and the gist beneath it unless the node's state (its own column) is all
+// there is to say (an offline node with nothing else known: most of a large fleet at times).
 function healthCell(n) {
   const hl = healthOf(n);
-  const why = hl.reasons || [];
-  const gist = healthGist(hl);
-  return h('span', {class: 'health-cell', title: why.join('\n') || null}, healthBadge(hl),
-    gist ? h('span', {class: 'health-why'}, gist) : null);
+  const problems = hl.problems || [];
+  if (!problems.some((p) => p.source !== 'node')) return healthBadge(hl);
+  return h('span', {title: (hl.reasons || []).join('\n')}, healthBadge(hl), h('span', {class: 'health-why'}, healthGist(hl)));
 }
 
 // The sign-off's coverage: current means "still described by the newest sign-off", not "OK".
@@ -230,7 +231,8 @@ function problemItems(problems) {
   const so = problems.filter((p) => p.source === 'signoff');
   if (so.length) {
     const m = /^((?:failed|excluded from) sign-off|sign-off) (\S+?):?(?: |$)/.exec(so[0].text);
-    const head = m ? `${m[1] === 'sign-off' ? 'Rails failed by sign-off' : m[1][0].toUpperCase() + m[1].slice(1)} ${m[2]}` : 'Newest sign-off';
+    const how = {'sign-off': 'Rails failed by sign-off', 'failed sign-off': 'Failed by sign-off', 'excluded from sign-off': 'Excluded from sign-off'};
+    const head = m ? `${how[m[1]]} ${m[2]}` : 'Newest sign-off';
     const why = so.map((p) => p.text.replace(/^(?:(?:failed|excluded from) )?sign-off \S+: /, '')).filter((t, i) => t !== so[i].text);
     items.push(h('li', {class: 'sev-failing', dataset: {source: 'signoff', severity: 'failing'}}, icon('failing'), ' ', head,
       why.length ? [':', h('ul', null, why.map((t) => h('li', null, t)))] : null));
