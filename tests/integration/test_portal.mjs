@@ -10,8 +10,9 @@
 //               node that reports HTML as its host name and OS shows it as text and runs nothing;
 //               no mutating control on any page; a crafted POST refused (403); a narrow window.
 //   integrator: the failed deployment names its step and message in the list, its page and the
-//               node's row, its skipped steps one line; starts a check-mode deployment from
-//               the form and watches it live to its end (the pause between batches shown)
+//               node's row, its skipped steps one line; reuses an uploaded playbook and checks
+//               one in the form; starts a check-mode deployment from the form and watches it
+//               live to its end (the pause between batches shown)
 //               (a node done while the deployment still runs, without reloading); opens a step's
 //               diff (coloured lines; the HTML in it stays text); the campaign's heatmap has one
 //               cell per pair and outlines exactly the pairs the verdict fails (hover and keyboard
@@ -261,7 +262,16 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     await page.locator('details.new > summary').click();
     await page.locator('#dep-cluster option[value="it"]').waitFor({state: 'attached', timeout: T});
     await page.locator('#dep-cluster').selectOption('it');
+    // An uploaded playbook can be reused: choosing it fills the text.
+    const up = page.locator('#dep-uploaded option', {hasText: 'hca-up 1'});
+    await up.waitFor({state: 'attached', timeout: T});
+    await page.locator('#dep-uploaded').selectOption(await up.getAttribute('value'));
+    await page.waitForFunction(() => document.querySelector('#dep-playbook').value.includes('name: hca-up'), null, {timeout: T});
+    // The text is checked before anything starts (a broken one would answer 400, which the
+    // browser logs as a console error: not exercised here).
     await page.locator('#dep-playbook').fill(cfg.deploy_playbook);
+    await page.locator('#dep-check-playbook').click();
+    await page.locator('.check-status .check-ok', {hasText: 'portal-check 1.0'}).waitFor({timeout: T});
     if (!await page.locator('#dep-check').isChecked()) throw new Error('check mode is not the default');
     await page.locator('#dep-batch').fill('1');
     await page.locator('#dep-canary').fill('0');

@@ -183,6 +183,8 @@ steps:
   - {name: hca ports active, type: assert, params: {that: [{fact: "rdma.devices[*].ports[*].state", op: "==", value: ACTIVE, message: every HCA port must be ACTIVE}]}}
   - {name: facts readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}
   - {name: still readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}'
+check "hca-up uploaded as a playbook of cluster it (the deployment form offers it): 201" test "$(api POST \
+	/api/v1/playbooks "$INTEG" "$(jq -n --arg pb "$HCA_UP" '{cluster: "it", playbook: $pb}')")" = 201
 check "a deployment of hca-up: 201" test "$(api POST /api/v1/deployments "$INTEG" "$(jq -n --arg pb "$HCA_UP" \
 	'{cluster: "it", playbook: $pb, check: false, batch: "100%", canary: 0, pause_ms: 0, max_fail: "1"}')")" = 201
 HCA_DEP=$(jq -r .id "$T/body")

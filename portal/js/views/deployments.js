@@ -44,6 +44,36 @@ function playbookForm(ctx, {kind, fields, submit}) {
   file.addEventListener('change', async () => {
     if (file.files && file.files[0]) text.value = await file.files[0].text();
   });
+  // A deployment may reuse a playbook uploaded before (newest first), and check the text before
+  // it starts anything (POST /api/v1/playbooks/check: nothing is stored).
+  let reuse = null, checkBtn = null;
+  const checkOut = h('div', {class: 'check-status', role: 'status'});
+  if (kind === 'dep') {
+    reuse = h('select', {id: id('uploaded')}, h('option', {value: ''}, 'none: a file or the text below'));
+    reuse.addEventListener('change', async () => {
+      if (!reuse.value) return;
+      try {
+        text.value = (await api.get('/api/v1/playbooks/' + api.enc(reuse.value))).text || '';
+      } catch (e) { fill(checkOut, notice('Could not read the playbook: ' + e.message)); }
+    });
+    checkBtn = h('button', {type: 'button', id: id('check-playbook'), on: {click: async () => {
+      clear(checkOut);
+      checkBtn.disabled = true;
+      try {
+        const body = {playbook: text.value};
+        if (cluster.value) body.cluster = cluster.value;
+        const r = await api.post('/api/v1/playbooks/check', body);
+        checkOut.append(h('p', {class: 'check-ok', dataset: {valid: 'true'}}, h('span', {class: 'icon', 'aria-hidden': 'true'}, '✓ '),
+          `Valid: ${r.name} ${r.version}, ${(r.steps || []).length} step${(r.steps || []).length === 1 ? '' : 's'}` +
+          ((r.steps || []).length ? ` (${r.steps.map((x) => x.name).join(', ')})` : '')));
+      } catch (e) {
+        checkOut.append(h('div', {dataset: {valid: 'false'}}, notice(e.message),
+          e.details ? h('ul', {class: 'reasons'}, e.details.map((d) => h('li', null, `line ${d.line} column ${d.column}: ${d.message}`))) : null));
+      } finally {
+        checkBtn.disabled = false;
+      }
+    }}}, 'Check playbook');
+  }
   const form = h('form', {class: 'stack', on: {submit: async (ev) => {
     ev.preventDefault();
     clear(out);
@@ -58,9 +88,24 @@ function playbookForm(ctx, {kind, fields, submit}) {
     }
   }}},
   h('div', {class: 'row'}, h('label', {for: id('cluster')}, 'Cluster'), cluster),
+  reuse ? h('div', {class: 'row'}, h('label', {for: id('uploaded')}, 'Uploaded playbook'), reuse) : null,
   h('div', {class: 'row'}, h('label', {for: id('file')}, 'Playbook file'), file),
   h('div', {class: 'row'}, h('label', {for: id('playbook')}, 'Playbook (YAML)'), text),
+  checkBtn ? h('div', {class: 'row'}, checkBtn, checkOut) : null,
   fields, go, out);
+  if (reuse) {
+    // Edited text is no longer the uploaded playbook.
+    text.addEventListener('input', () => { reuse.value = ''; clear(checkOut); });
+    (async () => {
+      const list = (await api.get('/api/v1/playbooks?limit=50')).items || [];
+      const seen = new Set();
+      for (const u of list) {
+        if (seen.has(u.sha256)) continue;
+        seen.add(u.sha256);
+        reuse.append(h('option', {value: u.sha256}, `${u.name} ${u.version} (${u.cluster}, ${String(u.sha256).slice(0, 12)})`));
+      }
+    })().catch((e) => out.append(notice('Could not list the uploaded playbooks: ' + e.message)));
+  }
   (async () => {
     const cs = (await api.getAll('/api/v1/clusters')).map((c) => c.cluster).sort(naturalCompare);
     const names = ctx.session.who.clusters === null ? cs : [...new Set([...cs, ...ctx.session.who.clusters])];
