@@ -284,7 +284,7 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
   await step('integrator: the deployment progresses live, node by node (no reload)', async () => {
     // A node done while the deployment still runs: only the event stream can have drawn that.
     // And the pause between two batches (1.5 s after each, batches of one) is shown while it runs.
-    const paused = page.waitForFunction(() => /Pausing between batches: batch \d+ starts in about \d+ s/
+    const paused = page.waitForFunction(() => /Pausing between batches: batch \d+ starts in about [\d.]+ s/
       .test(document.querySelector('.progress-wrap .pause')?.textContent || ''), null, {timeout: 60000, polling: 50});
     await page.waitForFunction(() => {
       const st = document.querySelector('.head')?.dataset.state;

@@ -311,9 +311,10 @@ export async function deploymentView(ctx, id) {
     if (dep.state === 'running' && p.pause_ms > 0 && cur.length && prev.length &&
         cur.every((n) => n.state === 'waiting') && prev.every((n) => !['waiting', 'sent'].includes(n.state))) {
       const until = Math.max(...prev.map((n) => n.finished_at_ms || 0)) + p.pause_ms;
-      const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
-      pause = h('p', {class: 'pause', role: 'status'}, h('span', {class: 'icon', 'aria-hidden': 'true'}, '⏸ '),
-        `Pausing between batches: batch ${dep.current_batch + 1} starts in about ${left} s (pause ${fmtNum(p.pause_ms / 1000)} s)`);
+      const left = Math.max(0, (until - Date.now()) / 1000);
+      pause = h('p', {class: 'pause', role: 'status'},
+        `Pausing between batches: batch ${dep.current_batch + 1} starts in about ${left < 10 ? left.toFixed(1) : Math.round(left)} s` +
+        ` (pause ${fmtNum(p.pause_ms / 1000)} s)`);
     }
     // No event says that a batch ended and the next waits: while nothing is in flight and some
     // node still waits, read the deployment again every 0.7 s (the pause, then its end).
