@@ -174,6 +174,9 @@ export async function nodesView(ctx) {
     clear(status);
     apply();
     table.el.dataset.facts = String(withFacts);
+    // One cluster (a scoped token's usual view): its column says nothing and costs the other
+    // columns their width (a thousand rows wrap, and lay out, more lines); the filter stays.
+    table.el.dataset.clusters = String(clusters.length);
   }
 
   // Two reads, one after the other: the list without facts (about 0.4 KB a node: the table is
