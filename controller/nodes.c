@@ -295,9 +295,13 @@ static json_t *health_context(struct store *st, const json_t *stale)
 				    json_object_get(o, "step"))
 					continue; /* the first failed step of each node */
 				json_object_set_new(o, "step", json_string(res[k].name));
+				/* Its headline: a message's first line (the lines after it are
+				 * its detail, the raw evaluator text). */
 				json_object_set_new(
 					o, "step_message",
-					json_string(res[k].message ? res[k].message : ""));
+					json_stringn(res[k].message ? res[k].message : "",
+						     res[k].message ? strcspn(res[k].message, "\n")
+								    : 0));
 			}
 			store_step_results_free(res, m);
 		}
