@@ -4,6 +4,7 @@
 #include "common/facts/facts_doc.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
+#include "controller/signoff/compare.h"
 #include "controller/signoff/signoff.h"
 #include "controller/signoff/snapshot.h"
 #include "controller/store/store.h"
@@ -180,6 +181,14 @@ json_t *ctl_node_health(const struct ctl_health_in *in)
 	if (!problems || !reasons)
 		goto nomem;
 	verdict_problems(problems, in);
+	json_array_foreach(in->regressions, i, p)
+	{
+		if (json_is_string(p) && i < HEALTH_REASONS_MAX)
+			problem(problems, in->regressed ? "failing" : "degraded", "regression",
+				NULL, "%s revalidation %s: %s",
+				in->regressed ? "regressed in" : "regression (informs) in",
+				in->signoff_id ? in->signoff_id : "", json_string_value(p));
+	}
 	deploy_problems(problems, in);
 	if (in->ports)
 		json_array_extend(problems, (json_t *)in->ports);
@@ -212,6 +221,72 @@ nomem:
 	json_decref(problems);
 	json_decref(reasons);
 	return NULL;
+}
+
+/* The regressions of a revalidation sign-off by host name, read from its signed report once: a
+ * sign-off never changes, so they are kept by its id (a few dozen). */
+#define REGRESSION_MEMO_MAX 64
+static struct {
+	pthread_mutex_t lock;
+	json_t *by_id; /* {SIGNOFF_ID: {inform, hosts: {HOST: [line]}}} */
+} regmemo = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void add_line(json_t *by_host, const char *host, const char *line)
+{
+	json_t *a;
+
+	if (!host)
+		return;
+	a = json_object_get(by_host, host);
+	if (!a && json_object_set_new(by_host, host, a = json_array()) < 0)
+		return;
+	if (json_array_size(a) < HEALTH_REASONS_MAX)
+		json_array_append_new(a, json_string(line));
+}
+
+/* A new reference: {inform: whether its tolerance lets regressions inform only, hosts: {HOST:
+ * [line]}} of sign-off id (no host when it has no regressions or its report cannot be read). */
+static json_t *regressions_of(struct store *st, const char *id)
+{
+	struct store_signoff *so = NULL;
+	json_t *out, *hosts, *report = NULL, *m, *cmp;
+	size_t i;
+
+	pthread_mutex_lock(&regmemo.lock);
+	out = json_deep_copy(json_object_get(regmemo.by_id, id));
+	pthread_mutex_unlock(&regmemo.lock);
+	if (out || !(out = json_pack("{s:b, s:{}}", "inform", false, "hosts")))
+		return out;
+	hosts = json_object_get(out, "hosts");
+	if (store_signoff_get(st, id, true, &so) >= 0 && so->report)
+		report = json_loadb(so->report, so->report_len, 0, NULL);
+	cmp = json_object_get(report, "comparison");
+	json_object_set_new(
+		out, "inform",
+		json_boolean(streq(json_string_value(json_object_get(
+					   json_object_get(cmp, "tolerance"), "regressions")),
+				   "inform")));
+	json_array_foreach(json_object_get(cmp, "regressions"), i, m)
+	{
+		char *line = so_regression_line(m);
+
+		if (line) {
+			add_line(hosts, json_string_value(json_object_get(m, "a")), line);
+			if (!json_equal(json_object_get(m, "a"), json_object_get(m, "b")))
+				add_line(hosts, json_string_value(json_object_get(m, "b")), line);
+		}
+		free(line);
+	}
+	json_decref(report);
+	store_signoff_free(so);
+	pthread_mutex_lock(&regmemo.lock);
+	if (!regmemo.by_id || json_object_size(regmemo.by_id) >= REGRESSION_MEMO_MAX) {
+		json_decref(regmemo.by_id);
+		regmemo.by_id = json_object();
+	}
+	json_object_set_new(regmemo.by_id, id, json_deep_copy(out));
+	pthread_mutex_unlock(&regmemo.lock);
+	return out;
 }
 
 /* What the nodes' health needs of their clusters, read once a listing: {CLUSTER: {signoff,
@@ -251,6 +326,9 @@ static json_t *health_context(struct store *st, const json_t *stale)
 		}
 		json_object_set_new(ctx, cluster,
 				    json_pack("{s:s, s:o}", "signoff", id, "verdict", byid));
+		if (streq(so->kind, "revalidation"))
+			json_object_set_new(json_object_get(ctx, cluster), "regressions",
+					    regressions_of(st, id));
 		json_decref(verdict);
 		store_campaign_free(m);
 		store_signoff_free(so);
@@ -403,6 +481,10 @@ static json_t *node_health(const json_t *hctx, const struct store_node *nd, cons
 		.deploy_message = json_string_value(json_object_get(dn, "message")),
 		.failed_step = json_string_value(json_object_get(dn, "step")),
 		.failed_message = json_string_value(json_object_get(dn, "step_message")),
+		.regressions = json_object_get(
+			json_object_get(json_object_get(c, "regressions"), "hosts"), nd->hostname),
+		.regressed =
+			!json_is_true(json_object_get(json_object_get(c, "regressions"), "inform")),
 	};
 
 	if (nd->derived && nd->snapshot_json)

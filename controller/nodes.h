@@ -32,15 +32,21 @@ struct ctl_health_in {
 	const char *deploy_message; /* the node's message in it */
 	const char *failed_step;    /* the first failed step's name on the node, and its message */
 	const char *failed_message;
+	/* When that sign-off is a revalidation: its regressions that involve the node (one line
+	 * each, so_regression_line()), and whether they count (its tolerance regressions: fail)
+	 * rather than inform. */
+	const json_t *regressions;
+	bool regressed;
 };
 
 /* A node's health, a pure function of in (docs/rest-api.md, "Node health"): {state: healthy |
  * failing | degraded | unknown, reasons: [text], problems: [{severity: failing | degraded |
- * unknown, source: signoff | deployment | port | rate | pcie | node, device?, text}]}. failing:
- * the newest sign-off fails or excluded it, the newest deployment failed on it, or an HCA port
- * is not ACTIVE; degraded: an active port slower than its fastest rails, or an HCA's PCIe link
- * below what it is capable of; unknown: nothing wrong known, but offline, revoked, never
- * connected or without facts. New reference, or NULL on allocation failure. */
+ * unknown, source: signoff | regression | deployment | port | rate | pcie | node, device?,
+ * text}]}. failing: the newest sign-off fails or excluded it, or regressed on a pair of it, the
+ * newest deployment failed on it, or an HCA port is not ACTIVE; degraded: an active port slower
+ * than its fastest rails, an HCA's PCIe link below what it is capable of, or a regression that only
+ * informs (tolerance inform); unknown: nothing wrong known, but offline, revoked, never connected
+ * or without facts. New reference, or NULL on allocation failure. */
 json_t *ctl_node_health(const struct ctl_health_in *in);
 /* The problems of a snapshot's HCA ports and PCIe links alone (as ctl_node_health() finds them):
  * a pure function; the listings keep its result by snapshot, so as not to parse every node's

@@ -267,6 +267,29 @@ static void test_health_signoff_and_deployment(void **state)
 	assert_string_equal(hstate(h), "failing");
 	assert_true(has_reason(h, "could not reach it"));
 	json_decref(h);
+	/* A revalidation's regressions on the node's pairs: failing when they count, degraded when
+	 * its tolerance lets them inform only. */
+	{
+		json_t *lines = json_pack("[s]", "pair-bw.gbps gpu-node-01 -> gpu-node-02 rail 0: "
+						 "9.41 -> 6.49 (-31.0 %)");
+		struct ctl_health_in rv = {.state = "online",
+					   .snapshot = snap,
+					   .signoff_id = "so-2",
+					   .regressions = lines,
+					   .regressed = true};
+
+		h = ctl_node_health(&rv);
+		assert_string_equal(hstate(h), "failing");
+		assert_true(
+			has_reason(h, "regressed in revalidation so-2: pair-bw.gbps gpu-node-01"));
+		json_decref(h);
+		rv.regressed = false;
+		h = ctl_node_health(&rv);
+		assert_string_equal(hstate(h), "degraded");
+		assert_true(has_reason(h, "regression (informs) in revalidation so-2"));
+		json_decref(h);
+		json_decref(lines);
+	}
 	json_decref(row);
 	json_decref(pass_bad_rail);
 	json_decref(snap);

@@ -77,6 +77,7 @@ export function healthGist(hl) {
   const seen = new Set();
   for (const p of hl.problems || []) {
     const w = p.source === 'signoff' ? (/^excluded/.test(p.text) ? 'excluded from sign-off' : 'sign-off failed')
+      : p.source === 'regression' ? (p.severity === 'failing' ? 'regressed' : 'regression (informs)')
       : p.source === 'deployment' ? 'deployment failed'
       : p.source === 'port' ? `${p.device} ${String(p.text).replace(/^.* is /, '')}`
       : p.source === 'rate' ? `${p.device} slow`
