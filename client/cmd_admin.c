@@ -52,10 +52,19 @@ static int cmd_node_show(struct rc *rc, const struct rc_command *cmd, int argc, 
 	    (r = rc_id_path(path, sizeof(path), "/api/v1/nodes/", argv[optind], "")) != 0 ||
 	    (r = rc_api(rc, "GET", path, NULL, &doc)) != 0)
 		return r;
-	if (rc->json)
+	if (rc->json) {
 		r = rc_print_json(stdout, doc);
-	else
+	} else {
+		const json_t *health = json_object_get(doc, "health"), *why;
+		size_t i;
+
+		/* Health first: is it healthy, and if not, why (reasons come from the node and the
+		 * verdict: printed escaped). */
+		util_fprintf_safe(stdout, "health: %s\n", rc_str(health, "state", "unknown"));
+		json_array_foreach(json_object_get(health, "reasons"), i, why) util_fprintf_safe(
+			stdout, "  - %s\n", json_string_value(why) ? json_string_value(why) : "?");
 		print_fields(doc);
+	}
 	json_decref(doc);
 	return r;
 }

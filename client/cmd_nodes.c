@@ -24,22 +24,25 @@ static int with_query(char *buf, size_t len, const char *path, const char *k1, c
 	return 0;
 }
 
+/* The table (docs/cli.md): HEALTH is the controller's word (healthy, failing, degraded,
+ * unknown); SIGNOFF is only whether the newest sign-off still describes the node. */
 static void print_nodes(const json_t *items)
 {
 	const json_t *o;
 	size_t i;
 
-	printf("%-16s %-14s %-10s %-8s %-20s %-8s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER",
-	       "STATE", "LAST SEEN", "AGENT", "SIGNOFF", "FACTS");
+	printf("%-16s %-14s %-10s %-8s %-9s %-20s %-8s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER",
+	       "STATE", "HEALTH", "LAST SEEN", "AGENT", "SIGNOFF", "FACTS");
 	/* Host names, versions and facts come from the nodes: printed escaped. */
 	json_array_foreach(items, i, o)
 	{
 		char when[64];
 
 		rc_format_time(JINT(o, "last_seen_ms"), when, sizeof(when));
-		util_fprintf_safe(stdout, "%-16s %-14s %-10s %-8s %-20s %-8s %-8s %s\n",
+		util_fprintf_safe(stdout, "%-16s %-14s %-10s %-8s %-9s %-20s %-8s %-8s %s\n",
 				  rc_str(o, "id", "?"), rc_str(o, "hostname", "?"),
-				  rc_str(o, "cluster", "?"), rc_str(o, "state", "?"), when,
+				  rc_str(o, "cluster", "?"), rc_str(o, "state", "?"),
+				  rc_str(json_object_get(o, "health"), "state", "-"), when,
 				  rc_str(o, "agent_version", "-"),
 				  rc_str(json_object_get(o, "signoff"), "state", "-"),
 				  rc_str(o, "summary", "-"));

@@ -60,6 +60,11 @@ check "nodes: three online" wait_for 30 online
 check "  pages followed to the end (a page of one)" bash -c "RAILYARD_PAGE_SIZE=1 '$RY' nodes \
 	--json | jq -e '(.items | length) == 3 and .next_cursor == null' >/dev/null"
 check "  the table names them" bash -c "'$RY' nodes --cluster it | grep -c ' online ' | grep -qx 3"
+check "  with a HEALTH column: three healthy nodes (every port active at one rate)" bash -c "
+	'$RY' nodes --cluster it >'$T/nodes.txt' && head -1 '$T/nodes.txt' | grep -q ' HEALTH ' &&
+	[ \$(grep -c ' online  *healthy ' '$T/nodes.txt') = 3 ]"
+check "  node show leads with its health" bash -c "'$RY' node show \$('$RY' nodes --cluster it --json |
+	jq -r '.items[0].id') | head -1 | grep -qx 'health: healthy'"
 check "  another cluster's nodes: none" bash -c "'$RY' nodes --cluster other --json |
 	jq -e '.items == []' >/dev/null"
 

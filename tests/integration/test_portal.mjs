@@ -3,10 +3,16 @@
 // Run by test_portal.sh with a JSON file: the controller's URL, tokens (viewer, integrator,
 // operator, all scoped to cluster it), the campaign and sign-off it made, the pairs the verdict
 // fails, where to put screenshots and downloads. What it checks:
-//   viewer:     logs in; the overview; nodes with their states; filter and sort (keyboard); the
+//   viewer:     logs in; the overview (its problems figure counts the bad node); nodes with their
+//               states and health (the bad node failing); ?health=problems; the bad node's page
+//               (name and reasons in the first screen, its DOWN port a problem, its slow rail and
+//               narrow PCIe link marked); filter and sort (keyboard); the
 //               node that reports HTML as its host name and OS shows it as text and runs nothing;
 //               no mutating control on any page; a crafted POST refused (403); a narrow window.
-//   integrator: starts a check-mode deployment from the form and watches it live to its end
+//   integrator: the failed deployment names its step and message in the list, its page and the
+//               node's row, its skipped steps one line; reuses an uploaded playbook and checks
+//               one in the form; starts a check-mode deployment from the form and watches it
+//               live to its end (the pause between batches shown)
 //               (a node done while the deployment still runs, without reloading); opens a step's
 //               diff (coloured lines; the HTML in it stays text); the campaign's heatmap has one
 //               cell per pair and outlines and marks (✕) exactly the pairs the verdict fails
@@ -99,12 +105,29 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     // The last real deployment and the last check are two labelled entries, never one.
     expectEq(await card.locator('dd[data-last="deployment"]').count(), 1, 'last deployment entry');
     expectEq(await card.locator('dd[data-last="check"]').count(), 1, 'last check entry');
+    // Problems first: the degraded node is counted and named, with a link to the filtered table.
+    const problems = Number(await card.locator('[data-stat="problems"] .stat-value').textContent());
+    if (!(problems >= 1 && problems <= cfg.nodes)) throw new Error('problems figure: ' + problems);
+    expectEq(await card.locator('.problems').getAttribute('data-problems'), String(problems), 'problems block');
+    const li = card.locator(`.problem-nodes li[data-health="failing"]`, {hasText: cfg.bad_node});
+    await li.waitFor({timeout: T});
+    const href = await card.locator('.problems-head a').getAttribute('href');
+    if (!/health=problems/.test(href) || !/cluster=it/.test(href)) throw new Error('problems link: ' + href);
     await shot(page, '01-overview');
   });
   await step('viewer: the nodes page lists every node, online', async () => {
     await go(page, '#/nodes', 'tr[data-node]');
     await page.waitForFunction((n) => document.querySelectorAll('tr[data-node][data-state="online"]').length === n,
       cfg.nodes, {timeout: T});
+    // The node the deployment failed on (and whose port is DOWN) is marked bad: word, icon, class.
+    const bad = page.locator('tr[data-node]', {hasText: cfg.bad_node});
+    expectEq(await bad.getAttribute('data-health'), 'failing', 'the bad node row\'s health');
+    const cell = bad.locator('.badge.health');
+    expectEq((await cell.textContent()).replace(/\s+/g, ' ').trim(), '✕ failing', 'its health cell');
+    if (!/\bhealth-failing\b/.test(await cell.getAttribute('class'))) throw new Error('no health-failing class');
+    // "current" (covered by the newest sign-off) is never a green OK.
+    const cov = await page.locator('.badge.coverage').evaluateAll((bs) => bs.map((b) => b.className));
+    if (cov.some((c) => /tone-good/.test(c))) throw new Error('coverage styled as good: ' + cov);
     await shot(page, '02-nodes');
   });
   await step('viewer: the host name the node reports and its OS are shown as text, nothing runs', async () => {
@@ -136,6 +159,44 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
       return th.getAttribute('aria-sort') === 'descending' && names.length > 1 &&
         names.every((x, i) => i === 0 || names[i - 1].localeCompare(x, 'en', {numeric: true}) >= 0);
     }, null, {timeout: T});
+  });
+  await step('viewer: ?health=problems filters the table to the nodes not healthy', async () => {
+    await go(page, '#/nodes?cluster=it&health=problems', 'tr[data-node]');
+    expectEq(await page.locator('#f-health').inputValue(), 'problems', 'health filter');
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('tr[data-node]')];
+      return rows.length >= 1 && rows.every((r) => r.dataset.health !== 'healthy');
+    }, null, {timeout: T});
+    await page.locator('tr[data-node]', {hasText: cfg.bad_node}).waitFor({timeout: T});
+  });
+  await step('viewer: the bad node\'s page leads with its health: name and reasons in the first 1280x800', async () => {
+    await page.locator('tr[data-node]', {hasText: cfg.bad_node}).locator('a').first().click();
+    await page.locator('h1 .hostname', {hasText: cfg.bad_node}).waitFor({timeout: T});
+    await page.evaluate(() => window.scrollTo(0, 0));
+    const inFirst = async (loc, what) => {
+      await loc.first().waitFor({timeout: T});
+      const b = await loc.first().boundingBox();
+      if (!b || b.y + b.height > 800) throw new Error(`${what} is not within the first 800 px: ${JSON.stringify(b)}`);
+    };
+    await inFirst(page.locator('h1 .hostname'), 'the name');
+    expectEq(await page.locator('.health-panel').getAttribute('data-health'), 'failing', 'health');
+    await inFirst(page.locator('.health-reasons li', {hasText: 'failed at step "hca ports active"'}), 'the failed step');
+    await inFirst(page.locator('.health-reasons li', {hasText: 'mlx5_3 port is DOWN'}), 'the DOWN port');
+    await page.screenshot({path: path.join(cfg.artifacts, '03a-node-bad-first-screen.png')});
+    // The DOWN port is a problem, not a grey badge quieter than "active".
+    const down = page.locator('tr[data-device="mlx5_3"] .badge');
+    const up = page.locator('tr[data-device="mlx5_0"] .badge');
+    if (!/\bport-problem\b/.test(await down.getAttribute('class'))) throw new Error('the DOWN badge has no problem class');
+    expectEq((await down.textContent()).replace(/\s+/g, ' ').trim(), '✕ down', 'the DOWN badge');
+    const style = (l) => l.evaluate((e) => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]);
+    const [dc, db] = await style(down), [uc, ub] = await style(up);
+    if (dc === uc || db === ub) throw new Error(`DOWN styled like active: ${dc}/${db} vs ${uc}/${ub}`);
+    // The slow rail and the narrow PCIe link are marked; the healthy ones are not.
+    await page.locator('tr[data-device="mlx5_5"] .port-slow').waitFor({timeout: T});
+    await page.locator('tr[data-device="mlx5_6"] .pcie-degraded').waitFor({timeout: T});
+    expectEq(await page.locator('tr[data-device="mlx5_0"] .port-slow, tr[data-device="mlx5_0"] .pcie-degraded').count(), 0, 'marks on mlx5_0');
+    await noImages(page);
+    await shot(page, '03b-node-bad');
   });
   const pages = [
     ['#/', '.cluster', '04-viewer-overview'],
@@ -180,12 +241,42 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
   const {context, page} = await session('integrator');
   await step('integrator: log in', () => login(page, 'integrator'));
   let depId = null;
+  await step('integrator: the failed deployment says which step failed, and why, without a click', async () => {
+    await go(page, '#/deployments', `tr[data-deployment="${cfg.hca_dep}"]`);
+    const line = page.locator(`tr[data-deployment="${cfg.hca_dep}"] .failure-line`);
+    await line.waitFor({timeout: T});
+    const text = await line.textContent();
+    if (!text.includes(cfg.bad_node) || !text.includes('hca ports active')) throw new Error('the list says: ' + text);
+    await go(page, `#/deployments/${cfg.hca_dep}`, '.failure-head');
+    const head = page.locator('.failure-head');
+    const b = await head.boundingBox();
+    if (!b || b.y + b.height > 800) throw new Error('"What failed" is not in the first screen: ' + JSON.stringify(b));
+    if (!(await head.textContent()).includes('hca ports active')) throw new Error('the head says: ' + await head.textContent());
+    const node = page.locator('details.node', {hasText: cfg.bad_node});
+    const sum = await node.locator('summary .failed-step').textContent();
+    if (!sum.includes('hca ports active')) throw new Error('the node row says: ' + sum);
+    await node.locator('summary').click();
+    // The two steps skipped after the failure are one line, not a row each.
+    await node.locator('tr.skipped-run[data-skipped="2"]', {hasText: '2 steps skipped after the failure'}).waitFor({timeout: T});
+    expectEq(await node.locator('tr.step[data-status="skipped"]').count(), 0, 'skipped rows');
+    expectEq(await node.locator('tr.step-failed').count(), 1, 'failed rows');
+    await shot(page, '13a-deployment-failed');
+  });
   await step('integrator: start a check-mode deployment from the form', async () => {
     await go(page, '#/deployments', 'details.new');
     await page.locator('details.new > summary').click();
     await page.locator('#dep-cluster option[value="it"]').waitFor({state: 'attached', timeout: T});
     await page.locator('#dep-cluster').selectOption('it');
+    // An uploaded playbook can be reused: choosing it fills the text.
+    const up = page.locator('#dep-uploaded option', {hasText: 'hca-up 1'});
+    await up.waitFor({state: 'attached', timeout: T});
+    await page.locator('#dep-uploaded').selectOption(await up.getAttribute('value'));
+    await page.waitForFunction(() => document.querySelector('#dep-playbook').value.includes('name: hca-up'), null, {timeout: T});
+    // The text is checked before anything starts (a broken one would answer 400, which the
+    // browser logs as a console error: not exercised here).
     await page.locator('#dep-playbook').fill(cfg.deploy_playbook);
+    await page.locator('#dep-check-playbook').click();
+    await page.locator('.check-status .check-ok', {hasText: 'portal-check 1.0'}).waitFor({timeout: T});
     if (!await page.locator('#dep-check').isChecked()) throw new Error('check mode is not the default');
     await page.locator('#dep-batch').fill('1');
     await page.locator('#dep-canary').fill('0');
@@ -197,6 +288,9 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
   });
   await step('integrator: the deployment progresses live, node by node (no reload)', async () => {
     // A node done while the deployment still runs: only the event stream can have drawn that.
+    // And the pause between two batches (1.5 s after each, batches of one) is shown while it runs.
+    const paused = page.waitForFunction(() => /Pausing between batches: batch \d+ starts in about [\d.]+ s/
+      .test(document.querySelector('.progress-wrap .pause')?.textContent || ''), null, {timeout: 60000, polling: 50});
     await page.waitForFunction(() => {
       const st = document.querySelector('.head')?.dataset.state;
       const done = document.querySelectorAll('details.node[data-state="succeeded"]').length;
@@ -204,6 +298,7 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
       return st === 'running' && done >= 1 && done < all;
     }, null, {timeout: 60000, polling: 50});
     await shot(page, '14-deployment-running');
+    await paused;
     await page.locator('.head[data-state="succeeded"]').waitFor({timeout: 90000});
     await page.waitForFunction((n) => document.querySelectorAll('details.node[data-state="succeeded"]').length === n,
       cfg.nodes, {timeout: T});

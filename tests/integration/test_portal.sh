@@ -147,11 +147,12 @@ if [ -n "$SKIPPED" ] || ! have_pw; then
 	finish
 fi
 
-# ---- the fleet: three agents, one reporting HTML as its host name and OS ---------------------
+# ---- the fleet: three agents, one reporting HTML as its host name and OS, one degraded ---------
+# gpu-node-03 (h200-degraded): mlx5_3 DOWN, mlx5_5 at 200 of 400 Gb/s, mlx5_6 at PCIe x8 of x16.
 check "an enrollment token for cluster it: 201" test "$(api POST /api/v1/enrollment-tokens "$INTEG" \
 	'{"cluster":"it","uses":4,"ttl_ms":600000}')" = 201
 TOKEN=$(jq -r .token "$T/body") FP=$(jq -r .ca_fingerprint "$T/body")
-for n in a:h200-ib b:h200-roce; do
+for n in a:h200-ib b:h200-degraded; do
 	enroll "${n%%:*}" "$FIXTURES/${n#*:}" || die "enroll ${n%%:*}"
 	start_agent "${n%%:*}" "$FIXTURES/${n#*:}"
 done
@@ -172,6 +173,34 @@ start_agent x "$XR"
 online() { [ "$(api GET "/api/v1/nodes?cluster=it&state=online" "$VIEWER")" = 200 ] &&
 	[ "$(jq '.items | length' "$T/body")" = 3 ]; }
 check "three nodes online" wait_for 30 online
+
+# A deployment that fails on the degraded node, before the campaign: hca-up configures nothing
+# and asserts every HCA port ACTIVE (as tests/integration/test_campaign.sh's). Applied, not
+# check mode: a node's health takes its cluster's newest applied deployment.
+HCA_UP='name: hca-up
+version: "1"
+steps:
+  - {name: hca ports active, type: assert, params: {that: [{fact: "rdma.devices[*].ports[*].state", op: "==", value: ACTIVE, message: every HCA port must be ACTIVE}]}}
+  - {name: facts readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}
+  - {name: still readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}'
+check "hca-up uploaded as a playbook of cluster it (the deployment form offers it): 201" test "$(api POST \
+	/api/v1/playbooks "$INTEG" "$(jq -n --arg pb "$HCA_UP" '{cluster: "it", playbook: $pb}')")" = 201
+check "a deployment of hca-up: 201" test "$(api POST /api/v1/deployments "$INTEG" "$(jq -n --arg pb "$HCA_UP" \
+	'{cluster: "it", playbook: $pb, check: false, batch: "100%", canary: 0, pause_ms: 0, max_fail: "1"}')")" = 201
+HCA_DEP=$(jq -r .id "$T/body")
+dep_ended() { api GET "/api/v1/deployments/$HCA_DEP" "$VIEWER" >/dev/null &&
+	jq -e '.state != "pending" and .state != "running"' "$T/body" >/dev/null; }
+check "  it ends" wait_for 60 dep_ended
+check "  failing on gpu-node-03 only, at its first step" jqt '[.nodes[] | select(.state != "succeeded") |
+	.hostname] == ["gpu-node-03"] and (.nodes[] | select(.hostname == "gpu-node-03") |
+	[.steps[] | .status] == ["failed", "skipped", "skipped"])' "$T/body"
+check "GET /api/v1/nodes/gpu-node-03: 200" test "$(api GET /api/v1/nodes/gpu-node-03 "$VIEWER")" = 200
+check "  its health: failing, naming the failed step and the DOWN port" jqt --arg d "$HCA_DEP" '.health.state == "failing" and
+	(.health.reasons | any(startswith("deployment \($d) (hca-up 1) failed at step \"hca ports active\"")) and
+	any(. == "mlx5_3 port is DOWN"))' "$T/body"
+check "  its slow rail and narrow PCIe link as degradations" jqt '.health.problems as $p |
+	any($p[]; .source == "rate" and .device == "mlx5_5" and .severity == "degraded") and
+	any($p[]; .source == "pcie" and .device == "mlx5_6" and .severity == "degraded")' "$T/body"
 
 # A campaign whose latency rule fails both pairs of one node: with three nodes each is the client
 # of one pair (the circle schedule), so the robust `min` (the second lowest reporting node's own
@@ -199,7 +228,7 @@ SO=$(jq -r '.items[0].id' "$T/body")
 # What the browser must find: the pairs the verdict fails (sorted node ids; a transient, retested
 # and passed, is no failure), the failing nodes with their reasons, the sign-off.
 jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$OPER" --arg so "$SO" \
-	--arg camp "$CAMP" --arg xss_os "$XSS_OS" --arg xss_host "$XSS_HOST" --arg art "$ART" \
+	--arg camp "$CAMP" --arg hca_dep "$HCA_DEP" --arg xss_os "$XSS_OS" --arg xss_host "$XSS_HOST" --arg art "$ART" \
 	--arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" \
 	--slurpfile c "$T/campaign.json" '{url: $url, tokens: {viewer: $viewer, integrator: $integ, operator: $oper},
 	signoff: $so, campaign: $camp, xss_os: $xss_os, xss_host: $xss_host, artifacts: $art, downloads: $dl,
@@ -208,6 +237,7 @@ jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$
 	failing_rows: ($c[0].verdict.tests[0] | ([.failures[] | select(.attributed != "transient")] | length) +
 		((.failures_total // 0) - (.failures | length))),
 	failing_nodes: [$c[0].verdict.nodes[] | select(.result == "fail") | {id, hostname, reasons}],
+	bad_node: "gpu-node-03", hca_dep: $hca_dep,
 	verdict: $c[0].result}' >"$T/portal.json"
 rm -rf "$ART" && mkdir -p "$ART" "$T/downloads"
 echo "browser: node $("${BRUN[@]}" node --version), $("${BRUN[@]}" "$CHROMIUM" --version 2>/dev/null | head -1)," \

@@ -53,9 +53,55 @@ function rateText(d) {
   return d.rateMin === d.rateMax ? `${d.rateMin}G` : `${d.rateMin}–${d.rateMax}G`;
 }
 
+// A node's health (the controller's, docs/rest-api.md "Node health") as a word, an icon and a
+// colour: never colour alone. "current" below is the sign-off's coverage, not health.
+export const HEALTH = {
+  failing: {icon: '✕', tone: 'bad', rank: 0},
+  degraded: {icon: '!', tone: 'warn', rank: 1},
+  unknown: {icon: '?', tone: 'mute', rank: 2},
+  healthy: {icon: '✓', tone: 'good', rank: 3},
+};
+export function healthOf(n) {
+  const hl = n.health || {state: 'unknown', reasons: []};
+  return HEALTH[hl.state] ? hl : {state: 'unknown', reasons: hl.reasons || []};
+}
+export function healthBadge(hl) {
+  const k = HEALTH[hl.state];
+  return h('span', {class: `badge health tone-${k.tone} health-${hl.state}`, dataset: {health: hl.state}},
+    h('span', {class: 'icon', 'aria-hidden': 'true'}, k.icon), ' ' + hl.state);
+}
+// What is wrong, in a few words a problem ("sign-off failed · mlx5_3 DOWN · mlx5_5 slow"); the
+// reasons in full are the cell's title and the node page's first section.
+export function healthGist(hl) {
+  const words = [];
+  const seen = new Set();
+  for (const p of hl.problems || []) {
+    const w = p.source === 'signoff' ? (/^excluded/.test(p.text) ? 'excluded from sign-off' : 'sign-off failed')
+      : p.source === 'regression' ? (p.severity === 'failing' ? 'regressed' : 'regression (informs)')
+      : p.source === 'deployment' ? 'deployment failed'
+      : p.source === 'port' ? `${p.device} ${String(p.text).replace(/^.* is /, '')}`
+      : p.source === 'rate' ? `${p.device} slow`
+      : p.source === 'pcie' ? `${p.device} PCIe narrow`
+      : String(p.text).replace(/:.*$/, '');
+    if (!seen.has(w)) { seen.add(w); words.push(w); }
+  }
+  return words.join(' · ');
+}
+// The cell: the badge, and the gist beneath it unless the node's state (its own column) is all
+// there is to say (an offline node with nothing else known: most of a large fleet at times).
+function healthCell(n) {
+  const hl = healthOf(n);
+  const problems = hl.problems || [];
+  if (!problems.some((p) => p.source !== 'node')) return healthBadge(hl);
+  return h('span', {title: (hl.reasons || []).join('\n')}, healthBadge(hl), h('span', {class: 'health-why'}, healthGist(hl)));
+}
+
+// The sign-off's coverage: current means "still described by the newest sign-off", not "OK".
+const COVERAGE = {current: 'covered', stale: 'stale', uncovered: 'not covered', none: 'no sign-off'};
 function driftCell(n) {
   const so = n.signoff || {state: 'none'};
-  if (so.state !== 'stale') return badge(so.state);
+  if (so.state === 'current') return h('span', {class: 'badge tone-info coverage', title: 'Covered by the cluster\'s newest sign-off (this says nothing of its health)'}, 'covered');
+  if (so.state !== 'stale') return badge(COVERAGE[so.state] ? so.state : 'none');
   return h('span', {title: (so.reasons || []).join('\n')}, badge('stale'), ` ${so.reasons.length} change${so.reasons.length === 1 ? '' : 's'}`);
 }
 
@@ -68,10 +114,14 @@ export async function nodesView(ctx) {
   const stateSel = h('select', {id: 'f-state'}, h('option', {value: ''}, 'any state'),
     ['online', 'offline', 'enrolled', 'revoked'].map((s) => h('option', {value: s}, s)));
   const clusterSel = h('select', {id: 'f-cluster'}, h('option', {value: ''}, 'any cluster'));
-  const driftSel = h('select', {id: 'f-drift'}, h('option', {value: ''}, 'any sign-off state'),
-    ['current', 'stale', 'uncovered', 'none'].map((s) => h('option', {value: s}, s)));
+  const healthSel = h('select', {id: 'f-health'}, h('option', {value: ''}, 'any health'),
+    h('option', {value: 'problems'}, 'not healthy'),
+    Object.keys(HEALTH).map((s) => h('option', {value: s}, s)));
+  const driftSel = h('select', {id: 'f-drift'}, h('option', {value: ''}, 'any sign-off coverage'),
+    Object.entries(COVERAGE).map(([v, t]) => h('option', {value: v}, v === 'current' ? 'covered by the newest sign-off' : t)));
   const filters = h('form', {class: 'filters', role: 'search', 'aria-label': 'Filter nodes', on: {submit: (e) => e.preventDefault()}},
     h('span', {class: 'f'}, h('label', {for: 'f-text'}, 'Host name'), text),
+    h('span', {class: 'f'}, h('label', {for: 'f-health'}, 'Health'), healthSel),
     h('span', {class: 'f'}, h('label', {for: 'f-state'}, 'State'), stateSel),
     h('span', {class: 'f'}, h('label', {for: 'f-cluster'}, 'Cluster'), clusterSel),
     h('span', {class: 'f'}, h('label', {for: 'f-drift'}, 'Sign-off'), driftSel));
@@ -79,6 +129,7 @@ export async function nodesView(ctx) {
   const columns = [
     {key: 'state', label: 'State', value: (r) => r.n.state, render: (r) => badge(r.n.state)},
     {key: 'hostname', label: 'Host name', value: (r) => r.n.hostname, render: (r) => nodeLink(r.n.id, r.n.hostname)},
+    {key: 'health', label: 'Health', value: (r) => HEALTH[healthOf(r.n).state].rank, render: (r) => healthCell(r.n)},
     {key: 'cluster', label: 'Cluster', value: (r) => r.n.cluster, render: (r) => r.n.cluster},
     {key: 'hcas', label: 'HCA ports', title: 'active / total ports', numeric: true,
       value: (r) => (r.d.ports ? r.d.active / r.d.ports + r.d.ports / 1e6 : null),
@@ -92,25 +143,28 @@ export async function nodesView(ctx) {
     {key: 'seen', label: 'Last seen', numeric: true, value: (r) => -r.n.last_seen_ms,
       render: (r) => h('time', {datetime: new Date(r.n.last_seen_ms).toISOString(), title: new Date(r.n.last_seen_ms).toISOString()},
         r.n.state === 'online' ? 'now' : ago(r.n.last_seen_ms))},
-    {key: 'drift', label: 'Sign-off', value: (r) => (r.n.signoff || {}).state, render: (r) => driftCell(r.n)},
+    {key: 'drift', label: 'Newest sign-off', value: (r) => (r.n.signoff || {}).state, render: (r) => driftCell(r.n)},
   ];
   const table = sortableTable({columns, sort: {key: 'hostname', dir: 'ascending'},
-    caption: 'Nodes', rowAttrs: (r) => ({dataset: {node: r.n.id, state: r.n.state}}), empty: 'No node matches.'});
+    caption: 'Nodes', rowAttrs: (r) => ({dataset: {node: r.n.id, state: r.n.state, health: healthOf(r.n).state}}), empty: 'No node matches.'});
   ctx.root.append(h('h1', null, 'Nodes'), filters, count, status, table.el);
 
   let rows = [];
   const want = ctx.query.get('cluster');
+  const wantHealth = ctx.query.get('health');
+  if (wantHealth && [...healthSel.options].some((o) => o.value === wantHealth)) healthSel.value = wantHealth;
 
   function apply() {
     const q = text.value.trim().toLowerCase();
-    const st = stateSel.value, cl = clusterSel.value, dr = driftSel.value;
+    const st = stateSel.value, cl = clusterSel.value, dr = driftSel.value, he = healthSel.value;
     const shown = rows.filter((r) => (!q || r.n.hostname.toLowerCase().includes(q) || r.n.id.includes(q)) &&
+      (!he || (he === 'problems' ? healthOf(r.n).state !== 'healthy' : healthOf(r.n).state === he)) &&
       (!st || r.n.state === st) && (!cl || r.n.cluster === cl) &&
       (!dr || ((r.n.signoff || {}).state || 'none') === dr));
     table.setRows(shown);
     count.textContent = `${shown.length} of ${rows.length} node${rows.length === 1 ? '' : 's'}`;
   }
-  for (const el of [text, stateSel, clusterSel, driftSel]) el.addEventListener('input', apply);
+  for (const el of [text, healthSel, stateSel, clusterSel, driftSel]) el.addEventListener('input', apply);
 
   function show(nodes, withFacts) {
     rows = nodes.map((n) => ({n, d: derive(n)}));
@@ -121,6 +175,9 @@ export async function nodesView(ctx) {
     clear(status);
     apply();
     table.el.dataset.facts = String(withFacts);
+    // One cluster (a scoped token's usual view): its column says nothing and costs the other
+    // columns their width (a thousand rows wrap, and lay out, more lines); the filter stays.
+    table.el.dataset.clusters = String(clusters.length);
   }
 
   // Two reads, one after the other: the list without facts (about 0.4 KB a node: the table is
@@ -149,6 +206,10 @@ export async function nodesView(ctx) {
   };
   ctx.on('node.online', onState('online'));
   ctx.on('node.offline', onState('offline'));
+  // A node's health follows the newest applied deployment and sign-off: read again when one ends
+  // or is made (not at every state a deployment passes through).
+  ctx.on('deployment.state', (ev) => { if (['succeeded', 'partial', 'failed', 'cancelled'].includes(ev.state)) refresh(); });
+  ctx.on('signoff.created', refresh);
   ctx.on('reset', refresh);
   await load();
   // After the first read: a stream that connects meanwhile need not cost another 11 MB.
@@ -156,22 +217,72 @@ export async function nodesView(ctx) {
   return () => refresh.cancel();
 }
 
+// A deployment's node: "step NAME: MESSAGE" for its first failed step, else its message.
+export function failedStep(me) {
+  return (me.steps || []).find((st) => st.status === 'failed') || null;
+}
+function failedStepText(me) {
+  const st = failedStep(me);
+  if (!st) return me.message;
+  return h('span', {class: 'failed-step'}, 'step ', h('q', null, st.name), st.message ? ': ' + st.message : '');
+}
+
+// The health's problems as list items, the sign-off's verdict on the node as one item with its
+// reasons beneath (each reason without the repeated "failed sign-off so-…: ").
+function problemItems(problems) {
+  const icon = (sev) => h('span', {class: 'icon', 'aria-hidden': 'true'}, (HEALTH[sev] || HEALTH.unknown).icon);
+  const items = [];
+  const so = problems.filter((p) => p.source === 'signoff');
+  if (so.length) {
+    const m = /^((?:failed|excluded from) sign-off|sign-off) (\S+?):?(?: |$)/.exec(so[0].text);
+    const how = {'sign-off': 'Rails failed by sign-off', 'failed sign-off': 'Failed by sign-off', 'excluded from sign-off': 'Excluded from sign-off'};
+    const head = m ? `${how[m[1]]} ${m[2]}` : 'Newest sign-off';
+    const why = so.map((p) => p.text.replace(/^(?:(?:failed|excluded from) )?sign-off \S+: /, '')).filter((t, i) => t !== so[i].text);
+    items.push(h('li', {class: 'sev-failing', dataset: {source: 'signoff', severity: 'failing'}}, icon('failing'), ' ', head,
+      why.length ? [':', h('ul', null, why.map((t) => h('li', null, t)))] : null));
+  }
+  for (const p of problems) {
+    if (p.source === 'signoff') continue;
+    items.push(h('li', {class: 'sev-' + p.severity, dataset: {source: p.source, severity: p.severity}}, icon(p.severity), ' ', p.text));
+  }
+  return items;
+}
+
 // ---- a node's page -------------------------------------------------------------------------
 
+// The HCAs' ports: a port not ACTIVE is a problem (danger, never quieter than "active"); an active
+// port slower than the node's fastest is marked; the PCIe column is the HCA's link (gen and
+// width), marked when below what it is capable of.
 function hcaTable(f) {
   const rows = [];
+  const pci = pciByAddress(f);
+  let fastest = 0;
   for (const dev of (f.rdma && f.rdma.devices) || []) {
-    for (const p of dev.ports || []) rows.push({dev, p});
+    for (const p of dev.ports || []) {
+      rows.push({dev, p});
+      if (portActive(p) && typeof p.rate_gbps === 'number') fastest = Math.max(fastest, p.rate_gbps);
+    }
   }
   if (!rows.length) return h('p', {class: 'mute'}, 'No RDMA device reported.');
+  const slow = (r) => portActive(r.p) && typeof r.p.rate_gbps === 'number' && r.p.rate_gbps < fastest;
   const t = sortableTable({
     caption: 'HCAs and ports',
     columns: [
       {key: 'dev', label: 'Device', value: (r) => r.dev.name, render: (r) => r.dev.name},
       {key: 'port', label: 'Port', numeric: true, render: (r) => String(r.p.port)},
-      {key: 'state', label: 'State', value: (r) => r.p.state, render: (r) => badge(String(r.p.state || '').toLowerCase() === 'active' ? 'active' : String(r.p.state || '?').toLowerCase())},
+      {key: 'state', label: 'State', value: (r) => r.p.state, render: (r) => portBadge(r.p)},
       {key: 'phys', label: 'Physical', render: (r) => r.p.phys_state},
-      {key: 'rate', label: 'Rate', render: (r) => r.p.rate},
+      {key: 'rate', label: 'Rate', render: (r) => (slow(r)
+        ? h('span', {class: 'warn-text port-slow', title: `slower than this node's fastest rails (${fastest} Gb/s)`},
+          h('span', {class: 'icon', 'aria-hidden': 'true'}, '! '), r.p.rate, ` — below ${fastest} Gb/s`)
+        : r.p.rate)},
+      {key: 'pcie', label: 'PCIe', render: (r) => {
+        const d = pci.get(String(r.dev.pci_address || '').toLowerCase());
+        if (!d) return '—';
+        return degraded(d)
+          ? h('span', {class: 'warn-text pcie-degraded'}, h('span', {class: 'icon', 'aria-hidden': 'true'}, '! '), linkText(d))
+          : linkText(d);
+      }},
       {key: 'll', label: 'Link layer', render: (r) => r.p.link_layer},
       {key: 'netdev', label: 'Netdev', render: (r) => r.p.netdev},
       {key: 'fw', label: 'Firmware', render: (r) => r.dev.fw_ver},
@@ -179,8 +290,20 @@ function hcaTable(f) {
       {key: 'numa', label: 'NUMA', numeric: true, render: (r) => (r.dev.numa_node === undefined ? null : String(r.dev.numa_node))},
     ],
     rows,
+    rowAttrs: (r) => ({dataset: {device: r.dev.name, port: String(r.p.port)}, class: portActive(r.p) ? (slow(r) ? 'port-slow-row' : null) : 'port-problem-row'}),
   });
   return t.el;
+}
+
+function portActive(p) {
+  return String(p.state || '').toUpperCase() === 'ACTIVE';
+}
+
+function portBadge(p) {
+  if (portActive(p)) return badge('active');
+  const w = String(p.state || 'unknown').toLowerCase();
+  return h('span', {class: ['badge', 'tone-bad', 'port-problem'], dataset: {port: w}},
+    h('span', {class: 'icon', 'aria-hidden': 'true'}, '✕'), ' ', w);
 }
 
 function pciByAddress(f) {
@@ -263,17 +386,30 @@ export async function nodeView(ctx, id) {
   ctx.title(n.hostname);
   const f = n.facts || {};
   const so = n.signoff || {state: 'none'};
+  const hl = healthOf(n);
   const head = h('div', {class: 'head'},
-    h('h1', null, 'Node ', h('span', {class: 'hostname'}, n.hostname)), badge(n.state));
+    h('h1', null, 'Node ', h('span', {class: 'hostname'}, n.hostname)), healthBadge(hl), badge(n.state, 'node-state'));
+  // Health first (the first screen answers "is it healthy, and if not what and why").
+  const healthPanel = h('section', {class: ['card', 'health-panel', 'health-' + hl.state], dataset: {health: hl.state},
+    'aria-label': 'Health'},
+  h('h2', null, 'Health: ', healthBadge(hl)),
+  (hl.problems || []).length ? h('ul', {class: 'health-reasons'}, problemItems(hl.problems))
+    : h('p', {class: 'mute'}, hl.state === 'healthy'
+      ? 'Every HCA port is active at the node\'s rate, and neither the newest sign-off nor the newest deployment found a fault.'
+      : 'Nothing is known to be wrong.'),
+  h('p', {class: 'mute coverage-line'}, 'Newest sign-off: ', so.signoff
+    ? [so.state === 'current' ? 'covers this node as it is now' : so.state === 'stale' ? 'no longer describes this node' : 'does not cover this node',
+      ' (', soLink(so.signoff), ')']
+    : 'none yet'));
   const deps = h('div', null, h('p', {class: 'mute'}, 'Loading…'));
   const camps = h('div', null, h('p', {class: 'mute'}, 'Loading…'));
-  ctx.root.append(head,
+  ctx.root.append(head, healthPanel,
     section('Node', kv([
       ['Id', h('code', null, n.id)], ['Cluster', n.cluster], ['State', badge(n.state)],
       ['Last seen', timeEl(n.last_seen_ms)], ['Enrolled', timeEl(n.enrolled_at_ms)],
       ['Summary', n.summary ?? null],
       ['Certificate', h('code', null, n.cert_fingerprint)],
-      ['Sign-off', h('span', null, badge(so.state), so.signoff ? [' ', soLink(so.signoff)] : null)],
+      ['Newest sign-off', h('span', null, driftCell(n), so.signoff ? [' ', soLink(so.signoff)] : null)],
     ]), so.reasons && so.reasons.length ? h('ul', {class: 'reasons', 'aria-label': 'Why the sign-off is stale'},
       so.reasons.map((r) => h('li', null, r))) : null,
     Array.isArray(f.warnings) && f.warnings.length ? h('div', null, h('h3', null, 'Warnings from the agent'),
@@ -301,7 +437,7 @@ export async function nodeView(ctx, id) {
         {key: 'pb', label: 'Playbook', render: (r) => `${r.d.playbook} ${r.d.version}${r.d.check_mode ? ' (check)' : ''}`},
         {key: 'state', label: 'On this node', render: (r) => badge(r.me.state)},
         {key: 'counts', label: 'ok / changed / failed / skipped', render: (r) => `${r.me.ok} / ${r.me.changed} / ${r.me.failed} / ${r.me.skipped}`},
-        {key: 'msg', label: 'Message', render: (r) => r.me.message},
+        {key: 'msg', label: 'Failed step, or message', render: (r) => failedStepText(r.me)},
         {key: 'at', label: 'Created', render: (r) => timeEl(r.d.created_at_ms)},
       ],
       rows: mine,
@@ -342,7 +478,7 @@ export async function nodeView(ctx, id) {
 
   const refresh = coalesce(async () => {
     const m = await api.get('/api/v1/nodes/' + api.enc(id));
-    head.querySelector('.badge').replaceWith(badge(m.state));
+    head.querySelector('.node-state').replaceWith(badge(m.state, 'node-state'));
   }, 500);
   const mine = (ev) => { if (ev.id === n.id) refresh(); };
   ctx.on('node.online', mine);

@@ -1,9 +1,12 @@
-// The overview: each cluster with its nodes by state (online, offline, revoked, drifted), its
+// The overview: each cluster with, first, its problems (the nodes that are not healthy, worst
+// first, with the first reason of each and a link to the nodes table filtered to them), then its nodes by state (online, offline, revoked, drifted), its
 // newest deployment of the real configuration and, apart, its newest check-mode deployment (a
 // revalidation's check), its newest campaign, and its sign-off status (signed, stale with the reasons, or
 // none). Refreshed when the event stream says something changed.
 
-import {h, clear, fill, badge, verdictOf, timeEl, depLink, campLink, soLink, coalesce, notice, naturalCompare, link} from '../dom.js';
+import {h, clear, fill, badge, verdictOf, timeEl, depLink, campLink, soLink, coalesce, notice, naturalCompare, link,
+        nodeLink} from '../dom.js';
+import {HEALTH, healthOf, healthBadge, healthGist} from './nodes.js';
 
 const STATES = ['online', 'offline', 'enrolled', 'revoked'];
 
@@ -41,10 +44,30 @@ export async function overviewView(ctx) {
   function card(c, nodes, dep, check, camp, so) {
     const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
     let drifted = 0;
+    const bad = [];
     for (const n of nodes) {
       counts[n.state] = (counts[n.state] || 0) + 1;
       if (n.signoff && n.signoff.state === 'stale') drifted++;
+      if (healthOf(n).state !== 'healthy') bad.push(n);
     }
+    bad.sort((a, b) => HEALTH[healthOf(a).state].rank - HEALTH[healthOf(b).state].rank ||
+      naturalCompare(a.hostname, b.hostname));
+    const failing = bad.filter((n) => healthOf(n).state === 'failing').length;
+    const nodesQ = '/nodes?cluster=' + encodeURIComponent(c.cluster) + '&health=problems';
+    const problems = h('div', {class: ['problems', bad.length ? (failing ? 'problems-bad' : 'problems-warn') : 'problems-none'],
+      dataset: {problems: String(bad.length)}},
+    h('p', {class: 'problems-head'},
+      h('span', {class: 'icon', 'aria-hidden': 'true'}, bad.length ? (failing ? HEALTH.failing.icon : HEALTH.degraded.icon) : HEALTH.healthy.icon), ' ',
+      bad.length ? link(nodesQ, h('span', {class: 'problems-count'}, String(bad.length)),
+        ` of ${nodes.length} node${nodes.length === 1 ? '' : 's'} not healthy`)
+        : h('span', null, h('span', {class: 'problems-count'}, '0'), ` problems: every node of ${nodes.length} is healthy`)),
+    bad.length ? h('ul', {class: 'problem-nodes'}, bad.slice(0, 5).map((n) => {
+      const hl = healthOf(n);
+      const gist = healthGist(hl);
+      return h('li', {dataset: {node: n.id, health: hl.state}, title: (hl.reasons || []).join('\n') || null},
+        healthBadge(hl), ' ', nodeLink(n.id, n.hostname), gist ? h('span', {class: 'why'}, ': ', gist) : null);
+    })) : null,
+    bad.length > 5 ? h('p', {class: 'mute'}, link(nodesQ, `and ${bad.length - 5} more`)) : null);
     const stat = (label, value, key) => h('div', {class: 'stat', dataset: {stat: key}},
       h('span', {class: 'stat-value'}, String(value)), h('span', {class: 'stat-label'}, label));
     let signoff;
@@ -61,7 +84,9 @@ export async function overviewView(ctx) {
     }
     return h('section', {class: 'card cluster', dataset: {cluster: c.cluster}, 'aria-label': 'Cluster ' + c.cluster},
       h('h2', null, link('/nodes?cluster=' + encodeURIComponent(c.cluster), c.cluster)),
+      problems,
       h('div', {class: 'stats'},
+        stat('not healthy', bad.length, 'problems'),
         stat('nodes', c.nodes, 'nodes'), stat('online', counts.online, 'online'),
         stat('offline', counts.offline, 'offline'), stat('revoked', counts.revoked, 'revoked'),
         stat('drifted', drifted, 'drifted'),
