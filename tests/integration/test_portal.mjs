@@ -253,9 +253,9 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     if (!b || b.y + b.height > 800) throw new Error('"What failed" is not in the first screen: ' + JSON.stringify(b));
     if (!(await head.textContent()).includes('hca ports active')) throw new Error('the head says: ' + await head.textContent());
     const node = page.locator('details.node', {hasText: cfg.bad_node});
-    const sum = await node.locator('summary .failed-step').textContent();
+    const sum = await node.locator(':scope > summary .failed-step').textContent();
     if (!sum.includes('hca ports active')) throw new Error('the node row says: ' + sum);
-    await node.locator('summary').click();
+    await node.locator(':scope > summary').click();
     // The two steps skipped after the failure are one line, not a row each.
     await node.locator('tr.skipped-run[data-skipped="2"]', {hasText: '2 steps skipped after the failure'}).waitFor({timeout: T});
     expectEq(await node.locator('tr.step[data-status="skipped"]').count(), 0, 'skipped rows');
@@ -306,7 +306,7 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
   });
   await step('integrator: a step\'s diff, additions coloured, its HTML kept as text', async () => {
     const node = page.locator('details.node').first();
-    await node.locator('summary').click();
+    await node.locator(':scope > summary').click();
     const btn = node.locator('button[data-step="1"]');
     await btn.click();
     expectEq(await btn.getAttribute('aria-expanded'), 'true', 'aria-expanded');
