@@ -31,6 +31,7 @@ void __wrap_rpc_server_free(struct rpc_server *srv);
 int __wrap_rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg);
 void __wrap_rpc_stream_resume(struct rpc_stream *st);
 void __wrap_rpc_stream_finish(struct rpc_stream *st, grpc_status_code code, const char *msg);
+void __wrap_rpc_stream_set_retry_after(struct rpc_stream *st, int ms);
 struct rpc_stream *__wrap_rpc_stream_ref(struct rpc_stream *st);
 void __wrap_rpc_stream_unref(struct rpc_stream *st);
 const struct rpc_peer *__wrap_rpc_stream_peer(struct rpc_stream *st);
@@ -142,6 +143,16 @@ void __wrap_rpc_stream_finish(struct rpc_stream *st, grpc_status_code code, cons
 	pthread_mutex_unlock(&lock);
 }
 
+/* A refusal's retry-after (session_open at the open-file limit or overloaded): recorded on the
+ * fake stream; the real one's would write past it. */
+void __wrap_rpc_stream_set_retry_after(struct rpc_stream *st, int ms)
+{
+	pthread_mutex_lock(&lock);
+	if (!st->finished)
+		st->retry_after_ms = ms > 0 ? ms : 0;
+	pthread_mutex_unlock(&lock);
+}
+
 struct rpc_stream *__wrap_rpc_stream_ref(struct rpc_stream *st)
 {
 	pthread_mutex_lock(&lock);
@@ -201,6 +212,9 @@ struct rpc_stream *fuzz_ctl_open(struct fuzz_ctl *c, int i)
 	snprintf(st->peer.common_name, sizeof(st->peer.common_name), "%s", c->node[i]);
 	st->peer.cert_pem = strdup(c->cert[i]);
 	snprintf(st->peer.address, sizeof(st->peer.address), "ipv4:127.0.0.1:%d", 40000 + i);
+	/* The server's periodic recount (watch_descriptors) would find these fake streams hold
+	 * no descriptor: without it, each open counts one more until the guard refuses. */
+	atomic_store(&c->srv->fds_opened, 0);
 	code = ctl_session_ops.open(c->srv, st, &st->peer, &msg);
 	free(msg);
 	if (code != GRPC_STATUS_OK) {

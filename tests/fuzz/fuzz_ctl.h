@@ -32,7 +32,8 @@ struct rpc_stream {
 	uint64_t last_ack;
 	unsigned sent; /* messages sent on it */
 	bool last_was_welcome;
-	size_t msg_size; /* the encoded size of the message being delivered */
+	size_t msg_size;    /* the encoded size of the message being delivered */
+	int retry_after_ms; /* what a refusal asked the agent to wait */
 };
 
 /* What was set up; ids are the controller's own. */
