@@ -198,6 +198,30 @@ export function failingNodeItem(n, word = 'fail') {
     h('ul', {class: 'reasons node-reasons'}, reasons.length ? reasons : h('li', {class: 'node-reason'}, word)));
 }
 
+// A verdict's failing links ({a_host, b_host, rail, test, reasons}) as a list, one entry each.
+export function failingLinksList(links) {
+  return h('ul', {class: 'reasons'}, links.map((l) => h('li', null,
+    `${l.a_host} ↔ ${l.b_host}${l.rail === null || l.rail === undefined ? '' : ', rail ' + l.rail} (${l.test}): `,
+    (l.reasons || []).map((r) => words(r, l.test)).join(', '))));
+}
+
+// A verdict's failing pairs ([{t: its test, f: the failure}], transients left out by the
+// caller) as a sortable table, host names from hostOf(node id).
+export function failingPairsTable(pairs, hostOf) {
+  return sortableTable({
+    caption: 'Failing pairs, by test',
+    columns: [
+      {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => h('span', {class: 'nowrap'}, r.t.name)},
+      {key: 'pair', label: 'Pair', value: (r) => hostOf(r.f.a), render: (r) => `${hostOf(r.f.a)} ↔ ${hostOf(r.f.b)}`},
+      {key: 'rail', label: 'Rail', render: (r) => (r.f.rail === null || r.f.rail === undefined ? '—' : String(r.f.rail))},
+      {key: 'attr', label: 'Attributed to', value: (r) => r.f.attributed, render: (r) => attributionBadge(r.f.attributed)},
+      {key: 'reason', label: 'Reason', render: (r) => words(r.f.reason, r.t.name)},
+    ],
+    rows: pairs,
+    rowAttrs: (r) => ({class: 'failing-pair', dataset: {attr: r.f.attributed || ''}}),
+  }).el;
+}
+
 // Versions a vendor spells two ways ("24.10-1.1.4.0" and "24.10-1.1.4"): the same when their
 // numeric parts agree once trailing zero parts are dropped, and their other parts agree.
 export function sameVersion(x, y) {

@@ -4,7 +4,7 @@
 // pairs test (latency or bandwidth, as its rule judges it), the congestion results and the
 // other tests' rows.
 
-import {h, clear, fill, badge, timeEl, campLink, nodeLink, sortableTable, coalesce, notice, section, kv,
+import {h, failingLinksList, failingPairsTable, clear, fill, badge, timeEl, campLink, nodeLink, sortableTable, coalesce, notice, section, kv,
         naturalCompare, fmtNum, fmtActor, attributionBadge, words, failingNodeItem, fmtDuration} from '../dom.js';
 import {heatmap} from '../heatmap.js';
 import {playbookForm} from './deployments.js';
@@ -227,24 +227,11 @@ function verdictSection(c, hostOf) {
       h('ul', {class: 'failing-nodes'}, v.excluded.map((n) => failingNodeItem(n, 'excluded'))));
   }
   if ((v.links || []).length) {
-    parts.push(h('h3', null, 'Failing links'), h('ul', {class: 'reasons'}, v.links.map((l) => h('li', null,
-      `${l.a_host} ↔ ${l.b_host}${l.rail === null || l.rail === undefined ? '' : ', rail ' + l.rail} (${l.test}): `,
-      (l.reasons || []).map((r) => words(r, l.test)).join(', ')))));
+    parts.push(h('h3', null, 'Failing links'), failingLinksList(v.links));
     if (v.links_total > v.links.length) parts.push(h('p', {class: 'mute'}, `and ${v.links_total - v.links.length} more links`));
   }
   if (pairs.length) {
-    parts.push(sortableTable({
-      caption: 'Failing pairs, by test',
-      columns: [
-        {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => h('span', {class: 'nowrap'}, r.t.name)},
-        {key: 'pair', label: 'Pair', value: (r) => hostOf(r.f.a), render: (r) => `${hostOf(r.f.a)} ↔ ${hostOf(r.f.b)}`},
-        {key: 'rail', label: 'Rail', render: (r) => (r.f.rail === null || r.f.rail === undefined ? '—' : String(r.f.rail))},
-        {key: 'attr', label: 'Attributed to', value: (r) => r.f.attributed, render: (r) => attributionBadge(r.f.attributed)},
-        {key: 'reason', label: 'Reason', render: (r) => words(r.f.reason, r.t.name)},
-      ],
-      rows: pairs,
-      rowAttrs: (r) => ({class: 'failing-pair', dataset: {attr: r.f.attributed || ''}}),
-    }).el);
+    parts.push(failingPairsTable(pairs, hostOf));
     if (more) parts.push(h('p', {class: 'mute'}, `and ${more} more failing pairs not listed by the verdict (marked in the maps)`));
   } else if (v.result === 'pass') {
     parts.push(h('p', null, 'No failing pair.'));

@@ -4,7 +4,7 @@
 // baseline for a revalidation), the downloads (report, signature, HTML, CA) with the command that
 // verifies them offline, and, for roles that may, Revalidate.
 
-import {h, clear, fill, badge, verdictOf, timeEl, soLink, campLink, sortableTable, notice, section, kv, coalesce,
+import {h, failingLinksList, failingPairsTable, clear, fill, badge, verdictOf, timeEl, soLink, campLink, sortableTable, notice, section, kv, coalesce,
         naturalCompare, fmtNum, fmtTime, fmtActor, words, failingNodeItem, attributionBadge, sameVersion} from '../dom.js';
 import {confirmDialog} from './confirm.js';
 
@@ -101,27 +101,14 @@ function failures(report) {
   const bad = (ev.nodes || []).filter((n) => n.result === 'fail').sort((a, b) => naturalCompare(a.hostname, b.hostname));
   if (bad.length) out.push(h('h3', null, 'Failing nodes'), h('ul', {class: 'failing-nodes'}, bad.map((n) => failingNodeItem(n, 'fail'))));
   if ((ev.links || []).length) {
-    out.push(h('h3', null, 'Failing links'), h('ul', {class: 'reasons'}, ev.links.map((l) => h('li', null,
-      `${l.a_host} ↔ ${l.b_host}${l.rail === null || l.rail === undefined ? '' : ', rail ' + l.rail} (${l.test}): `,
-      (l.reasons || []).map((r) => words(r, l.test)).join(', ')))));
+    out.push(h('h3', null, 'Failing links'), failingLinksList(ev.links));
   }
   const pairs = [], transients = [];
   for (const t of ev.tests || []) {
     for (const f of t.failures || []) (f.attributed === 'transient' ? transients : pairs).push({t, f});
   }
   if (pairs.length) {
-    out.push(sortableTable({
-      caption: 'Failing pairs, by test',
-      columns: [
-        {key: 'test', label: 'Test', value: (r) => r.t.name, render: (r) => h('span', {class: 'nowrap'}, r.t.name)},
-        {key: 'pair', label: 'Pair', value: (r) => hostOf(r.f.a), render: (r) => `${hostOf(r.f.a)} ↔ ${hostOf(r.f.b)}`},
-        {key: 'rail', label: 'Rail', render: (r) => (r.f.rail === null || r.f.rail === undefined ? '—' : String(r.f.rail))},
-        {key: 'attr', label: 'Attributed to', value: (r) => r.f.attributed, render: (r) => attributionBadge(r.f.attributed)},
-        {key: 'reason', label: 'Reason', render: (r) => words(r.f.reason, r.t.name)},
-      ],
-      rows: pairs,
-      rowAttrs: (r) => ({class: 'failing-pair', dataset: {attr: r.f.attributed || ''}}),
-    }).el);
+    out.push(failingPairsTable(pairs, hostOf));
   }
   if (transients.length) {
     out.push(h('p', {class: 'transients'}, attributionBadge('transient'), ' not failures: ',
