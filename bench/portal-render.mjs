@@ -1,11 +1,13 @@
 // bench/portal-render.sh's browser half: time to first render of the nodes page and of a
 // campaign's pair heatmap, each in a fresh page load (the token already in sessionStorage), from
 // navigation start (performance.now() in the page) to the moment the rendered DOM is there.
-//   node portal-render.mjs PLAYWRIGHT_DIR CHROMIUM URL TOKEN NODES PAIRS_NODES CAMPAIGN RUNS SHOTS_DIR
+//   node portal-render.mjs PLAYWRIGHT_DIR CHROMIUM URL TOKENS NODES PAIRS_NODES CAMPAIGN RUNS SHOTS_DIR
+// TOKENS: comma-separated, one per measure (each load opens an event stream; one token may hold
+// 16 at a time).
 // A screenshot of each page goes to SHOTS_DIR.
 import {createRequire} from 'node:module';
 
-const [pw, chromiumPath, url, token, nodesS, pnodesS, campaign, runsS, shots] = process.argv.slice(2);
+const [pw, chromiumPath, url, tokensS, nodesS, pnodesS, campaign, runsS, shots] = process.argv.slice(2);
 const nodes = Number(nodesS), pnodes = Number(pnodesS), runs = Number(runsS);
 const {chromium} = createRequire(import.meta.url)(pw);
 
@@ -16,7 +18,8 @@ const errors = [];
 page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
 page.on('pageerror', (e) => errors.push(e.message));
 await page.goto(url + '/');
-await page.evaluate((t) => sessionStorage.setItem('railyard.token', t), token);
+const tokens = tokensS.split(',');
+let measures = 0;
 
 const median = (v) => { const s = [...v].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 
@@ -27,6 +30,7 @@ const median = (v) => { const s = [...v].sort((a, b) => a - b); const m = s.leng
 async function measure(label, hash, ready, apiPath, settled) {
   const total = [], api = [];
   let bytes = 0;
+  await page.evaluate((t) => sessionStorage.setItem('railyard.token', t), tokens[measures++ % tokens.length]);
   for (let i = 0; i <= runs; i++) {
     await page.goto(`${url}/?run=${i}${hash}`);
     const t = await (await page.waitForFunction(ready, null, {polling: 'raf', timeout: 120000})).jsonValue();
