@@ -4,6 +4,7 @@
 #include "common/facts/facts_doc.h"
 #include "common/util/error.h"
 #include "common/util/util.h"
+#include "controller/rollout/deploy.h"
 #include "controller/signoff/compare.h"
 #include "controller/signoff/signoff.h"
 #include "controller/signoff/snapshot.h"
@@ -338,9 +339,8 @@ static json_t *health_context(struct store *st, const json_t *stale)
 	for (size_t i = 0; i < nd; i++) {
 		const struct store_deployment *d = deps[i];
 		struct store_deploy_node *dn = NULL;
-		struct store_step_result *res = NULL;
-		size_t n = 0, m = 0;
-		json_t *cl = json_object_get(ctx, d->cluster), *nodes;
+		size_t n = 0;
+		json_t *cl = json_object_get(ctx, d->cluster), *nodes, *failed = NULL;
 		bool any_failed = false;
 		char pb[256];
 
@@ -365,23 +365,21 @@ static json_t *health_context(struct store *st, const json_t *stale)
 						      "message", dn[k].message));
 			any_failed |= streq(dn[k].state, "failed");
 		}
-		if (any_failed && store_step_results(st, d->id, &res, &m) >= 0) {
-			for (size_t k = 0; k < m; k++) {
-				json_t *o = json_object_get(nodes, res[k].node_id);
+		/* The first failed step of each node, its headline (deploy.c says them). */
+		if (any_failed && ctl_deploy_failed_steps(st, d->id, &failed) == 0) {
+			const char *nid;
+			json_t *f;
 
-				if (!o || !streq(res[k].status, "failed") ||
-				    json_object_get(o, "step"))
-					continue; /* the first failed step of each node */
-				json_object_set_new(o, "step", json_string(res[k].name));
-				/* Its headline: a message's first line (the lines after it are
-				 * its detail, the raw evaluator text). */
-				json_object_set_new(
-					o, "step_message",
-					json_stringn(res[k].message ? res[k].message : "",
-						     res[k].message ? strcspn(res[k].message, "\n")
-								    : 0));
+			json_object_foreach(failed, nid, f)
+			{
+				json_t *o = json_object_get(nodes, nid);
+
+				if (!o)
+					continue;
+				json_object_set(o, "step", json_object_get(f, "name"));
+				json_object_set(o, "step_message", json_object_get(f, "message"));
 			}
-			store_step_results_free(res, m);
+			json_decref(failed);
 		}
 		store_deploy_nodes_free(dn, n);
 	}
