@@ -22,6 +22,9 @@ PKGS=(
 	# lintian, debootstrap for the Debian 12 root they are installed into, curl to see whether
 	# the archive answers.
 	dpkg-dev lintian debootstrap curl
+	# A real Slurm cluster on this host for the maintenance tests (docs/operations.md, "Maintenance
+	# with Slurm"): slurmctld and one slurmd per test node, auth/none (tests/integration/slurm.sh).
+	slurm-wlm
 )
 # npm (tests/integration/test_openapi.sh lints docs/openapi.yaml with @redocly/cli from npm):
 # Debian's package, unless an npm is installed already (NodeSource's nodejs ships its own and
