@@ -9,3 +9,6 @@ railyard_test(test_counters SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_counters.c
 	LIBS ry_agent LABELS unit)
 railyard_test(test_benchjob SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_benchjob.c
 	LIBS ry_agent Threads::Threads LABELS unit)
+# nodeagent/kmsg.c: the kernel log watcher's parser (Xid, mlx5, AER), limiter and reader.
+railyard_test(test_kmsg SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kmsg.c
+	LIBS ry_agent LABELS unit)
