@@ -12,3 +12,6 @@ railyard_test(test_benchjob SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_benchjob.c
 # nodeagent/kmsg.c: the kernel log watcher's parser (Xid, mlx5, AER), limiter and reader.
 railyard_test(test_kmsg SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kmsg.c
 	LIBS ry_agent LABELS unit)
+# nodeagent/portwatch.c: fabric port error rates against thresholds, state and rate changes.
+railyard_test(test_portwatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_portwatch.c
+	LIBS ry_agent LABELS unit)

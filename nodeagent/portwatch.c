@@ -1,0 +1,251 @@
+/* The fabric port watcher (nodeagent/portwatch.h): counter rates from two snapshots' delta, and
+ * each port's state/rate read next to its counters. */
+#include "nodeagent/portwatch.h"
+
+#include "common/util/fs.h"
+#include "nodeagent/counters.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct portwatch_rule portwatch_default_rules[] = {
+	/* InfiniBand (counters/): IBTA's BER of 1e-12 is 24 symbol errors a minute at 400 Gb/s;
+	 * NVIDIA UFM and LBNL NHC treat link_downed and link integrity errors as faults on any
+	 * movement. */
+	{"symbol_error", 24, 240},
+	{"link_downed", 0, 1},
+	{"link_error_recovery", 1, 10},
+	{"port_rcv_errors", 10, 100},
+	{"port_rcv_remote_physical_errors", 10, 100},
+	{"local_link_integrity_errors", 1, 10},
+	{"excessive_buffer_overrun_errors", 1, 10},
+	/* RoCE (mlx5 hw_counters/): retransmission timeouts and sequence errors mean lost
+	 * packets on a fabric that should be lossless (PFC); rxe names its own. */
+	{"local_ack_timeout_err", 1, 60},
+	{"packet_seq_err", 60, 600},
+	{"out_of_sequence", 60, 600},
+	{"rnr_nak_retry_err", 1, 60},
+	{"retry_exceeded_err", 1, 10},
+	{NULL, 0, 0},
+};
+
+struct port_state {
+	char device[64];
+	uint32_t port;
+	char state[32];	 /* "ACTIVE", "DOWN", ... ("" unknown) */
+	long rate_gbps;	 /* 0 unknown */
+	bool seen;
+};
+
+struct portwatch {
+	const char *sysroot;
+	const struct portwatch_rule *rules;
+	struct counters_snap *prev;
+	int64_t prev_ms;
+	struct port_state *ports;
+	size_t n_ports, cap_ports;
+};
+
+int portwatch_new(const char *sysroot, const struct portwatch_rule *rules, struct portwatch **ret)
+{
+	struct portwatch *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	w->sysroot = sysroot;
+	w->rules = rules ? rules : portwatch_default_rules;
+	*ret = w;
+	return 0;
+}
+
+void portwatch_free(struct portwatch *w)
+{
+	if (!w)
+		return;
+	counters_snap_free(w->prev);
+	free(w->ports);
+	free(w);
+}
+
+/* Read SYSROOT/sys/class/infiniband/DEV/ports/N/{state,rate}. */
+static void read_port(const char *sysroot, const char *dev, uint32_t port, char *state,
+		      size_t cap, long *ret_rate)
+{
+	bool root = !sysroot || !*sysroot || strcmp(sysroot, "/") == 0;
+	char path[1024];
+	char *s = NULL;
+
+	state[0] = '\0';
+	*ret_rate = 0;
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%u/state", root ? "" : sysroot,
+		 dev, port);
+	if (fs_read_attr(path, &s) == 0) {
+		/* "4: ACTIVE" */
+		const char *p = strchr(s, ':');
+		p = p ? p + 1 : s;
+		while (*p == ' ')
+			p++;
+		size_t n = strcspn(p, "\n");
+		if (n >= cap)
+			n = cap - 1;
+		memcpy(state, p, n);
+		state[n] = '\0';
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)state[i] < 0x20 || (unsigned char)state[i] > 0x7e)
+				state[i] = '?';
+	}
+	free(s);
+	s = NULL;
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%u/rate", root ? "" : sysroot,
+		 dev, port);
+	if (fs_read_attr(path, &s) == 0) {
+		char *end;
+		long r = strtol(s, &end, 10);
+		if (end != s && r > 0 && r < 100000)
+			*ret_rate = r;
+	}
+	free(s);
+}
+
+static struct port_state *port_find(struct portwatch *w, const char *dev, uint32_t port)
+{
+	for (size_t i = 0; i < w->n_ports; i++)
+		if (w->ports[i].port == port && strcmp(w->ports[i].device, dev) == 0)
+			return &w->ports[i];
+	if (w->n_ports == w->cap_ports) {
+		size_t cap = w->cap_ports ? w->cap_ports * 2 : 8;
+		struct port_state *p = realloc(w->ports, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		w->ports = p;
+		w->cap_ports = cap;
+	}
+	struct port_state *p = &w->ports[w->n_ports++];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->device, sizeof(p->device), "%s", dev);
+	p->port = port;
+	return p;
+}
+
+static void emit(struct portwatch_event *ev, size_t max, size_t *n,
+		 const struct portwatch_event *e)
+{
+	if (*n < max)
+		ev[*n] = *e;
+	(*n)++;
+}
+
+static void check_port(struct portwatch *w, const char *dev, uint32_t port, struct portwatch_event *ev,
+		       size_t max, size_t *n)
+{
+	struct port_state *p = port_find(w, dev, port);
+	char state[32];
+	long rate;
+	struct portwatch_event e;
+
+	if (!p)
+		return;
+	read_port(w->sysroot, dev, port, state, sizeof(state), &rate);
+	memset(&e, 0, sizeof(e));
+	snprintf(e.device, sizeof(e.device), "%s", dev);
+	e.port = port;
+	if (p->seen && state[0] && p->state[0] && strcmp(state, p->state) != 0) {
+		bool now_active = strcmp(state, "ACTIVE") == 0;
+		e.severity = now_active ? KMSG_INFO : KMSG_CRITICAL;
+		snprintf(e.what, sizeof(e.what), "%s/%u: %s -> %s", dev, port, p->state, state);
+		emit(ev, max, n, &e);
+	}
+	if (p->seen && rate && p->rate_gbps && rate != p->rate_gbps) {
+		e.severity = rate < p->rate_gbps ? KMSG_WARNING : KMSG_INFO;
+		snprintf(e.what, sizeof(e.what), "%s/%u: rate %ld -> %ld Gb/s", dev, port,
+			 p->rate_gbps, rate);
+		emit(ev, max, n, &e);
+	}
+	snprintf(p->state, sizeof(p->state), "%s", state);
+	p->rate_gbps = rate;
+	p->seen = true;
+}
+
+int portwatch_tick(struct portwatch *w, int64_t now_ms, struct portwatch_event *ev, size_t max,
+		   size_t *ret_n)
+{
+	struct counters_snap *cur = NULL;
+	json_t *delta, *ports, *pj;
+	size_t n = 0, i;
+	double minutes;
+	int r;
+
+	*ret_n = 0;
+	if (w->prev && now_ms - w->prev_ms < 1000)
+		return 0;
+	r = counters_snapshot(w->sysroot, NULL, &cur);
+	if (r < 0)
+		return r;
+	if (!w->prev) {
+		/* The baseline: remember each port's state too. */
+		delta = counters_delta_json(cur, cur, NULL, 0);
+		if (!delta) {
+			counters_snap_free(cur);
+			return -ENOMEM;
+		}
+		json_array_foreach(json_object_get(delta, "ports"), i, pj)
+			check_port(w, json_string_value(json_object_get(pj, "device")),
+				   (uint32_t)json_integer_value(json_object_get(pj, "port")), ev, 0,
+				   &n);
+		json_decref(delta);
+		w->prev = cur;
+		w->prev_ms = now_ms;
+		return 0;
+	}
+	delta = counters_delta_json(w->prev, cur, NULL, 0);
+	if (!delta) {
+		counters_snap_free(cur);
+		return -ENOMEM;
+	}
+	minutes = (double)(now_ms - w->prev_ms) / 60000.0;
+	ports = json_object_get(delta, "ports");
+	json_array_foreach(ports, i, pj)
+	{
+		const char *dev = json_string_value(json_object_get(pj, "device"));
+		uint32_t port = (uint32_t)json_integer_value(json_object_get(pj, "port"));
+		json_t *d = json_object_get(pj, "delta");
+
+		if (!dev)
+			continue;
+		check_port(w, dev, port, ev, max, &n);
+		for (const struct portwatch_rule *rule = w->rules; rule->counter; rule++) {
+			json_t *v = json_object_get(d, rule->counter);
+			struct portwatch_event e;
+			double rate;
+
+			if (!json_is_integer(v) || json_integer_value(v) <= 0)
+				continue; /* not exposed, not moved, or went down */
+			rate = (double)json_integer_value(v) / minutes;
+			memset(&e, 0, sizeof(e));
+			if (rule->crit_per_min > 0 && rate >= rule->crit_per_min)
+				e.severity = KMSG_CRITICAL;
+			else if (rule->warn_per_min > 0 && rate >= rule->warn_per_min)
+				e.severity = KMSG_WARNING;
+			else
+				continue;
+			snprintf(e.device, sizeof(e.device), "%s", dev);
+			e.port = port;
+			snprintf(e.counter, sizeof(e.counter), "%s", rule->counter);
+			e.per_min = rate;
+			snprintf(e.what, sizeof(e.what), "%s/%u: %s +%lld (%.1f/min, %s at %g/min)", dev,
+				 port, rule->counter, (long long)json_integer_value(v), rate,
+				 e.severity == KMSG_CRITICAL ? "critical" : "warning",
+				 e.severity == KMSG_CRITICAL ? rule->crit_per_min : rule->warn_per_min);
+			emit(ev, max, &n, &e);
+		}
+	}
+	json_decref(delta);
+	counters_snap_free(w->prev);
+	w->prev = cur;
+	w->prev_ms = now_ms;
+	*ret_n = n;
+	return 0;
+}
