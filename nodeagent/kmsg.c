@@ -13,33 +13,33 @@
 
 static const struct {
 	int xid;
-	enum kmsg_severity sev;
+	enum health_severity sev;
 	const char *meaning;
 } xid_table[] = {
 	/* NVIDIA, "Xid Errors" (docs.nvidia.com/deploy/xid-errors), and DCGM's health watches
 	 * for which of them make a node unfit for jobs. */
-	{13, KMSG_WARNING, "graphics engine exception"},
-	{31, KMSG_WARNING, "GPU memory page fault"},
-	{43, KMSG_WARNING, "GPU stopped processing"},
-	{45, KMSG_WARNING, "preemptive cleanup after earlier errors"},
-	{48, KMSG_CRITICAL, "double-bit ECC error"},
-	{61, KMSG_WARNING, "internal micro-controller breakpoint"},
-	{62, KMSG_CRITICAL, "internal micro-controller halt"},
-	{63, KMSG_WARNING, "ECC page retirement or row remapping recorded"},
-	{64, KMSG_CRITICAL, "ECC page retirement or row remapping failed"},
-	{68, KMSG_WARNING, "video decoder exception"},
-	{69, KMSG_WARNING, "graphics engine class error"},
-	{74, KMSG_CRITICAL, "NVLink error"},
-	{79, KMSG_CRITICAL, "GPU has fallen off the bus"},
-	{92, KMSG_WARNING, "high single-bit ECC error rate"},
-	{94, KMSG_WARNING, "contained ECC error"},
-	{95, KMSG_CRITICAL, "uncontained ECC error"},
-	{119, KMSG_CRITICAL, "GSP RPC timeout"},
-	{120, KMSG_CRITICAL, "GSP error"},
-	{140, KMSG_CRITICAL, "unrecovered ECC error"},
+	{13, HEALTH_WARNING, "graphics engine exception"},
+	{31, HEALTH_WARNING, "GPU memory page fault"},
+	{43, HEALTH_WARNING, "GPU stopped processing"},
+	{45, HEALTH_WARNING, "preemptive cleanup after earlier errors"},
+	{48, HEALTH_CRITICAL, "double-bit ECC error"},
+	{61, HEALTH_WARNING, "internal micro-controller breakpoint"},
+	{62, HEALTH_CRITICAL, "internal micro-controller halt"},
+	{63, HEALTH_WARNING, "ECC page retirement or row remapping recorded"},
+	{64, HEALTH_CRITICAL, "ECC page retirement or row remapping failed"},
+	{68, HEALTH_WARNING, "video decoder exception"},
+	{69, HEALTH_WARNING, "graphics engine class error"},
+	{74, HEALTH_CRITICAL, "NVLink error"},
+	{79, HEALTH_CRITICAL, "GPU has fallen off the bus"},
+	{92, HEALTH_WARNING, "high single-bit ECC error rate"},
+	{94, HEALTH_WARNING, "contained ECC error"},
+	{95, HEALTH_CRITICAL, "uncontained ECC error"},
+	{119, HEALTH_CRITICAL, "GSP RPC timeout"},
+	{120, HEALTH_CRITICAL, "GSP error"},
+	{140, HEALTH_CRITICAL, "unrecovered ECC error"},
 };
 
-const char *kmsg_xid_meaning(int xid, enum kmsg_severity *ret_severity)
+const char *kmsg_xid_meaning(int xid, enum health_severity *ret_severity)
 {
 	for (size_t i = 0; i < sizeof(xid_table) / sizeof(xid_table[0]); i++)
 		if (xid_table[i].xid == xid) {
@@ -48,7 +48,7 @@ const char *kmsg_xid_meaning(int xid, enum kmsg_severity *ret_severity)
 			return xid_table[i].meaning;
 		}
 	if (ret_severity)
-		*ret_severity = KMSG_WARNING;
+		*ret_severity = HEALTH_WARNING;
 	return NULL;
 }
 
@@ -184,19 +184,19 @@ static bool classify_mlx5(const char *t, const char *e, struct kmsg_event *ev)
 	if (has_ci(p, e, "health compromised") || has_ci(p, e, "print_health_info") ||
 	    has_ci(p, e, "fw_fatal") || has_ci(p, e, "firmware fatal") ||
 	    has_ci(p, e, "fatal error") || has_ci(p, e, "health recovery failed")) {
-		ev->severity = KMSG_CRITICAL;
+		ev->severity = HEALTH_CRITICAL;
 		snprintf(ev->what, sizeof(ev->what), "firmware health error");
 	} else if (has_ci(p, e, "port module event")) {
 		bool bad = has_ci(p, e, "unplugged") || has_ci(p, e, "error") ||
 			   has_ci(p, e, "not supported") || has_ci(p, e, "high temperature");
-		ev->severity = bad ? KMSG_WARNING : KMSG_INFO;
+		ev->severity = bad ? HEALTH_WARNING : HEALTH_INFO;
 		snprintf(ev->what, sizeof(ev->what), "%s",
 			 bad ? "cable or module error" : "cable or module event");
 	} else if (has_ci(p, e, "link down")) {
-		ev->severity = KMSG_WARNING;
+		ev->severity = HEALTH_WARNING;
 		snprintf(ev->what, sizeof(ev->what), "link down");
 	} else if (has_ci(p, e, "link up")) {
-		ev->severity = KMSG_INFO;
+		ev->severity = HEALTH_INFO;
 		snprintf(ev->what, sizeof(ev->what), "link up");
 	} else {
 		return false;
@@ -234,7 +234,7 @@ static bool classify_aer(const char *t, const char *e, struct kmsg_event *ev)
 			}
 	}
 	ev->kind = KMSG_AER;
-	ev->severity = uncorrected ? KMSG_CRITICAL : KMSG_WARNING;
+	ev->severity = uncorrected ? HEALTH_CRITICAL : HEALTH_WARNING;
 	snprintf(ev->what, sizeof(ev->what), "AER %s",
 		 !uncorrected ? "corrected error"
 		 : fatal      ? "uncorrected (fatal) error"

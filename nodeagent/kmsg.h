@@ -12,18 +12,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "nodeagent/health_event.h"
+
 /* What a kernel log record is about. */
 enum kmsg_kind {
 	KMSG_NONE = 0, /* nothing a watcher reports */
 	KMSG_XID,      /* NVRM: Xid (PCI:DOMAIN:BUS:DEV): N, ... */
 	KMSG_MLX5, /* mlx5_core: a link going down, a cable/module event, a firmware/health error */
 	KMSG_AER,  /* PCIe Advanced Error Reporting: corrected or uncorrected errors */
-};
-
-enum kmsg_severity {
-	KMSG_INFO = 0, /* worth recording (a link coming up again) */
-	KMSG_WARNING,  /* degrades the node; a person should look */
-	KMSG_CRITICAL, /* the node cannot be trusted with a job */
 };
 
 #define KMSG_RECORD_MAX 8192 /* the kernel's own record limit (CONSOLE_EXT_LOG_MAX) */
@@ -33,7 +29,7 @@ enum kmsg_severity {
 /* One classified record. */
 struct kmsg_event {
 	enum kmsg_kind kind;
-	enum kmsg_severity severity;
+	enum health_severity severity;
 	uint64_t seq;		      /* the kernel's record sequence number */
 	uint64_t usec;		      /* microseconds since boot */
 	int xid;		      /* KMSG_XID: the Xid number; else 0 */
@@ -55,7 +51,7 @@ __attribute__((warn_unused_result)) int kmsg_parse(const char *rec, size_t len,
 /* The meaning and severity of an Xid number, after NVIDIA's "Xid Errors" table (r570): the
  * common ones named (13, 31, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 119, 120,
  * 140); others are "Xid N" at warning. ret_severity may be NULL. Returns a static string. */
-const char *kmsg_xid_meaning(int xid, enum kmsg_severity *ret_severity);
+const char *kmsg_xid_meaning(int xid, enum health_severity *ret_severity);
 
 /* Deduplication and rate limit. An event whose (kind, source, what) was passed within the last
  * window_ms is a repeat: it is counted, not passed (a flapping link or an Xid 13 storm is one

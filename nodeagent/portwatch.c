@@ -35,8 +35,8 @@ const struct portwatch_rule portwatch_default_rules[] = {
 struct port_state {
 	char device[64];
 	uint32_t port;
-	char state[32];	 /* "ACTIVE", "DOWN", ... ("" unknown) */
-	long rate_gbps;	 /* 0 unknown */
+	char state[32]; /* "ACTIVE", "DOWN", ... ("" unknown) */
+	long rate_gbps; /* 0 unknown */
 	bool seen;
 };
 
@@ -71,8 +71,8 @@ void portwatch_free(struct portwatch *w)
 }
 
 /* Read SYSROOT/sys/class/infiniband/DEV/ports/N/{state,rate}. */
-static void read_port(const char *sysroot, const char *dev, uint32_t port, char *state,
-		      size_t cap, long *ret_rate)
+static void read_port(const char *sysroot, const char *dev, uint32_t port, char *state, size_t cap,
+		      long *ret_rate)
 {
 	bool root = !sysroot || !*sysroot || strcmp(sysroot, "/") == 0;
 	char path[1024];
@@ -80,8 +80,8 @@ static void read_port(const char *sysroot, const char *dev, uint32_t port, char 
 
 	state[0] = '\0';
 	*ret_rate = 0;
-	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%u/state", root ? "" : sysroot,
-		 dev, port);
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%u/state",
+		 root ? "" : sysroot, dev, port);
 	if (fs_read_attr(path, &s) == 0) {
 		/* "4: ACTIVE" */
 		const char *p = strchr(s, ':');
@@ -99,8 +99,8 @@ static void read_port(const char *sysroot, const char *dev, uint32_t port, char 
 	}
 	free(s);
 	s = NULL;
-	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%u/rate", root ? "" : sysroot,
-		 dev, port);
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%u/rate",
+		 root ? "" : sysroot, dev, port);
 	if (fs_read_attr(path, &s) == 0) {
 		char *end;
 		long r = strtol(s, &end, 10);
@@ -130,16 +130,15 @@ static struct port_state *port_find(struct portwatch *w, const char *dev, uint32
 	return p;
 }
 
-static void emit(struct portwatch_event *ev, size_t max, size_t *n,
-		 const struct portwatch_event *e)
+static void emit(struct portwatch_event *ev, size_t max, size_t *n, const struct portwatch_event *e)
 {
 	if (*n < max)
 		ev[*n] = *e;
 	(*n)++;
 }
 
-static void check_port(struct portwatch *w, const char *dev, uint32_t port, struct portwatch_event *ev,
-		       size_t max, size_t *n)
+static void check_port(struct portwatch *w, const char *dev, uint32_t port,
+		       struct portwatch_event *ev, size_t max, size_t *n)
 {
 	struct port_state *p = port_find(w, dev, port);
 	char state[32];
@@ -154,12 +153,12 @@ static void check_port(struct portwatch *w, const char *dev, uint32_t port, stru
 	e.port = port;
 	if (p->seen && state[0] && p->state[0] && strcmp(state, p->state) != 0) {
 		bool now_active = strcmp(state, "ACTIVE") == 0;
-		e.severity = now_active ? KMSG_INFO : KMSG_CRITICAL;
+		e.severity = now_active ? HEALTH_INFO : HEALTH_CRITICAL;
 		snprintf(e.what, sizeof(e.what), "%s/%u: %s -> %s", dev, port, p->state, state);
 		emit(ev, max, n, &e);
 	}
 	if (p->seen && rate && p->rate_gbps && rate != p->rate_gbps) {
-		e.severity = rate < p->rate_gbps ? KMSG_WARNING : KMSG_INFO;
+		e.severity = rate < p->rate_gbps ? HEALTH_WARNING : HEALTH_INFO;
 		snprintf(e.what, sizeof(e.what), "%s/%u: rate %ld -> %ld Gb/s", dev, port,
 			 p->rate_gbps, rate);
 		emit(ev, max, n, &e);
@@ -191,10 +190,9 @@ int portwatch_tick(struct portwatch *w, int64_t now_ms, struct portwatch_event *
 			counters_snap_free(cur);
 			return -ENOMEM;
 		}
-		json_array_foreach(json_object_get(delta, "ports"), i, pj)
-			check_port(w, json_string_value(json_object_get(pj, "device")),
-				   (uint32_t)json_integer_value(json_object_get(pj, "port")), ev, 0,
-				   &n);
+		json_array_foreach(json_object_get(delta, "ports"), i, pj) check_port(
+			w, json_string_value(json_object_get(pj, "device")),
+			(uint32_t)json_integer_value(json_object_get(pj, "port")), ev, 0, &n);
 		json_decref(delta);
 		w->prev = cur;
 		w->prev_ms = now_ms;
@@ -226,19 +224,20 @@ int portwatch_tick(struct portwatch *w, int64_t now_ms, struct portwatch_event *
 			rate = (double)json_integer_value(v) / minutes;
 			memset(&e, 0, sizeof(e));
 			if (rule->crit_per_min > 0 && rate >= rule->crit_per_min)
-				e.severity = KMSG_CRITICAL;
+				e.severity = HEALTH_CRITICAL;
 			else if (rule->warn_per_min > 0 && rate >= rule->warn_per_min)
-				e.severity = KMSG_WARNING;
+				e.severity = HEALTH_WARNING;
 			else
 				continue;
 			snprintf(e.device, sizeof(e.device), "%s", dev);
 			e.port = port;
 			snprintf(e.counter, sizeof(e.counter), "%s", rule->counter);
 			e.per_min = rate;
-			snprintf(e.what, sizeof(e.what), "%s/%u: %s +%lld (%.1f/min, %s at %g/min)", dev,
-				 port, rule->counter, (long long)json_integer_value(v), rate,
-				 e.severity == KMSG_CRITICAL ? "critical" : "warning",
-				 e.severity == KMSG_CRITICAL ? rule->crit_per_min : rule->warn_per_min);
+			snprintf(e.what, sizeof(e.what), "%s/%u: %s +%lld (%.1f/min, %s at %g/min)",
+				 dev, port, rule->counter, (long long)json_integer_value(v), rate,
+				 e.severity == HEALTH_CRITICAL ? "critical" : "warning",
+				 e.severity == HEALTH_CRITICAL ? rule->crit_per_min
+							       : rule->warn_per_min);
 			emit(ev, max, &n, &e);
 		}
 	}

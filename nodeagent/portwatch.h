@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nodeagent/kmsg.h" /* enum kmsg_severity */
+#include "nodeagent/health_event.h"
 
 /* A counter's rule: per minute, warn at >= warn, critical at >= crit (0: that level unused; a
  * rule with warn 1 fires on any movement). */
@@ -25,7 +25,7 @@ extern const struct portwatch_rule portwatch_default_rules[];
 #define PORTWATCH_WHAT_MAX 128
 
 struct portwatch_event {
-	enum kmsg_severity severity;
+	enum health_severity severity;
 	char device[64];
 	uint32_t port;
 	char counter[64]; /* the counter that crossed its rule, "" for a state or rate change */
@@ -37,9 +37,8 @@ struct portwatch;
 
 /* A watcher of the ports under sysroot (borrowed, must outlive it; NULL/"/" the real root) with
  * rules (borrowed; NULL: the defaults). The first tick only takes the baseline. */
-__attribute__((warn_unused_result)) int portwatch_new(const char *sysroot,
-						      const struct portwatch_rule *rules,
-						      struct portwatch **ret);
+__attribute__((warn_unused_result)) int
+portwatch_new(const char *sysroot, const struct portwatch_rule *rules, struct portwatch **ret);
 void portwatch_free(struct portwatch *w);
 
 /* Sample at now_ms (monotonic) and compare with the previous sample: up to max events into ev,

@@ -34,7 +34,7 @@ static void test_xid(void **state)
 		1);
 	assert_int_equal(ev.kind, KMSG_XID);
 	assert_int_equal(ev.xid, 79);
-	assert_int_equal(ev.severity, KMSG_CRITICAL);
+	assert_int_equal(ev.severity, HEALTH_CRITICAL);
 	assert_int_equal(ev.seq, 1057);
 	assert_int_equal(ev.usec, 8123456789ULL);
 	assert_string_equal(ev.source, "0000:18:00");
@@ -45,19 +45,19 @@ static void test_xid(void **state)
 	assert_int_equal(
 		parse("4,2,3,-;NVRM: Xid (0000:3b:00.0): 13, Graphics SM Warp Exception", &ev), 1);
 	assert_int_equal(ev.xid, 13);
-	assert_int_equal(ev.severity, KMSG_WARNING);
+	assert_int_equal(ev.severity, HEALTH_WARNING);
 	assert_string_equal(ev.source, "0000:3b:00.0");
 
 	/* A number not in the table: named by its number, a warning. */
 	assert_int_equal(parse("4,2,3,-;NVRM: Xid (PCI:0000:3b:00): 999, something new", &ev), 1);
 	assert_string_equal(ev.what, "Xid 999");
-	assert_int_equal(ev.severity, KMSG_WARNING);
+	assert_int_equal(ev.severity, HEALTH_WARNING);
 	for (int x = 48; x <= 95; x++) {
-		enum kmsg_severity s;
+		enum health_severity s;
 		const char *m = kmsg_xid_meaning(x, &s);
 		if (x == 48 || x == 64 || x == 74 || x == 79 || x == 95) {
 			assert_non_null(m);
-			assert_int_equal(s, KMSG_CRITICAL);
+			assert_int_equal(s, HEALTH_CRITICAL);
 		}
 	}
 
@@ -77,11 +77,11 @@ static void test_mlx5(void **state)
 	assert_int_equal(ev.kind, KMSG_MLX5);
 	assert_string_equal(ev.what, "link down");
 	assert_string_equal(ev.source, "0000:17:00.0 ens1f0np0");
-	assert_int_equal(ev.severity, KMSG_WARNING);
+	assert_int_equal(ev.severity, HEALTH_WARNING);
 
 	assert_int_equal(parse("6,11,21,-;mlx5_core 0000:17:00.0 ens1f0np0: Link up", &ev), 1);
 	assert_string_equal(ev.what, "link up");
-	assert_int_equal(ev.severity, KMSG_INFO);
+	assert_int_equal(ev.severity, HEALTH_INFO);
 
 	assert_int_equal(parse("4,12,22,-;mlx5_core 0000:17:00.0: Port module event: module 0, "
 			       "Cable unplugged",
@@ -95,7 +95,7 @@ static void test_mlx5(void **state)
 			       &ev),
 			 1);
 	assert_string_equal(ev.what, "firmware health error");
-	assert_int_equal(ev.severity, KMSG_CRITICAL);
+	assert_int_equal(ev.severity, HEALTH_CRITICAL);
 
 	/* mlx5 chatter that is not a health event. */
 	assert_int_equal(
@@ -115,7 +115,7 @@ static void test_aer(void **state)
 	assert_int_equal(ev.kind, KMSG_AER);
 	assert_string_equal(ev.what, "AER corrected error");
 	assert_string_equal(ev.source, "0000:01:00.0");
-	assert_int_equal(ev.severity, KMSG_WARNING);
+	assert_int_equal(ev.severity, HEALTH_WARNING);
 
 	assert_int_equal(
 		parse("3,31,41,-;pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: "
@@ -123,7 +123,7 @@ static void test_aer(void **state)
 		      &ev),
 		1);
 	assert_string_equal(ev.what, "AER uncorrected (fatal) error");
-	assert_int_equal(ev.severity, KMSG_CRITICAL);
+	assert_int_equal(ev.severity, HEALTH_CRITICAL);
 
 	/* No device after "received": the reporting port. */
 	assert_int_equal(parse("3,32,42,-;pcieport 0000:00:03.1: AER: Multiple Uncorrected "

@@ -99,7 +99,7 @@ static void test_rates_and_states(void **state)
 	put("30\n", IB "counters/symbol_error");
 	assert_int_equal(portwatch_tick(w, 121000, ev, 16, &n), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(ev[0].severity, KMSG_WARNING);
+	assert_int_equal(ev[0].severity, HEALTH_WARNING);
 	assert_string_equal(ev[0].counter, "symbol_error");
 	assert_string_equal(ev[0].device, "mlx5_0");
 	assert_int_equal(ev[0].port, 1);
@@ -109,7 +109,7 @@ static void test_rates_and_states(void **state)
 	put("330\n", IB "counters/symbol_error");
 	assert_int_equal(portwatch_tick(w, 151000, ev, 16, &n), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(ev[0].severity, KMSG_CRITICAL);
+	assert_int_equal(ev[0].severity, HEALTH_CRITICAL);
 
 	/* Ticks under a second apart compare nothing and keep the baseline. */
 	put("340\n", IB "counters/symbol_error");
@@ -122,10 +122,10 @@ static void test_rates_and_states(void **state)
 	assert_int_equal(portwatch_tick(w, 211000, ev, 16, &n), 0);
 	e = find(ev, n, "rxe0/1: link_downed");
 	assert_non_null(e);
-	assert_int_equal(e->severity, KMSG_CRITICAL);
+	assert_int_equal(e->severity, HEALTH_CRITICAL);
 	e = find(ev, n, "rxe0/1: ACTIVE -> DOWN");
 	assert_non_null(e);
-	assert_int_equal(e->severity, KMSG_CRITICAL);
+	assert_int_equal(e->severity, HEALTH_CRITICAL);
 	/* mlx5_0's 10 symbol errors over a minute are under the warning rate. */
 	assert_null(find(ev, n, "mlx5_0/1: symbol_error"));
 
@@ -136,10 +136,10 @@ static void test_rates_and_states(void **state)
 	assert_int_equal(n, 2);
 	e = find(ev, n, "rxe0/1: DOWN -> ACTIVE");
 	assert_non_null(e);
-	assert_int_equal(e->severity, KMSG_INFO);
+	assert_int_equal(e->severity, HEALTH_INFO);
 	e = find(ev, n, "mlx5_0/1: rate 400 -> 200 Gb/s");
 	assert_non_null(e);
-	assert_int_equal(e->severity, KMSG_WARNING);
+	assert_int_equal(e->severity, HEALTH_WARNING);
 
 	/* A counter reset (went down) is no event; more events than room are counted. */
 	put("0\n", IB "counters/symbol_error");
