@@ -93,6 +93,72 @@ static int cmd_node_revoke(struct rc *rc, const struct rc_command *cmd, int argc
 	return rc_post_id(rc, cmd, argc, argv, "/api/v1/nodes/", "/revoke", "revoked node");
 }
 
+/* railyard node health ID|HOST: what the node's watchers reported (docs/health.md), newest
+ * first; OPEN marks what still counts toward its health (not acknowledged). */
+static int cmd_node_health(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {{"limit", required_argument, NULL, OPT_LIMIT}, {0}};
+	json_t *doc = NULL, *e;
+	int64_t limit = 50;
+	char path[512], suffix[64];
+	size_t i;
+	int c, r;
+
+	while ((c = rc_getopt(rc, argc, argv, opts)) != -1) {
+		if (c != OPT_LIMIT)
+			return rc_usage(cmd, c);
+		if ((r = rc_parse_int("--limit", optarg, 1, 1000, &limit)) != 0)
+			return r;
+	}
+	snprintf(suffix, sizeof(suffix), "/health-events?limit=%lld", (long long)limit);
+	if ((r = rc_positionals(cmd, argc, argv, 1, false)) != 0 ||
+	    (r = rc_id_path(path, sizeof(path), "/api/v1/nodes/", argv[optind], suffix)) != 0 ||
+	    (r = rc_api(rc, "GET", path, NULL, &doc)) != 0)
+		return r;
+	if (rc->json) {
+		r = rc_print_json(stdout, doc);
+		json_decref(doc);
+		return r;
+	}
+	util_fprintf_safe(stdout, "%s: %zu health events\n", rc_str(doc, "hostname", "?"),
+			  json_array_size(json_object_get(doc, "events")));
+	printf("%-20s %-9s %-9s %-16s %-5s %s\n", "RECEIVED", "SEVERITY", "KIND", "SOURCE", "ACK",
+	       "WHAT");
+	json_array_foreach(json_object_get(doc, "events"), i, e)
+	{
+		char when[64];
+
+		rc_format_time(JINT(e, "received_ms"), when, sizeof(when));
+		util_fprintf_safe(stdout, "%-20s %-9s %-9s %-16s %-5s %s%s\n", when,
+				  rc_str(e, "severity", "?"), rc_str(e, "kind", "?"),
+				  rc_str(e, "source", "?"),
+				  json_object_get(e, "acked_ms") ? "yes" : "-",
+				  rc_str(e, "what", "?"), JINT(e, "repeats") ? " (repeated)" : "");
+	}
+	json_decref(doc);
+	return 0;
+}
+
+static int cmd_node_ack(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
+{
+	json_t *doc = NULL;
+	char path[512];
+	int r;
+
+	if ((r = one_arg(rc, cmd, argc, argv)) != 0 ||
+	    (r = rc_id_path(path, sizeof(path), "/api/v1/nodes/", argv[optind], "/health/ack")) !=
+		    0 ||
+	    (r = rc_api(rc, "POST", path, NULL, &doc)) != 0)
+		return r;
+	if (rc->json)
+		r = rc_print_json(stdout, doc);
+	else
+		util_fprintf_safe(stdout, "%s: %lld health events acknowledged\n",
+				  rc_str(doc, "hostname", argv[optind]), JINT(doc, "acknowledged"));
+	json_decref(doc);
+	return r;
+}
+
 static int cmd_audit(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {{"limit", required_argument, NULL, OPT_LIMIT}, {0}};
@@ -233,6 +299,12 @@ static int cmd_playbook_check(struct rc *rc, const struct rc_command *cmd, int a
 
 const struct rc_command rc_admin_commands[] = {
 	{"node show", "ID|HOST", "show one node (id or host name)", cmd_node_show},
+	{"node health", "ID|HOST [--limit 50]",
+	 "what the node's health watchers reported, newest first (docs/health.md)",
+	 cmd_node_health},
+	{"node ack", "ID|HOST",
+	 "acknowledge a node's health events: they no longer make it failing or degraded",
+	 cmd_node_ack},
 	{"node revoke", "ID|HOST",
 	 "revoke a node: its certificate is refused and a connected agent is cut off",
 	 cmd_node_revoke},

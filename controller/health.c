@@ -1,6 +1,7 @@
 /* The health service: readiness and metrics reads of the store, and the backup and restore entry
  * points. */
 #include "controller/health.h"
+#include "controller/watch.h"
 
 #include "common/util/error.h"
 #include "common/util/fs.h"
@@ -41,6 +42,7 @@ int ctl_health_store(struct store *st, struct ctl_error *err)
 int ctl_metrics_nodes(struct store *st, FILE *f, struct ctl_error *err)
 {
 	static const char *const nstates[] = {"online", "offline", "revoked"};
+	static const char *const sstates[] = {"current", "stale", "uncovered", "none"};
 	json_t *nodes = NULL, *count, *e;
 	size_t i;
 	int r = ctl_nodes_list(st, NULL, NULL, false, &nodes, err);
@@ -60,6 +62,24 @@ int ctl_metrics_nodes(struct store *st, FILE *f, struct ctl_error *err)
 	for (i = 0; i < RY_ARRAY_SIZE(nstates); i++)
 		fprintf(f, "railyard_nodes{state=\"%s\"} %lld\n", nstates[i],
 			(long long)json_integer_value(json_object_get(count, nstates[i])));
+	json_object_clear(count);
+	/* Each node against its cluster's newest sign-off (stale: drifted, revoked, or a critical
+	 * health event since; docs/health.md). */
+	fprintf(f, "# HELP railyard_nodes_signoff Nodes by their standing against their cluster's "
+		   "newest sign-off.\n# TYPE railyard_nodes_signoff gauge\n");
+	json_array_foreach(nodes, i, e)
+	{
+		const char *s =
+			json_string_value(json_object_get(json_object_get(e, "signoff"), "state"));
+
+		if (s)
+			json_object_set_new(
+				count, s,
+				json_integer(json_integer_value(json_object_get(count, s)) + 1));
+	}
+	for (i = 0; i < RY_ARRAY_SIZE(sstates); i++)
+		fprintf(f, "railyard_nodes_signoff{state=\"%s\"} %lld\n", sstates[i],
+			(long long)json_integer_value(json_object_get(count, sstates[i])));
 	json_decref(count);
 	json_decref(nodes);
 	return 0;
@@ -105,6 +125,7 @@ int ctl_metrics_objects(struct store *st, FILE *f, struct ctl_error *err)
 		   "transactions, BEGIN to COMMIT (fsync and lock waits included).\n"
 		   "# TYPE railyard_store_transaction_duration_seconds histogram\n");
 	ry_hist_write(f, "railyard_store_transaction_duration_seconds", "", store_tx_latency(st));
+	ctl_watch_metrics(st, util_now_unix_ms(), f);
 out:
 	store_deployments_free(deps, nd);
 	store_campaigns_free(camps, nc);

@@ -1,5 +1,6 @@
 /* The nodes service. */
 #include "controller/nodes.h"
+#include "controller/watch.h"
 
 #include "common/facts/facts_doc.h"
 #include "common/util/error.h"
@@ -191,6 +192,11 @@ json_t *ctl_node_health(const struct ctl_health_in *in)
 				in->signoff_id ? in->signoff_id : "", json_string_value(p));
 	}
 	deploy_problems(problems, in);
+	json_array_foreach(in->watch, i, p)
+	{
+		if (i < HEALTH_REASONS_MAX && json_is_object(p))
+			json_array_append(problems, p);
+	}
 	if (in->ports)
 		json_array_extend(problems, (json_t *)in->ports);
 	else
@@ -464,7 +470,8 @@ static json_t *ports_of_text(const char *id, const char *text)
 	return out;
 }
 
-static json_t *node_health(const json_t *hctx, const struct store_node *nd, const json_t *facts)
+static json_t *node_health(const json_t *hctx, const json_t *watch, const struct store_node *nd,
+			   const json_t *facts)
 {
 	const json_t *c = json_object_get(hctx, nd->cluster);
 	const json_t *dn = json_object_get(json_object_get(c, "nodes"), nd->id);
@@ -483,6 +490,7 @@ static json_t *node_health(const json_t *hctx, const struct store_node *nd, cons
 			json_object_get(json_object_get(c, "regressions"), "hosts"), nd->hostname),
 		.regressed =
 			!json_is_true(json_object_get(json_object_get(c, "regressions"), "inform")),
+		.watch = json_object_get(watch, nd->id),
 	};
 
 	if (nd->derived && nd->snapshot_json)
@@ -524,7 +532,7 @@ static json_t *node_signoff(const json_t *stale, const struct store_node *nd)
 /* A node as the listings show it: its summary as derived when its facts were written, or
  * (written before, or by another deriver) from the facts now; the facts only with_facts. */
 static json_t *node_json(const struct store_node *n, const json_t *stale, const json_t *hctx,
-			 bool with_facts)
+			 const json_t *watch, bool with_facts)
 {
 	bool parse = n->facts_json && (with_facts || !n->derived || !n->snapshot_json);
 	json_t *facts = parse ? json_loads(n->facts_json, 0, NULL) : NULL;
@@ -540,7 +548,7 @@ static json_t *node_json(const struct store_node *n, const json_t *stale, const 
 			      summary, "signoff", node_signoff(stale, n));
 
 	free(summary);
-	if (o && json_object_set_new(o, "health", node_health(hctx, n, facts)) < 0) {
+	if (o && json_object_set_new(o, "health", node_health(hctx, watch, n, facts)) < 0) {
 		json_decref(o);
 		return NULL;
 	}
@@ -553,7 +561,7 @@ static int listing(struct store *st, const char *cluster, const char *state, boo
 		   json_t **ret, struct ctl_error *err)
 {
 	struct store_node **nodes = NULL;
-	json_t *stale = NULL, *hctx = NULL, *arr = json_array();
+	json_t *stale = NULL, *hctx = NULL, *watch = NULL, *arr = json_array();
 	size_t n = 0;
 	int r = !arr	     ? -ENOMEM
 		: with_facts ? store_nodes_list(st, &nodes, &n)
@@ -566,6 +574,8 @@ static int listing(struct store *st, const char *cluster, const char *state, boo
 	r = ctl_signoff_staleness(st, &stale, err);
 	if (r >= 0 && !(hctx = health_context(st, stale)))
 		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	if (r >= 0)
+		r = ctl_watch_open(st, cluster, util_now_unix_ms(), &watch, err);
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		const struct store_node *nd = nodes[i];
 		json_t *o;
@@ -573,13 +583,14 @@ static int listing(struct store *st, const char *cluster, const char *state, boo
 		if ((cluster && strcmp(nd->cluster, cluster) != 0) ||
 		    (state && strcmp(nd->state, state) != 0))
 			continue;
-		o = node_json(nd, stale, hctx, with_facts);
+		o = node_json(nd, stale, hctx, watch, with_facts);
 		if (!o || json_array_append_new(arr, o) < 0)
 			r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 	}
 	store_nodes_free(nodes, n);
 	json_decref(stale);
 	json_decref(hctx);
+	json_decref(watch);
 	if (r < 0) {
 		json_decref(arr);
 		return r;
@@ -597,7 +608,7 @@ int ctl_nodes_list(struct store *st, const char *cluster, const char *state, boo
 int ctl_node_get(struct store *st, const char *id_or_host, json_t **ret, struct ctl_error *err)
 {
 	struct store_node *nd = NULL;
-	json_t *stale = NULL, *hctx = NULL, *o = NULL;
+	json_t *stale = NULL, *hctx = NULL, *watch = NULL, *o = NULL;
 	int r = store_node_get(st, id_or_host, &nd);
 
 	if (r == -RY_E_NOT_FOUND)
@@ -608,15 +619,18 @@ int ctl_node_get(struct store *st, const char *id_or_host, json_t **ret, struct 
 	if (r < 0)
 		return ctl_error_store(err, r, "reading the node");
 	r = ctl_signoff_staleness(st, &stale, err);
+	if (r >= 0)
+		r = ctl_watch_open(st, nd->cluster, util_now_unix_ms(), &watch, err);
 	if (r >= 0) {
 		hctx = health_context(st, stale);
-		o = hctx ? node_json(nd, stale, hctx, true) : NULL;
+		o = hctx ? node_json(nd, stale, hctx, watch, true) : NULL;
 		if (!o)
 			r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 	}
 	store_node_free(nd);
 	json_decref(stale);
 	json_decref(hctx);
+	json_decref(watch);
 	if (r < 0)
 		return r;
 	*ret = o;

@@ -37,6 +37,9 @@ struct ctl_health_in {
 	 * rather than inform. */
 	const json_t *regressions;
 	bool regressed;
+	/* The health events that count now (ctl_watch_open()'s problems of the node), as they
+	 * are: failing for a critical one, degraded for a warning. */
+	const json_t *watch;
 };
 
 /* A node's health, a pure function of in (docs/rest-api.md, "Node health"): {state: healthy |
@@ -45,8 +48,10 @@ struct ctl_health_in {
  * text}]}. failing: the newest sign-off fails or excluded it, or regressed on a pair of it, the
  * newest deployment failed on it, or an HCA port is not ACTIVE; degraded: an active port slower
  * than its fastest rails, an HCA's PCIe link below what it is capable of, or a regression that only
- * informs (tolerance inform); unknown: nothing wrong known, but offline, revoked, never connected
- * or without facts. New reference, or NULL on allocation failure. */
+ * informs (tolerance inform), and the health events that count (controller/watch.h: an
+ * unacknowledged critical one fails the node, a warning of the last hour degrades it); unknown:
+ * nothing wrong known, but offline, revoked, never connected or without facts. New reference, or
+ * NULL on allocation failure. */
 json_t *ctl_node_health(const struct ctl_health_in *in);
 /* The problems of a snapshot's HCA ports and PCIe links alone (as ctl_node_health() finds them):
  * a pure function; the listings keep its result by snapshot, so as not to parse every node's

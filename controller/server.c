@@ -1,5 +1,6 @@
 /* The controller's gRPC service: method table, start-up and shutdown, the reaper thread. */
 #include "controller/server_int.h"
+#include "controller/watch.h"
 #include "controller/bench/bench.h"
 #include "controller/campaign/campaign.h"
 #include "controller/signoff/revalidate.h"
@@ -420,6 +421,8 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		 */
 		if (r >= 0)
 			r = ctl_revalidate_register(srv, srv->engine);
+		if (r >= 0)
+			r = ctl_watch_register(srv->engine);
 		if (r >= 0)
 			r = ctl_engine_start(srv->engine);
 		if (r < 0) {

@@ -25,6 +25,9 @@ PKGS=(
 	# A real Slurm cluster on this host for the maintenance tests (docs/operations.md, "Maintenance
 	# with Slurm"): slurmctld and one slurmd per test node, auth/none (tests/integration/slurm.sh).
 	slurm-wlm
+	# promtool (in Debian's prometheus package; no daemon is started) tests the shipped alert rules
+	# (deploy/prometheus/, tests/prometheus/).
+	prometheus
 )
 # npm (tests/integration/test_openapi.sh lints docs/openapi.yaml with @redocly/cli from npm):
 # Debian's package, unless an npm is installed already (NodeSource's nodejs ships its own and

@@ -1,5 +1,24 @@
-/* The agent's health watchers (nodeagent/health_event.h): the shared names. */
-#include "nodeagent/health_event.h"
+/* The agent's health watchers' thread (nodeagent/health.h): the kernel log between ticks, the
+ * fabric ports every tick, events into the outbox. */
+#include "nodeagent/health.h"
+
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/fs.h"
+#include "nodeagent/kmsg.h"
+#include "nodeagent/portwatch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util/util.h"
 
 const char *health_severity_name(enum health_severity s)
 {
@@ -12,4 +31,261 @@ const char *health_severity_name(enum health_severity s)
 		return "critical";
 	}
 	return "unknown";
+}
+
+struct agent_health {
+	struct agent_health_opts o;
+	pthread_t thread;
+	bool started;
+	int stop_pipe[2];
+	char boot_id[40];
+	char state_path[4096];
+	struct kmsg_reader *kmsg;
+	struct kmsg_limiter limiter;
+	uint64_t kmsg_seq_done; /* records at or below this seq were handled (this boot) */
+	bool kmsg_seq_known;
+	struct portwatch *ports;
+};
+
+void agent_boot_id(const char *sysroot, char *buf, size_t cap)
+{
+	bool root = !sysroot || !*sysroot || strcmp(sysroot, "/") == 0;
+	char path[4096];
+	char *s = NULL;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/proc/sys/kernel/random/boot_id", root ? "" : sysroot);
+	if (fs_read_attr(path, &s) < 0)
+		return;
+	while (s[n] &&
+	       (s[n] == '-' || (s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+		n++;
+	if (n >= 8 && n < cap && (s[n] == '\0' || s[n] == '\n')) {
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+	}
+	free(s);
+}
+
+int agent_health_push(struct outbox *ob, const struct health_event *ev, uint64_t repeats,
+		      const char *boot_id)
+{
+	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+	Railyard__V1__HealthEvent he = RAILYARD__V1__HEALTH_EVENT__INIT;
+
+	he.kind = (char *)ev->kind;
+	he.severity = (char *)health_severity_name(ev->severity);
+	he.source = (char *)ev->source;
+	he.what = (char *)ev->what;
+	he.detail = (char *)ev->detail;
+	he.at_ms = ev->at_ms;
+	he.repeats = repeats;
+	he.boot_id = (char *)(boot_id ? boot_id : "");
+	m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HEALTH_EVENT;
+	m.health_event = &he;
+	return outbox_push(ob, &m);
+}
+
+/* The kernel log's position of this boot: {"boot_id": B, "kmsg_seq": N}. */
+static void state_load(struct agent_health *h)
+{
+	char *text = NULL;
+	json_t *j;
+
+	if (!h->state_path[0] || fs_read_file(h->state_path, 4096, &text, NULL) < 0)
+		return;
+	j = json_loads(text, 0, NULL);
+	free(text);
+	if (!j)
+		return;
+	const char *b = json_string_value(json_object_get(j, "boot_id"));
+	json_t *seq = json_object_get(j, "kmsg_seq");
+	if (b && h->boot_id[0] && strcmp(b, h->boot_id) == 0 && json_is_integer(seq) &&
+	    json_integer_value(seq) >= 0) {
+		h->kmsg_seq_done = (uint64_t)json_integer_value(seq);
+		h->kmsg_seq_known = true;
+	}
+	json_decref(j);
+}
+
+static void state_save(struct agent_health *h)
+{
+	char text[256];
+	int n;
+
+	if (!h->state_path[0] || !h->kmsg_seq_known)
+		return;
+	n = snprintf(text, sizeof(text), "{\"boot_id\": \"%s\", \"kmsg_seq\": %llu}\n", h->boot_id,
+		     (unsigned long long)h->kmsg_seq_done);
+	if (fs_write_file_atomic(h->state_path, text, (size_t)n, 0600) < 0)
+		log_debug("health: %s not written", h->state_path);
+}
+
+static void emit(struct agent_health *h, const struct health_event *ev, uint64_t repeats)
+{
+	int r = agent_health_push(h->o.ob, ev, repeats, h->boot_id);
+
+	if (r < 0 && r != -ECANCELED)
+		log_warn("health: event not queued (%s): %s", ev->what, ry_strerror(r));
+	else if (r == 0)
+		log_info("health: %s %s: %s%s", health_severity_name(ev->severity), ev->kind,
+			 ev->what, repeats ? " (repeated)" : "");
+}
+
+/* Every record waiting in the kernel log. */
+static void read_kmsg(struct agent_health *h)
+{
+	char rec[KMSG_RECORD_MAX];
+	bool moved = false;
+	ssize_t n;
+
+	if (!h->kmsg)
+		return;
+	while ((n = kmsg_reader_next(h->kmsg, rec, sizeof(rec))) > 0) {
+		struct kmsg_event ke;
+		uint64_t repeats;
+
+		int pr = kmsg_parse(rec, (size_t)n, &ke);
+
+		if (pr < 0)
+			continue;
+		if (h->kmsg_seq_known && ke.seq <= h->kmsg_seq_done)
+			continue; /* handled before this agent restarted */
+		h->kmsg_seq_done = ke.seq;
+		h->kmsg_seq_known = true;
+		if (pr == 0)
+			continue;
+		if (!kmsg_limiter_pass(&h->limiter, &ke, util_now_mono_ms(), &repeats))
+			continue;
+		struct health_event ev = {0};
+		snprintf(ev.kind, sizeof(ev.kind), "%s", ke.kind == KMSG_XID ? "xid" : "kmsg");
+		ev.severity = ke.severity;
+		snprintf(ev.source, sizeof(ev.source), "%s", ke.source);
+		snprintf(ev.what, sizeof(ev.what), "%s", ke.what);
+		snprintf(ev.detail, sizeof(ev.detail), "%s", ke.text);
+		ev.at_ms = util_now_unix_ms();
+		emit(h, &ev, repeats);
+		moved = true; /* keep the position of what was sent (not of every record: no sync
+			       * for each line of a chatty kernel) */
+	}
+	if (n < 0)
+		log_debug("health: kernel log: %s", ry_strerror((int)n));
+	if (moved)
+		state_save(h);
+}
+
+static void tick_ports(struct agent_health *h)
+{
+	struct portwatch_event pe[32];
+	size_t n = 0;
+
+	if (!h->ports || portwatch_tick(h->ports, util_now_mono_ms(), pe, 32, &n) < 0)
+		return;
+	for (size_t i = 0; i < n && i < 32; i++) {
+		struct health_event ev = {0};
+		snprintf(ev.kind, sizeof(ev.kind), "port");
+		ev.severity = pe[i].severity;
+		snprintf(ev.source, sizeof(ev.source), "%s/%u", pe[i].device, pe[i].port);
+		snprintf(ev.what, sizeof(ev.what), "%s", pe[i].what);
+		ev.at_ms = util_now_unix_ms();
+		emit(h, &ev, 0);
+	}
+	if (n > 32)
+		log_warn("health: %zu port events this tick, 32 sent", n);
+}
+
+static void *run(void *arg)
+{
+	struct agent_health *h = arg;
+	int64_t next_tick = util_now_mono_ms();
+	/* A test sysroot's dev/kmsg is a regular file: always "readable"; look at it often. */
+	bool kmsg_pollable = h->kmsg && !kmsg_reader_is_file(h->kmsg);
+	int64_t file_every = h->o.interval_ms < 500 ? h->o.interval_ms : 500;
+
+	for (;;) {
+		struct pollfd p[2] = {
+			{.fd = h->stop_pipe[0], .events = POLLIN},
+			{.fd = kmsg_pollable ? kmsg_reader_fd(h->kmsg) : -1, .events = POLLIN}};
+		int64_t now = util_now_mono_ms();
+		int64_t wait = next_tick - now;
+
+		if (wait < 0)
+			wait = 0;
+		if (h->kmsg && !kmsg_pollable && wait > file_every)
+			wait = file_every;
+		int r = poll(p, 2, (int)wait);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		read_kmsg(h);
+		if (util_now_mono_ms() >= next_tick) {
+			tick_ports(h);
+			next_tick = util_now_mono_ms() + h->o.interval_ms;
+		}
+	}
+	return NULL;
+}
+
+int agent_health_new(const struct agent_health_opts *o, struct agent_health **ret)
+{
+	struct agent_health *h = calloc(1, sizeof(*h));
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	h->o = *o;
+	if (h->o.interval_ms <= 0)
+		h->o.interval_ms = AGENT_HEALTH_INTERVAL_MS;
+	h->stop_pipe[0] = h->stop_pipe[1] = -1;
+	if (pipe2(h->stop_pipe, O_CLOEXEC) < 0) {
+		r = -errno;
+		free(h);
+		return r;
+	}
+	agent_boot_id(o->sysroot, h->boot_id, sizeof(h->boot_id));
+	if (o->state_dir)
+		snprintf(h->state_path, sizeof(h->state_path), "%s/%s", o->state_dir,
+			 AGENT_HEALTH_STATE_FILE);
+	state_load(h);
+	kmsg_limiter_init(&h->limiter, AGENT_HEALTH_DEDUP_MS, AGENT_HEALTH_BURST);
+	/* From the start of the buffer: what the kernel logged before this agent started (a
+	 * boot's Xid) counts; records handled before a restart of this boot are skipped. */
+	r = kmsg_reader_open(o->sysroot, true, &h->kmsg);
+	if (r < 0) {
+		log_info("health: kernel log watcher off: %s/dev/kmsg: %s",
+			 o->sysroot && strcmp(o->sysroot, "/") ? o->sysroot : "", ry_strerror(r));
+		h->kmsg = NULL;
+	}
+	if (portwatch_new(o->sysroot, NULL, &h->ports) < 0)
+		h->ports = NULL;
+	r = pthread_create(&h->thread, NULL, run, h);
+	if (r != 0) {
+		agent_health_free(h);
+		return -r;
+	}
+	h->started = true;
+	*ret = h;
+	return 0;
+}
+
+void agent_health_free(struct agent_health *h)
+{
+	if (!h)
+		return;
+	if (h->started) {
+		char b = 1;
+		if (write(h->stop_pipe[1], &b, 1) < 0)
+			log_debug("health: stop: %s", ry_strerror(-errno));
+		pthread_join(h->thread, NULL);
+	}
+	if (h->stop_pipe[0] >= 0)
+		close(h->stop_pipe[0]);
+	if (h->stop_pipe[1] >= 0)
+		close(h->stop_pipe[1]);
+	state_save(h);
+	kmsg_reader_free(h->kmsg);
+	portwatch_free(h->ports);
+	free(h);
 }

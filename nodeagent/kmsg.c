@@ -265,8 +265,12 @@ int kmsg_parse(const char *rec, size_t len, struct kmsg_event *ret)
 	memset(&ev, 0, sizeof(ev));
 	ev.seq = seq;
 	ev.usec = usec;
-	if (!classify_xid(t, e, &ev) && !classify_mlx5(t, e, &ev) && !classify_aer(t, e, &ev))
+	if (!classify_xid(t, e, &ev) && !classify_mlx5(t, e, &ev) && !classify_aer(t, e, &ev)) {
+		memset(ret, 0, sizeof(*ret));
+		ret->seq = seq;
+		ret->usec = usec;
 		return 0;
+	}
 	copy_clean(ev.text, sizeof(ev.text), t, e);
 	*ret = ev;
 	return 1;
@@ -463,6 +467,11 @@ ssize_t kmsg_reader_next(struct kmsg_reader *r, char *buf, size_t cap)
 int kmsg_reader_fd(const struct kmsg_reader *r)
 {
 	return r ? r->fd : -1;
+}
+
+bool kmsg_reader_is_file(const struct kmsg_reader *r)
+{
+	return r && r->is_file;
 }
 
 uint64_t kmsg_reader_lost(const struct kmsg_reader *r)

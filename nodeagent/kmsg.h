@@ -42,8 +42,9 @@ struct kmsg_event {
 
 /* Parse one record (len bytes; its continuation lines, if any, after the first '\n' are
  * ignored) and classify it into *ret. Returns 1 when the record is an event, 0 when it is a
- * well-formed record of no interest, -EINVAL when it is not a kmsg record (no "PRI,SEQ,USEC,...;"
- * header). *ret is written only when 1 is returned. The record's text is kmsg's escaped form
+ * well-formed record of no interest (then only ret->kind = KMSG_NONE, seq and usec are set),
+ * -EINVAL when it is not a kmsg record (no "PRI,SEQ,USEC,...;" header; *ret untouched). The
+ * record's text is kmsg's escaped form
  * (\xNN for unprintable bytes): it is kept escaped. */
 __attribute__((warn_unused_result)) int kmsg_parse(const char *rec, size_t len,
 						   struct kmsg_event *ret);
@@ -102,6 +103,8 @@ __attribute__((warn_unused_result)) int kmsg_reader_open(const char *sysroot, bo
 __attribute__((warn_unused_result)) ssize_t kmsg_reader_next(struct kmsg_reader *r, char *buf,
 							     size_t cap);
 int kmsg_reader_fd(const struct kmsg_reader *r);
+/* Is it a regular file (a test sysroot's), which poll() always finds readable? */
+bool kmsg_reader_is_file(const struct kmsg_reader *r);
 /* Records lost to the kernel overwriting them before they were read. */
 uint64_t kmsg_reader_lost(const struct kmsg_reader *r);
 /* NULL is fine. */

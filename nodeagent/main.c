@@ -431,6 +431,7 @@ static int run_run(const struct agent_cmd *cmd, int argc, char **argv)
 		{"bench-ports", required_argument, NULL, 'B'},
 		{"outbox-max", required_argument, NULL, 'O'},
 		{"keepalive", required_argument, NULL, 'K'},
+		{"health-interval", required_argument, NULL, 'H'},
 		OPT_LOG_LEVEL,
 		{NULL, 0, NULL, 0},
 	};
@@ -470,6 +471,13 @@ static int run_run(const struct agent_cmd *cmd, int argc, char **argv)
 			if (util_parse_duration_ms(optarg, &ms) < 0 || ms < 1000 || ms > 3600000)
 				return bad("--keepalive (1s to 1h)", optarg);
 			so.keepalive_ms = (int)ms;
+			break;
+		case 'H':
+			/* 0 turns the watchers off; under a second a rate means little. */
+			if (util_parse_duration_ms(optarg, &ms) < 0 || (ms != 0 && ms < 1000) ||
+			    ms > 3600000)
+				return bad("--health-interval (0 = off, or 1s to 1h)", optarg);
+			so.health_interval_ms = ms == 0 ? -1 : ms;
 			break;
 		case 'B':
 			if (parse_bench_ports(optarg, &so.bench_port_lo, &so.bench_port_hi) < 0)
@@ -643,7 +651,7 @@ static const struct agent_cmd agent_cmds[] = {
 	{"run",
 	 "[--state-dir D] [--sysroot DIR] [--controller HOST:PORT]\n"
 	 "[--reconnect-max 30s] [--bench-ports 18515-18546|0]\n"
-	 "[--outbox-max 32M] [--keepalive 120s]",
+	 "[--outbox-max 32M] [--keepalive 120s] [--health-interval 10s]",
 	 "Serve the controller this node enrolled with, until SIGTERM: report facts and\n"
 	 "heartbeats, apply the playbooks and run the benchmarks it sends. Exit 3 when the\n"
 	 "controller refuses this node (enroll it again), 4 when another agent serves the\n"
@@ -660,7 +668,9 @@ static const struct agent_cmd agent_cmds[] = {
 	 "  --outbox-max 32M       the most the results kept for an absent controller may take\n"
 	 "                         (bytes, K, M or G; at least 16K)\n"
 	 "  --keepalive 120s       silence from the controller before it is pinged "
-	 "(1s-1h)\n" HELP_LOG_LEVEL,
+	 "(1s-1h)\n"
+	 "  --health-interval 10s  how often the health watchers sample ports and GPUs (1s-1h;\n"
+	 "                         0: the watchers are off; docs/health.md)\n" HELP_LOG_LEVEL,
 	 run_run},
 	{"facts", "[--sysroot DIR] [--json]",
 	 "Collect this node's facts (hardware, drivers, firmware, software) and print a summary,\n"

@@ -1,5 +1,6 @@
 /* The agent's session loop over rpc client streams. One thread runs it; another may stop it. */
 #include "nodeagent/session.h"
+#include "nodeagent/health.h"
 #include "nodeagent/config.h"
 #include "nodeagent/benchjob.h"
 #include "nodeagent/jobs.h"
@@ -42,6 +43,7 @@ struct agent_session {
 	struct agent_jobs *jobs;
 	struct outbox *outbox;
 	struct agent_bench *bench;
+	struct agent_health *health;
 	struct rpc_client_stream *cur; /* the stream the job sink sends on (session thread) */
 
 	pthread_mutex_t lock; /* stop, cs, cond */
@@ -127,6 +129,18 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 		snprintf(errbuf, errlen, "cannot start the benchmark workers: %s", ry_strerror(r));
 		goto fail;
 	}
+	if (s->o.health_interval_ms >= 0) {
+		struct agent_health_opts ho = {.sysroot = s->o.sysroot,
+					       .state_dir = s->o.state_dir,
+					       .ob = s->outbox,
+					       .interval_ms = s->o.health_interval_ms};
+		r = agent_health_new(&ho, &s->health);
+		if (r < 0) {
+			snprintf(errbuf, errlen, "cannot start the health watchers: %s",
+				 ry_strerror(r));
+			goto fail;
+		}
+	}
 	util_hex(rnd, sizeof(rnd), s->boot_id);
 
 	cc = &s->cc;
@@ -156,6 +170,7 @@ void agent_session_free(struct agent_session *s)
 	/* Workers waiting for room in the outbox return first. */
 	if (s->outbox)
 		outbox_close(s->outbox);
+	agent_health_free(s->health);
 	agent_jobs_free(s->jobs);
 	agent_bench_free(s->bench);
 	outbox_free(s->outbox);

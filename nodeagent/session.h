@@ -21,6 +21,9 @@ struct agent_session_opts {
 	/* Bytes of unacknowledged results the outbox keeps before plans and benchmarks wait
 	 * (0: OUTBOX_MAX_BYTES). */
 	size_t outbox_max;
+	/* The health watchers' tick (nodeagent/health.h); 0: AGENT_HEALTH_INTERVAL_MS, < 0: the
+	 * watchers are off. */
+	int64_t health_interval_ms;
 };
 
 struct agent_session;

@@ -22,6 +22,7 @@
 #include "controller/server_int.h"
 #include "controller/state.h"
 #include "controller/tokens.h"
+#include "controller/watch.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -222,6 +223,41 @@ static void post_node_revoke(struct api_call *c)
 	if (node_lookup(c, http_req_capture(c->req, "id"), &n) < 0)
 		return;
 	SERVICE(c, ctl_node_revoke(c->st, JSTR(n, "id"), c->actor, &done, ERR));
+	api_json(c, 200, done);
+out:
+	json_decref(n);
+}
+
+static void get_node_health_events(struct api_call *c)
+{
+	json_t *n = NULL, *v = NULL;
+	const char *lim = http_req_query(c->req, "limit");
+	long limit = 100;
+
+	if (lim) {
+		char *end;
+		errno = 0;
+		limit = strtol(lim, &end, 10);
+		if (errno || *end || end == lim || limit < 1 || limit > 1000) {
+			api_error(c, 400, CTL_ERR_INVALID, "limit", "limit must be 1..1000");
+			return;
+		}
+	}
+	if (node_lookup(c, http_req_capture(c->req, "id"), &n) < 0)
+		return;
+	SERVICE(c, ctl_watch_node_events(c->st, JSTR(n, "id"), (size_t)limit, &v, ERR));
+	api_json(c, 200, v);
+out:
+	json_decref(n);
+}
+
+static void post_node_health_ack(struct api_call *c)
+{
+	json_t *n = NULL, *done = NULL;
+
+	if (node_lookup(c, http_req_capture(c->req, "id"), &n) < 0)
+		return;
+	SERVICE(c, ctl_watch_ack(c->st, JSTR(n, "id"), c->actor, &done, ERR));
 	api_json(c, 200, done);
 out:
 	json_decref(n);
@@ -1064,6 +1100,8 @@ const struct api_route api_routes[] = {
 	R("GET", "/api/v1/nodes", API_PERM_READ, 1, get_nodes),
 	R("GET", "/api/v1/nodes/{id}", API_PERM_READ, 1, get_node),
 	R("POST", "/api/v1/nodes/{id}/revoke", API_PERM_ADMIN, 1, post_node_revoke),
+	R("GET", "/api/v1/nodes/{id}/health-events", API_PERM_READ, 1, get_node_health_events),
+	R("POST", "/api/v1/nodes/{id}/health/ack", API_PERM_OPERATE, 1, post_node_health_ack),
 	R("GET", "/api/v1/playbooks", API_PERM_READ, 1, get_playbooks),
 	R("POST", "/api/v1/playbooks", API_PERM_CONFIGURE, 1, post_playbook),
 	R("GET", "/api/v1/playbooks/{sha256}", API_PERM_READ, 1, get_playbook),

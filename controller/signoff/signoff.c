@@ -13,6 +13,7 @@
 #include "controller/store/store.h"
 #include "controller/store/store_campaign.h"
 #include "controller/store/store_deploy.h"
+#include "controller/store/store_health.h"
 #include "controller/store/store_nodes.h"
 #include "controller/store/store_signoff.h"
 
@@ -29,6 +30,7 @@
 #define SIGNER_LOCK	   "signoff.lock"
 #define STALE_CHANGES_MAX  5	/* drifted fields named per node */
 #define STALE_SCAN_DEPLOYS 1000 /* deployments looked at for "applied after" */
+#define STALE_HEALTH_MAX   1000 /* critical health events looked at since the sign-off */
 
 /* ---- the sign-off key --------------------------------------------------------------------- */
 
@@ -183,7 +185,8 @@ static int staleness(struct store *st, const struct store_signoff *so, json_t **
 	json_t *nodes = json_object(), *all = json_array(), *covered = json_array();
 	struct store_node **v = NULL;
 	struct store_deployment **deps = NULL;
-	size_t n = 0, nd = 0, i;
+	struct store_health_event *hv = NULL;
+	size_t n = 0, nd = 0, hn = 0, i;
 	const json_t *rn;
 	int r = store_nodes_brief(st, &v, &n);
 
@@ -209,6 +212,22 @@ static int staleness(struct store *st, const struct store_signoff *so, json_t **
 			add_reason(nodes, all, host, "revoked after the sign-off");
 		else
 			node_drift(nodes, all, rn, cur);
+	}
+	/* A critical health event on a covered node since the sign-off (acknowledged or not: an
+	 * acknowledgement says someone saw it, not that the node is as it was signed). */
+	if (store_health_critical_since(st, so->cluster, so->created_at_ms, STALE_HEALTH_MAX, &hv,
+					&hn) >= 0) {
+		for (size_t k = hn; k-- > 0;) {
+			char *why = NULL;
+
+			if (!has_node(rnodes, hv[k].node_id) ||
+			    asprintf(&why, "critical health event since the sign-off: %s (%s)",
+				     hv[k].what, hv[k].source) < 0)
+				continue;
+			add_reason(nodes, all, hv[k].hostname, why);
+			free(why);
+		}
+		store_health_events_free(hv, hn);
 	}
 	for (i = 0; i < n; i++)
 		if (strcmp(v[i]->cluster, so->cluster) == 0 &&

@@ -395,12 +395,43 @@ static const char migration_v14[] =
  * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
 static const char migration_v15[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
 
+/* v16: the agents' health events (docs/health.md): kept per node with a bound, the warnings and
+ * critical ones found by severity and time at any scale; and a counter per (cluster,
+ * kind, severity) that trimming never lowers, for /metrics. */
+static const char migration_v16[] =
+	"CREATE TABLE health_events ("
+	"  id INTEGER PRIMARY KEY,"
+	"  node_id TEXT NOT NULL REFERENCES nodes(id),"
+	"  at INTEGER NOT NULL,"
+	"  received_at INTEGER NOT NULL,"
+	"  kind TEXT NOT NULL"
+	"    CHECK (kind IN ('xid', 'kmsg', 'port', 'gpu', 'nvlink', 'readiness')),"
+	"  severity TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),"
+	"  source TEXT NOT NULL,"
+	"  what TEXT NOT NULL,"
+	"  detail TEXT NOT NULL DEFAULT '',"
+	"  boot_id TEXT NOT NULL DEFAULT '',"
+	"  repeats INTEGER NOT NULL DEFAULT 0 CHECK (repeats >= 0),"
+	"  acked_at INTEGER,"
+	"  acked_by TEXT"
+	");"
+	"CREATE INDEX health_events_node ON health_events (node_id, id);"
+	"CREATE INDEX health_events_severity ON health_events (severity, received_at);"
+	"CREATE TABLE health_event_counts ("
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  kind TEXT NOT NULL,"
+	"  severity TEXT NOT NULL,"
+	"  count INTEGER NOT NULL,"
+	"  PRIMARY KEY (cluster_id, kind, severity)"
+	");";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1, false},  {2, migration_v2, false},   {3, migration_v3, false},
-	{4, migration_v4, false},  {5, migration_v5, false},   {6, migration_v6, false},
-	{7, migration_v7, false},  {8, migration_v8, false},   {9, migration_v9, false},
-	{10, migration_v10, true}, {11, migration_v11, true},  {12, migration_v12, false},
-	{13, migration_v13, true}, {14, migration_v14, false}, {15, migration_v15, false},
+	{1, migration_v1, false},   {2, migration_v2, false},	{3, migration_v3, false},
+	{4, migration_v4, false},   {5, migration_v5, false},	{6, migration_v6, false},
+	{7, migration_v7, false},   {8, migration_v8, false},	{9, migration_v9, false},
+	{10, migration_v10, true},  {11, migration_v11, true},	{12, migration_v12, false},
+	{13, migration_v13, true},  {14, migration_v14, false}, {15, migration_v15, false},
+	{16, migration_v16, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

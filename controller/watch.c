@@ -1,0 +1,320 @@
+/* The agents' health watchers on the controller (controller/watch.h). */
+#include "controller/watch.h"
+
+#include "common/log/log.h"
+#include "common/util/error.h"
+#include "common/util/util.h"
+#include "controller/engine/engine.h"
+#include "controller/events.h"
+#include "controller/session.h"
+#include "controller/state.h"
+#include "controller/store/store_health.h"
+#include "controller/store/store_nodes.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WATCH_SOURCE_MAX 64
+#define WATCH_WHAT_MAX	 160
+#define WATCH_BOOT_MAX	 64
+/* An event stamped further ahead than this of the controller's clock is refused (its clock is
+ * wrong, or it lies). */
+#define WATCH_FUTURE_MS (5 * 60 * 1000)
+
+static bool one_of(const char *v, const char *const *set)
+{
+	for (; v && *set; set++)
+		if (strcmp(v, *set) == 0)
+			return true;
+	return false;
+}
+
+/* Printable (no control bytes), at most max bytes; empty allowed. */
+static bool text_or_empty(const char *s, size_t max)
+{
+	return s && (!*s || ctl_valid_text(s, max));
+}
+
+static void refuse(struct ctl_outcome *o, const char *why)
+{
+	o->verdict = CTL_REFUSE;
+	o->err_code = "invalid_field";
+	snprintf(o->target, sizeof(o->target), "health event");
+	snprintf(o->why, sizeof(o->why), "HealthEvent: %s", why);
+}
+
+static void on_health_event(struct ctl_server *srv, struct ctl_session *s,
+			    const Railyard__V1__AgentMessage *m, struct ctl_outcome *o)
+{
+	static const char *const kinds[] = {"xid", "kmsg", "port", "gpu", "nvlink", "readiness",
+					    NULL};
+	static const char *const sevs[] = {"info", "warning", "critical", NULL};
+	const Railyard__V1__HealthEvent *h = m->health_event;
+	const char *node_id = ctl_session_node_id(s), *hostname = ctl_session_hostname(s);
+	int64_t now = util_now_unix_ms();
+	struct store_health_event ev = {0};
+	int r;
+
+	if (!one_of(h->kind, kinds)) {
+		refuse(o, "kind must be xid, kmsg, port, gpu, nvlink or readiness");
+		return;
+	}
+	if (!one_of(h->severity, sevs)) {
+		refuse(o, "severity must be info, warning or critical");
+		return;
+	}
+	if (!ctl_valid_text(h->source, WATCH_SOURCE_MAX) || !ctl_valid_text(h->what, WATCH_WHAT_MAX)) {
+		refuse(o, "source (1-64) and what (1-160) must be printable text");
+		return;
+	}
+	if (!text_or_empty(h->detail, STORE_HEALTH_DETAIL_MAX) ||
+	    !text_or_empty(h->boot_id, WATCH_BOOT_MAX)) {
+		refuse(o, "detail (at most 1024) and boot_id (at most 64) must be printable text");
+		return;
+	}
+	if (h->at_ms <= 0 || h->at_ms > now + WATCH_FUTURE_MS || h->repeats > 1000000000ULL) {
+		refuse(o, "at_ms must be a time not in the future, repeats at most 10^9");
+		return;
+	}
+	ev.node_id = (char *)node_id;
+	ev.at_ms = h->at_ms;
+	ev.received_ms = now;
+	ev.kind = h->kind;
+	ev.severity = h->severity;
+	ev.source = h->source;
+	ev.what = h->what;
+	ev.detail = h->detail;
+	ev.boot_id = h->boot_id;
+	ev.repeats = (int64_t)h->repeats;
+	r = store_health_add(ctl_server_state(srv)->store, &ev);
+	if (r == -EINVAL) {
+		refuse(o, "a field the store refuses");
+		return;
+	}
+	if (r < 0) {
+		ctl_outcome_store_error(srv, o, r, "storing a health event");
+		return;
+	}
+	if (strcmp(h->severity, "info") != 0)
+		log_warn("node %s: health %s: %s (%s)", hostname, h->severity, h->what, h->source);
+	ctl_events_emit(ctl_server_events(srv), "node.health", ctl_session_cluster(s),
+			json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "node", node_id, "hostname",
+				  hostname, "kind", h->kind, "severity", h->severity, "source",
+				  h->source, "what", h->what, "at_ms", (json_int_t)h->at_ms));
+	o->verdict = CTL_DONE;
+}
+
+int ctl_watch_register(struct ctl_engine *e)
+{
+	return ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_HEALTH_EVENT,
+				 on_health_event);
+}
+
+int ctl_watch_open(struct store *st, const char *cluster, int64_t now_ms, json_t **ret,
+		   struct ctl_error *err)
+{
+	struct store_health_event *v = NULL;
+	size_t n = 0;
+	json_t *out = json_object();
+	int r = out ? store_health_open(st, cluster, now_ms - CTL_WATCH_WARN_WINDOW_MS,
+					CTL_WATCH_OPEN_MAX, &v, &n)
+		    : -ENOMEM;
+
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		json_t *list = json_object_get(out, v[i].node_id);
+		char *text = NULL;
+		json_t *p = asprintf(&text, "%s (%s, health event %lld)", v[i].what, v[i].source,
+				     (long long)v[i].id) < 0
+				    ? NULL
+				    : json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "severity",
+						strcmp(v[i].severity, "critical") == 0 ? "failing"
+										       : "degraded",
+						"source", "watch", "kind", v[i].kind, "device",
+						v[i].source, "text", text, "event", (json_int_t)v[i].id,
+						"at_ms", (json_int_t)v[i].received_ms);
+
+		free(text);
+
+		if (!list) {
+			list = json_array();
+			if (json_object_set_new(out, v[i].node_id, list) < 0)
+				list = NULL;
+		}
+		if (!p || !list || json_array_append_new(list, p) < 0)
+			r = -ENOMEM;
+	}
+	store_health_events_free(v, n);
+	if (r < 0) {
+		json_decref(out);
+		return ctl_error_store(err, r, "reading health events");
+	}
+	*ret = out;
+	return 0;
+}
+
+static int node_lookup(struct store *st, const char *id_or_host, struct store_node **ret,
+		       struct ctl_error *err)
+{
+	int r = store_node_get(st, id_or_host, ret);
+
+	if (r == -RY_E_NOT_FOUND)
+		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "node", "no node %s", id_or_host);
+	if (r == -ENOTUNIQ)
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_CONFLICT, "node",
+				     "host name %s is ambiguous: use the id", id_or_host);
+	if (r < 0)
+		return ctl_error_store(err, r, "reading the node");
+	return 0;
+}
+
+static json_t *event_json(const struct store_health_event *e)
+{
+	json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:I, s:s}", "id",
+			      (json_int_t)e->id, "at_ms", (json_int_t)e->at_ms, "received_ms",
+			      (json_int_t)e->received_ms, "kind", e->kind, "severity", e->severity,
+			      "source", e->source, "what", e->what, "detail",
+			      e->detail ? e->detail : "", "repeats", (json_int_t)e->repeats,
+			      "boot_id", e->boot_id ? e->boot_id : "");
+
+	if (o && e->acked_ms) {
+		json_object_set_new(o, "acked_ms", json_integer(e->acked_ms));
+		json_object_set_new(o, "acked_by", json_string(e->acked_by ? e->acked_by : ""));
+	}
+	return o;
+}
+
+int ctl_watch_node_events(struct store *st, const char *id_or_host, size_t limit, json_t **ret,
+			  struct ctl_error *err)
+{
+	struct store_node *nd = NULL;
+	struct store_health_event *v = NULL;
+	size_t n = 0;
+	json_t *arr;
+	int r = node_lookup(st, id_or_host, &nd, err);
+
+	if (r < 0)
+		return r;
+	r = store_health_node(st, nd->id, 0, limit, &v, &n);
+	if (r < 0) {
+		store_node_free(nd);
+		return ctl_error_store(err, r, "reading health events");
+	}
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, event_json(&v[i]));
+	*ret = arr ? json_pack("{s:s, s:s, s:o}", "node", nd->id, "hostname", nd->hostname,
+			       "events", arr)
+		   : NULL;
+	store_health_events_free(v, n);
+	store_node_free(nd);
+	if (!*ret)
+		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	return 0;
+}
+
+int ctl_watch_ack(struct store *st, const char *id_or_host, const char *actor, json_t **ret,
+		  struct ctl_error *err)
+{
+	struct store_node *nd = NULL;
+	int n = 0, r = node_lookup(st, id_or_host, &nd, err);
+
+	if (r < 0)
+		return r;
+	r = store_health_ack(st, nd->id, actor ? actor : "admin", util_now_unix_ms(), &n);
+	if (r < 0) {
+		store_node_free(nd);
+		return ctl_error_store(err, r, "acknowledging health events");
+	}
+	*ret = json_pack("{s:s, s:s, s:i}", "node", nd->id, "hostname", nd->hostname,
+			 "acknowledged", n);
+	store_node_free(nd);
+	return 0;
+}
+
+void ctl_watch_metrics(struct store *st, int64_t now_ms, FILE *f)
+{
+	struct store_health_event *v = NULL;
+	size_t n = 0, listed = 0;
+	json_t *per = json_object(); /* cluster -> {unhealthy: {node: 1}, degraded: {node: 1}} */
+	const char *cluster;
+	json_t *c;
+
+	fprintf(f, "# HELP railyard_health_events_total Health events the agents' watchers "
+		   "reported.\n# TYPE railyard_health_events_total counter\n");
+	if (store_health_counts(st, &v, &n) >= 0)
+		for (size_t i = 0; i < n; i++)
+			fprintf(f,
+				"railyard_health_events_total{cluster=\"%s\",kind=\"%s\","
+				"severity=\"%s\"} %lld\n",
+				v[i].cluster, v[i].kind, v[i].severity, (long long)v[i].repeats);
+	store_health_events_free(v, n);
+	v = NULL;
+	n = 0;
+	if (!per || store_health_open(st, NULL, now_ms - CTL_WATCH_WARN_WINDOW_MS,
+				      CTL_WATCH_OPEN_MAX, &v, &n) < 0) {
+		json_decref(per);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *cl = json_object_get(per, v[i].cluster);
+		if (!cl) {
+			cl = json_pack("{s:{}, s:{}, s:{}}", "unhealthy", "degraded", "host");
+			json_object_set_new(per, v[i].cluster, cl);
+		}
+		if (!cl)
+			continue;
+		json_object_set_new(json_object_get(cl, "host"), v[i].node_id,
+				    json_string(v[i].hostname));
+		json_object_set_new(json_object_get(cl, strcmp(v[i].severity, "critical") == 0
+								? "unhealthy"
+								: "degraded"),
+				    v[i].node_id, json_true());
+	}
+	fprintf(f, "# HELP railyard_nodes_health Nodes whose watchers reported open critical "
+		   "(unhealthy) or warning (degraded, the last hour) events.\n"
+		   "# TYPE railyard_nodes_health gauge\n");
+	json_object_foreach(per, cluster, c)
+	{
+		json_t *unh = json_object_get(c, "unhealthy"), *deg = json_object_get(c, "degraded");
+		size_t only_degraded = 0;
+		const char *id;
+		json_t *x;
+
+		json_object_foreach(deg, id, x)
+		{
+			(void)x;
+			only_degraded += json_object_get(unh, id) == NULL;
+		}
+		fprintf(f, "railyard_nodes_health{cluster=\"%s\",state=\"unhealthy\"} %zu\n",
+			cluster, json_object_size(unh));
+		fprintf(f, "railyard_nodes_health{cluster=\"%s\",state=\"degraded\"} %zu\n",
+			cluster, only_degraded);
+	}
+	fprintf(f, "# HELP railyard_node_unhealthy A node with open critical health events (at most "
+		   "%d named).\n# TYPE railyard_node_unhealthy gauge\n",
+		CTL_WATCH_METRIC_NODES_MAX);
+	json_object_foreach(per, cluster, c)
+	{
+		const char *id;
+		json_t *x;
+		size_t unlisted = 0;
+
+		json_object_foreach(json_object_get(c, "unhealthy"), id, x)
+		{
+			(void)x;
+			if (listed >= CTL_WATCH_METRIC_NODES_MAX) {
+				unlisted++;
+				continue;
+			}
+			listed++;
+			fprintf(f, "railyard_node_unhealthy{cluster=\"%s\",node=\"%s\"} 1\n", cluster,
+				json_string_value(json_object_get(json_object_get(c, "host"), id)));
+		}
+		if (unlisted)
+			fprintf(f, "railyard_node_unhealthy_unlisted{cluster=\"%s\"} %zu\n", cluster,
+				unlisted);
+	}
+	store_health_events_free(v, n);
+	json_decref(per);
+}

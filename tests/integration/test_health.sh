@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Integration: the agents' health watchers (docs/health.md). Two agents on fixture nodes whose
+# sysroots carry a kernel log (dev/kmsg, a file of records) and port counters: an Xid 79 written
+# to the log makes its node failing with the Xid named (REST, `railyard nodes`, `node health`),
+# a repeat inside the dedup window is not a second event, a restarted agent does not report it
+# again (the same boot), a rising symbol-error rate and a port going DOWN fail the other node,
+# /metrics names the unhealthy nodes and counts the events, acknowledging returns a node to
+# healthy, and an agent-side limit on the interval is refused with its name.
+. "$(dirname "$0")/lib.sh"
+
+PREP=$SRC/tests/fixtures/prepare-sysroot.sh
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms
+new_token 2
+IB=sys/class/infiniband/mlx5_0/ports/1
+for spec in a:gpu-a b:gpu-b; do
+	IFS=: read -r name host <<<"$spec"
+	"$PREP" "$FIXTURES/h200-ib" "$T/root-$name" || die "prepare $name"
+	mkdir -p "$T/root-$name/dev" "$T/root-$name/proc/sys/kernel/random" "$T/root-$name/$IB/counters"
+	: >"$T/root-$name/dev/kmsg"
+	echo "6b3a1f0e-2c4d-4e5f-8a9b-0c1d2e3f4a5b" >"$T/root-$name/proc/sys/kernel/random/boot_id"
+	for c in symbol_error link_downed port_rcv_errors; do echo 0 >"$T/root-$name/$IB/counters/$c"; done
+	enroll "$name" "$T/root-$name" --hostname "$host" || die "enroll $name"
+	start_agent "$name" "$T/root-$name" --health-interval 1s
+done
+check "2 agents online" wait_for 20 count_is online 2
+check "both healthy before anything happened" \
+	bash -c "[ \"\$('$RY' nodes --json --state-dir '$T/ctl' | jq -r '[.items[].health.state] | unique | join(\",\")')\" = healthy ]"
+
+health() { node_field "$1" health.state; }
+events() { # events HOST [jq filter]: how many of the node's stored events match
+	"$RY" node health "$1" --json --state-dir "$T/ctl" | jq "[.events[] | select(${2:-true})] | length"
+}
+kmsg() { printf '%s\n' "$2" >>"$T/root-$1/dev/kmsg"; }
+events_are() { [ "$(events "$1" "$2")" = "$3" ]; } # events_are HOST FILTER N
+health_is() { [ "$(health "$1")" = "$2" ]; }
+
+# --- the kernel log ----------------------------------------------------------------------------
+kmsg a "6,100,1000,-;Linux version 6.1.0-28-amd64"
+kmsg a "3,101,2000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+check "Xid 79 makes gpu-a failing" wait_for 20 health_is gpu-a failing
+"$RY" node show gpu-a --state-dir "$T/ctl" >"$T/show-a.out" 2>&1
+check "  node show names it first: the Xid, its meaning and the GPU" \
+	grep -q "^  - Xid 79: GPU has fallen off the bus (0000:18:00" "$T/show-a.out"
+check "  stored with the kernel's line as evidence" \
+	test "$(events gpu-a '.kind == "xid" and .severity == "critical" and (.detail | contains("fallen off the bus."))')" = 1
+check "  gpu-b stays healthy" test "$(health gpu-b)" = healthy
+# The same Xid again inside the dedup window, then an AER line: once the AER is stored, the
+# repeat (read before it) is known not to have become a second event.
+kmsg a "3,102,3000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+kmsg a "4,103,4000,-;pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
+check "an AER corrected error is a warning event" wait_for 20 events_are gpu-a '.kind == "kmsg" and .severity == "warning"' 1
+check "  the repeated Xid inside the window is not a second event" test "$(events gpu-a '.kind == "xid"')" = 1
+
+# A restart of the agent in the same boot: what it reported is not reported again.
+kill "${AGENT_PID[a]}"
+wait "${AGENT_PID[a]}" 2>/dev/null
+start_agent a "$T/root-a" --health-interval 1s
+check "agent a back online" wait_for 20 node_state_is gpu-a online
+kmsg a "garbage that is no kernel record"
+kmsg a "4,104,5000,-;mlx5_core 0000:17:00.0 ib0: Link down"
+check "a new line after the restart (and after a line of garbage) is reported" wait_for 20 events_are gpu-a '.what == "link down"' 1
+check "  the Xid of before the restart is not reported again" test "$(events gpu-a '.kind == "xid"')" = 1
+
+# --- the fabric ports --------------------------------------------------------------------------
+echo 100000 >"$T/root-b/$IB/counters/symbol_error"
+check "a symbol-error rate over its rule fails gpu-b" wait_for 20 health_is gpu-b failing
+check "  the event names the port, the counter and the rule" \
+	test "$(events gpu-b '.kind == "port" and (.what | test("^mlx5_0/1: symbol_error \\+100000 .*critical at 240/min"))')" = 1
+echo "1: DOWN" >"$T/root-b/$IB/state"
+check "a port going DOWN is a critical event" \
+	wait_for 20 events_are gpu-b '.what == "mlx5_0/1: ACTIVE -> DOWN" and .severity == "critical"' 1
+
+# --- what the controller makes of them ----------------------------------------------------------
+"$RY" nodes --state-dir "$T/ctl" >"$T/nodes.out" 2>&1
+check "railyard nodes shows both failing" test "$(grep -c ' failing ' "$T/nodes.out")" = 2
+ADMIN=$("$CTL" api-token create --name first-admin --role admin --state-dir "$T/ctl" 2>/dev/null |
+	awk '/^token:/ {print $2}')
+curl -s --cacert "$T/ctl/ca.crt" -H "Authorization: Bearer $ADMIN" "$(cat "$T/ctl/api.addr")/metrics" \
+	>"$T/metrics.out" 2>&1
+if [ -s "$T/metrics.out" ] && grep -q railyard_ "$T/metrics.out"; then
+	check "/metrics names the unhealthy nodes" grep -q '^railyard_node_unhealthy{cluster="it",node="gpu-a"} 1' "$T/metrics.out"
+	check "  counts nodes by health" grep -q '^railyard_nodes_health{cluster="it",state="unhealthy"} 2' "$T/metrics.out"
+	check "  counts events (a counter)" grep -q '^railyard_health_events_total{cluster="it",kind="xid",severity="critical"} 1' "$T/metrics.out"
+else
+	fail "/metrics not read: $(head -c 300 "$T/metrics.out")"
+fi
+ry 0 node ack gpu-a --state-dir "$T/ctl"
+check "acknowledging: gpu-a's events acknowledged, said" out_has "health events acknowledged"
+check "  gpu-a is healthy again" test "$(health gpu-a)" = healthy
+check "  gpu-b is still failing" test "$(health gpu-b)" = failing
+check "  the events stay, marked acknowledged" test "$(events gpu-a '.acked_ms != null')" -ge 3
+check "  the acknowledgement is audited" bash -c "'$RY' audit --state-dir '$T/ctl' | grep -q 'health.ack'"
+ry 4 node ack no-such-node --state-dir "$T/ctl"
+check "acknowledging an unknown node: refused, named" err_has "no-such-node"
+
+# --- bad input --------------------------------------------------------------------------------
+"$AGENT" run --state-dir "$T/a" --sysroot "$T/root-a" --health-interval 10ms >"$T/bad.out" 2>&1
+check "agent: --health-interval under a second is refused with its name" grep -q -- "--health-interval" "$T/bad.out"
+
+check_sanitizers
+finish
