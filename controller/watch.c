@@ -47,8 +47,8 @@ static void refuse(struct ctl_outcome *o, const char *why)
 static void on_health_event(struct ctl_server *srv, struct ctl_session *s,
 			    const Railyard__V1__AgentMessage *m, struct ctl_outcome *o)
 {
-	static const char *const kinds[] = {"xid", "kmsg", "port", "gpu", "nvlink", "readiness",
-					    NULL};
+	static const char *const kinds[] = {"xid",    "kmsg",	   "port", "gpu",
+					    "nvlink", "readiness", NULL};
 	static const char *const sevs[] = {"info", "warning", "critical", NULL};
 	const Railyard__V1__HealthEvent *h = m->health_event;
 	const char *node_id = ctl_session_node_id(s), *hostname = ctl_session_hostname(s);
@@ -64,7 +64,8 @@ static void on_health_event(struct ctl_server *srv, struct ctl_session *s,
 		refuse(o, "severity must be info, warning or critical");
 		return;
 	}
-	if (!ctl_valid_text(h->source, WATCH_SOURCE_MAX) || !ctl_valid_text(h->what, WATCH_WHAT_MAX)) {
+	if (!ctl_valid_text(h->source, WATCH_SOURCE_MAX) ||
+	    !ctl_valid_text(h->what, WATCH_WHAT_MAX)) {
 		refuse(o, "source (1-64) and what (1-160) must be printable text");
 		return;
 	}
@@ -99,9 +100,10 @@ static void on_health_event(struct ctl_server *srv, struct ctl_session *s,
 	if (strcmp(h->severity, "info") != 0)
 		log_warn("node %s: health %s: %s (%s)", hostname, h->severity, h->what, h->source);
 	ctl_events_emit(ctl_server_events(srv), "node.health", ctl_session_cluster(s),
-			json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "node", node_id, "hostname",
-				  hostname, "kind", h->kind, "severity", h->severity, "source",
-				  h->source, "what", h->what, "at_ms", (json_int_t)h->at_ms));
+			json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "node", node_id,
+				  "hostname", hostname, "kind", h->kind, "severity", h->severity,
+				  "source", h->source, "what", h->what, "at_ms",
+				  (json_int_t)h->at_ms));
 	o->verdict = CTL_DONE;
 }
 
@@ -124,15 +126,16 @@ int ctl_watch_open(struct store *st, const char *cluster, int64_t now_ms, json_t
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		json_t *list = json_object_get(out, v[i].node_id);
 		char *text = NULL;
-		json_t *p = asprintf(&text, "%s (%s, health event %lld)", v[i].what, v[i].source,
-				     (long long)v[i].id) < 0
-				    ? NULL
-				    : json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "severity",
-						strcmp(v[i].severity, "critical") == 0 ? "failing"
-										       : "degraded",
-						"source", "watch", "kind", v[i].kind, "device",
-						v[i].source, "text", text, "event", (json_int_t)v[i].id,
-						"at_ms", (json_int_t)v[i].received_ms);
+		json_t *p =
+			asprintf(&text, "%s (%s, health event %lld)", v[i].what, v[i].source,
+				 (long long)v[i].id) < 0
+				? NULL
+				: json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "severity",
+					    strcmp(v[i].severity, "critical") == 0 ? "failing"
+										   : "degraded",
+					    "source", "watch", "kind", v[i].kind, "device",
+					    v[i].source, "text", text, "event", (json_int_t)v[i].id,
+					    "at_ms", (json_int_t)v[i].received_ms);
 
 		free(text);
 
@@ -276,7 +279,8 @@ void ctl_watch_metrics(struct store *st, int64_t now_ms, FILE *f)
 		   "# TYPE railyard_nodes_health gauge\n");
 	json_object_foreach(per, cluster, c)
 	{
-		json_t *unh = json_object_get(c, "unhealthy"), *deg = json_object_get(c, "degraded");
+		json_t *unh = json_object_get(c, "unhealthy"),
+		       *deg = json_object_get(c, "degraded");
 		size_t only_degraded = 0;
 		const char *id;
 		json_t *x;
@@ -291,8 +295,11 @@ void ctl_watch_metrics(struct store *st, int64_t now_ms, FILE *f)
 		fprintf(f, "railyard_nodes_health{cluster=\"%s\",state=\"degraded\"} %zu\n",
 			cluster, only_degraded);
 	}
-	fprintf(f, "# HELP railyard_node_unhealthy A node with open critical health events (at most "
-		   "%d named).\n# TYPE railyard_node_unhealthy gauge\n",
+	fprintf(f,
+		"# HELP railyard_node_unhealthy A node with open critical health events (at most "
+		"%d named).\n# TYPE railyard_node_unhealthy gauge\n"
+		"# HELP railyard_node_unhealthy_unlisted Unhealthy nodes of a cluster past those "
+		"named.\n# TYPE railyard_node_unhealthy_unlisted gauge\n",
 		CTL_WATCH_METRIC_NODES_MAX);
 	json_object_foreach(per, cluster, c)
 	{
@@ -308,12 +315,13 @@ void ctl_watch_metrics(struct store *st, int64_t now_ms, FILE *f)
 				continue;
 			}
 			listed++;
-			fprintf(f, "railyard_node_unhealthy{cluster=\"%s\",node=\"%s\"} 1\n", cluster,
+			fprintf(f, "railyard_node_unhealthy{cluster=\"%s\",node=\"%s\"} 1\n",
+				cluster,
 				json_string_value(json_object_get(json_object_get(c, "host"), id)));
 		}
 		if (unlisted)
-			fprintf(f, "railyard_node_unhealthy_unlisted{cluster=\"%s\"} %zu\n", cluster,
-				unlisted);
+			fprintf(f, "railyard_node_unhealthy_unlisted{cluster=\"%s\"} %zu\n",
+				cluster, unlisted);
 	}
 	store_health_events_free(v, n);
 	json_decref(per);

@@ -82,6 +82,10 @@ if [ -s "$T/metrics.out" ] && grep -q railyard_ "$T/metrics.out"; then
 	check "/metrics names the unhealthy nodes" grep -q '^railyard_node_unhealthy{cluster="it",node="gpu-a"} 1' "$T/metrics.out"
 	check "  counts nodes by health" grep -q '^railyard_nodes_health{cluster="it",state="unhealthy"} 2' "$T/metrics.out"
 	check "  counts events (a counter)" grep -q '^railyard_health_events_total{cluster="it",kind="xid",severity="critical"} 1' "$T/metrics.out"
+	# The shipped alert rules (deploy/prometheus) use only metrics the controller writes.
+	for m in $(grep -o 'railyard_[a-z_]*' "$SRC/deploy/prometheus/railyard-alerts.yml" | sort -u); do
+		check "  alert rules' metric $m is written" grep -q "^# TYPE $m " "$T/metrics.out"
+	done
 else
 	fail "/metrics not read: $(head -c 300 "$T/metrics.out")"
 fi
