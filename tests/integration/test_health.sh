@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Integration: the agents' health watchers (docs/health.md). Two agents on fixture nodes whose
+# Integration: the agents' health watchers (docs/health.md). Three agents on fixture nodes whose
 # sysroots carry a kernel log (dev/kmsg, a file of records) and port counters: an Xid 79 written
 # to the log makes its node failing with the Xid named (REST, `railyard nodes`, `node health`),
-# a repeat inside the dedup window is not a second event, a restarted agent does not report it
+# a critical event makes the cluster's sign-off stale for that node (with the event as the
+# reason), a repeat inside the dedup window is not a second event, a restarted agent does not report it
 # again (the same boot), a rising symbol-error rate and a port going DOWN fail the other node,
 # /metrics names the unhealthy nodes and counts the events, acknowledging returns a node to
 # healthy, and an agent-side limit on the interval is refused with its name.
@@ -11,9 +12,9 @@
 PREP=$SRC/tests/fixtures/prepare-sysroot.sh
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 300ms
-new_token 2
+new_token 3
 IB=sys/class/infiniband/mlx5_0/ports/1
-for spec in a:gpu-a b:gpu-b; do
+for spec in a:gpu-a b:gpu-b c:gpu-c; do
 	IFS=: read -r name host <<<"$spec"
 	"$PREP" "$FIXTURES/h200-ib" "$T/root-$name" || die "prepare $name"
 	mkdir -p "$T/root-$name/dev" "$T/root-$name/proc/sys/kernel/random" "$T/root-$name/$IB/counters"
@@ -23,9 +24,20 @@ for spec in a:gpu-a b:gpu-b; do
 	enroll "$name" "$T/root-$name" --hostname "$host" || die "enroll $name"
 	start_agent "$name" "$T/root-$name" --health-interval 1s
 done
-check "2 agents online" wait_for 20 count_is online 2
+check "3 agents online" wait_for 20 count_is online 3
 check "both healthy before anything happened" \
 	bash -c "[ \"\$('$RY' nodes --json --state-dir '$T/ctl' | jq -r '[.items[].health.state] | unique | join(\",\")')\" = healthy ]"
+
+# A signed baseline before anything happens (the loose tcp baseline: its verdict is not the
+# point here), so that a critical event afterwards makes the sign-off stale for that node.
+PB=$T/tcp-baseline.yaml
+loose_baseline "$PB" || die "loose_baseline"
+"$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$PB" --canary 0 --pause 0s \
+	>"$T/deploy.out" 2>&1
+check "the baseline playbook is deployed" test $? -eq 0
+"$RY" validate --state-dir "$T/ctl" --cluster it --playbook "$PB" --quick --signoff --json \
+	>"$T/val.json" 2>"$T/val.err"
+check "a signed baseline" test -n "$(jq -r '.signoff.id // empty' "$T/val.json")"
 
 health() { node_field "$1" health.state; }
 events() { # events HOST [jq filter]: how many of the node's stored events match
@@ -45,6 +57,9 @@ check "  node show names it first: the Xid, its meaning and the GPU" \
 check "  stored with the kernel's line as evidence" \
 	test "$(events gpu-a '.kind == "xid" and .severity == "critical" and (.detail | contains("fallen off the bus."))')" = 1
 check "  gpu-b stays healthy" test "$(health gpu-b)" = healthy
+check "the sign-off is stale for gpu-a, with the event as the reason" bash -c \
+	"[ \"\$('$RY' node show gpu-a --json --state-dir '$T/ctl' | jq -r '.signoff.state + \"|\" + (.signoff.reasons | join(\";\"))')\" = 'stale|critical health event since the sign-off: Xid 79: GPU has fallen off the bus (0000:18:00)' ]"
+check "  and current for gpu-b" test "$(node_field gpu-b signoff.state)" = current
 # The same Xid again inside the dedup window, then an AER line: once the AER is stored, the
 # repeat (read before it) is known not to have become a second event.
 kmsg a "3,102,3000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
