@@ -375,6 +375,32 @@ static int forge(struct rogue *g, const char *kind, const char *dep)
 		}
 		return send_msg(g, &m) < 0 ? -1 : 1;
 	}
+	if (strncmp(kind, "health:", 7) == 0) {
+		/* A HealthEvent, honest ("health:ok") or with one field out of the protocol's
+		 * limits. */
+		Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
+		Railyard__V1__HealthEvent he = RAILYARD__V1__HEALTH_EVENT__INIT;
+		const char *v = kind + 7;
+		static char big[4096];
+
+		he.kind = (char *)(strcmp(v, "bad-kind") == 0 ? "rumour" : "xid");
+		he.severity = (char *)(strcmp(v, "bad-severity") == 0 ? "apocalyptic" : "critical");
+		he.source = (char *)"0000:18:00";
+		he.what = (char *)(strcmp(v, "control") == 0 ? "Xid 79\e[2J forged"
+							     : "Xid 79: forged");
+		he.detail = (char *)"";
+		if (strcmp(v, "huge-detail") == 0) {
+			memset(big, 'x', sizeof(big) - 1);
+			he.detail = big;
+		}
+		he.at_ms = strcmp(v, "future") == 0 ? util_now_unix_ms() + 86400000LL
+						    : util_now_unix_ms();
+		if (strcmp(v, "empty-source") == 0)
+			he.source = (char *)"";
+		m.body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HEALTH_EVENT;
+		m.health_event = &he;
+		return send_msg(g, &m) < 0 ? -1 : 1;
+	}
 	if (strcmp(kind, "huge-facts-step") == 0) {
 		Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
 		Railyard__V1__FactsUpdate fu = RAILYARD__V1__FACTS_UPDATE__INIT;

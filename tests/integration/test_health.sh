@@ -114,6 +114,20 @@ ry 4 node ack no-such-node --state-dir "$T/ctl"
 check "acknowledging an unknown node: refused, named" err_has "no-such-node"
 
 # --- bad input --------------------------------------------------------------------------------
+# A node speaking the protocol with its own certificate (rogue_client, as agent c: stopped
+# first) sends HealthEvents out of the protocol's limits: each refused with invalid_field,
+# nothing stored; an honest one is stored.
+kill "${AGENT_PID[c]}"
+wait "${AGENT_PID[c]}" 2>/dev/null
+check "agent c stopped" wait_for 20 node_state_is gpu-c offline
+rogue() { "$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/c/node.crt" --key "$T/c/node.key" "$@"; }
+for v in bad-kind bad-severity future control huge-detail empty-source; do
+	rogue --mode forge --forge "health:$v" >"$T/rogue-$v.out" 2>&1
+	check "HealthEvent with $v: refused (invalid_field)" grep -q "^ERROR invalid_field: HealthEvent" "$T/rogue-$v.out"
+done
+check "  none of them stored" test "$(events gpu-c)" = 0
+rogue --mode forge --forge "health:ok" >"$T/rogue-ok.out" 2>&1
+check "an honest HealthEvent is stored" bash -c "grep -q '^RECEIPT' '$T/rogue-ok.out' && [ \"\$('$RY' node health gpu-c --json --state-dir '$T/ctl' | jq '.events | length')\" = 1 ]"
 "$AGENT" run --state-dir "$T/a" --sysroot "$T/root-a" --health-interval 10ms >"$T/bad.out" 2>&1
 check "agent: --health-interval under a second is refused with its name" grep -q -- "--health-interval" "$T/bad.out"
 
