@@ -79,6 +79,7 @@ const TONES = {
   enrolled: 'info', uncovered: 'warn', incomplete: 'warn', transient: 'mute', excluded: 'warn',
   failed: 'bad', fail: 'bad', regressed: 'bad', error: 'bad', revoked: 'bad', unreachable: 'bad', cancelled: 'mute',
   skipped: 'mute', none: 'mute', planned: 'mute', measured: 'info',
+  critical: 'bad', warning: 'warn', info: 'info',
 };
 export function badge(word, extraClass) {
   const w = word === null || word === undefined ? '—' : String(word);

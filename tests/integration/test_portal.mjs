@@ -528,6 +528,29 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
       .waitFor({timeout: T});
     await shot(page, '21-revalidation');
   });
+  await step('operator: a node\'s health event shows on its page live, first; acknowledging takes it back', async () => {
+    const nodes = await (await page.request.get(cfg.url + '/api/v1/nodes', {headers: {Authorization: 'Bearer ' + cfg.tokens.operator}})).json();
+    const me = nodes.items.find((x) => x.hostname === cfg.kmsg_node);
+    await go(page, '#/nodes/' + encodeURIComponent(me.id), 'section.health-events');
+    await page.locator('section.health-events p').first().waitFor({timeout: T});
+    // The agent's watcher reads the line from the node's kernel log; the page follows the event.
+    fs.appendFileSync(cfg.kmsg, "3,900,9000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n");
+    const row = page.locator('section.health-events tr[data-severity="critical"][data-open="true"]', {hasText: 'Xid 79'});
+    await row.waitFor({timeout: 30000});
+    await page.locator('section.health-panel[data-health="failing"] .health-reasons li[data-source="watch"]', {hasText: 'Xid 79: GPU has fallen off the bus'})
+      .waitFor({timeout: T});
+    // First screen: the health panel and the event, within 1280x800.
+    for (const sel of ['section.health-panel', 'section.health-events tr[data-severity="critical"]']) {
+      const box = await page.locator(sel).first().boundingBox();
+      if (!box || box.y > 800) throw new Error(sel + ' is not on the first screen: ' + JSON.stringify(box));
+    }
+    await shot(page, '22-node-health-event');
+    await page.locator('section.health-events button', {hasText: 'Acknowledge'}).click();
+    await page.locator('dialog.confirm button[value="yes"]').click();
+    await page.locator('section.health-events tr[data-open="false"]', {hasText: 'Xid 79'}).waitFor({timeout: T});
+    await page.waitForFunction(() => !document.querySelector('section.health-panel .health-reasons li[data-source="watch"]'),
+      null, {timeout: T});
+  });
   await context.close();
 }
 

@@ -152,10 +152,17 @@ fi
 check "an enrollment token for cluster it: 201" test "$(api POST /api/v1/enrollment-tokens "$INTEG" \
 	'{"cluster":"it","uses":4,"ttl_ms":600000}')" = 201
 TOKEN=$(jq -r .token "$T/body") FP=$(jq -r .ca_fingerprint "$T/body")
-for n in a:h200-ib b:h200-degraded; do
-	enroll "${n%%:*}" "$FIXTURES/${n#*:}" || die "enroll ${n%%:*}"
-	start_agent "${n%%:*}" "$FIXTURES/${n#*:}"
-done
+# gpu-node-01 runs on a copy with a kernel log (dev/kmsg), to which the browser test writes an
+# Xid: its page must show the event live, and acknowledging it (operator) take it back.
+ROOT_A=$T/root-a
+cp -a "$FIXTURES/h200-ib" "$ROOT_A"
+mkdir -p "$ROOT_A/dev" "$ROOT_A/proc/sys/kernel/random"
+: >"$ROOT_A/dev/kmsg"
+echo "6b3a1f0e-2c4d-4e5f-8a9b-0c1d2e3f4a5b" >"$ROOT_A/proc/sys/kernel/random/boot_id"
+enroll a "$ROOT_A" || die "enroll a"
+start_agent a "$ROOT_A" --health-interval 1s
+enroll b "$FIXTURES/h200-degraded" || die "enroll b"
+start_agent b "$FIXTURES/h200-degraded"
 XR=$T/xss-root
 cp -a "$FIXTURES/h200-ib-2" "$XR"
 printf '%s\n' "$XSS_HOST" >"$XR/proc/sys/kernel/hostname"
@@ -229,7 +236,7 @@ SO=$(jq -r '.items[0].id' "$T/body")
 # and passed, is no failure), the failing nodes with their reasons, the sign-off.
 jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$OPER" --arg so "$SO" \
 	--arg camp "$CAMP" --arg hca_dep "$HCA_DEP" --arg xss_os "$XSS_OS" --arg xss_host "$XSS_HOST" --arg art "$ART" \
-	--arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" \
+	--arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" --arg kmsg "$ROOT_A/dev/kmsg" \
 	--slurpfile c "$T/campaign.json" '{url: $url, tokens: {viewer: $viewer, integrator: $integ, operator: $oper},
 	signoff: $so, campaign: $camp, xss_os: $xss_os, xss_host: $xss_host, artifacts: $art, downloads: $dl,
 	chromium: $chromium, playwright: $pw, deploy_playbook: $pb, nodes: ($c[0].nodes | length),
@@ -237,7 +244,7 @@ jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$
 	failing_rows: ($c[0].verdict.tests[0] | ([.failures[] | select(.attributed != "transient")] | length) +
 		((.failures_total // 0) - (.failures | length))),
 	failing_nodes: [$c[0].verdict.nodes[] | select(.result == "fail") | {id, hostname, reasons}],
-	bad_node: "gpu-node-03", hca_dep: $hca_dep,
+	bad_node: "gpu-node-03", hca_dep: $hca_dep, kmsg: $kmsg, kmsg_node: "gpu-node-01",
 	verdict: $c[0].result}' >"$T/portal.json"
 rm -rf "$ART" && mkdir -p "$ART" "$T/downloads"
 echo "browser: node $("${BRUN[@]}" node --version), $("${BRUN[@]}" "$CHROMIUM" --version 2>/dev/null | head -1)," \

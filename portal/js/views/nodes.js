@@ -5,6 +5,7 @@
 
 import {h, clear, fill, badge, timeEl, ago, nodeLink, depLink, campLink, soLink, sortableTable, coalesce,
         notice, section, kv, naturalCompare, fmtNum} from '../dom.js';
+import {confirmDialog} from './confirm.js';
 
 // The columns' values from a node's facts (or, without facts, from its one-line summary).
 export function derive(n) {
@@ -220,6 +221,8 @@ export async function nodesView(ctx) {
   // or is made (not at every state a deployment passes through).
   ctx.on('deployment.state', (ev) => { if (['succeeded', 'partial', 'failed', 'cancelled'].includes(ev.state)) refresh(); });
   ctx.on('signoff.created', refresh);
+  // A warning or critical health event changes a node's health.
+  ctx.on('node.health', (ev) => { if (ev.severity !== 'info') refresh(); });
   ctx.on('reset', refresh);
   await load();
   // After the first read: a stream that connects meanwhile need not cost another 11 MB.
@@ -413,7 +416,57 @@ export async function nodeView(ctx, id) {
     : 'none yet'));
   const deps = h('div', null, h('p', {class: 'mute'}, 'Loading…'));
   const camps = h('div', null, h('p', {class: 'mute'}, 'Loading…'));
-  ctx.root.append(head, healthPanel,
+  // What the node's health watchers reported (docs/health.md), newest first, on the first
+  // screen beside its health: critical ones first among the open (not acknowledged).
+  const watchBox = h('div', null, h('p', {class: 'mute'}, 'Loading…'));
+  const watchPanel = h('section', {class: 'card health-events', 'aria-label': 'Health events'},
+    h('h2', null, 'Health events'), watchBox);
+  const SEV = {critical: 0, warning: 1, info: 2};
+  async function loadWatch() {
+    const doc = await api.get('/api/v1/nodes/' + api.enc(n.id) + '/health-events?limit=50');
+    const evs = doc.events || [];
+    const open = evs.filter((e) => !e.acked_ms && e.severity !== 'info');
+    const rows = [...evs].sort((a, b) => (Boolean(a.acked_ms) - Boolean(b.acked_ms)) ||
+      (SEV[a.severity] - SEV[b.severity]) || (b.received_ms - a.received_ms));
+    const parts = [];
+    if (!evs.length) {
+      parts.push(h('p', {class: 'mute'}, 'The watchers (kernel log, fabric ports, GPUs, readiness) have reported nothing.'));
+    } else {
+      parts.push(h('p', {class: open.length ? 'watch-open' : 'mute'}, open.length
+        ? `${open.length} open (not acknowledged): they count toward the node's health.`
+        : 'Every warning and critical event is acknowledged.'));
+      parts.push(sortableTable({
+        caption: 'Health events (newest 50)',
+        columns: [
+          {key: 'sev', label: 'Severity', value: (e) => SEV[e.severity], render: (e) => badge(e.severity)},
+          {key: 'what', label: 'What', render: (e) => h('span', {title: e.detail || ''}, e.what, e.repeats ? ` (and ${e.repeats} more)` : '')},
+          {key: 'kind', label: 'Watcher', render: (e) => e.kind},
+          {key: 'source', label: 'Where', render: (e) => h('code', null, e.source)},
+          {key: 'at', label: 'Received', value: (e) => e.received_ms, render: (e) => timeEl(e.received_ms)},
+          {key: 'ack', label: 'Acknowledged', render: (e) => (e.acked_ms ? h('span', null, timeEl(e.acked_ms), ' by ', e.acked_by || '?') : '—')},
+        ],
+        rows,
+        rowAttrs: (e) => ({dataset: {severity: e.severity, kind: e.kind, open: String(!e.acked_ms)}}),
+      }).el);
+    }
+    if (open.length && ctx.session.may('operate')) {
+      parts.push(h('div', {class: 'actions'}, h('button', {type: 'button', on: {click: async () => {
+        const ok = await confirmDialog({title: `Acknowledge ${n.hostname}'s health events?`,
+          text: 'They stay listed, no longer count toward its health; a sign-off they made stale stays stale.',
+          confirm: 'Acknowledge', cancel: 'Keep them open', danger: false});
+        if (!ok) return;
+        try {
+          await api.postEmpty('/api/v1/nodes/' + api.enc(n.id) + '/health/ack');
+          refreshAll();
+        } catch (e) {
+          fill(watchBox, notice('Could not acknowledge: ' + e.message));
+        }
+      }}}, 'Acknowledge')));
+    }
+    fill(watchBox, ...parts);
+  }
+  loadWatch().catch((e) => { if (!ctx.dead) fill(watchBox, notice(e.message)); });
+  ctx.root.append(head, healthPanel, watchPanel,
     section('Node', kv([
       ['Id', h('code', null, n.id)], ['Cluster', n.cluster], ['State', badge(n.state)],
       ['Last seen', timeEl(n.last_seen_ms)], ['Enrolled', timeEl(n.enrolled_at_ms)],
@@ -490,8 +543,23 @@ export async function nodeView(ctx, id) {
     const m = await api.get('/api/v1/nodes/' + api.enc(id));
     head.querySelector('.node-state').replaceWith(badge(m.state, 'node-state'));
   }, 500);
+  // A health event of this node: its health (badge and reasons) and the events, read again.
+  const refreshAll = coalesce(async () => {
+    const m = await api.get('/api/v1/nodes/' + api.enc(id));
+    const ml = healthOf(m);
+    head.querySelector('.badge.health').replaceWith(healthBadge(ml));
+    healthPanel.className = ['card', 'health-panel', 'health-' + ml.state].join(' ');
+    healthPanel.dataset.health = ml.state;
+    const reasons = healthPanel.querySelector('.health-reasons, p.mute:not(.coverage-line)');
+    const fresh = (ml.problems || []).length ? h('ul', {class: 'health-reasons'}, problemItems(ml.problems))
+      : h('p', {class: 'mute'}, ml.state === 'healthy' ? 'Nothing is wrong that the controller knows of.' : 'Nothing is known to be wrong.');
+    if (reasons) reasons.replaceWith(fresh);
+    healthPanel.querySelector('h2').replaceWith(h('h2', null, 'Health: ', healthBadge(ml)));
+    await loadWatch();
+  }, 500);
   const mine = (ev) => { if (ev.id === n.id) refresh(); };
   ctx.on('node.online', mine);
   ctx.on('node.offline', mine);
-  return () => refresh.cancel();
+  ctx.on('node.health', (ev) => { if (ev.node === n.id) refreshAll(); });
+  return () => { refresh.cancel(); refreshAll.cancel(); };
 }
