@@ -33,6 +33,9 @@ const char *health_severity_name(enum health_severity s)
 	return "unknown";
 }
 
+#define HEALTH_EPISODES		    256
+#define HEALTH_EPISODE_REPORT_TICKS 30
+
 struct agent_health {
 	struct agent_health_opts o;
 	pthread_t thread;
@@ -45,6 +48,18 @@ struct agent_health {
 	uint64_t kmsg_seq_done; /* records at or below this seq were handled (this boot) */
 	bool kmsg_seq_known;
 	struct portwatch *ports;
+	/* Rate events come every tick while a counter keeps rising: one event per episode (the
+	 * rule firing tick after tick), again when it escalates and every
+	 * HEALTH_EPISODE_REPORT_TICKS ticks while it lasts (5 minutes at the default interval);
+	 * the ticks in between are counted as repeats. Oldest key forgotten past HEALTH_EPISODES.
+	 */
+	struct episode {
+		char key[96];
+		int64_t last_ms, reported_ms;
+		enum health_severity sev;
+		uint64_t repeats;
+	} episodes[HEALTH_EPISODES];
+	size_t n_episodes;
 };
 
 void agent_boot_id(const char *sysroot, char *buf, size_t cap)
@@ -175,6 +190,45 @@ static void read_kmsg(struct agent_health *h)
 		state_save(h);
 }
 
+/* Is this firing of key a new episode (or an escalation) to report? *ret_repeats: the firings
+ * suppressed since it was last reported. */
+static bool episode_pass(struct agent_health *h, const char *key, enum health_severity sev,
+			 int64_t now, uint64_t *ret_repeats)
+{
+	struct episode *e = NULL;
+	size_t i;
+
+	*ret_repeats = 0;
+	for (i = 0; i < h->n_episodes && !e; i++)
+		if (strcmp(h->episodes[i].key, key) == 0)
+			e = &h->episodes[i];
+	/* Still the same episode (it fired on the tick before), not worse, and reported less than
+	 * HEALTH_EPISODE_REPORT_TICKS ticks ago: counted, not sent. */
+	if (e && now - e->last_ms <= 2 * h->o.interval_ms + 500 && sev <= e->sev &&
+	    now - e->reported_ms < HEALTH_EPISODE_REPORT_TICKS * h->o.interval_ms) {
+		e->repeats++;
+		e->last_ms = now;
+		return false;
+	}
+	if (!e) {
+		if (h->n_episodes < HEALTH_EPISODES) {
+			e = &h->episodes[h->n_episodes++];
+		} else {
+			e = &h->episodes[0];
+			for (i = 1; i < h->n_episodes; i++)
+				if (h->episodes[i].last_ms < e->last_ms)
+					e = &h->episodes[i];
+		}
+		memset(e, 0, sizeof(*e));
+		snprintf(e->key, sizeof(e->key), "%s", key);
+	}
+	*ret_repeats = e->repeats;
+	e->repeats = 0;
+	e->sev = sev;
+	e->last_ms = e->reported_ms = now;
+	return true;
+}
+
 static void tick_ports(struct agent_health *h)
 {
 	struct portwatch_event pe[32];
@@ -184,12 +238,20 @@ static void tick_ports(struct agent_health *h)
 		return;
 	for (size_t i = 0; i < n && i < 32; i++) {
 		struct health_event ev = {0};
+		uint64_t repeats = 0;
+		char key[96];
+
 		snprintf(ev.kind, sizeof(ev.kind), "port");
 		ev.severity = pe[i].severity;
 		snprintf(ev.source, sizeof(ev.source), "%s/%u", pe[i].device, pe[i].port);
 		snprintf(ev.what, sizeof(ev.what), "%s", pe[i].what);
 		ev.at_ms = util_now_unix_ms();
-		emit(h, &ev, 0);
+		/* A counter's rate: once an episode; a state or rate change: every one. */
+		snprintf(key, sizeof(key), "port %s %s", ev.source, pe[i].counter);
+		if (pe[i].counter[0] &&
+		    !episode_pass(h, key, ev.severity, util_now_mono_ms(), &repeats))
+			continue;
+		emit(h, &ev, repeats);
 	}
 	if (n > 32)
 		log_warn("health: %zu port events this tick, 32 sent", n);

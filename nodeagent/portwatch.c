@@ -29,6 +29,12 @@ const struct portwatch_rule portwatch_default_rules[] = {
 	{"out_of_sequence", 60, 600},
 	{"rnr_nak_retry_err", 1, 60},
 	{"retry_exceeded_err", 1, 10},
+	/* Soft-RoCE (rxe hw_counters/): the requester's retransmissions and the responder's
+	 * sequence errors; what a lossy wire shows first. */
+	{"completer_retry_err", 10, 600},
+	{"rcvd_seq_err", 60, 600},
+	{"out_of_seq_request", 60, 600},
+	{"duplicate_request", 60, 600},
 	{NULL, 0, 0},
 };
 

@@ -3,8 +3,10 @@
 # controller on the host, an agent in each of 2 soft-RoCE guests (cluster mode: the guests share
 # a wire with rxe on eth0 and reach the host at 10.0.2.2), and verbs benchmarks ordered with
 # `railyard bench run` between them: RunBench over the sessions, the server agent
-# leasing its control port, the client agent measuring over rxe, both results stored. Then
-# the nodes are revoked, which ends the agents (exit 3): the guests' pass.
+# leasing its control port, the client agent measuring over rxe, both results stored. Then the
+# health watchers on the real kernel: an Xid line in rdma-g1's /dev/kmsg, rxe0's error counters
+# under lossy traffic, its link down and up, each seen by its agent. Then the nodes are revoked,
+# which ends the agents (exit 3): the guests' pass.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 : "${RAILYARD_BUILD_DIR:?set RAILYARD_BUILD_DIR}"
@@ -87,6 +89,57 @@ check "send latency over rdma_cm succeeds" jq -e '.state == "succeeded"' "$W/cm.
 bench bad --kind lat --device mlx5_9 --iters 10 || true
 check "an unknown device is refused by the agent, naming what exists" \
 	jq -e '.state == "failed" and (.error | test("mlx5_9.*not found.*rxe0"))' "$W/bad.json"
+
+# ---- the health watchers on a real kernel (docs/health.md) ------------------------------------
+# Deployments of command steps to both guests (the product path: no shell into the guests)
+# write an Xid line to their kernel logs, lose packets on their wire under verbs traffic, and
+# take their links down and up; rdma-g1's watchers must see each from the real /dev/kmsg and
+# rxe0's port. (The facts' host name is the guest kernel's, not the enrolled rdma-gN: no
+# selector.)
+health_pb() { # health_pb NAME ARGV-JSON...: a playbook of command steps for both guests
+	local name=$1 i=0
+	shift
+	{
+		printf 'name: %s\nversion: "1"\nsteps:\n' "$name"
+		for a in "$@"; do
+			i=$((i + 1))
+			printf '  - name: step %d\n    type: command\n    params: {argv: %s, timeout: 60s}\n' "$i" "$a"
+		done
+	} >"$W/$name.yaml"
+	"$RY" deploy --state-dir "$W/ctl" --cluster rdma --playbook "$W/$name.yaml" --canary 0 --pause 0s \
+		--timeout 120s >"$W/$name.out" 2>&1
+}
+events() { "$RY" node health rdma-g1 --json --limit 1000 --state-dir "$W/ctl" | jq "[.events[] | select($1)] | length"; }
+done_on_both() { # done_on_both DEPLOY-OUTPUT: the deployment succeeded on both guests
+	local id
+	id=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$1")
+	[ -n "$id" ] && "$RY" deployments "$id" --json --state-dir "$W/ctl" |
+		jq -e '.state == "succeeded" and ([.nodes[] | select(.state == "succeeded")] | length) == 2' >/dev/null
+}
+has_event() { [ "$(events "$1")" -ge 1 ]; }
+health_pb health-xid '["/bin/sh", "-c", "echo \"<3>NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=proof, GPU has fallen off the bus.\" >/dev/kmsg"]'
+check "the Xid line was written to the guests' kernel logs (a deployment)" done_on_both "$W/health-xid.out"
+check "  its agent read it from the real /dev/kmsg: an Xid 79, critical" \
+	wait_for 30 has_event '.kind == "xid" and .severity == "critical" and (.what | startswith("Xid 79"))'
+check "  rdma-g1 is failing for it" bash -c "'$RY' node show rdma-g1 --state-dir '$W/ctl' | grep -q 'Xid 79: GPU has fallen off the bus'"
+# Packet loss on the guests' egress under verbs traffic: rxe retransmits, its counters rise.
+# (rxe on this emulated wire retransmits even without it, after the benchmarks above: only
+# events received after the loss was set count; a rise that goes on is reported again every 30
+# ticks, 30 s at the guests' 1 s interval: the lossy traffic lasts 35 s.)
+t_loss=$(($(date +%s%N) / 1000000))
+health_pb health-loss-on '["/usr/sbin/tc", "qdisc", "add", "dev", "eth0", "root", "netem", "loss", "1%"]'
+check "1 % loss on the guests' wire (a deployment)" done_on_both "$W/health-loss-on.out"
+bench lossy --kind bw --op write --size 4096 --duration 35s --qps 2 || true
+health_pb health-loss-off '["/usr/sbin/tc", "qdisc", "del", "dev", "eth0", "root"]'
+check "  rdma-g1's watchers saw rxe0's error counters rise under that traffic" \
+	wait_for 75 has_event ".received_ms > $t_loss and "'.kind == "port" and (.source == "rxe0/1") and (.what | test("(completer_retry_err|rcvd_seq_err|out_of_seq_request|duplicate_request|retry_exceeded_err) \\+[0-9]+"))'
+# The link down for 5 s and up again (ip link, in one step: the session runs over the other NIC).
+health_pb health-link '["/bin/sh", "-c", "ip link set eth0 down && sleep 5 && ip link set eth0 up"]'
+check "the guests' links down and up (a deployment)" done_on_both "$W/health-link.out"
+check "  seen: rxe0's port ACTIVE -> DOWN, critical" wait_for 30 has_event '.what == "rxe0/1: ACTIVE -> DOWN" and .severity == "critical"'
+check "  and back: DOWN -> ACTIVE" wait_for 30 has_event '.what == "rxe0/1: DOWN -> ACTIVE"'
+"$RY" node health rdma-g1 --state-dir "$W/ctl" >"$W/health-events.txt" 2>&1 || true
+sed 's/^/[rdma-g1 health] /' "$W/health-events.txt" | head -30
 
 for n in rdma-g0 rdma-g1; do "$RY" node revoke "$n" --state-dir "$W/ctl" >/dev/null; done
 rc=0

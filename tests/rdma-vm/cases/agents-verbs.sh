@@ -11,8 +11,11 @@ ry_retry 30 timeout 60 railyard-agent enroll --controller "$RY_CTL" --token "$RY
 	>/tmp/enroll.log 2>&1 || { cat /tmp/enroll.log; ry_die "enrollment failed"; }
 ry_log "enrolled as rdma-g$RY_ID"
 rc=0
+# The health watchers sample every second: the host checks what they see of this real kernel
+# (its /dev/kmsg, rxe0's port state and counters).
 timeout $((RY_TIMEOUT - 15)) railyard-agent run --state-dir /tmp/agent --reconnect-max 2s \
-	>/tmp/agent.log 2>&1 || rc=$?
+	--health-interval 1s >/tmp/agent.log 2>&1 || rc=$?
+grep -h "health" /tmp/agent.log | sed "s/^/[g$RY_ID agent] /" || true
 grep -h "bench" /tmp/agent.log | sed "s/^/[g$RY_ID agent] /" || true
 ! grep -q "Sanitizer\|runtime error:" /tmp/agent.log || { cat /tmp/agent.log; ry_die "sanitizer report"; }
 [ $rc = 3 ] || { tail -20 /tmp/agent.log; ry_die "agent exited $rc, not 3 (revoked by the host at the end)"; }
