@@ -33,6 +33,7 @@ typedef int nvmlEnableState_t;
 #define NVML_FEATURE_ENABLED  1
 
 /* nvmlMemoryErrorType_t, nvmlEccCounterType_t */
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED   0
 #define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
 #define NVML_VOLATILE_ECC		   0
 #define NVML_AGGREGATE_ECC		   1
@@ -48,6 +49,13 @@ typedef int nvmlEnableState_t;
 
 /* Links nvmlDeviceGetNvLinkState() takes (Hopper has 18). */
 #define NVML_NVLINK_MAX_LINKS 18
+
+/* nvmlNvLinkErrorCounter_t of nvmlDeviceGetNvLinkErrorCounter() (the data-link layer's counters).
+ */
+#define NVML_NVLINK_ERROR_DL_REPLAY   0
+#define NVML_NVLINK_ERROR_DL_RECOVERY 1
+#define NVML_NVLINK_ERROR_DL_CRC_FLIT 2
+#define NVML_NVLINK_ERROR_DL_CRC_DATA 3
 
 /* nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3() fills it. */
 typedef struct nvmlPciInfo_st {
@@ -103,5 +111,7 @@ typedef nvmlReturn_t nvml_fn_remapped_rows(nvmlDevice_t device, unsigned int *co
 					   unsigned int *failure);
 typedef nvmlReturn_t nvml_fn_nvlink_state(nvmlDevice_t device, unsigned int link,
 					  nvmlEnableState_t *active);
+typedef nvmlReturn_t nvml_fn_nvlink_error(nvmlDevice_t device, unsigned int link, int counter,
+					  unsigned long long *value);
 
 #endif
