@@ -172,15 +172,17 @@ int gpuwatch_config_parse(const json_t *cfg, struct gpuwatch_config *c, char *er
 		} else if (strcmp(key, "throttle") == 0 && json_is_object(v)) {
 			json_object_foreach(v, k2, v2)
 			{
-				int *sev = strcmp(k2, "hw_slowdown") == 0	      ? &t.hw_slowdown
-					   : strcmp(k2, "hw_thermal_slowdown") == 0   ? &t.hw_thermal
-					   : strcmp(k2, "hw_power_brake_slowdown") == 0 ? &t.hw_power
-											: NULL;
+				int *sev = strcmp(k2, "hw_slowdown") == 0	    ? &t.hw_slowdown
+					   : strcmp(k2, "hw_thermal_slowdown") == 0 ? &t.hw_thermal
+					   : strcmp(k2, "hw_power_brake_slowdown") == 0
+						   ? &t.hw_power
+						   : NULL;
 
 				snprintf(where, sizeof(where), "gpu.throttle.%.60s", k2);
 				if (!sev) {
 					snprintf(err, errlen,
-						 "%s: unknown key (hw_slowdown, hw_thermal_slowdown, "
+						 "%s: unknown key (hw_slowdown, "
+						 "hw_thermal_slowdown, "
 						 "hw_power_brake_slowdown)",
 						 where);
 					return -EINVAL;
@@ -191,12 +193,11 @@ int gpuwatch_config_parse(const json_t *cfg, struct gpuwatch_config *c, char *er
 		} else if (strcmp(key, "nvlink") == 0 && json_is_object(v)) {
 			json_object_foreach(v, k2, v2)
 			{
-				struct gpuwatch_rate *r = strcmp(k2, "crc_per_min") == 0 ? &t.nvlink_crc
-							  : strcmp(k2, "replay_per_min") == 0
-								  ? &t.nvlink_replay
-							  : strcmp(k2, "recovery_per_min") == 0
-								  ? &t.nvlink_recovery
-								  : NULL;
+				struct gpuwatch_rate *r =
+					strcmp(k2, "crc_per_min") == 0	      ? &t.nvlink_crc
+					: strcmp(k2, "replay_per_min") == 0   ? &t.nvlink_replay
+					: strcmp(k2, "recovery_per_min") == 0 ? &t.nvlink_recovery
+									      : NULL;
 
 				snprintf(where, sizeof(where), "gpu.nvlink.%.60s", k2);
 				if (strcmp(k2, "expected") == 0) {
@@ -205,8 +206,8 @@ int gpuwatch_config_parse(const json_t *cfg, struct gpuwatch_config *c, char *er
 					if (!json_is_integer(v2) || n < -1 ||
 					    n > GPUWATCH_MAX_LINKS) {
 						snprintf(err, errlen,
-							 "%s: expected an integer from -1 to %d", where,
-							 GPUWATCH_MAX_LINKS);
+							 "%s: expected an integer from -1 to %d",
+							 where, GPUWATCH_MAX_LINKS);
 						return -EINVAL;
 					}
 					t.nvlink_expected = (int)n;
@@ -225,7 +226,8 @@ int gpuwatch_config_parse(const json_t *cfg, struct gpuwatch_config *c, char *er
 			return -EINVAL;
 		} else {
 			snprintf(err, errlen,
-				 "%s: unknown key (ecc_corrected_per_min, throttle, nvlink)", where);
+				 "%s: unknown key (ecc_corrected_per_min, throttle, nvlink)",
+				 where);
 			return -EINVAL;
 		}
 	}
@@ -385,8 +387,8 @@ static void gw_read(struct gpuwatch *w, unsigned int i, struct gw_gpu *g)
 		snprintf(g->bus, sizeof(g->bus), "%.*s", (int)sizeof(pci.busId), pci.busId);
 	if (w->fn[GW_ECC_ERRORS] && !g->lost) {
 		g->have_unc = gw_ok(g, GWCALL(w, GW_ECC_ERRORS, nvml_fn_ecc_errors, dev,
-					      NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-					      NVML_VOLATILE_ECC, &g->unc));
+					      NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC,
+					      &g->unc));
 		g->have_corr = !g->lost && gw_ok(g, GWCALL(w, GW_ECC_ERRORS, nvml_fn_ecc_errors,
 							   dev, NVML_MEMORY_ERROR_TYPE_CORRECTED,
 							   NVML_VOLATILE_ECC, &g->corr));
@@ -395,8 +397,7 @@ static void gw_read(struct gpuwatch *w, unsigned int i, struct gw_gpu *g)
 		unsigned int corr = 0, unc = 0;
 
 		g->have_remap = gw_ok(g, GWCALL(w, GW_REMAPPED_ROWS, nvml_fn_remapped_rows, dev,
-						&corr, &unc, &g->remap_pending,
-						&g->remap_failure));
+						&corr, &unc, &g->remap_pending, &g->remap_failure));
 	}
 	if (w->fn[GW_RETIRED_PENDING] && !g->lost &&
 	    (g->have_retired =
@@ -459,7 +460,8 @@ static const struct {
 	const char *name;
 	size_t cfg; /* offset of its severity in the config */
 } gw_reasons[] = {
-	{NVML_CLOCKS_EVENT_HW_SLOWDOWN, "HW slowdown", offsetof(struct gpuwatch_config, hw_slowdown)},
+	{NVML_CLOCKS_EVENT_HW_SLOWDOWN, "HW slowdown",
+	 offsetof(struct gpuwatch_config, hw_slowdown)},
 	{NVML_CLOCKS_EVENT_HW_THERMAL, "HW thermal slowdown",
 	 offsetof(struct gpuwatch_config, hw_thermal)},
 	{NVML_CLOCKS_EVENT_HW_POWER_BRAKE, "HW power brake slowdown",
@@ -478,8 +480,7 @@ static void gw_compare(struct gpuwatch *w, struct gw_out *o, unsigned int i,
 	if (cur->lost) {
 		if (!prev || !prev->lost) {
 			snprintf(det, sizeof(det), "NVML: GPU is lost (GPU %u, bus %s)", i, bus);
-			gw_event(o, "gpu", HEALTH_CRITICAL, src, det,
-				 "GPU has fallen off the bus");
+			gw_event(o, "gpu", HEALTH_CRITICAL, src, det, "GPU has fallen off the bus");
 		}
 		return;
 	}
@@ -550,7 +551,8 @@ static void gw_compare(struct gpuwatch *w, struct gw_out *o, unsigned int i,
 	if (!prev) {
 		if (w->expected[i] > 0 && up < w->expected[i]) {
 			gw_links_list(cur->links_present & ~cur->links_up, list, sizeof(list));
-			snprintf(det, sizeof(det), "links down: %s", list[0] ? list : "none present");
+			snprintf(det, sizeof(det), "links down: %s",
+				 list[0] ? list : "none present");
 			gw_event(o, "nvlink", HEALTH_CRITICAL, src, det,
 				 "NVLink: %d of %d links up", up, w->expected[i]);
 		}
@@ -575,9 +577,10 @@ static void gw_compare(struct gpuwatch *w, struct gw_out *o, unsigned int i,
 	}
 	for (int l = 0; prev && dt_min > 0 && l < GPUWATCH_MAX_LINKS; l++) {
 		for (int c = 0; c < NV__N; c++) {
-			const struct gpuwatch_rate *rule = c == NV_CRC	  ? &w->cfg.nvlink_crc
-							   : c == NV_REPLAY ? &w->cfg.nvlink_replay
-									    : &w->cfg.nvlink_recovery;
+			const struct gpuwatch_rate *rule = c == NV_CRC ? &w->cfg.nvlink_crc
+							   : c == NV_REPLAY
+								   ? &w->cfg.nvlink_replay
+								   : &w->cfg.nvlink_recovery;
 			unsigned long long a = prev->nv[l][c], b = cur->nv[l][c];
 			double rate;
 			int sev;

@@ -50,9 +50,8 @@ void gpuwatch_config_init(struct gpuwatch_config *c);
  * replay_per_min, recovery_per_min}; a rate is {warning, critical} (numbers >= 0). An unknown
  * key, a wrong type or a value out of range is -EINVAL with the reason, naming the key, in err;
  * c is then unchanged. */
-__attribute__((warn_unused_result)) int gpuwatch_config_parse(const json_t *cfg,
-							      struct gpuwatch_config *c, char *err,
-							      size_t errlen);
+__attribute__((warn_unused_result)) int
+gpuwatch_config_parse(const json_t *cfg, struct gpuwatch_config *c, char *err, size_t errlen);
 
 struct gpuwatch;
 

@@ -313,7 +313,8 @@ static void test_config(void **state)
 		 "gpu.throttle.sw_power_cap: unknown key"},
 		{"{\"throttle\": 1}", "gpu.throttle: expected an object"},
 		{"{\"nvlink\": {\"expected\": 19}}", "gpu.nvlink.expected: expected an integer"},
-		{"{\"nvlink\": {\"expected\": \"18\"}}", "gpu.nvlink.expected: expected an integer"},
+		{"{\"nvlink\": {\"expected\": \"18\"}}",
+		 "gpu.nvlink.expected: expected an integer"},
 		{"{\"nvlink\": {\"crc\": {}}}", "gpu.nvlink.crc: unknown key"},
 	};
 	struct gpuwatch_config c, d;
@@ -352,12 +353,18 @@ static void test_config(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_healthy_baseline),   cmocka_unit_test(test_ecc_uncorrected),
-		cmocka_unit_test(test_ecc_corrected_rate), cmocka_unit_test(test_row_remap_pending),
-		cmocka_unit_test(test_gpu_lost),	   cmocka_unit_test(test_nvlink_down),
-		cmocka_unit_test(test_nvlink_expected),	   cmocka_unit_test(test_nvlink_crc_rising),
-		cmocka_unit_test(test_hw_slowdown),	   cmocka_unit_test(test_close_ticks_and_room),
-		cmocka_unit_test(test_no_nvml),		   cmocka_unit_test(test_config),
+		cmocka_unit_test(test_healthy_baseline),
+		cmocka_unit_test(test_ecc_uncorrected),
+		cmocka_unit_test(test_ecc_corrected_rate),
+		cmocka_unit_test(test_row_remap_pending),
+		cmocka_unit_test(test_gpu_lost),
+		cmocka_unit_test(test_nvlink_down),
+		cmocka_unit_test(test_nvlink_expected),
+		cmocka_unit_test(test_nvlink_crc_rising),
+		cmocka_unit_test(test_hw_slowdown),
+		cmocka_unit_test(test_close_ticks_and_room),
+		cmocka_unit_test(test_no_nvml),
+		cmocka_unit_test(test_config),
 	};
 
 	if (argc != 2 || !getenv("RAILYARD_SOURCE_DIR")) {
