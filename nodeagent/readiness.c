@@ -30,8 +30,7 @@ static bool abs_path_ok(const json_t *v)
 {
 	const char *s = json_string_value(v);
 
-	return s && s[0] == '/' && strlen(s) < 1024 && !strstr(s, "/../") &&
-	       !strpbrk(s, "\n\r\t");
+	return s && s[0] == '/' && strlen(s) < 1024 && !strstr(s, "/../") && !strpbrk(s, "\n\r\t");
 }
 
 static int gds_config_check(const json_t *gds, char *err, size_t len)
@@ -48,14 +47,16 @@ static int gds_config_check(const json_t *gds, char *err, size_t len)
 	{
 		if (strcmp(key, "cufile") == 0 || strcmp(key, "gdscheck") == 0) {
 			if (!abs_path_ok(v)) {
-				snprintf(err, len, "readiness.gds.%s: expected an absolute path", key);
+				snprintf(err, len, "readiness.gds.%s: expected an absolute path",
+					 key);
 				return -EINVAL;
 			}
 		} else if (strcmp(key, "gdscheck_timeout_s") == 0) {
 			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
 			    json_integer_value(v) > 600) {
 				snprintf(err, len,
-					 "readiness.gds.gdscheck_timeout_s: expected an integer from "
+					 "readiness.gds.gdscheck_timeout_s: expected an integer "
+					 "from "
 					 "1 to 600");
 				return -EINVAL;
 			}
@@ -72,7 +73,8 @@ static int gds_config_check(const json_t *gds, char *err, size_t len)
 				if (!k2[0] || k2[0] == '.' || k2[strlen(k2) - 1] == '.' ||
 				    strstr(k2, "..") || strlen(k2) > 200) {
 					snprintf(err, len,
-						 "readiness.gds.expect.%.200s: expected a dotted key "
+						 "readiness.gds.expect.%.200s: expected a dotted "
+						 "key "
 						 "path (properties.rdma_dev_addr_list)",
 						 k2);
 					return -EINVAL;
@@ -92,7 +94,8 @@ static int gds_config_check(const json_t *gds, char *err, size_t len)
 
 				if (!s || !s[0] || strlen(s) > 64 || strchr(s, ':')) {
 					snprintf(err, len,
-						 "readiness.gds.supported[%zu]: expected a gdscheck name "
+						 "readiness.gds.supported[%zu]: expected a "
+						 "gdscheck name "
 						 "(\"NVMe\")",
 						 i);
 					return -EINVAL;
@@ -163,7 +166,8 @@ struct rd_out {
 };
 
 static void rd_event(struct rd_out *o, enum health_severity sev, const char *source,
-		     const char *detail, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+		     const char *detail, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 static void rd_event(struct rd_out *o, enum health_severity sev, const char *source,
 		     const char *detail, const char *fmt, ...)
 {
@@ -185,8 +189,8 @@ static void rd_event(struct rd_out *o, enum health_severity sev, const char *sou
 	for (char *p = e->detail; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = ' ';
-	for (size_t n = strlen(e->detail); n && (e->detail[n - 1] == ' ' || e->detail[n - 1] == ';');
-	     n--)
+	for (size_t n = strlen(e->detail);
+	     n && (e->detail[n - 1] == ' ' || e->detail[n - 1] == ';'); n--)
 		e->detail[n - 1] = '\0';
 	e->at_ms = o->at_ms;
 }
@@ -230,8 +234,8 @@ static int rd_nvswitches(const struct rd_out *o)
 	int n = 0;
 	DIR *dir;
 
-	if ((dir = opendir(rd_path(o, "/proc/driver/nvidia-nvswitch/devices", path,
-				   sizeof(path))))) {
+	if ((dir = opendir(
+		     rd_path(o, "/proc/driver/nvidia-nvswitch/devices", path, sizeof(path))))) {
 		while ((d = readdir(dir)) && n < 1024)
 			n += d->d_name[0] != '.';
 		closedir(dir);
@@ -327,7 +331,8 @@ static void check_gpudirect(struct rd_out *o)
 				 ? json_string_value(json_object_get(gd, "reason"))
 				 : "unknown");
 		rd_event(o, HEALTH_CRITICAL, "gpudirect", det,
-			 "GPUDirect RDMA unavailable: nvidia-peermem not loaded, dma-buf not usable");
+			 "GPUDirect RDMA unavailable: nvidia-peermem not loaded, dma-buf not "
+			 "usable");
 	}
 	json_decref(gd);
 }
@@ -424,7 +429,8 @@ static void check_cufile(struct rd_out *o, const json_t *gds)
 	if (!json_is_object(doc)) {
 		snprintf(det, sizeof(det), "%s:%d:%d: %s", cufile, jerr.line, jerr.column,
 			 doc ? "not a JSON object" : jerr.text);
-		rd_event(o, HEALTH_CRITICAL, "cufile.json", det, "GDS: cufile.json is not valid JSON");
+		rd_event(o, HEALTH_CRITICAL, "cufile.json", det,
+			 "GDS: cufile.json is not valid JSON");
 		json_decref(doc);
 		return;
 	}

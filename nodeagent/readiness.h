@@ -13,9 +13,9 @@
 
 #include "nodeagent/health_event.h"
 
-#define READINESS_DEFAULT_CUFILE   "/etc/cufile.json"
-#define READINESS_DEFAULT_GDSCHECK "/usr/local/cuda/gds/tools/gdscheck"
-#define READINESS_GDSCHECK_TIMEOUT_S 30
+#define READINESS_DEFAULT_CUFILE      "/etc/cufile.json"
+#define READINESS_DEFAULT_GDSCHECK    "/usr/local/cuda/gds/tools/gdscheck"
+#define READINESS_GDSCHECK_TIMEOUT_S  30
 #define READINESS_GDSCHECK_OUTPUT_MAX (64 * 1024)
 #define READINESS_CUFILE_MAX	      (1024 * 1024)
 

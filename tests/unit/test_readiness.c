@@ -177,7 +177,8 @@ static void gds_node(const char *gdscheck_body)
 	long len;
 
 	mkdirs("sys/module/nvidia_fs/x");
-	snprintf(src, sizeof(src), "%s/tests/fixtures/gds/cufile.json", getenv("RAILYARD_SOURCE_DIR"));
+	snprintf(src, sizeof(src), "%s/tests/fixtures/gds/cufile.json",
+		 getenv("RAILYARD_SOURCE_DIR"));
 	f = fopen(src, "r");
 	assert_non_null(f);
 	assert_int_equal(fseek(f, 0, SEEK_END), 0);
@@ -197,7 +198,7 @@ static void gds_node(const char *gdscheck_body)
 	}
 }
 
-#define GDS_CFG(extra)                                                                           \
+#define GDS_CFG(extra)                                                                             \
 	"{\"require\": [\"gds\"], \"gds\": {\"expect\": {\"properties.rdma_dev_addr_list\": "      \
 	"[\"172.16.8.11\", \"172.16.9.11\"], \"properties.allow_compat_mode\": false}" extra "}}"
 
@@ -207,13 +208,15 @@ static void test_gds_ok(void **state)
 	char body[1024];
 
 	(void)state;
-	snprintf(body, sizeof(body), "[ \"$1\" = -p ] || exit 2\ncat '%s/tests/fixtures/gds/gdscheck-p.txt'",
+	snprintf(body, sizeof(body),
+		 "[ \"$1\" = -p ] || exit 2\ncat '%s/tests/fixtures/gds/gdscheck-p.txt'",
 		 getenv("RAILYARD_SOURCE_DIR"));
 	gds_node(body);
-	assert_int_equal(check(GDS_CFG(", \"supported\": [\"NVMe\", \"Userspace RDMA\"]"), ev, 8), 0);
+	assert_int_equal(check(GDS_CFG(", \"supported\": [\"NVMe\", \"Userspace RDMA\"]"), ev, 8),
+			 0);
 	/* gdscheck says NVMeOF is unsupported */
-	assert_int_equal(check(GDS_CFG(", \"supported\": [\"NVMe\", \"NVMeOF\", \"Lustre\"]"), ev, 8),
-			 2);
+	assert_int_equal(
+		check(GDS_CFG(", \"supported\": [\"NVMe\", \"NVMeOF\", \"Lustre\"]"), ev, 8), 2);
 	assert_string_equal(ev[0].source, "gdscheck");
 	assert_string_equal(ev[0].what, "GDS: NVMeOF not supported");
 	assert_non_null(strstr(ev[0].detail, "NVMeOF : Unsupported"));
@@ -237,14 +240,16 @@ static void test_gds_cufile(void **state)
 	(void)state;
 	gds_node(NULL); /* gdscheck not installed: skipped */
 	/* the playbook expects other addresses and a key the file lacks */
-	assert_int_equal(check("{\"require\": [\"gds\"], \"gds\": {\"expect\": "
-			       "{\"properties.rdma_dev_addr_list\": [\"172.16.8.11\"], "
-			       "\"properties.use_pci_p2pdma\": true, \"logging.level\": \"ERROR\"}}}",
-			       ev, 8),
-			 2);
+	assert_int_equal(
+		check("{\"require\": [\"gds\"], \"gds\": {\"expect\": "
+		      "{\"properties.rdma_dev_addr_list\": [\"172.16.8.11\"], "
+		      "\"properties.use_pci_p2pdma\": true, \"logging.level\": \"ERROR\"}}}",
+		      ev, 8),
+		2);
 	assert_string_equal(ev[0].source, "cufile.json");
-	assert_string_equal(ev[0].what,
-			    "GDS: cufile.json properties.rdma_dev_addr_list differs from the playbook");
+	assert_string_equal(
+		ev[0].what,
+		"GDS: cufile.json properties.rdma_dev_addr_list differs from the playbook");
 	assert_non_null(strstr(ev[0].detail,
 			       "is [\"172.16.8.11\",\"172.16.9.11\"], expected [\"172.16.8.11\"]"));
 	assert_string_equal(ev[1].what, "GDS: cufile.json lacks properties.use_pci_p2pdma");
@@ -254,9 +259,10 @@ static void test_gds_cufile(void **state)
 	assert_string_equal(ev[0].what, "GDS: cufile.json is not valid JSON");
 	assert_non_null(strstr(ev[0].detail, "/etc/cufile.json:3:"));
 	/* a path of the playbook's, absent */
-	assert_int_equal(check("{\"require\": [\"gds\"], \"gds\": {\"cufile\": \"/opt/gds/cufile.json\"}}",
-			       ev, 8),
-			 1);
+	assert_int_equal(
+		check("{\"require\": [\"gds\"], \"gds\": {\"cufile\": \"/opt/gds/cufile.json\"}}",
+		      ev, 8),
+		1);
 	assert_string_equal(ev[0].what, "GDS: cufile.json unreadable");
 	assert_non_null(strstr(ev[0].detail, "/opt/gds/cufile.json: No such file"));
 }
@@ -302,7 +308,8 @@ static void test_config(void **state)
 		 "readiness.gds.cufile: expected an absolute path"},
 		{"{\"gds\": {\"gdscheck_timeout_s\": 0}}",
 		 "readiness.gds.gdscheck_timeout_s: expected an integer"},
-		{"{\"gds\": {\"expect\": {\"a..b\": 1}}}", "readiness.gds.expect.a..b: expected a dotted"},
+		{"{\"gds\": {\"expect\": {\"a..b\": 1}}}",
+		 "readiness.gds.expect.a..b: expected a dotted"},
 		{"{\"gds\": {\"supported\": [\"NVMe : x\"]}}", "readiness.gds.supported[0]"},
 		{"{\"gds\": {\"cufiles\": 1}}", "readiness.gds.cufiles: unknown key"},
 	};
