@@ -4,6 +4,8 @@
 #include "nodeagent/facts/facts_int.h"
 #include "nodeagent/facts/facts_nvml_abi.h"
 
+#include "common/playbook/playbook.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -89,17 +91,21 @@ struct gpuwatch {
 	struct gw_gpu gpus[GPUWATCH_MAX_GPUS];
 };
 
+/* The defaults are the playbook's (common/playbook/playbook.h), so that a node without a health
+ * section and a playbook without one watch the same way. */
 void gpuwatch_config_init(struct gpuwatch_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->ecc_corrected = (struct gpuwatch_rate){100, 0};
+	c->ecc_corrected = (struct gpuwatch_rate){PB_HEALTH_ECC_CORRECTED_WARN, 0};
 	c->hw_slowdown = HEALTH_WARNING;
 	c->hw_thermal = HEALTH_CRITICAL;
 	c->hw_power = HEALTH_WARNING;
 	c->nvlink_expected = -1;
-	c->nvlink_crc = (struct gpuwatch_rate){60, 6000};
-	c->nvlink_replay = (struct gpuwatch_rate){60, 0};
-	c->nvlink_recovery = (struct gpuwatch_rate){1, 10};
+	c->nvlink_crc =
+		(struct gpuwatch_rate){PB_HEALTH_NVLINK_CRC_WARN, PB_HEALTH_NVLINK_CRC_CRIT};
+	c->nvlink_replay = (struct gpuwatch_rate){PB_HEALTH_NVLINK_REPLAY_WARN, 0};
+	c->nvlink_recovery = (struct gpuwatch_rate){PB_HEALTH_NVLINK_RECOVERY_WARN,
+						    PB_HEALTH_NVLINK_RECOVERY_CRIT};
 }
 
 static int cfg_rate(const json_t *v, const char *where, struct gpuwatch_rate *r, char *err,

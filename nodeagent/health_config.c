@@ -36,7 +36,8 @@ static int parse_ports(const json_t *ports, struct health_config *c, char *err, 
 	json_t *v, *x;
 
 	for (; portwatch_default_rules[n].counter && n < HEALTH_CONFIG_MAX_RULES; n++) {
-		snprintf(c->names[n], sizeof(c->names[n]), "%s", portwatch_default_rules[n].counter);
+		snprintf(c->names[n], sizeof(c->names[n]), "%s",
+			 portwatch_default_rules[n].counter);
 		c->rules[n] = portwatch_default_rules[n];
 		c->rules[n].counter = c->names[n];
 	}
@@ -54,13 +55,15 @@ static int parse_ports(const json_t *ports, struct health_config *c, char *err, 
 			return -EINVAL;
 		}
 		if (!json_is_object(v)) {
-			snprintf(err, len, "health.ports.%s: expected {warning, critical}", counter);
+			snprintf(err, len, "health.ports.%s: expected {warning, critical}",
+				 counter);
 			return -EINVAL;
 		}
 		json_object_foreach(v, k, x)
 		{
 			if (strcmp(k, "warning") != 0 && strcmp(k, "critical") != 0) {
-				snprintf(err, len, "health.ports.%s.%.32s: unknown key", counter, k);
+				snprintf(err, len, "health.ports.%s.%.32s: unknown key", counter,
+					 k);
 				return -EINVAL;
 			}
 		}
@@ -111,8 +114,8 @@ static int parse_xid(const json_t *xid, struct health_config *c, char *err, size
 		while (l < 3 && strcmp(key, lists[l].key) != 0)
 			l++;
 		if (l == 3) {
-			snprintf(err, len, "health.xid.%.32s: unknown key (critical, warning, ignore)",
-				 key);
+			snprintf(err, len,
+				 "health.xid.%.32s: unknown key (critical, warning, ignore)", key);
 			return -EINVAL;
 		}
 		if (!json_is_array(v)) {
@@ -124,14 +127,15 @@ static int parse_xid(const json_t *xid, struct health_config *c, char *err, size
 			json_int_t n = json_integer_value(x);
 
 			if (!json_is_integer(x) || n < 1 || n > 100000) {
-				snprintf(err, len, "health.xid.%s[%zu]: expected an Xid number", key,
-					 i);
+				snprintf(err, len, "health.xid.%s[%zu]: expected an Xid number",
+					 key, i);
 				return -EINVAL;
 			}
 			for (size_t k = 0; k < c->n_xid; k++)
 				if (c->xid[k].xid == n) {
-					snprintf(err, len, "health.xid.%s[%zu]: Xid %d listed twice",
-						 key, i, (int)n);
+					snprintf(err, len,
+						 "health.xid.%s[%zu]: Xid %d listed twice", key, i,
+						 (int)n);
 					return -EINVAL;
 				}
 			if (c->n_xid == HEALTH_CONFIG_MAX_XIDS) {
@@ -147,7 +151,7 @@ static int parse_xid(const json_t *xid, struct health_config *c, char *err, size
 
 int health_config_parse(const json_t *health, struct health_config *ret, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"version", "interval_s", "ports",	 "xid",
+	static const char *const keys[] = {"version", "interval_s", "ports", "xid",
 					   "gpu",     "readiness",  NULL};
 	struct health_config c;
 	struct gpuwatch_config gc;
@@ -182,7 +186,8 @@ int health_config_parse(const json_t *health, struct health_config *ret, char *e
 	if ((v = json_object_get(health, "interval_s"))) {
 		if (!json_is_integer(v) || json_integer_value(v) < 5 ||
 		    json_integer_value(v) > 3600) {
-			snprintf(err, errlen, "health.interval_s: expected an integer from 5 to 3600");
+			snprintf(err, errlen,
+				 "health.interval_s: expected an integer from 5 to 3600");
 			return -EINVAL;
 		}
 		c.interval_ms = json_integer_value(v) * 1000;

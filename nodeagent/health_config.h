@@ -14,10 +14,10 @@
 #include "nodeagent/health_event.h"
 #include "nodeagent/portwatch.h"
 
-#define HEALTH_CONFIG_MAX_RULES	     64
-#define HEALTH_CONFIG_MAX_XIDS	     192
-#define HEALTH_CONFIG_INTERVAL_MS    30000
-#define HEALTH_CONFIG_IGNORE	     (-1)
+#define HEALTH_CONFIG_MAX_RULES	  64
+#define HEALTH_CONFIG_MAX_XIDS	  192
+#define HEALTH_CONFIG_INTERVAL_MS 30000
+#define HEALTH_CONFIG_IGNORE	  (-1)
 
 struct health_xid_override {
 	int xid;
@@ -39,9 +39,8 @@ struct health_config {
 /* Check health (borrowed; NULL: every default) and fill *ret. A wrong version, an unknown key, a
  * wrong type or a value out of range is -EINVAL with the reason, naming the key ("health.gpu.
  * nvlink.expected: ..."), in err; *ret is written only on success. -ENOMEM. */
-__attribute__((warn_unused_result)) int health_config_parse(const json_t *health,
-							    struct health_config *ret, char *err,
-							    size_t errlen);
+__attribute__((warn_unused_result)) int
+health_config_parse(const json_t *health, struct health_config *ret, char *err, size_t errlen);
 /* Drop the references; NULL and a done config are fine. */
 void health_config_done(struct health_config *c);
 

@@ -11,11 +11,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/playbook/playbook.h"
 #include "nodeagent/health_event.h"
 
-#define READINESS_DEFAULT_CUFILE      "/etc/cufile.json"
-#define READINESS_DEFAULT_GDSCHECK    "/usr/local/cuda/gds/tools/gdscheck"
-#define READINESS_GDSCHECK_TIMEOUT_S  30
+/* The playbook's defaults (docs/playbooks.md, "health"). */
+#define READINESS_DEFAULT_CUFILE      PB_HEALTH_CUFILE
+#define READINESS_DEFAULT_GDSCHECK    PB_HEALTH_GDSCHECK
+#define READINESS_GDSCHECK_TIMEOUT_S  PB_HEALTH_GDSCHECK_TIMEOUT_S
 #define READINESS_GDSCHECK_OUTPUT_MAX (64 * 1024)
 #define READINESS_CUFILE_MAX	      (1024 * 1024)
 

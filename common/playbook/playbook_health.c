@@ -243,7 +243,8 @@ static json_t *hgpu(struct hctx *c, const struct pb_node *gpu, const struct pb_n
 			if (ok)
 				s = v->text;
 			else
-				herr(c, v, "health.gpu.throttle.%s: expected warning, critical or ignore",
+				herr(c, v,
+				     "health.gpu.throttle.%s: expected warning, critical or ignore",
 				     tkeys[k]);
 		}
 		json_object_set_new(thr, tkeys[k], json_string(s));
@@ -308,8 +309,8 @@ static json_t *hvalue(const struct pb_node *n, int depth)
 
 static bool habs_path(struct hctx *c, const struct pb_node *n, const char *where)
 {
-	if (n->kind != PBN_SCALAR || n->text[0] != '/' || n->len > 1000 || strstr(n->text, "/../") ||
-	    strpbrk(n->text, "\n\r\t")) {
+	if (n->kind != PBN_SCALAR || n->text[0] != '/' || n->len > 1000 ||
+	    strstr(n->text, "/../") || strpbrk(n->text, "\n\r\t")) {
 		herr(c, n, "%s: expected an absolute path", where);
 		return false;
 	}
@@ -321,8 +322,8 @@ static json_t *hgds(struct hctx *c, const struct pb_node *n)
 {
 	static const char *const keys[] = {"cufile",	       "expect",    "gdscheck",
 					   "gdscheck_timeout", "supported", NULL};
-	json_t *o = json_pack("{s:s, s:s, s:i, s:{}, s:[]}", "cufile", PB_HEALTH_CUFILE,
-			      "gdscheck", PB_HEALTH_GDSCHECK, "gdscheck_timeout_s",
+	json_t *o = json_pack("{s:s, s:s, s:i, s:{}, s:[]}", "cufile", PB_HEALTH_CUFILE, "gdscheck",
+			      PB_HEALTH_GDSCHECK, "gdscheck_timeout_s",
 			      PB_HEALTH_GDSCHECK_TIMEOUT_S, "expect", "supported");
 	const struct pb_node *v;
 	char where[300];
@@ -359,8 +360,9 @@ static json_t *hgds(struct hctx *c, const struct pb_node *n)
 			val = hvalue(v->items[i], 0);
 			dump = val ? json_dumps(val, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 			if (!dump || strlen(dump) > PB_HEALTH_MAX_VALUE)
-				herr(c, v->items[i], "%s: value too large (at most %d bytes as JSON)",
-				     where, PB_HEALTH_MAX_VALUE);
+				herr(c, v->items[i],
+				     "%s: value too large (at most %d bytes as JSON)", where,
+				     PB_HEALTH_MAX_VALUE);
 			else
 				json_object_set(json_object_get(o, "expect"), k, val);
 			free(dump);
@@ -376,9 +378,11 @@ static json_t *hgds(struct hctx *c, const struct pb_node *n)
 		for (size_t i = 0; i < v->n; i++) {
 			const struct pb_node *s = v->items[i];
 
-			if (s->kind != PBN_SCALAR || !s->len || s->len > 64 || strchr(s->text, ':')) {
+			if (s->kind != PBN_SCALAR || !s->len || s->len > 64 ||
+			    strchr(s->text, ':')) {
 				herr(c, s,
-				     "health.gds.supported[%zu]: expected a name gdscheck -p prints "
+				     "health.gds.supported[%zu]: expected a name gdscheck -p "
+				     "prints "
 				     "(\"NVMe\", \"Userspace RDMA\")",
 				     i);
 				continue;
@@ -444,9 +448,9 @@ int pb_health_parse(const char *file, const struct pb_node *n, json_t **ret, str
 		hduration(&c, v, "health.interval", 5000, 3600000, o, "interval_s");
 	json_object_set_new(o, "ports", hports(&c, n ? pb_node_get(n, "ports") : NULL));
 	json_object_set_new(o, "xid", hxid(&c, n ? pb_node_get(n, "xid") : NULL));
-	json_object_set_new(o, "gpu",
-			    hgpu(&c, n ? pb_node_get(n, "gpu") : NULL,
-				 n ? pb_node_get(n, "nvlink") : NULL));
+	json_object_set_new(
+		o, "gpu",
+		hgpu(&c, n ? pb_node_get(n, "gpu") : NULL, n ? pb_node_get(n, "nvlink") : NULL));
 	rd = json_object();
 	json_object_set_new(rd, "require", hrequire(&c, n ? pb_node_get(n, "require") : NULL));
 	json_object_set_new(rd, "gds", hgds(&c, n ? pb_node_get(n, "gds") : NULL));

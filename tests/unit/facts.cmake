@@ -20,6 +20,10 @@ if(TARGET ry_facts)
 	railyard_test(test_gpuwatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpuwatch.c
 		LIBS ry_agent LABELS unit TIMEOUT 60 ARGS $<TARGET_FILE:nvml_double>)
 	add_dependencies(test_gpuwatch nvml_double)
+	# nodeagent/health_check_cmd.c: `railyard-agent health-check` over the same double.
+	railyard_test(test_health_check_cmd SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_health_check_cmd.c
+		LIBS ry_agent LABELS unit TIMEOUT 60 ARGS $<TARGET_FILE:nvml_double>)
+	add_dependencies(test_health_check_cmd nvml_double)
 	railyard_script_test(facts_vs_smi
 		COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/test-facts-vs-smi.sh ${CMAKE_BINARY_DIR}
 			$<TARGET_FILE:nvml_double>

@@ -20,7 +20,8 @@
 #include "nodeagent/health_config.h"
 #include "nodeagent/readiness.h"
 
-#define HEAD "name: t\nversion: \"1\"\nsteps: [{name: s, type: sysctl, params: {settings: {x: 1}}}]\n"
+#define HEAD                                                                                       \
+	"name: t\nversion: \"1\"\nsteps: [{name: s, type: sysctl, params: {settings: {x: 1}}}]\n"
 
 /* The health JSON of HEAD + text (which must be valid). */
 static json_t *health_of(const char *text)
@@ -106,29 +107,30 @@ static void test_defaults(void **state)
 
 static void test_full(void **state)
 {
-	json_t *h = health_of("health:\n"
-			      "  interval: 1m\n"
-			      "  ports:\n"
-			      "    symbol_error: {warning: 10}\n"
-			      "    port_xmit_discards: {warning: 100, critical: 1000}\n"
-			      "  xid:\n"
-			      "    critical: [13]\n"
-			      "    ignore: [43, 45]\n"
-			      "  gpu:\n"
-			      "    ecc_corrected_per_min: {warning: 5, critical: 50.5}\n"
-			      "    throttle: {hw_slowdown: ignore}\n"
-			      "  nvlink:\n"
-			      "    expected: 18\n"
-			      "    crc_per_min: {critical: 100}\n"
-			      "  require: [gds, fabric_manager]\n"
-			      "  gds:\n"
-			      "    cufile: /opt/gds/cufile.json\n"
-			      "    gdscheck_timeout: 10s\n"
-			      "    expect:\n"
-			      "      properties.rdma_dev_addr_list: [172.16.8.11, \"172.16.9.11\"]\n"
-			      "      properties.allow_compat_mode: false\n"
-			      "      properties.max_direct_io_size_kb: 16384\n"
-			      "    supported: [NVMe, Userspace RDMA]\n");
+	json_t *h =
+		health_of("health:\n"
+			  "  interval: 1m\n"
+			  "  ports:\n"
+			  "    symbol_error: {warning: 10}\n"
+			  "    port_xmit_discards: {warning: 100, critical: 1000}\n"
+			  "  xid:\n"
+			  "    critical: [13]\n"
+			  "    ignore: [43, 45]\n"
+			  "  gpu:\n"
+			  "    ecc_corrected_per_min: {warning: 5, critical: 50.5}\n"
+			  "    throttle: {hw_slowdown: ignore}\n"
+			  "  nvlink:\n"
+			  "    expected: 18\n"
+			  "    crc_per_min: {critical: 100}\n"
+			  "  require: [gds, fabric_manager]\n"
+			  "  gds:\n"
+			  "    cufile: /opt/gds/cufile.json\n"
+			  "    gdscheck_timeout: 10s\n"
+			  "    expect:\n"
+			  "      properties.rdma_dev_addr_list: [172.16.8.11, \"172.16.9.11\"]\n"
+			  "      properties.allow_compat_mode: false\n"
+			  "      properties.max_direct_io_size_kb: 16384\n"
+			  "    supported: [NVMe, Userspace RDMA]\n");
 	struct health_config c;
 	enum health_severity sev;
 	char err[256];
@@ -147,13 +149,14 @@ static void test_full(void **state)
 		    "\"nvlink\": {\"expected\": 18, \"crc_per_min\": {\"warning\": 60, "
 		    "\"critical\": 100}, \"replay_per_min\": {\"warning\": 60, \"critical\": 0}, "
 		    "\"recovery_per_min\": {\"warning\": 1, \"critical\": 10}}}");
-	assert_json(json_object_get(h, "readiness"),
-		    "{\"require\": [\"gds\", \"fabric_manager\"], \"gds\": {\"cufile\": "
-		    "\"/opt/gds/cufile.json\", \"gdscheck\": \"/usr/local/cuda/gds/tools/gdscheck\", "
-		    "\"gdscheck_timeout_s\": 10, \"expect\": {\"properties.rdma_dev_addr_list\": "
-		    "[\"172.16.8.11\", \"172.16.9.11\"], \"properties.allow_compat_mode\": false, "
-		    "\"properties.max_direct_io_size_kb\": 16384}, \"supported\": [\"NVMe\", "
-		    "\"Userspace RDMA\"]}}");
+	assert_json(
+		json_object_get(h, "readiness"),
+		"{\"require\": [\"gds\", \"fabric_manager\"], \"gds\": {\"cufile\": "
+		"\"/opt/gds/cufile.json\", \"gdscheck\": \"/usr/local/cuda/gds/tools/gdscheck\", "
+		"\"gdscheck_timeout_s\": 10, \"expect\": {\"properties.rdma_dev_addr_list\": "
+		"[\"172.16.8.11\", \"172.16.9.11\"], \"properties.allow_compat_mode\": false, "
+		"\"properties.max_direct_io_size_kb\": 16384}, \"supported\": [\"NVMe\", "
+		"\"Userspace RDMA\"]}}");
 	assert_int_equal(json_integer_value(json_object_get(h, "interval_s")), 60);
 	/* the agent's side */
 	assert_int_equal(health_config_parse(h, &c, err, sizeof(err)), 0);
@@ -204,10 +207,10 @@ static void test_shipped(void **state)
 		h = playbook_health_json(pb);
 		/* HGX H200: 18 NVLinks a GPU, the fabric manager and GPUDirect RDMA required,
 		 * GDS not */
-		assert_int_equal(json_integer_value(json_object_get(
-					 json_object_get(json_object_get(h, "gpu"), "nvlink"),
-					 "expected")),
-				 18);
+		assert_int_equal(
+			json_integer_value(json_object_get(
+				json_object_get(json_object_get(h, "gpu"), "nvlink"), "expected")),
+			18);
 		assert_json(json_object_get(json_object_get(h, "readiness"), "require"),
 			    "[\"fabric_manager\", \"gpudirect_rdma\"]");
 		assert_int_equal(health_config_parse(h, &c, err, sizeof(err)), 0);
@@ -243,7 +246,8 @@ static void test_errors(void **state)
 		 "pb.yaml:6:20: health.xid.critical[1]: expected an integer from 1 to 100000"},
 		{"health:\n  xid:\n    critical: [79]\n    ignore: [79]\n",
 		 "pb.yaml:7:14: health.xid.ignore[0]: Xid 79 is listed twice"},
-		{"health:\n  xid:\n    fatal: [79]\n", "pb.yaml:6:5: health.xid: unknown key \"fatal\""},
+		{"health:\n  xid:\n    fatal: [79]\n",
+		 "pb.yaml:6:5: health.xid: unknown key \"fatal\""},
 		{"health:\n  gpu:\n    throttle: {hw_slowdown: fatal}\n",
 		 "pb.yaml:6:29: health.gpu.throttle.hw_slowdown: expected warning, critical or "
 		 "ignore"},
@@ -329,8 +333,8 @@ static void test_agent_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults), cmocka_unit_test(test_full),
-		cmocka_unit_test(test_shipped),	 cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_defaults),     cmocka_unit_test(test_full),
+		cmocka_unit_test(test_shipped),	     cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_agent_errors),
 	};
 
