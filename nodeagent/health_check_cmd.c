@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#define HC_EVENTS_MAX	   256
+#define HC_EVENTS_MAX	    256
 #define HC_INTERVAL_DEFAULT 2000
 
 static void usage(FILE *f)
@@ -24,7 +24,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: railyard-agent health-check [--playbook FILE | --config FILE]\n"
 		"         [--require LIST] [--sysroot DIR] [--interval-ms MS] [--json]\n"
-		"Run the GPU watcher (a baseline, then one tick MS later) and the readiness checks\n"
+		"Run the GPU watcher (a baseline, then one tick MS later) and the readiness "
+		"checks\n"
 		"once, and print what they report. Exit 0 when nothing is wrong, 1 when something\n"
 		"is (a warning or a critical event), 2 on a usage or configuration error.\n"
 		"\n"
@@ -163,7 +164,10 @@ int health_check_cmd(int argc, char **argv, FILE *out)
 		goto out;
 	if (health_config_parse(health, &hc, err, sizeof(err)) < 0) {
 		fprintf(stderr, "railyard-agent health-check: %s: %s\n",
-			config ? config : playbook ? playbook : "--require", err);
+			config	   ? config
+			: playbook ? playbook
+				   : "--require",
+			err);
 		goto out;
 	}
 	have_hc = true;
@@ -193,20 +197,21 @@ int health_check_cmd(int argc, char **argv, FILE *out)
 	if (json) {
 		list = json_array();
 		for (size_t i = 0; list && i < kept; i++)
-			json_array_append_new(
-				list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "kind", ev[i].kind,
-						"severity", health_severity_name(ev[i].severity),
-						"source", ev[i].source, "what", ev[i].what, "detail",
-						ev[i].detail, "at_ms", (json_int_t)ev[i].at_ms));
+			json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}",
+							      "kind", ev[i].kind, "severity",
+							      health_severity_name(ev[i].severity),
+							      "source", ev[i].source, "what",
+							      ev[i].what, "detail", ev[i].detail,
+							      "at_ms", (json_int_t)ev[i].at_ms));
 		req = json_incref(json_object_get(hc.readiness, "require"));
 		if (!req)
 			req = json_array();
 		doc = json_pack("{s:i, s:s, s:{s:b, s:s?}, s:I, s:o, s:o, s:I, s:{s:I, s:I, s:I}}",
 				"version", 1, "tool", "railyard health-check", "gpu_watcher", "on",
 				gpuwatch_on(w), "note", note, "interval_ms", (json_int_t)interval,
-				"readiness", req, "events",
-				list, "events_dropped", (json_int_t)(n - kept), "summary",
-				"critical", (json_int_t)counts[HEALTH_CRITICAL], "warning",
+				"readiness", req, "events", list, "events_dropped",
+				(json_int_t)(n - kept), "summary", "critical",
+				(json_int_t)counts[HEALTH_CRITICAL], "warning",
 				(json_int_t)counts[HEALTH_WARNING], "info",
 				(json_int_t)counts[HEALTH_INFO]);
 		if (!doc)
@@ -217,10 +222,12 @@ int health_check_cmd(int argc, char **argv, FILE *out)
 		if (note)
 			fprintf(out, "%s\n", note);
 		for (size_t i = 0; i < kept; i++)
-			fprintf(out, "%-8s %-9s %-14s %s (%s)\n", health_severity_name(ev[i].severity),
-				ev[i].kind, ev[i].source, ev[i].what, ev[i].detail);
+			fprintf(out, "%-8s %-9s %-14s %s (%s)\n",
+				health_severity_name(ev[i].severity), ev[i].kind, ev[i].source,
+				ev[i].what, ev[i].detail);
 		fprintf(out, "%s: %zu critical, %zu warning, %zu info\n",
-			counts[HEALTH_CRITICAL] + counts[HEALTH_WARNING] ? "NOT HEALTHY" : "HEALTHY",
+			counts[HEALTH_CRITICAL] + counts[HEALTH_WARNING] ? "NOT HEALTHY"
+									 : "HEALTHY",
 			counts[HEALTH_CRITICAL], counts[HEALTH_WARNING], counts[HEALTH_INFO]);
 	}
 	rc = counts[HEALTH_CRITICAL] + counts[HEALTH_WARNING] ? 1 : 0;

@@ -244,6 +244,23 @@ static void test_hw_slowdown(void **state)
 	gpuwatch_free(w);
 }
 
+static void test_enumeration_fails(void **state)
+{
+	struct health_event ev[8];
+	struct gpuwatch *w = watcher("enumeration-fails", NULL);
+
+	(void)state;
+	assert_int_equal(tick(w, 0, ev, 8), 0);
+	assert_int_equal(tick(w, MIN, ev, 8), 1);
+	assert_string_equal(ev[0].source, "nvml");
+	assert_int_equal(ev[0].severity, HEALTH_CRITICAL);
+	assert_string_equal(ev[0].what, "NVML cannot enumerate the GPUs");
+	assert_non_null(strstr(ev[0].detail, "nvmlDeviceGetCount_v2: Unknown Error"));
+	assert_int_equal(tick(w, 2 * MIN, ev, 8), 0); /* said once */
+	assert_int_equal(tick(w, 3 * MIN, ev, 8), 0); /* back, nothing changed */
+	gpuwatch_free(w);
+}
+
 static void test_close_ticks_and_room(void **state)
 {
 	struct health_event ev[1];
@@ -362,6 +379,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_nvlink_expected),
 		cmocka_unit_test(test_nvlink_crc_rising),
 		cmocka_unit_test(test_hw_slowdown),
+		cmocka_unit_test(test_enumeration_fails),
 		cmocka_unit_test(test_close_ticks_and_room),
 		cmocka_unit_test(test_no_nvml),
 		cmocka_unit_test(test_config),

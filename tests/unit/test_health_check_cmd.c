@@ -89,9 +89,9 @@ static void test_ecc_json(void **state)
 	assert_string_equal(json_string_value(json_object_get(e, "source")), "gpu1");
 	assert_string_equal(json_string_value(json_object_get(e, "what")),
 			    "2 uncorrectable ECC errors");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "summary"),
-							    "critical")),
-			 1);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(doc, "summary"), "critical")),
+		1);
 	json_decref(doc);
 }
 
@@ -101,9 +101,9 @@ static void test_no_nvml_readiness(void **state)
 
 	(void)state;
 	setenv("RAILYARD_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
-	assert_int_equal(run(&out, "health-check", "--sysroot", root, "--require",
-			     "gpudirect_rdma", NULL),
-			 1);
+	assert_int_equal(
+		run(&out, "health-check", "--sysroot", root, "--require", "gpudirect_rdma", NULL),
+		1);
 	assert_non_null(strstr(out, "no NVML: GPU watcher off"));
 	assert_non_null(strstr(out, "GPUDirect RDMA unavailable: no NVIDIA driver loaded"));
 	assert_non_null(strstr(out, "NOT HEALTHY: 1 critical"));
@@ -166,8 +166,10 @@ static void test_usage(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_healthy),		  cmocka_unit_test(test_ecc_json),
-		cmocka_unit_test(test_no_nvml_readiness), cmocka_unit_test(test_playbook),
+		cmocka_unit_test(test_healthy),
+		cmocka_unit_test(test_ecc_json),
+		cmocka_unit_test(test_no_nvml_readiness),
+		cmocka_unit_test(test_playbook),
 		cmocka_unit_test(test_usage),
 	};
 	const char *tmp = getenv("TMPDIR");
