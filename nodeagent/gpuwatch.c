@@ -30,6 +30,7 @@ enum {
 	GW_CLOCKS_EVENT,
 	GW_NVLINK_STATE,
 	GW_NVLINK_ERROR,
+	GW_FABRIC_INFO,
 	GW__COUNT,
 };
 
@@ -51,6 +52,7 @@ static const struct {
 			     "nvmlDeviceGetCurrentClocksThrottleReasons", false},
 	[GW_NVLINK_STATE] = {"nvmlDeviceGetNvLinkState", NULL, false},
 	[GW_NVLINK_ERROR] = {"nvmlDeviceGetNvLinkErrorCounter", NULL, false},
+	[GW_FABRIC_INFO] = {"nvmlDeviceGetGpuFabricInfo", NULL, false},
 };
 
 #define GWCALL(w, id, T, ...) (((T *)(w)->fn[id])(__VA_ARGS__))
@@ -63,7 +65,9 @@ static const char *const nv_names[NV__N] = {"CRC", "replay", "recovery"};
 struct gw_gpu {
 	bool lost;
 	char bus[32];
-	bool have_corr, have_unc, have_remap, have_retired, have_reasons;
+	bool have_corr, have_unc, have_remap, have_retired, have_reasons, have_fabric;
+	unsigned char fabric_state;
+	nvmlReturn_t fabric_status;
 	unsigned long long corr, unc;
 	unsigned int remap_pending, remap_failure;
 	bool retired_pending;
@@ -412,6 +416,16 @@ static void gw_read(struct gpuwatch *w, unsigned int i, struct gw_gpu *g)
 	if (w->fn[GW_CLOCKS_EVENT] && !g->lost)
 		g->have_reasons =
 			gw_ok(g, GWCALL(w, GW_CLOCKS_EVENT, nvml_fn_dev_ull, dev, &g->reasons));
+	if (w->fn[GW_FABRIC_INFO] && !g->lost) {
+		nvmlGpuFabricInfo_t fi;
+
+		memset(&fi, 0, sizeof(fi));
+		if ((g->have_fabric =
+			     gw_ok(g, GWCALL(w, GW_FABRIC_INFO, nvml_fn_fabric_info, dev, &fi)))) {
+			g->fabric_state = fi.state;
+			g->fabric_status = fi.status;
+		}
+	}
 	for (unsigned int l = 0; w->fn[GW_NVLINK_STATE] && !g->lost && l < GPUWATCH_MAX_LINKS;
 	     l++) {
 		nvmlEnableState_t up = 0;
@@ -473,6 +487,51 @@ static const struct {
 	{NVML_CLOCKS_EVENT_HW_POWER_BRAKE, "HW power brake slowdown",
 	 offsetof(struct gpuwatch_config, hw_power)},
 };
+
+/* The NVSwitch fabric registration's trouble, 0 when none (or not an NVSwitch system): the
+ * fabric manager has not started the GPU's registration (critical: CUDA will not run), is still
+ * at it (warning: normal for a moment after boot), or it failed (critical). */
+static int gw_fabric_trouble(const struct gw_gpu *g)
+{
+	if (!g || !g->have_fabric)
+		return 0;
+	switch (g->fabric_state) {
+	case NVML_GPU_FABRIC_STATE_NOT_STARTED:
+		return 1;
+	case NVML_GPU_FABRIC_STATE_IN_PROGRESS:
+		return 2;
+	case NVML_GPU_FABRIC_STATE_COMPLETED:
+		return g->fabric_status != NVML_SUCCESS ? 3 : 0;
+	default:
+		return 0;
+	}
+}
+
+static void gw_fabric(struct gpuwatch *w, struct gw_out *o, const char *src,
+		      const struct gw_gpu *prev, const struct gw_gpu *cur)
+{
+	int now = gw_fabric_trouble(cur), was = gw_fabric_trouble(prev);
+	char det[HEALTH_DETAIL_MAX], buf[96];
+
+	if (now == was || (!cur->have_fabric && prev))
+		return;
+	snprintf(det, sizeof(det), "nvmlDeviceGetGpuFabricInfo: state %u, status %s",
+		 cur->fabric_state,
+		 cur->fabric_state == NVML_GPU_FABRIC_STATE_COMPLETED
+			 ? gw_strerror(w, cur->fabric_status, buf, sizeof(buf))
+			 : "-");
+	if (now == 1)
+		gw_event(o, "gpu", HEALTH_CRITICAL, src, det,
+			 "NVSwitch fabric registration not started (fabric manager down?)");
+	else if (now == 2)
+		gw_event(o, "gpu", HEALTH_WARNING, src, det,
+			 "NVSwitch fabric registration in progress");
+	else if (now == 3)
+		gw_event(o, "gpu", HEALTH_CRITICAL, src, det,
+			 "NVSwitch fabric registration failed");
+	else
+		gw_event(o, "gpu", HEALTH_INFO, src, det, "NVSwitch fabric registration complete");
+}
 
 /* Compare GPU i's reading cur with its previous one (prev NULL: the first reading). */
 static void gw_compare(struct gpuwatch *w, struct gw_out *o, unsigned int i,
@@ -553,6 +612,7 @@ static void gw_compare(struct gpuwatch *w, struct gw_out *o, unsigned int i,
 			gw_event(o, "gpu", HEALTH_INFO, src, det, "clocks event ended: %s",
 				 gw_reasons[r].name);
 	}
+	gw_fabric(w, o, src, prev, cur);
 	/* NVLink: the links up against the expected count, then each link's changes */
 	if (!prev) {
 		if (w->expected[i] > 0 && up < w->expected[i]) {

@@ -1,7 +1,8 @@
 /* The GPU watcher: every tick, each GPU's health as NVML reports it, against the previous tick,
  * into health events: volatile ECC error deltas, row remapping (pending, failed), retired pages
  * pending, clocks-event reasons that mean trouble (HW slowdown, HW thermal slowdown, HW power
- * brake), a GPU fallen off the bus, and NVLink: links up against the links expected, and the
+ * brake), a GPU fallen off the bus, its NVSwitch fabric registration (not started, in progress,
+ * failed), and NVLink: links up against the links expected, and the
  * data-link error counters (CRC, replay, recovery) as rates. NVML is the driver's
  * libnvidia-ml.so.1 (or the tests' double named by RAILYARD_NVML_LIBRARY), opened with dlopen()
  * by gpuwatch_new() and kept open until gpuwatch_free(). Keeps one reading per GPU. Thresholds

@@ -57,6 +57,22 @@ typedef int nvmlEnableState_t;
 #define NVML_NVLINK_ERROR_DL_CRC_FLIT 2
 #define NVML_NVLINK_ERROR_DL_CRC_DATA 3
 
+/* nvmlGpuFabricInfo_t (version 1) of nvmlDeviceGetGpuFabricInfo(): a GPU's registration with
+ * the NVSwitch fabric (Hopper and later). status is meaningful only in state COMPLETED. */
+typedef unsigned char nvmlGpuFabricState_t;
+#define NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0
+#define NVML_GPU_FABRIC_STATE_NOT_STARTED   1
+#define NVML_GPU_FABRIC_STATE_IN_PROGRESS   2
+#define NVML_GPU_FABRIC_STATE_COMPLETED	    3
+#define NVML_GPU_FABRIC_UUID_LEN	    16
+
+typedef struct nvmlGpuFabricInfo_st {
+	unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+	nvmlReturn_t status;
+	unsigned int cliqueId;
+	nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+
 /* nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3() fills it. */
 typedef struct nvmlPciInfo_st {
 	char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
@@ -111,6 +127,7 @@ typedef nvmlReturn_t nvml_fn_remapped_rows(nvmlDevice_t device, unsigned int *co
 					   unsigned int *failure);
 typedef nvmlReturn_t nvml_fn_nvlink_state(nvmlDevice_t device, unsigned int link,
 					  nvmlEnableState_t *active);
+typedef nvmlReturn_t nvml_fn_fabric_info(nvmlDevice_t device, nvmlGpuFabricInfo_t *info);
 typedef nvmlReturn_t nvml_fn_nvlink_error(nvmlDevice_t device, unsigned int link, int counter,
 					  unsigned long long *value);
 

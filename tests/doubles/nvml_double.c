@@ -46,6 +46,7 @@ nvml_fn_nvlink_state nvmlDeviceGetNvLinkState;
 nvml_fn_dev_uints nvmlDeviceGetMigMode;
 nvml_fn_dev_state nvmlDeviceGetRetiredPagesPendingStatus;
 nvml_fn_nvlink_error nvmlDeviceGetNvLinkErrorCounter;
+nvml_fn_fabric_info nvmlDeviceGetGpuFabricInfo;
 
 /* nvmlErrorString() texts, which is also how the readings file names errors. */
 static const struct {
@@ -588,4 +589,18 @@ nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int l
 		return NVML_ERROR_INVALID_ARGUMENT;
 	snprintf(key, sizeof(key), "nvlink%u_%s", link, names[counter]);
 	return double_uints(double_index(device), key, value, 1);
+}
+
+/* "fabric_state (state, status)": the GPU's NVSwitch fabric registration. */
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
+{
+	unsigned long long v[2] = {0, 0};
+	nvmlReturn_t rc = double_uints(double_index(device), "fabric_state", v, 2);
+
+	if (rc == NVML_SUCCESS) {
+		memset(info, 0, sizeof(*info));
+		info->state = (nvmlGpuFabricState_t)v[0];
+		info->status = (nvmlReturn_t)v[1];
+	}
+	return rc;
 }

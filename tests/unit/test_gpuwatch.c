@@ -244,6 +244,29 @@ static void test_hw_slowdown(void **state)
 	gpuwatch_free(w);
 }
 
+static void test_fabric(void **state)
+{
+	struct health_event ev[8];
+	struct gpuwatch *w = watcher("fabric", NULL);
+
+	(void)state;
+	assert_int_equal(tick(w, 0, ev, 8), 0);
+	assert_int_equal(tick(w, MIN, ev, 8), 1);
+	assert_int_equal(ev[0].severity, HEALTH_CRITICAL);
+	assert_string_equal(ev[0].what,
+			    "NVSwitch fabric registration not started (fabric manager down?)");
+	assert_int_equal(tick(w, 2 * MIN, ev, 8), 1);
+	assert_int_equal(ev[0].severity, HEALTH_WARNING);
+	assert_int_equal(tick(w, 3 * MIN, ev, 8), 1);
+	assert_int_equal(ev[0].severity, HEALTH_CRITICAL);
+	assert_string_equal(ev[0].what, "NVSwitch fabric registration failed");
+	assert_non_null(strstr(ev[0].detail, "state 3, status Unknown Error"));
+	assert_int_equal(tick(w, 4 * MIN, ev, 8), 1);
+	assert_int_equal(ev[0].severity, HEALTH_INFO);
+	assert_string_equal(ev[0].what, "NVSwitch fabric registration complete");
+	gpuwatch_free(w);
+}
+
 static void test_enumeration_fails(void **state)
 {
 	struct health_event ev[8];
@@ -380,6 +403,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_nvlink_crc_rising),
 		cmocka_unit_test(test_hw_slowdown),
 		cmocka_unit_test(test_enumeration_fails),
+		cmocka_unit_test(test_fabric),
 		cmocka_unit_test(test_close_ticks_and_room),
 		cmocka_unit_test(test_no_nvml),
 		cmocka_unit_test(test_config),
