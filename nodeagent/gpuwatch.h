@@ -2,8 +2,8 @@
  * into health events: volatile ECC error deltas, row remapping (pending, failed), retired pages
  * pending, clocks-event reasons that mean trouble (HW slowdown, HW thermal slowdown, HW power
  * brake), a GPU fallen off the bus, its NVSwitch fabric registration (not started, in progress,
- * failed), and NVLink: links up against the links expected, and the
- * data-link error counters (CRC, replay, recovery) as rates. NVML is the driver's
+ * failed), and NVLink: links up against the links expected, and the data-link error counters
+ * (CRC, replay, recovery) as rates. NVML is the driver's
  * libnvidia-ml.so.1 (or the tests' double named by RAILYARD_NVML_LIBRARY), opened with dlopen()
  * by gpuwatch_new() and kept open until gpuwatch_free(). Keeps one reading per GPU. Thresholds
  * and their sources: docs/health.md, "GPUs" and "NVLink". Not thread-safe: one watcher, one
