@@ -38,6 +38,15 @@ if(TARGET ry_facts)
 		set_tests_properties(test_facts_nvml_valgrind PROPERTIES LABELS "unit;valgrind"
 			TIMEOUT 300 ENVIRONMENT
 			"RAILYARD_SOURCE_DIR=${CMAKE_SOURCE_DIR};RAILYARD_BUILD_DIR=${CMAKE_BINARY_DIR}")
+		# health-check: the GPU watcher, the readiness checks, the playbook's health
+		# section and the agent's side of it, every path freeing what it took
+		add_test(NAME test_health_check_cmd_valgrind
+			COMMAND ${VALGRIND} -q --error-exitcode=9 --leak-check=full
+				--errors-for-leak-kinds=definite,indirect
+				$<TARGET_FILE:test_health_check_cmd> $<TARGET_FILE:nvml_double>)
+		set_tests_properties(test_health_check_cmd_valgrind PROPERTIES LABELS "unit;valgrind"
+			TIMEOUT 300 ENVIRONMENT
+			"RAILYARD_SOURCE_DIR=${CMAKE_SOURCE_DIR};RAILYARD_BUILD_DIR=${CMAKE_BINARY_DIR}")
 		add_test(NAME test_gpuwatch_valgrind
 			COMMAND ${VALGRIND} -q --error-exitcode=9 --leak-check=full
 				--errors-for-leak-kinds=definite,indirect
