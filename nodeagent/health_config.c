@@ -184,10 +184,10 @@ int health_config_parse(const json_t *health, struct health_config *ret, char *e
 		return -EINVAL;
 	}
 	if ((v = json_object_get(health, "interval_s"))) {
-		if (!json_is_integer(v) || json_integer_value(v) < 5 ||
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
 		    json_integer_value(v) > 3600) {
 			snprintf(err, errlen,
-				 "health.interval_s: expected an integer from 5 to 3600");
+				 "health.interval_s: expected an integer from 1 to 3600");
 			return -EINVAL;
 		}
 		c.interval_ms = json_integer_value(v) * 1000;

@@ -178,7 +178,7 @@ const json_t *playbook_validation(const struct playbook *pb);
  * controller sends to the agents' health watchers; borrowed, never NULL (a playbook without the
  * section gives the defaults). Every default is filled in except the port rules and Xid
  * severities, which are overrides of the agent's own tables (docs/health.md):
- *   {version: 1, interval_s: 30,
+ *   {version: 1, interval_s: 10,
  *    ports: {COUNTER: {warning, critical}},                 errors a minute; 0: level unused
  *    xid: {critical: [N], warning: [N], ignore: [N]},
  *    gpu: {ecc_corrected_per_min: {warning, critical},
@@ -193,7 +193,7 @@ const json_t *playbook_validation(const struct playbook *pb);
  * readiness checks read (readiness_config_check). At most PB_HEALTH_JSON_MAX bytes as JSON. */
 #define PB_HEALTH_SCHEMA	       1
 #define PB_HEALTH_JSON_MAX	       16384
-#define PB_HEALTH_INTERVAL_S	       30
+#define PB_HEALTH_INTERVAL_S	       10
 #define PB_HEALTH_MAX_PORT_RULES       32
 #define PB_HEALTH_MAX_XIDS	       64
 #define PB_HEALTH_MAX_EXPECT	       32

@@ -445,7 +445,7 @@ int pb_health_parse(const char *file, const struct pb_node *n, json_t **ret, str
 	if (n && !hmap(&c, n, "health", keys, "interval, ports, xid, gpu, nvlink, require, gds"))
 		n = NULL;
 	if (n && (v = pb_node_get(n, "interval")))
-		hduration(&c, v, "health.interval", 5000, 3600000, o, "interval_s");
+		hduration(&c, v, "health.interval", 1000, 3600000, o, "interval_s");
 	json_object_set_new(o, "ports", hports(&c, n ? pb_node_get(n, "ports") : NULL));
 	json_object_set_new(o, "xid", hxid(&c, n ? pb_node_get(n, "xid") : NULL));
 	json_object_set_new(

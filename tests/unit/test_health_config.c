@@ -64,7 +64,7 @@ static void test_defaults(void **state)
 	size_t n = 0;
 
 	(void)state;
-	assert_json(h, "{\"version\": 1, \"interval_s\": 30, \"ports\": {}, "
+	assert_json(h, "{\"version\": 1, \"interval_s\": 10, \"ports\": {}, "
 		       "\"xid\": {\"critical\": [], \"warning\": [], \"ignore\": []}, "
 		       "\"gpu\": {\"ecc_corrected_per_min\": {\"warning\": 100, \"critical\": 0}, "
 		       "\"throttle\": {\"hw_slowdown\": \"warning\", \"hw_thermal_slowdown\": "
@@ -78,7 +78,7 @@ static void test_defaults(void **state)
 		       "\"expect\": {}, \"supported\": []}}}");
 	/* the agent takes it: the port watcher's own rules, nothing overridden */
 	assert_int_equal(health_config_parse(h, &c, err, sizeof(err)), 0);
-	assert_int_equal(c.interval_ms, 30000);
+	assert_int_equal(c.interval_ms, 10000);
 	while (portwatch_default_rules[n].counter) {
 		assert_string_equal(c.rules[n].counter, portwatch_default_rules[n].counter);
 		assert_true(c.rules[n].warn_per_min == portwatch_default_rules[n].warn_per_min);
@@ -100,7 +100,7 @@ static void test_defaults(void **state)
 	json_decref(h);
 	/* no section at all on the agent: the same */
 	assert_int_equal(health_config_parse(NULL, &c, err, sizeof(err)), 0);
-	assert_int_equal(c.interval_ms, 30000);
+	assert_int_equal(c.interval_ms, 10000);
 	assert_null(c.gpu);
 	health_config_done(&c);
 }
@@ -230,8 +230,8 @@ static void test_errors(void **state)
 	} bad[] = {
 		{"health: []\n", "pb.yaml:4:9: health: expected a mapping, got a list"},
 		{"health:\n  intervall: 30s\n", "pb.yaml:5:3: health: unknown key \"intervall\""},
-		{"health:\n  interval: 2s\n",
-		 "pb.yaml:5:13: health.interval: expected whole seconds from 5s to 3600s"},
+		{"health:\n  interval: 0s\n",
+		 "pb.yaml:5:13: health.interval: expected whole seconds from 1s to 3600s"},
 		{"health:\n  interval: 1500ms\n", "pb.yaml:5:13: health.interval: expected whole"},
 		{"health:\n  ports:\n    Symbol-Error: {warning: 1}\n",
 		 "pb.yaml:6:5: health.ports.Symbol-Error: expected a counter name"},
@@ -300,7 +300,7 @@ static void test_agent_errors(void **state)
 		{"[]", "health: expected an object"},
 		{"{\"version\": 2}", "health.version: expected 1"},
 		{"{\"version\": 1, \"nvlink\": {}}", "health.nvlink: unknown key"},
-		{"{\"version\": 1, \"interval_s\": 4}", "health.interval_s: expected an integer"},
+		{"{\"version\": 1, \"interval_s\": 0}", "health.interval_s: expected an integer"},
 		{"{\"version\": 1, \"ports\": {\"symbol_error\": 5}}",
 		 "health.ports.symbol_error: expected {warning, critical}"},
 		{"{\"version\": 1, \"ports\": {\"symbol_error\": {\"warning\": \"5\"}}}",
