@@ -328,6 +328,20 @@ static void parse_validation(struct parse_ctx *c, const struct pb_node *n)
 	c->pb->validation = v;
 }
 
+/* health: what the agents' watchers watch between campaigns (playbook_health.c); defaults when
+ * absent. */
+static void parse_health(struct parse_ctx *c, const struct pb_node *n)
+{
+	json_t *h = NULL;
+	int e = pb_health_parse(c->pb->file, n, &h, c->d);
+
+	if (e) {
+		c->errors += e;
+		return;
+	}
+	c->pb->health = h;
+}
+
 /* A step name as the protocol carries it (StepEvent.name, which the controller checks the same
  * way): 1 to RY_PROTO_STEP_NAME_MAX printable ASCII bytes. */
 static bool step_name_ok(const struct pb_node *n)
@@ -414,7 +428,7 @@ int playbook_parse(const char *text, size_t len, const char *display_name, struc
 		   struct pb_diags *d)
 {
 	static const char *const keys[] = {"name",    "version", "description", "target", "vars",
-					   "rollout", "steps",	 "validation",	NULL};
+					   "rollout", "steps",	 "validation",	"health", NULL};
 	struct parse_ctx c = {.d = d};
 	struct playbook *pb;
 	struct pb_render *r = NULL;
@@ -485,6 +499,7 @@ int playbook_parse(const char *text, size_t len, const char *display_name, struc
 		parse_rollout(&c, n);
 	if ((n = pb_node_get(root, "validation")))
 		parse_validation(&c, n);
+	parse_health(&c, pb_node_get(root, "health"));
 	if ((n = pb_node_get(root, "steps")))
 		parse_steps(&c, r, n);
 	else
@@ -531,6 +546,7 @@ void playbook_free(struct playbook *pb)
 	pb_node_free(pb->root);
 	json_decref(pb->selector);
 	json_decref(pb->validation);
+	json_decref(pb->health);
 	free(pb->steps);
 	free(pb->file);
 	free(pb);
@@ -569,6 +585,11 @@ const json_t *playbook_target_selector(const struct playbook *pb)
 const struct pb_rollout *playbook_rollout(const struct playbook *pb)
 {
 	return &pb->rollout;
+}
+
+const json_t *playbook_health_json(const struct playbook *pb)
+{
+	return pb->health;
 }
 
 const json_t *playbook_validation(const struct playbook *pb)

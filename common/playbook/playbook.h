@@ -174,6 +174,41 @@ const struct pb_rollout *playbook_rollout(const struct playbook *pb);
  * d2d_min; line}], acceptance: [{metric, test, field, op, value, relative?, message?, line}]}.
  * Shape in docs/playbooks.md; not rendered. */
 const json_t *playbook_validation(const struct playbook *pb);
+/* The health section (docs/playbooks.md, "health"; docs/health.md), as the JSON object the
+ * controller sends to the agents' health watchers; borrowed, never NULL (a playbook without the
+ * section gives the defaults). Every default is filled in except the port rules and Xid
+ * severities, which are overrides of the agent's own tables (docs/health.md):
+ *   {version: 1, interval_s: 10,
+ *    ports: {COUNTER: {warning, critical}},                 errors a minute; 0: level unused
+ *    xid: {critical: [N], warning: [N], ignore: [N]},
+ *    gpu: {ecc_corrected_per_min: {warning, critical},
+ *          throttle: {hw_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown:
+ *                     "warning" | "critical" | "ignore"},
+ *          nvlink: {expected: -1 (the links up at the watcher's start) | 0-18,
+ *                   crc_per_min, replay_per_min, recovery_per_min: {warning, critical}}},
+ *    readiness: {require: ["fabric_manager" | "gpudirect_rdma" | "gds"],
+ *                gds: {cufile, gdscheck, gdscheck_timeout_s, expect: {"dotted.key": value},
+ *                      supported: ["NVMe", ...]}}}
+ * "gpu" is what railyard-agent's GPU watcher reads (gpuwatch_config_parse), "readiness" what its
+ * readiness checks read (readiness_config_check). At most PB_HEALTH_JSON_MAX bytes as JSON. */
+#define PB_HEALTH_SCHEMA	       1
+#define PB_HEALTH_JSON_MAX	       16384
+#define PB_HEALTH_INTERVAL_S	       10
+#define PB_HEALTH_MAX_PORT_RULES       32
+#define PB_HEALTH_MAX_XIDS	       64
+#define PB_HEALTH_MAX_EXPECT	       32
+#define PB_HEALTH_MAX_SUPPORTED	       16
+#define PB_HEALTH_MAX_VALUE	       1024
+#define PB_HEALTH_ECC_CORRECTED_WARN   100
+#define PB_HEALTH_NVLINK_CRC_WARN      60
+#define PB_HEALTH_NVLINK_CRC_CRIT      6000
+#define PB_HEALTH_NVLINK_REPLAY_WARN   60
+#define PB_HEALTH_NVLINK_RECOVERY_WARN 1
+#define PB_HEALTH_NVLINK_RECOVERY_CRIT 10
+#define PB_HEALTH_CUFILE	       "/etc/cufile.json"
+#define PB_HEALTH_GDSCHECK	       "/usr/local/cuda/gds/tools/gdscheck"
+#define PB_HEALTH_GDSCHECK_TIMEOUT_S   30
+const json_t *playbook_health_json(const struct playbook *pb);
 /* Whether FIELD is a metric a test of KIND (lat, bw, congestion, gpu) measures; counters.NAME is
  * one for every kind. */
 bool pb_metric_ok(const char *kind, const char *field);

@@ -53,6 +53,7 @@ struct playbook {
 	struct pb_rollout rollout;
 	json_t *selector;
 	json_t *validation;
+	json_t *health;	      /* the health section's JSON, defaults when absent */
 	struct pb_node *vars; /* mapping or NULL */
 	struct pb_step *steps;
 	size_t nsteps;
@@ -128,5 +129,9 @@ int pb_cond_convert(struct pb_render *r, const char *file, const struct pb_node 
  * the number of errors added to d (0: *ret set). */
 int pb_validation_parse(const char *file, const struct pb_node *n, json_t **ret,
 			struct pb_diags *d);
+
+/* The health section (NULL: absent) into its JSON (playbook_health_json()); returns the number
+ * of errors added to d (0: *ret set). */
+int pb_health_parse(const char *file, const struct pb_node *n, json_t **ret, struct pb_diags *d);
 
 #endif

@@ -22,6 +22,14 @@
  * the same or different sysroots are fine. */
 __attribute__((warn_unused_result)) int facts_collect(const char *sysroot, json_t **ret_facts);
 
+/* The GPUDirect RDMA method of the node under sysroot (NULL or "/": the running system;
+ * borrowed) alone, by the rule facts_collect() applies (docs/facts.md, "gpudirect"): from the
+ * kernel release and the NVIDIA driver's version and flavour, without the rest of the facts.
+ * *ret_gpudirect: a new object {method: "dma-buf"|"peermem", dmabuf, reason}, or NULL when no
+ * NVIDIA driver is loaded. -ENOMEM, or 0. */
+__attribute__((warn_unused_result)) int facts_gpudirect_read(const char *sysroot,
+							     json_t **ret_gpudirect);
+
 /* facts_summary() and the other readers of a facts document are in common/facts. */
 #include "common/facts/facts_doc.h"
 

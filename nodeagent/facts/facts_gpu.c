@@ -69,7 +69,7 @@ out:
 }
 
 /* "NVRM version: NVIDIA UNIX ... Kernel Module [for x86_64]  550.127.05  ..." */
-static void facts_nvidia_driver(struct facts_ctx *ctx, json_t *facts)
+void facts_collect_nvidia_driver(struct facts_ctx *ctx, json_t *facts)
 {
 	char *buf, *line, *tok, *save = NULL;
 	const char *ver = NULL;
@@ -216,6 +216,6 @@ int facts_collect_gpu(struct facts_ctx *ctx, json_t *facts)
 		return r;
 	}
 	facts_set_new(ctx, facts, "gpus", facts_gpu_merge(ctx, nvml, procs));
-	facts_nvidia_driver(ctx, facts);
+	facts_collect_nvidia_driver(ctx, facts);
 	return ctx->oom ? -ENOMEM : 0;
 }

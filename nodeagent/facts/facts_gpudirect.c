@@ -1,11 +1,13 @@
 /* GPUDirect RDMA method, derived from facts already collected (kernel, NVIDIA driver): dma-buf
  * where the kernel, the driver and its modules support it, else nvidia-peermem. Playbooks choose
  * their steps from it (`when: gpudirect.method`); the rule is here, once, and in docs/facts.md. */
+#include "nodeagent/facts/facts.h"
 #include "nodeagent/facts/facts_int.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* dma-buf export of GPU memory (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED) needs the open GPU kernel
  * modules, driver R515 or later and a kernel with dma-buf importers in RDMA (5.12). */
@@ -56,4 +58,32 @@ int facts_collect_gpudirect(struct facts_ctx *ctx, json_t *facts)
 	facts_set_bool(ctx, o, "dmabuf", dmabuf);
 	facts_set_str(ctx, o, "reason", reason);
 	return 0;
+}
+
+int facts_gpudirect_read(const char *sysroot, json_t **ret_gpudirect)
+{
+	struct facts_ctx ctx = {.sysroot = sysroot && *sysroot ? sysroot : "/"};
+	json_t *facts = json_object(), *kernel = json_object(), *gd;
+	char *release = NULL;
+	int r = -ENOMEM;
+
+	ctx.warnings = json_array();
+	if (!facts || !kernel || !ctx.warnings)
+		goto out;
+	if (facts_read_attrf(&ctx, FACTS_OPTIONAL, &release, "proc/sys/kernel/osrelease") == 0)
+		facts_set_str(&ctx, kernel, "release", release);
+	facts_set_new(&ctx, facts, "kernel", kernel);
+	kernel = NULL;
+	facts_collect_nvidia_driver(&ctx, facts);
+	if (ctx.oom || facts_collect_gpudirect(&ctx, facts) < 0)
+		goto out;
+	gd = json_object_get(facts, "gpudirect");
+	*ret_gpudirect = gd ? json_incref(gd) : NULL;
+	r = 0;
+out:
+	free(release);
+	json_decref(kernel);
+	json_decref(facts);
+	json_decref(ctx.warnings);
+	return r;
 }

@@ -31,6 +31,9 @@ int facts_collect_gpu(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_topology(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_software(struct facts_ctx *ctx, json_t *facts);
 int facts_collect_gpudirect(struct facts_ctx *ctx, json_t *facts);
+/* facts.nvidia_driver {version, open_kernel_module} from proc/driver/nvidia/version (absent
+ * without a driver); part of facts_collect_gpu(), also read alone by facts_gpudirect_read(). */
+void facts_collect_nvidia_driver(struct facts_ctx *ctx, json_t *facts);
 
 /* Bounds on what a sysroot can make us read or hold. */
 #define FACTS_MAX_DIR_ENTRIES 4096

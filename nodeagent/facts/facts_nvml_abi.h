@@ -33,6 +33,7 @@ typedef int nvmlEnableState_t;
 #define NVML_FEATURE_ENABLED  1
 
 /* nvmlMemoryErrorType_t, nvmlEccCounterType_t */
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED   0
 #define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
 #define NVML_VOLATILE_ECC		   0
 #define NVML_AGGREGATE_ECC		   1
@@ -48,6 +49,29 @@ typedef int nvmlEnableState_t;
 
 /* Links nvmlDeviceGetNvLinkState() takes (Hopper has 18). */
 #define NVML_NVLINK_MAX_LINKS 18
+
+/* nvmlNvLinkErrorCounter_t of nvmlDeviceGetNvLinkErrorCounter() (the data-link layer's counters).
+ */
+#define NVML_NVLINK_ERROR_DL_REPLAY   0
+#define NVML_NVLINK_ERROR_DL_RECOVERY 1
+#define NVML_NVLINK_ERROR_DL_CRC_FLIT 2
+#define NVML_NVLINK_ERROR_DL_CRC_DATA 3
+
+/* nvmlGpuFabricInfo_t (version 1) of nvmlDeviceGetGpuFabricInfo(): a GPU's registration with
+ * the NVSwitch fabric (Hopper and later). status is meaningful only in state COMPLETED. */
+typedef unsigned char nvmlGpuFabricState_t;
+#define NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0
+#define NVML_GPU_FABRIC_STATE_NOT_STARTED   1
+#define NVML_GPU_FABRIC_STATE_IN_PROGRESS   2
+#define NVML_GPU_FABRIC_STATE_COMPLETED	    3
+#define NVML_GPU_FABRIC_UUID_LEN	    16
+
+typedef struct nvmlGpuFabricInfo_st {
+	unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+	nvmlReturn_t status;
+	unsigned int cliqueId;
+	nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
 
 /* nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3() fills it. */
 typedef struct nvmlPciInfo_st {
@@ -103,5 +127,8 @@ typedef nvmlReturn_t nvml_fn_remapped_rows(nvmlDevice_t device, unsigned int *co
 					   unsigned int *failure);
 typedef nvmlReturn_t nvml_fn_nvlink_state(nvmlDevice_t device, unsigned int link,
 					  nvmlEnableState_t *active);
+typedef nvmlReturn_t nvml_fn_fabric_info(nvmlDevice_t device, nvmlGpuFabricInfo_t *info);
+typedef nvmlReturn_t nvml_fn_nvlink_error(nvmlDevice_t device, unsigned int link, int counter,
+					  unsigned long long *value);
 
 #endif

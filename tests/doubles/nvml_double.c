@@ -3,12 +3,18 @@
  * format of tests/fixtures/nvml/h200-vm.txt, real readings of an H200; see
  * tests/fixtures/nvml/README.md). A reading the file lacks is "Not Supported"; "ERR <text>" makes
  * the call fail with the NVML error whose message is <text>; a later line overrides an earlier;
- * "count_hang_ms <ms>" makes nvmlDeviceGetCount_v2 block that long (a wedged driver). The agent
- * loads it through its seam, RAILYARD_NVML_LIBRARY. */
+ * "count_hang_ms <ms>" makes nvmlDeviceGetCount_v2 block that long (a wedged driver); "lost 1"
+ * makes every call on that GPU fail with "GPU is lost". Readings that change over time (the GPU
+ * watcher's ticks) come from $RAILYARD_NVML_DOUBLE_SERIES: one JSON object a line,
+ * {"GPU index": {"key": value, ...}, ...}, whose readings override the file's; the Nth call of
+ * nvmlDeviceGetCount_v2 takes the Nth line (the last one stays after the end). The agent loads
+ * it through its seam, RAILYARD_NVML_LIBRARY. */
 #include "nodeagent/facts/facts_nvml_abi.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +22,7 @@
 
 #define DOUBLE_MAX_GPUS	 64
 #define DOUBLE_MAX_LINES 256
+#define DOUBLE_MAX_TICKS 1024
 
 nvml_fn_void nvmlInit_v2, nvmlShutdown;
 nvml_fn_error_string nvmlErrorString;
@@ -37,6 +44,9 @@ nvml_fn_dev_state nvmlDeviceGetPersistenceMode;
 nvml_fn_dev_ull nvmlDeviceGetCurrentClocksEventReasons;
 nvml_fn_nvlink_state nvmlDeviceGetNvLinkState;
 nvml_fn_dev_uints nvmlDeviceGetMigMode;
+nvml_fn_dev_state nvmlDeviceGetRetiredPagesPendingStatus;
+nvml_fn_nvlink_error nvmlDeviceGetNvLinkErrorCounter;
+nvml_fn_fabric_info nvmlDeviceGetGpuFabricInfo;
 
 /* nvmlErrorString() texts, which is also how the readings file names errors. */
 static const struct {
@@ -67,17 +77,89 @@ struct double_gpu {
 static pthread_mutex_t double_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct double_gpu double_gpus[DOUBLE_MAX_GPUS];
 static int double_ngpus, double_refs;
+/* The series: its lines, how many calls of nvmlDeviceGetCount_v2 were made, and the readings of
+ * the current line (overriding double_gpus). */
+static char *double_ticks[DOUBLE_MAX_TICKS];
+static int double_nticks, double_calls;
+static struct double_gpu double_over[DOUBLE_MAX_GPUS];
+
+static void double_gpu_clear(struct double_gpu *g)
+{
+	for (int i = 0; i < g->n; i++) {
+		free(g->key[i]);
+		free(g->val[i]);
+	}
+	g->n = 0;
+}
 
 static void double_free(void)
 {
-	for (int g = 0; g < double_ngpus; g++) {
-		for (int i = 0; i < double_gpus[g].n; i++) {
-			free(double_gpus[g].key[i]);
-			free(double_gpus[g].val[i]);
-		}
-		double_gpus[g].n = 0;
+	for (int g = 0; g < DOUBLE_MAX_GPUS; g++) {
+		double_gpu_clear(&double_gpus[g]);
+		double_gpu_clear(&double_over[g]);
 	}
 	double_ngpus = 0;
+	for (int i = 0; i < double_nticks; i++)
+		free(double_ticks[i]);
+	double_nticks = double_calls = 0;
+}
+
+/* The series file's lines, kept as text until their tick comes. */
+static void double_load_series(void)
+{
+	const char *path = getenv("RAILYARD_NVML_DOUBLE_SERIES");
+	char line[8192];
+	FILE *f;
+
+	if (!path || !(f = fopen(path, "r")))
+		return;
+	while (double_nticks < DOUBLE_MAX_TICKS && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '{')
+			double_ticks[double_nticks++] = strdup(line);
+	}
+	fclose(f);
+}
+
+/* Take the series line of this call of nvmlDeviceGetCount_v2 as the overriding readings. */
+static void double_advance(void)
+{
+	json_t *tick, *gpu, *v;
+	const char *idx, *key;
+	int line;
+
+	if (double_nticks == 0)
+		return;
+	line = double_calls < double_nticks ? double_calls : double_nticks - 1;
+	double_calls++;
+	for (int g = 0; g < DOUBLE_MAX_GPUS; g++)
+		double_gpu_clear(&double_over[g]);
+	tick = json_loads(double_ticks[line], 0, NULL);
+	json_object_foreach(tick, idx, gpu)
+	{
+		int g = atoi(idx);
+
+		if (g < 0 || g >= DOUBLE_MAX_GPUS)
+			continue;
+		json_object_foreach(gpu, key, v)
+		{
+			struct double_gpu *o = &double_over[g];
+			char buf[64];
+
+			if (o->n == DOUBLE_MAX_LINES)
+				break;
+			if (json_is_integer(v))
+				snprintf(buf, sizeof(buf), "%lld",
+					 (long long)json_integer_value(v));
+			else
+				snprintf(buf, sizeof(buf), "%s",
+					 json_string_value(v) ? json_string_value(v) : "");
+			o->key[o->n] = strdup(key);
+			o->val[o->n] = strdup(buf);
+			o->n++;
+		}
+	}
+	json_decref(tick);
 }
 
 /* Read the file: "---" starts the next GPU, other lines are "key value". */
@@ -109,18 +191,35 @@ static int double_load(void)
 		g->n++;
 	}
 	fclose(f);
+	double_load_series();
 	return 0;
 }
 
-/* The last line of gpu with key: a later line overrides an earlier one. */
+/* The last line of gpu with key: the series' current line first, then a later line of the file
+ * overrides an earlier one. */
 static const char *double_get(int gpu, const char *key)
 {
-	const struct double_gpu *g = &double_gpus[gpu];
+	const struct double_gpu *o = &double_over[gpu], *g = &double_gpus[gpu];
 
+	for (int i = o->n - 1; i >= 0; i--)
+		if (strcmp(o->key[i], key) == 0)
+			return o->val[i];
 	for (int i = g->n - 1; i >= 0; i--)
 		if (strcmp(g->key[i], key) == 0)
 			return g->val[i];
 	return NULL;
+}
+
+/* Keys of the system (GPU 0's lines) that "lost 1" does not fail. */
+static bool double_system_key(const char *key)
+{
+	static const char *const keys[] = {"init",   "count", "count_hang_ms",
+					   "driver", "cuda",  NULL};
+
+	for (int i = 0; keys[i]; i++)
+		if (strcmp(key, keys[i]) == 0)
+			return true;
+	return false;
 }
 
 /* The result of a call whose reading is key of gpu: absent -> Not Supported, "ERR <text>" -> that
@@ -133,6 +232,8 @@ static nvmlReturn_t double_reading(int gpu, const char *key, const char **ret_va
 		return NVML_ERROR_UNINITIALIZED;
 	if (gpu < 0 || gpu >= double_ngpus)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!double_system_key(key) && (v = double_get(gpu, "lost")) && strcmp(v, "1") == 0)
+		return NVML_ERROR_GPU_IS_LOST;
 	v = double_get(gpu, key);
 	if (!v)
 		return NVML_ERROR_NOT_SUPPORTED;
@@ -268,6 +369,8 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
 	}
+	if (double_refs)
+		double_advance();
 	rc = double_reading(0, "count", &v);
 
 	if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED)
@@ -370,11 +473,15 @@ nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *curren
 nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, int counter_type,
 					 unsigned long long *count)
 {
-	if (error_type != NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
+	static const char *const keys[2][2] = {{"ecc_vol_corr", "ecc_agg_corr"},
+					       {"ecc_vol_uncorr", "ecc_agg_uncorr"}};
+
+	if (error_type != NVML_MEMORY_ERROR_TYPE_UNCORRECTED &&
+	    error_type != NVML_MEMORY_ERROR_TYPE_CORRECTED)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	return double_uints(double_index(device),
-			    counter_type == NVML_VOLATILE_ECC ? "ecc_vol_uncorr" : "ecc_agg_uncorr",
-			    count, 1);
+	if (counter_type != NVML_VOLATILE_ECC && counter_type != NVML_AGGREGATE_ECC)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return double_uints(double_index(device), keys[error_type][counter_type], count, 1);
 }
 
 nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corr, unsigned int *unc,
@@ -457,6 +564,43 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, un
 	if (rc == NVML_SUCCESS) {
 		*current = (unsigned int)v[0];
 		*pending = (unsigned int)v[1];
+	}
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEnableState_t *pending)
+{
+	unsigned int v = 0;
+	nvmlReturn_t rc = double_uint(double_index(device), "retired_pending", &v);
+
+	if (rc == NVML_SUCCESS)
+		*pending = (nvmlEnableState_t)v;
+	return rc;
+}
+
+/* "nvlink<N>_replay", "nvlink<N>_recovery", "nvlink<N>_crc_flit", "nvlink<N>_crc_data". */
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link, int counter,
+					     unsigned long long *value)
+{
+	static const char *const names[] = {"replay", "recovery", "crc_flit", "crc_data"};
+	char key[48];
+
+	if (link >= NVML_NVLINK_MAX_LINKS || counter < 0 || counter > NVML_NVLINK_ERROR_DL_CRC_DATA)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	snprintf(key, sizeof(key), "nvlink%u_%s", link, names[counter]);
+	return double_uints(double_index(device), key, value, 1);
+}
+
+/* "fabric_state (state, status)": the GPU's NVSwitch fabric registration. */
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
+{
+	unsigned long long v[2] = {0, 0};
+	nvmlReturn_t rc = double_uints(double_index(device), "fabric_state", v, 2);
+
+	if (rc == NVML_SUCCESS) {
+		memset(info, 0, sizeof(*info));
+		info->state = (nvmlGpuFabricState_t)v[0];
+		info->status = (nvmlReturn_t)v[1];
 	}
 	return rc;
 }

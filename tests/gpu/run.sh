@@ -7,6 +7,9 @@
 #   4. railyard-bench --mem cuda over tcp on loopback with --check-data (staged), lat and bw
 #   5. railyard-bench --mem cuda over verbs (GPUDirect RDMA: dma-buf, else nvidia-peermem) on the
 #      first RDMA device, where there is one
+#   6. railyard-agent health-check: the GPU watcher (a baseline and one tick) and the GPUDirect
+#      RDMA readiness check; on the double, NVML's double ($RAILYARD_GPU_RUN_NVML_DOUBLE) replays
+#      an uncorrected ECC error that must come back as a critical event
 # Usage: run.sh [--bin DIR] [--out DIR] [--port P] [--quick]
 #   --bin DIR  holds railyard-agent and railyard-bench: a pack.sh bundle's bin/ (the default when
 #              this script sits in a bundle) or a build tree ($RAILYARD_BUILD_DIR)
@@ -188,6 +191,49 @@ else
 			note "verbs --gpudirect $g: not available here: $(tail -1 "$out/verbs-$g.cli.err")"
 		fi
 	done
+fi
+
+# 6. the health watchers, once: the GPU watcher and a readiness check
+if ! "$AGENT" health-check --help >/dev/null 2>&1; then
+	skip "health-check: this railyard-agent has no health-check subcommand"
+elif [ $double = 1 ] && [ -z "${RAILYARD_GPU_RUN_NVML_DOUBLE:-}" ]; then
+	skip "health-check: on the libcuda double without an NVML double (RAILYARD_GPU_RUN_NVML_DOUBLE)"
+else
+	hc_env=()
+	if [ $double = 1 ]; then
+		fx=$HERE/../fixtures/nvml/health
+		hc_env=(RAILYARD_NVML_LIBRARY="$RAILYARD_GPU_RUN_NVML_DOUBLE"
+			RAILYARD_NVML_DOUBLE_DATA="$fx/hgx-2gpu.txt"
+			RAILYARD_NVML_DOUBLE_SERIES="$fx/ecc-uncorrected.jsonl")
+	fi
+	interval=5000
+	[ $quick = 0 ] || interval=1000
+	env ${hc_env[@]+"${hc_env[@]}"} "$AGENT" health-check --require gpudirect_rdma --interval-ms $interval \
+		--json >"$out/health-check.json" 2>"$out/health-check.err"
+	rc=$?
+	if [ $rc -gt 1 ] || ! json "$out/health-check.json" "d['version']" >/dev/null 2>&1; then
+		fail "health-check did not run (exit $rc): $(tail -1 "$out/health-check.err")"
+	else
+		note "health-check: $(json "$out/health-check.json" "d['gpu_watcher'].get('note', '')"); $(json "$out/health-check.json" "'%(critical)d critical, %(warning)d warning, %(info)d info' % d['summary']")"
+		json "$out/health-check.json" "'\n'.join('     %s %s %s: %s (%s)' % (e['severity'], e['kind'], e['source'], e['what'], e['detail']) for e in d['events'])"
+		on=$(json "$out/health-check.json" "d['gpu_watcher']['on']")
+		watched=$(json "$out/health-check.json" "d['gpu_watcher'].get('note', '').split(' ')[1] if d['gpu_watcher'].get('note', '').startswith('NVML: ') else -1")
+		if [ "$on" != True ]; then
+			fail "health-check: the GPU watcher is off: $(json "$out/health-check.json" "d['gpu_watcher'].get('note')")"
+		elif [ $double = 1 ]; then
+			ecc=$(json "$out/health-check.json" "sum(1 for e in d['events'] if e['source'] == 'gpu1' and e['severity'] == 'critical' and 'uncorrectable ECC' in e['what'])")
+			if [ "$ecc" = 1 ]; then
+				pass "health-check on the NVML double: the replayed uncorrected ECC error is a critical event"
+			else
+				fail "health-check on the NVML double: no critical ECC event for gpu1"
+			fi
+		elif [ $smi = 1 ] && [ "$watched" != "$(grep -c '^GPU ' "$out/smi-L.txt")" ]; then
+			fail "health-check watched $watched GPU(s), nvidia-smi -L lists $(grep -c '^GPU ' "$out/smi-L.txt")"
+		else
+			# The node's health is the machine's: reported above, not judged here.
+			pass "health-check: the GPU watcher read $watched GPU(s) twice, $interval ms apart"
+		fi
+	fi
 fi
 
 echo "run: $PASS passed, $FAIL failed, $SKIP skipped (documents in $out)"

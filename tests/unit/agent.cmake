@@ -15,3 +15,11 @@ railyard_test(test_kmsg SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kmsg.c
 # nodeagent/portwatch.c: fabric port error rates against thresholds, state and rate changes.
 railyard_test(test_portwatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_portwatch.c
 	LIBS ry_agent LABELS unit)
+# nodeagent/readiness.c: fabric manager, GPUDirect RDMA and GPUDirect Storage readiness checks on
+# fixture sysroots (tests/fixtures/gds/), gdscheck as a fixture script.
+railyard_test(test_readiness SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_readiness.c
+	LIBS ry_agent LABELS unit TIMEOUT 60)
+# A playbook's health section (common/playbook/playbook_health.c): its diagnostics, its JSON, the
+# shipped playbooks', and the agent's side of it (nodeagent/health_config.c).
+railyard_test(test_health_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_health_config.c
+	LIBS ry_agent LABELS unit)

@@ -11,10 +11,19 @@ endif()
 if(TARGET ry_facts)
 	add_library(nvml_double MODULE ${CMAKE_SOURCE_DIR}/tests/doubles/nvml_double.c)
 	target_include_directories(nvml_double PRIVATE ${CMAKE_SOURCE_DIR})
-	target_link_libraries(nvml_double PRIVATE Threads::Threads)
+	target_link_libraries(nvml_double PRIVATE Threads::Threads PkgConfig::JANSSON)
 	railyard_test(test_facts_nvml SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_facts_nvml.c
 		LIBS ry_facts LABELS unit TIMEOUT 60 ARGS $<TARGET_FILE:nvml_double>)
 	add_dependencies(test_facts_nvml nvml_double)
+	# nodeagent/gpuwatch.c: the GPU watcher over the double replaying series of readings
+	# (tests/fixtures/nvml/health/): ECC, row remaps, a lost GPU, NVLink, clocks events.
+	railyard_test(test_gpuwatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpuwatch.c
+		LIBS ry_agent LABELS unit TIMEOUT 60 ARGS $<TARGET_FILE:nvml_double>)
+	add_dependencies(test_gpuwatch nvml_double)
+	# nodeagent/health_check_cmd.c: `railyard-agent health-check` over the same double.
+	railyard_test(test_health_check_cmd SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_health_check_cmd.c
+		LIBS ry_agent LABELS unit TIMEOUT 60 ARGS $<TARGET_FILE:nvml_double>)
+	add_dependencies(test_health_check_cmd nvml_double)
 	railyard_script_test(facts_vs_smi
 		COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/test-facts-vs-smi.sh ${CMAKE_BINARY_DIR}
 			$<TARGET_FILE:nvml_double>
@@ -27,6 +36,22 @@ if(TARGET ry_facts)
 				--errors-for-leak-kinds=definite,indirect
 				$<TARGET_FILE:test_facts_nvml> $<TARGET_FILE:nvml_double>)
 		set_tests_properties(test_facts_nvml_valgrind PROPERTIES LABELS "unit;valgrind"
+			TIMEOUT 300 ENVIRONMENT
+			"RAILYARD_SOURCE_DIR=${CMAKE_SOURCE_DIR};RAILYARD_BUILD_DIR=${CMAKE_BINARY_DIR}")
+		# health-check: the GPU watcher, the readiness checks, the playbook's health
+		# section and the agent's side of it, every path freeing what it took
+		add_test(NAME test_health_check_cmd_valgrind
+			COMMAND ${VALGRIND} -q --error-exitcode=9 --leak-check=full
+				--errors-for-leak-kinds=definite,indirect
+				$<TARGET_FILE:test_health_check_cmd> $<TARGET_FILE:nvml_double>)
+		set_tests_properties(test_health_check_cmd_valgrind PROPERTIES LABELS "unit;valgrind"
+			TIMEOUT 300 ENVIRONMENT
+			"RAILYARD_SOURCE_DIR=${CMAKE_SOURCE_DIR};RAILYARD_BUILD_DIR=${CMAKE_BINARY_DIR}")
+		add_test(NAME test_gpuwatch_valgrind
+			COMMAND ${VALGRIND} -q --error-exitcode=9 --leak-check=full
+				--errors-for-leak-kinds=definite,indirect
+				$<TARGET_FILE:test_gpuwatch> $<TARGET_FILE:nvml_double>)
+		set_tests_properties(test_gpuwatch_valgrind PROPERTIES LABELS "unit;valgrind"
 			TIMEOUT 300 ENVIRONMENT
 			"RAILYARD_SOURCE_DIR=${CMAKE_SOURCE_DIR};RAILYARD_BUILD_DIR=${CMAKE_BINARY_DIR}")
 	endif()

@@ -51,6 +51,10 @@ if(TARGET ry_bench AND NOT RAILYARD_WITH_CUDA STREQUAL "OFF")
 	set_property(TEST test_gpu_run_double APPEND PROPERTY ENVIRONMENT
 		"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}"
 		"RAILYARD_CUDA_DOUBLE_RATES=h2d=55.5,d2h=55.3,d2d=1959")
+	if(TARGET nvml_double)
+		set_property(TEST test_gpu_run_double APPEND PROPERTY ENVIRONMENT
+			"RAILYARD_GPU_RUN_NVML_DOUBLE=$<TARGET_FILE:nvml_double>")
+	endif()
 	railyard_script_test(gpu_run
 		COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh --out ${CMAKE_BINARY_DIR}/gpu-run --port 19800
 		LABELS gpu TIMEOUT 600)
