@@ -36,9 +36,8 @@ __attribute__((warn_unused_result)) int ctl_watch_open(struct store *st, const c
  * {node, hostname, events: [{id, at_ms, received_ms, kind, severity, source, what, detail,
  * repeats, boot_id, acked_ms?, acked_by?}]}. */
 __attribute__((warn_unused_result)) int ctl_watch_node_events(struct store *st,
-							      const char *id_or_host,
-							      size_t limit, json_t **ret,
-							      struct ctl_error *err);
+							      const char *id_or_host, size_t limit,
+							      json_t **ret, struct ctl_error *err);
 
 /* Acknowledge every open event of a node: {node, hostname, acknowledged: N}. */
 __attribute__((warn_unused_result)) int ctl_watch_ack(struct store *st, const char *id_or_host,

@@ -16,10 +16,10 @@
 static struct store_sql SQL_HEALTH_INSERT = STORE_SQL(
 	"INSERT INTO health_events (node_id, at, received_at, kind, severity, source, what, "
 	"detail, boot_id, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
-static struct store_sql SQL_HEALTH_COUNT = STORE_SQL(
-	"INSERT INTO health_event_counts (cluster_id, kind, severity, count) "
-	"SELECT cluster_id, ?2, ?3, 1 FROM nodes WHERE id = ?1 "
-	"ON CONFLICT (cluster_id, kind, severity) DO UPDATE SET count = count + 1");
+static struct store_sql SQL_HEALTH_COUNT =
+	STORE_SQL("INSERT INTO health_event_counts (cluster_id, kind, severity, count) "
+		  "SELECT cluster_id, ?2, ?3, 1 FROM nodes WHERE id = ?1 "
+		  "ON CONFLICT (cluster_id, kind, severity) DO UPDATE SET count = count + 1");
 /* The node's events past the newest STORE_HEALTH_KEEP_PER_NODE that no longer count. */
 static struct store_sql SQL_HEALTH_TRIM = STORE_SQL(
 	"DELETE FROM health_events WHERE node_id = ?1 AND id <= (SELECT id FROM health_events "
@@ -27,8 +27,8 @@ static struct store_sql SQL_HEALTH_TRIM = STORE_SQL(
 	"AND NOT (severity = 'critical' AND acked_at IS NULL)");
 
 #define HEALTH_COLUMNS                                                                             \
-	"SELECT e.id, e.node_id, n.hostname, c.name, e.at, e.received_at, e.kind, e.severity, "   \
-	"e.source, e.what, e.detail, e.boot_id, e.repeats, e.acked_at, e.acked_by "               \
+	"SELECT e.id, e.node_id, n.hostname, c.name, e.at, e.received_at, e.kind, e.severity, "    \
+	"e.source, e.what, e.detail, e.boot_id, e.repeats, e.acked_at, e.acked_by "                \
 	"FROM health_events e JOIN nodes n ON n.id = e.node_id JOIN clusters c ON c.id = "         \
 	"n.cluster_id "
 
@@ -60,8 +60,8 @@ static bool one_of(const char *v, const char *const *set)
 
 int store_health_add(struct store *s, const struct store_health_event *ev)
 {
-	static const char *const kinds[] = {"xid", "kmsg", "port", "gpu", "nvlink", "readiness",
-					    NULL};
+	static const char *const kinds[] = {"xid",    "kmsg",	   "port", "gpu",
+					    "nvlink", "readiness", NULL};
 	static const char *const sevs[] = {"info", "warning", "critical", NULL};
 	struct store_conn *c;
 	int r;
@@ -69,8 +69,8 @@ int store_health_add(struct store *s, const struct store_health_event *ev)
 	if (!s || !ev || !store_text_ok(ev->node_id, STORE_TEXT_MAX) || !one_of(ev->kind, kinds) ||
 	    !one_of(ev->severity, sevs) || !store_text_ok(ev->source, STORE_TEXT_MAX) ||
 	    !store_text_ok(ev->what, STORE_TEXT_MAX) || ev->repeats < 0 ||
-	    (ev->detail && strnlen(ev->detail, STORE_HEALTH_DETAIL_MAX + 1) >
-				   STORE_HEALTH_DETAIL_MAX) ||
+	    (ev->detail &&
+	     strnlen(ev->detail, STORE_HEALTH_DETAIL_MAX + 1) > STORE_HEALTH_DETAIL_MAX) ||
 	    (ev->boot_id && strnlen(ev->boot_id, 65) > 64))
 		return -EINVAL;
 	c = &s->w;
@@ -139,8 +139,8 @@ int store_health_critical_since(struct store *s, const char *cluster, int64_t si
 	if (limit > STORE_HEALTH_LIST_MAX)
 		limit = STORE_HEALTH_LIST_MAX;
 	return store_q_list(&s->r, &SQL_HEALTH_CRITICAL, sizeof(struct store_health_event),
-			    health_row, health_free_v, (void **)ret, ret_n, "tll", cluster, since_ms,
-			    (int64_t)limit);
+			    health_row, health_free_v, (void **)ret, ret_n, "tll", cluster,
+			    since_ms, (int64_t)limit);
 }
 
 int store_health_node(struct store *s, const char *node_id, int64_t since_ms, size_t limit,
@@ -199,8 +199,8 @@ int store_health_counts(struct store *s, struct store_health_event **ret, size_t
 {
 	if (!s || !ret || !ret_n)
 		return -EINVAL;
-	return store_q_list(&s->r, &SQL_HEALTH_COUNTS, sizeof(struct store_health_event),
-			    count_row, health_free_v, (void **)ret, ret_n, "");
+	return store_q_list(&s->r, &SQL_HEALTH_COUNTS, sizeof(struct store_health_event), count_row,
+			    health_free_v, (void **)ret, ret_n, "");
 }
 
 void store_health_events_free(struct store_health_event *e, size_t n)

@@ -53,8 +53,7 @@ STORE_WUR int store_health_ack(struct store *s, const char *node_id, const char 
 
 /* Events per (cluster, kind, severity) received in total, for /metrics: rows of {cluster, kind,
  * severity, count} in *ret (a listing: cluster in .cluster, kind, severity, count in .repeats). */
-STORE_WUR int store_health_counts(struct store *s, struct store_health_event **ret,
-				  size_t *ret_n);
+STORE_WUR int store_health_counts(struct store *s, struct store_health_event **ret, size_t *ret_n);
 
 void store_health_events_free(struct store_health_event *e, size_t n);
 
