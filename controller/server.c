@@ -422,7 +422,7 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		if (r >= 0)
 			r = ctl_revalidate_register(srv, srv->engine);
 		if (r >= 0)
-			r = ctl_watch_register(srv->engine);
+			r = ctl_watch_register(srv, srv->engine);
 		if (r >= 0)
 			r = ctl_engine_start(srv->engine);
 		if (r < 0) {

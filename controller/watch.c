@@ -10,8 +10,11 @@
 #include "controller/state.h"
 #include "controller/store/store_health.h"
 #include "controller/store/store_nodes.h"
+#include "controller/store/store_deploy.h"
+#include "common/playbook/playbook.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,10 +110,184 @@ static void on_health_event(struct ctl_server *srv, struct ctl_session *s,
 	o->verdict = CTL_DONE;
 }
 
-int ctl_watch_register(struct ctl_engine *e)
+/* ---- the nodes' health settings ------------------------------------------------------------ */
+
+/* Playbooks' health sections by content hash: each playbook is parsed once (bounded; a full
+ * cache is emptied). Process-wide: the key is the content, so servers may share it. */
+#define CONFIG_CACHE_MAX 64
+/* The playbooks looked at for a node: its newest applied ones. */
+#define CONFIG_SCAN 8
+/* How often the pass looks for deployments that ended. */
+#define CONFIG_SCAN_MS 2000
+
+static struct {
+	pthread_mutex_t lock;
+	struct {
+		char sha[65];
+		char *json; /* NULL: the playbook has no health section */
+	} e[CONFIG_CACHE_MAX];
+	size_t n;
+	int64_t seen_finished_ms; /* deployments that ended after this are still to announce */
+	int64_t next_scan_ms;
+} cfg_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The health JSON of a playbook (sha, text): 1 and *ret (caller frees) when it has a health
+ * section, 0 when not, -ENOMEM. */
+static int playbook_health_text(const char *sha, const char *text, char **ret)
 {
-	return ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_HEALTH_EVENT,
-				 on_health_event);
+	struct playbook *pb = NULL;
+	char *json = NULL;
+	size_t i;
+	int r = 0;
+
+	pthread_mutex_lock(&cfg_cache.lock);
+	for (i = 0; i < cfg_cache.n; i++)
+		if (strcmp(cfg_cache.e[i].sha, sha) == 0) {
+			r = cfg_cache.e[i].json ? 1 : 0;
+			if (r && !(*ret = strdup(cfg_cache.e[i].json)))
+				r = -ENOMEM;
+			pthread_mutex_unlock(&cfg_cache.lock);
+			return r;
+		}
+	pthread_mutex_unlock(&cfg_cache.lock);
+	/* A stored playbook was valid when it was stored; one that no longer parses (a newer
+	 * controller's stricter rules) is as if it had no health section. */
+	if (playbook_parse(text, strlen(text), "stored playbook", &pb, NULL) == 0 &&
+	    playbook_has_health(pb))
+		json = json_dumps(playbook_health_json(pb), JSON_COMPACT | JSON_SORT_KEYS);
+	playbook_free(pb);
+	pthread_mutex_lock(&cfg_cache.lock);
+	if (cfg_cache.n == CONFIG_CACHE_MAX) {
+		for (i = 0; i < cfg_cache.n; i++)
+			free(cfg_cache.e[i].json);
+		cfg_cache.n = 0;
+	}
+	snprintf(cfg_cache.e[cfg_cache.n].sha, sizeof(cfg_cache.e[0].sha), "%s", sha);
+	cfg_cache.e[cfg_cache.n].json = json ? strdup(json) : NULL;
+	cfg_cache.n++;
+	pthread_mutex_unlock(&cfg_cache.lock);
+	if (!json)
+		return 0;
+	*ret = json;
+	return 1;
+}
+
+int ctl_watch_node_config(struct store *st, const char *node_id, char **ret_json, char **ret_from)
+{
+	struct store_health_event *v = NULL;
+	size_t n = 0;
+	char *json = NULL;
+	int r = store_health_node_playbooks(st, node_id, CONFIG_SCAN, &v, &n);
+
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		r = playbook_health_text(v[i].source, v[i].detail ? v[i].detail : "", &json);
+		if (r == 1) {
+			*ret_json = json;
+			*ret_from = strdup(v[i].what);
+			store_health_events_free(v, n);
+			if (!*ret_from) {
+				free(json);
+				return -ENOMEM;
+			}
+			return 0;
+		}
+	}
+	store_health_events_free(v, n);
+	if (r < 0)
+		return r;
+	*ret_json = strdup("");
+	*ret_from = strdup("");
+	if (!*ret_json || !*ret_from) {
+		free(*ret_json);
+		free(*ret_from);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void send_config(struct ctl_server *srv, const char *node_id)
+{
+	Railyard__V1__ControllerMessage m = RAILYARD__V1__CONTROLLER_MESSAGE__INIT;
+	Railyard__V1__HealthConfig hc = RAILYARD__V1__HEALTH_CONFIG__INIT;
+	char *json = NULL, *from = NULL;
+	int r = ctl_watch_node_config(ctl_server_state(srv)->store, node_id, &json, &from);
+
+	if (r < 0) {
+		log_warn("node %s: its health settings not read: %s", node_id, ry_strerror(r));
+		return;
+	}
+	hc.config_json = json;
+	hc.playbook = from;
+	m.body_case = RAILYARD__V1__CONTROLLER_MESSAGE__BODY_HEALTH_CONFIG;
+	m.health_config = &hc;
+	if (ctl_session_send(srv, node_id, &m) >= 0 && *from)
+		log_debug("node %s: health settings of %s sent", node_id, from);
+	free(json);
+	free(from);
+}
+
+static void config_node_online(void *ud, const char *node_id)
+{
+	send_config(ud, node_id);
+}
+
+/* Deployments that ended since the last look: their nodes (online, succeeded) get their
+ * settings again (the playbook may have brought a health section). */
+static void config_pass(void *ud)
+{
+	struct ctl_server *srv = ud;
+	struct store *st = ctl_server_state(srv)->store;
+	struct store_deployment **deps = NULL;
+	int64_t now = util_now_unix_ms(), newest;
+	size_t nd = 0;
+
+	pthread_mutex_lock(&cfg_cache.lock);
+	if (now < cfg_cache.next_scan_ms) {
+		pthread_mutex_unlock(&cfg_cache.lock);
+		return;
+	}
+	cfg_cache.next_scan_ms = now + CONFIG_SCAN_MS;
+	if (!cfg_cache.seen_finished_ms)
+		cfg_cache.seen_finished_ms = now; /* at start: the sessions' Hellos send them */
+	newest = cfg_cache.seen_finished_ms;
+	pthread_mutex_unlock(&cfg_cache.lock);
+	if (store_deployments_list(st, false, 20, &deps, &nd) < 0)
+		return;
+	for (size_t i = 0; i < nd; i++) {
+		struct store_deploy_node *dn = NULL;
+		size_t n = 0;
+
+		if (deps[i]->check_mode || deps[i]->finished_at_ms <= cfg_cache.seen_finished_ms ||
+		    store_deploy_nodes(st, deps[i]->id, &dn, &n) < 0)
+			continue;
+		if (deps[i]->finished_at_ms > newest)
+			newest = deps[i]->finished_at_ms;
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(dn[k].state, "succeeded") == 0 &&
+			    ctl_session_online(srv, dn[k].node_id))
+				send_config(srv, dn[k].node_id);
+		store_deploy_nodes_free(dn, n);
+	}
+	store_deployments_free(deps, nd);
+	pthread_mutex_lock(&cfg_cache.lock);
+	cfg_cache.seen_finished_ms = newest;
+	pthread_mutex_unlock(&cfg_cache.lock);
+}
+
+static const struct ctl_pass config_pass_def = {
+	.name = "health-config",
+	.run = config_pass,
+	.node_online = config_node_online,
+};
+
+int ctl_watch_register(struct ctl_server *srv, struct ctl_engine *e)
+{
+	int r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_HEALTH_EVENT,
+				  on_health_event);
+
+	if (r >= 0)
+		r = ctl_engine_add_pass(e, &config_pass_def, srv);
+	return r;
 }
 
 int ctl_watch_open(struct store *st, const char *cluster, int64_t now_ms, json_t **ret,

@@ -22,8 +22,19 @@ struct ctl_engine;
 /* /metrics: nodes named one by one in railyard_node_unhealthy (the rest are counted). */
 #define CTL_WATCH_METRIC_NODES_MAX 200
 
-/* Register the HealthEvent handler. */
-__attribute__((warn_unused_result)) int ctl_watch_register(struct ctl_engine *e);
+struct ctl_server;
+
+/* Register the HealthEvent handler, and the pass that sends each node its health settings
+ * (HealthConfig: the health section of the newest playbook applied to it with one, else the
+ * defaults) when it comes online and when a deployment that succeeded on it ends. */
+__attribute__((warn_unused_result)) int ctl_watch_register(struct ctl_server *srv,
+							   struct ctl_engine *e);
+
+/* The health settings for a node: *ret_json the health section as JSON text ("" for the
+ * defaults; caller frees), *ret_from "NAME VERSION" of its playbook ("" for the defaults; caller
+ * frees). Playbooks are parsed once (a small cache by content hash). */
+__attribute__((warn_unused_result)) int ctl_watch_node_config(struct store *st, const char *node_id,
+							      char **ret_json, char **ret_from);
 
 /* The events that count now (unacknowledged critical ones; warnings of the last
  * CTL_WATCH_WARN_WINDOW_MS), by node id: {NODE_ID: [{severity: failing | degraded, source:

@@ -5,8 +5,11 @@
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
+#include "nodeagent/gpuwatch.h"
+#include "nodeagent/health_config.h"
 #include "nodeagent/kmsg.h"
 #include "nodeagent/portwatch.h"
+#include "nodeagent/readiness.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +51,15 @@ struct agent_health {
 	uint64_t kmsg_seq_done; /* records at or below this seq were handled (this boot) */
 	bool kmsg_seq_known;
 	struct portwatch *ports;
+	struct gpuwatch *gpu;
+	/* The settings in force (from the controller's HealthConfig, or the defaults), and the
+	 * ones it sent last, taken at the next wake-up (lock). */
+	struct health_config cfg;
+	char *cfg_text;
+	pthread_mutex_t lock;
+	char *pending_text, *pending_from;
+	bool pending;
+	bool interval_forced; /* --health-interval given: the playbook's does not replace it */
 	/* Rate events come every tick while a counter keeps rising: one event per episode (the
 	 * rule firing tick after tick), again when it escalates and every
 	 * HEALTH_EPISODE_REPORT_TICKS ticks while it lasts (5 minutes at the default interval);
@@ -171,6 +183,8 @@ static void read_kmsg(struct agent_health *h)
 		h->kmsg_seq_known = true;
 		if (pr == 0)
 			continue;
+		if (ke.kind == KMSG_XID && !health_config_xid(&h->cfg, ke.xid, &ke.severity))
+			continue; /* the playbook ignores this Xid */
 		if (!kmsg_limiter_pass(&h->limiter, &ke, util_now_mono_ms(), &repeats))
 			continue;
 		struct health_event ev = {0};
@@ -257,6 +271,123 @@ static void tick_ports(struct agent_health *h)
 		log_warn("health: %zu port events this tick, 32 sent", n);
 }
 
+/* A rate (a counter per minute) or a count that rose this tick: reported once an episode. */
+static bool is_rate(const struct health_event *ev)
+{
+	return strstr(ev->what, "/min") || strstr(ev->what, "uncorrectable ECC");
+}
+
+/* Events of the GPU watcher and the readiness checks: rates once an episode, conditions as the
+ * watchers report them (when they start and end). */
+static void emit_tick(struct agent_health *h, struct health_event *ev, size_t n, size_t max,
+		      const char *who)
+{
+	for (size_t i = 0; i < n && i < max; i++) {
+		uint64_t repeats = 0;
+		char key[96];
+		size_t k = 0;
+
+		k = (size_t)snprintf(key, sizeof(key), "%s %s ", ev[i].kind, ev[i].source);
+		for (const char *c = ev[i].what; *c && k + 1 < sizeof(key); c++)
+			if (*c < '0' || *c > '9')
+				key[k++] = *c;
+		key[k < sizeof(key) ? k : sizeof(key) - 1] = '\0';
+		if (is_rate(&ev[i]) &&
+		    !episode_pass(h, key, ev[i].severity, util_now_mono_ms(), &repeats))
+			continue;
+		if (!ev[i].at_ms)
+			ev[i].at_ms = util_now_unix_ms();
+		emit(h, &ev[i], repeats);
+	}
+	if (n > max)
+		log_warn("health: %zu %s events this tick, %zu sent", n, who, max);
+}
+
+static void tick_gpus(struct agent_health *h)
+{
+	struct health_event ev[64];
+	const char *note;
+	size_t n = 0;
+
+	if (!h->gpu)
+		return;
+	if (gpuwatch_tick(h->gpu, util_now_unix_ms(), ev, 64, &n) < 0)
+		return;
+	if ((note = gpuwatch_note(h->gpu)))
+		log_info("health: %s", note);
+	emit_tick(h, ev, n, 64, "GPU");
+}
+
+/* The readiness checks the playbook requires (none by default), every tick: a failing one is an
+ * event when it starts failing and again every HEALTH_EPISODE_REPORT_TICKS ticks. */
+static void tick_readiness(struct agent_health *h)
+{
+	struct health_event ev[32];
+	size_t n = 0;
+
+	if (!h->cfg.readiness || readiness_check(h->o.sysroot, h->cfg.readiness, ev, 32, &n) < 0)
+		return;
+	for (size_t i = 0; i < n && i < 32; i++) {
+		uint64_t repeats = 0;
+		char key[96];
+
+		snprintf(key, sizeof(key), "readiness %s %.60s", ev[i].source, ev[i].what);
+		if (!episode_pass(h, key, ev[i].severity, util_now_mono_ms(), &repeats))
+			continue;
+		if (!ev[i].at_ms)
+			ev[i].at_ms = util_now_unix_ms();
+		emit(h, &ev[i], repeats);
+	}
+}
+
+/* Take the settings the controller sent, if any (on the watchers' thread). */
+static void take_config(struct agent_health *h)
+{
+	struct health_config c;
+	json_t *j = NULL;
+	char err[256], *text, *from;
+	int r;
+
+	pthread_mutex_lock(&h->lock);
+	if (!h->pending) {
+		pthread_mutex_unlock(&h->lock);
+		return;
+	}
+	text = h->pending_text;
+	from = h->pending_from;
+	h->pending_text = h->pending_from = NULL;
+	h->pending = false;
+	pthread_mutex_unlock(&h->lock);
+	if (text && *text)
+		j = json_loads(text, 0, NULL);
+	r = health_config_parse(j, &c, err, sizeof(err));
+	json_decref(j);
+	if (r < 0) {
+		log_warn("health: the settings from %s are not taken: %s", from ? from : "?", err);
+		goto out;
+	}
+	health_config_done(&h->cfg);
+	h->cfg = c;
+	if (!h->interval_forced && j)
+		h->o.interval_ms = c.interval_ms;
+	portwatch_free(h->ports);
+	h->ports = NULL;
+	if (portwatch_new(h->o.sysroot, h->cfg.rules, &h->ports) < 0)
+		h->ports = NULL;
+	gpuwatch_free(h->gpu);
+	h->gpu = NULL;
+	if (gpuwatch_new(h->cfg.gpu, &h->gpu) < 0)
+		h->gpu = NULL;
+	free(h->cfg_text);
+	h->cfg_text = text;
+	text = NULL;
+	log_info("health: settings of %s taken (every %lld ms)",
+		 from && *from ? from : "the defaults", (long long)h->o.interval_ms);
+out:
+	free(text);
+	free(from);
+}
+
 static void *run(void *arg)
 {
 	struct agent_health *h = arg;
@@ -279,11 +410,19 @@ static void *run(void *arg)
 		int r = poll(p, 2, (int)wait);
 		if (r < 0 && errno != EINTR)
 			break;
-		if (p[0].revents)
-			break;
+		if (p[0].revents) {
+			char b[16];
+			ssize_t k = read(h->stop_pipe[0], b, sizeof(b));
+			/* 's' stops; 'c' is a new configuration to take. */
+			if (k <= 0 || memchr(b, 's', (size_t)k))
+				break;
+		}
+		take_config(h);
 		read_kmsg(h);
 		if (util_now_mono_ms() >= next_tick) {
 			tick_ports(h);
+			tick_gpus(h);
+			tick_readiness(h);
 			next_tick = util_now_mono_ms() + h->o.interval_ms;
 		}
 	}
@@ -312,6 +451,30 @@ int agent_health_new(const struct agent_health_opts *o, struct agent_health **re
 			 AGENT_HEALTH_STATE_FILE);
 	state_load(h);
 	kmsg_limiter_init(&h->limiter, AGENT_HEALTH_DEDUP_MS, AGENT_HEALTH_BURST);
+	pthread_mutex_init(&h->lock, NULL);
+	h->interval_forced = o->interval_ms > 0;
+	{
+		char err[256];
+		if (health_config_parse(NULL, &h->cfg, err, sizeof(err)) < 0) {
+			pthread_mutex_destroy(&h->lock);
+			close(h->stop_pipe[0]);
+			close(h->stop_pipe[1]);
+			free(h);
+			return -ENOMEM;
+		}
+	}
+	if (!h->interval_forced)
+		h->o.interval_ms = h->cfg.interval_ms;
+	/* The settings the controller sent before a restart, taken at the first wake-up. */
+	if (o->state_dir) {
+		char path[4200], *text = NULL;
+		snprintf(path, sizeof(path), "%s/%s", o->state_dir, AGENT_HEALTH_CONFIG_FILE);
+		if (fs_read_file(path, AGENT_HEALTH_CONFIG_MAX, &text, NULL) == 0) {
+			h->pending_text = text;
+			h->pending_from = strdup("the settings kept from before the restart");
+			h->pending = true;
+		}
+	}
 	/* From the start of the buffer: what the kernel logged before this agent started (a
 	 * boot's Xid) counts; records handled before a restart of this boot are skipped. */
 	r = kmsg_reader_open(o->sysroot, true, &h->kmsg);
@@ -320,8 +483,10 @@ int agent_health_new(const struct agent_health_opts *o, struct agent_health **re
 			 o->sysroot && strcmp(o->sysroot, "/") ? o->sysroot : "", ry_strerror(r));
 		h->kmsg = NULL;
 	}
-	if (portwatch_new(o->sysroot, NULL, &h->ports) < 0)
+	if (portwatch_new(o->sysroot, h->cfg.rules, &h->ports) < 0)
 		h->ports = NULL;
+	if (gpuwatch_new(h->cfg.gpu, &h->gpu) < 0)
+		h->gpu = NULL;
 	r = pthread_create(&h->thread, NULL, run, h);
 	if (r != 0) {
 		agent_health_free(h);
@@ -337,7 +502,7 @@ void agent_health_free(struct agent_health *h)
 	if (!h)
 		return;
 	if (h->started) {
-		char b = 1;
+		char b = 's';
 		if (write(h->stop_pipe[1], &b, 1) < 0)
 			log_debug("health: stop: %s", ry_strerror(-errno));
 		pthread_join(h->thread, NULL);
@@ -349,5 +514,58 @@ void agent_health_free(struct agent_health *h)
 	state_save(h);
 	kmsg_reader_free(h->kmsg);
 	portwatch_free(h->ports);
+	gpuwatch_free(h->gpu);
+	health_config_done(&h->cfg);
+	free(h->cfg_text);
+	free(h->pending_text);
+	free(h->pending_from);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
+}
+
+int agent_health_configure(struct agent_health *h, const char *config_json, const char *from,
+			   char *err, size_t errlen)
+{
+	struct health_config c;
+	json_t *j = NULL;
+	char path[4200];
+	bool same;
+	int r;
+
+	if (!h || !config_json)
+		return -EINVAL;
+	if (strlen(config_json) > AGENT_HEALTH_CONFIG_MAX) {
+		snprintf(err, errlen, "over %d bytes", AGENT_HEALTH_CONFIG_MAX);
+		return -EINVAL;
+	}
+	if (*config_json && !(j = json_loads(config_json, 0, NULL))) {
+		snprintf(err, errlen, "not JSON");
+		return -EINVAL;
+	}
+	r = health_config_parse(j, &c, err, errlen);
+	json_decref(j);
+	if (r < 0)
+		return r;
+	health_config_done(&c);
+	pthread_mutex_lock(&h->lock);
+	same = !h->pending && ((h->cfg_text && strcmp(h->cfg_text, config_json) == 0) ||
+			       (!h->cfg_text && !*config_json));
+	if (!same) {
+		free(h->pending_text);
+		free(h->pending_from);
+		h->pending_text = strdup(config_json);
+		h->pending_from = strdup(from && *from ? from : "the defaults");
+		h->pending = h->pending_text && h->pending_from;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (same)
+		return 0;
+	if (h->o.state_dir) {
+		snprintf(path, sizeof(path), "%s/%s", h->o.state_dir, AGENT_HEALTH_CONFIG_FILE);
+		if (fs_write_file_atomic(path, config_json, strlen(config_json), 0600) < 0)
+			log_warn("health: %s not written: the settings last until a restart", path);
+	}
+	if (write(h->stop_pipe[1], "c", 1) < 0)
+		log_debug("health: wake-up: %s", ry_strerror(-errno));
+	return 0;
 }

@@ -21,11 +21,15 @@
 #define AGENT_HEALTH_DEDUP_MS 60000
 #define AGENT_HEALTH_BURST    60
 
+#define AGENT_HEALTH_CONFIG_FILE "health.json"
+#define AGENT_HEALTH_CONFIG_MAX	 (64 * 1024)
+
 struct agent_health_opts {
 	const char *sysroot;   /* borrowed; NULL or "/": the real root */
-	const char *state_dir; /* borrowed; NULL: the kernel log's position is not kept */
+	const char *state_dir; /* borrowed; NULL: the kernel log's position and the settings are
+				* not kept */
 	struct outbox *ob;     /* borrowed: where events go */
-	int64_t interval_ms;   /* 0: AGENT_HEALTH_INTERVAL_MS */
+	int64_t interval_ms;   /* 0: AGENT_HEALTH_INTERVAL_MS; a playbook's health.interval wins */
 };
 
 struct agent_health;
@@ -34,6 +38,16 @@ struct agent_health;
  * off and says so once in the log; that is not an error. -errno when the thread cannot start. */
 __attribute__((warn_unused_result)) int agent_health_new(const struct agent_health_opts *o,
 							 struct agent_health **ret);
+/* The controller sent this node's health settings (HealthConfig.config_json: the playbook's
+ * health section as JSON, "" for the defaults; from "NAME VERSION"). Checked first: a malformed
+ * one is -EINVAL with the reason in err and changes nothing; a good one is kept in
+ * <state_dir>/health.json and the watchers take it at their next wake-up. The same text as the
+ * settings in force is 0 and nothing more. Thread-safe. */
+__attribute__((warn_unused_result)) int agent_health_configure(struct agent_health *h,
+							       const char *config_json,
+							       const char *from, char *err,
+							       size_t errlen);
+
 /* Stop the thread (close the outbox first, so that a push waiting for room returns). NULL is
  * fine. */
 void agent_health_free(struct agent_health *h);

@@ -7,6 +7,7 @@
 #include "nodeagent/enroll.h"
 #include "nodeagent/facts/facts.h"
 #include "nodeagent/gpucheck.h"
+#include "nodeagent/health_check_cmd.h"
 #include "nodeagent/session.h"
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
@@ -597,6 +598,13 @@ static int run_gpu_check(const struct agent_cmd *cmd, int argc, char **argv)
 	return gpu_check_cmd(argc, argv, stdout);
 }
 
+/* health-check parses its options and answers --help itself (health_check_cmd.c). */
+static int run_health_check(const struct agent_cmd *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return agent_health_check_main(argc, argv);
+}
+
 static int run_version(const struct agent_cmd *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -695,6 +703,10 @@ static const struct agent_cmd agent_cmds[] = {
 	 "[--h2d-min GB/s] [--d2h-min GB/s] [--d2d-min GB/s]\n"
 	 "[--sysroot DIR | --facts FILE] [--json]",
 	 NULL, run_gpu_check},
+	{"health-check",
+	 "[--playbook FILE | --config FILE] [--require LIST] [--sysroot DIR]\n"
+	 "[--interval-ms N] [--json]",
+	 NULL, run_health_check},
 	{"version", "", "Print the agent's version.\n\n" HELP_LOG_LEVEL, run_version},
 	{NULL, NULL, NULL, NULL},
 };

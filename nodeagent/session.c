@@ -377,6 +377,18 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 				 ry_strerror(r));
 		return true;
 	}
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_HEALTH_CONFIG: {
+		char err[256] = "";
+
+		if (s->health &&
+		    agent_health_configure(s->health, m->health_config->config_json,
+					   m->health_config->playbook, err, sizeof(err)) < 0)
+			log_warn("health settings of %.128s refused: %s",
+				 m->health_config->playbook[0] ? m->health_config->playbook
+							       : "the defaults",
+				 err);
+		return true;
+	}
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_CANCEL:
 		if (m->cancel->bench_id[0]) {
 			if (agent_bench_cancel(s->bench, m->cancel->bench_id) == 1)

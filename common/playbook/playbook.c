@@ -500,6 +500,7 @@ int playbook_parse(const char *text, size_t len, const char *display_name, struc
 	if ((n = pb_node_get(root, "validation")))
 		parse_validation(&c, n);
 	parse_health(&c, pb_node_get(root, "health"));
+	pb->has_health = pb_node_get(root, "health") != NULL;
 	if ((n = pb_node_get(root, "steps")))
 		parse_steps(&c, r, n);
 	else
@@ -590,6 +591,11 @@ const struct pb_rollout *playbook_rollout(const struct playbook *pb)
 const json_t *playbook_health_json(const struct playbook *pb)
 {
 	return pb->health;
+}
+
+bool playbook_has_health(const struct playbook *pb)
+{
+	return pb->has_health;
 }
 
 const json_t *playbook_validation(const struct playbook *pb)

@@ -209,6 +209,8 @@ const json_t *playbook_validation(const struct playbook *pb);
 #define PB_HEALTH_GDSCHECK	       "/usr/local/cuda/gds/tools/gdscheck"
 #define PB_HEALTH_GDSCHECK_TIMEOUT_S   30
 const json_t *playbook_health_json(const struct playbook *pb);
+/* Whether the playbook has a health section (playbook_health_json() is the defaults otherwise). */
+bool playbook_has_health(const struct playbook *pb);
 /* Whether FIELD is a metric a test of KIND (lat, bw, congestion, gpu) measures; counters.NAME is
  * one for every kind. */
 bool pb_metric_ok(const char *kind, const char *field);

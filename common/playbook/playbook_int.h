@@ -54,6 +54,7 @@ struct playbook {
 	json_t *selector;
 	json_t *validation;
 	json_t *health;	      /* the health section's JSON, defaults when absent */
+	bool has_health;      /* the playbook has a health section */
 	struct pb_node *vars; /* mapping or NULL */
 	struct pb_step *steps;
 	size_t nsteps;

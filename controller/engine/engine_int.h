@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ENGINE_PASSES_MAX   8
+#define ENGINE_PASSES_MAX   16
 #define ENGINE_HANDLERS_MAX 32 /* AgentMessage body cases are small numbers */
 
 struct engine_item;

@@ -50,6 +50,12 @@ static struct store_sql SQL_HEALTH_COUNTS =
 	STORE_SQL("SELECT c.name, h.kind, h.severity, h.count FROM health_event_counts h "
 		  "JOIN clusters c ON c.id = h.cluster_id ORDER BY c.name, h.kind, h.severity");
 
+static struct store_sql SQL_HEALTH_NODE_PLAYBOOKS = STORE_SQL(
+	"SELECT p.name || ' ' || p.version, p.sha256, p.text FROM deployment_nodes dn "
+	"JOIN deployments d ON d.id = dn.deployment_id JOIN playbooks p ON p.id = d.playbook_id "
+	"WHERE dn.node_id = ?1 AND dn.state = 'succeeded' AND d.check_mode = 0 "
+	"ORDER BY d.created_at DESC, d.id DESC LIMIT ?2");
+
 static bool one_of(const char *v, const char *const *set)
 {
 	for (; v && *set; set++)
@@ -201,6 +207,26 @@ int store_health_counts(struct store *s, struct store_health_event **ret, size_t
 		return -EINVAL;
 	return store_q_list(&s->r, &SQL_HEALTH_COUNTS, sizeof(struct store_health_event), count_row,
 			    health_free_v, (void **)ret, ret_n, "");
+}
+
+static int playbook_row(sqlite3_stmt *st, void *elem)
+{
+	struct store_health_event *e = elem;
+
+	if (store_col_dup(st, 0, &e->what) < 0 || store_col_dup(st, 1, &e->source) < 0 ||
+	    store_col_dup(st, 2, &e->detail) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int store_health_node_playbooks(struct store *s, const char *node_id, size_t limit,
+				struct store_health_event **ret, size_t *ret_n)
+{
+	if (!s || !node_id || !ret || !ret_n)
+		return -EINVAL;
+	return store_q_list(&s->r, &SQL_HEALTH_NODE_PLAYBOOKS, sizeof(struct store_health_event),
+			    playbook_row, health_free_v, (void **)ret, ret_n, "tl", node_id,
+			    (int64_t)limit);
 }
 
 void store_health_events_free(struct store_health_event *e, size_t n)

@@ -55,6 +55,12 @@ STORE_WUR int store_health_ack(struct store *s, const char *node_id, const char 
  * severity, count} in *ret (a listing: cluster in .cluster, kind, severity, count in .repeats). */
 STORE_WUR int store_health_counts(struct store *s, struct store_health_event **ret, size_t *ret_n);
 
+/* The playbooks applied to node_id with success (not check mode), newest first, at most limit:
+ * in each entry .what = "NAME VERSION", .source = its sha256, .detail = its text (an events
+ * array, freed with store_health_events_free()). */
+STORE_WUR int store_health_node_playbooks(struct store *s, const char *node_id, size_t limit,
+					  struct store_health_event **ret, size_t *ret_n);
+
 void store_health_events_free(struct store_health_event *e, size_t n);
 
 #endif

@@ -113,6 +113,36 @@ check "  the acknowledgement is audited" bash -c "'$RY' audit --state-dir '$T/ct
 ry 4 node ack no-such-node --state-dir "$T/ctl"
 check "acknowledging an unknown node: refused, named" err_has "no-such-node"
 
+# --- the playbook's health settings, pushed to the nodes it configured --------------------------
+# A playbook whose health section ignores Xid 13 and makes Xid 31 critical, applied to all:
+# the agents take it (said in their logs) and keep it (health.json); an Xid 13 then makes no
+# event, an Xid 31 a critical one.
+cat >"$T/health-pb.yaml" <<'YAML'
+name: health-settings
+version: "2"
+steps:
+  - name: nothing to change
+    type: command
+    params: {argv: [/bin/true], creates: /}
+health:
+  interval: 1s
+  xid:
+    ignore: [13]
+    critical: [31]
+YAML
+"$RY" deploy --timeout 60s --state-dir "$T/ctl" --cluster it --playbook "$T/health-pb.yaml" --canary 0 \
+	--pause 0s >"$T/deploy-health.out" 2>&1
+check "the playbook with a health section is deployed" test $? -eq 0
+check "  agent a takes its settings (said in its log)" wait_for 20 log_has "$T/a.log" "settings of health-settings 2 taken"
+check "  and keeps them in its state directory" jqt '.xid.ignore == [13]' "$T/a/health.json"
+kmsg a "3,200,9000,-;NVRM: Xid (PCI:0000:18:00): 13, Graphics SM Warp Exception"
+kmsg a "3,201,9100,-;NVRM: Xid (PCI:0000:3b:00): 31, MMU Fault"
+check "an Xid 31 is critical by the playbook" wait_for 20 events_are gpu-a '.kind == "xid" and (.what | startswith("Xid 31")) and .severity == "critical"' 1
+check "  the Xid 13 before it was ignored by the playbook" test "$(events gpu-a '.kind == "xid" and (.what | startswith("Xid 13"))')" = 0
+printf '{"version": 1, "interval_s": "soon"}' >"$T/bad-health.json"
+check "agent health-check: a malformed configuration is refused, naming the key" bash -c \
+	"'$AGENT' health-check --config '$T/bad-health.json' --sysroot '$T/root-a' 2>&1 | grep -q interval"
+
 # --- bad input --------------------------------------------------------------------------------
 # A node speaking the protocol with its own certificate (rogue_client, as agent c: stopped
 # first) sends HealthEvents out of the protocol's limits: each refused with invalid_field,
