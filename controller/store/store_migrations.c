@@ -395,12 +395,20 @@ static const char migration_v14[] =
  * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
 static const char migration_v15[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
 
+/* v16: a node that reboots in its plan (a `reboot` step): the step it reboots at and since when
+ * (NULL: none under way), and how long its last reboot took, from its "rebooting" to that
+ * step's result (docs/rollout.md). */
+static const char migration_v16[] = "ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_since INTEGER;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_ms INTEGER;";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1, false},  {2, migration_v2, false},   {3, migration_v3, false},
-	{4, migration_v4, false},  {5, migration_v5, false},   {6, migration_v6, false},
-	{7, migration_v7, false},  {8, migration_v8, false},   {9, migration_v9, false},
-	{10, migration_v10, true}, {11, migration_v11, true},  {12, migration_v12, false},
-	{13, migration_v13, true}, {14, migration_v14, false}, {15, migration_v15, false},
+	{1, migration_v1, false},   {2, migration_v2, false},	{3, migration_v3, false},
+	{4, migration_v4, false},   {5, migration_v5, false},	{6, migration_v6, false},
+	{7, migration_v7, false},   {8, migration_v8, false},	{9, migration_v9, false},
+	{10, migration_v10, true},  {11, migration_v11, true},	{12, migration_v12, false},
+	{13, migration_v13, true},  {14, migration_v14, false}, {15, migration_v15, false},
+	{16, migration_v16, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);
