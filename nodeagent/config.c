@@ -86,7 +86,7 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 {
 	struct agent_config cfg = {0};
 	char *copy = strdup(text), *save = NULL, *line;
-	int lineno = 0, r = 0;
+	int lineno = 0, reboot_line = 0, r = 0;
 
 	if (!copy)
 		return -ENOMEM;
@@ -116,9 +116,10 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 			slot = &cfg.node_id;
 		else if (strcmp(key, "cluster") == 0)
 			slot = &cfg.cluster;
-		else if (strcmp(key, "reboot_command") == 0)
+		else if (strcmp(key, "reboot_command") == 0) {
 			slot = &cfg.reboot_command;
-		else {
+			reboot_line = lineno;
+		} else {
 			snprintf(errbuf, errlen, "%s:%d: unknown key '%s'", path, lineno, key);
 			r = -RY_E_INVALID;
 			goto out;
@@ -140,9 +141,9 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 		r = split_command(cfg.reboot_command, &cfg.reboot_argv);
 		if (r < 0) {
 			snprintf(errbuf, errlen,
-				 "%s: reboot_command: expected a program (a name or an absolute "
+				 "%s:%d: reboot_command: expected a program (a name or an absolute "
 				 "path) and at most %d words in all, no control characters",
-				 path, AGENT_REBOOT_ARGS);
+				 path, reboot_line, AGENT_REBOOT_ARGS);
 			goto out;
 		}
 	}

@@ -156,8 +156,9 @@ static int reboot_check(struct apply_ctx *ctx, const json_t *params, struct appl
 		    json_object_get(params, "expect_module")) {
 			r = expect_holds(ctx->sysroot, params, &m, &have);
 			if (r == 1)
-				apply_ctx_note(ctx, "already running what a reboot is to bring (%s): "
-						    "no reboot",
+				apply_ctx_note(ctx,
+					       "already running what a reboot is to bring (%s): "
+					       "no reboot",
 					       apply_buf_len(&have) > 2 ? apply_buf_str(&have) + 2
 									: "");
 			apply_buf_done(&m);
@@ -185,9 +186,10 @@ static int reboot_apply(struct apply_ctx *ctx, const json_t *params, struct appl
 	(void)params;
 	(void)out;
 	if (!ctx->before_reboot)
-		return apply_ctx_fail(ctx, -ENOTSUP,
-				      "this run cannot reboot the node (a reboot step runs in a "
-				      "deployment, where the agent resumes the plan after the boot)");
+		return apply_ctx_fail(
+			ctx, -ENOTSUP,
+			"this run cannot reboot the node (a reboot step runs in a "
+			"deployment, where the agent resumes the plan after the boot)");
 	r = apply_boot_id(ctx->sysroot, boot_id, sizeof(boot_id));
 	if (r < 0)
 		return apply_ctx_fail(ctx, r, "%s: cannot read the boot id: %s", BOOT_ID_PATH,
@@ -250,7 +252,8 @@ int apply_reboot_judge(const char *sysroot, const json_t *params, const char *bo
 		apply_buf_printf(&m,
 				 "the node came back %.1f s after the reboot, over the step's "
 				 "timeout of %s",
-				 (double)took / 1000, timeout ? timeout : PB_REBOOT_DEFAULT_TIMEOUT);
+				 (double)took / 1000,
+				 timeout ? timeout : PB_REBOOT_DEFAULT_TIMEOUT);
 		goto out;
 	}
 	r = expect_holds(sysroot, params, &why, &have);
