@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How long a reboot waits for the controller to acknowledge the notice. */
+#define REBOOT_NOTICE_WAIT_MS 10000
+
 /* Largest plan accepted (the RPC layer bounds messages at 4 MiB already). */
 #define JOB_PLAN_MAX (4 * 1024 * 1024)
 
@@ -317,9 +320,13 @@ static int before_reboot(size_t index, const char *boot_id, void *ud, char *err,
 	s.status = (char *)"rebooting";
 	s.diff = (char *)"";
 	s.message = msg;
-	if (push_step(c->j, c->jb->st.id, index, &s) == -ECANCELED)
-		log_warn("plan %s: the controller is not told of the reboot (stopping); it learns "
-			 "it from the result after the boot",
+	/* The controller should know before the node goes: it then waits for it (and times
+	 * the reboot) instead of finding it offline. Bounded: a controller out of reach gets
+	 * the notice from the outbox after the boot. */
+	if (push_step(c->j, c->jb->st.id, index, &s) == -ECANCELED ||
+	    outbox_wait_empty(c->j->ob, REBOOT_NOTICE_WAIT_MS) != 1)
+		log_warn("plan %s: the controller has not acknowledged the reboot notice; it gets "
+			 "it after the boot",
 			 c->jb->st.id);
 	log_info("plan %s: step %zu reboots the node (boot id %s)", c->jb->st.id, index + 1,
 		 boot_id);

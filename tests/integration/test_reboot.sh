@@ -40,6 +40,7 @@ EOF
 chmod 755 "$ROOT/usr/local/sbin/count"
 runs() { [ -f "$ROOT/var/count/$1" ] && wc -l <"$ROOT/var/count/$1" || echo 0; }
 reboots() { runs reboots; }
+reboots_are() { [ "$(reboots)" = "$1" ]; }
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 300ms
@@ -94,8 +95,8 @@ D1=$(last_id "$T/d1.out")
 check "the controller shows the node rebooting" wait_for 30 rebooting "$D1"
 check "  ... step 2 \"rebooting\" in its steps, step 1 done" test \
 	"$(dep "$D1" | jq -r '[.nodes[0].steps[] | .status] | join(",")')" = "changed,rebooting"
-check "  ... the reboot command ran once, with its arguments" \
-	bash -c "[ \"\$(wc -l <'$ROOT/var/count/reboots')\" = 1 ] && grep -q ' --now$' '$ROOT/var/count/reboots'"
+check "  ... the reboot command ran once (after the controller had the notice), with its arguments" \
+	wait_for 10 bash -c "[ \"\$(wc -l <'$ROOT/var/count/reboots')\" = 1 ] && grep -q ' --now$' '$ROOT/var/count/reboots'"
 check "  ... the reboot was journaled (boot id, time) before the command ran" \
 	grep -q "\"reboot\":1,\"boot_id\":\"$BOOT0\"" "$T/a/jobs/$D1.log"
 check "  ... the agent starts no further step and waits to be stopped" \
@@ -141,6 +142,7 @@ BOOT1=$(boot_id)
 deploy "$T/pb.yaml" >"$T/d3.out" 2>&1 || die "deploy: $(cat "$T/d3.out")"
 D3=$(last_id "$T/d3.out")
 check "no reboot: the node is shown rebooting" wait_for 30 rebooting "$D3"
+wait_for 10 reboots_are 2 || fail "the reboot command did not run"
 stop_agent || fail "the agent did not stop"
 start_agent a "$ROOT"
 check "an agent restarted in the same boot: the deployment fails" \
@@ -155,6 +157,7 @@ playbook "$T/pb-short.yaml" 2s false
 deploy "$T/pb-short.yaml" >"$T/d4.out" 2>&1 || die "deploy: $(cat "$T/d4.out")"
 D4=$(last_id "$T/d4.out")
 check "never back: shown rebooting" wait_for 30 rebooting "$D4"
+wait_for 10 reboots_are 3 || fail "the reboot command did not run"
 stop_agent || fail "the agent did not stop"
 check "the controller fails the node after the step's timeout" \
 	wait_for 30 state_is "$D4" failed
