@@ -257,9 +257,9 @@ static json_t *node_json(const struct store_deploy_node *n)
 /* The step a node reboots at, while it does: status "rebooting", no result yet. */
 static json_t *rebooting_step_json(const struct store_deploy_node *n)
 {
-	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I}", "index", n->reboot_step, "name", "",
-			 "status", "rebooting", "diff", "", "message",
-			 "rebooting: waiting for the node to come back", "detail", "",
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I}", "index", n->reboot_step, "name",
+			 n->reboot_name ? n->reboot_name : "", "status", "rebooting", "diff", "",
+			 "message", "rebooting: waiting for the node to come back", "detail", "",
 			 "duration_ms", (json_int_t)0);
 }
 

@@ -725,7 +725,8 @@ static void on_step_event(struct ctl_server *srv, struct ctl_session *s,
 		/* Not a result: the node says it goes down at this step. Whether that step is a
 		 * reboot, and how long it may take, the rollout pass judges from the playbook. */
 		r = store_report_rebooting(ctl_server_state(srv)->store, ev->deployment_id, node_id,
-					   (int)ev->index, util_now_unix_ms(), why, sizeof(why));
+					   (int)ev->index, ev->name, util_now_unix_ms(), why,
+					   sizeof(why));
 		if (r == STORE_REPORT_STORED) {
 			log_info("deployment %s: node %s reboots at step %u (\"%s\")",
 				 ev->deployment_id, hostname, ev->index + 1, ev->name);

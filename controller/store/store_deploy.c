@@ -37,26 +37,26 @@ static struct store_sql SQL_DEPLOY_LIST =
 static struct store_sql SQL_DEPLOY_LIST_ACTIVE =
 	STORE_SQL(DEPLOY_COLUMNS "WHERE d.state IN ('pending', 'running') "
 				 "ORDER BY d.created_at, d.id");
-static struct store_sql SQL_DEPLOY_NODES =
-	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
-		  "skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms "
-		  "FROM deployment_nodes "
-		  "WHERE deployment_id = ?1 ORDER BY batch, hostname");
+static struct store_sql SQL_DEPLOY_NODES = STORE_SQL(
+	"SELECT node_id, hostname, batch, state, ok, changed, failed, "
+	"skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms, reboot_name "
+	"FROM deployment_nodes "
+	"WHERE deployment_id = ?1 ORDER BY batch, hostname");
 static struct store_sql SQL_DEPLOY_COUNTS =
 	STORE_SQL("SELECT batch = ?2, state, count(*), max(batch) FROM deployment_nodes "
 		  "WHERE deployment_id = ?1 GROUP BY batch = ?2, state");
 /* ?2: a state; ?3: a batch (-1: any); ?4: sent before (0: any). */
-static struct store_sql SQL_DEPLOY_NODES_IN =
-	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
-		  "skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms "
-		  "FROM deployment_nodes "
-		  "WHERE deployment_id = ?1 AND state = ?2 AND (?3 < 0 OR batch = ?3) "
-		  "AND (?4 = 0 OR sent_at < ?4) ORDER BY batch, hostname");
-static struct store_sql SQL_DEPLOY_NODE_ONE =
-	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
-		  "skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms "
-		  "FROM deployment_nodes "
-		  "WHERE deployment_id = ?1 AND node_id = ?2");
+static struct store_sql SQL_DEPLOY_NODES_IN = STORE_SQL(
+	"SELECT node_id, hostname, batch, state, ok, changed, failed, "
+	"skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms, reboot_name "
+	"FROM deployment_nodes "
+	"WHERE deployment_id = ?1 AND state = ?2 AND (?3 < 0 OR batch = ?3) "
+	"AND (?4 = 0 OR sent_at < ?4) ORDER BY batch, hostname");
+static struct store_sql SQL_DEPLOY_NODE_ONE = STORE_SQL(
+	"SELECT node_id, hostname, batch, state, ok, changed, failed, "
+	"skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms, reboot_name "
+	"FROM deployment_nodes "
+	"WHERE deployment_id = ?1 AND node_id = ?2");
 static struct store_sql SQL_DEPLOY_SKIP_WAITING =
 	STORE_SQL("UPDATE deployment_nodes SET state = 'skipped', message = ?2, finished_at = ?3 "
 		  "WHERE deployment_id = ?1 AND state = 'waiting'");
@@ -71,19 +71,19 @@ static struct store_sql SQL_DEPLOY_NODE_GET =
 	STORE_SQL("SELECT state, plan_steps, result_bytes, ok, changed, failed, "
 		  "skipped, reboot_step FROM deployment_nodes WHERE deployment_id = ?1 AND "
 		  "node_id = ?2");
-static struct store_sql SQL_DEPLOY_NODE_REBOOTING =
-	STORE_SQL("UPDATE deployment_nodes SET reboot_step = ?3, reboot_since = ?4 "
-		  "WHERE deployment_id = ?1 AND node_id = ?2 AND state = 'sent'");
+static struct store_sql SQL_DEPLOY_NODE_REBOOTING = STORE_SQL(
+	"UPDATE deployment_nodes SET reboot_step = ?3, reboot_since = ?4, reboot_name = ?5 "
+	"WHERE deployment_id = ?1 AND node_id = ?2 AND state = 'sent'");
 /* The reboot step's result came: the reboot is over, its duration as the controller saw it. */
 static struct store_sql SQL_DEPLOY_NODE_REBOOTED =
 	STORE_SQL("UPDATE deployment_nodes SET reboot_ms = max(0, ?4 - reboot_since), "
 		  "reboot_step = NULL WHERE deployment_id = ?1 AND node_id = ?2 AND "
 		  "reboot_step = ?3");
-static struct store_sql SQL_DEPLOY_NODES_REBOOTING =
-	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
-		  "skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms "
-		  "FROM deployment_nodes WHERE deployment_id = ?1 AND state = 'sent' AND "
-		  "reboot_step IS NOT NULL ORDER BY batch, hostname");
+static struct store_sql SQL_DEPLOY_NODES_REBOOTING = STORE_SQL(
+	"SELECT node_id, hostname, batch, state, ok, changed, failed, "
+	"skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms, reboot_name "
+	"FROM deployment_nodes WHERE deployment_id = ?1 AND state = 'sent' AND "
+	"reboot_step IS NOT NULL ORDER BY batch, hostname");
 static struct store_sql SQL_DEPLOY_NODE_INSERT =
 	STORE_SQL("INSERT INTO deployment_nodes (deployment_id, node_id, "
 		  "hostname, batch, state) VALUES (?1, ?2, ?3, ?4, 'waiting')");
@@ -359,6 +359,7 @@ void store_deploy_nodes_free(struct store_deploy_node *v, size_t n)
 		free(v[i].hostname);
 		free(v[i].state);
 		free(v[i].message);
+		free(v[i].reboot_name);
 	}
 	free(v);
 }
@@ -382,6 +383,8 @@ static int deploy_node_row(sqlite3_stmt *st, void *elem)
 	e->reboot_since_ms = sqlite3_column_int64(st, 12);
 	e->reboot_ms =
 		sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 13);
+	if (store_col_dup(st, 14, &e->reboot_name) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -703,14 +706,14 @@ out:
 }
 
 int store_report_rebooting(struct store *s, const char *id, const char *node_id, int idx,
-			   int64_t now_ms, char *why, size_t whylen)
+			   const char *name, int64_t now_ms, char *why, size_t whylen)
 {
 	struct store_conn *c = &s->w;
 	struct dnode_row row;
 	sqlite3_stmt *st = NULL;
 	int r;
 
-	if (!s || !id || !node_id || idx < 0 || !why)
+	if (!s || !id || !node_id || idx < 0 || !name || !why)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	r = store_tx_begin(c);
@@ -754,8 +757,8 @@ int store_report_rebooting(struct store *s, const char *id, const char *node_id,
 		r = -RY_E_REFUSED;
 		goto rollback;
 	}
-	r = store_q_exec(c, NULL, &SQL_DEPLOY_NODE_REBOOTING, "ttll", id, node_id, (int64_t)idx,
-			 now_ms);
+	r = store_q_exec(c, NULL, &SQL_DEPLOY_NODE_REBOOTING, "ttllt", id, node_id, (int64_t)idx,
+			 now_ms, name);
 	if (r >= 0)
 		r = store_tx_commit(c);
 	if (r >= 0)

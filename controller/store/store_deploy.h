@@ -48,6 +48,7 @@ struct store_deploy_node {
 	 * since when (the controller's clock). reboot_ms: how long the last one took, from the
 	 * node's "rebooting" to that step's result (-1: none). */
 	int reboot_step;
+	char *reboot_name; /* that step's name, as the node said it (NULL: none) */
 	int64_t reboot_since_ms, reboot_ms;
 };
 
@@ -143,7 +144,7 @@ STORE_WUR int store_report_step(struct store *s, const char *id, const char *nod
  * for a step of that plan without a result; the same notice again, or one after the step's
  * result, is STORE_REPORT_DUPLICATE; -RY_E_REFUSED with why otherwise (nothing stored). */
 STORE_WUR int store_report_rebooting(struct store *s, const char *id, const char *node_id, int idx,
-				     int64_t now_ms, char *why, size_t whylen);
+				     const char *name, int64_t now_ms, char *why, size_t whylen);
 /* The nodes of a deployment still running with a reboot under way (caller frees with
  * store_deploy_nodes_free()). */
 STORE_WUR int store_deploy_nodes_rebooting(struct store *s, const char *id,

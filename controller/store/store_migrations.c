@@ -395,10 +395,11 @@ static const char migration_v14[] =
  * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
 static const char migration_v15[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
 
-/* v16: a node that reboots in its plan (a `reboot` step): the step it reboots at and since when
- * (NULL: none under way), and how long its last reboot took, from its "rebooting" to that
- * step's result (docs/rollout.md). */
+/* v16: a node that reboots in its plan (a `reboot` step): the step it reboots at (index, name)
+ * and since when (NULL: none under way), and how long its last reboot took, from its
+ * "rebooting" to that step's result (docs/rollout.md). */
 static const char migration_v16[] = "ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_name TEXT;"
 				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_since INTEGER;"
 				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_ms INTEGER;";
 

@@ -94,7 +94,8 @@ deploy "$T/pb.yaml" >"$T/d1.out" 2>&1 || die "deploy: $(cat "$T/d1.out")"
 D1=$(last_id "$T/d1.out")
 check "the controller shows the node rebooting" wait_for 30 rebooting "$D1"
 check "  ... step 2 \"rebooting\" in its steps, step 1 done" test \
-	"$(dep "$D1" | jq -r '[.nodes[0].steps[] | .status] | join(",")')" = "changed,rebooting"
+	"$(dep "$D1" | jq -r '[.nodes[0].steps[] | "\(.index):\(.status):\(.name)"] | join(",")')" = \
+	"0:changed:count before,1:rebooting:reboot"
 check "  ... the reboot command ran once (after the controller had the notice), with its arguments" \
 	wait_for 10 bash -c "[ \"\$(wc -l <'$ROOT/var/count/reboots')\" = 1 ] && grep -q ' --now$' '$ROOT/var/count/reboots'"
 check "  ... the reboot was journaled (boot id, time) before the command ran" \
@@ -103,6 +104,10 @@ check "  ... the agent starts no further step and waits to be stopped" \
 	test "$(runs after)" = 0
 stop_agent || fail "the agent did not stop on SIGTERM while rebooting"
 check "offline while rebooting: the node is not failed" test "$(node "$D1" state)" = sent
+"$RY" deployments "$D1" --state-dir "$T/ctl" >"$T/d1.rebooting" 2>&1
+check "deployments ID (text) while it reboots: the node's line and the step" bash -c \
+	"grep -qE '^  gpu-a .* sent .*, rebooting \(step 2\)' '$T/d1.rebooting' &&
+	grep -qE '^      rebooting step 2 \"reboot\": rebooting: waiting for the node to come back' '$T/d1.rebooting'"
 start_agent a "$ROOT"
 check "after the boot the plan finishes" wait_for 30 state_is "$D1" succeeded
 check "each counting step ran exactly once" test "$(runs before)/$(runs after)" = 1/1
@@ -116,6 +121,8 @@ check "the agent said it judged the reboot" agent_says "step 2 (reboot) changed:
 "$RY" deployments "$D1" --state-dir "$T/ctl" >"$T/d1.show" 2>&1
 check "deployments ID (text): the reboot step and its message" \
 	grep -qE "changed +step 2 \"reboot\": rebooted in [0-9.]+ s" "$T/d1.show"
+check "  ... and the node's line, the reboot's duration" \
+	grep -qE "^  gpu-a .* skipped 0, rebooted in [0-9.]+ s" "$T/d1.show"
 
 # --- if_changed with nothing changed: no reboot ------------------------------------------------
 cat >"$T/pb-ifc.yaml" <<'EOF'
