@@ -108,6 +108,10 @@ check "offline while rebooting: the node is not failed" test "$(node "$D1" state
 check "deployments ID (text) while it reboots: the node's line and the step" bash -c \
 	"grep -qE '^  gpu-a .* sent .*, rebooting \(step 2\)' '$T/d1.rebooting' &&
 	grep -qE '^      rebooting step 2 \"reboot\": rebooting: waiting for the node to come back' '$T/d1.rebooting'"
+# The controller killed while the node is down: the reboot under way is in its database.
+kill -9 "$CTL_PID" && wait_for 20 exited "$CTL_PID" || fail "the controller did not die"
+start_controller --heartbeat-interval 300ms
+check "a controller restarted (kill -9) during the reboot still shows it" rebooting "$D1"
 start_agent a "$ROOT"
 check "after the boot the plan finishes" wait_for 30 state_is "$D1" succeeded
 check "each counting step ran exactly once" test "$(runs before)/$(runs after)" = 1/1
