@@ -516,6 +516,17 @@ static void test_reboot(void **state)
 	assert_false(tu_exists(root, "tmp/rb"));
 	apply_summary_done(&s);
 
+	/* Check mode with if_changed: would reboot only because the step before would change
+	 * (and the node does not run the expected module yet). */
+	run_reboot_plan(root,
+			"{\"if_changed\":true,\"expect_module\":{\"name\":\"nvidia\","
+			"\"version\":\">= 560\"}}",
+			true, &h, fake, &s);
+	assert_int_equal(s.steps[0].status, APPLY_STATUS_CHANGED);
+	assert_string_equal(s.steps[1].message, "would reboot");
+	assert_int_equal(h.calls, 0);
+	apply_summary_done(&s);
+
 	/* A run: the hook (with the boot id), the command, and the plan stops without step 1's
 	 * result; the step after it does not run. */
 	run_reboot_plan(root, "{}", false, &h, fake, &s);
