@@ -402,8 +402,8 @@ static int64_t reboot_allowance_ms(struct ctl_rollout *dp, const char *dep_id)
 }
 
 /* Nodes rebooting in a plan: failed when the step they reboot at is not a reboot step of the
- * playbook (a node's word is checked), or when they are not back with its result within the
- * step's timeout (the controller's clock, from their "rebooting"). */
+ * playbook or the run is a check (a node's word is checked), or when they are not back with its
+ * result within the step's timeout (the controller's clock, from their "rebooting"). */
 static void reboots_overdue(struct ctl_rollout *dp, const struct store_deployment *dep, int64_t now)
 {
 	struct store *store = ctl_server_state(dp->srv)->store;
@@ -425,6 +425,11 @@ static void reboots_overdue(struct ctl_rollout *dp, const struct store_deploymen
 			snprintf(why, sizeof(why),
 				 "the node said it reboots at step %d, which is not a reboot step "
 				 "of the playbook",
+				 nodes[i].reboot_step + 1);
+		else if (dep->check_mode)
+			snprintf(why, sizeof(why),
+				 "the node said it reboots at step %d of a check-mode run, which "
+				 "changes nothing",
 				 nodes[i].reboot_step + 1);
 		else if (now - nodes[i].reboot_since_ms > limit)
 			snprintf(

@@ -44,7 +44,7 @@ reboots_are() { [ "$(reboots)" = "$1" ]; }
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 300ms
-new_token 1
+new_token 2
 enroll a "$ROOT" --hostname gpu-a || die "enroll"
 echo "reboot_command = $T/fake-reboot --now" >>"$T/a/agent.conf"
 start_agent a "$ROOT"
@@ -181,6 +181,34 @@ start_agent a "$ROOT"
 check "a late agent comes back online" wait_for 20 count_is online 1
 check "  ... the failed node stays failed" test "$(node "$D4" state)" = failed
 check "  ... no step after the reboot ran" test "$(runs after)" = 1
+
+# --- a node's "rebooting" is checked: a forged one at a step that is no reboot step ------------------
+"$AGENT" facts --sysroot "$FIXTURES/h200-ib-2" --json >"$T/r.facts" || fail "facts of the rogue"
+enroll r "$FIXTURES/h200-ib-2" --hostname rogue-r || die "enroll the rogue"
+rogue() { "$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/r/node.crt" --key "$T/r/node.key" "$@"; }
+rogue --mode agent --plans 1 --gate "$T/never" --facts "$T/r.facts" >"$T/r.out" 2>&1 &
+PIDS+=("$!")
+check "the rogue member is online" wait_for 20 node_state_is rogue-r online
+cat >"$T/pb-rogue.yaml" <<'EOF'
+name: reboot-forged
+version: "1"
+target:
+  selector: [{fact: hostname, op: "==", value: gpu-node-04}]
+steps:
+  - name: count before
+    type: command
+    params: {argv: [count, before]}
+  - name: reboot
+    type: reboot
+EOF
+deploy "$T/pb-rogue.yaml" >"$T/d5.out" 2>&1 || die "deploy: $(cat "$T/d5.out")"
+D5=$(last_id "$T/d5.out")
+check "the rogue got the plan" wait_for 20 grep -q "WAITING $D5" "$T/r.out"
+rogue --mode forge --plans 0 --forge rebooting:0 --deployment "$D5" >"$T/r-forge.out" 2>&1
+check "  ... its \"rebooting\" at step 1 (a command) is taken as a notice" grep -q RECEIPT "$T/r-forge.out"
+check "  ... and the rollout fails the node: step 1 is no reboot step" wait_for 20 state_is "$D5" failed
+check "  ... with that reason" test "$(node "$D5" message)" = \
+	"the node said it reboots at step 1, which is not a reboot step of the playbook"
 
 check_sanitizers
 finish
