@@ -53,13 +53,21 @@ bool rc_campaign_final(const char *state)
 void rc_print_deploy_node(FILE *out, const json_t *n)
 {
 	const char *msg = JSTR(n, "message");
+	const json_t *rb = json_object_get(n, "reboot");
+	char reboot[64] = "";
 
+	/* A reboot in its plan (docs/rollout.md, "Reboots"): under way, or how long it took. */
+	if (json_is_object(rb) && strcmp(rc_str(rb, "state", ""), "rebooting") == 0)
+		snprintf(reboot, sizeof(reboot), ", rebooting (step %lld)", JINT(rb, "step") + 1);
+	else if (json_is_object(rb))
+		snprintf(reboot, sizeof(reboot), ", rebooted in %.1f s",
+			 (double)JINT(rb, "duration_ms") / 1000);
 	util_fprintf_safe(out,
 			  "  %-14s batch %-2lld %-11s ok %lld, changed %lld, failed %lld, skipped "
-			  "%lld%s%s\n",
+			  "%lld%s%s%s\n",
 			  rc_str(n, "hostname", "?"), JINT(n, "batch"), rc_str(n, "state", "?"),
 			  JINT(n, "ok"), JINT(n, "changed"), JINT(n, "failed"), JINT(n, "skipped"),
-			  msg && *msg ? "  " : "", msg ? msg : "");
+			  reboot, msg && *msg ? "  " : "", msg ? msg : "");
 }
 
 void rc_campaign_progress(const json_t *c, char *buf, size_t len)
@@ -387,7 +395,8 @@ void rc_print_deploy_steps(FILE *out, const json_t *n, bool diffs)
 			i = k - 1;
 			continue;
 		}
-		if (strcmp(st, "failed") != 0 && strcmp(st, "changed") != 0)
+		if (strcmp(st, "failed") != 0 && strcmp(st, "changed") != 0 &&
+		    strcmp(st, "rebooting") != 0)
 			continue;
 		/* "changed" and "would change" say no more than the status */
 		if (strcmp(msg, "changed") == 0 || strcmp(msg, "would change") == 0)

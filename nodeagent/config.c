@@ -22,6 +22,51 @@ static char *trim(char *s)
 	return s;
 }
 
+/* Words of a command line split on blanks (no quoting: argv for the runner, never a shell).
+ * -RY_E_INVALID for control characters, too many words, or a program that is a relative
+ * path. */
+static int split_command(const char *text, char ***ret)
+{
+	char **argv = calloc(AGENT_REBOOT_ARGS + 1, sizeof(*argv));
+	const char *p = text;
+	size_t n = 0;
+
+	if (!argv)
+		return -ENOMEM;
+	for (const char *c = text; *c; c++)
+		if (iscntrl((unsigned char)*c) && *c != '\t')
+			goto bad;
+	while (*p) {
+		size_t len;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		len = strcspn(p, " \t");
+		if (n == AGENT_REBOOT_ARGS)
+			goto bad;
+		argv[n] = strndup(p, len);
+		if (!argv[n]) {
+			for (size_t i = 0; i < n; i++)
+				free(argv[i]);
+			free(argv);
+			return -ENOMEM;
+		}
+		n++;
+		p += len;
+	}
+	if (n == 0 || (strchr(argv[0], '/') && argv[0][0] != '/'))
+		goto bad;
+	*ret = argv;
+	return 0;
+bad:
+	for (size_t i = 0; i < n; i++)
+		free(argv[i]);
+	free(argv);
+	return -RY_E_INVALID;
+}
+
 void agent_config_done(struct agent_config *cfg)
 {
 	if (!cfg)
@@ -29,6 +74,10 @@ void agent_config_done(struct agent_config *cfg)
 	free(cfg->controller);
 	free(cfg->node_id);
 	free(cfg->cluster);
+	free(cfg->reboot_command);
+	for (size_t i = 0; cfg->reboot_argv && cfg->reboot_argv[i]; i++)
+		free(cfg->reboot_argv[i]);
+	free(cfg->reboot_argv);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -37,7 +86,7 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 {
 	struct agent_config cfg = {0};
 	char *copy = strdup(text), *save = NULL, *line;
-	int lineno = 0, r = 0;
+	int lineno = 0, reboot_line = 0, r = 0;
 
 	if (!copy)
 		return -ENOMEM;
@@ -67,7 +116,10 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 			slot = &cfg.node_id;
 		else if (strcmp(key, "cluster") == 0)
 			slot = &cfg.cluster;
-		else {
+		else if (strcmp(key, "reboot_command") == 0) {
+			slot = &cfg.reboot_command;
+			reboot_line = lineno;
+		} else {
 			snprintf(errbuf, errlen, "%s:%d: unknown key '%s'", path, lineno, key);
 			r = -RY_E_INVALID;
 			goto out;
@@ -85,6 +137,16 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 		}
 	}
 	(void)save;
+	if (cfg.reboot_command) {
+		r = split_command(cfg.reboot_command, &cfg.reboot_argv);
+		if (r < 0) {
+			snprintf(errbuf, errlen,
+				 "%s:%d: reboot_command: expected a program (a name or an absolute "
+				 "path) and at most %d words in all, no control characters",
+				 path, reboot_line, AGENT_REBOOT_ARGS);
+			goto out;
+		}
+	}
 	if (!cfg.controller || !cfg.node_id) {
 		snprintf(errbuf, errlen, "%s: 'controller' and 'node_id' are required", path);
 		r = -RY_E_INVALID;
@@ -132,8 +194,11 @@ int agent_config_save(const char *state_dir, const struct agent_config *cfg)
 		return -ENOMEM;
 	if (asprintf(&text,
 		     "# Written by railyard-agent enroll.\ncontroller = %s\nnode_id = %s\n"
-		     "cluster = %s\n",
-		     cfg->controller, cfg->node_id, cfg->cluster ? cfg->cluster : "") < 0) {
+		     "cluster = %s\n%s%s%s",
+		     cfg->controller, cfg->node_id, cfg->cluster ? cfg->cluster : "",
+		     cfg->reboot_command ? "reboot_command = " : "",
+		     cfg->reboot_command ? cfg->reboot_command : "",
+		     cfg->reboot_command ? "\n" : "") < 0) {
 		free(path);
 		return -ENOMEM;
 	}

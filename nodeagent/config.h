@@ -1,4 +1,5 @@
-/* The agent's state directory: agent.conf (controller address, node id, cluster), node.key,
+/* The agent's state directory: agent.conf (controller address, node id, cluster, and the
+ * optional reboot_command), node.key,
  * node.crt and ca.crt, written by `enroll` and read by `run`. */
 #ifndef RAILYARD_AGENT_CONFIG_H
 #define RAILYARD_AGENT_CONFIG_H
@@ -11,7 +12,14 @@ struct agent_config {
 	char *controller; /* HOST:PORT */
 	char *node_id;
 	char *cluster;
+	/* reboot_command: the command a playbook's `reboot` step runs, words split on blanks (no
+	 * shell, no quoting), at most AGENT_REBOOT_ARGS of them; NULL when absent (the agent's
+	 * default, `systemctl reboot`). The seam tests use to simulate a reboot. */
+	char *reboot_command;
+	char **reboot_argv; /* NULL-terminated, or NULL */
 };
+
+#define AGENT_REBOOT_ARGS 16
 
 /* Parse agent.conf text ("key = value" lines, '#' comments). Unknown keys and malformed lines
  * are errors naming path:line in errbuf. Caller frees with agent_config_done(). */

@@ -8,6 +8,7 @@
 #include "nodeagent/journal.h"
 #include "common/log/log.h"
 #include "common/util/error.h"
+#include "common/util/util.h"
 #include "proto/railyard/v1/limits.h"
 
 #include <errno.h>
@@ -19,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How long a reboot waits for the controller to acknowledge the notice. */
+#define REBOOT_NOTICE_WAIT_MS 10000
+
 /* Largest plan accepted (the RPC layer bounds messages at 4 MiB already). */
 #define JOB_PLAN_MAX (4 * 1024 * 1024)
 
@@ -27,6 +31,7 @@ enum job_kind {
 	JOB_INTERRUPTED, /* killed inside step `running`: report, never re-run */
 	JOB_FINISH,	 /* every step recorded, the end not: report the end */
 	JOB_REFUSED,	 /* recorded but not a JSON object: report it failed */
+	JOB_REBOOTED,	 /* inside reboot step `running`, which rebooted: judge it, go on */
 };
 
 struct job {
@@ -43,6 +48,10 @@ struct agent_jobs {
 	struct job *head, *tail;
 	bool running; /* the worker has a job */
 	bool stop;
+	/* A plan handed the node over to a reboot: no further step or plan starts; the worker
+	 * waits to be stopped (the init system stops the agent on the way down). */
+	bool rebooting;
+	const char *const *reboot_argv; /* borrowed; NULL: the default */
 	pthread_t worker;
 };
 
@@ -289,6 +298,41 @@ static void on_step(const struct apply_step_result *res, size_t index, size_t to
 		 apply_status_name(res->status), res->message[0] ? ": " : "", res->message);
 }
 
+/* A reboot step is about to reboot the node: record it durably (the boot id it reboots from),
+ * then tell the controller the node is going down (a StepEvent "rebooting": the node's result
+ * for that step comes after the boot). */
+static int before_reboot(size_t index, const char *boot_id, void *ud, char *err, size_t errlen)
+{
+	struct run_ctx *c = ud;
+	struct journal_step s = {0};
+	char msg[128];
+	int r;
+
+	r = journal_reboot(c->jn, index, boot_id, util_now_unix_ms());
+	if (r < 0) {
+		snprintf(err, errlen, "the reboot cannot be recorded in %s/" JOURNAL_DIR ": %s",
+			 c->j->state_dir, ry_strerror(r));
+		return r;
+	}
+	snprintf(msg, sizeof(msg), "rebooting from boot id %s", boot_id);
+	s.name = (char *)json_string_value(json_object_get(
+		json_array_get(json_object_get(c->jb->st.plan, "steps"), index), "name"));
+	s.status = (char *)"rebooting";
+	s.diff = (char *)"";
+	s.message = msg;
+	/* The controller should know before the node goes: it then waits for it (and times
+	 * the reboot) instead of finding it offline. Bounded: a controller out of reach gets
+	 * the notice from the outbox after the boot. */
+	if (push_step(c->j, c->jb->st.id, index, &s) == -ECANCELED ||
+	    outbox_wait_empty(c->j->ob, REBOOT_NOTICE_WAIT_MS) != 1)
+		log_warn("plan %s: the controller has not acknowledged the reboot notice; it gets "
+			 "it after the boot",
+			 c->jb->st.id);
+	log_info("plan %s: step %zu reboots the node (boot id %s)", c->jb->st.id, index + 1,
+		 boot_id);
+	return 0;
+}
+
 static enum apply_status status_parse(const char *s)
 {
 	return strcmp(s, "ok") == 0	   ? APPLY_STATUS_OK
@@ -340,6 +384,8 @@ static void run_plan(struct agent_jobs *j, struct job *jb, struct journal *jn)
 	o.userdata = &ctx;
 	o.resume_from = from;
 	o.prior = prior;
+	o.before_reboot = before_reboot;
+	o.reboot_argv = j->reboot_argv;
 	r = apply_plan(jb->st.plan, &o, &sum);
 	if (r < 0) {
 		char msg[128];
@@ -357,6 +403,13 @@ static void run_plan(struct agent_jobs *j, struct job *jb, struct journal *jn)
 			 j->state_dir, ry_strerror(ctx.journal_err));
 		log_error("plan %s: %s", jb->st.id, why);
 		end_early(j, jb, jn, sum.n_done, why);
+	} else if (sum.rebooting) {
+		log_info("plan %s: the node reboots at step %zu; the plan goes on at step %zu when "
+			 "the agent starts after the boot",
+			 jb->st.id, sum.n_done + 1, sum.n_done + 2);
+		pthread_mutex_lock(&j->lock);
+		j->rebooting = true;
+		pthread_mutex_unlock(&j->lock);
 	} else if (sum.interrupted) {
 		log_info("plan %s: stopped before step %zu; it resumes when the agent starts again",
 			 jb->st.id, sum.n_done + 1);
@@ -369,6 +422,44 @@ static void run_plan(struct agent_jobs *j, struct job *jb, struct journal *jn)
 	apply_summary_done(&sum);
 	json_decref(facts);
 	free(prior);
+}
+
+/* The agent started inside a reboot step that rebooted: judge the boot (apply_reboot_judge())
+ * and record the step's outcome; the plan then goes on after it (a failed reboot stops it
+ * unless the step has continue_on_error). 0, or -ECANCELED/-errno when the outcome could not be
+ * recorded (the next start tries again). */
+static int judge_reboot(struct agent_jobs *j, struct job *jb, struct journal *jn)
+{
+	size_t k = (size_t)jb->st.running;
+	const json_t *step = json_array_get(json_object_get(jb->st.plan, "steps"), k);
+	enum apply_status status = APPLY_STATUS_FAILED;
+	int64_t now = util_now_unix_ms();
+	char *msg = NULL;
+	int r;
+
+	r = apply_reboot_judge(j->sysroot, json_object_get(step, "params"), jb->st.reboot_boot_id,
+			       jb->st.reboot_at_ms, now, &status, &msg);
+	if (r < 0) {
+		log_error("plan %s: judging the reboot of step %zu: %s", jb->st.id, k + 1,
+			  ry_strerror(r));
+		return r;
+	}
+	log_info("plan %s: step %zu (reboot) %s: %s", jb->st.id, k + 1, apply_status_name(status),
+		 msg);
+	r = record_step(j, jb, jn, k, json_string_value(json_object_get(step, "name")),
+			apply_status_name(status), "", msg,
+			now > jb->st.reboot_at_ms ? now - jb->st.reboot_at_ms : 0);
+	free(msg);
+	if (r < 0) {
+		if (r != -ECANCELED)
+			log_error("plan %s: the reboot's outcome cannot be recorded: %s", jb->st.id,
+				  ry_strerror(r));
+		return r;
+	}
+	jb->st.running = -1;
+	while (jb->st.next < jb->st.n_steps && jb->st.steps[jb->st.next].recorded)
+		jb->st.next++;
+	return 0;
 }
 
 static void run_job(struct agent_jobs *j, struct job *jb)
@@ -392,6 +483,10 @@ static void run_job(struct agent_jobs *j, struct job *jb)
 		end_early(j, jb, jn, (size_t)jb->st.running,
 			  "interrupted: the agent stopped while this step ran; it is not run again "
 			  "(deploy again to finish the plan)");
+		break;
+	case JOB_REBOOTED:
+		if (judge_reboot(j, jb, jn) == 0)
+			run_plan(j, jb, jn);
 		break;
 	case JOB_FINISH:
 		if (jb->st.n_steps > 0 &&
@@ -442,6 +537,9 @@ static void *worker_main(void *arg)
 		job_free(jb);
 		pthread_mutex_lock(&j->lock);
 		j->running = false;
+		/* The node is going down: start nothing more, wait to be stopped. */
+		while (j->rebooting && !j->stop)
+			pthread_cond_wait(&j->cond, &j->lock);
 	}
 	pthread_mutex_unlock(&j->lock);
 	return NULL;
@@ -501,6 +599,8 @@ static int recover(struct agent_jobs *j, char *err, size_t errlen)
 		}
 		if (!jb->st.plan)
 			jb->kind = JOB_REFUSED;
+		else if (jb->st.running >= 0 && jb->st.reboot_step == jb->st.running)
+			jb->kind = JOB_REBOOTED;
 		else if (jb->st.running >= 0)
 			jb->kind = JOB_INTERRUPTED;
 		else if (jb->st.n_steps > 0 && jb->st.next == jb->st.n_steps)
@@ -533,7 +633,8 @@ static void jobs_destroy(struct agent_jobs *j)
 }
 
 int agent_jobs_new(const char *sysroot, const char *state_dir, struct outbox *ob,
-		   struct agent_jobs **ret, char *err, size_t errlen)
+		   const char *const *reboot_argv, struct agent_jobs **ret, char *err,
+		   size_t errlen)
 {
 	struct agent_jobs *j = calloc(1, sizeof(*j));
 	int r;
@@ -541,6 +642,7 @@ int agent_jobs_new(const char *sysroot, const char *state_dir, struct outbox *ob
 	if (!j)
 		return -ENOMEM;
 	j->sysroot = sysroot;
+	j->reboot_argv = reboot_argv;
 	j->state_dir = state_dir;
 	j->ob = ob;
 	pthread_mutex_init(&j->lock, NULL);

@@ -19,11 +19,14 @@
 
 struct agent_jobs;
 
-/* Load the journals of state_dir and queue what they left unfinished; start the worker.
- * sysroot, state_dir and ob are borrowed and must outlive the jobs. Errors in err. */
-__attribute__((warn_unused_result)) int agent_jobs_new(const char *sysroot, const char *state_dir,
-						       struct outbox *ob, struct agent_jobs **ret,
-						       char *err, size_t errlen);
+/* Load the journals of state_dir and queue what they left unfinished (a plan the node rebooted
+ * in: its reboot step is judged, then it goes on); start the worker. reboot_argv is the command
+ * a `reboot` step runs (NULL: `systemctl reboot`); after it the worker starts nothing more and
+ * waits to be stopped. sysroot, state_dir, ob and reboot_argv are borrowed and must outlive the
+ * jobs. Errors in err. */
+__attribute__((warn_unused_result)) int
+agent_jobs_new(const char *sysroot, const char *state_dir, struct outbox *ob,
+	       const char *const *reboot_argv, struct agent_jobs **ret, char *err, size_t errlen);
 /* Stop: the running plan stops before its next step (it resumes when the agent starts again;
  * a step is never abandoned half-way), queued ones stay journaled. Close the outbox first, so
  * that a worker waiting for room in it returns. NULL is fine. */

@@ -188,6 +188,12 @@ int journal_step(struct journal *j, size_t index, const char *name, const char *
 				   "duration_ms", (json_int_t)duration_ms));
 }
 
+int journal_reboot(struct journal *j, size_t index, const char *boot_id, int64_t at_ms)
+{
+	return append(j, json_pack("{s:I, s:s, s:I}", "reboot", (json_int_t)index, "boot_id",
+				   boot_id, "at_ms", (json_int_t)at_ms));
+}
+
 int journal_done(struct journal *j, const char *status, const char *message)
 {
 	return append(j,
@@ -209,6 +215,7 @@ void journal_state_done(struct journal_state *st)
 	free(st->done_status);
 	memset(st, 0, sizeof(*st));
 	st->running = -1;
+	st->reboot_step = -1;
 }
 
 static char *dup_str(const json_t *o, const char *key)
@@ -229,6 +236,19 @@ static int apply_record(struct journal_state *st, const json_t *rec)
 		if (!json_is_integer(v) || k < 0 || (size_t)k >= st->n_steps)
 			return -RY_E_CORRUPT;
 		st->running = (long)k;
+	} else if ((v = json_object_get(rec, "reboot"))) {
+		json_int_t k = json_integer_value(v);
+		const char *b = json_string_value(json_object_get(rec, "boot_id"));
+		json_t *at = json_object_get(rec, "at_ms");
+
+		/* Only ever written inside the step it names, after its "run". */
+		if (!json_is_integer(v) || k < 0 || (size_t)k >= st->n_steps ||
+		    st->running != (long)k || !b || strlen(b) >= sizeof(st->reboot_boot_id) ||
+		    !json_is_integer(at))
+			return -RY_E_CORRUPT;
+		st->reboot_step = (long)k;
+		snprintf(st->reboot_boot_id, sizeof(st->reboot_boot_id), "%s", b);
+		st->reboot_at_ms = json_integer_value(at);
 	} else if ((v = json_object_get(rec, "step"))) {
 		json_int_t k = json_integer_value(v);
 		struct journal_step *s;
@@ -266,7 +286,7 @@ static int apply_record(struct journal_state *st, const json_t *rec)
 
 int journal_load(const char *state_dir, const char *id, struct journal_state *ret)
 {
-	struct journal_state st = {.running = -1};
+	struct journal_state st = {.running = -1, .reboot_step = -1};
 	char *p = file_path(state_dir, id), *text = NULL, *line, *nl;
 	size_t len = 0, good = 0;
 	json_t *hdr = NULL;

@@ -2,12 +2,16 @@
  * record per line, each appended and synced before the agent goes on:
  *   {"plan": ID, "check_mode": B, "received_ms": T, "body": PLAN}  the plan, as received
  *   {"run": K}                                                     step K is about to run
+ *   {"reboot": K, "boot_id": B, "at_ms": T}                        step K reboots the node now,
+ *                                                                  from boot id B (unix ms T)
  *   {"step": K, "name", "status", "diff", "message", "duration_ms"} its outcome
  *   {"done": "succeeded"|"failed", "message": M}                   the plan's end
  * A journal's existence means "seen": a plan is never run twice. After a restart the journal
  * says where each plan stood: not started (run it), between steps (resume after the last
  * outcome), inside step K (K may have half-run: it is reported failed, never run again), or
- * done. A torn last line (a crash mid-append) is ignored and cut off. */
+ * done; inside a reboot step K that rebooted (a "reboot" record after its "run"): judged after
+ * the boot (the boot id changed, in time), then the plan goes on at K+1. A torn last line (a crash
+ * mid-append) is ignored and cut off. */
 #ifndef RAILYARD_AGENT_JOURNAL_H
 #define RAILYARD_AGENT_JOURNAL_H
 
@@ -36,6 +40,11 @@ struct journal_state {
 	size_t next;  /* the first step without a recorded outcome */
 	long running; /* a step with a "run" record and no outcome, or -1 */
 	bool done;    /* the plan's end is recorded */
+	/* The last "reboot" record: the step that rebooted (-1: none), the boot id it rebooted
+	 * from and when (unix ms). A reboot under way when reboot_step == running. */
+	long reboot_step;
+	char reboot_boot_id[40];
+	int64_t reboot_at_ms;
 	char *done_status;
 };
 
@@ -69,6 +78,10 @@ __attribute__((warn_unused_result)) int journal_step(struct journal *j, size_t i
 						     const char *name, const char *status,
 						     const char *diff, const char *message,
 						     int64_t duration_ms);
+/* Step index is about to reboot the node from boot_id (a UUID), at_ms (unix ms): appended and
+ * synced BEFORE the reboot command runs. */
+__attribute__((warn_unused_result)) int journal_reboot(struct journal *j, size_t index,
+						       const char *boot_id, int64_t at_ms);
 __attribute__((warn_unused_result)) int journal_done(struct journal *j, const char *status,
 						     const char *message);
 

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -365,6 +366,26 @@ void outbox_resume(struct outbox *ob, uint64_t last_committed)
 	for (size_t i = 0; i < ob->n; i++)
 		ob->items[i].sent_seq = 0;
 	pthread_mutex_unlock(&ob->lock);
+}
+
+int outbox_wait_empty(struct outbox *ob, int64_t timeout_ms)
+{
+	struct timespec until;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(timeout_ms / 1000);
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ob->lock);
+	while (ob->n > 0 && !ob->closed && r == 0)
+		r = pthread_cond_timedwait(&ob->room, &ob->lock, &until);
+	r = ob->closed ? -ECANCELED : ob->n == 0 ? 1 : 0;
+	pthread_mutex_unlock(&ob->lock);
+	return r;
 }
 
 bool outbox_pending(struct outbox *ob)

@@ -47,6 +47,10 @@ void outbox_acked(struct outbox *ob, uint64_t seq);
 /* A new session was welcomed: what the previous one sent at or below last_committed (the
  * controller's Welcome.last_agent_seq) is dropped, everything else is unsent again. */
 void outbox_resume(struct outbox *ob, uint64_t last_committed);
+/* Wait until the controller acknowledged everything pushed so far (1), the outbox was closed
+ * (-ECANCELED), or timeout_ms passed (0). For a notice that must arrive before the agent
+ * goes away (a reboot). */
+int outbox_wait_empty(struct outbox *ob, int64_t timeout_ms);
 /* Anything waiting to be sent? */
 bool outbox_pending(struct outbox *ob);
 /* Messages and bytes kept now. */

@@ -120,7 +120,8 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 				"again",
 				n, bytes);
 	}
-	r = agent_jobs_new(s->o.sysroot, s->o.state_dir, s->outbox, &s->jobs, errbuf, errlen);
+	r = agent_jobs_new(s->o.sysroot, s->o.state_dir, s->outbox,
+			   (const char *const *)s->cfg.reboot_argv, &s->jobs, errbuf, errlen);
 	if (r < 0)
 		goto fail;
 	r = agent_bench_new(s->outbox, s->o.sysroot, s->o.bench_port_lo, s->o.bench_port_hi,

@@ -618,6 +618,23 @@ const char *playbook_step_type(const struct playbook *pb, size_t i)
 	return i < pb->nsteps ? pb->steps[i].schema->type : NULL;
 }
 
+int64_t playbook_step_reboot_timeout_ms(const struct playbook *pb, size_t i)
+{
+	const struct pb_node *t;
+	int64_t ms;
+
+	if (i >= pb->nsteps || strcmp(pb->steps[i].schema->type, "reboot") != 0)
+		return -1;
+	t = pb_node_get(pb_node_get(pb->steps[i].node, "params"), "timeout");
+	if (!t)
+		return util_parse_duration_ms(PB_REBOOT_DEFAULT_TIMEOUT, &ms) < 0 ? -1 : ms;
+	/* A reference is known only once rendered for a node: the most a plan may say. */
+	if (t->kind != PBN_SCALAR || !t->text || strstr(t->text, "${") ||
+	    util_parse_duration_ms(t->text, &ms) < 0)
+		return PB_REBOOT_MAX_TIMEOUT_MS;
+	return ms;
+}
+
 bool playbook_target_matches(const struct playbook *pb, const char *cluster, const json_t *facts)
 {
 	struct playbook_facts f = {.json = facts};

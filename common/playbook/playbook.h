@@ -102,9 +102,8 @@ struct pb_step_schema {
 };
 
 /* The table of step types ("assert", "package", "kmod", "sysctl", "file", "nccl", "ucx", "mpi",
- * "service", "roce_qos", "command", "repo", "hca_firmware", "link"), in that order, ending with
- * an entry whose type is NULL.
- * Static, read-only, thread-safe. */
+ * "service", "roce_qos", "command", "repo", "hca_firmware", "link", "reboot"), in that order,
+ * ending with an entry whose type is NULL. Static, read-only, thread-safe. */
 extern const struct pb_step_schema pb_step_schemas[];
 
 /* The schema of a step type, NULL if unknown. */
@@ -118,6 +117,10 @@ const struct pb_field *pb_step_field_find(const struct pb_step_schema *s, const 
 #define PB_UCX_DEFAULT_PATH	   "/etc/ucx/ucx.conf"
 #define PB_MPI_DEFAULT_PATH	   "/etc/openmpi/openmpi-mca-params.conf"
 #define PB_COMMAND_DEFAULT_TIMEOUT "5m"
+/* The `reboot` step: how long a node has to come back (default, and the most a playbook may
+ * say). */
+#define PB_REBOOT_DEFAULT_TIMEOUT "15m"
+#define PB_REBOOT_MAX_TIMEOUT_MS  (24LL * 3600 * 1000)
 
 /* ---- Playbooks --------------------------------------------------------------------------------
  */
@@ -218,6 +221,10 @@ bool pb_metric_ok(const char *kind, const char *field);
 size_t playbook_step_count(const struct playbook *pb);
 const char *playbook_step_name(const struct playbook *pb, size_t i);
 const char *playbook_step_type(const struct playbook *pb, size_t i);
+/* The timeout of step i when it is a `reboot` step (its params.timeout, the default when it has
+ * none, PB_REBOOT_MAX_TIMEOUT_MS when it is a reference only a node's render resolves), else -1.
+ * What the controller allows a rebooting node. */
+int64_t playbook_step_reboot_timeout_ms(const struct playbook *pb, size_t i);
 
 /* Whether a node is targeted: cluster (borrowed, may be NULL = unknown) equals target.cluster
  * (or the playbook names none), and every selector condition holds on facts (borrowed; node

@@ -95,6 +95,12 @@ static const struct pb_field link_fields[] = {
 	{"mtu", PB_INT, true, NULL, "MTU in bytes, set with ip link and persisted"},
 	{"persist", PB_BOOL, false, "true", "keep it across reboots: /etc/systemd/network/60-railyard-IF.link"},
 	{0}};
+static const struct pb_field reboot_fields[] = {
+	{"timeout", PB_STRING, false, "\"" PB_REBOOT_DEFAULT_TIMEOUT "\"", "duration: the node is back, its agent reconnected, within it"},
+	{"if_changed", PB_BOOL, false, "false", "reboot only when a step since the plan started (or since the previous reboot step) changed something"},
+	{"expect_kernel", PB_STRING, false, NULL, "after the boot, uname -r equals it (or matches it, a glob)"},
+	{"expect_module", PB_MAP_OF_SCALAR, false, NULL, "{name, version}: after the boot, /sys/module/NAME/version satisfies version (\"[OP ]VERSION\", dpkg order)"},
+	{0}};
 
 /* clang-format on */
 
@@ -746,6 +752,42 @@ static int check_command(const json_t *p, bool plan, const char **ret_key, char 
 	return 0;
 }
 
+static int check_reboot(const json_t *p, bool plan, const char **ret_key, char *buf, size_t len)
+{
+	json_t *m = json_object_get(p, "expect_module");
+	const char *s, *k;
+	int64_t ms;
+	json_t *v;
+
+	(void)plan;
+	if ((s = STR("timeout")) &&
+	    (util_parse_duration_ms(s, &ms) < 0 || ms < 1000 || ms > PB_REBOOT_MAX_TIMEOUT_MS))
+		return fail(ret_key, "timeout", buf, len,
+			    "timeout: bad duration \"%s\" (expected 1s to 24h, e.g. \"15m\")", s);
+	if ((s = STR("expect_kernel")) && (!*s || !chars_ok(s, ".+_~-*?[]", 128)))
+		return fail(ret_key, "expect_kernel", buf, len,
+			    "expect_kernel: expected a kernel release like \"6.1.0-28-amd64\" or a "
+			    "glob like \"6.1.*\", got \"%s\"",
+			    s);
+	if (!m)
+		return 0;
+	json_object_foreach(m, k, v)
+	{
+		if (strcmp(k, "name") != 0 && strcmp(k, "version") != 0)
+			return fail(ret_key, "expect_module", buf, len,
+				    "expect_module: unknown key \"%s\" (expected name and version)",
+				    k);
+	}
+	if (!(s = json_string_value(json_object_get(m, "name"))) || !tool_name_ok(s, "_", 56))
+		return fail(ret_key, "expect_module", buf, len,
+			    "expect_module.name: expected a module name like \"nvidia\"");
+	if (!(s = json_string_value(json_object_get(m, "version"))) || !version_constraint_ok(s))
+		return fail(ret_key, "expect_module", buf, len,
+			    "expect_module.version: expected a version or a constraint like "
+			    "\"550.127.08\" or \">= 24.10\"");
+	return 0;
+}
+
 #undef STR
 
 /* clang-format off */
@@ -764,6 +806,7 @@ const struct pb_step_schema pb_step_schemas[] = {
 	{"repo", repo_fields, "apt source with its signed-by key", pb_check_repo},
 	{"hca_firmware", hca_firmware_fields, "minimum HCA firmware per model; changes nothing", check_hca_firmware},
 	{"link", link_fields, "netdev MTU, set and persisted", check_link},
+	{"reboot", reboot_fields, "reboot the node and continue the plan after the boot", check_reboot},
 	{0}};
 /* clang-format on */
 

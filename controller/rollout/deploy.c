@@ -238,7 +238,29 @@ static json_t *node_json(const struct store_deploy_node *n)
 			      "finished_at_ms", (json_int_t)n->finished_at_ms);
 
 	json_object_set_new(o, "message", n->message ? json_string(n->message) : json_null());
+	/* A reboot in its plan: the one under way (the node is expected offline), or how long
+	 * the last one took, as the controller saw it. */
+	if (n->reboot_step >= 0 && strcmp(n->state, "sent") == 0)
+		json_object_set_new(o, "reboot",
+				    json_pack("{s:i, s:s, s:I}", "step", n->reboot_step, "state",
+					      "rebooting", "since_ms",
+					      (json_int_t)n->reboot_since_ms));
+	else if (n->reboot_ms >= 0)
+		json_object_set_new(o, "reboot",
+				    json_pack("{s:s, s:I}", "state", "rebooted", "duration_ms",
+					      (json_int_t)n->reboot_ms));
+	else
+		json_object_set_new(o, "reboot", json_null());
 	return o;
+}
+
+/* The step a node reboots at, while it does: status "rebooting", no result yet. */
+static json_t *rebooting_step_json(const struct store_deploy_node *n)
+{
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I}", "index", n->reboot_step, "name",
+			 n->reboot_name ? n->reboot_name : "", "status", "rebooting", "diff", "",
+			 "message", "rebooting: waiting for the node to come back", "detail", "",
+			 "duration_ms", (json_int_t)0);
 }
 
 /* A step's message is its headline (first line) and detail (the lines after it: the raw
@@ -379,6 +401,8 @@ int ctl_deploy_get(struct store *st, const char *id, enum ctl_deploy_detail deta
 			for (size_t k = k0; k < m && strcmp(res[k].node_id, nodes[i].node_id) == 0;
 			     k++)
 				json_array_append_new(steps, step_json(&res[k]));
+			if (nodes[i].reboot_step >= 0 && strcmp(nodes[i].state, "sent") == 0)
+				json_array_append_new(steps, rebooting_step_json(&nodes[i]));
 			if (detail >= CTL_DEPLOY_STEPS)
 				json_object_set_new(no, "steps", steps);
 			else

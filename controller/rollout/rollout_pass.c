@@ -383,6 +383,76 @@ static void finish(struct ctl_rollout *dp, const struct store_deployment *dep, c
 	log_info("deployment %s %s%s%s", dep->id, state, reason ? ": " : "", reason ? reason : "");
 }
 
+/* The time a deployment's plan may spend in reboots: the sum of its reboot steps' timeouts
+ * (0 without any, or when the playbook cannot be read). */
+static int64_t reboot_allowance_ms(struct ctl_rollout *dp, const char *dep_id)
+{
+	const struct playbook *pb;
+	int64_t sum = 0;
+	char why[256];
+
+	pb = pb_get(dp, dep_id, why, sizeof(why));
+	for (size_t i = 0; pb && i < playbook_step_count(pb); i++) {
+		int64_t t = playbook_step_reboot_timeout_ms(pb, i);
+
+		if (t > 0)
+			sum += t;
+	}
+	return sum;
+}
+
+/* Nodes rebooting in a plan: failed when the step they reboot at is not a reboot step of the
+ * playbook or the run is a check (a node's word is checked), or when they are not back with its
+ * result within the step's timeout (the controller's clock, from their "rebooting"). */
+static void reboots_overdue(struct ctl_rollout *dp, const struct store_deployment *dep, int64_t now)
+{
+	struct store *store = ctl_server_state(dp->srv)->store;
+	struct store_deploy_node *nodes = NULL;
+	const struct playbook *pb;
+	size_t n = 0;
+	char why[256];
+
+	if (store_deploy_nodes_rebooting(store, dep->id, &nodes, &n) < 0 || n == 0) {
+		store_deploy_nodes_free(nodes, n);
+		return;
+	}
+	pb = pb_get(dp, dep->id, why, sizeof(why));
+	for (size_t i = 0; pb && i < n; i++) {
+		int64_t limit = playbook_step_reboot_timeout_ms(pb, (size_t)nodes[i].reboot_step);
+		const char *name = playbook_step_name(pb, (size_t)nodes[i].reboot_step);
+
+		if (limit < 0)
+			snprintf(why, sizeof(why),
+				 "the node said it reboots at step %d, which is not a reboot step "
+				 "of the playbook",
+				 nodes[i].reboot_step + 1);
+		else if (dep->check_mode)
+			snprintf(why, sizeof(why),
+				 "the node said it reboots at step %d of a check-mode run, which "
+				 "changes nothing",
+				 nodes[i].reboot_step + 1);
+		else if (now - nodes[i].reboot_since_ms > limit)
+			snprintf(
+				why, sizeof(why),
+				"step %d \"%s\": the node did not come back from its reboot within "
+				"%lld s",
+				nodes[i].reboot_step + 1, name ? name : "?",
+				(long long)(limit / 1000));
+		else
+			continue;
+		if (store_deploy_node_update(store, dep->id, nodes[i].node_id, "failed", why, NULL,
+					     now) == 1) {
+			log_warn("deployment %s: node %s: %s", dep->id, nodes[i].hostname, why);
+			ctl_events_emit(ctl_server_events(dp->srv), "deployment.node", dep->cluster,
+					json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", dep->id,
+						  "node", nodes[i].node_id, "hostname",
+						  nodes[i].hostname, "state", "failed", "message",
+						  why));
+		}
+	}
+	store_deploy_nodes_free(nodes, n);
+}
+
 /* One pass over one deployment. Cost: one aggregate query over its nodes inside SQLite, rows
  * read only for the nodes that move (dispatch, timeouts); writes only on transitions. */
 static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
@@ -413,15 +483,17 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 		return;
 	}
 	/* A plan that never reports back fails its node (not one whose reports wait for the
-	 * database). */
+	 * database); a plan with reboot steps has their timeouts on top. */
 	if (k.sent > 0 &&
 	    ctl_engine_store_settled(ctl_server_engine(dp->srv), CTL_STORE_SETTLE_MS) &&
-	    store_deploy_nodes_in(store, dep->id, "sent", cur, now - dp->apply_timeout_ms, &nodes,
-				  &n) == 0) {
+	    store_deploy_nodes_in(store, dep->id, "sent", cur,
+				  now - dp->apply_timeout_ms - reboot_allowance_ms(dp, dep->id),
+				  &nodes, &n) == 0) {
 		char why[96];
 
 		snprintf(why, sizeof(why), "no result within %lld s",
-			 (long long)(dp->apply_timeout_ms / 1000));
+			 (long long)((dp->apply_timeout_ms + reboot_allowance_ms(dp, dep->id)) /
+				     1000));
 		for (size_t i = 0; i < n; i++)
 			if (store_deploy_node_update(store, dep->id, nodes[i].node_id, "failed",
 						     why, NULL, now) == 1)
@@ -431,6 +503,9 @@ static void advance(struct ctl_rollout *dp, const struct store_deployment *dep)
 		nodes = NULL;
 		n = 0;
 	}
+
+	if (k.sent_total > 0)
+		reboots_overdue(dp, dep, now);
 
 	/* Cancelled: nothing more is sent; the plans running finish (a step is not cut off
 	 * halfway), then the deployment ends. */
@@ -628,7 +703,8 @@ static void on_step_event(struct ctl_server *srv, struct ctl_session *s,
 {
 	const Railyard__V1__StepEvent *ev = m->step_event;
 	const char *node_id = ctl_session_node_id(s), *hostname = ctl_session_hostname(s);
-	static const char *const statuses[] = {"ok", "changed", "failed", "skipped", NULL};
+	static const char *const statuses[] = {"ok",	  "changed",   "failed",
+					       "skipped", "rebooting", NULL};
 	struct store_step_result res = {0};
 	char why[512] = "";
 	int r;
@@ -648,6 +724,24 @@ static void on_step_event(struct ctl_server *srv, struct ctl_session *s,
 	if (strlen(ev->diff) > CTL_DIFF_MAX || strlen(ev->message) > CTL_MESSAGE_MAX) {
 		refuse_field(o, ev->deployment_id,
 			     "StepEvent: diff over 256 KiB or message over 64 KiB");
+		return;
+	}
+	if (strcmp(ev->status, "rebooting") == 0) {
+		/* Not a result: the node says it goes down at this step. Whether that step is a
+		 * reboot, and how long it may take, the rollout pass judges from the playbook. */
+		r = store_report_rebooting(ctl_server_state(srv)->store, ev->deployment_id, node_id,
+					   (int)ev->index, ev->name, util_now_unix_ms(), why,
+					   sizeof(why));
+		if (r == STORE_REPORT_STORED) {
+			log_info("deployment %s: node %s reboots at step %u (\"%s\")",
+				 ev->deployment_id, hostname, ev->index + 1, ev->name);
+			ctl_events_emit(
+				ctl_server_events(srv), "deployment.step", ctl_session_cluster(s),
+				json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "id", ev->deployment_id,
+					  "node", node_id, "hostname", hostname, "index",
+					  (int)ev->index, "name", ev->name, "status", ev->status));
+		}
+		report_outcome(srv, o, r, ev->deployment_id, why, "storing a node's reboot");
 		return;
 	}
 	res.name = ev->name;

@@ -37,23 +37,26 @@ static struct store_sql SQL_DEPLOY_LIST =
 static struct store_sql SQL_DEPLOY_LIST_ACTIVE =
 	STORE_SQL(DEPLOY_COLUMNS "WHERE d.state IN ('pending', 'running') "
 				 "ORDER BY d.created_at, d.id");
-static struct store_sql SQL_DEPLOY_NODES =
-	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
-		  "skipped, message, sent_at, finished_at FROM deployment_nodes "
-		  "WHERE deployment_id = ?1 ORDER BY batch, hostname");
+static struct store_sql SQL_DEPLOY_NODES = STORE_SQL(
+	"SELECT node_id, hostname, batch, state, ok, changed, failed, "
+	"skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms, reboot_name "
+	"FROM deployment_nodes "
+	"WHERE deployment_id = ?1 ORDER BY batch, hostname");
 static struct store_sql SQL_DEPLOY_COUNTS =
 	STORE_SQL("SELECT batch = ?2, state, count(*), max(batch) FROM deployment_nodes "
 		  "WHERE deployment_id = ?1 GROUP BY batch = ?2, state");
 /* ?2: a state; ?3: a batch (-1: any); ?4: sent before (0: any). */
-static struct store_sql SQL_DEPLOY_NODES_IN =
-	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
-		  "skipped, message, sent_at, finished_at FROM deployment_nodes "
-		  "WHERE deployment_id = ?1 AND state = ?2 AND (?3 < 0 OR batch = ?3) "
-		  "AND (?4 = 0 OR sent_at < ?4) ORDER BY batch, hostname");
-static struct store_sql SQL_DEPLOY_NODE_ONE =
-	STORE_SQL("SELECT node_id, hostname, batch, state, ok, changed, failed, "
-		  "skipped, message, sent_at, finished_at FROM deployment_nodes "
-		  "WHERE deployment_id = ?1 AND node_id = ?2");
+static struct store_sql SQL_DEPLOY_NODES_IN = STORE_SQL(
+	"SELECT node_id, hostname, batch, state, ok, changed, failed, "
+	"skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms, reboot_name "
+	"FROM deployment_nodes "
+	"WHERE deployment_id = ?1 AND state = ?2 AND (?3 < 0 OR batch = ?3) "
+	"AND (?4 = 0 OR sent_at < ?4) ORDER BY batch, hostname");
+static struct store_sql SQL_DEPLOY_NODE_ONE = STORE_SQL(
+	"SELECT node_id, hostname, batch, state, ok, changed, failed, "
+	"skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms, reboot_name "
+	"FROM deployment_nodes "
+	"WHERE deployment_id = ?1 AND node_id = ?2");
 static struct store_sql SQL_DEPLOY_SKIP_WAITING =
 	STORE_SQL("UPDATE deployment_nodes SET state = 'skipped', message = ?2, finished_at = ?3 "
 		  "WHERE deployment_id = ?1 AND state = 'waiting'");
@@ -66,7 +69,21 @@ static struct store_sql SQL_DEPLOY_NODE_DONE =
 		  "WHERE deployment_id = ?1 AND node_id = ?2 AND state = 'sent'");
 static struct store_sql SQL_DEPLOY_NODE_GET =
 	STORE_SQL("SELECT state, plan_steps, result_bytes, ok, changed, failed, "
-		  "skipped FROM deployment_nodes WHERE deployment_id = ?1 AND node_id = ?2");
+		  "skipped, reboot_step FROM deployment_nodes WHERE deployment_id = ?1 AND "
+		  "node_id = ?2");
+static struct store_sql SQL_DEPLOY_NODE_REBOOTING = STORE_SQL(
+	"UPDATE deployment_nodes SET reboot_step = ?3, reboot_since = ?4, reboot_name = ?5 "
+	"WHERE deployment_id = ?1 AND node_id = ?2 AND state = 'sent'");
+/* The reboot step's result came: the reboot is over, its duration as the controller saw it. */
+static struct store_sql SQL_DEPLOY_NODE_REBOOTED =
+	STORE_SQL("UPDATE deployment_nodes SET reboot_ms = max(0, ?4 - reboot_since), "
+		  "reboot_step = NULL WHERE deployment_id = ?1 AND node_id = ?2 AND "
+		  "reboot_step = ?3");
+static struct store_sql SQL_DEPLOY_NODES_REBOOTING = STORE_SQL(
+	"SELECT node_id, hostname, batch, state, ok, changed, failed, "
+	"skipped, message, sent_at, finished_at, reboot_step, reboot_since, reboot_ms, reboot_name "
+	"FROM deployment_nodes WHERE deployment_id = ?1 AND state = 'sent' AND "
+	"reboot_step IS NOT NULL ORDER BY batch, hostname");
 static struct store_sql SQL_DEPLOY_NODE_INSERT =
 	STORE_SQL("INSERT INTO deployment_nodes (deployment_id, node_id, "
 		  "hostname, batch, state) VALUES (?1, ?2, ?3, ?4, 'waiting')");
@@ -342,6 +359,7 @@ void store_deploy_nodes_free(struct store_deploy_node *v, size_t n)
 		free(v[i].hostname);
 		free(v[i].state);
 		free(v[i].message);
+		free(v[i].reboot_name);
 	}
 	free(v);
 }
@@ -360,6 +378,13 @@ static int deploy_node_row(sqlite3_stmt *st, void *elem)
 	e->skipped = sqlite3_column_int(st, 7);
 	e->sent_at_ms = sqlite3_column_int64(st, 9);
 	e->finished_at_ms = sqlite3_column_int64(st, 10);
+	e->reboot_step =
+		sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 11);
+	e->reboot_since_ms = sqlite3_column_int64(st, 12);
+	e->reboot_ms =
+		sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 13);
+	if (store_col_dup(st, 14, &e->reboot_name) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -541,8 +566,9 @@ int store_deploy_node_sent(struct store *s, const char *id, const char *node_id,
  * part of the deployment. */
 struct dnode_row {
 	char state[16];
-	bool sent;	    /* the plan was sent to it (it may have finished since) */
-	int64_t plan_steps; /* steps of that plan; -1: unknown (sent before schema v6) */
+	bool sent;	     /* the plan was sent to it (it may have finished since) */
+	int64_t plan_steps;  /* steps of that plan; -1: unknown (sent before schema v6) */
+	int64_t reboot_step; /* a reboot under way at that step, or -1 */
 	int64_t result_bytes;
 	int counts[4];
 };
@@ -563,6 +589,9 @@ static int dnode_get_locked(struct store_conn *c, const char *id, const char *no
 		row->sent = sqlite3_column_type(st, 1) != SQLITE_NULL;
 		row->plan_steps = row->sent ? sqlite3_column_int64(st, 1) : -1;
 		row->result_bytes = sqlite3_column_int64(st, 2);
+		row->reboot_step = sqlite3_column_type(st, 7) == SQLITE_NULL
+					   ? -1
+					   : sqlite3_column_int64(st, 7);
 		for (int i = 0; i < 4; i++)
 			row->counts[i] = sqlite3_column_int(st, 3 + i);
 		r = 0;
@@ -660,6 +689,10 @@ int store_report_step(struct store *s, const char *id, const char *node_id,
 	if (r >= 0)
 		r = store_q_exec(c, NULL, &SQL_DEPLOY_NODE_BYTES, "ttl", id, node_id,
 				 (int64_t)bytes);
+	if (r >= 0 && row.reboot_step == res->idx)
+		r = store_q_exec(c, NULL, &SQL_DEPLOY_NODE_REBOOTED, "ttll", id, node_id,
+				 (int64_t)res->idx,
+				 res->at_ms > 0 ? res->at_ms : util_now_unix_ms());
 	if (r >= 0)
 		r = store_tx_commit(c);
 	if (r >= 0)
@@ -670,6 +703,81 @@ rollback:
 out:
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+int store_report_rebooting(struct store *s, const char *id, const char *node_id, int idx,
+			   const char *name, int64_t now_ms, char *why, size_t whylen)
+{
+	struct store_conn *c = &s->w;
+	struct dnode_row row;
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (!s || !id || !node_id || idx < 0 || !name || !why)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = store_tx_begin(c);
+	if (r < 0)
+		goto out;
+	r = dnode_get_locked(c, id, node_id, &row);
+	if (r == -RY_E_NOT_FOUND) {
+		snprintf(why, whylen, "node %s is not part of deployment %s", node_id, id);
+		r = -RY_E_REFUSED;
+	}
+	if (r < 0)
+		goto rollback;
+	/* The step's result is in (a re-send of the notice after it), or the notice again. */
+	r = store_q_start(c, &SQL_STEP_GET, &st, "ttl", id, node_id, (int64_t)idx);
+	if (r >= 0)
+		r = store_q_step(c, st);
+	store_q_end(st);
+	if (r < 0)
+		goto rollback;
+	if (r == 1 || row.reboot_step == idx) {
+		r = STORE_REPORT_DUPLICATE;
+		goto rollback;
+	}
+	if (strcmp(row.state, "sent") != 0) {
+		snprintf(why, whylen,
+			 "deployment %s is not running on node %s (%s): its reboot at step %d "
+			 "refused",
+			 id, node_id, row.state, idx);
+		r = -RY_E_REFUSED;
+		goto rollback;
+	}
+	if (row.plan_steps >= 0 && idx >= row.plan_steps) {
+		snprintf(why, whylen, "step %d is not in the plan node %s was sent (%lld steps)",
+			 idx, node_id, (long long)row.plan_steps);
+		r = -RY_E_REFUSED;
+		goto rollback;
+	}
+	if (row.reboot_step >= 0) {
+		snprintf(why, whylen, "node %s is already rebooting at step %lld of deployment %s",
+			 node_id, (long long)row.reboot_step, id);
+		r = -RY_E_REFUSED;
+		goto rollback;
+	}
+	r = store_q_exec(c, NULL, &SQL_DEPLOY_NODE_REBOOTING, "ttllt", id, node_id, (int64_t)idx,
+			 now_ms, name);
+	if (r >= 0)
+		r = store_tx_commit(c);
+	if (r >= 0)
+		r = STORE_REPORT_STORED;
+	goto out;
+rollback:
+	store_tx_rollback(c);
+out:
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int store_deploy_nodes_rebooting(struct store *s, const char *id, struct store_deploy_node **ret,
+				 size_t *ret_n)
+{
+	if (!s || !id || !ret || !ret_n)
+		return -EINVAL;
+	return store_q_list(&s->r, &SQL_DEPLOY_NODES_REBOOTING, sizeof(struct store_deploy_node),
+			    deploy_node_row, deploy_nodes_free_v, (void **)ret, ret_n, "t", id);
 }
 
 /* Counts {ok, changed, failed, skipped} and total of the stored step results of a node. */

@@ -44,6 +44,12 @@ struct store_deploy_node {
 	char *node_id, *hostname, *state, *message; /* message may be NULL */
 	int batch, ok, changed, failed, skipped;
 	int64_t sent_at_ms, finished_at_ms;
+	/* A reboot under way (its plan's `reboot` step, reported by the node): the step, or -1;
+	 * since when (the controller's clock). reboot_ms: how long the last one took, from the
+	 * node's "rebooting" to that step's result (-1: none). */
+	int reboot_step;
+	char *reboot_name; /* that step's name, as the node said it (NULL: none) */
+	int64_t reboot_since_ms, reboot_ms;
 };
 
 struct store_step_result {
@@ -51,6 +57,7 @@ struct store_step_result {
 	char *name, *status, *diff, *message; /* status: ok, changed, failed, skipped */
 	int idx;
 	int64_t duration_ms;
+	int64_t at_ms; /* when the controller took the report (a reboot's end); 0: now */
 };
 
 /* Store the playbook (deduplicated by SHA-256), the deployment (pending) and its nodes
@@ -130,6 +137,18 @@ STORE_WUR int store_deploy_node_sent(struct store *s, const char *id, const char
  * stored). -RY_E_INVALID for an unknown status; database errors as usual (nothing stored). */
 STORE_WUR int store_report_step(struct store *s, const char *id, const char *node_id,
 				const struct store_step_result *res, char *why, size_t whylen);
+
+/* A node reports that step idx of its plan reboots it now: stored as the node's reboot under
+ * way (since now_ms) until that step's result comes (store_report_step() then keeps the
+ * reboot's duration). Accepted only from a node the plan was sent to and still running there,
+ * for a step of that plan without a result; the same notice again, or one after the step's
+ * result, is STORE_REPORT_DUPLICATE; -RY_E_REFUSED with why otherwise (nothing stored). */
+STORE_WUR int store_report_rebooting(struct store *s, const char *id, const char *node_id, int idx,
+				     const char *name, int64_t now_ms, char *why, size_t whylen);
+/* The nodes of a deployment still running with a reboot under way (caller frees with
+ * store_deploy_nodes_free()). */
+STORE_WUR int store_deploy_nodes_rebooting(struct store *s, const char *id,
+					   struct store_deploy_node **ret, size_t *ret_n);
 
 /* A node reports the end of its plan (state succeeded or failed, counts {ok, changed, failed,
  * skipped}, message may be NULL), in one transaction. Accepted only from a node the plan was

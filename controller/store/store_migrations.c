@@ -395,10 +395,18 @@ static const char migration_v14[] =
  * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
 static const char migration_v15[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
 
-/* v16: the agents' health events (docs/health.md): kept per node with a bound, the warnings and
+/* v16: a node that reboots in its plan (a `reboot` step): the step it reboots at (index, name)
+ * and since when (NULL: none under way), and how long its last reboot took, from its
+ * "rebooting" to that step's result (docs/rollout.md). */
+static const char migration_v16[] = "ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_name TEXT;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_since INTEGER;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_ms INTEGER;";
+
+/* v17: the agents' health events (docs/health.md): kept per node with a bound, the warnings and
  * critical ones found by severity and time at any scale; and a counter per (cluster,
  * kind, severity) that trimming never lowers, for /metrics. */
-static const char migration_v16[] =
+static const char migration_v17[] =
 	"CREATE TABLE health_events ("
 	"  id INTEGER PRIMARY KEY,"
 	"  node_id TEXT NOT NULL REFERENCES nodes(id),"
@@ -431,7 +439,7 @@ const struct store_migration store_migrations[] = {
 	{7, migration_v7, false},   {8, migration_v8, false},	{9, migration_v9, false},
 	{10, migration_v10, true},  {11, migration_v11, true},	{12, migration_v12, false},
 	{13, migration_v13, true},  {14, migration_v14, false}, {15, migration_v15, false},
-	{16, migration_v16, false},
+	{16, migration_v16, false}, {17, migration_v17, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

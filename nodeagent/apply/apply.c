@@ -21,11 +21,10 @@
 #define DEFAULT_COMMAND_TIMEOUT_MS 120000
 
 const struct apply_step_ops *const apply_step_ops_table[] = {
-	&apply_ops_assert,	 &apply_ops_package, &apply_ops_kmod,
-	&apply_ops_sysctl,	 &apply_ops_file,    &apply_ops_nccl,
-	&apply_ops_ucx,		 &apply_ops_mpi,     &apply_ops_service,
-	&apply_ops_roce_qos,	 &apply_ops_command, &apply_ops_repo,
-	&apply_ops_hca_firmware, &apply_ops_link,    NULL,
+	&apply_ops_assert,	 &apply_ops_package,  &apply_ops_kmod,	  &apply_ops_sysctl,
+	&apply_ops_file,	 &apply_ops_nccl,     &apply_ops_ucx,	  &apply_ops_mpi,
+	&apply_ops_service,	 &apply_ops_roce_qos, &apply_ops_command, &apply_ops_repo,
+	&apply_ops_hca_firmware, &apply_ops_link,     &apply_ops_reboot,  NULL,
 };
 
 const struct apply_step_ops *apply_step_ops_find(const char *type)
@@ -203,7 +202,9 @@ static int run_step(struct apply_ctx *ctx, const char *type, const json_t *param
 			apply_ctx_note(ctx, "already in the desired state");
 	} else {
 		r = ops->apply(ctx, params, &applied);
-		if (r >= 0) {
+		if (r >= 0 && ctx->rebooting) {
+			res->status = APPLY_STATUS_CHANGED; /* for now: judged after the boot */
+		} else if (r >= 0) {
 			r = ops->verify(ctx, params);
 			if (r < 0 && apply_buf_len(&ctx->message) == 0)
 				apply_ctx_note(ctx, "verify failed: %s", ry_strerror(r));
@@ -313,6 +314,10 @@ int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summ
 	ctx.check_mode = o->check_mode;
 	ctx.command_timeout_ms =
 		o->command_timeout_ms > 0 ? o->command_timeout_ms : DEFAULT_COMMAND_TIMEOUT_MS;
+	ctx.results = s.steps;
+	ctx.before_reboot = o->before_reboot;
+	ctx.userdata = o->userdata;
+	ctx.reboot_argv = o->reboot_argv;
 	if (!o->check_mode) {
 		r = make_backup_dir(o, &ctx.backup_dir);
 		if (r < 0)
@@ -397,6 +402,12 @@ int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summ
 			r = run_step(&ctx, res->type, json_object_get(step, "params"), res);
 			if (r < 0)
 				goto fail;
+			if (ctx.rebooting) {
+				/* Handed over to a reboot: no result for this step until the boot,
+				 * no step after it now. */
+				s.rebooting = true;
+				break;
+			}
 		}
 		res->duration_ms = util_now_mono_ms() - t0;
 		count(&s, res, step, &failed_name);

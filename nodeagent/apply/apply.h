@@ -48,6 +48,9 @@ struct apply_summary {
 	bool stopped;	  /* a failed step without continue_on_error stopped the plan */
 	bool interrupted; /* before_step said stop: steps from n_done on have no result */
 	size_t n_done;	  /* steps with a result (all of them unless interrupted) */
+	/* Step n_done handed the node over to a reboot (its reboot command ran): it has no
+	 * result yet; the plan goes on at n_done + 1 after the boot (apply_reboot_judge()). */
+	bool rebooting;
 	char *backup_dir; /* where this run's backups are kept (NULL if none were kept) */
 };
 
@@ -74,7 +77,21 @@ struct apply_opts {
 	 * that are skipped); false stops the plan there: the summary says interrupted. May be
 	 * NULL. */
 	bool (*before_step)(size_t index, void *userdata);
+	/* A `reboot` step that is to reboot the node calls this first, on the apply thread, with
+	 * the boot id it reboots from: record durably that step index reboots, tell the
+	 * controller. 0 goes on to the reboot command; a negative error (the reason in err) fails
+	 * the step, nothing rebooted. NULL: reboot steps fail ("this run cannot reboot the node":
+	 * `railyard-agent apply` has no one to resume the plan after the boot). */
+	int (*before_reboot)(size_t index, const char *boot_id, void *userdata, char *err,
+			     size_t errlen);
+	/* THE REBOOT SEAM: the command a `reboot` step runs (NULL-terminated argv, no shell,
+	 * borrowed), through the runner like any system tool; NULL: APPLY_REBOOT_ARGV. Tests put
+	 * a script here that simulates a reboot (agent.conf reboot_command). */
+	const char *const *reboot_argv;
 };
+
+/* The default reboot command: through the host's init. */
+#define APPLY_REBOOT_COMMAND "systemctl reboot"
 
 /* Keep the newest `keep` run directories under <state_dir>/backups (each run that changed a
  * file keeps its originals there), removing older ones and every empty one (a run that was
@@ -92,6 +109,21 @@ int apply_backups_prune(const char *state_dir, size_t keep);
  * directory cannot be created. Not thread-safe for two runs on the same sysroot; different
  * sysroots are independent. plan and o are borrowed. */
 APPLY_WUR int apply_plan(const json_t *plan, const struct apply_opts *o, struct apply_summary *ret);
+
+/* The boot id of the node (<sysroot>/proc/sys/kernel/random/boot_id, a UUID) into buf.
+ * -ENOENT and other read errors, -RY_E_INVALID when it is not a UUID or buf is too small. */
+APPLY_WUR int apply_boot_id(const char *sysroot, char *buf, size_t len);
+
+/* After the boot: the outcome of a `reboot` step (params: its plan params, borrowed) whose
+ * reboot started at started_ms (unix ms) from boot id boot_id_before, judged at now_ms on the
+ * node as it is now (sysroot): changed, "rebooted in 41.2 s: boot id A -> B, kernel K"; or
+ * failed: the boot id is the same ("the host did not reboot"), the node came back after the
+ * step's timeout, the kernel (uname -r: proc/sys/kernel/osrelease) or the module version
+ * (sys/module/NAME/version) is not the expected one (naming both). *ret_message: caller
+ * frees. -ENOMEM. Thread-safe. */
+APPLY_WUR int apply_reboot_judge(const char *sysroot, const json_t *params,
+				 const char *boot_id_before, int64_t started_ms, int64_t now_ms,
+				 enum apply_status *ret_status, char **ret_message);
 
 /* Release everything a summary owns; NULL and zeroed summaries are fine. */
 void apply_summary_done(struct apply_summary *s);

@@ -63,6 +63,17 @@ struct apply_ctx {
 	/* The last system tool that failed in apply_ctx_run_ok(): the first line of its stderr,
 	 * else its outcome ("exit 1"); "" when none failed in this step. For headlines. */
 	char tool_error[256];
+	/* This run's results so far (steps 0..step_index-1, resumed ones included): what a
+	 * `reboot` step with if_changed looks back on. */
+	const struct apply_step_result *results;
+	/* The run's reboot hand-over (apply_opts): the hook, its argument, the command. */
+	int (*before_reboot)(size_t index, const char *boot_id, void *userdata, char *err,
+			     size_t errlen);
+	void *userdata;
+	const char *const *reboot_argv;
+	/* Set by a step whose apply handed the node over to a reboot: no verify, no result; the
+	 * plan stops there and goes on after the boot. */
+	bool rebooting;
 };
 
 /* What check (or apply) found: whether anything differs and the diff text. */
@@ -90,7 +101,7 @@ const struct apply_step_ops *apply_step_ops_find(const char *type);
 extern const struct apply_step_ops apply_ops_assert, apply_ops_package, apply_ops_kmod,
 	apply_ops_sysctl, apply_ops_file, apply_ops_nccl, apply_ops_ucx, apply_ops_mpi,
 	apply_ops_service, apply_ops_roce_qos, apply_ops_command, apply_ops_repo,
-	apply_ops_hca_firmware, apply_ops_link;
+	apply_ops_hca_firmware, apply_ops_link, apply_ops_reboot;
 
 /* Append a formatted reason to the step message and return err (for `return apply_ctx_fail()`). */
 int apply_ctx_fail(struct apply_ctx *ctx, int err, const char *fmt, ...)

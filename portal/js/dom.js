@@ -78,7 +78,7 @@ const TONES = {
   pending: 'info', waiting: 'info', sent: 'info', configuring: 'info', validating: 'info',
   enrolled: 'info', uncovered: 'warn', incomplete: 'warn', transient: 'mute', excluded: 'warn',
   failed: 'bad', fail: 'bad', regressed: 'bad', error: 'bad', revoked: 'bad', unreachable: 'bad', cancelled: 'mute',
-  skipped: 'mute', none: 'mute', planned: 'mute', measured: 'info',
+  skipped: 'mute', none: 'mute', planned: 'mute', measured: 'info', rebooting: 'warn',
   critical: 'bad', warning: 'warn', info: 'info',
 };
 export function badge(word, extraClass) {

@@ -24,6 +24,7 @@
  *           "<STATUS> <count>" lines.
  * --forge KIND about --deployment D (default: the last plan answered):
  *   step-failed      StepEvent index 0 (the plan's first step name) status "failed"
+ *   rebooting:K      StepEvent index K status "rebooting" (the node says it reboots there)
  *   done-succeeded   ApplyDone "succeeded", zero counts
  *   done-failed      ApplyDone "failed", zero counts
  *   big-steps:N      N StepEvents, indexes 0..N-1, each with a 1 MiB diff
@@ -350,6 +351,11 @@ static int forge(struct rogue *g, const char *kind, const char *dep)
 	if (strcmp(kind, "step-failed") == 0)
 		return send_step(g, dep, 0, g->first_step[0] ? g->first_step : "s0", "failed", "") <
 				       0
+			       ? -1
+			       : 1;
+	if (strncmp(kind, "rebooting:", 10) == 0)
+		return send_step(g, dep, (uint32_t)strtoul(kind + 10, NULL, 10), "reboot",
+				 "rebooting", "") < 0
 			       ? -1
 			       : 1;
 	if (strcmp(kind, "done-succeeded") == 0 || strcmp(kind, "done-failed") == 0)

@@ -17,7 +17,7 @@ CACHE=${RAILYARD_RDMA_VM_CACHE:-$OUT/cache}
 IMG=$OUT/image
 HERE=$SRC_DIR/tests/rdma-vm
 # Bump when the way the base image is assembled changes, so cached bases are rebuilt.
-BASE_FORMAT=4
+BASE_FORMAT=5
 ARCH_LIBDIR=usr/lib/x86_64-linux-gnu
 
 skip() {
@@ -117,10 +117,12 @@ build_base() {
 	cp "$kroot/boot/vmlinuz-$kver" "$BASE.tmp/vmlinuz"
 	# Modules in load order (see notes/softroce-vm.md); dependencies resolved by modprobe.
 	# sch_netem: `tc qdisc ... netem delay` makes a guest slow on purpose (campaign-verbs).
+	# virtio_blk and ext4 (crc32c first: ext4 asks the crypto API for it by name): the
+	# persistent disk of a guest that reboots (reboot-vm.sh).
 	local mods=(crc32_generic crc32-pclmul udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe
 		configfs ib_cm iw_cm rdma_cm rdma_ucm ib_umad dummy virtio_ring virtio
 		virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover net_failover virtio_net
-		sch_netem)
+		sch_netem crc32c_generic virtio_blk ext4)
 	mkdir -p "$root/usr/lib/ry-modules"
 	: >"$root/usr/lib/ry-modules/order"
 	local n=0

@@ -10,6 +10,10 @@
 #                       every guest must reach once (cluster mode)
 #     --mem M --smp S   guest memory (default 512M) and vCPUs (default: 2 single, 1 otherwise)
 #     --no-build        do not (re)build the image first
+#     --host-net        give every guest the user-mode NIC to the host (10.0.2.2), in any mode
+#     --disk FILE       attach FILE (raw) to guest 0 as a virtio disk, /dev/vda (single mode)
+#     --reboot          a guest that reboots boots again (qemu without -no-reboot): its run ends
+#                       only through isa-debug-exit (or the timeout)
 # Exit: 0 every guest passed, 1 failure (console tails printed), 77 cannot run here (skip).
 set -euo pipefail
 
@@ -17,6 +21,7 @@ SRC_DIR=${RAILYARD_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD_DIR=${RAILYARD_BUILD_DIR:-}
 HERE=$SRC_DIR/tests/rdma-vm
 script='' name='' timeout=240 mem=512M smp='' build=1 listen=0 mode='' n=1
+hostnet=0 disk='' reboot=0
 envs=()
 
 die() {
@@ -38,6 +43,9 @@ while [ $# -gt 0 ]; do
 	--mem) mem=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
+	--host-net) hostnet=1; shift ;;
+	--disk) disk=$2; shift 2 ;;
+	--reboot) reboot=1; shift ;;
 	single) mode=single n=1; shift ;;
 	pair) mode=pair n=2; shift ;;
 	cluster) mode=cluster n=${2:-}; shift 2 || die "cluster needs N" ;;
@@ -51,6 +59,9 @@ case "$n" in 1 | 2 | 3 | 4) ;; *) die "cluster size must be 2..4 on this machine
 [ "$mode" != cluster ] || [ "$n" -ge 2 ] || die "cluster size must be 2..4"
 case "$timeout" in '' | *[!0-9]*) die "bad --timeout" ;; esac
 [ "$timeout" -ge 40 ] || die "--timeout must be at least 40 s"
+[ -z "$disk" ] || [ "$mode" = single ] || die "--disk is for single mode"
+[ -z "$disk" ] || [ -f "$disk" ] || die "--disk $disk: no such file"
+[ "$mode" != cluster ] || hostnet=1
 name=${name:-$mode}
 if [ -z "$smp" ]; then
 	# One guest may use both cores; several guests share them.
@@ -140,18 +151,21 @@ for ((i = 0; i < n; i++)); do
 		netargs+=(-netdev "socket,id=w0,udp=127.0.0.1:${hubports[$i]},localaddr=127.0.0.1:0"
 			-device "virtio-net-pci,netdev=w0,mac=52:54:00:77:00:$hex")
 	fi
-	if [ "$mode" = cluster ]; then
+	if [ $hostnet = 1 ]; then
 		netargs+=(-netdev "user,id=u0,ipv6=off,net=10.0.2.0/24,host=10.0.2.2"
 			-device "virtio-net-pci,netdev=u0,mac=52:54:00:02:00:$hex")
 	fi
+	[ -z "$disk" ] || netargs+=(-drive "file=$disk,format=raw,if=virtio,cache=writeback")
+	noreboot=(-no-reboot)
+	[ $reboot = 0 ] || noreboot=()
 	# pdeathsig at both ends: if this script is killed (even by SIGKILL), timeout dies, and
 	# with it qemu.
 	setpriv --pdeathsig KILL timeout -k 5 "$timeout" setpriv --pdeathsig KILL \
 		qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
-		-nodefaults -no-user-config -display none -monitor none -no-reboot \
+		-nodefaults -no-user-config -display none -monitor none "${noreboot[@]}" \
 		-serial "file:$LOG/guest$i.log" \
 		-kernel "$IMG/vmlinuz" -initrd "$LOG/initrd.img" \
-		-append "console=ttyS0 quiet panic=-1 tsc=reliable ry.id=$i ry.n=$n ry.mode=$mode ry.timeout=$((timeout - 30))" \
+		-append "console=ttyS0 quiet panic=-1 tsc=reliable ry.id=$i ry.n=$n ry.mode=$mode ry.hostnet=$hostnet ry.timeout=$((timeout - 30))" \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 "${netargs[@]}" \
 		</dev/null >"$LOG/qemu$i.log" 2>&1 &
 	pids+=($!)

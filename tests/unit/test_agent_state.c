@@ -394,6 +394,60 @@ static void test_journal_torn(void **state)
 	assert_int_equal(journal_load(f->dir, "d-3", &st), -RY_E_CORRUPT);
 }
 
+/* A reboot step: its record is read back as the reboot under way (inside the step that wrote
+ * it), it survives a torn tail after it, and the step's outcome after the boot ends it; a
+ * record outside the step it names is corrupt. */
+static void test_journal_reboot(void **state)
+{
+	static const char boot[] = "0f8fad5b-d9cb-469f-a165-70867728950e";
+	struct fx *f = *state;
+	struct journal_state st;
+	struct journal *j = NULL;
+	char path[300];
+	int fd;
+
+	assert_int_equal(journal_dir_init(f->dir), 0);
+	assert_int_equal(journal_create(f->dir, "d-r", false, plan3, &j), 0);
+	assert_int_equal(journal_load(f->dir, "d-r", &st), 0);
+	assert_int_equal(st.reboot_step, -1);
+	journal_state_done(&st);
+	assert_int_equal(journal_run(j, 0), 0);
+	assert_int_equal(journal_step(j, 0, "a", "changed", "", "", 5), 0);
+	assert_int_equal(journal_run(j, 1), 0);
+	assert_int_equal(journal_reboot(j, 1, boot, 1700000000123), 0);
+	journal_close(j);
+	/* The host went down with a line half-written after the record: still the reboot. */
+	snprintf(path, sizeof(path), "%s/jobs/d-r.log", f->dir);
+	fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "{\"step\":1,\"na", 13), 13);
+	close(fd);
+	assert_int_equal(journal_load(f->dir, "d-r", &st), 0);
+	assert_int_equal(st.running, 1);
+	assert_int_equal(st.reboot_step, 1);
+	assert_string_equal(st.reboot_boot_id, boot);
+	assert_int_equal(st.reboot_at_ms, 1700000000123);
+	assert_int_equal(st.next, 1);
+	journal_state_done(&st);
+	/* After the boot: the step's outcome ends the reboot; the plan goes on at step 2. */
+	assert_int_equal(journal_open(f->dir, "d-r", &j), 0);
+	assert_int_equal(journal_step(j, 1, "b", "changed", "", "rebooted in 40.0 s", 40000), 0);
+	journal_close(j);
+	assert_int_equal(journal_load(f->dir, "d-r", &st), 0);
+	assert_int_equal(st.running, -1);
+	assert_int_equal(st.next, 2);
+	assert_int_equal(st.steps[1].duration_ms, 40000);
+	journal_state_done(&st);
+
+	/* A reboot record for a step that is not running is not one the agent writes. */
+	assert_int_equal(journal_create(f->dir, "d-s", false, plan3, &j), 0);
+	assert_int_equal(journal_run(j, 0), 0);
+	assert_int_equal(journal_reboot(j, 2, boot, 1), 0);
+	assert_int_equal(journal_step(j, 0, "a", "ok", "", "", 1), 0);
+	journal_close(j);
+	assert_int_equal(journal_load(f->dir, "d-s", &st), -RY_E_CORRUPT);
+}
+
 /* Listing is by arrival; pruning keeps unfinished journals and the newest finished ones. */
 static void test_journal_list_prune(void **state)
 {
@@ -438,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_outbox_resume),
 		cmocka_unit_test_setup_teardown(test_journal_states, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_journal_torn, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_journal_reboot, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_journal_list_prune, fx_setup, fx_teardown),
 	};
 

@@ -445,6 +445,187 @@ static void test_package(void **state)
 	tu_rm(root);
 }
 
+/* The hand-over of the reboot step: what the hook is told. */
+struct reboot_hook {
+	int calls;
+	size_t index;
+	char boot_id[40];
+	int fail; /* returned when set */
+};
+
+static int reboot_hook(size_t index, const char *boot_id, void *ud, char *err, size_t errlen)
+{
+	struct reboot_hook *h = ud;
+
+	h->calls++;
+	h->index = index;
+	snprintf(h->boot_id, sizeof(h->boot_id), "%s", boot_id);
+	if (h->fail)
+		snprintf(err, errlen, "journal full");
+	return h->fail;
+}
+
+static const char boot_a[] = "11111111-2222-3333-4444-555555555555";
+static const char boot_b[] = "66666666-7777-8888-9999-000000000000";
+
+/* [command, reboot(params), command] on root: the summary. */
+static void run_reboot_plan(const char *root, const char *params, bool check, struct reboot_hook *h,
+			    const char *const *argv, struct apply_summary *s)
+{
+	json_t *plan = tu_plan();
+	struct apply_opts o = {.sysroot = root,
+			       .check_mode = check,
+			       .userdata = h,
+			       .before_reboot = h ? reboot_hook : NULL,
+			       .reboot_argv = argv};
+
+	tu_plan_add(plan, "before", "command",
+		    "{\"argv\":[\"sh\",\"-c\",\"echo x >> $RAILYARD_SYSROOT/tmp/before\"]}", false);
+	tu_plan_add(plan, "reboot", "reboot", params, false);
+	tu_plan_add(plan, "after", "command",
+		    "{\"argv\":[\"sh\",\"-c\",\"echo x >> $RAILYARD_SYSROOT/tmp/after\"]}", false);
+	tu_plan_assert_valid(plan);
+	assert_int_equal(apply_plan(plan, &o, s), 0);
+	json_decref(plan);
+}
+
+/* The reboot step: check mode says "would reboot"; a run hands over to the hook, then the
+ * reboot command, and stops there without a result; if_changed looks at the steps before it
+ * and at what the node already runs; after the boot apply_reboot_judge() decides. */
+static void test_reboot(void **state)
+{
+	static const char *const fake[] = {"/bin/sh", "-c",
+					   "echo rebooted > $RAILYARD_SYSROOT/tmp/rb", NULL};
+	static const char *const broken[] = {"/bin/sh", "-c", "echo no way >&2; exit 3", NULL};
+	char *root = tu_sysroot("h200-ib"), *msg = NULL;
+	struct reboot_hook h = {0};
+	struct apply_summary s;
+	enum apply_status st;
+	json_t *p;
+
+	(void)state;
+	tu_write(root, "tmp/.keep", "");
+	tu_write(root, "proc/sys/kernel/random/boot_id", "11111111-2222-3333-4444-555555555555\n");
+
+	/* Check mode: would reboot, nothing run. */
+	run_reboot_plan(root, "{}", true, &h, fake, &s);
+	assert_int_equal(s.steps[1].status, APPLY_STATUS_CHANGED);
+	assert_string_equal(s.steps[1].message, "would reboot");
+	assert_false(s.rebooting);
+	assert_int_equal(h.calls, 0);
+	assert_false(tu_exists(root, "tmp/rb"));
+	apply_summary_done(&s);
+
+	/* Check mode with if_changed: would reboot only because the step before would change
+	 * (and the node does not run the expected module yet). */
+	run_reboot_plan(root,
+			"{\"if_changed\":true,\"expect_module\":{\"name\":\"nvidia\","
+			"\"version\":\">= 560\"}}",
+			true, &h, fake, &s);
+	assert_int_equal(s.steps[0].status, APPLY_STATUS_CHANGED);
+	assert_string_equal(s.steps[1].message, "would reboot");
+	assert_int_equal(h.calls, 0);
+	apply_summary_done(&s);
+
+	/* A run: the hook (with the boot id), the command, and the plan stops without step 1's
+	 * result; the step after it does not run. */
+	run_reboot_plan(root, "{}", false, &h, fake, &s);
+	assert_true(s.rebooting);
+	assert_int_equal(s.n_done, 1);
+	assert_int_equal(h.calls, 1);
+	assert_int_equal(h.index, 1);
+	assert_string_equal(h.boot_id, boot_a);
+	assert_file(root, "tmp/rb", "rebooted\n");
+	assert_false(tu_exists(root, "tmp/after"));
+	apply_summary_done(&s);
+
+	/* The hook refuses (the reboot cannot be recorded): failed, nothing rebooted. */
+	{
+		char rb[4096];
+
+		snprintf(rb, sizeof(rb), "%s/tmp/rb", root);
+		unlink(rb);
+	}
+	h.fail = -ENOSPC;
+	run_reboot_plan(root, "{}", false, &h, fake, &s);
+	assert_false(s.rebooting);
+	assert_int_equal(s.steps[1].status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(s.steps[1].message, "not rebooted: journal full"));
+	assert_false(tu_exists(root, "tmp/rb"));
+	apply_summary_done(&s);
+	h.fail = 0;
+
+	/* The reboot command fails: the step fails, saying so. */
+	run_reboot_plan(root, "{}", false, &h, broken, &s);
+	assert_false(s.rebooting);
+	assert_int_equal(s.steps[1].status, APPLY_STATUS_FAILED);
+	headline_is(s.steps[1].message, "the reboot command failed: no way");
+	apply_summary_done(&s);
+
+	/* No hook (railyard-agent apply): refused, said why. */
+	run_reboot_plan(root, "{}", false, NULL, fake, &s);
+	assert_int_equal(s.steps[1].status, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(s.steps[1].message, "this run cannot reboot the node"));
+	apply_summary_done(&s);
+
+	/* if_changed: the node already runs the expected module: no reboot although a step
+	 * changed; expecting another version: reboot. */
+	h.calls = 0;
+	run_reboot_plan(root,
+			"{\"if_changed\":true,\"expect_module\":{\"name\":\"nvidia\","
+			"\"version\":\"550.127.05\"}}",
+			false, &h, fake, &s);
+	assert_int_equal(s.steps[1].status, APPLY_STATUS_OK);
+	assert_non_null(strstr(s.steps[1].message, "module nvidia 550.127.05): no reboot"));
+	assert_int_equal(h.calls, 0);
+	apply_summary_done(&s);
+	run_reboot_plan(root,
+			"{\"if_changed\":true,\"expect_module\":{\"name\":\"nvidia\","
+			"\"version\":\">= 560\"}}",
+			false, &h, fake, &s);
+	assert_true(s.rebooting);
+	assert_int_equal(h.calls, 1);
+	apply_summary_done(&s);
+
+	/* After the boot. */
+	p = json_pack("{s:s, s:{s:s, s:s}}", "timeout", "10m", "expect_module", "name", "nvidia",
+		      "version", ">= 550");
+	tu_write(root, "proc/sys/kernel/random/boot_id", "66666666-7777-8888-9999-000000000000\n");
+	assert_int_equal(apply_reboot_judge(root, p, boot_a, 1000, 42300, &st, &msg), 0);
+	assert_int_equal(st, APPLY_STATUS_CHANGED);
+	assert_string_equal(msg, "rebooted in 41.3 s: boot id 11111111-2222-3333-4444-555555555555 "
+				 "-> 66666666-7777-8888-9999-000000000000, kernel 6.1.0-28-amd64, "
+				 "module nvidia 550.127.05");
+	free(msg);
+	/* Back too late (the node's own view; the controller enforces it too). */
+	assert_int_equal(apply_reboot_judge(root, p, boot_a, 1000, 1000 + 11 * 60000, &st, &msg),
+			 0);
+	assert_int_equal(st, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(msg, "over the step's timeout of 10m"));
+	free(msg);
+	/* The same boot: the host did not reboot. */
+	assert_int_equal(apply_reboot_judge(root, p, boot_b, 1000, 2000, &st, &msg), 0);
+	assert_int_equal(st, APPLY_STATUS_FAILED);
+	assert_non_null(strstr(msg, "the host did not reboot"));
+	free(msg);
+	json_decref(p);
+	/* The wrong kernel or module after the boot: both values named. */
+	p = json_pack("{s:s}", "expect_kernel", "6.12.*");
+	assert_int_equal(apply_reboot_judge(root, p, boot_a, 1000, 2000, &st, &msg), 0);
+	assert_int_equal(st, APPLY_STATUS_FAILED);
+	assert_string_equal(msg, "after the boot: kernel 6.1.0-28-amd64, expected 6.12.*");
+	free(msg);
+	json_decref(p);
+	p = json_pack("{s:{s:s, s:s}}", "expect_module", "name", "nvidia", "version", "560.35.03");
+	assert_int_equal(apply_reboot_judge(root, p, boot_a, 1000, 2000, &st, &msg), 0);
+	assert_int_equal(st, APPLY_STATUS_FAILED);
+	assert_string_equal(
+		msg, "after the boot: module nvidia is version 550.127.05, expected 560.35.03");
+	free(msg);
+	json_decref(p);
+	tu_rm(root);
+}
+
 static void test_roce_qos(void **state)
 {
 	char *root = tu_sysroot("h200-roce");
@@ -521,6 +702,7 @@ int main(void)
 		cmocka_unit_test(test_command),	     cmocka_unit_test(test_assert),
 		cmocka_unit_test(test_assert_words), cmocka_unit_test(test_service),
 		cmocka_unit_test(test_package),	     cmocka_unit_test(test_roce_qos),
+		cmocka_unit_test(test_reboot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -152,6 +152,25 @@ static void test_agent_config(void **state)
 	assert_int_equal(agent_config_parse("controller = a:1\n", "x.conf", &cfg, err, sizeof(err)),
 			 -RY_E_INVALID);
 	assert_non_null(strstr(err, "required"));
+
+	/* reboot_command: the reboot step's command, words split on blanks (no shell). */
+	assert_int_equal(agent_config_parse("controller = a:1\nnode_id = n\n"
+					    "reboot_command = /usr/local/bin/fake-reboot  --now\n",
+					    "x.conf", &cfg, err, sizeof(err)),
+			 0);
+	assert_string_equal(cfg.reboot_argv[0], "/usr/local/bin/fake-reboot");
+	assert_string_equal(cfg.reboot_argv[1], "--now");
+	assert_null(cfg.reboot_argv[2]);
+	agent_config_done(&cfg);
+	assert_int_equal(agent_config_parse("controller = a:1\nnode_id = n\n"
+					    "reboot_command = bin/reboot\n",
+					    "x.conf", &cfg, err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_non_null(strstr(err, "x.conf:3: reboot_command: expected a program"));
+	assert_int_equal(agent_config_parse("controller = a:1\nnode_id = n\nreboot_command = "
+					    "a b c d e f g h i j k l m n o p q\n",
+					    "x.conf", &cfg, err, sizeof(err)),
+			 -RY_E_INVALID);
 }
 
 static void test_durations_and_paths(void **state)

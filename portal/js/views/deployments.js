@@ -206,6 +206,14 @@ export async function deploymentView(ctx, id) {
   let dep = null;
   let pauseTimer = null;
 
+  // A reboot in the node's plan (docs/rollout.md, "Reboots"): under way, or how long it took.
+  function rebootOf(n) {
+    const r = n.reboot;
+    if (!r) return null;
+    if (r.state === 'rebooting') return [badge('rebooting', 'reboot'), ' '];
+    return [h('span', {class: 'reboot'}, `rebooted in ${(r.duration_ms / 1000).toFixed(1)} s`), ' · '];
+  }
+
   function stepsTable(n) {
     const table = h('table', {class: 'grid steps'},
       h('caption', null, `Steps on ${n.hostname}`),
@@ -266,13 +274,14 @@ export async function deploymentView(ctx, id) {
       nodeEls.set(n.node_id, e);
     }
     // Redraw only what changed: the signature covers what is shown.
-    const sig = JSON.stringify([n.state, n.message, n.ok, n.changed, n.failed, n.skipped,
+    const sig = JSON.stringify([n.state, n.message, n.ok, n.changed, n.failed, n.skipped, n.reboot,
       (n.steps || []).map((s) => [s.index, s.status, s.message, stepDetail(s), s.diff ? s.diff.length : 0])]);
     if (sig !== e.sig) {
       e.sig = sig;
       e.details.dataset.state = n.state;
       fill(e.details, 
         h('summary', null, h('span', {class: 'hostname'}, n.hostname), ' ', badge(n.state), ' ',
+          rebootOf(n),
           h('span', {class: 'counts'}, `ok ${n.ok} · changed ${n.changed} · failed ${n.failed} · skipped ${n.skipped}`),
           failedStep(n) ? h('span', {class: 'failed-step'}, ' — failed at step ', h('q', {class: 'step-name'}, failedStep(n).name),
             failedStep(n).message ? ': ' + failedStep(n).message : '')

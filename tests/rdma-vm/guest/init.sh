@@ -28,12 +28,14 @@ RY_ID=0
 RY_N=1
 RY_MODE=single
 RY_TIMEOUT=120
+RY_HOSTNET=0
 for w in $(cat /proc/cmdline); do
 	case "$w" in
 	ry.id=*) RY_ID=${w#ry.id=} ;;
 	ry.n=*) RY_N=${w#ry.n=} ;;
 	ry.mode=*) RY_MODE=${w#ry.mode=} ;;
 	ry.timeout=*) RY_TIMEOUT=${w#ry.timeout=} ;;
+	ry.hostnet=*) RY_HOSTNET=${w#ry.hostnet=} ;;
 	esac
 done
 [ -f /ry/env ] && . /ry/env
@@ -84,7 +86,7 @@ pair | cluster)
 esac
 /usr/bin/ip link set "$RY_IF" up || ry_fail "cannot bring up $RY_IF"
 /usr/bin/ip addr add "$RY_IP/24" dev "$RY_IF" || ry_fail "cannot address $RY_IF"
-if [ "$RY_MODE" = cluster ]; then
+if [ "$RY_MODE" = cluster ] || [ "$RY_HOSTNET" = 1 ]; then
 	# User-mode NIC: 10.0.2.2 is the host's loopback. No default route: nothing else is reachable.
 	RY_HOSTIF=$(ry_wait_if "52:54:00:02:00:$hexid") || ry_fail "no user-mode NIC"
 	/usr/bin/ip link set "$RY_HOSTIF" up
