@@ -705,12 +705,15 @@ static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campai
 			size_t n = 0;
 			json_t *retest = NULL;
 			char *text = NULL;
+			size_t n_retest = 0;
 
 			r = store_campaign_rows(st, m->id, (int)t, -1, &rows, &n);
 			if (r >= 0)
 				r = cp_retests(&e->c, t, rows, n, &retest);
 			store_campaign_rows_free(rows, n);
 			if (r >= 0) {
+				/* Counted now: progress owns retest from here, and is freed below. */
+				n_retest = json_array_size(retest);
 				json_object_set_new(
 					json_array_get(json_object_get(progress, "tests"), t),
 					"retest", retest);
@@ -722,9 +725,9 @@ static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campai
 				free(text);
 				return;
 			}
-			if (json_array_size(retest))
+			if (n_retest)
 				log_info("campaign %s: test %zu: %zu retest round(s) for suspects",
-					 m->id, t + 1, json_array_size(retest));
+					 m->id, t + 1, n_retest);
 			free(m->progress_json);
 			m->progress_json = text;
 		} else {
