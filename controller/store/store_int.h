@@ -137,6 +137,14 @@ int store_playbook_put_locked(struct store_conn *c, const char *name, const char
 int store_bench_insert_locked(struct store_conn *c, const struct store_bench_new *b,
 			      const char *campaign_id, int64_t now_ms);
 
+/* store_wlm_enqueue() inside the caller's transaction on c (the writer, its lock held): a
+ * drain or resume written ahead with the finding that asks for it (store_wlm.h). 1 stored, 0
+ * the cluster is not bound, -RY_E_INVALID (nothing stored), store errors (the caller rolls
+ * back). */
+struct store_wlm_intent;
+int store_wlm_enqueue_locked(struct store_conn *c, const struct store_wlm_intent *a,
+			     int64_t now_ms);
+
 /* One schema step: run sql (constant text, several statements) to go from version - 1 to
  * version. */
 struct store_migration {
