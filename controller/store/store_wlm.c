@@ -16,7 +16,8 @@
 #include <string.h>
 
 static struct store_sql SQL_BINDING_PUT = STORE_SQL(
-	"INSERT INTO wlm_bindings (cluster_id, doc, updated_by, updated_at) VALUES (?1, ?2, ?3, ?4) "
+	"INSERT INTO wlm_bindings (cluster_id, doc, updated_by, updated_at) VALUES (?1, ?2, ?3, "
+	"?4) "
 	"ON CONFLICT (cluster_id) DO UPDATE SET doc = ?2, updated_by = ?3, updated_at = ?4");
 static struct store_sql SQL_BINDING_GET =
 	STORE_SQL("SELECT c.name, b.doc, b.updated_by, b.updated_at FROM wlm_bindings b "
@@ -166,8 +167,7 @@ static bool one_of(const char *v, const char *const *set)
 	return false;
 }
 
-int store_wlm_enqueue_locked(struct store_conn *c, const struct store_wlm_intent *a,
-			     int64_t now_ms)
+int store_wlm_enqueue_locked(struct store_conn *c, const struct store_wlm_intent *a, int64_t now_ms)
 {
 	static const char *const actions[] = {"drain", "resume", NULL};
 	static const char *const sources[] = {"campaign", "deployment", "maintenance", "health",
@@ -194,8 +194,8 @@ int store_wlm_enqueue_locked(struct store_conn *c, const struct store_wlm_intent
 		r = store_q_start(c, &SQL_BINDING_DOC, &st, "l", cid);
 		if (r >= 0)
 			r = store_q_step(c, st);
-		if (r == 1)
-			r = store_col_dup(st, 0, &doc);
+		if (r == 1 && store_col_dup(st, 0, &doc) < 0)
+			r = -ENOMEM;
 		store_q_end(st);
 	}
 	if (r <= 0)
@@ -241,6 +241,128 @@ int store_wlm_enqueue(struct store *s, const struct store_wlm_intent *a, int64_t
 	}
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+static struct store_sql SQL_CAMPAIGN_CLUSTER =
+	STORE_SQL("SELECT cl.name FROM campaigns ca JOIN clusters cl ON cl.id = ca.cluster_id "
+		  "WHERE ca.id = ?1");
+static struct store_sql SQL_DEPLOY_NODE_FAILED =
+	STORE_SQL("SELECT cl.name, dn.hostname, dn.message FROM deployment_nodes dn "
+		  "JOIN deployments d ON d.id = dn.deployment_id "
+		  "JOIN clusters cl ON cl.id = d.cluster_id "
+		  "WHERE dn.deployment_id = ?1 AND dn.node_id = ?2 AND dn.state = 'failed' "
+		  "AND d.check_mode = 0");
+
+/* The first column of q's first row (bound from fmt) as a copy in *ret; 0 none. */
+static int first_text(struct store_conn *c, struct store_sql *q, char **ret, const char *a,
+		      const char *b)
+{
+	sqlite3_stmt *st = NULL;
+	int r = b ? store_q_start(c, q, &st, "tt", a, b) : store_q_start(c, q, &st, "t", a);
+
+	*ret = NULL;
+	if (r >= 0)
+		r = store_q_step(c, st);
+	if (r == 1)
+		r = store_col_dup(st, 0, ret) < 0 ? -ENOMEM : 1;
+	store_q_end(st);
+	return r;
+}
+
+int store_wlm_enqueue_verdict_locked(struct store_conn *c, const char *campaign_id,
+				     const char *state, const char *verdict_json, int64_t now_ms)
+{
+	char *cluster = NULL;
+	json_t *v = NULL, *node;
+	const char *result;
+	size_t i;
+	int r;
+
+	if (!verdict_json || !state ||
+	    (strcmp(state, "passed") != 0 && strcmp(state, "failed") != 0))
+		return 0; /* cancelled, error: no verdict to act on */
+	r = first_text(c, &SQL_CAMPAIGN_CLUSTER, &cluster, campaign_id, NULL);
+	if (r <= 0)
+		return r;
+	v = json_loads(verdict_json, 0, NULL);
+	result = json_string_value(json_object_get(v, "result"));
+	if (!v || !result || strcmp(result, "incomplete") == 0) {
+		json_decref(v);
+		free(cluster);
+		return 0;
+	}
+	r = 0;
+	json_array_foreach(json_object_get(v, "nodes"), i, node)
+	{
+		const char *nr = json_string_value(json_object_get(node, "result"));
+		const char *host = json_string_value(json_object_get(node, "hostname"));
+		const char *why =
+			json_string_value(json_array_get(json_object_get(node, "reasons"), 0));
+		char finding[512];
+		struct store_wlm_intent a = {
+			.cluster = cluster,
+			.node_id = json_string_value(json_object_get(node, "id")),
+			.hostname = host,
+			.source = "campaign",
+			.source_id = campaign_id,
+			.finding = finding,
+		};
+
+		if (!nr || !host)
+			continue;
+		if (strcmp(nr, "pass") == 0) {
+			a.action = "resume";
+			snprintf(finding, sizeof(finding), "passed campaign %s", campaign_id);
+		} else {
+			/* fail or excluded: the host and its first reason, the rest in the verdict
+			 */
+			a.action = "drain";
+			snprintf(finding, sizeof(finding), "%s%s %s", host,
+				 strcmp(nr, "excluded") == 0 ? " excluded:" : "",
+				 why ? why : "failed the verdict");
+		}
+		r = store_wlm_enqueue_locked(c, &a, now_ms);
+		if (r == -RY_E_INVALID)
+			r = 0; /* a host name that maps to no WLM name: nothing to drain */
+		if (r < 0)
+			break;
+	}
+	json_decref(v);
+	free(cluster);
+	return r < 0 ? r : 0;
+}
+
+int store_wlm_enqueue_deploy_failed_locked(struct store_conn *c, const char *deployment_id,
+					   const char *node_id, int64_t now_ms)
+{
+	sqlite3_stmt *st = NULL;
+	int r = store_q_start(c, &SQL_DEPLOY_NODE_FAILED, &st, "tt", deployment_id, node_id);
+
+	if (r >= 0)
+		r = store_q_step(c, st);
+	if (r == 1) {
+		const char *host = (const char *)sqlite3_column_text(st, 1);
+		const char *msg = (const char *)sqlite3_column_text(st, 2);
+		char finding[512];
+		struct store_wlm_intent a = {
+			.cluster = (const char *)sqlite3_column_text(st, 0),
+			.node_id = node_id,
+			.hostname = host,
+			.action = "drain",
+			.source = "deployment",
+			.source_id = deployment_id,
+			.finding = finding,
+		};
+
+		snprintf(finding, sizeof(finding), "%s failed: %s", host ? host : node_id,
+			 msg && *msg ? msg : "the plan failed");
+		/* The statement stays open while the row is inserted: its text is borrowed. */
+		r = store_wlm_enqueue_locked(c, &a, now_ms);
+		if (r == -RY_E_INVALID)
+			r = 0;
+	}
+	store_q_end(st);
+	return r < 0 ? r : 0;
 }
 
 void store_wlm_actions_free(struct store_wlm_action *v, size_t n)
@@ -293,13 +415,13 @@ int store_wlm_actions(struct store *s, const char *cluster, const char *state, s
 			    (int64_t)(limit ? limit : 1000));
 }
 
-int store_wlm_pending(struct store *s, size_t limit, struct store_wlm_action **ret,
-		      size_t *ret_n)
+int store_wlm_pending(struct store *s, size_t limit, struct store_wlm_action **ret, size_t *ret_n)
 {
 	if (!s || !ret || !ret_n)
 		return -EINVAL;
 	return store_q_list(&s->r, &SQL_PENDING, sizeof(struct store_wlm_action), action_row,
-			    actions_free_v, (void **)ret, ret_n, "l", (int64_t)(limit ? limit : 100));
+			    actions_free_v, (void **)ret, ret_n, "l",
+			    (int64_t)(limit ? limit : 100));
 }
 
 int store_wlm_action_result(struct store *s, int64_t id, const char *state, const char *result,

@@ -51,8 +51,7 @@ struct store_wlm_intent {
  * with the row, so what is set on the node is what the ledger says. Inside a transaction of
  * the store's own code, use store_wlm_enqueue_locked() (store_int.h) instead. The caller kicks
  * the worker (ctl_wlm_kick()) after its commit. */
-STORE_WUR int store_wlm_enqueue(struct store *s, const struct store_wlm_intent *a,
-				int64_t now_ms);
+STORE_WUR int store_wlm_enqueue(struct store *s, const struct store_wlm_intent *a, int64_t now_ms);
 
 /* One ledger row. */
 struct store_wlm_action {

@@ -16,7 +16,7 @@
 
 /* Output kept per command: a sinfo line per node of a large cluster fits. */
 #define WLM_OUTPUT_MAX (1024 * 1024)
-#define WLM_JOBS_MAX 4096
+#define WLM_JOBS_MAX   4096
 
 void wlm_binding_free(struct wlm_binding *b)
 {
@@ -276,7 +276,7 @@ int wlm_parse_squeue(const char *out, size_t n, struct wlm_node_state *s)
 		memcpy(v[nv].user, bar + 1, ul);
 		v[nv].user[ul] = '\0';
 		nv++;
-next:
+	next:
 		if (!nl)
 			break;
 		p = nl + 1;
@@ -301,7 +301,8 @@ void wlm_node_state_done(struct wlm_node_state *s)
 
 /* ---- commands ----------------------------------------------------------------------------- */
 
-static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void say(char *why, size_t whylen, const char *fmt, ...)
 {
 	va_list ap;
@@ -423,8 +424,8 @@ static int query_slurm(const struct wlm_binding *b, const char *name, bool jobs,
 		return r;
 	tool(b, "squeue", squeue, sizeof(squeue));
 	{
-		const char *qv[] = {squeue, "-h", "-w", name, "-t", "RUNNING,COMPLETING",
-				    "-o", "%i|%u", NULL};
+		const char *qv[] = {squeue, "-h",    "-w", name, "-t", "RUNNING,COMPLETING",
+				    "-o",   "%i|%u", NULL};
 
 		r = run(b, qv, &res, why, whylen);
 		if (r < 0)

@@ -30,11 +30,11 @@ struct store;
 /* Longest WLM node name (Slurm's are host-name-like). */
 #define WLM_NAME_MAX 64
 /* Bounds of the binding's command timeout, in seconds. */
-#define WLM_TIMEOUT_MIN_S 1
-#define WLM_TIMEOUT_MAX_S 300
+#define WLM_TIMEOUT_MIN_S     1
+#define WLM_TIMEOUT_MAX_S     300
 #define WLM_TIMEOUT_DEFAULT_S 30
 /* Entries of a node_map, arguments of a hook, bytes of a path. */
-#define WLM_MAP_MAX 100000
+#define WLM_MAP_MAX  100000
 #define WLM_ARGV_MAX 64
 #define WLM_PATH_MAX 1024
 
@@ -83,9 +83,8 @@ __attribute__((warn_unused_result)) int wlm_binding_load(struct store *st, const
 /* The WLM's name of a node from its host name: node_map's entry, else the short host name
  * (up to the first dot). 0, or -RY_E_INVALID when the name is not a legal WLM name (then out
  * holds "") or does not fit outlen. Pure. */
-__attribute__((warn_unused_result)) int wlm_node_name(const struct wlm_binding *b,
-						      const char *hostname, char *out,
-						      size_t outlen);
+__attribute__((warn_unused_result)) int
+wlm_node_name(const struct wlm_binding *b, const char *hostname, char *out, size_t outlen);
 
 /* Is name a legal WLM node name: 1..WLM_NAME_MAX of [A-Za-z0-9._-], starting with a letter or
  * digit (what Slurm host lists and Kubernetes node names have in common)? */
@@ -108,12 +107,13 @@ struct wlm_job {
 /* What the WLM says about one node now. */
 struct wlm_node_state {
 	char name[WLM_NAME_MAX + 1];
-	char state[32];	 /* the WLM's word, lower case: idle, allocated, mixed, drained,
-			    draining, down, ... ("cordoned" / "ready" from hooks) */
-	bool drained;	 /* the drain flag is set (drained or draining) */
+	char state[32];	  /* the WLM's word, lower case: idle, allocated, mixed, drained,
+			     draining, down, ... ("cordoned" / "ready" from hooks) */
+	bool drained;	  /* the drain flag is set (drained or draining) */
 	char reason[512]; /* "" when none; Slurm's [user@time] suffix removed */
-	bool ours;	 /* reason starts with WLM_REASON_PREFIX */
-	struct wlm_job *jobs; /* running jobs (only when asked for); free with wlm_node_state_done */
+	bool ours;	  /* reason starts with WLM_REASON_PREFIX */
+	struct wlm_job
+		*jobs; /* running jobs (only when asked for); free with wlm_node_state_done */
 	size_t njobs;
 };
 void wlm_node_state_done(struct wlm_node_state *s);
@@ -123,8 +123,8 @@ void wlm_node_state_done(struct wlm_node_state *s);
  * -ETIMEDOUT, -RY_E_REFUSED (the command failed: why says how), -RY_E_INVALID (output that
  * does not parse). why (may be NULL) gets one line on failure. Thread-safe. */
 __attribute__((warn_unused_result)) int wlm_query(const struct wlm_binding *b, const char *name,
-						  bool jobs, struct wlm_node_state *ret,
-						  char *why, size_t whylen);
+						  bool jobs, struct wlm_node_state *ret, char *why,
+						  size_t whylen);
 
 /* Drain a node with reason (already fitted: wlm_reason_fit()). Idempotent (draining a drained
  * node sets the reason again). Errors as wlm_query(). */
@@ -163,14 +163,30 @@ __attribute__((warn_unused_result)) int wlm_parse_sinfo_line(const char *line,
 __attribute__((warn_unused_result)) int wlm_parse_squeue(const char *out, size_t n,
 							 struct wlm_node_state *s);
 
+/* ---- Services (front ends call these; they validate, store, and return data) -------------
+ * The binding of cluster as a document (wlm_binding_json()) after storing it (set), reading it
+ * (get: CTL_ERR_NOT_FOUND when unbound), removing it (unset); the ledger of cluster (NULL:
+ * all) as an array, newest first, state NULL or one of pending, done, failed, not_ours. *ret:
+ * new reference. Errors in err. */
+__attribute__((warn_unused_result)) int ctl_wlm_binding_set(struct store *st, const char *cluster,
+							    const json_t *doc, const char *actor,
+							    json_t **ret, struct ctl_error *err);
+__attribute__((warn_unused_result)) int ctl_wlm_binding_get(struct store *st, const char *cluster,
+							    json_t **ret, struct ctl_error *err);
+__attribute__((warn_unused_result)) int ctl_wlm_binding_unset(struct store *st, const char *cluster,
+							      const char *actor,
+							      struct ctl_error *err);
+__attribute__((warn_unused_result)) int ctl_wlm_actions_list(struct store *st, const char *cluster,
+							     const char *state, json_t **ret,
+							     struct ctl_error *err);
+
 /* ---- The worker (the serving controller) ---------------------------------------------------
  * One thread carries the ledger's pending rows out in order (per node, by id), records each
  * result (done, failed after retries with backoff, not_ours), and refreshes what the WLM says
  * of each bound cluster's nodes (ctl_wlm_nodes()). Kicked by the engine's passes; a
  * controller restarted carries on with the rows still pending. */
 struct ctl_wlm;
-__attribute__((warn_unused_result)) int ctl_wlm_start(struct ctl_server *srv,
-						      struct ctl_wlm **ret);
+__attribute__((warn_unused_result)) int ctl_wlm_start(struct ctl_server *srv, struct ctl_wlm **ret);
 /* Look at the ledger now (thread-safe; NULL is fine). */
 void ctl_wlm_kick(struct ctl_wlm *w);
 /* Stop the thread (waits for the command in flight, at most its timeout) and free. NULL ok. */
@@ -178,5 +194,10 @@ void ctl_wlm_stop(struct ctl_wlm *w);
 /* What the worker last saw of cluster's nodes: {WLM name: {state, drained, reason, ours,
  * seen_at}} (new reference; {} when unbound or not seen yet). Thread-safe. */
 json_t *ctl_wlm_nodes(struct ctl_wlm *w, const char *cluster);
+/* Add to a node document ({cluster, hostname, ...}, borrowed) what the worker last saw of it in
+ * its cluster's WLM: "wlm": {name, state, drained, reason, ours, seen_at} (state "unknown"
+ * when the WLM did not list it); nothing when the cluster is not bound or not read yet.
+ * O(1) per node; thread-safe. */
+void ctl_wlm_annotate(struct ctl_wlm *w, json_t *node);
 
 #endif

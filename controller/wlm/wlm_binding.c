@@ -6,6 +6,7 @@
 #include "controller/store/store_wlm.h"
 
 #include "common/util/error.h"
+#include "common/util/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -38,9 +39,9 @@ static int str_field(const json_t *o, const char *key, const char *field, char *
 		return 0;
 	if (!json_is_string(v))
 		return BAD(field, "%s: must be a string", field);
-	if (!path_ok(json_string_value(v)) ||
-	    strlen(json_string_value(v)) != json_string_length(v))
-		return BAD(field, "%s: must be an absolute path without \"..\" or control characters",
+	if (!path_ok(json_string_value(v)) || strlen(json_string_value(v)) != json_string_length(v))
+		return BAD(field,
+			   "%s: must be an absolute path without \"..\" or control characters",
 			   field);
 	*ret = strdup(json_string_value(v));
 	return *ret ? 0 : -ENOMEM;
@@ -164,7 +165,8 @@ int wlm_binding_parse(const json_t *doc, const char *cluster, struct wlm_binding
 	v = json_object_get(doc, "hooks");
 	if (b->kind == WLM_HOOKS) {
 		if (!json_is_object(v)) {
-			r = BAD("hooks", "hooks: required with kind \"hooks\" (drain and resume argv)");
+			r = BAD("hooks",
+				"hooks: required with kind \"hooks\" (drain and resume argv)");
 			goto fail;
 		}
 		if ((r = only_keys(v, hook_keys, "hooks", err)) < 0 ||
@@ -197,8 +199,9 @@ int wlm_binding_parse(const json_t *doc, const char *cluster, struct wlm_binding
 		json_t *name;
 
 		if (!json_is_object(map) || json_object_size(map) > WLM_MAP_MAX) {
-			r = BAD("node_map", "node_map: an object {host name: WLM node name} of at "
-					    "most %d entries",
+			r = BAD("node_map",
+				"node_map: an object {host name: WLM node name} of at "
+				"most %d entries",
 				WLM_MAP_MAX);
 			goto fail;
 		}
@@ -208,8 +211,9 @@ int wlm_binding_parse(const json_t *doc, const char *cluster, struct wlm_binding
 
 			snprintf(field, sizeof(field), "node_map.%.255s", host);
 			if (strlen(host) < 1 || strlen(host) > 255 || strchr(host, ' ')) {
-				r = BAD("node_map", "node_map: a host name of 1 to 255 bytes without "
-						    "spaces, not \"%.64s\"",
+				r = BAD("node_map",
+					"node_map: a host name of 1 to 255 bytes without "
+					"spaces, not \"%.64s\"",
 					host);
 				goto fail;
 			}
@@ -304,4 +308,119 @@ int wlm_binding_load(struct store *st, const char *cluster, struct wlm_binding *
 	json_decref(doc);
 	store_wlm_binding_free(row);
 	return r;
+}
+
+/* ---- the services the front ends call ------------------------------------------------------ */
+
+static int cluster_ok(const char *cluster, struct ctl_error *err)
+{
+	if (!ctl_valid_cluster_name(cluster))
+		return ctl_error_set(
+			err, -RY_E_INVALID, CTL_ERR_INVALID, "cluster",
+			"cluster: 1 to 64 of [A-Za-z0-9._-], starting with a letter or "
+			"digit");
+	return 0;
+}
+
+int ctl_wlm_binding_set(struct store *st, const char *cluster, const json_t *doc, const char *actor,
+			json_t **ret, struct ctl_error *err)
+{
+	struct wlm_binding *b = NULL;
+	json_t *out;
+	char *text;
+	int r = cluster_ok(cluster, err);
+
+	if (r < 0)
+		return r;
+	r = wlm_binding_parse(doc, cluster, &b, err);
+	if (r < 0)
+		return r;
+	out = wlm_binding_json(b);
+	wlm_binding_free(b);
+	/* What is stored is the document as validated (defaults filled in), not the request. */
+	json_object_del(out, "cluster");
+	text = out ? json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(out);
+	if (!text)
+		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	r = store_wlm_binding_put(st, cluster, text, actor, util_now_unix_ms());
+	free(text);
+	if (r < 0)
+		return ctl_error_store(err, r, "storing the binding");
+	return ctl_wlm_binding_get(st, cluster, ret, err);
+}
+
+int ctl_wlm_binding_get(struct store *st, const char *cluster, json_t **ret, struct ctl_error *err)
+{
+	struct wlm_binding *b = NULL;
+	int r = cluster_ok(cluster, err);
+
+	if (r < 0)
+		return r;
+	r = wlm_binding_load(st, cluster, &b);
+	if (r == -RY_E_NOT_FOUND)
+		return ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "cluster",
+				     "cluster %s is not bound to a workload manager", cluster);
+	if (r < 0)
+		return ctl_error_store(err, r, "reading the binding");
+	*ret = wlm_binding_json(b);
+	wlm_binding_free(b);
+	return *ret ? 0 : ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+}
+
+int ctl_wlm_binding_unset(struct store *st, const char *cluster, const char *actor,
+			  struct ctl_error *err)
+{
+	int r = cluster_ok(cluster, err);
+
+	if (r < 0)
+		return r;
+	r = store_wlm_binding_delete(st, cluster, actor, util_now_unix_ms());
+	if (r < 0)
+		return ctl_error_store(err, r, "removing the binding");
+	if (r == 0)
+		return ctl_error_set(err, -RY_E_NOT_FOUND, CTL_ERR_NOT_FOUND, "cluster",
+				     "cluster %s is not bound to a workload manager", cluster);
+	return 0;
+}
+
+int ctl_wlm_actions_list(struct store *st, const char *cluster, const char *state, json_t **ret,
+			 struct ctl_error *err)
+{
+	static const char *const states[] = {"pending", "done", "failed", "not_ours", NULL};
+	struct store_wlm_action *v = NULL;
+	size_t n = 0;
+	json_t *out;
+	bool ok = !state;
+	int r;
+
+	for (const char *const *s = states; state && *s; s++)
+		ok = ok || strcmp(state, *s) == 0;
+	if (!ok)
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "state",
+				     "state: pending, done, failed or not_ours");
+	r = store_wlm_actions(st, cluster, state, 0, &v, &n);
+	if (r < 0)
+		return ctl_error_store(err, r, "reading the ledger");
+	out = json_array();
+	for (size_t i = 0; out && i < n; i++) {
+		const struct store_wlm_action *a = &v[i];
+
+		json_array_append_new(
+			out,
+			json_pack("{s:I, s:s, s:s?, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, "
+				  "s:i, s:I, s:I, s:O}",
+				  "id", (json_int_t)a->id, "cluster", a->cluster, "node_id",
+				  a->node_id, "hostname", a->hostname, "node", a->wlm_name,
+				  "action", a->action, "reason", a->reason, "source", a->source,
+				  "source_id", a->source_id, "state", a->state, "result", a->result,
+				  "attempts", a->attempts, "created_at", (json_int_t)a->created_at,
+				  "next_at", (json_int_t)a->next_at, "done_at",
+				  a->done_at ? json_integer(a->done_at) : json_null()));
+	}
+	store_wlm_actions_free(v, n);
+	if (!out)
+		return ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+	*ret = out;
+	return 0;
 }

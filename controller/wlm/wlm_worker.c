@@ -23,11 +23,11 @@
 #include <time.h>
 
 /* A row is retried this many times (backoff 1 s, 2 s, ... at most 60 s) before it fails. */
-#define WLM_ATTEMPTS_MAX 8
+#define WLM_ATTEMPTS_MAX   8
 #define WLM_BACKOFF_MAX_MS 60000
 /* The worker looks at the ledger at least this often, and reads each bound cluster's node
  * states this often. */
-#define WLM_WAKE_MS 2000
+#define WLM_WAKE_MS    2000
 #define WLM_REFRESH_MS 5000
 /* Pending rows read per round. */
 #define WLM_BATCH 200
@@ -113,8 +113,8 @@ static const char *carry_out(struct ctl_wlm *w, const struct wlm_binding *b,
 	}
 	r = wlm_resume_if_ours(b, a->wlm_name, &how, result, len);
 	if (r == -ENOTSUP) {
-		/* Hooks that cannot read a reason: ours when our ledger's last word on the node is a
-		 * drain that was done. */
+		/* Hooks that cannot read a reason: ours when our ledger's last word on the node is
+		 * a drain that was done. */
 		r = store_wlm_drained_by_us(store_of(w), a->cluster, a->wlm_name);
 		if (r == 1) {
 			r = wlm_resume(b, a->wlm_name, result, len);
@@ -184,11 +184,13 @@ static void round_ledger(struct ctl_wlm *w)
 				state = "failed";
 			next = now + (backoff < WLM_BACKOFF_MAX_MS ? backoff : WLM_BACKOFF_MAX_MS);
 			log_warn("wlm: %s %s (%s %s): %s%s", a->action, a->wlm_name, a->source,
-				 a->source_id, result, strcmp(state, "failed") == 0 ? ", gave up" : "");
+				 a->source_id, result,
+				 strcmp(state, "failed") == 0 ? ", gave up" : "");
 		}
 		r = store_wlm_action_result(store_of(w), a->id, state, result, next, now);
 		if (r < 0) {
-			log_error("wlm: recording %s %s: %s", a->action, a->wlm_name, ry_strerror(r));
+			log_error("wlm: recording %s %s: %s", a->action, a->wlm_name,
+				  ry_strerror(r));
 			break; /* the next round finds it pending: the command is idempotent */
 		}
 		if (strcmp(state, "pending") == 0)
@@ -231,11 +233,14 @@ static void round_refresh(struct ctl_wlm *w)
 			wlm_binding_free(b);
 			continue;
 		}
-		wlm_binding_free(b);
 		pthread_mutex_lock(&w->lock);
-		before = json_incref(json_object_get(w->nodes, clusters[i]));
-		json_object_set(w->nodes, clusters[i], now);
+		before = json_incref(
+			json_object_get(json_object_get(w->nodes, clusters[i]), "nodes"));
+		json_object_set_new(w->nodes, clusters[i],
+				    json_pack("{s:O, s:O, s:I}", "node_map", b->node_map, "nodes",
+					      now, "seen_at", (json_int_t)util_now_unix_ms()));
 		pthread_mutex_unlock(&w->lock);
+		wlm_binding_free(b);
 		json_object_foreach(now, name, v)
 		{
 			json_t *was = json_object_get(before, name);
@@ -336,7 +341,30 @@ json_t *ctl_wlm_nodes(struct ctl_wlm *w, const char *cluster)
 	if (!w || !cluster)
 		return json_object();
 	pthread_mutex_lock(&w->lock);
-	v = json_deep_copy(json_object_get(w->nodes, cluster));
+	v = json_deep_copy(json_object_get(json_object_get(w->nodes, cluster), "nodes"));
 	pthread_mutex_unlock(&w->lock);
 	return v ? v : json_object();
+}
+
+void ctl_wlm_annotate(struct ctl_wlm *w, json_t *node)
+{
+	struct wlm_binding b = {0};
+	char name[WLM_NAME_MAX + 1];
+	const char *cluster = json_string_value(json_object_get(node, "cluster"));
+	const char *host = json_string_value(json_object_get(node, "hostname"));
+	json_t *e, *v;
+
+	if (!w || !cluster || !host)
+		return;
+	pthread_mutex_lock(&w->lock);
+	e = json_object_get(w->nodes, cluster);
+	b.node_map = json_object_get(e, "node_map");
+	if (e && wlm_node_name(&b, host, name, sizeof(name)) == 0) {
+		v = json_object_get(json_object_get(e, "nodes"), name);
+		v = v ? json_deep_copy(v) : json_pack("{s:s}", "state", "unknown");
+		json_object_set_new(v, "name", json_string(name));
+		json_object_set(v, "seen_at", json_object_get(e, "seen_at"));
+		json_object_set_new(node, "wlm", v);
+	}
+	pthread_mutex_unlock(&w->lock);
 }
