@@ -47,7 +47,8 @@ static void print_binding(const json_t *b)
 		free(a);
 	}
 	printf("timeout: %llds\n", JINT(b, "timeout_s"));
-	printf("node map: %zu entr%s\n", json_object_size(m), json_object_size(m) == 1 ? "y" : "ies");
+	printf("node map: %zu entr%s\n", json_object_size(m),
+	       json_object_size(m) == 1 ? "y" : "ies");
 	json_object_foreach((json_t *)m, k, v)
 		util_fprintf_safe(stdout, "  %s = %s\n", k, json_string_value(v));
 }
@@ -120,7 +121,8 @@ static int cmd_set(struct rc *rc, const struct rc_command *cmd, int argc, char *
 
 		r = rc_read_file("binding", file, 1024 * 1024, &text);
 		if (r == 0 && !(body = json_loads(text, 0, &je))) {
-			fprintf(stderr, RC_PROG ": %s:%d:%d: %s\n", file, je.line, je.column, je.text);
+			fprintf(stderr, RC_PROG ": %s:%d:%d: %s\n", file, je.line, je.column,
+				je.text);
 			r = RC_USAGE;
 		}
 	} else if (r == 0) {
