@@ -20,7 +20,8 @@ int main(int argc, char **argv)
 	int r = 1;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: wlm_probe BINDING.json CLUSTER NODE [drain REASON | resume]\n");
+		fprintf(stderr,
+			"usage: wlm_probe BINDING.json CLUSTER NODE [drain REASON | resume]\n");
 		return 2;
 	}
 	ctl_error_init(&err);
@@ -38,7 +39,10 @@ int main(int argc, char **argv)
 
 		if (wlm_resume_if_ours(b, argv[3], &how, why, sizeof(why)) < 0)
 			goto fail;
-		printf("%s%s%s\n", how == WLM_RESUMED ? "resumed" : how == WLM_NOT_OURS ? "not_ours" : "not_drained",
+		printf("%s%s%s\n",
+		       how == WLM_RESUMED    ? "resumed"
+		       : how == WLM_NOT_OURS ? "not_ours"
+					     : "not_drained",
 		       how == WLM_NOT_OURS ? ": " : "", how == WLM_NOT_OURS ? why : "");
 	} else {
 		json_t *o, *jobs = json_array();
@@ -48,10 +52,11 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 		for (size_t i = 0; i < s.njobs; i++)
-			json_array_append_new(jobs, json_pack("{s:s, s:s}", "id", s.jobs[i].id, "user",
-							      s.jobs[i].user));
+			json_array_append_new(jobs, json_pack("{s:s, s:s}", "id", s.jobs[i].id,
+							      "user", s.jobs[i].user));
 		o = json_pack("{s:s, s:s, s:b, s:s, s:b, s:o}", "name", s.name, "state", s.state,
-			      "drained", s.drained, "reason", s.reason, "ours", s.ours, "jobs", jobs);
+			      "drained", s.drained, "reason", s.reason, "ours", s.ours, "jobs",
+			      jobs);
 		json_dumpf(o, stdout, JSON_COMPACT);
 		printf("\n");
 		json_decref(o);

@@ -444,6 +444,14 @@ static void test_ledger(void **state)
 	assert_int_equal(v[0].attempts, 2);
 	assert_int_equal(v[0].done_at, 6000);
 	store_wlm_actions_free(v, n);
+	assert_int_equal(store_wlm_actions_by_source(st, "campaign", "c-1", &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].state, "done");
+	assert_string_equal(v[1].state, "pending");
+	store_wlm_actions_free(v, n);
+	assert_int_equal(store_wlm_actions_by_source(st, "maintenance", "c-1", &v, &n), 0);
+	assert_int_equal(n, 0);
+	store_wlm_actions_free(v, n);
 	assert_int_equal(store_wlm_binding_delete(st, "it", "tester", 8000), 1);
 	assert_int_equal(store_wlm_binding_delete(st, "it", "tester", 8000), 0);
 	store_free(st);
