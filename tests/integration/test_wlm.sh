@@ -106,6 +106,9 @@ check "the node's REST document carries its WLM state" wait_for 10 bash -c \
 	"'$RY' nodes --json --state-dir '$T/ctl' | jq -e '.items[] | select(.hostname == \"gpu-node-01\") |
 	 .wlm.name == \"gpu-node-01\" and .wlm.drained == true and .wlm.ours == false and (.wlm.reason | startswith(\"admin:\"))'"
 
+check "railyard node show says whose drain it is, and why" bash -c "'$RY' node show gpu-node-01 --state-dir '$T/ctl' |
+	grep -qx 'wlm: gpu-node-01 drained (drained by someone else): admin: fan replaced, burn-in'"
+
 # ---- a node we drained is resumed when it passes; the admin's is not ---------------------------
 val --playbook "$T/plain.yaml" >"$T/c2.json" 2>"$T/c2.err"
 c2=$(jq -r .id "$T/c2.json")
