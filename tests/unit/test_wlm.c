@@ -90,6 +90,13 @@ static void test_reason_cut(void **state)
 		assert_true(valid_utf8(r));
 		assert_string_equal(r + strlen(r) - 3, "...");
 	}
+	/* Bytes that are not UTF-8 become '?'; an id of multibyte characters is cut whole. */
+	wlm_reason_fit(r, sizeof(r), "deployment", "d-1", "bad \xff\xc3 byte");
+	assert_string_equal(r, "railyard: deployment d-1: bad ?? byte");
+	wlm_reason_fit(r, sizeof(r), "campaign", "ééééééééééééééééééééééééééééééééééééééééééééé",
+		       "x");
+	assert_true(valid_utf8(r));
+	assert_true(strlen(r) <= WLM_REASON_MAX);
 	/* A huge id is cut to 40 bytes; the prefix survives. */
 	wlm_reason_fit(r, sizeof(r), "campaign", finding, "found");
 	assert_true(strlen(r) <= WLM_REASON_MAX);
