@@ -64,6 +64,7 @@ struct ctl_server {
 	struct ctl_rollout *rollout;	      /* the rollout pass's state */
 	struct ctl_campaigns *campaigns;      /* the campaign pass's state */
 	struct ctl_events *events;	      /* what changed, for the REST event stream */
+	struct ctl_wlm *_Atomic wlm;	      /* the WLM worker (wlm.h), once started */
 	struct ctl_api *api;		      /* the REST API, while it serves */
 	struct ctl_throttle *enroll_throttle; /* refused enrollments per source address */
 	struct ctl_throttle *report_throttle; /* refused reports per node (audit rows) */

@@ -712,7 +712,8 @@ static void drive(struct ctl_campaigns *cs, struct entry *e, struct store_campai
 				r = cp_retests(&e->c, t, rows, n, &retest);
 			store_campaign_rows_free(rows, n);
 			if (r >= 0) {
-				/* Counted now: progress owns retest from here, and is freed below. */
+				/* Counted now: progress owns retest from here, and is freed below.
+				 */
 				n_retest = json_array_size(retest);
 				json_object_set_new(
 					json_array_get(json_object_get(progress, "tests"), t),

@@ -395,18 +395,49 @@ static const char migration_v14[] =
  * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
 static const char migration_v15[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
 
-/* v16: a node that reboots in its plan (a `reboot` step): the step it reboots at (index, name)
+/* v16: the workload-manager hand-off (controller/wlm/wlm.h, store_wlm.h): each cluster's
+ * binding (the validated document), and the ledger of drains and resumes, written ahead in the
+ * transaction that stores their finding and carried out by the WLM worker. */
+static const char migration_v16[] =
+	"CREATE TABLE wlm_bindings ("
+	"  cluster_id INTEGER PRIMARY KEY REFERENCES clusters(id),"
+	"  doc TEXT NOT NULL,"
+	"  updated_by TEXT NOT NULL,"
+	"  updated_at INTEGER NOT NULL"
+	");"
+	"CREATE TABLE wlm_actions ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  node_id TEXT,"
+	"  hostname TEXT NOT NULL,"
+	"  wlm_name TEXT NOT NULL,"
+	"  action TEXT NOT NULL CHECK (action IN ('drain', 'resume')),"
+	"  reason TEXT NOT NULL,"
+	"  source TEXT NOT NULL CHECK (source IN ('campaign', 'deployment', 'maintenance',"
+	"    'health')),"
+	"  source_id TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'failed', 'not_ours')),"
+	"  result TEXT,"
+	"  attempts INTEGER NOT NULL DEFAULT 0,"
+	"  created_at INTEGER NOT NULL,"
+	"  next_at INTEGER NOT NULL,"
+	"  done_at INTEGER"
+	");"
+	"CREATE INDEX wlm_actions_pending ON wlm_actions (state, id);"
+	"CREATE INDEX wlm_actions_node ON wlm_actions (cluster_id, wlm_name, id);";
+
+/* v17: a node that reboots in its plan (a `reboot` step): the step it reboots at (index, name)
  * and since when (NULL: none under way), and how long its last reboot took, from its
  * "rebooting" to that step's result (docs/rollout.md). */
-static const char migration_v16[] = "ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
+static const char migration_v17[] = "ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
 				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_name TEXT;"
 				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_since INTEGER;"
 				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_ms INTEGER;";
 
-/* v17: the agents' health events (docs/health.md): kept per node with a bound, the warnings and
+/* v18: the agents' health events (docs/health.md): kept per node with a bound, the warnings and
  * critical ones found by severity and time at any scale; and a counter per (cluster,
  * kind, severity) that trimming never lowers, for /metrics. */
-static const char migration_v17[] =
+static const char migration_v18[] =
 	"CREATE TABLE health_events ("
 	"  id INTEGER PRIMARY KEY,"
 	"  node_id TEXT NOT NULL REFERENCES nodes(id),"
@@ -439,7 +470,7 @@ const struct store_migration store_migrations[] = {
 	{7, migration_v7, false},   {8, migration_v8, false},	{9, migration_v9, false},
 	{10, migration_v10, true},  {11, migration_v11, true},	{12, migration_v12, false},
 	{13, migration_v13, true},  {14, migration_v14, false}, {15, migration_v15, false},
-	{16, migration_v16, false}, {17, migration_v17, false},
+	{16, migration_v16, false}, {17, migration_v17, false}, {18, migration_v18, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);
