@@ -147,6 +147,23 @@ static int cmd_node_health(struct rc *rc, const struct rc_command *cmd, int argc
 				  json_object_get(e, "acked_ms") ? "yes" : "-",
 				  rc_str(e, "what", "?"), JINT(e, "repeats") ? " (repeated)" : "");
 	}
+	{
+		size_t open = 0;
+		json_array_foreach(json_object_get(doc, "events"), i, e) open +=
+			!json_object_get(e, "acked_ms") &&
+			strcmp(rc_str(e, "severity", ""), "critical") == 0;
+		/* What to do next (docs/health.md): a retest, then the acknowledgement. */
+		if (open)
+			util_fprintf_safe(
+				stdout,
+				"\n%zu open critical event(s): the node is failing (and drained "
+				"when its cluster is bound to a workload manager).\nNext: retest "
+				"it (railyard validate --cluster %s --playbook FILE --nodes "
+				"%s,PEER...); a pass resumes a drain of ours; then railyard node "
+				"ack %s.\n",
+				open, rc_str(doc, "cluster", "C"), rc_str(doc, "hostname", "?"),
+				rc_str(doc, "hostname", "?"));
+	}
 	json_decref(doc);
 	return 0;
 }

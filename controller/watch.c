@@ -108,6 +108,8 @@ static void on_health_event(struct ctl_server *srv, struct ctl_session *s,
 				  "source", h->source, "what", h->what, "at_ms",
 				  (json_int_t)h->at_ms));
 	o->verdict = CTL_DONE;
+	if (strcmp(h->severity, "critical") == 0)
+		o->kick = true; /* the WLM worker: a drain may have been written ahead */
 }
 
 /* ---- the nodes' health settings ------------------------------------------------------------ */
@@ -383,8 +385,8 @@ int ctl_watch_node_events(struct store *st, const char *id_or_host, size_t limit
 	arr = json_array();
 	for (size_t i = 0; arr && i < n; i++)
 		json_array_append_new(arr, event_json(&v[i]));
-	*ret = arr ? json_pack("{s:s, s:s, s:o}", "node", nd->id, "hostname", nd->hostname,
-			       "events", arr)
+	*ret = arr ? json_pack("{s:s, s:s, s:s, s:o}", "node", nd->id, "hostname", nd->hostname,
+			       "cluster", nd->cluster, "events", arr)
 		   : NULL;
 	store_health_events_free(v, n);
 	store_node_free(nd);

@@ -1,6 +1,7 @@
 /* The store: the agents' health events (store_health.h). */
 #include "controller/store/store_health.h"
 #include "controller/store/store_int.h"
+#include "controller/store/store_wlm.h"
 
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -56,6 +57,13 @@ static struct store_sql SQL_HEALTH_NODE_PLAYBOOKS = STORE_SQL(
 	"WHERE dn.node_id = ?1 AND dn.state = 'succeeded' AND d.check_mode = 0 "
 	"ORDER BY d.created_at DESC, d.id DESC LIMIT ?2");
 
+/* The node's cluster and host name, and whether another critical event of it is open (then a
+ * drain was asked for already). */
+static struct store_sql SQL_HEALTH_NODE_INFO = STORE_SQL(
+	"SELECT c.name, n.hostname, (SELECT COUNT(*) FROM health_events e WHERE e.node_id = n.id "
+	"AND e.severity = 'critical' AND e.acked_at IS NULL AND e.id != ?2) "
+	"FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE n.id = ?1");
+
 static bool one_of(const char *v, const char *const *set)
 {
 	for (; v && *set; set++)
@@ -90,6 +98,38 @@ int store_health_add(struct store *s, const struct store_health_event *ev)
 	if (r >= 0)
 		r = store_q_exec(c, NULL, &SQL_HEALTH_COUNT, "ttt", ev->node_id, ev->kind,
 				 ev->severity);
+	/* A critical event the node has no other open one of: drained in its workload manager
+	 * (when its cluster is bound), written ahead in this transaction (store_wlm.h). */
+	if (r >= 0 && strcmp(ev->severity, "critical") == 0) {
+		int64_t id = sqlite3_last_insert_rowid(c->db);
+		sqlite3_stmt *st = NULL;
+		char *cluster = NULL, *host = NULL, sid[32], finding[256];
+		int64_t others = 0;
+
+		r = store_q_start(c, &SQL_HEALTH_NODE_INFO, &st, "tl", ev->node_id, id);
+		if (r >= 0 && (r = store_q_step(c, st)) == 1) {
+			others = sqlite3_column_int64(st, 2);
+			if (store_col_dup(st, 0, &cluster) < 0 || store_col_dup(st, 1, &host) < 0)
+				r = -ENOMEM;
+		}
+		store_q_end(st);
+		if (r >= 0 && cluster && host && others == 0) {
+			struct store_wlm_intent a = {.cluster = cluster,
+						     .node_id = ev->node_id,
+						     .hostname = host,
+						     .action = "drain",
+						     .source = "health",
+						     .source_id = sid,
+						     .finding = finding};
+			snprintf(sid, sizeof(sid), "event-%lld", (long long)id);
+			snprintf(finding, sizeof(finding), "%s (%s)", ev->what, ev->source);
+			r = store_wlm_enqueue_locked(c, &a, ev->received_ms);
+			if (r == -RY_E_INVALID)
+				r = 0; /* a host name that maps to no WLM name: nothing to drain */
+		}
+		free(cluster);
+		free(host);
+	}
 	if (r >= 0)
 		r = store_q_exec(c, NULL, &SQL_HEALTH_TRIM, "tl", ev->node_id,
 				 (int64_t)STORE_HEALTH_KEEP_PER_NODE - 1);

@@ -26,8 +26,10 @@ struct store_health_event {
 };
 
 /* Store ev for node_id (borrowed) in the writer's transaction (a batch of the ingest worker, or
- * its own), and trim the node's events to STORE_HEALTH_KEEP_PER_NODE. -EINVAL (a field the
- * schema refuses), -RY_E_DB, ... */
+ * its own), and trim the node's events to STORE_HEALTH_KEEP_PER_NODE. A critical event of a node
+ * with no other open one also writes a drain ahead into the WLM ledger (source "health"; nothing
+ * when its cluster is not bound): the caller kicks the WLM worker after the commit. -EINVAL (a
+ * field the schema refuses), -RY_E_DB, ... */
 STORE_WUR int store_health_add(struct store *s, const struct store_health_event *ev);
 
 /* The events that count now, for listings at any scale: every unacknowledged critical event and

@@ -165,6 +165,25 @@ check "  ... and leaves gpu-node-01 (the admin's) alone, saying why" test \
 refused "$PROBE" "$T/probe.json" it gpu-node-99 >/dev/null 2>"$T/p99.err"
 check "a node Slurm does not know: an error naming it" grep -q "Slurm has no node gpu-node-99" "$T/p99.err"
 
+# ---- an unhealthy node (docs/health.md): drained with a health reason --------------------------
+# A critical health event of gpu-node-04 (in service again): its agent stopped, rogue_client sends
+# the event with the node's own certificate; the node ends DRAIN with a reason naming the event
+# and the finding; a second critical event while the first is open asks for no second drain.
+kill "${AGENT_PID[b]}"
+wait "${AGENT_PID[b]}" 2>/dev/null
+check "agent b (gpu-node-04) stopped" wait_for 20 node_state_is gpu-node-04 offline
+check "gpu-node-04 is in service before" refused node_is gpu-node-04 drained
+rogue_b() { "$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/b/node.crt" --key "$T/b/node.key" "$@"; }
+rogue_b --mode forge --forge health:ok >"$T/rogue-health.out" 2>&1
+check "the critical health event is stored" grep -q "^RECEIPT" "$T/rogue-health.out"
+check "  gpu-node-04 is drained for it" wait_for 20 node_is gpu-node-04 drained
+health_reason() { slurm_node_reason gpu-node-04 | grep -Eq '^railyard: health event-[0-9]+: Xid 79: forged \(0000:18:00\)$'; }
+check "  with a reason naming the health event and the finding" health_reason
+sinfo_log "after gpu-node-04's critical health event"
+rogue_b --mode forge --forge health:ok >"$T/rogue-health2.out" 2>&1
+check "a second critical event while the first is open: no second drain asked" \
+	test "$(actions '.source == "health" and .hostname == "gpu-node-04"' | jq length)" = 1
+
 # ---- unbind ---------------------------------------------------------------------------------
 check "wlm unset removes the binding" wlm unset --cluster it
 check "  ... then show says it is not bound (exit 1+)" refused wlm show --cluster it
