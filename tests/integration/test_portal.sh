@@ -257,7 +257,7 @@ jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$
 	failing_rows: ($c[0].verdict.tests[0] | ([.failures[] | select(.attributed != "transient")] | length) +
 		((.failures_total // 0) - (.failures | length))),
 	failing_nodes: [$c[0].verdict.nodes[] | select(.result == "fail") | {id, hostname, reasons}],
-	bad_node: "gpu-node-03", hca_dep: $hca_dep, kmsg: $kmsg, kmsg_node: "gpu-node-01" wlm_reason: $wlm_reason,
+	bad_node: "gpu-node-03", hca_dep: $hca_dep, kmsg: $kmsg, kmsg_node: "gpu-node-01", wlm_reason: $wlm_reason,
 	verdict: $c[0].result}' >"$T/portal.json"
 rm -rf "$ART" && mkdir -p "$ART" "$T/downloads"
 echo "browser: node $("${BRUN[@]}" node --version), $("${BRUN[@]}" "$CHROMIUM" --version 2>/dev/null | head -1)," \
