@@ -23,6 +23,8 @@ struct ctl_deploy_request {
 	int canary;		   /* -1: the playbook's */
 	int64_t pause_ms;	   /* -1: the playbook's */
 	bool check;
+	const char *nodes; /* a node limit (a selector, docs/campaigns.md): only the targets it
+			      takes; NULL: every target */
 	const char *actor; /* for the audit log */
 };
 
@@ -42,7 +44,8 @@ struct ctl_deploy_created {
 
 /* Create a deployment: nothing is stored unless all of it is. Errors (err filled): a playbook
  * that does not parse (CTL_ERR_PLAYBOOK, with every FILE:LINE:COL), one that targets another
- * cluster, a bad batch/max_fail (CTL_ERR_INVALID, field set), an unknown cluster
+ * cluster, a bad batch/max_fail or node limit, a node limit that takes none of the targets
+ * (CTL_ERR_INVALID, field set), an unknown cluster
  * (CTL_ERR_NOT_FOUND), the store (CTL_ERR_UNAVAILABLE / CTL_ERR_INTERNAL). */
 __attribute__((warn_unused_result)) int ctl_deploy_create(struct store *st,
 							  const struct ctl_deploy_request *rq,
