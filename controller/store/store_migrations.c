@@ -395,12 +395,78 @@ static const char migration_v14[] =
  * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
 static const char migration_v15[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
 
+/* v17: maintenances (store_maint.c, docs/operations.md "Maintenance with Slurm"): a playbook
+ * rolled over a cluster that runs jobs, batch by batch: drained, configured, validated, handed
+ * back. Its batches and nodes carry their state so a restarted controller resumes it. */
+static const char migration_v17[] =
+	"CREATE TABLE maintenances ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  actor TEXT NOT NULL,"
+	"  mode TEXT NOT NULL CHECK (mode IN ('deploy', 'revalidate')),"
+	"  scope TEXT,"
+	"  playbook TEXT NOT NULL,"
+	"  baseline_id TEXT REFERENCES signoffs(id),"
+	"  batch TEXT NOT NULL,"
+	"  batch_size INTEGER NOT NULL,"
+	"  n_batches INTEGER NOT NULL,"
+	"  current_batch INTEGER NOT NULL,"
+	"  min_in_service REAL NOT NULL,"
+	"  job_timeout_ms INTEGER NOT NULL,"
+	"  sign INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'succeeded', 'failed',"
+	"    'cancelled')),"
+	"  reason TEXT,"
+	"  cancel_requested_at INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER"
+	");"
+	"CREATE INDEX maintenances_state ON maintenances (state);"
+	"CREATE TABLE maintenance_batches ("
+	"  maintenance_id TEXT NOT NULL REFERENCES maintenances(id),"
+	"  batch INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('waiting', 'draining', 'configuring',"
+	"    'validating', 'done', 'failed', 'skipped')),"
+	"  deployment_id TEXT REFERENCES deployments(id),"
+	"  campaign_id TEXT REFERENCES campaigns(id),"
+	"  signoff_id TEXT REFERENCES signoffs(id),"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER,"
+	"  PRIMARY KEY (maintenance_id, batch)"
+	");"
+	"CREATE TABLE maintenance_nodes ("
+	"  maintenance_id TEXT NOT NULL REFERENCES maintenances(id),"
+	"  node_id TEXT NOT NULL,"
+	"  hostname TEXT NOT NULL,"
+	"  batch INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('waiting', 'draining', 'waiting_for_jobs',"
+	"    'configuring', 'rebooting', 'validating', 'resumed', 'held_out', 'skipped')),"
+	"  reason TEXT,"
+	"  jobs TEXT,"
+	"  since INTEGER NOT NULL,"
+	"  PRIMARY KEY (maintenance_id, node_id)"
+	");";
+
 const struct store_migration store_migrations[] = {
-	{1, migration_v1, false},  {2, migration_v2, false},   {3, migration_v3, false},
-	{4, migration_v4, false},  {5, migration_v5, false},   {6, migration_v6, false},
-	{7, migration_v7, false},  {8, migration_v8, false},   {9, migration_v9, false},
-	{10, migration_v10, true}, {11, migration_v11, true},  {12, migration_v12, false},
-	{13, migration_v13, true}, {14, migration_v14, false}, {15, migration_v15, false},
+	{1, migration_v1, false},
+	{2, migration_v2, false},
+	{3, migration_v3, false},
+	{4, migration_v4, false},
+	{5, migration_v5, false},
+	{6, migration_v6, false},
+	{7, migration_v7, false},
+	{8, migration_v8, false},
+	{9, migration_v9, false},
+	{10, migration_v10, true},
+	{11, migration_v11, true},
+	{12, migration_v12, false},
+	{13, migration_v13, true},
+	{14, migration_v14, false},
+	{15, migration_v15, false},
+	/* Version 16 is the workload-manager binding's (branch wlm); until it is merged the
+	 * maintenances take its place. */
+	{16, migration_v17, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);
