@@ -3,6 +3,7 @@
 #include "controller/bench/bench.h"
 #include "controller/campaign/campaign.h"
 #include "controller/signoff/revalidate.h"
+#include "controller/maint/maint.h"
 #include "controller/engine/engine.h"
 #include "controller/rollout/rollout.h"
 #include "controller/throttle.h"
@@ -420,6 +421,10 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		 */
 		if (r >= 0)
 			r = ctl_revalidate_register(srv, srv->engine);
+		/* After the rollout and campaign passes: a deployment or campaign that ended is
+		 * seen in the same run. */
+		if (r >= 0)
+			r = ctl_maint_register(srv, srv->engine);
 		if (r >= 0)
 			r = ctl_engine_start(srv->engine);
 		if (r < 0) {
