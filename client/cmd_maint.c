@@ -65,11 +65,10 @@ static void print_maint(FILE *out, const json_t *m)
 			  json_number_value(json_object_get(m, "min_in_service")),
 			  JINT(m, "current_batch") + 1, JINT(m, "n_batches"),
 			  JINT(m, "out_of_service"), JINT(m, "job_timeout_ms") / 1000);
-	json_array_foreach(json_object_get(m, "batches"), i, b)
-		util_fprintf_safe(out, "  batch %-3lld %-11s deployment %s, campaign %s%s%s\n",
-				  JINT(b, "batch"), rc_str(b, "state", "?"),
-				  rc_str(b, "deployment", "-"), rc_str(b, "campaign", "-"),
-				  JSTR(b, "signoff") ? ", sign-off " : "", rc_str(b, "signoff", ""));
+	json_array_foreach(json_object_get(m, "batches"), i, b) util_fprintf_safe(
+		out, "  batch %-3lld %-11s deployment %s, campaign %s%s%s\n", JINT(b, "batch"),
+		rc_str(b, "state", "?"), rc_str(b, "deployment", "-"), rc_str(b, "campaign", "-"),
+		JSTR(b, "signoff") ? ", sign-off " : "", rc_str(b, "signoff", ""));
 	for (int rank = 0; rank <= 9; rank++)
 		json_array_foreach(nodes, i, n) if (node_rank(rc_str(n, "state", "")) == rank)
 			print_node(out, n);
@@ -105,8 +104,7 @@ static int follow(struct rc *rc, const char *path, FILE *out, json_t **ret)
 		{
 			snprintf(key, sizeof(key), "batch %lld", JINT(e, "batch"));
 			snprintf(val, sizeof(val), "%s", rc_str(e, "state", "?"));
-			if (strcmp(rc_str(seen, key, ""), val) == 0 ||
-			    strcmp(val, "waiting") == 0)
+			if (strcmp(rc_str(seen, key, ""), val) == 0 || strcmp(val, "waiting") == 0)
 				continue;
 			util_fprintf_safe(out, "  batch %lld: %s%s%s%s%s\n", JINT(e, "batch"), val,
 					  JSTR(e, "deployment") ? ", deployment " : "",
@@ -173,10 +171,10 @@ int rc_maint_run(struct rc *rc, const json_t *body, bool no_wait)
 		json_decref(made);
 		return RC_OK;
 	}
-	util_fprintf_safe(out, "maintenance %s: %lld node(s) of %s in %lld batch(es) of %lld\n",
-			  rc_str(made, "id", "?"), (long long)json_array_size(json_object_get(made, "nodes")),
-			  rc_str(made, "cluster", "?"), JINT(made, "n_batches"),
-			  JINT(made, "batch_size"));
+	util_fprintf_safe(
+		out, "maintenance %s: %lld node(s) of %s in %lld batch(es) of %lld\n",
+		rc_str(made, "id", "?"), (long long)json_array_size(json_object_get(made, "nodes")),
+		rc_str(made, "cluster", "?"), JINT(made, "n_batches"), JINT(made, "batch_size"));
 	if ((r = rc_id_path(path, sizeof(path), "/api/v1/maintenances/", rc_str(made, "id", ""),
 			    "")) != 0)
 		goto out;

@@ -31,20 +31,25 @@ static void print_nodes(const json_t *items)
 	const json_t *o;
 	size_t i;
 
-	printf("%-16s %-14s %-10s %-8s %-9s %-20s %-8s %-8s %s\n", "NODE", "HOSTNAME", "CLUSTER",
-	       "STATE", "HEALTH", "LAST SEEN", "AGENT", "SIGNOFF", "FACTS");
+	printf("%-16s %-14s %-10s %-8s %-9s %-20s %-8s %-8s %-15s %s\n", "NODE", "HOSTNAME",
+	       "CLUSTER", "STATE", "HEALTH", "LAST SEEN", "AGENT", "SIGNOFF", "WLM", "FACTS");
 	/* Host names, versions and facts come from the nodes: printed escaped. */
 	json_array_foreach(items, i, o)
 	{
-		char when[64];
+		char when[64], wlm[64];
+		const json_t *w = json_object_get(o, "wlm");
 
 		rc_format_time(JINT(o, "last_seen_ms"), when, sizeof(when));
-		util_fprintf_safe(stdout, "%-16s %-14s %-10s %-8s %-9s %-20s %-8s %-8s %s\n",
+		/* WLM: the workload manager's state of the node, "+ours" when the drain is ours
+		 * (railyard wlm actions says why); "-" when its cluster is not bound. */
+		snprintf(wlm, sizeof(wlm), "%s%s", w ? rc_str(w, "state", "?") : "-",
+			 json_is_true(json_object_get(w, "ours")) ? "+ours" : "");
+		util_fprintf_safe(stdout, "%-16s %-14s %-10s %-8s %-9s %-20s %-8s %-8s %-15s %s\n",
 				  rc_str(o, "id", "?"), rc_str(o, "hostname", "?"),
 				  rc_str(o, "cluster", "?"), rc_str(o, "state", "?"),
 				  rc_str(json_object_get(o, "health"), "state", "-"), when,
 				  rc_str(o, "agent_version", "-"),
-				  rc_str(json_object_get(o, "signoff"), "state", "-"),
+				  rc_str(json_object_get(o, "signoff"), "state", "-"), wlm,
 				  rc_str(o, "summary", "-"));
 	}
 }

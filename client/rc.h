@@ -60,6 +60,7 @@ extern const struct rc_command rc_watch_commands[];
 extern const struct rc_command rc_completion_commands[];
 extern const struct rc_command rc_admin_commands[];
 extern const struct rc_command rc_bench_commands[];
+extern const struct rc_command rc_wlm_commands[];
 extern const struct rc_command rc_maint_commands[];
 /* Old spellings kept working, listed nowhere (last in rc_tables). */
 extern const struct rc_command rc_alias_commands[];

@@ -7,6 +7,7 @@
 #include "controller/engine/engine.h"
 #include "controller/rollout/rollout.h"
 #include "controller/throttle.h"
+#include "controller/wlm/wlm.h"
 #include "controller/store/store.h"
 #include "controller/store/store_nodes.h"
 #include "common/log/log.h"
@@ -99,6 +100,18 @@ struct ctl_engine *ctl_server_engine(struct ctl_server *srv)
 struct ctl_events *ctl_server_events(struct ctl_server *srv)
 {
 	return srv->events;
+}
+
+struct ctl_wlm *ctl_server_wlm(struct ctl_server *srv)
+{
+	return srv ? srv->wlm : NULL;
+}
+
+/* The engine's passes run when something was stored or every tick: the WLM worker looks at its
+ * ledger then (its commands block, so they run on its own thread). */
+static void wlm_pass(void *ud)
+{
+	ctl_wlm_kick(ctl_server_wlm(ud));
 }
 
 bool ctl_server_failed(struct ctl_server *srv)
@@ -421,10 +434,23 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 		 */
 		if (r >= 0)
 			r = ctl_revalidate_register(srv, srv->engine);
+		if (r >= 0) {
+			static const struct ctl_pass wp = {.name = "wlm", .run = wlm_pass};
+
+			r = ctl_engine_add_pass(srv->engine, &wp, srv);
+		}
+		if (r >= 0) {
+			struct ctl_wlm *w = NULL;
+
+			r = ctl_wlm_start(srv, &w);
+			srv->wlm = w;
+		}
 		/* After the rollout and campaign passes: a deployment or campaign that ended is
 		 * seen in the same run. */
 		if (r >= 0)
-			r = ctl_maint_register(srv, srv->engine);
+			r = ctl_maint_new(srv, &srv->maint);
+		if (r >= 0)
+			r = ctl_maint_register(srv->maint, srv->engine);
 		if (r >= 0)
 			r = ctl_engine_start(srv->engine);
 		if (r < 0) {
@@ -500,6 +526,8 @@ void ctl_server_free(struct ctl_server *srv)
 		pthread_join(srv->reaper, NULL);
 	/* The passes first: they send over sessions that the server is about to end. */
 	ctl_engine_stop_passes(srv->engine);
+	ctl_wlm_stop(srv->wlm);
+	srv->wlm = NULL;
 	/* Cancel every call (each session's closed() queues its node's offline mark), store what
 	 * the ingest worker holds, then release the streams before the server goes. */
 	rpc_server_stop(srv->rpc);
@@ -508,6 +536,7 @@ void ctl_server_free(struct ctl_server *srv)
 	ctl_engine_free(srv->engine);
 	ctl_rollout_free(srv->rollout);
 	ctl_campaigns_free(srv->campaigns);
+	ctl_maint_free(srv->maint);
 	ctl_throttle_free(srv->enroll_throttle);
 	ctl_throttle_free(srv->report_throttle);
 	ctl_sessions_done(srv);

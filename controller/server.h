@@ -51,6 +51,9 @@ int ctl_server_online_count(struct ctl_server *srv);
 /* Did the server stop because it could not go on (its database deleted, replaced, truncated
  * or corrupt)? `serve` then exits 1. */
 bool ctl_server_failed(struct ctl_server *srv);
+/* The WLM worker (controller/wlm/wlm.h); NULL before it started. */
+struct ctl_wlm;
+struct ctl_wlm *ctl_server_wlm(struct ctl_server *srv);
 /* Stop: end all sessions (nodes go offline), stop threads, free. */
 void ctl_server_free(struct ctl_server *srv);
 

@@ -23,6 +23,7 @@
 #include "controller/server_int.h"
 #include "controller/state.h"
 #include "controller/tokens.h"
+#include "controller/wlm/wlm.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -153,6 +154,12 @@ static void get_nodes(struct api_call *c)
 				  http_req_query(c->req, "state"),
 				  facts && (strcmp(facts, "true") == 0 || strcmp(facts, "1") == 0),
 				  &nodes, ERR));
+	{
+		json_t *n;
+		size_t i;
+
+		json_array_foreach(nodes, i, n) ctl_wlm_annotate(ctl_server_wlm(c->srv), n);
+	}
 	api_page(c, nodes);
 out:;
 }
@@ -212,8 +219,83 @@ static void get_node(struct api_call *c)
 {
 	json_t *n = NULL;
 
-	if (node_lookup(c, http_req_capture(c->req, "id"), &n) == 0)
+	if (node_lookup(c, http_req_capture(c->req, "id"), &n) == 0) {
+		ctl_wlm_annotate(ctl_server_wlm(c->srv), n);
 		api_json(c, 200, n);
+	}
+}
+
+/* ---- workload manager ---------------------------------------------------------------------- */
+
+/* The {cluster} of the path, in the caller's scope (otherwise the 404 of an unknown one). */
+static const char *path_cluster(struct api_call *c)
+{
+	const char *cl = http_req_capture(c->req, "cluster");
+
+	if (!cl || !api_scope_ok(c, cl)) {
+		api_error(c, 404, CTL_ERR_NOT_FOUND, "cluster", "unknown cluster %s", cl ? cl : "");
+		return NULL;
+	}
+	return cl;
+}
+
+static void get_wlm(struct api_call *c)
+{
+	const char *cl = path_cluster(c);
+	json_t *doc = NULL;
+
+	if (!cl)
+		return;
+	SERVICE(c, ctl_wlm_binding_get(c->st, cl, &doc, ERR));
+	api_json(c, 200, doc);
+out:;
+}
+
+static void put_wlm(struct api_call *c)
+{
+	static const char *const keys[] = {"kind", "slurm", "hooks", "node_map", "timeout_s", NULL};
+	const char *cl = path_cluster(c);
+	json_t *b, *doc = NULL;
+
+	if (!cl || !(b = api_body(c, keys)))
+		return;
+	SERVICE(c, ctl_wlm_binding_set(c->st, cl, b, c->actor, &doc, ERR));
+	ctl_wlm_kick(ctl_server_wlm(c->srv)); /* read the new WLM's node states now */
+	api_json(c, 200, doc);
+out:;
+}
+
+static void delete_wlm(struct api_call *c)
+{
+	const char *cl = path_cluster(c);
+
+	if (!cl)
+		return;
+	SERVICE(c, ctl_wlm_binding_unset(c->st, cl, c->actor, ERR));
+	api_json(c, 200, json_pack("{s:s, s:b}", "cluster", cl, "bound", 0));
+out:;
+}
+
+static void get_wlm_actions(struct api_call *c)
+{
+	const char *cl = path_cluster(c);
+	json_t *v = NULL;
+
+	if (!cl)
+		return;
+	SERVICE(c, ctl_wlm_actions_list(c->st, cl, http_req_query(c->req, "state"), &v, ERR));
+	api_page(c, v);
+out:;
+}
+
+static void get_wlm_nodes(struct api_call *c)
+{
+	const char *cl = path_cluster(c);
+
+	if (cl)
+		api_json(c, 200,
+			 json_pack("{s:s, s:o}", "cluster", cl, "nodes",
+				   ctl_wlm_nodes(ctl_server_wlm(c->srv), cl)));
 }
 
 static void post_node_revoke(struct api_call *c)
@@ -1139,6 +1221,11 @@ const struct api_route api_routes[] = {
 	R("GET", "/healthz", API_PUBLIC, 0, get_healthz),
 	R("GET", "/readyz", API_PUBLIC, 0, get_readyz),
 	R("GET", "/api/v1/clusters", API_PERM_READ, 1, get_clusters),
+	R("GET", "/api/v1/clusters/{cluster}/wlm", API_PERM_READ, 1, get_wlm),
+	R("PUT", "/api/v1/clusters/{cluster}/wlm", API_PERM_CONFIGURE, 1, put_wlm),
+	R("DELETE", "/api/v1/clusters/{cluster}/wlm", API_PERM_CONFIGURE, 1, delete_wlm),
+	R("GET", "/api/v1/clusters/{cluster}/wlm/actions", API_PERM_READ, 1, get_wlm_actions),
+	R("GET", "/api/v1/clusters/{cluster}/wlm/nodes", API_PERM_READ, 1, get_wlm_nodes),
 	R("GET", "/api/v1/nodes", API_PERM_READ, 1, get_nodes),
 	R("GET", "/api/v1/nodes/{id}", API_PERM_READ, 1, get_node),
 	R("POST", "/api/v1/nodes/{id}/revoke", API_PERM_ADMIN, 1, post_node_revoke),

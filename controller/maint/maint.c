@@ -49,17 +49,16 @@ static bool out_of_service(const char *state)
 
 static json_t *maint_json(const struct store_maint *m)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f, s:I, s:b, s:s, s:i, s:i, s:s, s:I, "
-			      "s:I, s:I, s:I}",
-			      "id", m->id, "cluster", m->cluster, "mode", m->mode, "batch",
-			      m->batch, "batch_size", m->batch_size, "min_in_service",
-			      m->min_in_service, "job_timeout_ms", (json_int_t)m->job_timeout_ms,
-			      "sign", m->sign, "state", m->state, "current_batch", m->current_batch,
-			      "n_batches", m->n_batches, "actor", m->actor, "created_at_ms",
-			      (json_int_t)m->created_at_ms, "started_at_ms",
-			      (json_int_t)m->started_at_ms, "finished_at_ms",
-			      (json_int_t)m->finished_at_ms, "cancel_requested_at_ms",
-			      (json_int_t)m->cancel_requested_ms);
+	json_t *o = json_pack(
+		"{s:s, s:s, s:s, s:s, s:i, s:f, s:I, s:b, s:s, s:i, s:i, s:s, s:I, "
+		"s:I, s:I, s:I}",
+		"id", m->id, "cluster", m->cluster, "mode", m->mode, "batch", m->batch,
+		"batch_size", m->batch_size, "min_in_service", m->min_in_service, "job_timeout_ms",
+		(json_int_t)m->job_timeout_ms, "sign", m->sign, "state", m->state, "current_batch",
+		m->current_batch, "n_batches", m->n_batches, "actor", m->actor, "created_at_ms",
+		(json_int_t)m->created_at_ms, "started_at_ms", (json_int_t)m->started_at_ms,
+		"finished_at_ms", (json_int_t)m->finished_at_ms, "cancel_requested_at_ms",
+		(json_int_t)m->cancel_requested_ms);
 	struct playbook *pb = NULL;
 	struct pb_diags diags;
 
@@ -93,22 +92,22 @@ static int detail_json(struct store *st, const char *id, json_t *o)
 	if (r >= 0)
 		r = store_maint_nodes(st, id, &d, &nd);
 	for (size_t i = 0; r >= 0 && i < nb; i++)
-		json_array_append_new(
-			batches,
-			json_pack("{s:i, s:s, s:o, s:o, s:o, s:I, s:I}", "batch", b[i].batch,
-				  "state", b[i].state, "deployment", str_or_null(b[i].deployment_id),
-				  "campaign", str_or_null(b[i].campaign_id), "signoff",
-				  str_or_null(b[i].signoff_id), "started_at_ms",
-				  (json_int_t)b[i].started_at_ms, "finished_at_ms",
-				  (json_int_t)b[i].finished_at_ms));
+		json_array_append_new(batches,
+				      json_pack("{s:i, s:s, s:o, s:o, s:o, s:I, s:I}", "batch",
+						b[i].batch, "state", b[i].state, "deployment",
+						str_or_null(b[i].deployment_id), "campaign",
+						str_or_null(b[i].campaign_id), "signoff",
+						str_or_null(b[i].signoff_id), "started_at_ms",
+						(json_int_t)b[i].started_at_ms, "finished_at_ms",
+						(json_int_t)b[i].finished_at_ms));
 	for (size_t i = 0; r >= 0 && i < nd; i++) {
 		out += out_of_service(d[i].state);
 		json_array_append_new(
-			nodes, json_pack("{s:s, s:s, s:i, s:s, s:o, s:o, s:I}", "node_id",
-					 d[i].node_id, "hostname", d[i].hostname, "batch", d[i].batch,
-					 "state", d[i].state, "reason", str_or_null(d[i].reason),
-					 "jobs", jobs_json(d[i].jobs), "since_ms",
-					 (json_int_t)d[i].since_ms));
+			nodes,
+			json_pack("{s:s, s:s, s:i, s:s, s:o, s:o, s:I}", "node_id", d[i].node_id,
+				  "hostname", d[i].hostname, "batch", d[i].batch, "state",
+				  d[i].state, "reason", str_or_null(d[i].reason), "jobs",
+				  jobs_json(d[i].jobs), "since_ms", (json_int_t)d[i].since_ms));
 	}
 	if (r >= 0) {
 		json_object_set_new(o, "out_of_service", json_integer((json_int_t)out));
@@ -239,8 +238,7 @@ static long batch_nodes(const char *s, size_t n)
 	char *end;
 	long v = strtol(s, &end, 10);
 
-	if (end == s || v < 1 || v > 100000 || (*end && strcmp(end, "%") != 0) ||
-	    (*end && v > 100))
+	if (end == s || v < 1 || v > 100000 || (*end && strcmp(end, "%") != 0) || (*end && v > 100))
 		return -1;
 	if (*end)
 		v = (long)((double)n * (double)v / 100.0);
@@ -327,8 +325,8 @@ int ctl_maint_create(struct store *st, const struct ctl_maint_request *rq, json_
 	per = batch_nodes(batch, pk.n);
 	if (max_out < 1) {
 		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_CONFLICT, "min_in_service",
-				  "min_in_service %.2f of %zu nodes lets no node out of service", mis,
-				  pk.n);
+				  "min_in_service %.2f of %zu nodes lets no node out of service",
+				  mis, pk.n);
 		goto out;
 	}
 	if (per > max_out)

@@ -66,8 +66,14 @@ __attribute__((warn_unused_result)) int ctl_maint_cancel(struct store *st, const
 							 const char *actor, struct ctl_error *err);
 bool ctl_maint_state_final(const char *state);
 
-/* The engine pass of a serving controller (before the engine starts); maint_pass.c. */
-__attribute__((warn_unused_result)) int ctl_maint_register(struct ctl_server *srv,
+/* The engine pass of a serving controller (maint_pass.c): its state with the thread that asks
+ * the workload manager about jobs, registration (before the engine starts), release (after the
+ * engine's tick thread stopped). */
+struct ctl_maint;
+__attribute__((warn_unused_result)) int ctl_maint_new(struct ctl_server *srv,
+						      struct ctl_maint **ret);
+__attribute__((warn_unused_result)) int ctl_maint_register(struct ctl_maint *m,
 							   struct ctl_engine *e);
+void ctl_maint_free(struct ctl_maint *m);
 
 #endif

@@ -14,6 +14,7 @@
 #include "controller/engine/engine.h"
 #include "controller/events.h"
 #include "controller/rollout/deploy.h"
+#include "controller/server.h"
 #include "controller/session.h"
 #include "controller/signoff/revalidate_int.h"
 #include "controller/state.h"
@@ -21,6 +22,7 @@
 #include "controller/store/store_deploy.h"
 #include "controller/store/store_maint.h"
 #include "controller/store/store_signoff.h"
+#include "controller/wlm/wlm.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -34,8 +36,15 @@
 #define REASON_MAX 200
 
 /* One maintenance as the pass reads it each time. */
+/* The pass's state: the server, and the thread that asks the WLM about jobs. */
+struct ctl_maint {
+	struct ctl_server *srv;
+	struct maint_wlm *wlm;
+};
+
 struct ctx {
 	struct ctl_server *srv;
+	struct maint_wlm *mw;
 	struct store *st;
 	struct store_maint *m;
 	struct store_maint_batch *b; /* all of them */
@@ -63,6 +72,16 @@ static void reason_fmt(char *buf, size_t len, const char *fmt, ...)
 	for (char *p = buf; *p; p++)
 		if (*p == '\n' || *p == '\r' || *p == '\t')
 			*p = ' ';
+}
+
+/* The finding of a reason "railyard: maintenance ID: FINDING": what the ledger is given (it
+ * puts the prefix back, fitted to the WLM's reason length, store_wlm.h). */
+static const char *finding(const struct ctx *x, const char *why)
+{
+	char prefix[128];
+	size_t n = (size_t)snprintf(prefix, sizeof(prefix), "railyard: maintenance %s: ", x->m->id);
+
+	return strncmp(why, prefix, n) == 0 ? why + n : why;
 }
 
 /* Store st and tell the event stream what moved. */
@@ -102,6 +121,7 @@ static int apply(struct ctx *x, struct store_maint_step *st)
 					  "batch_state", st->batch_state, "deployment",
 					  st->deployment_id, "campaign", st->campaign_id));
 	}
+	ctl_wlm_kick(ctl_server_wlm(x->srv)); /* the ledger rows just stored */
 	ctl_engine_kick(ctl_server_engine(x->srv));
 	return 1;
 }
@@ -167,21 +187,21 @@ static void fail_maint(struct ctx *x, const char *fmt, ...)
 	(void)apply(x, &st);
 }
 
-/* waiting: drain the batch's nodes (reason "railyard: maintenance M batch B"). */
+/* waiting: drain the batch's nodes (reason "railyard: maintenance M: batch B"). */
 static void start_batch(struct ctx *x)
 {
-	struct store_maint_step st = {.current_batch = -1, .batch = x->cur->batch,
-				      .batch_state = "draining"};
+	struct store_maint_step st = {
+		.current_batch = -1, .batch = x->cur->batch, .batch_state = "draining"};
 	char why[REASON_MAX];
 	size_t n;
 	struct store_maint_move *mv = moves_of(x, "waiting", "draining", &n);
 
 	if (!mv)
 		return;
-	reason_fmt(why, sizeof(why), "railyard: maintenance %s batch %d", x->m->id, x->cur->batch);
+	reason_fmt(why, sizeof(why), "railyard: maintenance %s: batch %d", x->m->id, x->cur->batch);
 	for (size_t i = 0; i < n; i++) {
 		mv[i].wlm = STORE_MAINT_WLM_DRAIN;
-		mv[i].wlm_reason = why;
+		mv[i].wlm_reason = finding(x, why);
 	}
 	if (strcmp(x->m->state, "pending") == 0)
 		st.state = "running";
@@ -274,8 +294,8 @@ static void on_draining(struct ctx *x)
 	bool late = x->cur->started_at_ms && now - x->cur->started_at_ms > x->m->job_timeout_ms;
 	struct store_maint_step st = {.current_batch = -1, .batch = -1};
 	struct store_maint_move *mv = calloc(x->nd ? x->nd : 1, sizeof(*mv));
-	char (*ids)[256] = calloc(x->nd ? x->nd : 1, sizeof(*ids));
-	char (*why)[REASON_MAX] = calloc(x->nd ? x->nd : 1, sizeof(*why));
+	char(*ids)[256] = calloc(x->nd ? x->nd : 1, sizeof(*ids));
+	char(*why)[REASON_MAX] = calloc(x->nd ? x->nd : 1, sizeof(*why));
 	size_t n = 0, busy = 0;
 
 	if (!mv || !ids || !why)
@@ -289,8 +309,13 @@ static void on_draining(struct ctx *x)
 		if (d->batch != x->cur->batch ||
 		    !(streq(d->state, "draining") || streq(d->state, "waiting_for_jobs")))
 			continue;
-		r = maint_wlm_jobs(x->srv, x->m->cluster, d->hostname, ids[n], sizeof(ids[n]),
-				   &jobs, err, sizeof(err));
+		r = maint_wlm_jobs(x->mw, x->m->cluster, d->hostname, d->since_ms, ids[n],
+				   sizeof(ids[n]), &jobs, err, sizeof(err));
+		if (r == -EAGAIN) {
+			/* Not answered since it was drained: as it was, for now. */
+			busy++;
+			continue;
+		}
 		if (r < 0) {
 			/* Not known to be free: waited for as a busy node, the reason kept. */
 			log_warn("maintenance %s: %s: cannot ask the workload manager: %s",
@@ -308,7 +333,7 @@ static void on_draining(struct ctx *x)
 			mv[n].to = "held_out";
 			mv[n].reason = why[n];
 			mv[n].wlm = STORE_MAINT_WLM_DRAIN;
-			mv[n].wlm_reason = why[n];
+			mv[n].wlm_reason = finding(x, why[n]);
 		} else if (jobs) {
 			mv[n].to = "waiting_for_jobs";
 			mv[n].jobs = ids[n];
@@ -434,7 +459,7 @@ failed:
 				mv[i].to = "held_out";
 				mv[i].reason = why;
 				mv[i].wlm = STORE_MAINT_WLM_DRAIN;
-				mv[i].wlm_reason = why;
+				mv[i].wlm_reason = finding(x, why);
 				held++;
 				if (!first)
 					first = why;
@@ -463,7 +488,7 @@ static void on_configuring(struct ctx *x)
 	json_t *failed = NULL;
 	size_t ndn = 0, n = 0, held = 0;
 	struct store_maint_move *mv = NULL;
-	char (*why)[REASON_MAX] = NULL;
+	char(*why)[REASON_MAX] = NULL;
 	const char *first = NULL;
 	int r = store_deployment_get(x->st, x->cur->deployment_id, &dep);
 
@@ -510,7 +535,7 @@ static void on_configuring(struct ctx *x)
 		mv[i].to = "held_out";
 		mv[i].reason = why[i];
 		mv[i].wlm = STORE_MAINT_WLM_DRAIN;
-		mv[i].wlm_reason = why[i];
+		mv[i].wlm_reason = finding(x, why[i]);
 		if (!first)
 			first = why[i];
 		held++;
@@ -546,7 +571,7 @@ static void on_validating(struct ctx *x)
 	const json_t *vnodes;
 	size_t n = 0, held = 0;
 	struct store_maint_move *mv = NULL;
-	char (*why)[REASON_MAX] = NULL;
+	char(*why)[REASON_MAX] = NULL;
 	const char *first = NULL;
 	bool judged;
 	int r;
@@ -583,12 +608,11 @@ static void on_validating(struct ctx *x)
 		else
 			reason_fmt(why[i], sizeof(why[i]),
 				   "railyard: maintenance %s: campaign %s: %s", x->m->id,
-				   JSTR(c, "id"),
-				   first_reason(vn));
+				   JSTR(c, "id"), first_reason(vn));
 		mv[i].to = "held_out";
 		mv[i].reason = why[i];
 		mv[i].wlm = STORE_MAINT_WLM_DRAIN;
-		mv[i].wlm_reason = why[i];
+		mv[i].wlm_reason = finding(x, why[i]);
 		if (!first)
 			first = why[i];
 		held++;
@@ -619,13 +643,17 @@ out:
  * not known to be good. */
 static void on_cancel(struct ctx *x)
 {
-	struct store_maint_step st = {.current_batch = -1, .batch = -1, .state = "cancelled",
+	struct store_maint_step st = {.current_batch = -1,
+				      .batch = -1,
+				      .state = "cancelled",
 				      .reason = "cancelled on request"};
-	static const char why[] = "railyard: maintenance cancelled while it changed this node";
+	char why[REASON_MAX];
 	struct ctl_error err;
 	size_t n = 0;
 	struct store_maint_move *mv = NULL;
 
+	reason_fmt(why, sizeof(why),
+		   "railyard: maintenance %s: cancelled while it changed this node", x->m->id);
 	ctl_error_init(&err);
 	if (x->cur && streq(x->cur->state, "configuring") && x->cur->deployment_id &&
 	    ctl_deploy_cancel(x->st, x->cur->deployment_id, x->m->actor, &err) < 0)
@@ -648,14 +676,15 @@ static void on_cancel(struct ctx *x)
 			    streq(mv[i].from, "skipped"))
 				continue;
 			mv[k] = mv[i];
-			if (streq(mv[k].from, "draining") || streq(mv[k].from, "waiting_for_jobs")) {
+			if (streq(mv[k].from, "draining") ||
+			    streq(mv[k].from, "waiting_for_jobs")) {
 				mv[k].reason = "cancelled before it was changed";
 				mv[k].wlm = STORE_MAINT_WLM_RESUME;
 			} else if (!streq(mv[k].from, "waiting")) {
 				mv[k].to = "held_out";
 				mv[k].reason = why;
 				mv[k].wlm = STORE_MAINT_WLM_DRAIN;
-				mv[k].wlm_reason = why;
+				mv[k].wlm_reason = finding(x, why);
 			} else {
 				mv[k].reason = "cancelled";
 			}
@@ -672,9 +701,10 @@ static void on_cancel(struct ctx *x)
 	free(mv);
 }
 
-static void run_one(struct ctl_server *srv, struct store_maint *m)
+static void run_one(struct ctl_maint *cm, struct store_maint *m)
 {
-	struct ctx x = {.srv = srv, .st = ctl_server_state(srv)->store, .m = m};
+	struct ctl_server *srv = cm->srv;
+	struct ctx x = {.srv = srv, .mw = cm->wlm, .st = ctl_server_state(srv)->store, .m = m};
 
 	if (store_maint_batches(x.st, m->id, &x.b, &x.nb) < 0 ||
 	    store_maint_nodes(x.st, m->id, &x.d, &x.nd) < 0)
@@ -687,8 +717,8 @@ static void run_one(struct ctl_server *srv, struct store_maint *m)
 		goto out;
 	}
 	if (!x.cur) {
-		struct store_maint_step st = {.current_batch = -1, .batch = -1,
-					      .state = "succeeded"};
+		struct store_maint_step st = {
+			.current_batch = -1, .batch = -1, .state = "succeeded"};
 
 		(void)apply(&x, &st); /* no batch (no node): nothing to do */
 		goto out;
@@ -708,14 +738,14 @@ out:
 
 static void pass(void *ud)
 {
-	struct ctl_server *srv = ud;
+	struct ctl_maint *cm = ud;
 	struct store_maint **v = NULL;
 	size_t n = 0;
 
-	if (store_maints_list(ctl_server_state(srv)->store, true, 0, &v, &n) < 0)
+	if (store_maints_list(ctl_server_state(cm->srv)->store, true, 0, &v, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
-		run_one(srv, v[i]);
+		run_one(cm, v[i]);
 	store_maints_free(v, n);
 }
 
@@ -724,7 +754,32 @@ static const struct ctl_pass maint_pass = {
 	.run = pass,
 };
 
-int ctl_maint_register(struct ctl_server *srv, struct ctl_engine *e)
+int ctl_maint_new(struct ctl_server *srv, struct ctl_maint **ret)
 {
-	return ctl_engine_add_pass(e, &maint_pass, srv);
+	struct ctl_maint *cm = calloc(1, sizeof(*cm));
+	int r;
+
+	if (!cm)
+		return -ENOMEM;
+	cm->srv = srv;
+	r = maint_wlm_new(srv, &cm->wlm);
+	if (r < 0) {
+		free(cm);
+		return r;
+	}
+	*ret = cm;
+	return 0;
+}
+
+int ctl_maint_register(struct ctl_maint *cm, struct ctl_engine *e)
+{
+	return ctl_engine_add_pass(e, &maint_pass, cm);
+}
+
+void ctl_maint_free(struct ctl_maint *cm)
+{
+	if (!cm)
+		return;
+	maint_wlm_free(cm->wlm);
+	free(cm);
 }

@@ -2,9 +2,9 @@
  * (the handle, opening and migrating, errors, clusters, group commit). Each table or area has its
  * own header beside its .c: store_nodes.h, store_audit.h, store_apitoken.h (enrollment and API
  * tokens), store_deploy.h, store_bench.h, store_campaign.h, store_signoff.h, store_revalidate.h,
- * store_playbook.h, store_backup.h. Two connections (a writer and a query-only reader), each
- * behind its own mutex; schema migrations by PRAGMA user_version. Times are unix milliseconds
- * supplied by the caller. */
+ * store_playbook.h, store_backup.h, store_wlm.h. Two connections (a writer and a query-only
+ * reader), each behind its own mutex; schema migrations by PRAGMA user_version. Times are unix
+ * milliseconds supplied by the caller. */
 #ifndef RAILYARD_CONTROLLER_STORE_H
 #define RAILYARD_CONTROLLER_STORE_H
 
@@ -15,7 +15,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 16
+#define STORE_SCHEMA_VERSION 17
 
 /* Largest length of a name, hostname, id, serial, fingerprint or version string. */
 #define STORE_TEXT_MAX 255

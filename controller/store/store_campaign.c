@@ -304,6 +304,10 @@ int store_campaign_finish(struct store *s, const char *id, const char *state,
 	if (r >= 0 && changes > 0)
 		r = store_audit_locked(c, now_ms, "controller", "campaign.finish", id, state,
 				       error);
+	/* The verdict's bad nodes drained, its passing ones resumed if ours, where the cluster
+	 * is bound: written ahead with the verdict (store_wlm.h). */
+	if (r >= 0 && changes > 0)
+		r = store_wlm_enqueue_verdict_locked(c, id, state, verdict_json, now_ms);
 	if (r < 0)
 		store_tx_rollback(c);
 	else

@@ -502,9 +502,18 @@ int store_deploy_node_update(struct store *s, const char *id, const char *node_i
 	if (!counts)
 		counts = zero;
 	pthread_mutex_lock(&c->lock);
-	r = store_q_exec(c, &changes, &SQL_DEPLOY_NODE_UPDATE, "ttttlllll", id, node_id, state,
-			 message, (int64_t)counts[0], (int64_t)counts[1], (int64_t)counts[2],
-			 (int64_t)counts[3], now_ms);
+	r = store_tx_begin(c);
+	if (r >= 0)
+		r = store_q_exec(c, &changes, &SQL_DEPLOY_NODE_UPDATE, "ttttlllll", id, node_id,
+				 state, message, (int64_t)counts[0], (int64_t)counts[1],
+				 (int64_t)counts[2], (int64_t)counts[3], now_ms);
+	/* A node failed here is drained where the cluster is bound, in the same transaction. */
+	if (r >= 0 && changes > 0 && strcmp(state, "failed") == 0)
+		r = store_wlm_enqueue_deploy_failed_locked(c, id, node_id, now_ms);
+	if (r < 0)
+		store_tx_rollback(c);
+	else
+		r = store_tx_commit(c);
 	pthread_mutex_unlock(&c->lock);
 	if (r < 0)
 		return r;
@@ -761,8 +770,13 @@ int store_report_apply_done(struct store *s, const char *id, const char *node_id
 			 (int64_t)counts[3], now_ms);
 	if (r >= 0 && changes != 1)
 		r = store_db_fail_msg(c, "deployment node vanished");
-	if (r >= 0)
-		r = store_tx_commit(c);
+	/* A node the plan failed on is drained where the cluster is bound (store_wlm.h): the
+	 * intent is stored with the failure. */
+	if (r >= 0 && strcmp(state, "failed") == 0)
+		r = store_wlm_enqueue_deploy_failed_locked(c, id, node_id, now_ms);
+	if (r < 0)
+		goto rollback;
+	r = store_tx_commit(c);
 	if (r >= 0)
 		r = STORE_REPORT_STORED;
 	goto out;

@@ -137,6 +137,25 @@ int store_playbook_put_locked(struct store_conn *c, const char *name, const char
 int store_bench_insert_locked(struct store_conn *c, const struct store_bench_new *b,
 			      const char *campaign_id, int64_t now_ms);
 
+/* store_wlm_enqueue() inside the caller's transaction on c (the writer, its lock held): a
+ * drain or resume written ahead with the finding that asks for it (store_wlm.h). 1 stored, 0
+ * the cluster is not bound, -RY_E_INVALID (nothing stored), store errors (the caller rolls
+ * back). */
+struct store_wlm_intent;
+int store_wlm_enqueue_locked(struct store_conn *c, const struct store_wlm_intent *a,
+			     int64_t now_ms);
+
+/* Inside the transaction that ends campaign campaign_id with state and its verdict: each node
+ * the verdict fails or excludes is drained ("campaign" source, its first reason the finding),
+ * each node it passes resumed if ours, when the campaign's cluster is bound. Only the states
+ * passed and failed act (a cancelled or incomplete verdict judges no node). 0 or an error. */
+int store_wlm_enqueue_verdict_locked(struct store_conn *c, const char *campaign_id,
+				     const char *state, const char *verdict_json, int64_t now_ms);
+/* Inside the transaction that moved node_id of deployment_id to failed: drain it ("deployment"
+ * source, its message the finding), when the deployment's cluster is bound. 0 or an error. */
+int store_wlm_enqueue_deploy_failed_locked(struct store_conn *c, const char *deployment_id,
+					   const char *node_id, int64_t now_ms);
+
 /* One schema step: run sql (constant text, several statements) to go from version - 1 to
  * version. */
 struct store_migration {

@@ -2,6 +2,7 @@
  * configure, validate, hand back" over a cluster that runs jobs, with its batches and nodes. */
 #include "controller/store/store_int.h"
 #include "controller/store/store_maint.h"
+#include "controller/store/store_wlm.h"
 
 #include "common/util/error.h"
 #include "common/util/util.h"
@@ -28,8 +29,9 @@ static struct store_sql SQL_MAINT_INSERT = STORE_SQL(
 	"?14)");
 static struct store_sql SQL_MAINT_BUSY = STORE_SQL(
 	"SELECT id FROM maintenances WHERE cluster_id = ?1 AND state IN " MAINT_ACTIVE " LIMIT 1");
-static struct store_sql SQL_BATCH_INSERT = STORE_SQL(
-	"INSERT INTO maintenance_batches (maintenance_id, batch, state) VALUES (?1, ?2, 'waiting')");
+static struct store_sql SQL_BATCH_INSERT =
+	STORE_SQL("INSERT INTO maintenance_batches (maintenance_id, batch, state) VALUES (?1, ?2, "
+		  "'waiting')");
 static struct store_sql SQL_NODE_INSERT =
 	STORE_SQL("INSERT INTO maintenance_nodes (maintenance_id, node_id, hostname, batch, state, "
 		  "since) VALUES (?1, ?2, ?3, ?4, 'waiting', ?5)");
@@ -60,9 +62,9 @@ static struct store_sql SQL_BATCH_UPDATE = STORE_SQL(
 static struct store_sql SQL_SKIP_BATCHES =
 	STORE_SQL("UPDATE maintenance_batches SET state = 'skipped', finished_at = ?3 "
 		  "WHERE maintenance_id = ?1 AND batch > ?2 AND state = 'waiting'");
-static struct store_sql SQL_SKIP_NODES = STORE_SQL(
-	"UPDATE maintenance_nodes SET state = 'skipped', since = ?3, reason = ?4 "
-	"WHERE maintenance_id = ?1 AND batch > ?2 AND state = 'waiting'");
+static struct store_sql SQL_SKIP_NODES =
+	STORE_SQL("UPDATE maintenance_nodes SET state = 'skipped', since = ?3, reason = ?4 "
+		  "WHERE maintenance_id = ?1 AND batch > ?2 AND state = 'waiting'");
 /* A node moves only from the state the pass saw (any unended one when from is NULL): a move
  * replayed after a crash changes nothing and writes no second ledger row. Its `since` is kept
  * when only its blocking jobs change. */
@@ -206,17 +208,31 @@ static int node_row(sqlite3_stmt *st, void *elem)
 	return 0;
 }
 
-/* The workload manager's request for a node that moved, in the caller's transaction: the
- * drain and resume ledger of controller/wlm/ (source "maintenance"). A cluster bound to no
- * workload manager gets none. */
-static int ledger_locked(struct store_conn *c, const char *cluster, const struct store_maint_move *mv,
-			 int64_t now_ms)
+/* The workload manager's request for a node that moved, in the caller's transaction: a row of
+ * the drain and resume ledger (store_wlm.h, source "maintenance"), carried out by the WLM
+ * worker. A cluster bound to no workload manager gets none; a host name that maps to no legal
+ * WLM name gets none either (the WLM cannot be asked about it: its jobs are never known to be
+ * done, so it is held out before it is changed). */
+static int ledger_locked(struct store_conn *c, const char *id, const char *cluster,
+			 const struct store_maint_move *mv, int64_t now_ms)
 {
-	(void)c;
-	(void)cluster;
-	(void)mv;
-	(void)now_ms;
-	return 0;
+	struct store_wlm_intent a = {
+		.cluster = cluster,
+		.node_id = mv->node_id,
+		.hostname = mv->hostname,
+		.action = mv->wlm == STORE_MAINT_WLM_DRAIN ? "drain" : "resume",
+		.source = "maintenance",
+		.source_id = id,
+		.finding = mv->wlm_reason		      ? mv->wlm_reason
+			   : mv->wlm == STORE_MAINT_WLM_DRAIN ? "maintenance"
+							      : "passed its maintenance",
+	};
+	int r;
+
+	if (!mv->hostname)
+		return -EINVAL;
+	r = store_wlm_enqueue_locked(c, &a, now_ms);
+	return r == -RY_E_INVALID ? 0 : r;
 }
 
 int store_maint_create(struct store *s, const struct store_maint_new *n,
@@ -228,10 +244,10 @@ int store_maint_create(struct store *s, const struct store_maint_new *n,
 	int r;
 
 	if (!s || !n || !store_text_ok(n->id, STORE_TEXT_MAX) ||
-	    !store_text_ok(n->cluster, STORE_TEXT_MAX) || !store_text_ok(n->actor, STORE_TEXT_MAX) ||
-	    !store_text_ok(n->mode, 16) || !store_text_ok(n->batch, 16) || !n->playbook ||
-	    n->batch_size < 1 || n_batches < 0 || !(n->min_in_service >= 0) ||
-	    n->job_timeout_ms < 0 || (n_nodes && !nodes))
+	    !store_text_ok(n->cluster, STORE_TEXT_MAX) ||
+	    !store_text_ok(n->actor, STORE_TEXT_MAX) || !store_text_ok(n->mode, 16) ||
+	    !store_text_ok(n->batch, 16) || !n->playbook || n->batch_size < 1 || n_batches < 0 ||
+	    !(n->min_in_service >= 0) || n->job_timeout_ms < 0 || (n_nodes && !nodes))
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	r = store_tx_begin(c);
@@ -301,8 +317,7 @@ int store_maint_batches(struct store *s, const char *id, struct store_maint_batc
 			    batches_free_v, (void **)ret, ret_n, "t", id);
 }
 
-int store_maint_nodes(struct store *s, const char *id, struct store_maint_node **ret,
-		      size_t *ret_n)
+int store_maint_nodes(struct store *s, const char *id, struct store_maint_node **ret, size_t *ret_n)
 {
 	if (!s || !id || !ret || !ret_n)
 		return -EINVAL;
@@ -352,7 +367,7 @@ int store_maint_apply(struct store *s, struct store_maint_step *st, int64_t now_
 		r = store_q_exec(c, &moved, &SQL_NODE_MOVE, "tttttlt", st->id, mv->node_id, mv->to,
 				 mv->reason, mv->jobs, now_ms, mv->from);
 		if (r >= 0 && moved && mv->wlm != STORE_MAINT_WLM_NONE)
-			r = ledger_locked(c, st->cluster, mv, now_ms);
+			r = ledger_locked(c, st->id, st->cluster, mv, now_ms);
 		mv->moved = moved > 0;
 	}
 	if (r < 0)

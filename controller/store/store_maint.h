@@ -73,7 +73,8 @@ struct store_maint_move {
 	const char *from, *to;
 	const char *reason, *jobs; /* stored as given (NULL clears) */
 	enum store_maint_wlm wlm;
-	const char *wlm_reason; /* the drain reason (starts "railyard:") */
+	const char *wlm_reason; /* the finding the ledger's reason ends with ("railyard:
+				   maintenance ID: FINDING", store_wlm.h); resume: why */
 	bool moved;		/* out: the move happened (its ledger row was written) */
 };
 

@@ -395,6 +395,37 @@ static const char migration_v14[] =
  * {playbook: {name, version, sha256}, deployment: id | null} (docs/signoff.md). */
 static const char migration_v15[] = "ALTER TABLE revalidations ADD COLUMN checks TEXT;";
 
+/* v16: the workload-manager hand-off (controller/wlm/wlm.h, store_wlm.h): each cluster's
+ * binding (the validated document), and the ledger of drains and resumes, written ahead in the
+ * transaction that stores their finding and carried out by the WLM worker. */
+static const char migration_v16[] =
+	"CREATE TABLE wlm_bindings ("
+	"  cluster_id INTEGER PRIMARY KEY REFERENCES clusters(id),"
+	"  doc TEXT NOT NULL,"
+	"  updated_by TEXT NOT NULL,"
+	"  updated_at INTEGER NOT NULL"
+	");"
+	"CREATE TABLE wlm_actions ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  node_id TEXT,"
+	"  hostname TEXT NOT NULL,"
+	"  wlm_name TEXT NOT NULL,"
+	"  action TEXT NOT NULL CHECK (action IN ('drain', 'resume')),"
+	"  reason TEXT NOT NULL,"
+	"  source TEXT NOT NULL CHECK (source IN ('campaign', 'deployment', 'maintenance',"
+	"    'health')),"
+	"  source_id TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'failed', 'not_ours')),"
+	"  result TEXT,"
+	"  attempts INTEGER NOT NULL DEFAULT 0,"
+	"  created_at INTEGER NOT NULL,"
+	"  next_at INTEGER NOT NULL,"
+	"  done_at INTEGER"
+	");"
+	"CREATE INDEX wlm_actions_pending ON wlm_actions (state, id);"
+	"CREATE INDEX wlm_actions_node ON wlm_actions (cluster_id, wlm_name, id);";
+
 /* v17: maintenances (store_maint.c, docs/operations.md "Maintenance with Slurm"): a playbook
  * rolled over a cluster that runs jobs, batch by batch: drained, configured, validated, handed
  * back. Its batches and nodes carry their state so a restarted controller resumes it. */
@@ -449,24 +480,12 @@ static const char migration_v17[] =
 	");";
 
 const struct store_migration store_migrations[] = {
-	{1, migration_v1, false},
-	{2, migration_v2, false},
-	{3, migration_v3, false},
-	{4, migration_v4, false},
-	{5, migration_v5, false},
-	{6, migration_v6, false},
-	{7, migration_v7, false},
-	{8, migration_v8, false},
-	{9, migration_v9, false},
-	{10, migration_v10, true},
-	{11, migration_v11, true},
-	{12, migration_v12, false},
-	{13, migration_v13, true},
-	{14, migration_v14, false},
-	{15, migration_v15, false},
-	/* Version 16 is the workload-manager binding's (branch wlm); until it is merged the
-	 * maintenances take its place. */
-	{16, migration_v17, false},
+	{1, migration_v1, false},   {2, migration_v2, false},	{3, migration_v3, false},
+	{4, migration_v4, false},   {5, migration_v5, false},	{6, migration_v6, false},
+	{7, migration_v7, false},   {8, migration_v8, false},	{9, migration_v9, false},
+	{10, migration_v10, true},  {11, migration_v11, true},	{12, migration_v12, false},
+	{13, migration_v13, true},  {14, migration_v14, false}, {15, migration_v15, false},
+	{16, migration_v16, false}, {17, migration_v17, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);
