@@ -141,5 +141,13 @@ check "deploy --nodes: the limit's nodes only, the others not targeted with the 
 refused mt deploy --cluster it --playbook "$PB" --nodes 'zzz*' >"$T/d2.out" 2>&1
 check "a node limit that takes no target is refused" grep -q "takes none of the playbook's targets" "$T/d2.out"
 
+# Valgrind and AddressSanitizer do not mix: the sanitizer build checks leaks itself.
+if command -v valgrind >/dev/null && ! ldd "$RY" | grep -q libasan; then
+	for args in "maintenance list" "maintenance show $M1" "maintenance show $M4 --follow"; do
+		check "no leak under valgrind: railyard $args" bash -c "valgrind -q --leak-check=full \
+			--error-exitcode=99 '$RY' --state-dir '$T/ctl' $args >/dev/null 2>'$T/valgrind.log'"
+	done
+fi
+
 check_sanitizers
 finish
