@@ -147,12 +147,30 @@ static struct store_maint_move *moves_of(struct ctx *x, const char *state, const
 }
 
 /* The end of the current batch: done (every node resumed) or failed (one held out: the
- * rollout stops, later batches skipped); the maintenance moves on or ends. */
+ * rollout stops, later batches skipped); the maintenance moves on or ends. Its nodes are
+ * counted as they will be once st is stored: as read, or as st moves them. held (a node the
+ * caller counts beyond them, with first as its reason) is added. */
 static void end_batch(struct ctx *x, struct store_maint_step *st, size_t held, const char *first)
 {
 	static char reason[512];
 	bool last = x->cur->batch + 1 >= x->m->n_batches;
 
+	for (size_t i = 0; i < x->nd; i++) {
+		const char *state = x->d[i].state, *why = x->d[i].reason;
+
+		if (x->d[i].batch != x->cur->batch)
+			continue;
+		for (size_t k = 0; k < st->n_moves; k++)
+			if (streq(st->moves[k].node_id, x->d[i].node_id)) {
+				state = st->moves[k].to;
+				why = st->moves[k].reason;
+			}
+		if (streq(state, "held_out")) {
+			held++;
+			if (!first)
+				first = why;
+		}
+	}
 	st->batch = x->cur->batch;
 	st->batch_state = held ? "failed" : "done";
 	if (held) {
@@ -247,7 +265,7 @@ static void start_configure(struct ctx *x)
 		return;
 	if (n == 0) {
 		/* Every node of the batch was held out waiting for its jobs. */
-		end_batch(x, &st, 1, "no node of the batch could be drained in time");
+		end_batch(x, &st, 0, NULL); /* every node held out waiting for its jobs */
 		(void)apply(x, &st);
 		free(limit);
 		return;
@@ -352,7 +370,9 @@ static void on_draining(struct ctx *x)
 		for (size_t j = 0; j < x->nd; j++)
 			if (streq(x->d[j].node_id, mv[i].node_id)) {
 				free(x->d[j].state);
+				free(x->d[j].reason);
 				x->d[j].state = strdup(mv[i].to);
+				x->d[j].reason = mv[i].reason ? strdup(mv[i].reason) : NULL;
 			}
 	}
 	start_configure(x);
@@ -364,7 +384,7 @@ out:
 
 /* configuring, the deployment ended: its failed nodes held out, the others validated. */
 static void start_validate(struct ctx *x, struct store_maint_step *st, struct store_maint_move *mv,
-			   size_t n, size_t held, const char *first)
+			   size_t n)
 {
 	struct store *s = x->st;
 	struct ctl_error err;
@@ -392,7 +412,7 @@ static void start_validate(struct ctx *x, struct store_maint_step *st, struct st
 				mv[i].to = "resumed";
 				mv[i].wlm = STORE_MAINT_WLM_RESUME;
 			}
-		end_batch(x, st, held, first);
+		end_batch(x, st, 0, NULL);
 		goto store;
 	}
 	/* The nodes validated in earlier batches pair with this batch's: as many as it has, at
@@ -460,11 +480,8 @@ failed:
 				mv[i].reason = why;
 				mv[i].wlm = STORE_MAINT_WLM_DRAIN;
 				mv[i].wlm_reason = finding(x, why);
-				held++;
-				if (!first)
-					first = why;
 			}
-		end_batch(x, st, held, first);
+		end_batch(x, st, 0, NULL);
 		goto store;
 	}
 	st->batch_state = "validating";
@@ -486,10 +503,9 @@ static void on_configuring(struct ctx *x)
 	struct store_deployment *dep = NULL;
 	struct store_deploy_node *dn = NULL;
 	json_t *failed = NULL;
-	size_t ndn = 0, n = 0, held = 0;
+	size_t ndn = 0, n = 0;
 	struct store_maint_move *mv = NULL;
 	char(*why)[REASON_MAX] = NULL;
-	const char *first = NULL;
 	int r = store_deployment_get(x->st, x->cur->deployment_id, &dep);
 
 	if (r < 0) {
@@ -536,13 +552,10 @@ static void on_configuring(struct ctx *x)
 		mv[i].reason = why[i];
 		mv[i].wlm = STORE_MAINT_WLM_DRAIN;
 		mv[i].wlm_reason = finding(x, why[i]);
-		if (!first)
-			first = why[i];
-		held++;
 	}
 	st.moves = mv;
 	st.n_moves = n;
-	start_validate(x, &st, mv, n, held, first);
+	start_validate(x, &st, mv, n);
 out:
 	free(mv);
 	free(why);
@@ -569,10 +582,9 @@ static void on_validating(struct ctx *x)
 	struct ctl_error err;
 	json_t *c = NULL;
 	const json_t *vnodes;
-	size_t n = 0, held = 0;
+	size_t n = 0;
 	struct store_maint_move *mv = NULL;
 	char(*why)[REASON_MAX] = NULL;
-	const char *first = NULL;
 	bool judged;
 	int r;
 
@@ -613,22 +625,12 @@ static void on_validating(struct ctx *x)
 		mv[i].reason = why[i];
 		mv[i].wlm = STORE_MAINT_WLM_DRAIN;
 		mv[i].wlm_reason = finding(x, why[i]);
-		if (!first)
-			first = why[i];
-		held++;
 	}
-	/* Nodes of the batch held out before validation (their deployment failed) count too. */
-	for (size_t i = 0; i < x->nd; i++)
-		if (x->d[i].batch == x->cur->batch && streq(x->d[i].state, "held_out")) {
-			held++;
-			if (!first)
-				first = x->d[i].reason;
-		}
 	if (x->m->sign && store_signoff_of_campaign(x->st, JSTR(c, "id"), &so) >= 0)
 		st.signoff_id = so->id;
 	st.moves = mv;
 	st.n_moves = n;
-	end_batch(x, &st, held, first);
+	end_batch(x, &st, 0, NULL); /* the nodes held out before validation count too */
 	(void)apply(x, &st);
 out:
 	free(mv);

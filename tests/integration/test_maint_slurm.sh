@@ -132,5 +132,23 @@ check "no node is drained by us without a stored reason: every railyard drain is
 			jq -e --arg n \"\$n\" '.nodes[] | select(.hostname == \$n) | .state == \"held_out\" and (.reason | startswith(\"railyard:\"))' >/dev/null || exit 1
 	done"
 
+# ---- a job that outlasts --job-timeout: its node is held out, the others go on -------------------
+# A playbook without validation: its configured nodes are resumed at once.
+sed '/^validation:/,$d' "$T/maint.yaml" >"$T/noval.yaml"
+JOB3=$("$SQ/sbatch" --parsable -w node3 -o /dev/null --wrap "sleep 600" 2>>"$T/sbatch.err")
+JOB3=${JOB3%%;*}
+check "job $JOB3 runs on node3" wait_for 30 bash -c "'$SQ/squeue' -h -j $JOB3 -o %T | grep -qx RUNNING"
+mt deploy --cluster it --playbook "$T/noval.yaml" --maintenance --nodes 'node2,node3' --batch 2 \
+	--min-in-service 0 --job-timeout 2s >"$T/m3.out" 2>&1
+M3=$(awk '/^maintenance mt-/ {sub(":", "", $2); print $2; exit}' "$T/m3.out")
+show "$M3" >"$T/m3.json"
+check "job timeout: node3 held out naming job $JOB3, node2 configured and resumed" jqt --arg j "$JOB3" '
+	(.nodes[] | select(.hostname == "node3") | .state == "held_out" and
+		(.reason | test("job\\(s\\) " + $j + " still running after 2s"))) and
+	(.nodes[] | select(.hostname == "node2") | .state == "resumed") and .state == "failed"' "$T/m3.json"
+check "  ... node3 stays drained (its job still runs), with that reason" wait_for 20 reason_has node3 "^railyard: maintenance $M3: job(s) $JOB3 still running"
+check "  ... node2 idle" wait_for 20 sstate_is node2 idle
+"$SQ/scancel" "$JOB3"
+
 check_sanitizers
 finish

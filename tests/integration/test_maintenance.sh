@@ -141,6 +141,24 @@ check "deploy --nodes: the limit's nodes only, the others not targeted with the 
 refused mt deploy --cluster it --playbook "$PB" --nodes 'zzz*' >"$T/d2.out" 2>&1
 check "a node limit that takes no target is refused" grep -q "takes none of the playbook's targets" "$T/d2.out"
 
+# ---- a revalidating maintenance: each batch's campaign compared with a baseline, signed ----------
+# The baseline: the same playbook's campaign over the nodes that pass it (node4 fails its step,
+# not the TCP tests: it is left out of the baseline so that the revalidation's scope matches).
+"$RY" --state-dir "$T/ctl" validate --cluster it --playbook "$PB" --nodes '!node4' --signoff \
+	--json >"$T/base.json" 2>"$T/base.err"
+BASE=$(jq -r '.signoff.id // empty' "$T/base.json")
+check "a baseline sign-off" test -n "$BASE"
+mt revalidate --cluster it --baseline "$BASE" --maintenance --nodes '!node4' --batch 2 \
+	--min-in-service 0 --job-timeout 1m >"$T/rv.out" 2>&1
+RVM=$(awk '/^maintenance mt-/ {sub(":", "", $2); print $2; exit}' "$T/rv.out")
+show "$RVM" >"$T/rv.json"
+check "revalidate --maintenance: batches of 2 and 1, each validated and signed" jqt --arg b "$BASE" '
+	.mode == "revalidate" and .baseline == $b and .n_batches == 2 and
+	all(.batches[]; .campaign != null and .signoff != null)' "$T/rv.json"
+check "  ... the batch campaigns are compared with the baseline" bash -c "
+	c=\$(jq -r '.batches[0].campaign' '$T/rv.json')
+	'$RY' campaign show \"\$c\" --json --state-dir '$T/ctl' | jq -e --arg b '$BASE' '.baseline == \$b or .options.baseline == \$b' >/dev/null"
+
 # Valgrind and AddressSanitizer do not mix: the sanitizer build checks leaks itself.
 if command -v valgrind >/dev/null && ! ldd "$RY" | grep -q libasan; then
 	for args in "maintenance list" "maintenance show $M1" "maintenance show $M4 --follow"; do
