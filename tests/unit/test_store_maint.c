@@ -105,8 +105,13 @@ static const char *node_state(struct store *s, const char *id, const char *node)
 static void test_create_whole_or_nothing(void **state)
 {
 	struct fx *f = *state;
-	struct store_maint_new bad = {.id = "m0", .cluster = "c1", .actor = "a", .mode = "deploy",
-				      .playbook = "x", .batch = "2", .batch_size = 0};
+	struct store_maint_new bad = {.id = "m0",
+				      .cluster = "c1",
+				      .actor = "a",
+				      .mode = "deploy",
+				      .playbook = "x",
+				      .batch = "2",
+				      .batch_size = 0};
 	struct store_maint_new unknown = bad;
 	struct store_maint **v = NULL;
 	struct store_maint_batch *b = NULL;
@@ -133,20 +138,34 @@ static void test_moves_once_with_ledger(void **state)
 {
 	struct fx *f = *state;
 	struct store_maint_move mv[2] = {
-		{.node_id = "n1", .hostname = "node1", .from = "waiting", .to = "draining",
-		 .wlm = STORE_MAINT_WLM_DRAIN, .wlm_reason = "batch 0"},
-		{.node_id = "n2", .hostname = "node2", .from = "waiting", .to = "draining",
-		 .wlm = STORE_MAINT_WLM_DRAIN, .wlm_reason = "batch 0"},
+		{.node_id = "n1",
+		 .hostname = "node1",
+		 .from = "waiting",
+		 .to = "draining",
+		 .wlm = STORE_MAINT_WLM_DRAIN,
+		 .wlm_reason = "batch 0"},
+		{.node_id = "n2",
+		 .hostname = "node2",
+		 .from = "waiting",
+		 .to = "draining",
+		 .wlm = STORE_MAINT_WLM_DRAIN,
+		 .wlm_reason = "batch 0"},
 	};
-	struct store_maint_step st = {.id = "m1", .cluster = "c1", .state = "running",
-				      .current_batch = -1, .batch = 0, .batch_state = "draining",
-				      .moves = mv, .n_moves = 2};
+	struct store_maint_step st = {.id = "m1",
+				      .cluster = "c1",
+				      .state = "running",
+				      .current_batch = -1,
+				      .batch = 0,
+				      .batch_state = "draining",
+				      .moves = mv,
+				      .n_moves = 2};
 	struct store_maint *m = NULL;
 
-	assert_int_equal(store_wlm_binding_put(f->s, "c1",
-					       "{\"kind\":\"slurm\",\"node_map\":{},\"timeout_s\":30}",
-					       "admin", T0),
-			 0);
+	assert_int_equal(
+		store_wlm_binding_put(f->s, "c1",
+				      "{\"kind\":\"slurm\",\"node_map\":{},\"timeout_s\":30}",
+				      "admin", T0),
+		0);
 	create(f->s, "m1", 0);
 	assert_int_equal(store_maint_apply(f->s, &st, T0 + 1), 1);
 	assert_true(mv[0].moved && mv[1].moved);
@@ -165,11 +184,17 @@ static void test_moves_once_with_ledger(void **state)
 
 	/* Jobs seen: the node waits, no ledger row (wlm none). */
 	{
-		struct store_maint_move w = {.node_id = "n2", .hostname = "node2",
-					     .from = "draining", .to = "waiting_for_jobs",
+		struct store_maint_move w = {.node_id = "n2",
+					     .hostname = "node2",
+					     .from = "draining",
+					     .to = "waiting_for_jobs",
 					     .jobs = "17"};
-		struct store_maint_step s2 = {.id = "m1", .cluster = "c1", .current_batch = -1,
-					      .batch = -1, .moves = &w, .n_moves = 1};
+		struct store_maint_step s2 = {.id = "m1",
+					      .cluster = "c1",
+					      .current_batch = -1,
+					      .batch = -1,
+					      .moves = &w,
+					      .n_moves = 1};
 
 		assert_int_equal(store_maint_apply(f->s, &s2, T0 + 3), 1);
 		assert_true(w.moved);
@@ -179,10 +204,17 @@ static void test_moves_once_with_ledger(void **state)
 
 	/* Resumed once. */
 	{
-		struct store_maint_move r = {.node_id = "n1", .hostname = "node1", .from = "draining",
-					     .to = "resumed", .wlm = STORE_MAINT_WLM_RESUME};
-		struct store_maint_step s3 = {.id = "m1", .cluster = "c1", .current_batch = -1,
-					      .batch = -1, .moves = &r, .n_moves = 1};
+		struct store_maint_move r = {.node_id = "n1",
+					     .hostname = "node1",
+					     .from = "draining",
+					     .to = "resumed",
+					     .wlm = STORE_MAINT_WLM_RESUME};
+		struct store_maint_step s3 = {.id = "m1",
+					      .cluster = "c1",
+					      .current_batch = -1,
+					      .batch = -1,
+					      .moves = &r,
+					      .n_moves = 1};
 
 		assert_int_equal(store_maint_apply(f->s, &s3, T0 + 4), 1);
 		assert_true(r.moved);
@@ -195,13 +227,22 @@ static void test_moves_once_with_ledger(void **state)
 static void test_stop_skips_and_ends(void **state)
 {
 	struct fx *f = *state;
-	struct store_maint_move h = {.node_id = "n1", .hostname = "node1", .to = "held_out",
+	struct store_maint_move h = {.node_id = "n1",
+				     .hostname = "node1",
+				     .to = "held_out",
 				     .reason = "railyard: maintenance m1: deployment d-1 failed",
-				     .wlm = STORE_MAINT_WLM_DRAIN, .wlm_reason = "deployment d-1 failed"};
-	struct store_maint_step st = {.id = "m1", .cluster = "c1", .state = "failed",
-				      .reason = "batch 0: 1 node(s) held out", .current_batch = -1,
-				      .batch = 0, .batch_state = "failed", .skip_later = true,
-				      .moves = &h, .n_moves = 1};
+				     .wlm = STORE_MAINT_WLM_DRAIN,
+				     .wlm_reason = "deployment d-1 failed"};
+	struct store_maint_step st = {.id = "m1",
+				      .cluster = "c1",
+				      .state = "failed",
+				      .reason = "batch 0: 1 node(s) held out",
+				      .current_batch = -1,
+				      .batch = 0,
+				      .batch_state = "failed",
+				      .skip_later = true,
+				      .moves = &h,
+				      .n_moves = 1};
 	struct store_maint_batch *b = NULL;
 	struct store_maint *m = NULL;
 	size_t n = 0;
