@@ -47,10 +47,13 @@ static struct store *store_of(struct ctl_wlm *w)
 	return ctl_server_state(w->srv)->store;
 }
 
-/* Bindings loaded for one round (NULL entries: unbound). */
+/* Bindings loaded for one round (NULL entries: unbound), and for Slurm what one sinfo said of
+ * every node at the round's first resume (NULL until then, or when it failed). */
 struct bcache {
 	char **cluster;
 	struct wlm_binding **b;
+	json_t **snap;
+	bool *snapped;
 	size_t n;
 };
 
@@ -71,12 +74,46 @@ static const struct wlm_binding *binding(struct ctl_wlm *w, struct bcache *c, co
 	nb = realloc(c->b, (c->n + 1) * sizeof(*nb));
 	if (nb)
 		c->b = nb;
+	{
+		json_t **ns = realloc(c->snap, (c->n + 1) * sizeof(*ns));
+		bool *nd;
+
+		if (ns)
+			c->snap = ns;
+		nd = realloc(c->snapped, (c->n + 1) * sizeof(*nd));
+		if (nd)
+			c->snapped = nd;
+		if (!ns || !nd)
+			nc = NULL;
+	}
 	if (!nc || !nb || !(c->cluster[c->n] = strdup(cluster))) {
 		wlm_binding_free(b);
 		return NULL;
 	}
+	c->snap[c->n] = NULL;
+	c->snapped[c->n] = false;
 	c->b[c->n++] = b;
 	return b;
+}
+
+/* What one sinfo said of node name of cluster this round (borrowed; NULL: not known). Taken
+ * once per cluster and round: a campaign's resumes of a thousand passing nodes cost one sinfo
+ * and a call per node that is really drained by us, not a thousand queries. */
+static const json_t *snapshot(struct bcache *c, const char *cluster, const char *name)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		char why[256];
+
+		if (strcmp(c->cluster[i], cluster) != 0)
+			continue;
+		if (!c->snapped[i] && c->b[i] && c->b[i]->kind == WLM_SLURM) {
+			c->snapped[i] = true;
+			if (wlm_query_all(c->b[i], &c->snap[i], why, sizeof(why)) < 0)
+				c->snap[i] = NULL;
+		}
+		return json_object_get(c->snap[i], name);
+	}
+	return NULL;
 }
 
 static void bcache_done(struct bcache *c)
@@ -84,16 +121,20 @@ static void bcache_done(struct bcache *c)
 	for (size_t i = 0; i < c->n; i++) {
 		free(c->cluster[i]);
 		wlm_binding_free(c->b[i]);
+		json_decref(c->snap[i]);
 	}
 	free(c->cluster);
 	free(c->b);
+	free(c->snap);
+	free(c->snapped);
 }
 
 /* Carry one row out: its final state (or "pending" to retry) and the result's words. */
-static const char *carry_out(struct ctl_wlm *w, const struct wlm_binding *b,
+static const char *carry_out(struct ctl_wlm *w, const struct wlm_binding *b, struct bcache *bc,
 			     const struct store_wlm_action *a, char *result, size_t len, int *ret_r)
 {
 	enum wlm_resume how = 0;
+	const json_t *seen;
 	int r;
 
 	*ret_r = 0;
@@ -111,6 +152,19 @@ static const char *carry_out(struct ctl_wlm *w, const struct wlm_binding *b,
 		*ret_r = r;
 		return "pending";
 	}
+	/* The round's sinfo rules out the nodes that are not ours to resume; a node it says is
+	 * ours has its reason read again just before the resume (wlm_resume_if_ours()). */
+	seen = snapshot(bc, a->cluster, a->wlm_name);
+	if (seen && !json_is_true(json_object_get(seen, "ours"))) {
+		const char *why = json_string_value(json_object_get(seen, "reason"));
+
+		if (!json_is_true(json_object_get(seen, "drained")) && (!why || !*why)) {
+			snprintf(result, len, "already in service");
+			return "done";
+		}
+		snprintf(result, len, "%s", why && *why ? why : "drained, no reason");
+		return "not_ours";
+	}
 	r = wlm_resume_if_ours(b, a->wlm_name, &how, result, len);
 	if (r == -ENOTSUP) {
 		/* Hooks that cannot read a reason: ours when our ledger's last word on the node is
@@ -124,6 +178,8 @@ static const char *carry_out(struct ctl_wlm *w, const struct wlm_binding *b,
 			return "not_ours";
 		}
 	}
+	if (r == -RY_E_NOT_FOUND)
+		return "failed"; /* the WLM does not know the node: retrying changes nothing */
 	if (r < 0) {
 		*ret_r = r;
 		return "pending";
@@ -176,7 +232,8 @@ static void round_ledger(struct ctl_wlm *w)
 			blk[nb++] = strdup(key);
 			continue;
 		}
-		state = carry_out(w, binding(w, &bc, a->cluster), a, result, sizeof(result), &err);
+		state = carry_out(w, binding(w, &bc, a->cluster), &bc, a, result, sizeof(result),
+				  &err);
 		if (strcmp(state, "pending") == 0) {
 			int64_t backoff = 1000LL << (a->attempts < 6 ? a->attempts : 6);
 

@@ -26,7 +26,11 @@ static bool valid_utf8(const char *s)
 	const unsigned char *p = (const unsigned char *)s;
 
 	while (*p) {
-		int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+		int n = *p < 0x80	      ? 0
+			: (*p & 0xe0) == 0xc0 ? 1
+			: (*p & 0xf0) == 0xe0 ? 2
+			: (*p & 0xf8) == 0xf0 ? 3
+					      : -1;
 
 		if (n < 0)
 			return false;
@@ -54,8 +58,7 @@ static void test_reason_cleaned(void **state)
 	char r[WLM_REASON_MAX + 1];
 
 	(void)state;
-	wlm_reason_fit(r, sizeof(r), "campaign", "c-1",
-		       "step \"hca\"\nfailed:\t'DOWN'  `x`\r\n");
+	wlm_reason_fit(r, sizeof(r), "campaign", "c-1", "step \"hca\"\nfailed:\t'DOWN'  `x`\r\n");
 	assert_string_equal(r, "railyard: campaign c-1: step hca failed: DOWN x");
 	assert_null(strpbrk(r, "\"'`\n\r\t"));
 }
@@ -202,10 +205,11 @@ static void test_binding_validation(void **state)
 
 static void test_binding_roundtrip(void **state)
 {
-	json_t *d = json_loads("{\"kind\": \"hooks\", \"hooks\": {\"drain\": [\"/bin/x\", \"{node}\", "
-			       "\"{reason}\"], \"resume\": [\"/bin/y\", \"{node}\"]}, "
-			       "\"node_map\": {\"a.b\": \"c\"}}",
-			       0, NULL);
+	json_t *d =
+		json_loads("{\"kind\": \"hooks\", \"hooks\": {\"drain\": [\"/bin/x\", \"{node}\", "
+			   "\"{reason}\"], \"resume\": [\"/bin/y\", \"{node}\"]}, "
+			   "\"node_map\": {\"a.b\": \"c\"}}",
+			   0, NULL);
 	struct wlm_binding *b = NULL, *b2 = NULL;
 	struct ctl_error err;
 	json_t *j;
@@ -248,8 +252,8 @@ static void test_parse_sinfo(void **state)
 	assert_false(s.drained);
 	assert_string_equal(s.reason, "");
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(wlm_parse_sinfo_line("n1|down*|Not responding [slurm@2026-12-03T17:06:31]", &s),
-			 0);
+	assert_int_equal(
+		wlm_parse_sinfo_line("n1|down*|Not responding [slurm@2026-12-03T17:06:31]", &s), 0);
 	assert_string_equal(s.state, "down*");
 	assert_string_equal(s.reason, "Not responding");
 	/* Bad output. */
@@ -260,9 +264,9 @@ static void test_parse_sinfo(void **state)
 	assert_int_equal(wlm_parse_sinfo_line("bad name|idle|x", &s), -RY_E_INVALID);
 	assert_int_equal(wlm_parse_sinfo_line("n1||x", &s), -RY_E_INVALID);
 	assert_int_equal(wlm_parse_sinfo_line("n1|id\x01le|x", &s), -RY_E_INVALID);
-	assert_int_equal(
-		wlm_parse_sinfo_line("n1|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa|x", &s),
-		-RY_E_INVALID);
+	assert_int_equal(wlm_parse_sinfo_line(
+				 "n1|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa|x", &s),
+			 -RY_E_INVALID);
 	{
 		char big[2000];
 

@@ -154,6 +154,8 @@ export async function nodesView(ctx) {
       render: (r) => h('time', {datetime: new Date(r.n.last_seen_ms).toISOString(), title: new Date(r.n.last_seen_ms).toISOString()},
         r.n.state === 'online' ? 'now' : ago(r.n.last_seen_ms))},
     {key: 'drift', label: 'Newest sign-off', value: (r) => (r.n.signoff || {}).state, render: (r) => driftCell(r.n)},
+    {key: 'wlm', label: 'Scheduler', title: 'the workload manager\'s state of the node (its cluster bound to Slurm or hooks)',
+      value: (r) => wlmText(r.n.wlm), render: (r) => wlmCell(r.n.wlm)},
   ];
   const table = sortableTable({columns, sort: {key: 'hostname', dir: 'ascending'},
     caption: 'Nodes', rowAttrs: (r) => ({dataset: {node: r.n.id, state: r.n.state, health: healthOf(r.n).state}}), empty: 'No node matches.'});
@@ -216,6 +218,13 @@ export async function nodesView(ctx) {
   };
   ctx.on('node.online', onState('online'));
   ctx.on('node.offline', onState('offline'));
+  // The workload manager's word on a node changed (docs/operations.md, "Maintenance with Slurm").
+  ctx.on('wlm.node', (ev) => {
+    const r = rows.find((x) => x.n.cluster === ev.cluster && x.n.wlm && x.n.wlm.name === ev.node);
+    if (!r) { refresh(); return; }
+    r.n.wlm = Object.assign({name: ev.node}, ev.wlm);
+    apply();
+  });
   // A node's health follows the newest applied deployment and sign-off: read again when one ends
   // or is made (not at every state a deployment passes through).
   ctx.on('deployment.state', (ev) => { if (['succeeded', 'partial', 'failed', 'cancelled'].includes(ev.state)) refresh(); });
@@ -225,6 +234,18 @@ export async function nodesView(ctx) {
   // After the first read: a stream that connects meanwhile need not cost another 11 MB.
   ctx.on('open', refresh);
   return () => refresh.cancel();
+}
+
+// A node's state in its cluster's workload manager: Slurm's word, and whether the drain is ours
+// (a drain by railyard: its reason starts "railyard:"); "—" when the cluster is not bound.
+export function wlmText(w) {
+  if (!w) return null;
+  return w.state + (w.drained && w.ours ? ' (railyard)' : w.drained ? ' (other)' : '');
+}
+function wlmCell(w) {
+  if (!w) return '—';
+  return h('span', {class: ['badge', 'wlm', w.drained ? 'tone-warn' : 'tone-info'], title: w.reason || '',
+    dataset: {wlm: w.state, ours: w.ours ? 'yes' : 'no'}}, wlmText(w));
 }
 
 // A deployment's node: "step NAME: MESSAGE" for its first failed step, else its message.
@@ -424,6 +445,7 @@ export async function nodeView(ctx, id) {
       so.reasons.map((r) => h('li', null, r))) : null,
     Array.isArray(f.warnings) && f.warnings.length ? h('div', null, h('h3', null, 'Warnings from the agent'),
       h('ul', null, f.warnings.map((w) => h('li', null, typeof w === 'string' ? w : JSON.stringify(w))))) : null),
+    section('Workload manager', wlmPanel(n.wlm)),
     section('Versions', versions(n, f)),
     section('HCAs and ports', hcaTable(f)),
     section('GPUs', gpuTable(f)),
@@ -489,9 +511,26 @@ export async function nodeView(ctx, id) {
   const refresh = coalesce(async () => {
     const m = await api.get('/api/v1/nodes/' + api.enc(id));
     head.querySelector('.node-state').replaceWith(badge(m.state, 'node-state'));
+    const p = ctx.root.querySelector('.wlm-panel');
+    if (p) p.replaceWith(wlmPanel(m.wlm));
   }, 500);
   const mine = (ev) => { if (ev.id === n.id) refresh(); };
   ctx.on('node.online', mine);
   ctx.on('node.offline', mine);
+  const wlmMine = (ev) => { if (ev.cluster === n.cluster && (ev.hostname === n.hostname || (n.wlm && ev.node === n.wlm.name))) refresh(); };
+  ctx.on('wlm.node', wlmMine);
+  ctx.on('wlm.action', wlmMine);
   return () => refresh.cancel();
+}
+
+// The node in its cluster's workload manager: its name there, state, reason and whose drain it is.
+function wlmPanel(w) {
+  if (!w) return h('p', {class: 'mute wlm-panel'}, 'The node\'s cluster is not bound to a workload manager (railyard wlm set).');
+  return h('div', {class: 'wlm-panel', dataset: {wlm: w.state, ours: w.ours ? 'yes' : 'no'}}, kv([
+    ['Name there', h('code', null, w.name)],
+    ['State', wlmCell(w)],
+    ['Reason', w.reason || '—'],
+    ['Drained by', w.drained ? (w.ours ? 'railyard' : 'someone else (railyard never resumes it)') : '—'],
+    ['Read', w.seen_at ? timeEl(w.seen_at) : '—'],
+  ]));
 }
