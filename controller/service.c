@@ -150,3 +150,13 @@ bool ctl_node_selected(const char *sel, const char *hostname, const char *id)
 	}
 	return in || !any_include;
 }
+
+bool ctl_valid_object_id(const char *id, const char *prefix)
+{
+	size_t p = strlen(prefix), n;
+
+	if (!id || strncmp(id, prefix, p) != 0)
+		return false;
+	n = strlen(id + p);
+	return n >= 1 && n <= 16 && strspn(id + p, "0123456789abcdef") == n;
+}

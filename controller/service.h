@@ -58,6 +58,9 @@ __attribute__((warn_unused_result)) int ctl_node_selector_check(const char *sel,
  * node) less the excludes; NULL sel takes every node. */
 bool ctl_node_selected(const char *sel, const char *hostname, const char *id);
 
+/* An object id a caller chose: prefix ("d-", "c-") and 1..16 of [0-9a-f]. */
+bool ctl_valid_object_id(const char *id, const char *prefix);
+
 /* One line "prog: message" (and the playbook diagnostics, one per line) on f, escaped. */
 void ctl_error_print(const struct ctl_error *e, const char *prog, FILE *f);
 

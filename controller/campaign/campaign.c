@@ -522,6 +522,10 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 				  "bad cluster name");
 		goto out;
 	}
+	if (rq->id && !ctl_valid_object_id(rq->id, "c-")) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "id", "not a campaign id");
+		goto out;
+	}
 	if (rq->nodes && (r = ctl_node_selector_check(rq->nodes, "nodes", err)) < 0)
 		goto out;
 	if (rq->baseline && (r = baseline_check(st, rq, err)) < 0)
@@ -617,6 +621,19 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 		}
 		util_hex(rnd, sizeof(rnd), hex);
 		snprintf(id, sizeof(id), "c-%s", hex);
+		if (rq->id) {
+			struct store_campaign *old = NULL;
+
+			r = store_campaign_get(st, rq->id, &old);
+			store_campaign_free(old);
+			if (r != -RY_E_NOT_FOUND) {
+				r = r < 0 ? ctl_error_store(err, r, "reading campaigns")
+					  : ctl_error_set(err, -RY_E_EXISTS, CTL_ERR_CONFLICT, "id",
+							  "campaign %s exists", rq->id);
+				goto out;
+			}
+			snprintf(id, sizeof(id), "%s", rq->id);
+		}
 		cn = (struct store_campaign_new){
 			.id = id,
 			.cluster = rq->cluster,

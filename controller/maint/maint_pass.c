@@ -146,6 +146,19 @@ static struct store_maint_move *moves_of(struct ctx *x, const char *state, const
 	return mv;
 }
 
+/* What x read, updated with the moves just stored. */
+static void sync_moves(struct ctx *x, const struct store_maint_move *mv, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; mv[i].moved && j < x->nd; j++)
+			if (streq(x->d[j].node_id, mv[i].node_id)) {
+				free(x->d[j].state);
+				free(x->d[j].reason);
+				x->d[j].state = strdup(mv[i].to);
+				x->d[j].reason = mv[i].reason ? strdup(mv[i].reason) : NULL;
+			}
+}
+
 /* The end of the current batch: done (every node resumed) or failed (one held out: the
  * rollout stops, later batches skipped); the maintenance moves on or ends. Its nodes are
  * counted as they will be once st is stored: as read, or as st moves them. held (a node the
@@ -184,25 +197,6 @@ static void end_batch(struct ctx *x, struct store_maint_step *st, size_t held, c
 	} else {
 		st->current_batch = x->cur->batch + 1;
 	}
-}
-
-static void fail_maint(struct ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail_maint(struct ctx *x, const char *fmt, ...)
-{
-	struct store_maint_step st = {.current_batch = -1, .batch = -1, .state = "failed"};
-	char reason[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	st.reason = reason;
-	if (x->cur) {
-		st.batch = x->cur->batch;
-		st.batch_state = "failed";
-		st.skip_later = true;
-	}
-	(void)apply(x, &st);
 }
 
 /* waiting: drain the batch's nodes (reason "railyard: maintenance M: batch B"). */
@@ -250,26 +244,54 @@ static char *ids_in(struct ctx *x, const char *state, size_t *ret_n)
 	return s;
 }
 
-/* draining, every node free of jobs: a deployment of the playbook limited to them. */
-static void start_configure(struct ctx *x)
+/* A new id with prefix ("d-", "c-") into buf (at least 20 bytes): stored with the transition
+ * before the object is made, so that a controller stopped in between makes the same one. */
+static int new_id(const char *prefix, char *buf, size_t len)
+{
+	unsigned char rnd[8];
+	char hex[17];
+	int r = util_random_bytes(rnd, sizeof(rnd));
+
+	if (r < 0)
+		return r;
+	util_hex(rnd, sizeof(rnd), hex);
+	snprintf(buf, len, "%s%s", prefix, hex);
+	return 0;
+}
+
+/* Every node of the batch in state from held out with why (its finding given to the WLM), and
+ * the batch ended: what cannot go on stays drained. */
+static void hold_all(struct ctx *x, const char *from, const char *why)
 {
 	struct store_maint_step st = {.current_batch = -1, .batch = x->cur->batch};
+	size_t n = 0;
+	struct store_maint_move *mv = moves_of(x, from, "held_out", &n);
+
+	if (!mv)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		mv[i].reason = why;
+		mv[i].wlm = STORE_MAINT_WLM_DRAIN;
+		mv[i].wlm_reason = finding(x, why);
+	}
+	st.moves = mv;
+	st.n_moves = n;
+	end_batch(x, &st, 0, NULL);
+	(void)apply(x, &st);
+	free(mv);
+}
+
+/* Make the batch's deployment (id as stored): the playbook limited to its nodes in
+ * configuring, each failing alone. When it cannot be made they are held out. */
+static void make_deployment(struct ctx *x, const char *id)
+{
 	struct ctl_deploy_created made = {0};
 	struct ctl_error err;
-	size_t n = 0, nm = 0;
-	char *limit = ids_in(x, "draining", &n), file[64];
-	struct store_maint_move *mv = NULL;
-	int r;
+	size_t n = 0;
+	char *limit = ids_in(x, "configuring", &n), file[64], why[REASON_MAX];
 
 	if (!limit)
 		return;
-	if (n == 0) {
-		/* Every node of the batch was held out waiting for its jobs. */
-		end_batch(x, &st, 0, NULL); /* every node held out waiting for its jobs */
-		(void)apply(x, &st);
-		free(limit);
-		return;
-	}
 	ctl_error_init(&err);
 	snprintf(file, sizeof(file), "(maintenance %s)", x->m->id);
 	{
@@ -277,32 +299,54 @@ static void start_configure(struct ctx *x)
 						.playbook_text = x->m->playbook,
 						.playbook_len = strlen(x->m->playbook),
 						.playbook_file = file,
-						.batch = NULL,
 						.max_fail = "100%",
 						.canary = 0,
 						.pause_ms = 0,
 						.nodes = limit,
-						.actor = x->m->actor};
+						.actor = x->m->actor,
+						.id = id};
 
-		r = ctl_deploy_create(x->st, &rq, &made, &err);
+		if (n && ctl_deploy_create(x->st, &rq, &made, &err) >= 0) {
+			ctl_engine_kick(ctl_server_engine(x->srv));
+			goto out;
+		}
 	}
-	if (r < 0) {
-		fail_maint(x, "batch %d: the deployment: %s", x->cur->batch, err.message);
-		goto out;
-	}
-	mv = moves_of(x, "draining", "configuring", &nm);
-	if (!mv)
-		goto out;
-	st.batch_state = "configuring";
-	st.deployment_id = made.id;
-	st.moves = mv;
-	st.n_moves = nm;
-	(void)apply(x, &st);
+	if (streq(err.code, CTL_ERR_UNAVAILABLE))
+		goto out; /* the database, for now: the next run makes it */
+	reason_fmt(why, sizeof(why), "railyard: maintenance %s: deployment: %s", x->m->id,
+		   n ? err.message : "no node to configure");
+	hold_all(x, "configuring", why);
 out:
-	free(mv);
 	free(limit);
 	ctl_deploy_created_done(&made);
 	ctl_error_done(&err);
+}
+
+/* draining, every node free of jobs: the batch moves to configuring with its deployment's id,
+ * then the deployment is made. */
+static void start_configure(struct ctx *x)
+{
+	struct store_maint_step st = {.current_batch = -1, .batch = x->cur->batch};
+	size_t nm = 0;
+	struct store_maint_move *mv = moves_of(x, "draining", "configuring", &nm);
+	char id[24];
+
+	if (!mv)
+		return;
+	if (nm == 0) {
+		end_batch(x, &st, 0, NULL); /* every node held out waiting for its jobs */
+		(void)apply(x, &st);
+	} else if (new_id("d-", id, sizeof(id)) >= 0) {
+		st.batch_state = "configuring";
+		st.deployment_id = id;
+		st.moves = mv;
+		st.n_moves = nm;
+		if (apply(x, &st) > 0) {
+			sync_moves(x, mv, nm);
+			make_deployment(x, id);
+		}
+	}
+	free(mv);
 }
 
 /* draining: each node's running jobs; a node whose jobs outlast job_timeout is held out. */
@@ -366,15 +410,7 @@ static void on_draining(struct ctx *x)
 	if (apply(x, &st) < 0 || busy)
 		goto out;
 	/* Every node free (or held out): read the moves back and configure. */
-	for (size_t i = 0; i < n; i++) {
-		for (size_t j = 0; j < x->nd; j++)
-			if (streq(x->d[j].node_id, mv[i].node_id)) {
-				free(x->d[j].state);
-				free(x->d[j].reason);
-				x->d[j].state = strdup(mv[i].to);
-				x->d[j].reason = mv[i].reason ? strdup(mv[i].reason) : NULL;
-			}
-	}
+	sync_moves(x, mv, n);
 	start_configure(x);
 out:
 	free(mv);
@@ -382,58 +418,39 @@ out:
 	free(why);
 }
 
-/* configuring, the deployment ended: its failed nodes held out, the others validated. */
-static void start_validate(struct ctx *x, struct store_maint_step *st, struct store_maint_move *mv,
-			   size_t n)
+/* Make the batch's campaign (id as stored) over its nodes in validating and as many nodes
+ * validated in earlier batches (at least two: a test over three nodes runs with a batch of
+ * one), so that pairs cross the batch boundary; in a revalidating maintenance the baseline's
+ * tests, transport and seed, compared with it (as revalidate_pass.c reruns a baseline's
+ * campaign). When it cannot be made they are held out. */
+static void make_campaign(struct ctx *x, const char *id)
 {
-	struct store *s = x->st;
 	struct ctl_error err;
-	struct playbook *pb = NULL;
 	json_t *doc = NULL, *report = NULL;
-	char *text = NULL, *sel = NULL, file[64];
+	char *text = NULL, *sel = NULL, file[64], why[REASON_MAX];
 	size_t ok = 0, len = 1, earlier = 0;
-	bool tests;
-	int r;
+	int r = -ENOMEM;
 
 	ctl_error_init(&err);
-	for (size_t i = 0; i < n; i++)
-		if (streq(mv[i].to, "validating")) {
-			ok++;
-			len += strlen(mv[i].node_id) + 1;
-		}
-	snprintf(file, sizeof(file), "(maintenance %s)", x->m->id);
-	r = ctl_playbook_for_cluster(x->m->playbook, strlen(x->m->playbook), file, x->m->cluster,
-				     &pb, &err);
-	tests = r >= 0 && json_array_size(json_object_get(playbook_validation(pb), "tests")) > 0;
-	if (ok == 0 || (!tests && !x->m->baseline_id)) {
-		/* Nothing to validate: the configured nodes go back at once. */
-		for (size_t i = 0; i < n; i++)
-			if (streq(mv[i].to, "validating")) {
-				mv[i].to = "resumed";
-				mv[i].wlm = STORE_MAINT_WLM_RESUME;
-			}
-		end_batch(x, st, 0, NULL);
-		goto store;
-	}
-	/* The nodes validated in earlier batches pair with this batch's: as many as it has, at
-	 * least two (a test over three nodes runs with a batch of one). */
 	for (size_t i = 0; i < x->nd; i++)
-		if (streq(x->d[i].state, "resumed"))
+		if ((x->d[i].batch == x->cur->batch && streq(x->d[i].state, "validating")) ||
+		    streq(x->d[i].state, "resumed"))
 			len += strlen(x->d[i].node_id) + 1;
 	if (!(sel = calloc(1, len)))
 		goto out;
-	for (size_t i = 0; i < n; i++)
-		if (streq(mv[i].to, "validating")) {
-			if (sel[0])
+	for (size_t i = 0; i < x->nd; i++)
+		if (x->d[i].batch == x->cur->batch && streq(x->d[i].state, "validating")) {
+			if (ok++)
 				strcat(sel, ",");
-			strcat(sel, mv[i].node_id);
+			strcat(sel, x->d[i].node_id);
 		}
-	for (size_t i = 0; i < x->nd && earlier < (ok > 2 ? ok : 2); i++)
+	for (size_t i = 0; ok && i < x->nd && earlier < (ok > 2 ? ok : 2); i++)
 		if (streq(x->d[i].state, "resumed")) {
 			strcat(sel, ",");
 			strcat(sel, x->d[i].node_id);
 			earlier++;
 		}
+	snprintf(file, sizeof(file), "(maintenance %s)", x->m->id);
 	{
 		struct ctl_campaign_request rq = {.cluster = x->m->cluster,
 						  .playbook_text = x->m->playbook,
@@ -443,57 +460,135 @@ static void start_validate(struct ctx *x, struct store_maint_step *st, struct st
 						  .seed = -1,
 						  .allow_missing = true,
 						  .actor = x->m->actor,
-						  .signoff = x->m->sign};
+						  .signoff = x->m->sign,
+						  .id = id};
 
-		if (x->m->baseline_id) {
-			/* Revalidation: the baseline's tests, transport and seed, compared with
-			 * it (as revalidate_pass.c reruns a baseline's campaign). */
+		r = ok ? 0 : ctl_error_set(&err, -EINVAL, CTL_ERR_INVALID, NULL, "no node");
+		if (r >= 0 && x->m->baseline_id) {
 			const json_t *camp, *opt;
 
-			r = ctl_revalidate_baseline(s, x->m->cluster, x->m->baseline_id, &report,
-						    &text, &err);
-			if (r < 0)
-				goto failed;
-			camp = json_object_get(report, "campaign");
-			opt = json_object_get(camp, "options");
-			rq.playbook_text = text;
-			rq.playbook_len = strlen(text);
-			rq.tests = JSTR(opt, "tests");
-			rq.transport = JSTR(opt, "transport");
-			rq.quick = json_is_true(json_object_get(opt, "quick"));
-			rq.seed = json_integer_value(json_object_get(camp, "seed"));
-			rq.baseline = x->m->baseline_id;
-			rq.signoff = true;
-		}
-		r = ctl_campaign_create(s, &rq, false, &doc, &err);
-	}
-failed:
-	if (r < 0) {
-		static char why[REASON_MAX];
-
-		/* The configured nodes cannot be validated: they are not handed back. */
-		reason_fmt(why, sizeof(why), "railyard: maintenance %s: validation: %s", x->m->id,
-			   err.message);
-		for (size_t i = 0; i < n; i++)
-			if (streq(mv[i].to, "validating")) {
-				mv[i].to = "held_out";
-				mv[i].reason = why;
-				mv[i].wlm = STORE_MAINT_WLM_DRAIN;
-				mv[i].wlm_reason = finding(x, why);
+			r = ctl_revalidate_baseline(x->st, x->m->cluster, x->m->baseline_id,
+						    &report, &text, &err);
+			if (r >= 0) {
+				camp = json_object_get(report, "campaign");
+				opt = json_object_get(camp, "options");
+				rq.playbook_text = text;
+				rq.playbook_len = strlen(text);
+				rq.tests = JSTR(opt, "tests");
+				rq.transport = JSTR(opt, "transport");
+				rq.quick = json_is_true(json_object_get(opt, "quick"));
+				rq.seed = json_integer_value(json_object_get(camp, "seed"));
+				rq.baseline = x->m->baseline_id;
+				rq.signoff = true;
 			}
-		end_batch(x, st, 0, NULL);
-		goto store;
+		}
+		if (r >= 0)
+			r = ctl_campaign_create(x->st, &rq, false, &doc, &err);
 	}
-	st->batch_state = "validating";
-	st->campaign_id = JSTR(doc, "id");
-store:
-	(void)apply(x, st);
+	if (r >= 0) {
+		ctl_engine_kick(ctl_server_engine(x->srv));
+		goto out;
+	}
+	if (streq(err.code, CTL_ERR_UNAVAILABLE))
+		goto out; /* the database, for now: the next run makes it */
+	/* The configured nodes cannot be validated: they are not handed back. */
+	reason_fmt(why, sizeof(why), "railyard: maintenance %s: validation: %s", x->m->id,
+		   err.message);
+	hold_all(x, "validating", why);
 out:
 	json_decref(doc);
 	json_decref(report);
-	playbook_free(pb);
 	free(text);
 	free(sel);
+	ctl_error_done(&err);
+}
+
+/* configuring, the deployment ended (st: its failed nodes held out, the others validating):
+ * stored with the campaign's id, then the campaign is made; or, with nothing to validate (no
+ * node left, no test), the configured nodes resumed at once. */
+static void start_validate(struct ctx *x, struct store_maint_step *st, struct store_maint_move *mv,
+			   size_t n)
+{
+	struct ctl_error err;
+	struct playbook *pb = NULL;
+	char file[64], id[24];
+	size_t ok = 0;
+	bool tests;
+	int r;
+
+	ctl_error_init(&err);
+	for (size_t i = 0; i < n; i++)
+		ok += streq(mv[i].to, "validating");
+	snprintf(file, sizeof(file), "(maintenance %s)", x->m->id);
+	r = ctl_playbook_for_cluster(x->m->playbook, strlen(x->m->playbook), file, x->m->cluster,
+				     &pb, &err);
+	tests = r >= 0 && json_array_size(json_object_get(playbook_validation(pb), "tests")) > 0;
+	playbook_free(pb);
+	ctl_error_done(&err);
+	if (ok == 0 || (!tests && !x->m->baseline_id)) {
+		for (size_t i = 0; i < n; i++)
+			if (streq(mv[i].to, "validating")) {
+				mv[i].to = "resumed";
+				mv[i].wlm = STORE_MAINT_WLM_RESUME;
+			}
+		end_batch(x, st, 0, NULL);
+		(void)apply(x, st);
+		return;
+	}
+	if (new_id("c-", id, sizeof(id)) < 0)
+		return;
+	st->batch_state = "validating";
+	st->campaign_id = id;
+	if (apply(x, st) > 0) {
+		sync_moves(x, mv, n);
+		make_campaign(x, id);
+	}
+}
+
+/* configuring, its deployment running: a node whose plan reboots it now (its deployment node's
+ * reboot {state: "rebooting"}, where the rollout reports reboots) shows rebooting, and
+ * configuring again once it is back. */
+static void mark_reboots(struct ctx *x, const char *dep_id)
+{
+	struct store_maint_step st = {.current_batch = -1, .batch = -1};
+	struct ctl_error err;
+	json_t *d = NULL;
+	size_t n = 0;
+	struct store_maint_move *mv = NULL;
+
+	ctl_error_init(&err);
+	if (ctl_deploy_get(x->st, dep_id, CTL_DEPLOY_NODES, &d, &err) < 0 ||
+	    !(mv = calloc(x->nd ? x->nd : 1, sizeof(*mv))))
+		goto out;
+	for (size_t i = 0; i < x->nd; i++) {
+		const json_t *e, *node = NULL;
+		size_t k;
+		const char *want;
+
+		if (x->d[i].batch != x->cur->batch ||
+		    !(streq(x->d[i].state, "configuring") || streq(x->d[i].state, "rebooting")))
+			continue;
+		json_array_foreach(json_object_get(d, "nodes"), k,
+				   e) if (streq(JSTR(e, "node_id"), x->d[i].node_id)) node = e;
+		want = streq(JSTR(json_object_get(node, "reboot"), "state"), "rebooting")
+			       ? "rebooting"
+			       : "configuring";
+		if (streq(want, x->d[i].state))
+			continue;
+		mv[n].node_id = x->d[i].node_id;
+		mv[n].hostname = x->d[i].hostname;
+		mv[n].from = x->d[i].state;
+		mv[n].to = want;
+		n++;
+	}
+	if (n) {
+		st.moves = mv;
+		st.n_moves = n;
+		(void)apply(x, &st);
+	}
+out:
+	free(mv);
+	json_decref(d);
 	ctl_error_done(&err);
 }
 
@@ -508,18 +603,30 @@ static void on_configuring(struct ctx *x)
 	char(*why)[REASON_MAX] = NULL;
 	int r = store_deployment_get(x->st, x->cur->deployment_id, &dep);
 
-	if (r < 0) {
-		if (r == -RY_E_NOT_FOUND)
-			fail_maint(x, "batch %d: deployment %s is gone", x->cur->batch,
-				   x->cur->deployment_id);
+	if (r == -RY_E_NOT_FOUND) {
+		/* Stored, not made yet (the controller stopped in between): made now. */
+		make_deployment(x, x->cur->deployment_id);
 		return;
 	}
-	if (!ctl_deploy_state_final(dep->state))
+	if (r < 0)
+		return;
+	if (!ctl_deploy_state_final(dep->state)) {
+		mark_reboots(x, dep->id);
 		goto out;
+	}
 	if (store_deploy_nodes(x->st, dep->id, &dn, &ndn) < 0 ||
 	    ctl_deploy_failed_steps(x->st, dep->id, &failed) < 0)
 		goto out;
-	mv = moves_of(x, "configuring", "validating", &n);
+	mv = moves_of(x, NULL, "validating", &n);
+	/* The batch's nodes configured (or rebooting when it ended), not those held out before. */
+	{
+		size_t k = 0;
+
+		for (size_t i = 0; mv && i < n; i++)
+			if (streq(mv[i].from, "configuring") || streq(mv[i].from, "rebooting"))
+				mv[k++] = mv[i];
+		n = k;
+	}
 	why = calloc(n ? n : 1, sizeof(*why));
 	if (!mv || !why)
 		goto out;
@@ -592,8 +699,7 @@ static void on_validating(struct ctx *x)
 	r = ctl_campaign_get(x->st, x->cur->campaign_id, false, &c, &err);
 	if (r < 0) {
 		if (streq(err.code, CTL_ERR_NOT_FOUND))
-			fail_maint(x, "batch %d: campaign %s is gone", x->cur->batch,
-				   x->cur->campaign_id);
+			make_campaign(x, x->cur->campaign_id); /* stored, not made yet */
 		goto out;
 	}
 	if (!store_campaign_state_final(JSTR(c, "state")))

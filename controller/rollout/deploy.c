@@ -179,6 +179,10 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 	}
 	if (rq->nodes && (r = ctl_node_selector_check(rq->nodes, "nodes", err)) < 0)
 		goto out;
+	if (rq->id && !ctl_valid_object_id(rq->id, "d-")) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "id", "not a deployment id");
+		goto out;
+	}
 	r = ctl_playbook_for_cluster(rq->playbook_text, rq->playbook_len, rq->playbook_file,
 				     rq->cluster, &pb, err);
 	if (r < 0)
@@ -221,7 +225,9 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 		goto out;
 	}
 	util_hex(rnd, sizeof(rnd), hex);
-	snprintf(c.id, sizeof(c.id), "d-%s", hex);
+	snprintf(c.id, sizeof(c.id), "%s", rq->id ? rq->id : "");
+	if (!rq->id)
+		snprintf(c.id, sizeof(c.id), "d-%s", hex);
 	dn.id = c.id;
 	dn.cluster = rq->cluster;
 	dn.actor = rq->actor ? rq->actor : "admin";
@@ -231,6 +237,18 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 	dn.playbook_text = rq->playbook_text;
 	dn.policy_json = policy_json;
 	dn.check_mode = rq->check;
+	if (rq->id) {
+		struct store_deployment *old = NULL;
+
+		r = store_deployment_get(st, rq->id, &old);
+		store_deployment_free(old);
+		if (r != -RY_E_NOT_FOUND) {
+			r = r < 0 ? ctl_error_store(err, r, "reading deployments")
+				  : ctl_error_set(err, -RY_E_EXISTS, CTL_ERR_CONFLICT, "id",
+						  "deployment %s exists", rq->id);
+			goto out;
+		}
+	}
 	r = store_deployment_create(st, &dn, targets, n_targets, util_now_unix_ms());
 	if (r == -RY_E_NOT_FOUND) {
 		ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "cluster", "unknown cluster %s",

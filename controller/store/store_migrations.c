@@ -459,8 +459,10 @@ static const char migration_v17[] =
 	"  batch INTEGER NOT NULL,"
 	"  state TEXT NOT NULL CHECK (state IN ('waiting', 'draining', 'configuring',"
 	"    'validating', 'done', 'failed', 'skipped')),"
-	"  deployment_id TEXT REFERENCES deployments(id),"
-	"  campaign_id TEXT REFERENCES campaigns(id),"
+	/* The ids are stored before the deployment or campaign is made (a controller stopped in
+	 * between makes it with that id): no foreign key. */
+	"  deployment_id TEXT,"
+	"  campaign_id TEXT,"
 	"  signoff_id TEXT REFERENCES signoffs(id),"
 	"  started_at INTEGER,"
 	"  finished_at INTEGER,"

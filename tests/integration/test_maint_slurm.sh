@@ -116,8 +116,24 @@ start_controller --heartbeat-interval 300ms
 check "restarted: M2 still waits for job $JOB2 (resumed from the stored state)" wait_for 30 bash -c "
 	'$RY' --state-dir '$T/ctl' maintenance show $M2 --json | jq -e '.state == \"running\" and (.nodes[] | select(.hostname == \"node1\") | .state == \"waiting_for_jobs\")' >/dev/null"
 "$SQ/scancel" "$JOB2"
+# Again, as soon as batch 0 has gone past draining (its deployment or campaign just made, or
+# being made): wherever the kill lands, what was stored decides what is made next.
+check "M2 goes on past draining" wait_for 60 bash -c "
+	'$RY' --state-dir '$T/ctl' maintenance show $M2 --json | jq -e '.batches[0].state != \"draining\"' >/dev/null"
+kill -9 "$CTL_PID"
+wait "$CTL_PID" 2>/dev/null
+start_controller --heartbeat-interval 300ms
 check "M2 ends succeeded after the restart" wait_for 300 bash -c "[ \"\$('$RY' --state-dir '$T/ctl' maintenance show $M2 --json | jq -r .state)\" = succeeded ]"
 observe "M2 end"
+M2_AT=$(jq -r .created_at_ms "$T/m2.json")
+"$RY" deployments --json --state-dir "$T/ctl" >"$T/deps.json"
+"$RY" campaigns --json --state-dir "$T/ctl" >"$T/camps.json"
+show "$M2" >"$T/m2.end.json"
+check "M2 made one deployment and one campaign per batch, the ones it stored (none twice)" bash -c "
+	jq -e --argjson at $M2_AT --slurpfile m '$T/m2.end.json' '[.items[] | select(.created_at_ms >= \$at) | .id] | sort ==
+		([\$m[0].batches[].deployment] | sort)' '$T/deps.json' >/dev/null &&
+	jq -e --argjson at $M2_AT --slurpfile m '$T/m2.end.json' '[.items[] | select(.created_at_ms >= \$at) | .id] | sort ==
+		([\$m[0].batches[].campaign] | sort)' '$T/camps.json' >/dev/null"
 check "node1..node3 idle again" wait_for 30 all_idle node1 node2 node3
 mt wlm actions --cluster it --json >"$T/actions.json" 2>&1
 check "the ledger: each node drained once and resumed once by M2, all carried out" jqt --arg m "$M2" '
