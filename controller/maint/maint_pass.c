@@ -92,6 +92,8 @@ static int apply(struct ctx *x, struct store_maint_step *st)
 
 	st->id = x->m->id;
 	st->cluster = x->m->cluster;
+	if (!st->state && st->batch < 0 && st->n_moves == 0)
+		return 0; /* nothing to store: no write transaction */
 	r = store_maint_apply(x->st, st, util_now_unix_ms());
 	if (r < 0) {
 		log_error("maintenance %s: storing a transition failed: %s", x->m->id,
@@ -385,6 +387,13 @@ static void on_draining(struct ctx *x)
 			snprintf(ids[n], sizeof(ids[n]), "?");
 			jobs = 1;
 		}
+		if (jobs && !late && streq(d->state, "waiting_for_jobs") &&
+		    streq(d->jobs, ids[n])) {
+			busy++; /* as it was: nothing to store */
+			continue;
+		}
+		if (!jobs && streq(d->state, "draining"))
+			continue;
 		mv[n].node_id = d->node_id;
 		mv[n].hostname = d->hostname;
 		mv[n].from = d->state;
