@@ -69,6 +69,8 @@ check "nothing was stored by any of them" test "$(nmaint)" = 0
 curl -sN --max-time 120 --unix-socket "$T/ctl/api.sock" "http://x/api/v1/events" \
 	>"$T/events.txt" 2>/dev/null &
 PIDS+=("$!")
+"$RY" --state-dir "$T/ctl" watch >"$T/watch.out" 2>&1 &
+PIDS+=("$!")
 mt deploy --cluster it --playbook "$PB" --maintenance --batch 3 --min-in-service 0.5 \
 	--job-timeout 1m >"$T/m1.out" 2>&1
 rc=$?
@@ -93,6 +95,9 @@ check "batch 1's campaign pairs node3 with nodes validated before (not node4, he
 	'$RY' campaign show \"\$c\" --json --state-dir '$T/ctl' | jq -e '[.nodes[].hostname] | sort == [\"node1\", \"node2\", \"node3\"]' >/dev/null"
 check "only one node out of service at the end (the held-out one)" jqt '.out_of_service == 1' "$T/m1.json"
 check "the CLI followed it: node4's line with its reason" grep -q "node4 .*held_out .*railyard: maintenance" "$T/m1.out"
+check "railyard watch: a line per node move, node4's with its reason" wait_for 10 grep -q \
+	"^maintenance $M1 node4 held_out: railyard: maintenance $M1: deployment" "$T/watch.out"
+check "  ... and the maintenance's end" grep -q "^maintenance $M1 failed, batch 2 failed: batch 1" "$T/watch.out"
 mt maintenance show "$M1" >"$T/show.out"
 check "maintenance show: failures first" bash -c "grep -m1 -E '^  node[0-9]' '$T/show.out' | grep -q node4"
 mt maintenance list >"$T/list.out"
