@@ -63,6 +63,18 @@ static int cmd_node_show(struct rc *rc, const struct rc_command *cmd, int argc, 
 		util_fprintf_safe(stdout, "health: %s\n", rc_str(health, "state", "unknown"));
 		json_array_foreach(json_object_get(health, "reasons"), i, why) util_fprintf_safe(
 			stdout, "  - %s\n", json_string_value(why) ? json_string_value(why) : "?");
+		/* Its state in the cluster's workload manager, when the cluster is bound (the
+		 * reason comes from the WLM: escaped). */
+		if ((why = json_object_get(doc, "wlm")))
+			util_fprintf_safe(stdout, "wlm: %s %s%s%s%s\n", rc_str(why, "name", "?"),
+					  rc_str(why, "state", "?"),
+					  json_is_true(json_object_get(why, "drained"))
+						  ? json_is_true(json_object_get(why, "ours"))
+							    ? " (drained by railyard)"
+							    : " (drained by someone else)"
+						  : "",
+					  *rc_str(why, "reason", "") ? ": " : "",
+					  rc_str(why, "reason", ""));
 		print_fields(doc);
 	}
 	json_decref(doc);

@@ -504,7 +504,20 @@ static void event_line(const char *type, const json_t *d, char *buf, size_t len)
 	else if (strcmp(type, "signoff.created") == 0)
 		snprintf(buf, len, "signoff %s of campaign %s: %s", id, rc_str(d, "campaign", "?"),
 			 rc_str(d, "verdict", "?"));
-	else if (strcmp(type, "reset") == 0)
+	else if (strcmp(type, "wlm.action") == 0)
+		/* A drain or resume of the ledger carried out (docs/operations.md). */
+		snprintf(buf, len, "wlm %s %s (%s %s): %s%s%s", rc_str(d, "action", "?"),
+			 rc_str(d, "node", "?"), rc_str(d, "source", "?"),
+			 rc_str(d, "source_id", "?"), rc_str(d, "state", "?"),
+			 JSTR(d, "result") ? ": " : "", rc_str(d, "result", ""));
+	else if (strcmp(type, "wlm.node") == 0) {
+		const json_t *w = json_object_get(d, "wlm");
+
+		snprintf(buf, len, "wlm node %s %s%s%s", rc_str(d, "node", "?"),
+			 rc_str(w, "state", "?"),
+			 JSTR(w, "reason") && *JSTR(w, "reason") ? ": " : "",
+			 rc_str(w, "reason", ""));
+	} else if (strcmp(type, "reset") == 0)
 		snprintf(buf, len, "events were missed (%s)",
 			 rc_str(d, "reason", "the controller keeps the latest only"));
 	else if ((s = json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY))) {

@@ -39,6 +39,8 @@ static struct store_sql SQL_ACTION_INSERT = STORE_SQL(
 static struct store_sql SQL_ACTIONS = STORE_SQL(
 	ACTION_COLUMNS "WHERE (?1 IS NULL OR c.name = ?1) AND (?2 IS NULL OR a.state = ?2) "
 		       "ORDER BY a.id DESC LIMIT ?3");
+static struct store_sql SQL_BY_SOURCE =
+	STORE_SQL(ACTION_COLUMNS "WHERE a.source = ?1 AND a.source_id = ?2 ORDER BY a.id");
 static struct store_sql SQL_PENDING =
 	STORE_SQL(ACTION_COLUMNS "WHERE a.state = 'pending' ORDER BY a.id LIMIT ?1");
 static struct store_sql SQL_ACTION_RESULT = STORE_SQL(
@@ -413,6 +415,15 @@ int store_wlm_actions(struct store *s, const char *cluster, const char *state, s
 	return store_q_list(&s->r, &SQL_ACTIONS, sizeof(struct store_wlm_action), action_row,
 			    actions_free_v, (void **)ret, ret_n, "ttl", cluster, state,
 			    (int64_t)(limit ? limit : 1000));
+}
+
+int store_wlm_actions_by_source(struct store *s, const char *source, const char *source_id,
+				struct store_wlm_action **ret, size_t *ret_n)
+{
+	if (!s || !source || !source_id || !ret || !ret_n)
+		return -EINVAL;
+	return store_q_list(&s->r, &SQL_BY_SOURCE, sizeof(struct store_wlm_action), action_row,
+			    actions_free_v, (void **)ret, ret_n, "tt", source, source_id);
 }
 
 int store_wlm_pending(struct store *s, size_t limit, struct store_wlm_action **ret, size_t *ret_n)

@@ -68,6 +68,11 @@ void store_wlm_actions_free(struct store_wlm_action *v, size_t n);
  * state NULL: any. Reader. */
 STORE_WUR int store_wlm_actions(struct store *s, const char *cluster, const char *state,
 				size_t limit, struct store_wlm_action **ret, size_t *ret_n);
+/* The rows one source wrote (source "maintenance", its id), oldest first: how far its drains
+ * and resumes got. Reader. */
+STORE_WUR int store_wlm_actions_by_source(struct store *s, const char *source,
+					  const char *source_id, struct store_wlm_action **ret,
+					  size_t *ret_n);
 /* The pending rows in order of id (the worker's queue), at most limit. */
 STORE_WUR int store_wlm_pending(struct store *s, size_t limit, struct store_wlm_action **ret,
 				size_t *ret_n);

@@ -91,21 +91,49 @@ int wlm_node_name(const struct wlm_binding *b, const char *hostname, char *out, 
 
 /* ---- reasons ------------------------------------------------------------------------------ */
 
+/* Length of the valid UTF-8 character at p (1..4), or 0 when p does not start one. */
+static size_t utf8_char(const unsigned char *p)
+{
+	size_t n = *p < 0x80			       ? 1
+		   : (*p & 0xe0) == 0xc0 && *p >= 0xc2 ? 2
+		   : (*p & 0xf0) == 0xe0	       ? 3
+		   : (*p & 0xf8) == 0xf0 && *p <= 0xf4 ? 4
+						       : 0;
+
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
 /* Append s to out (at most cap bytes in all, cap < outlen) cleaned: control characters and
- * quotes as spaces, runs of spaces as one, no leading space when out ends in one. Returns the
- * new length; stops before a character that does not fit. */
+ * quotes as spaces, runs of spaces as one, no leading space when out ends in one, a byte that
+ * is not valid UTF-8 as '?'. Whole characters only: stops before one that does not fit. Returns
+ * the new length. */
 static size_t clean_append(char *out, size_t len, size_t cap, const char *s)
 {
-	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+		size_t n = utf8_char(p);
 		unsigned char c = *p;
 
-		if (c < 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '`')
+		if (n == 0) { /* not UTF-8: one byte, shown as '?' */
+			c = '?';
+			n = 1;
+		} else if (n == 1 && (c < 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '`'))
 			c = ' ';
-		if (c == ' ' && (len == 0 || out[len - 1] == ' '))
+		if (n == 1 && c == ' ' && (len == 0 || out[len - 1] == ' ')) {
+			p++;
 			continue;
-		if (len + 1 > cap)
+		}
+		if (len + n > cap)
 			break;
-		out[len++] = (char)c;
+		if (n == 1 || *p != c)
+			out[len++] = (char)c;
+		else {
+			memcpy(out + len, p, n);
+			len += n;
+		}
+		p += n;
 	}
 	out[len] = '\0';
 	return len;

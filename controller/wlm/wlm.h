@@ -91,7 +91,8 @@ wlm_node_name(const struct wlm_binding *b, const char *hostname, char *out, size
 bool wlm_name_valid(const char *name);
 
 /* The reason we set: "railyard: SOURCE SOURCE_ID: FINDING" fitted into WLM_REASON_MAX bytes:
- * control characters and quotes become spaces, runs of spaces one; when it is too long the
+ * control characters and quotes become spaces, runs of spaces one, a byte that is not UTF-8
+ * '?'; when it is too long the
  * finding is cut at a UTF-8 character boundary and ends "...". The prefix and the id always
  * survive (an id longer than 40 bytes is itself cut). out: at least WLM_REASON_MAX + 1
  * bytes. Pure. */

@@ -409,7 +409,7 @@ int ctl_wlm_actions_list(struct store *st, const char *cluster, const char *stat
 		json_array_append_new(
 			out,
 			json_pack("{s:I, s:s, s:s?, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, "
-				  "s:i, s:I, s:I, s:O}",
+				  "s:i, s:I, s:I, s:o}",
 				  "id", (json_int_t)a->id, "cluster", a->cluster, "node_id",
 				  a->node_id, "hostname", a->hostname, "node", a->wlm_name,
 				  "action", a->action, "reason", a->reason, "source", a->source,

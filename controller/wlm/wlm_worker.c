@@ -234,6 +234,7 @@ static void round_ledger(struct ctl_wlm *w)
 		}
 		state = carry_out(w, binding(w, &bc, a->cluster), &bc, a, result, sizeof(result),
 				  &err);
+		now = util_now_unix_ms(); /* done_at: when the command came back */
 		if (strcmp(state, "pending") == 0) {
 			int64_t backoff = 1000LL << (a->attempts < 6 ? a->attempts : 6);
 

@@ -130,6 +130,23 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     if (cov.some((c) => /tone-good/.test(c))) throw new Error('coverage styled as good: ' + cov);
     await shot(page, '02-nodes');
   });
+  await step('viewer: the Scheduler column says the bad node is drained by railyard, its reason as text', async () => {
+    await go(page, '#/nodes', 'tr[data-node]');
+    const b = page.locator('tr[data-node]', {hasText: cfg.bad_node}).locator('.badge.wlm');
+    await b.waitFor({timeout: T});
+    expectEq(await b.getAttribute('data-wlm'), 'drained', 'its WLM state');
+    expectEq(await b.getAttribute('data-ours'), 'yes', 'whose drain');
+    expectEq((await b.textContent()).trim(), 'drained (railyard)', 'its Scheduler cell');
+    expectEq(await b.getAttribute('title'), cfg.wlm_reason, 'the reason on hover');
+    await page.locator('tr[data-node]', {hasText: cfg.bad_node}).locator('a').first().click();
+    const panel = page.locator('.wlm-panel[data-ours="yes"]');
+    await panel.waitFor({timeout: T});
+    const reason = await panel.locator('dt').filter({hasText: /^Reason$/}).locator('xpath=following-sibling::dd[1]').textContent();
+    expectEq(reason, cfg.wlm_reason, 'the node page\'s reason, as text');
+    await noImages(page);
+    await shot(page, '02a-node-wlm');
+    await go(page, '#/nodes', 'tr[data-node]');
+  });
   await step('viewer: the host name the node reports and its OS are shown as text, nothing runs', async () => {
     await page.locator('.table-wrap[data-facts="true"]').waitFor({timeout: T});
     const row = page.locator('tr[data-node]', {hasText: 'xss-node'});

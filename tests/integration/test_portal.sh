@@ -225,11 +225,24 @@ signed() { api GET "/api/v1/signoffs?cluster=it" "$VIEWER" >/dev/null && [ "$(jq
 check "  and was signed" wait_for 30 signed
 SO=$(jq -r '.items[0].id' "$T/body")
 
+# The cluster bound to a stand-in Slurm (docs/operations.md, "Maintenance with Slurm"): its sinfo
+# says gpu-node-03 is drained by railyard, with markup in the reason (shown as text, never run);
+# its scontrol accepts the drains the failed deployment and campaign wrote.
+mkdir -p "$T/fakeslurm"
+WLM_REASON='railyard: deployment d-1: gpu-node-03 failed: <img src=x onerror=alert(1)>'
+printf '#!/bin/sh\nprintf "%%s\\n" "gpu-node-03|drained|%s" "gpu-node-01|idle|none"\n' "$WLM_REASON" >"$T/fakeslurm/sinfo"
+printf '#!/bin/sh\nexit 0\n' >"$T/fakeslurm/scontrol"
+chmod +x "$T/fakeslurm/sinfo" "$T/fakeslurm/scontrol"
+check "the cluster is bound to the stand-in Slurm: 200" test "$(api PUT /api/v1/clusters/it/wlm "$INTEG" \
+	"{\"kind\": \"slurm\", \"slurm\": {\"bin_dir\": \"$T/fakeslurm\"}}")" = 200
+wlm_seen() { api GET /api/v1/nodes/gpu-node-03 "$VIEWER" >/dev/null && jq -e '.wlm.ours == true' "$T/body" >/dev/null; }
+check "  gpu-node-03's document says drained by railyard" wait_for 20 wlm_seen
+
 # What the browser must find: the pairs the verdict fails (sorted node ids; a transient, retested
 # and passed, is no failure), the failing nodes with their reasons, the sign-off.
 jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$OPER" --arg so "$SO" \
 	--arg camp "$CAMP" --arg hca_dep "$HCA_DEP" --arg xss_os "$XSS_OS" --arg xss_host "$XSS_HOST" --arg art "$ART" \
-	--arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" \
+	--arg wlm_reason "$WLM_REASON" --arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" \
 	--slurpfile c "$T/campaign.json" '{url: $url, tokens: {viewer: $viewer, integrator: $integ, operator: $oper},
 	signoff: $so, campaign: $camp, xss_os: $xss_os, xss_host: $xss_host, artifacts: $art, downloads: $dl,
 	chromium: $chromium, playwright: $pw, deploy_playbook: $pb, nodes: ($c[0].nodes | length),
@@ -237,7 +250,7 @@ jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$
 	failing_rows: ($c[0].verdict.tests[0] | ([.failures[] | select(.attributed != "transient")] | length) +
 		((.failures_total // 0) - (.failures | length))),
 	failing_nodes: [$c[0].verdict.nodes[] | select(.result == "fail") | {id, hostname, reasons}],
-	bad_node: "gpu-node-03", hca_dep: $hca_dep,
+	bad_node: "gpu-node-03", hca_dep: $hca_dep, wlm_reason: $wlm_reason,
 	verdict: $c[0].result}' >"$T/portal.json"
 rm -rf "$ART" && mkdir -p "$ART" "$T/downloads"
 echo "browser: node $("${BRUN[@]}" node --version), $("${BRUN[@]}" "$CHROMIUM" --version 2>/dev/null | head -1)," \

@@ -101,10 +101,13 @@ check "gpu-node-01 is still drained with the admin's reason" test \
 check "scontrol never resumed gpu-node-01" refused grep -q "NodeName=gpu-node-01 State=RESUME" "$T/scontrol.log"
 "$RY" nodes --state-dir "$T/ctl" >"$T/nodes.txt"
 check "railyard nodes shows the WLM state, ours marked" wait_for 10 bash -c \
-	"'$RY' nodes --state-dir '$T/ctl' | grep -E '^n-[0-9a-f]+ +gpu-node-03 .* drained\+ours '"
+	"'$RY' nodes --state-dir '$T/ctl' | grep -qE '^n-[0-9a-f]+ +gpu-node-03 .* drained\+ours '"
 check "the node's REST document carries its WLM state" wait_for 10 bash -c \
 	"'$RY' nodes --json --state-dir '$T/ctl' | jq -e '.items[] | select(.hostname == \"gpu-node-01\") |
 	 .wlm.name == \"gpu-node-01\" and .wlm.drained == true and .wlm.ours == false and (.wlm.reason | startswith(\"admin:\"))'"
+
+check "railyard node show says whose drain it is, and why" bash -c "'$RY' node show gpu-node-01 --state-dir '$T/ctl' |
+	grep -qx 'wlm: gpu-node-01 drained (drained by someone else): admin: fan replaced, burn-in'"
 
 # ---- a node we drained is resumed when it passes; the admin's is not ---------------------------
 val --playbook "$T/plain.yaml" >"$T/c2.json" 2>"$T/c2.err"
@@ -137,6 +140,30 @@ check "  ... by one scontrol call that ran" test "$(grep -c "^ran update NodeNam
 check "  ... the ledger row is done, never redone" wait_for 10 test \
 	"$(db "SELECT state FROM wlm_actions WHERE source_id = '$c3' AND action = 'drain'")" = done
 check "every row of ours ended (none pending)" wait_for 10 test "$(db "SELECT count(*) FROM wlm_actions WHERE state = 'pending'")" = 0
+
+# ---- the interface the maintenance codes against (wlm.h), with a running job -----------------
+PROBE=$BUILD/tests/integration/wlm_probe
+printf '{"kind": "slurm", "slurm": {"conf": "%s"}, "timeout_s": 10}' "$SLURM_CONF" >"$T/probe.json"
+"$SLURM_BIN/srun" -w gpu-node-02 sleep 300 >"$T/srun.log" 2>&1 &
+SRUN=$!
+PIDS+=("$SRUN")
+check "a job runs on gpu-node-02" wait_for 20 node_is gpu-node-02 allocated
+sinfo_log "with a job on gpu-node-02"
+"$PROBE" "$T/probe.json" it gpu-node-02 >"$T/probe.out" 2>&1
+check "query: gpu-node-02 allocated, not drained, its running job and user" jqt '
+	.name == "gpu-node-02" and .state == "allocated" and .drained == false and .reason == "" and
+	(.jobs | length) == 1 and (.jobs[0].id | test("^[0-9]+$")) and .jobs[0].user == "root"' "$T/probe.out"
+check "drain through the interface" "$PROBE" "$T/probe.json" it gpu-node-02 drain "railyard: maintenance m-1: test"
+probe_line() { "$PROBE" "$T/probe.json" it "$1" | jq -r '"\(.state) \(.drained) \(.ours) \(.jobs | length)"'; }
+check "  ... a node with a running job drains (draining), the job keeps running" test \
+	"$(probe_line gpu-node-02)" = "draining true true 1"
+kill "$SRUN" 2>/dev/null
+check "  ... drained once the job ended" wait_for 30 node_is gpu-node-02 drained
+check "resume-if-ours resumes it" test "$("$PROBE" "$T/probe.json" it gpu-node-02 resume)" = resumed
+check "  ... and leaves gpu-node-01 (the admin's) alone, saying why" test \
+	"$("$PROBE" "$T/probe.json" it gpu-node-01 resume)" = "not_ours: admin: fan replaced, burn-in"
+refused "$PROBE" "$T/probe.json" it gpu-node-99 >/dev/null 2>"$T/p99.err"
+check "a node Slurm does not know: an error naming it" grep -q "Slurm has no node gpu-node-99" "$T/p99.err"
 
 # ---- unbind ---------------------------------------------------------------------------------
 check "wlm unset removes the binding" wlm unset --cluster it

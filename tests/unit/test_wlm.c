@@ -19,6 +19,8 @@
 
 #include "common/util/error.h"
 #include "controller/service.h"
+#include "controller/store/store.h"
+#include "controller/store/store_wlm.h"
 #include "controller/wlm/wlm.h"
 
 static bool valid_utf8(const char *s)
@@ -88,6 +90,13 @@ static void test_reason_cut(void **state)
 		assert_true(valid_utf8(r));
 		assert_string_equal(r + strlen(r) - 3, "...");
 	}
+	/* Bytes that are not UTF-8 become '?'; an id of multibyte characters is cut whole. */
+	wlm_reason_fit(r, sizeof(r), "deployment", "d-1", "bad \xff\xc3 byte");
+	assert_string_equal(r, "railyard: deployment d-1: bad ?? byte");
+	wlm_reason_fit(r, sizeof(r), "campaign", "ééééééééééééééééééééééééééééééééééééééééééééé",
+		       "x");
+	assert_true(valid_utf8(r));
+	assert_true(strlen(r) <= WLM_REASON_MAX);
 	/* A huge id is cut to 40 bytes; the prefix survives. */
 	wlm_reason_fit(r, sizeof(r), "campaign", finding, "found");
 	assert_true(strlen(r) <= WLM_REASON_MAX);
@@ -383,6 +392,84 @@ static void test_hooks_argv(void **state)
 	}
 }
 
+/* The ledger: nothing stored for an unbound cluster or a host with no legal WLM name; the reason
+ * fitted when stored; a row moves once (a done row is never redone); per node, the last done
+ * drain says "drained by us". */
+static void test_ledger(void **state)
+{
+	char dir[] = "/tmp/ry-wlm-store-XXXXXX", path[128];
+	struct store *st = NULL;
+	struct store_wlm_action *v = NULL;
+	size_t n = 0;
+	struct store_wlm_intent a = {
+		.cluster = "it",
+		.node_id = "n-1",
+		.hostname = "gpu-node-03.example",
+		.action = "drain",
+		.source = "campaign",
+		.source_id = "c-1",
+		.finding = "gpu-node-03 bw \"rail\" 2\n12.1 < 40 Gb/s",
+	};
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.db", dir);
+	assert_int_equal(store_open(path, &st), 0);
+	assert_int_equal(store_wlm_enqueue(st, &a, 1000), 0); /* no such cluster */
+	assert_int_equal(store_cluster_ensure(st, "it", 1000), 0);
+	assert_int_equal(store_wlm_enqueue(st, &a, 1000), 0); /* not bound */
+	assert_int_equal(store_wlm_binding_put(st, "it",
+					       "{\"kind\":\"slurm\",\"node_map\":"
+					       "{\"odd host\":\"n9\"}}",
+					       "tester", 1000),
+			 0);
+	assert_int_equal(store_wlm_enqueue(st, &a, 2000), 1);
+	a.hostname = ".bad";
+	assert_int_equal(store_wlm_enqueue(st, &a, 2000), -RY_E_INVALID);
+	a.hostname = "odd host"; /* the map names it */
+	a.action = "resume";
+	assert_int_equal(store_wlm_enqueue(st, &a, 2000), 1);
+	a.action = "reboot";
+	assert_int_equal(store_wlm_enqueue(st, &a, 2000), -RY_E_INVALID);
+	assert_int_equal(store_wlm_pending(st, 0, &v, &n), 0);
+	assert_int_equal(n, 2); /* the refused ones stored nothing */
+	assert_string_equal(v[0].wlm_name, "gpu-node-03");
+	assert_string_equal(v[0].reason,
+			    "railyard: campaign c-1: gpu-node-03 bw rail 2 12.1 < 40 Gb/s");
+	assert_string_equal(v[1].wlm_name, "n9");
+	assert_int_equal(store_wlm_drained_by_us(st, "it", "gpu-node-03"), 0);
+	/* A retry stays pending; done is final, once. */
+	assert_int_equal(store_wlm_action_result(st, v[0].id, "pending", "unreachable", 5000, 3000),
+			 1);
+	assert_int_equal(store_wlm_action_result(st, v[0].id, "done", "drained", 0, 6000), 1);
+	assert_int_equal(store_wlm_action_result(st, v[0].id, "done", "drained", 0, 7000), 0);
+	assert_int_equal(store_wlm_action_result(st, v[0].id, "failed", "x", 0, 7000), 0);
+	assert_int_equal(store_wlm_drained_by_us(st, "it", "gpu-node-03"), 1);
+	store_wlm_actions_free(v, n);
+	assert_int_equal(store_wlm_actions(st, "it", "done", 0, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].attempts, 2);
+	assert_int_equal(v[0].done_at, 6000);
+	store_wlm_actions_free(v, n);
+	assert_int_equal(store_wlm_actions_by_source(st, "campaign", "c-1", &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].state, "done");
+	assert_string_equal(v[1].state, "pending");
+	store_wlm_actions_free(v, n);
+	assert_int_equal(store_wlm_actions_by_source(st, "maintenance", "c-1", &v, &n), 0);
+	assert_int_equal(n, 0);
+	store_wlm_actions_free(v, n);
+	assert_int_equal(store_wlm_binding_delete(st, "it", "tester", 8000), 1);
+	assert_int_equal(store_wlm_binding_delete(st, "it", "tester", 8000), 0);
+	store_free(st);
+	{
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,7 +477,7 @@ int main(void)
 		cmocka_unit_test(test_reason_cut),	   cmocka_unit_test(test_names),
 		cmocka_unit_test(test_binding_validation), cmocka_unit_test(test_binding_roundtrip),
 		cmocka_unit_test(test_parse_sinfo),	   cmocka_unit_test(test_parse_squeue),
-		cmocka_unit_test(test_hooks_argv),
+		cmocka_unit_test(test_hooks_argv),	   cmocka_unit_test(test_ledger),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
