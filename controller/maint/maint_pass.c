@@ -22,6 +22,7 @@
 #include "controller/store/store_deploy.h"
 #include "controller/store/store_maint.h"
 #include "controller/store/store_signoff.h"
+#include "controller/store/store_wlm.h"
 #include "controller/wlm/wlm.h"
 
 #include <errno.h>
@@ -360,12 +361,18 @@ static void on_draining(struct ctx *x)
 	struct store_maint_move *mv = calloc(x->nd ? x->nd : 1, sizeof(*mv));
 	char(*ids)[256] = calloc(x->nd ? x->nd : 1, sizeof(*ids));
 	char(*why)[REASON_MAX] = calloc(x->nd ? x->nd : 1, sizeof(*why));
-	size_t n = 0, busy = 0;
+	size_t n = 0, busy = 0, nrows = 0;
+	struct store_wlm_action *rows = NULL;
 
 	if (!mv || !ids || !why)
 		goto out;
+	/* How far our drains got: a job may still land on a node whose drain is not carried
+	 * out yet, so its jobs count only from then on. */
+	if (store_wlm_actions_by_source(x->st, "maintenance", x->m->id, &rows, &nrows) < 0)
+		goto out;
 	for (size_t i = 0; i < x->nd; i++) {
 		struct store_maint_node *d = &x->d[i];
+		const struct store_wlm_action *drain = NULL;
 		char err[256] = "";
 		size_t jobs = 0;
 		int r;
@@ -373,8 +380,31 @@ static void on_draining(struct ctx *x)
 		if (d->batch != x->cur->batch ||
 		    !(streq(d->state, "draining") || streq(d->state, "waiting_for_jobs")))
 			continue;
-		r = maint_wlm_jobs(x->mw, x->m->cluster, d->hostname, d->since_ms, ids[n],
-				   sizeof(ids[n]), &jobs, err, sizeof(err));
+		for (size_t k = 0; k < nrows; k++) /* oldest first: the last is the newest */
+			if (streq(rows[k].hostname, d->hostname) && streq(rows[k].action, "drain"))
+				drain = &rows[k];
+		if (drain && streq(drain->state, "pending")) {
+			busy++; /* not drained yet in the workload manager */
+			continue;
+		}
+		if (drain && !streq(drain->state, "done")) {
+			/* Not drained (the WLM refused or could not be reached): jobs may land on
+			 * it, so it is not changed. */
+			reason_fmt(why[n], sizeof(why[n]),
+				   "railyard: maintenance %s: the drain %s: %s", x->m->id,
+				   drain->state, drain->result ? drain->result : "no reason given");
+			mv[n].node_id = d->node_id;
+			mv[n].hostname = d->hostname;
+			mv[n].from = d->state;
+			mv[n].to = "held_out";
+			mv[n].reason = why[n];
+			n++;
+			continue;
+		}
+		r = maint_wlm_jobs(x->mw, x->m->cluster, d->hostname,
+				   drain && drain->done_at > d->since_ms ? drain->done_at
+									 : d->since_ms,
+				   ids[n], sizeof(ids[n]), &jobs, err, sizeof(err));
 		if (r == -EAGAIN) {
 			/* Not answered since it was drained: as it was, for now. */
 			busy++;
@@ -422,6 +452,7 @@ static void on_draining(struct ctx *x)
 	sync_moves(x, mv, n);
 	start_configure(x);
 out:
+	store_wlm_actions_free(rows, nrows);
 	free(mv);
 	free(ids);
 	free(why);
