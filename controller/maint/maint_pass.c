@@ -21,6 +21,7 @@
 #include "controller/store/store_campaign.h"
 #include "controller/store/store_deploy.h"
 #include "controller/store/store_maint.h"
+#include "controller/store/store_nodes.h"
 #include "controller/store/store_signoff.h"
 #include "controller/store/store_wlm.h"
 #include "controller/wlm/wlm.h"
@@ -37,15 +38,22 @@
 #define REASON_MAX 200
 
 /* One maintenance as the pass reads it each time. */
+/* A node of a batch that is offline when its campaign is to be made is waited for this long
+ * (from when it was configured, or from the controller's start: agents reconnecting to a
+ * restarted controller need their backoff's worth of time), then validated without it. */
+#define ONLINE_GRACE_MS (2 * 60 * 1000)
+
 /* The pass's state: the server, and the thread that asks the WLM about jobs. */
 struct ctl_maint {
 	struct ctl_server *srv;
 	struct maint_wlm *wlm;
+	int64_t started_ms;
 };
 
 struct ctx {
 	struct ctl_server *srv;
 	struct maint_wlm *mw;
+	int64_t started_ms; /* the pass's start */
 	struct store *st;
 	struct store_maint *m;
 	struct store_maint_batch *b; /* all of them */
@@ -472,6 +480,22 @@ static void make_campaign(struct ctx *x, const char *id)
 	int r = -ENOMEM;
 
 	ctl_error_init(&err);
+	/* A node of the batch offline now (its agent reconnecting after a reboot or to a
+	 * restarted controller) is waited for a while before it is left out. */
+	for (size_t i = 0; i < x->nd; i++) {
+		struct store_node *node = NULL;
+		int64_t from = x->d[i].since_ms > x->started_ms ? x->d[i].since_ms : x->started_ms;
+		bool away;
+
+		if (x->d[i].batch != x->cur->batch || !streq(x->d[i].state, "validating") ||
+		    util_now_unix_ms() - from > ONLINE_GRACE_MS)
+			continue;
+		away = store_node_get(x->st, x->d[i].node_id, &node) >= 0 &&
+		       !streq(node->state, "online");
+		store_node_free(node);
+		if (away)
+			goto out; /* the next run looks again */
+	}
 	for (size_t i = 0; i < x->nd; i++)
 		if ((x->d[i].batch == x->cur->batch && streq(x->d[i].state, "validating")) ||
 		    streq(x->d[i].state, "resumed"))
@@ -852,7 +876,11 @@ static void on_cancel(struct ctx *x)
 static void run_one(struct ctl_maint *cm, struct store_maint *m)
 {
 	struct ctl_server *srv = cm->srv;
-	struct ctx x = {.srv = srv, .mw = cm->wlm, .st = ctl_server_state(srv)->store, .m = m};
+	struct ctx x = {.srv = srv,
+			.mw = cm->wlm,
+			.started_ms = cm->started_ms,
+			.st = ctl_server_state(srv)->store,
+			.m = m};
 
 	if (store_maint_batches(x.st, m->id, &x.b, &x.nb) < 0 ||
 	    store_maint_nodes(x.st, m->id, &x.d, &x.nd) < 0)
@@ -910,6 +938,7 @@ int ctl_maint_new(struct ctl_server *srv, struct ctl_maint **ret)
 	if (!cm)
 		return -ENOMEM;
 	cm->srv = srv;
+	cm->started_ms = util_now_unix_ms();
 	r = maint_wlm_new(srv, &cm->wlm);
 	if (r < 0) {
 		free(cm);
