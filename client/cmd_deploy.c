@@ -22,6 +22,11 @@ enum {
 	OPT_NO_WAIT,
 	OPT_DIFF,
 	OPT_TIMEOUT,
+	OPT_NODES,
+	OPT_MAINTENANCE,
+	OPT_MIN_IN_SERVICE,
+	OPT_JOB_TIMEOUT,
+	OPT_SIGN,
 };
 
 static bool node_finished(const json_t *n)
@@ -83,9 +88,9 @@ static int follow(struct rc *rc, const char *path, int64_t timeout_ms, bool diff
 }
 
 struct deploy_args {
-	const char *cluster, *playbook, *batch, *max_fail;
-	int64_t canary, pause_ms, timeout_ms;
-	bool check, no_wait, diff;
+	const char *cluster, *playbook, *batch, *max_fail, *nodes, *min_in_service;
+	int64_t canary, pause_ms, timeout_ms, job_timeout_ms;
+	bool check, no_wait, diff, maintenance, sign;
 };
 
 static int parse_deploy(struct rc *rc, const struct rc_command *cmd, int argc, char **argv,
@@ -103,6 +108,11 @@ static int parse_deploy(struct rc *rc, const struct rc_command *cmd, int argc, c
 		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
 		{"diff", no_argument, NULL, OPT_DIFF},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"nodes", required_argument, NULL, OPT_NODES},
+		{"maintenance", no_argument, NULL, OPT_MAINTENANCE},
+		{"min-in-service", required_argument, NULL, OPT_MIN_IN_SERVICE},
+		{"job-timeout", required_argument, NULL, OPT_JOB_TIMEOUT},
+		{"sign", no_argument, NULL, OPT_SIGN},
 		{0},
 	};
 	int c, r;
@@ -149,6 +159,23 @@ static int parse_deploy(struct rc *rc, const struct rc_command *cmd, int argc, c
 		case OPT_NO_WAIT:
 			a->no_wait = true;
 			break;
+		case OPT_NODES:
+			a->nodes = optarg;
+			break;
+		case OPT_MAINTENANCE:
+			a->maintenance = true;
+			break;
+		case OPT_MIN_IN_SERVICE:
+			a->min_in_service = optarg;
+			break;
+		case OPT_JOB_TIMEOUT:
+			if ((r = rc_parse_duration("--job-timeout", optarg, 1000, 7LL * 86400000,
+						   &a->job_timeout_ms)) != 0)
+				return r;
+			break;
+		case OPT_SIGN:
+			a->sign = true;
+			break;
 		default:
 			return rc_usage(cmd, c);
 		}
@@ -157,7 +184,47 @@ static int parse_deploy(struct rc *rc, const struct rc_command *cmd, int argc, c
 		return r;
 	if (!a->cluster || !a->playbook)
 		return rc_bad("deploy", "(--cluster and --playbook are required)");
+	if (!a->maintenance && (a->min_in_service || a->job_timeout_ms > 0 || a->sign))
+		return rc_bad("deploy", "(--min-in-service, --job-timeout and --sign go with "
+					"--maintenance)");
+	if (a->maintenance && (a->check || a->max_fail || a->canary >= 0 || a->pause_ms >= 0))
+		return rc_bad("deploy --maintenance",
+			      "(--check, --max-fail, --canary and --pause are a deployment's; a "
+			      "maintenance stops at the first batch with a failing node)");
 	return 0;
+}
+
+/* "0.75" or "75%" into a fraction in [0, 1); -1 when malformed. */
+double rc_parse_fraction(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s)
+		return -1;
+	if (strcmp(end, "%") == 0)
+		v /= 100;
+	else if (*end)
+		return -1;
+	return v >= 0 && v < 1 ? v : -1;
+}
+
+/* The body of POST /api/v1/maintenances from the shared options. */
+json_t *rc_maint_body(const char *cluster, const char *mode, const char *scope, const char *batch,
+		      const char *min_in_service, int64_t job_timeout_ms, bool sign)
+{
+	json_t *b = json_pack("{s:s, s:s, s:b}", "cluster", cluster, "mode", mode, "sign", sign);
+
+	if (b && scope)
+		json_object_set_new(b, "scope", json_string(scope));
+	if (b && batch)
+		json_object_set_new(b, "batch", json_string(batch));
+	if (b && min_in_service)
+		json_object_set_new(b, "min_in_service",
+				    json_real(rc_parse_fraction(min_in_service)));
+	if (b && job_timeout_ms > 0)
+		json_object_set_new(b, "job_timeout_ms", json_integer(job_timeout_ms));
+	return b;
 }
 
 /* The request's body: what was given, nothing more (the API's defaults stand). */
@@ -174,6 +241,8 @@ static json_t *deploy_body(const struct deploy_args *a, const char *text)
 		json_object_set_new(b, "canary", json_integer(a->canary));
 	if (b && a->pause_ms >= 0)
 		json_object_set_new(b, "pause_ms", json_integer(a->pause_ms));
+	if (b && a->nodes)
+		json_object_set_new(b, "nodes", json_string(a->nodes));
 	return b;
 }
 
@@ -189,9 +258,20 @@ static int cmd_deploy(struct rc *rc, const struct rc_command *cmd, int argc, cha
 
 	if ((r = parse_deploy(rc, cmd, argc, argv, &a)) != 0)
 		return r;
+	if (a.min_in_service && rc_parse_fraction(a.min_in_service) < 0)
+		return rc_bad("--min-in-service (a fraction in [0, 1), or P%)", a.min_in_service);
 	if ((r = rc_read_file("deploy", a.playbook, RC_PLAYBOOK_MAX, &text)) != 0)
 		return r;
 	rc->playbook = a.playbook;
+	if (a.maintenance) {
+		/* Drained, configured, validated and handed back in batches (cmd_maint.c). */
+		body = rc_maint_body(a.cluster, "deploy", a.nodes, a.batch, a.min_in_service,
+				     a.job_timeout_ms, a.sign);
+		if (body)
+			json_object_set_new(body, "playbook", json_string(text));
+		r = body ? rc_maint_run(rc, body, a.no_wait) : RC_FAILED;
+		goto out;
+	}
 	if (!(body = deploy_body(&a, text))) {
 		r = RC_FAILED;
 		goto out;
@@ -338,8 +418,10 @@ static int cmd_cancel(struct rc *rc, const struct rc_command *cmd, int argc, cha
 const struct rc_command rc_deploy_commands[] = {
 	{"deploy",
 	 "--cluster C --playbook FILE [--check] [--batch N|P%] [--max-fail N|P%]\n"
-	 "        [--canary N] [--pause 30s] [--no-wait] [--diff] [--timeout 30m]",
-	 "deploy a playbook to a cluster's nodes (check mode: diffs only) and follow it "
+	 "        [--canary N] [--pause 30s] [--nodes SEL] [--no-wait] [--diff] [--timeout 30m]\n"
+	 "        [--maintenance [--min-in-service F|P%] [--job-timeout 1h] [--sign]]",
+	 "deploy a playbook to a cluster's nodes (check mode: diffs only; --nodes: only those) "
+	 "and follow it; --maintenance: drain, configure, validate and resume in batches "
 	 "(exit 0 succeeded, 1 otherwise)",
 	 cmd_deploy},
 	{"deployments", "[ID] [--diff]",

@@ -20,7 +20,12 @@ enum {
 	OPT_PLAYBOOK,
 	OPT_APPLY,
 	OPT_BW,
-	OPT_LAT
+	OPT_LAT,
+	OPT_MAINTENANCE,
+	OPT_MT_BATCH,
+	OPT_MT_MIN,
+	OPT_MT_JOBS,
+	OPT_MT_NODES,
 };
 
 /* "/api/v1/signoffs/ID[/FILE]" into buf: 0, or RC_USAGE for an ID too long. */
@@ -366,9 +371,17 @@ static int cmd_revalidate(struct rc *rc, const struct rc_command *cmd, int argc,
 		{"apply", no_argument, NULL, OPT_APPLY},
 		{"tolerance-bw", required_argument, NULL, OPT_BW},
 		{"tolerance-lat", required_argument, NULL, OPT_LAT},
+		{"maintenance", no_argument, NULL, OPT_MAINTENANCE},
+		{"batch", required_argument, NULL, OPT_MT_BATCH},
+		{"min-in-service", required_argument, NULL, OPT_MT_MIN},
+		{"job-timeout", required_argument, NULL, OPT_MT_JOBS},
+		{"nodes", required_argument, NULL, OPT_MT_NODES},
 		{0},
 	};
 	const char *cluster = NULL, *baseline = NULL, *playbook = NULL;
+	const char *mt_batch = NULL, *mt_min = NULL, *mt_nodes = NULL;
+	int64_t mt_jobs = 0;
+	bool maintenance = false;
 	json_t *body = json_object(), *doc = NULL, *v = NULL, *so = NULL;
 	char *text = NULL, *id = NULL, path[256];
 	FILE *out;
@@ -392,6 +405,28 @@ static int cmd_revalidate(struct rc *rc, const struct rc_command *cmd, int argc,
 		case OPT_APPLY:
 			json_object_set_new(body, "apply", json_true());
 			break;
+		case OPT_MAINTENANCE:
+			maintenance = true;
+			break;
+		case OPT_MT_BATCH:
+			mt_batch = optarg;
+			break;
+		case OPT_MT_MIN:
+			mt_min = optarg;
+			if (rc_parse_fraction(optarg) < 0) {
+				r = rc_bad("--min-in-service (a fraction in [0, 1), or P%)",
+					   optarg);
+				goto out;
+			}
+			break;
+		case OPT_MT_JOBS:
+			if ((r = rc_parse_duration("--job-timeout", optarg, 1000, 7LL * 86400000,
+						   &mt_jobs)) != 0)
+				goto out;
+			break;
+		case OPT_MT_NODES:
+			mt_nodes = optarg;
+			break;
 		case OPT_BW:
 		case OPT_LAT:
 			if ((r = rc_parse_int(c == OPT_BW ? "--tolerance-bw" : "--tolerance-lat",
@@ -410,6 +445,32 @@ static int cmd_revalidate(struct rc *rc, const struct rc_command *cmd, int argc,
 		goto out;
 	if (!cluster || !baseline) {
 		r = rc_bad("revalidate", "(--cluster and --baseline are required)");
+		goto out;
+	}
+	if (!maintenance && (mt_batch || mt_min || mt_jobs || mt_nodes)) {
+		r = rc_bad("revalidate", "(--batch, --min-in-service, --job-timeout and --nodes go "
+					 "with --maintenance)");
+		goto out;
+	}
+	if (maintenance) {
+		/* In batches, drained from the workload manager and handed back (cmd_maint.c):
+		 * the configuration is applied, as a maintenance is there to change it. */
+		json_t *mb = rc_maint_body(cluster, "revalidate", mt_nodes, mt_batch, mt_min,
+					   mt_jobs, true);
+
+		if (mb)
+			json_object_set_new(mb, "baseline", json_string(baseline));
+		if (mb && playbook) {
+			if ((r = rc_read_file("revalidate", playbook, RC_PLAYBOOK_MAX, &text)) !=
+			    0) {
+				json_decref(mb);
+				goto out;
+			}
+			rc->playbook = playbook;
+			json_object_set_new(mb, "playbook", json_string(text));
+		}
+		r = mb ? rc_maint_run(rc, mb, false) : RC_FAILED;
+		json_decref(mb);
 		goto out;
 	}
 	json_object_set_new(body, "cluster", json_string(cluster));
@@ -475,7 +536,9 @@ const struct rc_command rc_signoff_commands[] = {
 	 cmd_verify},
 	{"revalidate",
 	 "--cluster C --baseline SIGNOFF [--playbook FILE] [--apply]\n"
-	 "        [--tolerance-bw PCT] [--tolerance-lat PCT]",
+	 "        [--tolerance-bw PCT] [--tolerance-lat PCT]\n"
+	 "        [--maintenance [--batch N|P%] [--min-in-service F|P%] [--job-timeout 1h]\n"
+	 "        [--nodes SEL]]",
 	 "check the configuration, rerun a sign-off's campaign, sign a report compared with it "
 	 "(run by the controller; Ctrl-C cancels it)",
 	 cmd_revalidate},

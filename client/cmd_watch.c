@@ -491,6 +491,16 @@ static void event_line(const char *type, const json_t *d, char *buf, size_t len)
 	} else if (strcmp(type, "campaign.progress") == 0)
 		snprintf(buf, len, "campaign %s round %lld of test %lld", id, JINT(d, "round") + 1,
 			 JINT(d, "test_index") + 1);
+	else if (strcmp(type, "maintenance.state") == 0)
+		snprintf(buf, len, "maintenance %s %s, batch %lld %s%s%s", id,
+			 rc_str(d, "state", "?"), JINT(d, "batch") + 1,
+			 rc_str(d, "batch_state", ""), JSTR(d, "reason") ? ": " : "",
+			 rc_str(d, "reason", ""));
+	else if (strcmp(type, "maintenance.node") == 0)
+		snprintf(buf, len, "maintenance %s %s %s%s%s%s%s", id, host,
+			 rc_str(d, "state", "?"), JSTR(d, "jobs") ? ": jobs " : "",
+			 rc_str(d, "jobs", ""), JSTR(d, "reason") ? ": " : "",
+			 rc_str(d, "reason", ""));
 	else if (strcmp(type, "signoff.created") == 0)
 		snprintf(buf, len, "signoff %s of campaign %s: %s", id, rc_str(d, "campaign", "?"),
 			 rc_str(d, "verdict", "?"));

@@ -8,9 +8,10 @@
 #include <string.h>
 
 const struct rc_command *const rc_tables[] = {
-	rc_login_commands,    rc_nodes_commands,   rc_admin_commands,	   rc_deploy_commands,
-	rc_campaign_commands, rc_signoff_commands, rc_bench_commands,	   rc_tokens_commands,
-	rc_wlm_commands,      rc_watch_commands,   rc_completion_commands, rc_alias_commands,
+	rc_login_commands,    rc_nodes_commands,   rc_admin_commands, rc_deploy_commands,
+	rc_campaign_commands, rc_signoff_commands, rc_bench_commands, rc_tokens_commands,
+	rc_wlm_commands,      rc_maint_commands,   rc_watch_commands, rc_completion_commands,
+	rc_alias_commands,
 };
 const size_t rc_tables_count = RY_ARRAY_SIZE(rc_tables);
 const size_t rc_tables_listed = RY_ARRAY_SIZE(rc_tables) - 1;

@@ -61,6 +61,7 @@ extern const struct rc_command rc_completion_commands[];
 extern const struct rc_command rc_admin_commands[];
 extern const struct rc_command rc_bench_commands[];
 extern const struct rc_command rc_wlm_commands[];
+extern const struct rc_command rc_maint_commands[];
 /* Old spellings kept working, listed nowhere (last in rc_tables). */
 extern const struct rc_command rc_alias_commands[];
 /* Every table, for usage and completion: the first rc_tables_listed are listed, the rest are
@@ -100,6 +101,15 @@ int rc_print_list(const json_t *items);
  * ID" (or the reply with --json). 0 or the exit code. */
 int rc_post_id(struct rc *rc, const struct rc_command *cmd, int argc, char **argv,
 	       const char *prefix, const char *suffix, const char *done);
+/* Start a maintenance (body: POST /api/v1/maintenances's) and follow it until it ends, a line
+ * per change (no_wait: print it as made). 0 when it succeeded, or the exit code (cmd_maint.c). */
+int rc_maint_run(struct rc *rc, const json_t *body, bool no_wait);
+/* A maintenance's body from the options deploy and revalidate share (cmd_deploy.c);
+ * min_in_service already checked with rc_parse_fraction(). New reference, NULL out of memory. */
+json_t *rc_maint_body(const char *cluster, const char *mode, const char *scope, const char *batch,
+		      const char *min_in_service, int64_t job_timeout_ms, bool sign);
+/* "0.75" or "75%" into a fraction in [0, 1); -1 when malformed. */
+double rc_parse_fraction(const char *s);
 /* The largest playbook sent: the API's body limit. */
 #define RC_PLAYBOOK_MAX (1024 * 1024)
 /* Read a playbook file (bounded); 0, or RC_FAILED with the reason said. Caller frees. */

@@ -4,6 +4,7 @@
 #include "controller/bench/bench.h"
 #include "controller/campaign/campaign.h"
 #include "controller/signoff/revalidate.h"
+#include "controller/maint/maint.h"
 #include "controller/engine/engine.h"
 #include "controller/rollout/rollout.h"
 #include "controller/throttle.h"
@@ -445,6 +446,12 @@ int ctl_server_start(struct ctl_state *state, const struct ctl_server_config *cf
 			r = ctl_wlm_start(srv, &w);
 			srv->wlm = w;
 		}
+		/* After the rollout and campaign passes: a deployment or campaign that ended is
+		 * seen in the same run. */
+		if (r >= 0)
+			r = ctl_maint_new(srv, &srv->maint);
+		if (r >= 0)
+			r = ctl_maint_register(srv->maint, srv->engine);
 		if (r >= 0)
 			r = ctl_watch_register(srv, srv->engine);
 		if (r >= 0)
@@ -532,6 +539,7 @@ void ctl_server_free(struct ctl_server *srv)
 	ctl_engine_free(srv->engine);
 	ctl_rollout_free(srv->rollout);
 	ctl_campaigns_free(srv->campaigns);
+	ctl_maint_free(srv->maint);
 	ctl_throttle_free(srv->enroll_throttle);
 	ctl_throttle_free(srv->report_throttle);
 	ctl_sessions_done(srv);

@@ -41,6 +41,7 @@ struct ctl_session;
 struct ctl_engine;
 struct ctl_rollout;
 struct ctl_campaigns;
+struct ctl_maint;
 struct ctl_throttle;
 
 struct ctl_server {
@@ -63,6 +64,7 @@ struct ctl_server {
 	struct ctl_engine *engine;	      /* tick thread with the passes, ingest worker */
 	struct ctl_rollout *rollout;	      /* the rollout pass's state */
 	struct ctl_campaigns *campaigns;      /* the campaign pass's state */
+	struct ctl_maint *maint;	      /* the maintenance pass's state */
 	struct ctl_events *events;	      /* what changed, for the REST event stream */
 	struct ctl_wlm *_Atomic wlm;	      /* the WLM worker (wlm.h), once started */
 	struct ctl_api *api;		      /* the REST API, while it serves */

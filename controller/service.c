@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -90,4 +91,72 @@ int ctl_playbook_for_cluster(const char *text, size_t len, const char *file, con
 	}
 	*ret = pb;
 	return 0;
+}
+
+/* ---- node selectors ---------------------------------------------------------------------- */
+
+#define SELECTOR_ITEMS_MAX 64
+#define SELECTOR_ITEM_MAX  255
+
+int ctl_node_selector_check(const char *sel, const char *field, struct ctl_error *err)
+{
+	size_t items = 0;
+
+	if (!*sel)
+		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, field,
+				     "the node selector is empty");
+	for (const char *p = sel; *p;) {
+		size_t n = strcspn(p, ",");
+		const char *q = p + (*p == '!');
+		size_t qn = n - (size_t)(q - p);
+
+		if (qn == 0 || qn > SELECTOR_ITEM_MAX || ++items > SELECTOR_ITEMS_MAX ||
+		    strspn(q, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-*?["
+			      "]") < qn)
+			return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, field,
+					     "bad node selector item '%.*s' (host names or ids, "
+					     "globs * ? [..], ! to exclude, comma-separated)",
+					     (int)(n > 64 ? 64 : n), p);
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+static bool item_matches(const char *p, size_t n, const char *hostname, const char *id)
+{
+	char pat[SELECTOR_ITEM_MAX + 1];
+
+	snprintf(pat, sizeof(pat), "%.*s", (int)n, p);
+	return fnmatch(pat, hostname, 0) == 0 || fnmatch(pat, id, 0) == 0;
+}
+
+bool ctl_node_selected(const char *sel, const char *hostname, const char *id)
+{
+	bool any_include = false, in = false;
+
+	if (!sel)
+		return true;
+	for (const char *p = sel; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (*p == '!') {
+			if (item_matches(p + 1, n - 1, hostname, id))
+				return false;
+		} else {
+			any_include = true;
+			in |= item_matches(p, n, hostname, id);
+		}
+		p += n + (p[n] == ',');
+	}
+	return in || !any_include;
+}
+
+bool ctl_valid_object_id(const char *id, const char *prefix)
+{
+	size_t p = strlen(prefix), n;
+
+	if (!id || strncmp(id, prefix, p) != 0)
+		return false;
+	n = strlen(id + p);
+	return n >= 1 && n <= 16 && strspn(id + p, "0123456789abcdef") == n;
 }

@@ -49,6 +49,18 @@ __attribute__((warn_unused_result)) int
 ctl_playbook_for_cluster(const char *text, size_t len, const char *file, const char *cluster,
 			 struct playbook **ret, struct ctl_error *err);
 
+/* A node selector (docs/campaigns.md): comma-separated host names or node ids, globs * ? [..],
+ * "!" to exclude. Check one from outside (CTL_ERR_INVALID naming field: empty, a bad item, more
+ * than 64 items, an item over 255 bytes). */
+__attribute__((warn_unused_result)) int ctl_node_selector_check(const char *sel, const char *field,
+								struct ctl_error *err);
+/* Does a checked selector take the node (host name, id; borrowed)? The includes (none: every
+ * node) less the excludes; NULL sel takes every node. */
+bool ctl_node_selected(const char *sel, const char *hostname, const char *id);
+
+/* An object id a caller chose: prefix ("d-", "c-") and 1..16 of [0-9a-f]. */
+bool ctl_valid_object_id(const char *id, const char *prefix);
+
 /* One line "prog: message" (and the playbook diagnostics, one per line) on f, escaped. */
 void ctl_error_print(const struct ctl_error *e, const char *prog, FILE *f);
 

@@ -17,6 +17,7 @@
 #include "controller/playbooks.h"
 #include "controller/rollout/deploy.h"
 #include "controller/signoff/revalidate.h"
+#include "controller/maint/maint.h"
 #include "controller/signoff/signoff.h"
 #include "controller/signoff/html.h"
 #include "controller/server_int.h"
@@ -373,8 +374,8 @@ out:
 
 static void post_deployment(struct api_call *c)
 {
-	static const char *const keys[] = {"cluster",  "playbook", "check",    "batch",
-					   "max_fail", "canary",   "pause_ms", NULL};
+	static const char *const keys[] = {"cluster", "playbook", "check", "batch", "max_fail",
+					   "canary",  "pause_ms", "nodes", NULL};
 	json_t *b = api_body(c, keys), *doc = NULL;
 	struct ctl_deploy_request rq = {.canary = -1, .pause_ms = -1, .actor = c->actor};
 	struct ctl_deploy_created made = {0};
@@ -385,6 +386,7 @@ static void post_deployment(struct api_call *c)
 	    api_bool(c, b, "check", &rq.check) < 0 ||
 	    api_str(c, b, "batch", false, &rq.batch) < 0 ||
 	    api_str(c, b, "max_fail", false, &rq.max_fail) < 0 ||
+	    api_str(c, b, "nodes", false, &rq.nodes) < 0 ||
 	    api_int(c, b, "canary", 0, 100000, &canary) < 0 ||
 	    api_int(c, b, "pause_ms", 0, 86400000, &rq.pause_ms) < 0)
 		return;
@@ -905,6 +907,82 @@ out:
 	json_decref(v);
 }
 
+/* ---- maintenances ------------------------------------------------------------------------ */
+
+static void get_maintenances(struct api_call *c)
+{
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_maint_list(c->st, PAGE_FETCH, &v, ERR));
+	api_page(c, v);
+out:;
+}
+
+static void get_maintenance(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	json_t *v = NULL;
+
+	SERVICE(c, ctl_maint_get(c->st, id, &v, ERR));
+	if (visible(c, v, "maintenance", id)) {
+		api_json(c, 200, v);
+		v = NULL;
+	}
+out:
+	json_decref(v);
+}
+
+/* A maintenance drains, reconfigures and hands back nodes: the configure right. */
+static void post_maintenance(struct api_call *c)
+{
+	static const char *const keys[] = {"cluster",	     "mode",  "scope", "playbook",
+					   "baseline",	     "batch", "sign",  "min_in_service",
+					   "job_timeout_ms", NULL};
+	json_t *b = api_body(c, keys), *doc = NULL;
+	struct ctl_maint_request rq = {.min_in_service = -1, .actor = c->actor};
+
+	if (!b || !scoped_cluster(c, b, &rq.cluster) ||
+	    api_str(c, b, "mode", false, &rq.mode) < 0 ||
+	    api_str(c, b, "scope", false, &rq.scope) < 0 ||
+	    api_str(c, b, "playbook", false, &rq.playbook_text) < 0 ||
+	    api_str(c, b, "baseline", false, &rq.baseline) < 0 ||
+	    api_str(c, b, "batch", false, &rq.batch) < 0 || api_bool(c, b, "sign", &rq.sign) < 0 ||
+	    api_num(c, b, "min_in_service", 0, 1, &rq.min_in_service) < 0 ||
+	    api_int(c, b, "job_timeout_ms", 1, CTL_MAINT_JOB_TIMEOUT_MAX_MS, &rq.job_timeout_ms) <
+		    0)
+		return;
+	if (rq.playbook_text) {
+		rq.playbook_len = strlen(rq.playbook_text);
+		rq.playbook_file = "playbook";
+	}
+	SERVICE(c, ctl_maint_create(c->st, &rq, &doc, ERR));
+	ctl_engine_kick(c->srv->engine); /* the maintenance pass starts it now */
+	api_json(c, 201, doc);
+out:;
+}
+
+static void post_maintenance_cancel(struct api_call *c)
+{
+	const char *id = http_req_capture(c->req, "id");
+	struct ctl_error err;
+	json_t *v = NULL;
+	int r;
+
+	SERVICE(c, ctl_maint_get(c->st, id, &v, ERR));
+	if (!visible(c, v, "maintenance", id) ||
+	    !may_cancel(c, JSTR(v, "state"), "maintenance", id,
+			ctl_maint_state_final(JSTR(v, "state")), JSTR(v, "actor")))
+		goto out;
+	ctl_error_init(&err);
+	r = ctl_maint_cancel(c->st, id, c->actor, &err);
+	if (r > 0)
+		ctl_engine_kick(c->srv->engine);
+	cancel_reply(c, r, &err, id);
+	ctl_error_done(&err);
+out:
+	json_decref(v);
+}
+
 /* ---- enrollment and API tokens ------------------------------------------------------------- */
 
 static void post_enrollment_token(struct api_call *c)
@@ -1211,6 +1289,10 @@ const struct api_route api_routes[] = {
 	R("POST", "/api/v1/bench-runs", API_PERM_OPERATE, 1, post_bench_run),
 	R("GET", "/api/v1/bench-runs/{id}", API_PERM_READ, 1, get_bench_run),
 	R("POST", "/api/v1/bench-runs/{id}/cancel", API_PERM_OPERATE, 1, post_bench_cancel),
+	R("GET", "/api/v1/maintenances", API_PERM_READ, 1, get_maintenances),
+	R("POST", "/api/v1/maintenances", API_PERM_CONFIGURE, 1, post_maintenance),
+	R("GET", "/api/v1/maintenances/{id}", API_PERM_READ, 1, get_maintenance),
+	R("POST", "/api/v1/maintenances/{id}/cancel", API_PERM_OPERATE, 1, post_maintenance_cancel),
 	R("GET", "/api/v1/revalidations", API_PERM_READ, 1, get_revalidations),
 	R("POST", "/api/v1/revalidations", API_PERM_OPERATE, 1, post_revalidation),
 	R("GET", "/api/v1/revalidations/{id}", API_PERM_READ, 1, get_revalidation),

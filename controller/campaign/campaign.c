@@ -14,13 +14,10 @@
 #include "common/util/util.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Selector items and their length, at most. */
-#define SELECTOR_ITEMS_MAX 64
-#define SELECTOR_ITEM_MAX  255
 
 /* ---- the spec ---------------------------------------------------------------------------- */
 
@@ -142,61 +139,6 @@ static int spec_of(const struct playbook *pb, const struct ctl_campaign_request 
 
 /* ---- nodes ------------------------------------------------------------------------------- */
 
-/* Check a selector: comma-separated host-name or id globs, "!" to exclude. */
-static int selector_check(const char *sel, struct ctl_error *err)
-{
-	size_t items = 0;
-
-	if (!*sel)
-		return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "nodes",
-				     "the node selector is empty");
-	for (const char *p = sel; *p;) {
-		size_t n = strcspn(p, ",");
-		const char *q = p + (*p == '!');
-		size_t qn = n - (size_t)(q - p);
-
-		if (qn == 0 || qn > SELECTOR_ITEM_MAX || ++items > SELECTOR_ITEMS_MAX ||
-		    strspn(q, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-*?["
-			      "]") < qn)
-			return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "nodes",
-					     "bad node selector item '%.*s' (host names or ids, "
-					     "globs * ? [..], ! to exclude, comma-separated)",
-					     (int)(n > 64 ? 64 : n), p);
-		p += n + (p[n] == ',');
-	}
-	return 0;
-}
-
-static bool item_matches(const char *p, size_t n, const struct store_node *nd)
-{
-	char pat[SELECTOR_ITEM_MAX + 1];
-
-	snprintf(pat, sizeof(pat), "%.*s", (int)n, p);
-	return fnmatch(pat, nd->hostname, 0) == 0 || fnmatch(pat, nd->id, 0) == 0;
-}
-
-/* Does the selector take node nd? The includes (none: every node) less the excludes. */
-static bool selected(const char *sel, const struct store_node *nd)
-{
-	bool any_include = false, in = false;
-
-	if (!sel)
-		return true;
-	for (const char *p = sel; *p;) {
-		size_t n = strcspn(p, ",");
-
-		if (*p == '!') {
-			if (item_matches(p + 1, n - 1, nd))
-				return false;
-		} else {
-			any_include = true;
-			in |= item_matches(p, n, nd);
-		}
-		p += n + (p[n] == ',');
-	}
-	return in || !any_include;
-}
-
 /* A port's state is ACTIVE. */
 static bool port_active(const json_t *port)
 {
@@ -317,7 +259,7 @@ static int pick_nodes(struct store *st, const struct ctl_campaign_request *rq,
 		if (strcmp(nd->cluster, rq->cluster) != 0 || strcmp(nd->state, "revoked") == 0)
 			continue;
 		in_cluster++;
-		if (!selected(rq->nodes, nd))
+		if (!ctl_node_selected(rq->nodes, nd->hostname, nd->id))
 			continue;
 		matched++;
 		facts = nd->facts_json ? json_loads(nd->facts_json, 0, NULL) : NULL;
@@ -580,7 +522,11 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 				  "bad cluster name");
 		goto out;
 	}
-	if (rq->nodes && (r = selector_check(rq->nodes, err)) < 0)
+	if (rq->id && !ctl_valid_object_id(rq->id, "c-")) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "id", "not a campaign id");
+		goto out;
+	}
+	if (rq->nodes && (r = ctl_node_selector_check(rq->nodes, "nodes", err)) < 0)
 		goto out;
 	if (rq->baseline && (r = baseline_check(st, rq, err)) < 0)
 		goto out;
@@ -675,6 +621,19 @@ int ctl_campaign_create(struct store *st, const struct ctl_campaign_request *rq,
 		}
 		util_hex(rnd, sizeof(rnd), hex);
 		snprintf(id, sizeof(id), "c-%s", hex);
+		if (rq->id) {
+			struct store_campaign *old = NULL;
+
+			r = store_campaign_get(st, rq->id, &old);
+			store_campaign_free(old);
+			if (r != -RY_E_NOT_FOUND) {
+				r = r < 0 ? ctl_error_store(err, r, "reading campaigns")
+					  : ctl_error_set(err, -RY_E_EXISTS, CTL_ERR_CONFLICT, "id",
+							  "campaign %s exists", rq->id);
+				goto out;
+			}
+			snprintf(id, sizeof(id), "%s", rq->id);
+		}
 		cn = (struct store_campaign_new){
 			.id = id,
 			.cluster = rq->cluster,

@@ -36,6 +36,8 @@ struct ctl_campaign_request {
 	double tolerance_lat_pct;
 	const json_t *checks; /* a revalidation's configuration checks, [{playbook, deployment}],
 				 recorded in its options (and so in its report); NULL: none */
+	const char *id;	      /* the id to give it ("c-" and 1..16 of [0-9a-f]): a caller that
+				 stores it first makes the same one after a restart; NULL: new */
 };
 
 /* Plan a campaign; with store, also store it (running) for the serving controller. *ret (new
@@ -46,8 +48,9 @@ struct ctl_campaign_request {
  * unless all of it is. Errors (err filled): a playbook that does not parse or has no validation
  * tests (CTL_ERR_PLAYBOOK with FILE:LINE:COL), an unknown test in tests, a bad transport or
  * selector, a selector matching no node, offline nodes without allow_missing, a pattern that
- * needs more nodes than selected (CTL_ERR_INVALID; the playbook position in diags), an unknown
- * cluster (CTL_ERR_NOT_FOUND), the store. */
+ * needs more nodes than selected (CTL_ERR_INVALID; the playbook position in diags), an id that
+ * is malformed (CTL_ERR_INVALID) or taken (CTL_ERR_CONFLICT), an unknown cluster
+ * (CTL_ERR_NOT_FOUND), the store. */
 __attribute__((warn_unused_result)) int ctl_campaign_create(struct store *st,
 							    const struct ctl_campaign_request *rq,
 							    bool dry_run, json_t **ret,

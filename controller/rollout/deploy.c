@@ -54,6 +54,26 @@ static int policy_from(const struct pb_rollout *pr, const struct ctl_deploy_requ
 	return 0;
 }
 
+/* The policy as stored, with the node limit when there is one (shown, not read back: the
+ * targets were chosen with it). Caller frees; NULL when out of memory. */
+static char *policy_with_limit(const struct rollout_policy *pol, const char *nodes)
+{
+	char *s = rollout_policy_to_json(pol), *out;
+	json_t *o;
+
+	if (!s || !nodes)
+		return s;
+	o = json_loads(s, 0, NULL);
+	free(s);
+	if (!o || json_object_set_new(o, "nodes", json_string(nodes)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	out = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return out;
+}
+
 static int add_skip(struct ctl_deploy_created *c, const struct store_node *n, const char *reason)
 {
 	struct ctl_deploy_skip *v = realloc(c->skipped, (c->n_skipped + 1) * sizeof(*v));
@@ -89,6 +109,7 @@ void ctl_deploy_created_done(struct ctl_deploy_created *c)
 /* Picking a cluster's targets, one stored node at a time (store_nodes_scan()). */
 struct pick {
 	const struct playbook *pb;
+	const char *nodes;	       /* the node limit; NULL: none */
 	struct store_deploy_target *v; /* their strings are ours */
 	size_t n, cap;
 	struct ctl_deploy_created *c; /* the skipped ones, with the reason */
@@ -100,6 +121,8 @@ static int pick_one(void *ud, const struct store_node *node)
 	struct playbook_facts *facts = NULL;
 	bool match;
 
+	if (!ctl_node_selected(p->nodes, node->hostname, node->id))
+		return add_skip(p->c, node, "outside the node limit");
 	if (!node->facts_json)
 		return add_skip(p->c, node, "no facts yet (its agent has never connected)");
 	/* Indexed, not parsed: the selector reads a few of the facts' values. */
@@ -154,6 +177,12 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 				  "bad cluster name");
 		goto out;
 	}
+	if (rq->nodes && (r = ctl_node_selector_check(rq->nodes, "nodes", err)) < 0)
+		goto out;
+	if (rq->id && !ctl_valid_object_id(rq->id, "d-")) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "id", "not a deployment id");
+		goto out;
+	}
 	r = ctl_playbook_for_cluster(rq->playbook_text, rq->playbook_len, rq->playbook_file,
 				     rq->cluster, &pb, err);
 	if (r < 0)
@@ -164,6 +193,7 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 	/* The cluster's nodes the playbook targets, ordered by host name (batches are
 	 * deterministic), and the others with the reason; facts read in place, not copied. */
 	pk.pb = pb;
+	pk.nodes = rq->nodes;
 	r = store_nodes_scan(st, rq->cluster, pick_one, &pk);
 	if (r < 0 && r != -ENOMEM) {
 		ctl_error_store(err, r, "listing nodes");
@@ -171,6 +201,12 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 	}
 	targets = pk.v;
 	n_targets = pk.n;
+	if (r >= 0 && rq->nodes && n_targets == 0) {
+		r = ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "nodes",
+				  "the node limit '%s' takes none of the playbook's targets",
+				  rq->nodes);
+		goto out;
+	}
 	if (r >= 0)
 		r = rollout_batches(&pol, n_targets, &sizes, &n_batches);
 	if (r < 0) {
@@ -182,14 +218,16 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 		for (size_t j = 0; j < sizes[b]; j++)
 			targets[k++].batch = (int)b;
 	r = util_random_bytes(rnd, sizeof(rnd));
-	policy_json = r >= 0 ? rollout_policy_to_json(&pol) : NULL;
+	policy_json = r >= 0 ? policy_with_limit(&pol, rq->nodes) : NULL;
 	if (!policy_json) {
 		r = ctl_error_set(err, r < 0 ? r : -ENOMEM, CTL_ERR_INTERNAL, NULL,
 				  "cannot make a deployment id");
 		goto out;
 	}
 	util_hex(rnd, sizeof(rnd), hex);
-	snprintf(c.id, sizeof(c.id), "d-%s", hex);
+	snprintf(c.id, sizeof(c.id), "%s", rq->id ? rq->id : "");
+	if (!rq->id)
+		snprintf(c.id, sizeof(c.id), "d-%s", hex);
 	dn.id = c.id;
 	dn.cluster = rq->cluster;
 	dn.actor = rq->actor ? rq->actor : "admin";
@@ -199,6 +237,18 @@ int ctl_deploy_create(struct store *st, const struct ctl_deploy_request *rq,
 	dn.playbook_text = rq->playbook_text;
 	dn.policy_json = policy_json;
 	dn.check_mode = rq->check;
+	if (rq->id) {
+		struct store_deployment *old = NULL;
+
+		r = store_deployment_get(st, rq->id, &old);
+		store_deployment_free(old);
+		if (r != -RY_E_NOT_FOUND) {
+			r = r < 0 ? ctl_error_store(err, r, "reading deployments")
+				  : ctl_error_set(err, -RY_E_EXISTS, CTL_ERR_CONFLICT, "id",
+						  "deployment %s exists", rq->id);
+			goto out;
+		}
+	}
 	r = store_deployment_create(st, &dn, targets, n_targets, util_now_unix_ms());
 	if (r == -RY_E_NOT_FOUND) {
 		ctl_error_set(err, r, CTL_ERR_NOT_FOUND, "cluster", "unknown cluster %s",

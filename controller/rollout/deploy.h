@@ -23,7 +23,11 @@ struct ctl_deploy_request {
 	int canary;		   /* -1: the playbook's */
 	int64_t pause_ms;	   /* -1: the playbook's */
 	bool check;
+	const char *nodes; /* a node limit (a selector, docs/campaigns.md): only the targets it
+			      takes; NULL: every target */
 	const char *actor; /* for the audit log */
+	const char *id;	   /* the id to give it ("d-" and 1..16 of [0-9a-f]): a caller that
+			      stores it first makes the same one after a restart; NULL: a new one */
 };
 
 /* A node of the cluster the deployment does not target, and why. */
@@ -42,7 +46,9 @@ struct ctl_deploy_created {
 
 /* Create a deployment: nothing is stored unless all of it is. Errors (err filled): a playbook
  * that does not parse (CTL_ERR_PLAYBOOK, with every FILE:LINE:COL), one that targets another
- * cluster, a bad batch/max_fail (CTL_ERR_INVALID, field set), an unknown cluster
+ * cluster, a bad batch/max_fail or node limit, a node limit that takes none of the targets
+ * (CTL_ERR_INVALID, field set), an id that is malformed (CTL_ERR_INVALID) or taken
+ * (CTL_ERR_CONFLICT), an unknown cluster
  * (CTL_ERR_NOT_FOUND), the store (CTL_ERR_UNAVAILABLE / CTL_ERR_INTERNAL). */
 __attribute__((warn_unused_result)) int ctl_deploy_create(struct store *st,
 							  const struct ctl_deploy_request *rq,

@@ -15,7 +15,7 @@
 #define STORE_WUR __attribute__((warn_unused_result))
 
 /* Schema version this program creates and understands. */
-#define STORE_SCHEMA_VERSION 18
+#define STORE_SCHEMA_VERSION 19
 
 /* Largest length of a name, hostname, id, serial, fingerprint or version string. */
 #define STORE_TEXT_MAX 255

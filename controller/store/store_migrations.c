@@ -426,18 +426,73 @@ static const char migration_v16[] =
 	"CREATE INDEX wlm_actions_pending ON wlm_actions (state, id);"
 	"CREATE INDEX wlm_actions_node ON wlm_actions (cluster_id, wlm_name, id);";
 
-/* v17: a node that reboots in its plan (a `reboot` step): the step it reboots at (index, name)
- * and since when (NULL: none under way), and how long its last reboot took, from its
- * "rebooting" to that step's result (docs/rollout.md). */
-static const char migration_v17[] = "ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
-				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_name TEXT;"
-				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_since INTEGER;"
-				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_ms INTEGER;";
+/* v17: maintenances (store_maint.c, docs/operations.md "Maintenance with Slurm"): a playbook
+ * rolled over a cluster that runs jobs, batch by batch: drained, configured, validated, handed
+ * back. Its batches and nodes carry their state so a restarted controller resumes it. */
+static const char migration_v17[] =
+	"CREATE TABLE maintenances ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  actor TEXT NOT NULL,"
+	"  mode TEXT NOT NULL CHECK (mode IN ('deploy', 'revalidate')),"
+	"  scope TEXT,"
+	"  playbook TEXT NOT NULL,"
+	"  baseline_id TEXT REFERENCES signoffs(id),"
+	"  batch TEXT NOT NULL,"
+	"  batch_size INTEGER NOT NULL,"
+	"  n_batches INTEGER NOT NULL,"
+	"  current_batch INTEGER NOT NULL,"
+	"  min_in_service REAL NOT NULL,"
+	"  job_timeout_ms INTEGER NOT NULL,"
+	"  sign INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'succeeded', 'failed',"
+	"    'cancelled')),"
+	"  reason TEXT,"
+	"  cancel_requested_at INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER"
+	");"
+	"CREATE INDEX maintenances_state ON maintenances (state);"
+	"CREATE TABLE maintenance_batches ("
+	"  maintenance_id TEXT NOT NULL REFERENCES maintenances(id),"
+	"  batch INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('waiting', 'draining', 'configuring',"
+	"    'validating', 'done', 'failed', 'skipped')),"
+	/* The ids are stored before the deployment or campaign is made (a controller stopped in
+	 * between makes it with that id): no foreign key. */
+	"  deployment_id TEXT,"
+	"  campaign_id TEXT,"
+	"  signoff_id TEXT REFERENCES signoffs(id),"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER,"
+	"  PRIMARY KEY (maintenance_id, batch)"
+	");"
+	"CREATE TABLE maintenance_nodes ("
+	"  maintenance_id TEXT NOT NULL REFERENCES maintenances(id),"
+	"  node_id TEXT NOT NULL,"
+	"  hostname TEXT NOT NULL,"
+	"  batch INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('waiting', 'draining', 'waiting_for_jobs',"
+	"    'configuring', 'rebooting', 'validating', 'resumed', 'held_out', 'skipped')),"
+	"  reason TEXT,"
+	"  jobs TEXT,"
+	"  since INTEGER NOT NULL,"
+	"  PRIMARY KEY (maintenance_id, node_id)"
 
-/* v18: the agents' health events (docs/health.md): kept per node with a bound, the warnings and
+	/* v18: a node that reboots in its plan (a `reboot` step): the step it reboots at (index,
+	 * name) and since when (NULL: none under way), and how long its last reboot took, from its
+	 * "rebooting" to that step's result (docs/rollout.md). */
+	static const char migration_v18[] =
+		"ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
+		"ALTER TABLE deployment_nodes ADD COLUMN reboot_name TEXT;"
+		"ALTER TABLE deployment_nodes ADD COLUMN reboot_since INTEGER;"
+		"ALTER TABLE deployment_nodes ADD COLUMN reboot_ms INTEGER;";
+
+/* v19: the agents' health events (docs/health.md): kept per node with a bound, the warnings and
  * critical ones found by severity and time at any scale; and a counter per (cluster,
  * kind, severity) that trimming never lowers, for /metrics. */
-static const char migration_v18[] =
+static const char migration_v19[] =
 	"CREATE TABLE health_events ("
 	"  id INTEGER PRIMARY KEY,"
 	"  node_id TEXT NOT NULL REFERENCES nodes(id),"
@@ -471,6 +526,7 @@ const struct store_migration store_migrations[] = {
 	{10, migration_v10, true},  {11, migration_v11, true},	{12, migration_v12, false},
 	{13, migration_v13, true},  {14, migration_v14, false}, {15, migration_v15, false},
 	{16, migration_v16, false}, {17, migration_v17, false}, {18, migration_v18, false},
+	{19, migration_v19, false},
 };
 
 const size_t store_migrations_count = RY_ARRAY_SIZE(store_migrations);

@@ -13,6 +13,7 @@ import {deploymentsView, deploymentView} from './views/deployments.js';
 import {campaignsView, campaignView} from './views/campaigns.js';
 import {signoffsView, signoffView} from './views/signoffs.js';
 import {revalidationsView, revalidationView} from './views/revalidations.js';
+import {maintenancesView, maintenanceView} from './views/maintenances.js';
 
 const TOKEN_KEY = 'railyard.token';
 
@@ -28,6 +29,8 @@ const routes = [
   [/^\/signoffs\/([^/]+)$/, signoffView, 'signoffs'],
   [/^\/revalidations$/, revalidationsView, 'revalidations'],
   [/^\/revalidations\/([^/]+)$/, revalidationView, 'revalidations'],
+  [/^\/maintenances$/, maintenancesView, 'maintenances'],
+  [/^\/maintenances\/([^/]+)$/, maintenanceView, 'maintenances'],
 ];
 
 // Who is logged in, and what the role lets them do (the server decides; this only hides what

@@ -308,6 +308,16 @@ else
 	echo "SKIP promtool check metrics: no promtool and the prometheus package could not be downloaded"
 fi
 
+# ---- maintenances: one made and cancelled (the matrix reads it) --------------------------------
+check "an operator may not start a maintenance: 403" test "$(api POST /api/v1/maintenances "$OPR" \
+	"{\"cluster\":\"it\",\"playbook\":$pbjson}")" = 403
+check "an integrator starts one: 201" test "$(api POST /api/v1/maintenances "$INT" \
+	"{\"cluster\":\"it\",\"playbook\":$pbjson,\"batch\":\"1\",\"min_in_service\":0}")" = 201
+MT=$(body .id)
+check "  cancelled: 202" test "$(api POST "/api/v1/maintenances/$MT/cancel" "$INT")" = 202
+mt_cancelled() { api GET "/api/v1/maintenances/$MT" "$INT" >/dev/null && [ "$(body .state)" = cancelled ]; }
+check "  it ends cancelled" wait_for 60 mt_cancelled
+
 # ---- the matrix: every route x role x scope ---------------------------------------------------
 "$CTL" api routes --json >"$T/routes.json"
 declare -A TOK
@@ -354,6 +364,7 @@ while IFS=$'\t' read -r method path perm scoped fleet; do
 			*/campaigns/*) idv=$CAMP ;;
 			*/signoffs/*) idv=$SO ;;
 			*/revalidations/*) idv=$RV ;;
+			*/maintenances/*) idv=$MT ;;
 			*/playbooks/*) idv=$PBSHA ;;
 			*/enrollment-tokens/*) idv=$ETID ;;
 			*/bench-runs/*) idv=$BR ;;

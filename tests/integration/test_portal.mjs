@@ -223,6 +223,8 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     ['#/signoffs', 'tr[data-signoff]', '08-viewer-signoffs'],
     [`#/signoffs/${cfg.signoff}`, '.verify[data-verified="true"]', '09-viewer-signoff'],
     ['#/revalidations', 'table.grid', '10-viewer-revalidations'],
+    ['#/maintenances', 'tr[data-maintenance]', '10b-viewer-maintenances'],
+    [`#/maintenances/${cfg.maintenance}`, 'tr[data-node]', '10c-viewer-maintenance'],
   ];
   for (const [hash, ready, name] of pages) {
     await step(`viewer: ${hash} has no control that would be refused`, async () => {

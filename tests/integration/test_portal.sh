@@ -244,12 +244,20 @@ check "the cluster is bound to the stand-in Slurm: 200" test "$(api PUT /api/v1/
 	"{\"kind\": \"slurm\", \"slurm\": {\"bin_dir\": \"$T/fakeslurm\"}}")" = 200
 wlm_seen() { api GET /api/v1/nodes/gpu-node-03 "$VIEWER" >/dev/null && jq -e '.wlm.ours == true' "$T/body" >/dev/null; }
 check "  gpu-node-03's document says drained by railyard" wait_for 20 wlm_seen
+# A maintenance, cancelled at once: its page lists its nodes (the browser reads it).
+check "a maintenance: 201" test "$(api POST /api/v1/maintenances "$INTEG" "$(jq -n \
+	--rawfile pb "$SRC/tests/integration/portal-check.yaml" \
+	'{cluster: "it", playbook: $pb, batch: "1", min_in_service: 0}')")" = 201
+MT=$(jq -r .id "$T/body")
+api POST "/api/v1/maintenances/$MT/cancel" "$INTEG" >/dev/null
+mt_over() { api GET "/api/v1/maintenances/$MT" "$VIEWER" >/dev/null && [ "$(jq -r .state "$T/body")" = cancelled ]; }
+check "  cancelled" wait_for 30 mt_over
 
 # What the browser must find: the pairs the verdict fails (sorted node ids; a transient, retested
 # and passed, is no failure), the failing nodes with their reasons, the sign-off.
 jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$OPER" --arg so "$SO" \
 	--arg camp "$CAMP" --arg hca_dep "$HCA_DEP" --arg xss_os "$XSS_OS" --arg xss_host "$XSS_HOST" --arg art "$ART" \
-	--arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" --arg wlm_reason "$WLM_REASON" --arg kmsg "$ROOT_A/dev/kmsg" \
+	--arg dl "$T/downloads" --arg chromium "$CHROMIUM" --arg pw "$PW" --rawfile pb "$SRC/tests/integration/portal-check.yaml" --arg wlm_reason "$WLM_REASON" --arg mt "$MT" --arg kmsg "$ROOT_A/dev/kmsg" \
 	--slurpfile c "$T/campaign.json" '{url: $url, tokens: {viewer: $viewer, integrator: $integ, operator: $oper},
 	signoff: $so, campaign: $camp, xss_os: $xss_os, xss_host: $xss_host, artifacts: $art, downloads: $dl,
 	chromium: $chromium, playwright: $pw, deploy_playbook: $pb, nodes: ($c[0].nodes | length),
@@ -257,7 +265,7 @@ jq -n --arg url "$URL" --arg viewer "$VIEWER" --arg integ "$INTEG" --arg oper "$
 	failing_rows: ($c[0].verdict.tests[0] | ([.failures[] | select(.attributed != "transient")] | length) +
 		((.failures_total // 0) - (.failures | length))),
 	failing_nodes: [$c[0].verdict.nodes[] | select(.result == "fail") | {id, hostname, reasons}],
-	bad_node: "gpu-node-03", hca_dep: $hca_dep, kmsg: $kmsg, kmsg_node: "gpu-node-01", wlm_reason: $wlm_reason,
+	bad_node: "gpu-node-03", hca_dep: $hca_dep, kmsg: $kmsg, kmsg_node: "gpu-node-01", wlm_reason: $wlm_reason, maintenance: $mt,
 	verdict: $c[0].result}' >"$T/portal.json"
 rm -rf "$ART" && mkdir -p "$ART" "$T/downloads"
 echo "browser: node $("${BRUN[@]}" node --version), $("${BRUN[@]}" "$CHROMIUM" --version 2>/dev/null | head -1)," \

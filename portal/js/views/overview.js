@@ -5,7 +5,8 @@
 // none). Refreshed when the event stream says something changed.
 
 import {h, clear, fill, badge, verdictOf, timeEl, depLink, campLink, soLink, coalesce, notice, naturalCompare, link,
-        nodeLink} from '../dom.js';
+        nodeLink, words} from '../dom.js';
+import {mtLink} from './maintenances.js';
 import {HEALTH, healthOf, healthBadge, healthGist} from './nodes.js';
 
 const STATES = ['online', 'offline', 'enrolled', 'revoked'];
@@ -27,21 +28,22 @@ export async function overviewView(ctx) {
       const q = 'cluster=' + api.enc(c.cluster);
       // The last real deployment and the last check apart: a revalidation's check-mode
       // deployment must not hide a failed deployment of the real configuration.
-      const [dep, check, camp, so] = await Promise.all([
+      const [dep, check, camp, so, mt] = await Promise.all([
         api.first('/api/v1/deployments?check_mode=false&' + q),
         api.first('/api/v1/deployments?check_mode=true&' + q),
         api.first('/api/v1/campaigns?' + q),
         api.first('/api/v1/signoffs?' + q),
+        api.first('/api/v1/maintenances?' + q).catch(() => null),
       ]);
       const detail = so ? await api.get('/api/v1/signoffs/' + api.enc(so.id)) : null;
-      return card(c, nodes.filter((n) => n.cluster === c.cluster), dep, check, camp, detail);
+      return card(c, nodes.filter((n) => n.cluster === c.cluster), dep, check, camp, detail, mt);
     }));
     clear(status);
     fill(body, ...cards);
     if (!cards.length) body.append(h('p', {class: 'mute'}, 'No cluster yet: no node has enrolled.'));
   }
 
-  function card(c, nodes, dep, check, camp, so) {
+  function card(c, nodes, dep, check, camp, so, mt) {
     const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
     let drifted = 0;
     const bad = [];
@@ -102,14 +104,18 @@ export async function overviewView(ctx) {
         h('dd', null, camp ? [campLink(camp.id), ' ', camp.playbook, ' ', badge(camp.state), ' ',
           timeEl(camp.created_at_ms)] : 'none'),
         h('dt', null, 'Sign-off'),
-        h('dd', null, signoff)));
+        h('dd', null, signoff),
+        h('dt', null, 'Last maintenance'),
+        h('dd', {dataset: {last: 'maintenance'}}, mt ? [mtLink(mt.id), ' ', badge(mt.state), ' ',
+          mt.state === 'running' ? `batch ${mt.current_batch + 1} of ${mt.n_batches} ` : '',
+          mt.reason ? [words(mt.reason), ' '] : '', timeEl(mt.created_at_ms)] : 'none')));
   }
 
   const refresh = coalesce(async () => {
     try { await load(); } catch (e) { fill(status, notice('Could not refresh: ' + e.message)); }
   }, 500);
   for (const t of ['node.online', 'node.offline', 'deployment.state', 'campaign.state', 'signoff.created',
-                   'revalidation.state', 'reset', 'open']) ctx.on(t, refresh);
+                   'revalidation.state', 'maintenance.state', 'reset', 'open']) ctx.on(t, refresh);
   await load();
   return () => refresh.cancel();
 }
