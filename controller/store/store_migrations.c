@@ -479,15 +479,15 @@ static const char migration_v17[] =
 	"  jobs TEXT,"
 	"  since INTEGER NOT NULL,"
 	"  PRIMARY KEY (maintenance_id, node_id)"
+	");";
 
-	/* v18: a node that reboots in its plan (a `reboot` step): the step it reboots at (index,
-	 * name) and since when (NULL: none under way), and how long its last reboot took, from its
-	 * "rebooting" to that step's result (docs/rollout.md). */
-	static const char migration_v18[] =
-		"ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
-		"ALTER TABLE deployment_nodes ADD COLUMN reboot_name TEXT;"
-		"ALTER TABLE deployment_nodes ADD COLUMN reboot_since INTEGER;"
-		"ALTER TABLE deployment_nodes ADD COLUMN reboot_ms INTEGER;";
+/* v18: a node that reboots in its plan (a `reboot` step): the step it reboots at (index,
+ * name) and since when (NULL: none under way), and how long its last reboot took, from its
+ * "rebooting" to that step's result (docs/rollout.md). */
+static const char migration_v18[] = "ALTER TABLE deployment_nodes ADD COLUMN reboot_step INTEGER;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_name TEXT;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_since INTEGER;"
+				    "ALTER TABLE deployment_nodes ADD COLUMN reboot_ms INTEGER;";
 
 /* v19: the agents' health events (docs/health.md): kept per node with a bound, the warnings and
  * critical ones found by severity and time at any scale; and a counter per (cluster,
