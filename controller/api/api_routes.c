@@ -438,6 +438,38 @@ static void cancel_reply(struct api_call *c, int r, const struct ctl_error *err,
 		api_json(c, 202, json_pack("{s:s, s:s}", "id", id, "state", "cancel_requested"));
 }
 
+/* A cancel of an object whose service reads it (get), says whether a state is final, and
+ * cancels it (runs, revalidations, maintenances): seen in the caller's scope, its own with
+ * operate, anyone's with configure; the pass is kicked when a cancel was stamped. */
+struct cancel_kind {
+	const char *what; /* "benchmark run", "revalidation", "maintenance" */
+	int (*get)(struct store *st, const char *id, json_t **ret, struct ctl_error *err);
+	bool (*final)(const char *state);
+	int (*cancel)(struct store *st, const char *id, const char *actor, struct ctl_error *err);
+};
+
+static void cancel_object(struct api_call *c, const struct cancel_kind *k)
+{
+	const char *id = http_req_capture(c->req, "id");
+	struct ctl_error err;
+	json_t *v = NULL;
+	int r;
+
+	SERVICE(c, k->get(c->st, id, &v, ERR));
+	if (!visible(c, v, k->what, id) ||
+	    !may_cancel(c, JSTR(v, "state"), k->what, id, k->final(JSTR(v, "state")),
+			JSTR(v, "actor")))
+		goto out;
+	ctl_error_init(&err);
+	r = k->cancel(c->st, id, c->actor, &err);
+	if (r > 0)
+		ctl_engine_kick(c->srv->engine);
+	cancel_reply(c, r, &err, id);
+	ctl_error_done(&err);
+out:
+	json_decref(v);
+}
+
 static void post_deployment_cancel(struct api_call *c)
 {
 	const char *id = http_req_capture(c->req, "id");
@@ -731,24 +763,10 @@ out:;
 
 static void post_bench_cancel(struct api_call *c)
 {
-	const char *id = http_req_capture(c->req, "id");
-	struct ctl_error err;
-	json_t *b = NULL;
-	int r;
+	static const struct cancel_kind k = {"benchmark run", ctl_bench_get, ctl_bench_state_final,
+					     ctl_bench_cancel};
 
-	SERVICE(c, ctl_bench_get(c->st, id, &b, ERR));
-	if (!visible(c, b, "benchmark run", id) ||
-	    !may_cancel(c, JSTR(b, "state"), "benchmark run", id,
-			ctl_bench_state_final(JSTR(b, "state")), JSTR(b, "actor")))
-		goto out;
-	ctl_error_init(&err);
-	r = ctl_bench_cancel(c->st, id, c->actor, &err);
-	if (r > 0)
-		ctl_engine_kick(c->srv->engine);
-	cancel_reply(c, r, &err, id);
-	ctl_error_done(&err);
-out:
-	json_decref(b);
+	cancel_object(c, &k);
 }
 
 /* ---- playbooks --------------------------------------------------------------------------------
@@ -887,24 +905,10 @@ out:;
 
 static void post_revalidation_cancel(struct api_call *c)
 {
-	const char *id = http_req_capture(c->req, "id");
-	struct ctl_error err;
-	json_t *v = NULL;
-	int r;
+	static const struct cancel_kind k = {"revalidation", ctl_revalidate_get,
+					     ctl_revalidate_state_final, ctl_revalidate_cancel};
 
-	SERVICE(c, ctl_revalidate_get(c->st, id, &v, ERR));
-	if (!visible(c, v, "revalidation", id) ||
-	    !may_cancel(c, JSTR(v, "state"), "revalidation", id,
-			ctl_revalidate_state_final(JSTR(v, "state")), JSTR(v, "actor")))
-		goto out;
-	ctl_error_init(&err);
-	r = ctl_revalidate_cancel(c->st, id, c->actor, &err);
-	if (r > 0)
-		ctl_engine_kick(c->srv->engine);
-	cancel_reply(c, r, &err, id);
-	ctl_error_done(&err);
-out:
-	json_decref(v);
+	cancel_object(c, &k);
 }
 
 /* ---- maintenances ------------------------------------------------------------------------ */
@@ -963,24 +967,10 @@ out:;
 
 static void post_maintenance_cancel(struct api_call *c)
 {
-	const char *id = http_req_capture(c->req, "id");
-	struct ctl_error err;
-	json_t *v = NULL;
-	int r;
+	static const struct cancel_kind k = {"maintenance", ctl_maint_get, ctl_maint_state_final,
+					     ctl_maint_cancel};
 
-	SERVICE(c, ctl_maint_get(c->st, id, &v, ERR));
-	if (!visible(c, v, "maintenance", id) ||
-	    !may_cancel(c, JSTR(v, "state"), "maintenance", id,
-			ctl_maint_state_final(JSTR(v, "state")), JSTR(v, "actor")))
-		goto out;
-	ctl_error_init(&err);
-	r = ctl_maint_cancel(c->st, id, c->actor, &err);
-	if (r > 0)
-		ctl_engine_kick(c->srv->engine);
-	cancel_reply(c, r, &err, id);
-	ctl_error_done(&err);
-out:
-	json_decref(v);
+	cancel_object(c, &k);
 }
 
 /* ---- enrollment and API tokens ------------------------------------------------------------- */
