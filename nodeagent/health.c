@@ -368,6 +368,9 @@ static void take_config(struct agent_health *h)
 	}
 	health_config_done(&h->cfg);
 	h->cfg = c;
+	/* The rules' counters point into the names: into h->cfg's now, not c's. */
+	for (size_t i = 0; h->cfg.rules[i].counter; i++)
+		h->cfg.rules[i].counter = h->cfg.names[i];
 	if (!h->interval_forced && j)
 		h->o.interval_ms = c.interval_ms;
 	portwatch_free(h->ports);

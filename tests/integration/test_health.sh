@@ -126,6 +126,8 @@ steps:
     params: {argv: [/bin/true], creates: /}
 health:
   interval: 1s
+  ports:
+    symbol_error: {warning: 1}
   xid:
     ignore: [13]
     critical: [31]
@@ -139,6 +141,11 @@ kmsg a "3,200,9000,-;NVRM: Xid (PCI:0000:18:00): 13, Graphics SM Warp Exception"
 kmsg a "3,201,9100,-;NVRM: Xid (PCI:0000:3b:00): 31, MMU Fault"
 check "an Xid 31 is critical by the playbook" wait_for 20 events_are gpu-a '.kind == "xid" and (.what | startswith("Xid 31")) and .severity == "critical"' 1
 check "  the Xid 13 before it was ignored by the playbook" test "$(events gpu-a '.kind == "xid" and (.what | startswith("Xid 13"))')" = 0
+# The playbook's port rule replaces the agent's for symbol_error: a warning from 1 a minute, no
+# critical level (the default would make 5 in a second critical).
+echo 5 >"$T/root-a/$IB/counters/symbol_error"
+check "a port rule of the playbook: symbol_error a warning at 1/min, never critical" \
+	wait_for 20 events_are gpu-a '.kind == "port" and (.what | test("symbol_error \\+5 .*warning at 1/min")) and .severity == "warning"' 1
 printf '{"version": 1, "interval_s": "soon"}' >"$T/bad-health.json"
 check "agent health-check: a malformed configuration is refused, naming the key" bash -c \
 	"'$AGENT' health-check --config '$T/bad-health.json' --sysroot '$T/root-a' 2>&1 | grep -q interval"
