@@ -100,7 +100,7 @@ int __wrap_rpc_stream_send(struct rpc_stream *st, const ProtobufCMessage *msg)
 	st->last_seq = m->seq;
 	st->last_ack = m->ack;
 	st->sent++;
-	st->last_was_welcome = m->body_case == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME;
+	st->welcomed |= m->body_case == RAILYARD__V1__CONTROLLER_MESSAGE__BODY_WELCOME;
 	for (int i = 0; setting_up && i < 2; i++) {
 		if (seen[i].st != st)
 			continue;
@@ -332,7 +332,7 @@ static void hello(struct fuzz_ctl *c, struct rpc_stream *st, int i, uint64_t seq
 	m->seq = seq;
 	m->body_case = RAILYARD__V1__AGENT_MESSAGE__BODY_HELLO;
 	m->hello = h;
-	if (!fuzz_ctl_deliver(c, st, &m->base) || !st->last_was_welcome)
+	if (!fuzz_ctl_deliver(c, st, &m->base) || !st->welcomed)
 		die("hello", "no Welcome");
 }
 
@@ -477,14 +477,13 @@ static void snapshot_take(const char *path)
 		const char *t = (const char *)sqlite3_column_text(tables, 0);
 		char *q;
 
-		/* Every table keeps its rowids (sqlite_sequence has none to keep). */
+		/* Every table keeps its rowids (sqlite_sequence has none to keep, and its name is
+		 * reserved in every schema: its copy is snap.fuzz_sqlite_sequence). */
 		if (strcmp(t, "sqlite_sequence") == 0) {
-			q = sqlite3_mprintf("CREATE TABLE snap.\"%w\" AS SELECT * FROM main.\"%w\"",
-					    t, t);
-			sql(q);
-			sqlite3_free(q);
-			q = sqlite3_mprintf("INSERT INTO main.\"%w\" SELECT * FROM snap.\"%w\"", t,
-					    t);
+			sql("CREATE TABLE snap.fuzz_sqlite_sequence AS SELECT * FROM "
+			    "main.sqlite_sequence");
+			q = sqlite3_mprintf("INSERT INTO main.sqlite_sequence SELECT * FROM "
+					    "snap.fuzz_sqlite_sequence");
 		} else {
 			q = sqlite3_mprintf(
 				"CREATE TABLE snap.\"%w\" AS SELECT rowid AS fuzz_rowid, * "

@@ -30,8 +30,9 @@ struct rpc_stream {
 	unsigned resumed;  /* rpc_stream_resume() calls */
 	uint64_t last_seq; /* of the controller messages sent on it */
 	uint64_t last_ack;
-	unsigned sent; /* messages sent on it */
-	bool last_was_welcome;
+	unsigned sent;	    /* messages sent on it */
+	bool welcomed;	    /* a Welcome was sent on it (a HealthConfig may follow at once, from the
+			     * engine's thread) */
 	size_t msg_size;    /* the encoded size of the message being delivered */
 	int retry_after_ms; /* what a refusal asked the agent to wait */
 };
