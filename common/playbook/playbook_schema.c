@@ -329,10 +329,14 @@ static bool octal_mode_ok(const char *s)
 	return true;
 }
 
+/* An absolute path without a ".." component (a path shorter than "/.." has none at its end:
+ * never read before its start). */
 static bool abs_path_ok(const char *s)
 {
-	return s && s[0] == '/' && !strstr(s, "/../") && strcmp(s + strlen(s) - 3, "/..") != 0 &&
-	       !strchr(s, '\n');
+	size_t n = s ? strlen(s) : 0;
+
+	return n && s[0] == '/' && !strstr(s, "/../") &&
+	       !(n >= 3 && strcmp(s + n - 3, "/..") == 0) && !strchr(s, '\n');
 }
 
 /* A Debian version (deb-version(7)): [EPOCH:]UPSTREAM[-REVISION], starting with a digit, made

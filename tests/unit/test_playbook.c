@@ -382,6 +382,33 @@ static const char *first_diag(const char *text, size_t len, char *buf, size_t bu
 	return buf;
 }
 
+/* The command step's paths: "/" is an absolute path (it was read before its start: ASan), "/.."
+ * at the end or inside is refused, a relative one too. */
+static void test_command_paths(void **state)
+{
+	static const char *const good[] = {"/", "/a", "/a/b.c", "/.x"};
+	static const char *const bad[] = {"/..", "/a/..", "/a/../b", "a", ""};
+	char text[512], buf[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct playbook *pb = NULL;
+		int n = snprintf(text, sizeof(text),
+				 "name: t\nversion: \"1\"\nsteps:\n  - name: c\n    type: command\n"
+				 "    params: {argv: [/bin/true], creates: \"%s\"}\n",
+				 good[i]);
+		assert_int_equal(playbook_parse(text, (size_t)n, "t.yaml", &pb, NULL), 0);
+		playbook_free(pb);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int n = snprintf(text, sizeof(text),
+				 "name: t\nversion: \"1\"\nsteps:\n  - name: c\n    type: command\n"
+				 "    params: {argv: [/bin/true], creates: \"%s\"}\n",
+				 bad[i]);
+		assert_non_null(strstr(first_diag(text, (size_t)n, buf, sizeof(buf)), "creates"));
+	}
+}
+
 /* Text that is not UTF-8 is refused at its first bad byte (libfyaml read it as null scalars or
  * ended the stream early); columns count characters. Syntax errors are where they are (libfyaml's
  * collected positions are 1-based), a tab in indentation at the tab. */
@@ -1030,6 +1057,7 @@ int main(void)
 		cmocka_unit_test(test_revalidate_changes_nothing),
 		cmocka_unit_test(test_bad_corpus),
 		cmocka_unit_test(test_utf8_and_positions),
+		cmocka_unit_test(test_command_paths),
 		cmocka_unit_test(test_single_quoted),
 		cmocka_unit_test(test_size_limit_and_all_errors),
 		cmocka_unit_test(test_render_types_and_filters),
