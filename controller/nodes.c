@@ -575,7 +575,7 @@ static int listing(struct store *st, const char *cluster, const char *state, boo
 	if (r >= 0 && !(hctx = health_context(st, stale)))
 		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
 	if (r >= 0)
-		r = ctl_watch_open(st, cluster, util_now_unix_ms(), &watch, err);
+		r = ctl_watch_open(st, cluster, NULL, util_now_unix_ms(), &watch, err);
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		const struct store_node *nd = nodes[i];
 		json_t *o;
@@ -620,7 +620,7 @@ int ctl_node_get(struct store *st, const char *id_or_host, json_t **ret, struct 
 		return ctl_error_store(err, r, "reading the node");
 	r = ctl_signoff_staleness(st, &stale, err);
 	if (r >= 0)
-		r = ctl_watch_open(st, nd->cluster, util_now_unix_ms(), &watch, err);
+		r = ctl_watch_open(st, nd->cluster, nd->id, util_now_unix_ms(), &watch, err);
 	if (r >= 0) {
 		hctx = health_context(st, stale);
 		o = hctx ? node_json(nd, stale, hctx, watch, true) : NULL;

@@ -292,13 +292,13 @@ int ctl_watch_register(struct ctl_server *srv, struct ctl_engine *e)
 	return r;
 }
 
-int ctl_watch_open(struct store *st, const char *cluster, int64_t now_ms, json_t **ret,
-		   struct ctl_error *err)
+int ctl_watch_open(struct store *st, const char *cluster, const char *node_id, int64_t now_ms,
+		   json_t **ret, struct ctl_error *err)
 {
 	struct store_health_event *v = NULL;
 	size_t n = 0;
 	json_t *out = json_object();
-	int r = out ? store_health_open(st, cluster, now_ms - CTL_WATCH_WARN_WINDOW_MS,
+	int r = out ? store_health_open(st, cluster, node_id, now_ms - CTL_WATCH_WARN_WINDOW_MS,
 					CTL_WATCH_OPEN_MAX, &v, &n)
 		    : -ENOMEM;
 
@@ -433,7 +433,7 @@ void ctl_watch_metrics(struct store *st, int64_t now_ms, FILE *f)
 	store_health_events_free(v, n);
 	v = NULL;
 	n = 0;
-	if (!per || store_health_open(st, NULL, now_ms - CTL_WATCH_WARN_WINDOW_MS,
+	if (!per || store_health_open(st, NULL, NULL, now_ms - CTL_WATCH_WARN_WINDOW_MS,
 				      CTL_WATCH_OPEN_MAX, &v, &n) < 0) {
 		json_decref(per);
 		return;

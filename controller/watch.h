@@ -38,10 +38,11 @@ __attribute__((warn_unused_result)) int ctl_watch_node_config(struct store *st, 
 
 /* The events that count now (unacknowledged critical ones; warnings of the last
  * CTL_WATCH_WARN_WINDOW_MS), by node id: {NODE_ID: [{severity: failing | degraded, source:
- * "watch", kind, device, text, at_ms}]}, newest first. cluster NULL: every cluster. */
+ * "watch", kind, device, text, at_ms}]}, newest first. cluster, node_id NULL: every cluster,
+ * every node. */
 __attribute__((warn_unused_result)) int ctl_watch_open(struct store *st, const char *cluster,
-						       int64_t now_ms, json_t **ret,
-						       struct ctl_error *err);
+						       const char *node_id, int64_t now_ms,
+						       json_t **ret, struct ctl_error *err);
 
 /* A node's events (by id or unique host name), newest first, at most limit:
  * {node, hostname, events: [{id, at_ms, received_ms, kind, severity, source, what, detail,

@@ -5,6 +5,7 @@
 #include "common/log/log.h"
 #include "common/util/error.h"
 #include "common/util/fs.h"
+#include "nodeagent/apply/apply.h"
 #include "nodeagent/gpuwatch.h"
 #include "nodeagent/health_config.h"
 #include "nodeagent/kmsg.h"
@@ -73,27 +74,6 @@ struct agent_health {
 	} episodes[HEALTH_EPISODES];
 	size_t n_episodes;
 };
-
-void agent_boot_id(const char *sysroot, char *buf, size_t cap)
-{
-	bool root = !sysroot || !*sysroot || strcmp(sysroot, "/") == 0;
-	char path[4096];
-	char *s = NULL;
-	size_t n = 0;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "%s/proc/sys/kernel/random/boot_id", root ? "" : sysroot);
-	if (fs_read_attr(path, &s) < 0)
-		return;
-	while (s[n] &&
-	       (s[n] == '-' || (s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-		n++;
-	if (n >= 8 && n < cap && (s[n] == '\0' || s[n] == '\n')) {
-		memcpy(buf, s, n);
-		buf[n] = '\0';
-	}
-	free(s);
-}
 
 int agent_health_push(struct outbox *ob, const struct health_event *ev, uint64_t repeats,
 		      const char *boot_id)
@@ -448,7 +428,9 @@ int agent_health_new(const struct agent_health_opts *o, struct agent_health **re
 		free(h);
 		return r;
 	}
-	agent_boot_id(o->sysroot, h->boot_id, sizeof(h->boot_id));
+	/* The boot the kernel log's position belongs to ("" when unreadable: not kept). */
+	if (apply_boot_id(o->sysroot, h->boot_id, sizeof(h->boot_id)) < 0)
+		h->boot_id[0] = '\0';
 	if (o->state_dir)
 		snprintf(h->state_path, sizeof(h->state_path), "%s/%s", o->state_dir,
 			 AGENT_HEALTH_STATE_FILE);

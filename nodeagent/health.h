@@ -58,8 +58,4 @@ __attribute__((warn_unused_result)) int agent_health_push(struct outbox *ob,
 							  const struct health_event *ev,
 							  uint64_t repeats, const char *boot_id);
 
-/* The kernel's boot id (SYSROOT/proc/sys/kernel/random/boot_id, 36 characters) into buf (at
- * least 37 bytes); "" when it cannot be read. */
-void agent_boot_id(const char *sysroot, char *buf, size_t cap);
-
 #endif

@@ -37,7 +37,7 @@ static struct store_sql SQL_HEALTH_TRIM = STORE_SQL(
 static struct store_sql SQL_HEALTH_OPEN = STORE_SQL(
 	HEALTH_COLUMNS "WHERE e.acked_at IS NULL AND (e.severity = 'critical' OR (e.severity = "
 		       "'warning' AND e.received_at >= ?2)) AND (?1 IS NULL OR c.name = ?1) "
-		       "ORDER BY e.id DESC LIMIT ?3");
+		       "AND (?4 IS NULL OR e.node_id = ?4) ORDER BY e.id DESC LIMIT ?3");
 static struct store_sql SQL_HEALTH_CRITICAL = STORE_SQL(
 	HEALTH_COLUMNS "WHERE e.severity = 'critical' AND e.received_at > ?2 AND c.name = ?1 "
 		       "ORDER BY e.id DESC LIMIT ?3");
@@ -165,16 +165,17 @@ static void health_free_v(void *v, size_t n)
 	store_health_events_free(v, n);
 }
 
-int store_health_open(struct store *s, const char *cluster, int64_t warn_since_ms, size_t limit,
-		      struct store_health_event **ret, size_t *ret_n)
+int store_health_open(struct store *s, const char *cluster, const char *node_id,
+		      int64_t warn_since_ms, size_t limit, struct store_health_event **ret,
+		      size_t *ret_n)
 {
 	if (!s || !ret || !ret_n)
 		return -EINVAL;
 	if (limit > STORE_HEALTH_LIST_MAX)
 		limit = STORE_HEALTH_LIST_MAX;
 	return store_q_list(&s->r, &SQL_HEALTH_OPEN, sizeof(struct store_health_event), health_row,
-			    health_free_v, (void **)ret, ret_n, "tll", cluster, warn_since_ms,
-			    (int64_t)limit);
+			    health_free_v, (void **)ret, ret_n, "tllt", cluster, warn_since_ms,
+			    (int64_t)limit, node_id);
 }
 
 int store_health_critical_since(struct store *s, const char *cluster, int64_t since_ms,

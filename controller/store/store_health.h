@@ -33,10 +33,12 @@ struct store_health_event {
 STORE_WUR int store_health_add(struct store *s, const struct store_health_event *ev);
 
 /* The events that count now, for listings at any scale: every unacknowledged critical event and
- * the unacknowledged warnings received since warn_since_ms, of cluster (NULL: every cluster),
+ * the unacknowledged warnings received since warn_since_ms, of cluster and node_id (NULL: every
+ * cluster, every node),
  * newest first, at most limit. Reader connection. */
-STORE_WUR int store_health_open(struct store *s, const char *cluster, int64_t warn_since_ms,
-				size_t limit, struct store_health_event **ret, size_t *ret_n);
+STORE_WUR int store_health_open(struct store *s, const char *cluster, const char *node_id,
+				int64_t warn_since_ms, size_t limit,
+				struct store_health_event **ret, size_t *ret_n);
 
 /* The critical events of cluster received after since_ms, acknowledged or not (what makes a
  * sign-off stale), newest first, at most limit. Reader connection. */
