@@ -611,6 +611,20 @@ static int dnode_get_locked(struct store_conn *c, const char *id, const char *no
 	return r;
 }
 
+/* dnode_get_locked() for a node's report: a node outside the deployment is refused
+ * (-RY_E_REFUSED, why says so). */
+static int dnode_member_locked(struct store_conn *c, const char *id, const char *node_id,
+			       struct dnode_row *row, char *why, size_t whylen)
+{
+	int r = dnode_get_locked(c, id, node_id, row);
+
+	if (r == -RY_E_NOT_FOUND) {
+		snprintf(why, whylen, "node %s is not part of deployment %s", node_id, id);
+		r = -RY_E_REFUSED;
+	}
+	return r;
+}
+
 static bool same_text(const unsigned char *stored, const char *v)
 {
 	return strcmp(stored ? (const char *)stored : "", v ? v : "") == 0;
@@ -638,11 +652,7 @@ int store_report_step(struct store *s, const char *id, const char *node_id,
 	r = store_tx_begin(c);
 	if (r < 0)
 		goto out;
-	r = dnode_get_locked(c, id, node_id, &row);
-	if (r == -RY_E_NOT_FOUND) {
-		snprintf(why, whylen, "node %s is not part of deployment %s", node_id, id);
-		r = -RY_E_REFUSED;
-	}
+	r = dnode_member_locked(c, id, node_id, &row, why, whylen);
 	if (r < 0)
 		goto rollback;
 	/* Stored before? The same report is a re-send; a different one is never an overwrite. */
@@ -728,11 +738,7 @@ int store_report_rebooting(struct store *s, const char *id, const char *node_id,
 	r = store_tx_begin(c);
 	if (r < 0)
 		goto out;
-	r = dnode_get_locked(c, id, node_id, &row);
-	if (r == -RY_E_NOT_FOUND) {
-		snprintf(why, whylen, "node %s is not part of deployment %s", node_id, id);
-		r = -RY_E_REFUSED;
-	}
+	r = dnode_member_locked(c, id, node_id, &row, why, whylen);
 	if (r < 0)
 		goto rollback;
 	/* The step's result is in (a re-send of the notice after it), or the notice again. */
@@ -831,11 +837,7 @@ int store_report_apply_done(struct store *s, const char *id, const char *node_id
 	r = store_tx_begin(c);
 	if (r < 0)
 		goto out;
-	r = dnode_get_locked(c, id, node_id, &row);
-	if (r == -RY_E_NOT_FOUND) {
-		snprintf(why, whylen, "node %s is not part of deployment %s", node_id, id);
-		r = -RY_E_REFUSED;
-	}
+	r = dnode_member_locked(c, id, node_id, &row, why, whylen);
 	if (r < 0)
 		goto rollback;
 	if (strcmp(row.state, "sent") != 0) {
