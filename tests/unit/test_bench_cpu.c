@@ -62,10 +62,10 @@ static void test_parse_garbage(void **state)
 
 	(void)state;
 	assert_int_equal(parse("", &h), -EINVAL);
-	assert_int_equal(parse("cpu0 1 2 3 4\n", &h), -EINVAL);	 /* no aggregate line */
-	assert_int_equal(parse("cpu 1 2 3\n", &h), -EINVAL);	 /* too few fields */
-	assert_int_equal(parse("cpu 1 2 x 4\n", &h), -EINVAL);	 /* not a number */
-	assert_int_equal(parse("cpu 1 2 -3 4\n", &h), -EINVAL);	 /* negative */
+	assert_int_equal(parse("cpu0 1 2 3 4\n", &h), -EINVAL);	  /* no aggregate line */
+	assert_int_equal(parse("cpu 1 2 3\n", &h), -EINVAL);	  /* too few fields */
+	assert_int_equal(parse("cpu 1 2 x 4\n", &h), -EINVAL);	  /* not a number */
+	assert_int_equal(parse("cpu 1 2 -3 4\n", &h), -EINVAL);	  /* negative */
 	assert_int_equal(parse("cpu 1 2 3 4z 5\n", &h), -EINVAL); /* trailing junk */
 	assert_int_equal(parse("cpu 99999999999999999999 1 1 1\n", &h), -ERANGE);
 	assert_int_equal(parse("cpu 18446744073709551615 1 1 1\n", &h), -ERANGE); /* sum */
