@@ -106,8 +106,7 @@ static bool host_read(const char *path, struct bench_cpu_host *ret)
 		return false;
 	buf = malloc(STAT_READ_MAX);
 	if (buf) {
-		while (have < STAT_READ_MAX &&
-		       (n = read(fd, buf + have, STAT_READ_MAX - have)) > 0)
+		while (have < STAT_READ_MAX && (n = read(fd, buf + have, STAT_READ_MAX - have)) > 0)
 			have += (size_t)n;
 		ok = bench_cpu_stat_parse(buf, have, ret) == 0;
 		free(buf);
@@ -125,10 +124,10 @@ void bench_cpu_sample_take(struct bench_cpu_sample *ret, const char *path)
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
 		ret->wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-		ret->thread_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
-					 1000000000ull +
-				 ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
-					 1000ull;
+		ret->thread_ns =
+			((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
+				1000000000ull +
+			((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
 		ret->thread_ok = true;
 	}
 	ret->host_ok = host_read(path, &ret->host);
