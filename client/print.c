@@ -252,13 +252,13 @@ static void print_pairs(FILE *out, const json_t *c, const json_t *v)
  * whether it is an acceptance, the failing or excluded nodes in natural order with a reason per
  * line, failing links, failing pairs (host names from who's nodes); with all, then the tests
  * and the findings. */
-/* A test's median of field as "%.3g", or "?". */
+/* A test's median of field as "%.3g", or "unknown" (the sign-off's words). */
 static const char *cpu_med(const json_t *stats, const char *field, char *buf, size_t len)
 {
 	const json_t *x = json_object_get(stats, field);
 
 	if (JINT(x, "n") <= 0 || !json_is_number(json_object_get(x, "median")))
-		return "?";
+		return "unknown";
 	snprintf(buf, len, "%.3g", json_number_value(json_object_get(x, "median")));
 	return buf;
 }

@@ -57,11 +57,12 @@ json_t *so_cpu_cost(const json_t *evaluation, const char *transport)
 
 		if (!kind || strcmp(kind, "bw") != 0 || !any_cpu(stats))
 			continue;
-		e = json_pack("{s:O?, s:s?, s:I, s:o, s:o, s:o}", "test", json_object_get(t, "name"),
-			      "transport", transport, "pairs",
-			      json_integer_value(json_object_get(json_object_get(stats, "gbps"), "n")),
-			      "gbps", median_of(stats, "gbps"), "client", side(stats, "client"),
-			      "server", side(stats, "server"));
+		e = json_pack(
+			"{s:O?, s:s?, s:I, s:o, s:o, s:o}", "test", json_object_get(t, "name"),
+			"transport", transport, "pairs",
+			json_integer_value(json_object_get(json_object_get(stats, "gbps"), "n")),
+			"gbps", median_of(stats, "gbps"), "client", side(stats, "client"), "server",
+			side(stats, "server"));
 		if (!e)
 			goto nomem;
 		so_cpu_cost_line(e, line, sizeof(line));
@@ -75,13 +76,13 @@ nomem:
 	return NULL;
 }
 
-/* "%.3g" of a figure, or "?" when unknown. */
+/* "%.3g" of a figure, or "unknown". */
 static const char *fig(const json_t *o, const char *k, char *buf, size_t len)
 {
 	const json_t *x = json_object_get(o, k);
 
 	if (!json_is_number(x))
-		return "?";
+		return "unknown";
 	snprintf(buf, len, "%.3g", json_number_value(x));
 	return buf;
 }
@@ -97,7 +98,7 @@ void so_cpu_cost_line(const json_t *e, char *buf, size_t len)
 		 "%s%s%s: %s Gb/s for %s cores on the client (%s CPU-s/GB) and %s on the server "
 		 "(%s CPU-s/GB), host-wide; benchmark threads %s + %s cores (medians over %lld "
 		 "pairs)",
-		 tr ? tr : "", tr ? " " : "", test ? test : "?", fig(e, "gbps", f[0], 32),
+		 tr ? tr : "", tr ? " " : "", test ? test : "-", fig(e, "gbps", f[0], 32),
 		 fig(c, "cores", f[1], 32), fig(c, "s_per_gb", f[2], 32), fig(s, "cores", f[3], 32),
 		 fig(s, "s_per_gb", f[4], 32), fig(c, "thread_cores", f[5], 32),
 		 fig(s, "thread_cores", f[6], 32),

@@ -13,9 +13,9 @@
  * frees with json_decref(); NULL on ENOMEM. */
 json_t *so_cpu_cost(const json_t *evaluation, const char *transport);
 
-/* The one-line form of an entry: "tcp pair-bw: 14 Gb/s for 1.9 cores on the client (0.13
- * CPU-s/GB) and 1.7 on the server (0.12 CPU-s/GB), host-wide; benchmark threads 0.31 + 0.42
- * cores (medians over 6 pairs)". Always NUL-terminates buf (len > 0). */
+/* The one-line form of an entry (an unknown figure reads "unknown"): "tcp pair-bw: 14 Gb/s for 1.9
+ * cores on the client (0.13 CPU-s/GB) and 1.7 on the server (0.12 CPU-s/GB), host-wide; benchmark
+ * threads 0.31 + 0.42 cores (medians over 6 pairs)". Always NUL-terminates buf (len > 0). */
 void so_cpu_cost_line(const json_t *entry, char *buf, size_t len);
 
 #endif
