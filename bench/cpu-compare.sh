@@ -5,11 +5,14 @@
 # remote_total (receiver): the process's user + system time over the test's wall time;
 # railyard-bench's benchmark thread (RUSAGE_THREAD) over its data phase, the same measure, and
 # its host-wide /proc/stat figure beside it) as cores, and as CPU-seconds per GB moved
-# (cores x 8 / Gb/s). Prints medians side by side with the ratio railyard/iperf3 (<= 1.00:
-# railyard-bench spends no more CPU per byte). docs/bench.md, "CPU cost".
+# (cores x 8 / Gb/s), per side and both sides together (on loopback the kernel's receive work
+# lands on whichever side's system call ran it, so the split moves; the sum does not). Prints
+# medians side by side with the ratio railyard/iperf3 (<= 1.00: railyard-bench spends no more
+# CPU per byte). docs/bench.md, "CPU cost".
 # Usage: cpu-compare.sh [--rounds N] [--secs S] [--size BYTES] [--build DIR]
-# Needs iperf3 and jq (deploy/install-deps.sh) and a built railyard-bench.
+# Needs iperf3, jq and python3 (deploy/install-deps.sh) and a built railyard-bench.
 set -euo pipefail
+exec </dev/null # neither tool may wait on a terminal (runs hung without this)
 HERE=$(cd "$(dirname "$0")" && pwd)
 rounds=3 secs=3 size=131072
 build=${RAILYARD_BUILD_DIR:-$HERE/../build}
@@ -29,7 +32,7 @@ done
 [ "$rounds" -ge 1 ] || { echo "cpu-compare: --rounds 1 at least" >&2; exit 2; }
 bench=$build/nodeagent/bench/railyard-bench
 [ -x "$bench" ] || { echo "cpu-compare: $bench not built (set RAILYARD_BUILD_DIR or --build)" >&2; exit 2; }
-for t in iperf3 jq; do
+for t in iperf3 jq python3; do
 	command -v $t >/dev/null || { echo "cpu-compare: $t missing (deploy/install-deps.sh)" >&2; exit 2; }
 done
 
@@ -40,22 +43,29 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
+# A port nothing listens on now, on 127.0.0.1 (the kernel's pick): a port another program
+# holds would take iperf3's client to the wrong server.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 
 # Each run prints "TOOL GBPS SEND_CORES RECV_CORES SEND_HOST RECV_HOST" or "TOOL failed".
 run_iperf3() { # PORT
 	local port=$1 out='' i
-	iperf3 -s -1 -p "$port" >"$tmp/ips.log" 2>&1 &
+	iperf3 -s -1 -B 127.0.0.1 -p "$port" >"$tmp/ips.log" 2>&1 &
 	local srv=$!
 	pids+=($srv)
 	for i in $(seq 50); do # the server needs a moment; iperf3's client does not retry
-		if out=$(iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -l "$size" -J 2>/dev/null); then
+		if out=$(timeout $((secs * 2 + 10)) iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -l "$size" -J 2>/dev/null); then
 			break
 		fi
 		out=''
 		sleep 0.1
 	done
+	# A server that never saw its client (a port taken meanwhile) would wait forever.
+	[ -n "$out" ] || kill $srv 2>/dev/null || true
 	wait $srv 2>/dev/null || true
+	[ -n "$out" ] || { echo "iperf3 failed"; return; }
 	jq -r '"iperf3 \(.end.sum_received.bits_per_second / 1e9) " +
 		"\(.end.cpu_utilization_percent.host_total / 100) " +
 		"\(.end.cpu_utilization_percent.remote_total / 100) - -"' <<<"$out" 2>/dev/null ||
@@ -67,10 +77,11 @@ run_railyard() { # PORT
 	"$bench" bw -p "$port" -s "$size" -D "$secs" >"$tmp/rbs.log" 2>&1 &
 	local srv=$!
 	pids+=($srv)
-	v=$("$bench" bw -p "$port" -s "$size" -D "$secs" --json 127.0.0.1 2>"$tmp/rbc.err" |
+	v=$(timeout $((secs * 2 + 20)) "$bench" bw -p "$port" -s "$size" -D "$secs" --json 127.0.0.1 2>"$tmp/rbc.err" |
 		jq -r '.results[0] | "railyard \(.bw.gbps) \(.cpu.client.thread_cores) " +
 			"\(.cpu.server.thread_cores) \(.cpu.client.host_cores // "-") " +
 			"\(.cpu.server.host_cores // "-")"') || true
+	[ -n "$v" ] || kill $srv 2>/dev/null || true
 	wait $srv 2>/dev/null || true
 	echo "${v:-railyard failed}"
 }
@@ -79,8 +90,8 @@ run_railyard() { # PORT
 for r in $(seq "$rounds"); do
 	if [ $((r % 2)) = 1 ]; then order="base ry"; else order="ry base"; fi
 	for who in $order; do
-		port=$((port + 1))
-		if [ $who = base ]; then run_iperf3 $port; else run_railyard $port; fi >>"$tmp/results"
+		port=$(free_port)
+		if [ $who = base ]; then run_iperf3 "$port"; else run_railyard "$port"; fi >>"$tmp/results"
 	done
 done
 
@@ -89,7 +100,7 @@ echo "cores: the tool's own CPU (user + system) over the run; CPU-s/GB = cores x
 awk '
 	$2 == "failed" { bad[$1]++; next }
 	{ n[$1]++; k = n[$1]; g[$1, k] = $2; s[$1, k] = $3; r[$1, k] = $4; hs[$1, k] = $5; hr[$1, k] = $6
-	  spg[$1, k] = $3 * 8 / $2; rpg[$1, k] = $4 * 8 / $2 }
+	  spg[$1, k] = $3 * 8 / $2; rpg[$1, k] = $4 * 8 / $2; t[$1, k] = $3 + $4; tpg[$1, k] = ($3 + $4) * 8 / $2 }
 	function med(arr, t,   k, i, j, x, a) {
 		k = n[t]
 		if (k == 0) return ""
@@ -106,6 +117,8 @@ awk '
 		printf "%-22s %10s %16s %8s\n", "receiver cores", f(med(r, "iperf3")), f(med(r, "railyard")), ratio(med(r, "railyard"), med(r, "iperf3"))
 		printf "%-22s %10s %16s %8s\n", "sender CPU-s/GB", f(med(spg, "iperf3")), f(med(spg, "railyard")), ratio(med(spg, "railyard"), med(spg, "iperf3"))
 		printf "%-22s %10s %16s %8s\n", "receiver CPU-s/GB", f(med(rpg, "iperf3")), f(med(rpg, "railyard")), ratio(med(rpg, "railyard"), med(rpg, "iperf3"))
+		printf "%-22s %10s %16s %8s\n", "both sides cores", f(med(t, "iperf3")), f(med(t, "railyard")), ratio(med(t, "railyard"), med(t, "iperf3"))
+		printf "%-22s %10s %16s %8s\n", "both sides CPU-s/GB", f(med(tpg, "iperf3")), f(med(tpg, "railyard")), ratio(med(tpg, "railyard"), med(tpg, "iperf3"))
 		printf "%-22s %10s %16s\n", "host-wide cores (s/r)", "-", f(med(hs, "railyard")) "/" f(med(hr, "railyard"))
 		printf "failed runs: iperf3 %d, railyard-bench %d\n", bad["iperf3"], bad["railyard"]
 	}' "$tmp/results"
