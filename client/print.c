@@ -146,6 +146,9 @@ static void print_test(FILE *out, const json_t *t)
 
 	json_object_foreach((json_t *)json_object_get(t, "stats"), key, x)
 	{
+		/* CPU costs have their own lines (print_cpu_costs). */
+		if (strncmp(key, "cpu_", 4) == 0)
+			continue;
 		if (len < sizeof(stats) - 48 && JINT(x, "n") > 0)
 			len += (size_t)snprintf(stats + len, sizeof(stats) - len,
 						"%s%s median %.4g", len ? ", " : "", key,
@@ -249,6 +252,55 @@ static void print_pairs(FILE *out, const json_t *c, const json_t *v)
  * whether it is an acceptance, the failing or excluded nodes in natural order with a reason per
  * line, failing links, failing pairs (host names from who's nodes); with all, then the tests
  * and the findings. */
+/* A test's median of field as "%.3g", or "unknown" (the sign-off's words). */
+static const char *cpu_med(const json_t *stats, const char *field, char *buf, size_t len)
+{
+	const json_t *x = json_object_get(stats, field);
+
+	if (JINT(x, "n") <= 0 || !json_is_number(json_object_get(x, "median")))
+		return "unknown";
+	snprintf(buf, len, "%.3g", json_number_value(json_object_get(x, "median")));
+	return buf;
+}
+
+/* The CPU each bw test cost next to its bandwidth (docs/campaigns.md, "CPU cost"): a signed
+ * report's own lines (cpu_cost[].text), else from the verdict's medians, in the same words. */
+static void print_cpu_costs(FILE *out, const json_t *who, const json_t *v)
+{
+	const json_t *cost = json_object_get(who, "cpu_cost"), *x;
+	const char *tr = JSTR(who, "transport");
+	char f[8][32];
+	size_t i;
+
+	if (json_is_array(cost)) {
+		json_array_foreach(cost, i, x)
+			util_fprintf_safe(out, "cpu cost: %s\n", rc_str(x, "text", "-"));
+		return;
+	}
+	json_array_foreach(json_object_get(v, "tests"), i, x)
+	{
+		const json_t *st = json_object_get(x, "stats");
+
+		if (strcmp(rc_str(x, "kind", ""), "bw") != 0 ||
+		    (JINT(json_object_get(st, "cpu_cores_client"), "n") <= 0 &&
+		     JINT(json_object_get(st, "cpu_thread_cores_client"), "n") <= 0))
+			continue;
+		util_fprintf_safe(
+			out,
+			"cpu cost: %s%s%s: %s Gb/s for %s cores on the client (%s CPU-s/GB) and %s "
+			"on the server (%s CPU-s/GB), host-wide; benchmark threads %s + %s cores "
+			"(medians over %lld pairs)\n",
+			tr ? tr : "", tr ? " " : "", rc_str(x, "name", "?"),
+			cpu_med(st, "gbps", f[0], 32), cpu_med(st, "cpu_cores_client", f[1], 32),
+			cpu_med(st, "cpu_s_per_gb_client", f[2], 32),
+			cpu_med(st, "cpu_cores_server", f[3], 32),
+			cpu_med(st, "cpu_s_per_gb_server", f[4], 32),
+			cpu_med(st, "cpu_thread_cores_client", f[5], 32),
+			cpu_med(st, "cpu_thread_cores_server", f[6], 32),
+			JINT(json_object_get(st, "gbps"), "n"));
+	}
+}
+
 static void print_evaluation(FILE *out, const json_t *who, const json_t *v, const char *verdict,
 			     bool all)
 {
@@ -289,6 +341,7 @@ static void print_evaluation(FILE *out, const json_t *who, const json_t *v, cons
 			util_fprintf_safe(out, "    - %s\n", sv(y));
 	}
 	print_pairs(out, who, v);
+	print_cpu_costs(out, who, v);
 	json_array_foreach(json_object_get(v, "left_out"), i, x) util_fprintf_safe(
 		out, "left out: %s: %s\n", rc_str(x, "hostname", "-"), rc_str(x, "reason", "-"));
 	if (!all)

@@ -30,6 +30,8 @@
 /* Failures and unread readings of a GPU check kept in a row's summary; fields of a gpu test. */
 #define CP_GPU_LISTED 16
 #define CP_GPU_FIELDS 5
+/* A bw test's CPU cost fields (plan.c's cp_cpu_fields; docs/campaigns.md, "CPU cost"). */
+#define CP_CPU_FIELDS 6
 /* A memory spec a campaign gives a side ("cuda:GPU-<uuid>"), NUL included. */
 #define BENCH_MEM_SPEC_MAX 64
 

@@ -195,6 +195,107 @@ static int check_bw(struct ev *v, const json_t *bw, const char *name, double cei
 	return 0;
 }
 
+/* An optional CPU figure: null (unknown) or finite and not negative; *ret NAN when null. */
+static int cpu_figure(struct ev *v, const json_t *c, const char *side, const char *k, double *ret)
+{
+	const json_t *x = json_object_get(c, k);
+	char name[64];
+
+	*ret = NAN;
+	if (!x || json_is_null(x))
+		return 0;
+	snprintf(name, sizeof(name), "cpu.%s.%s", side, k);
+	return figure(v, c, k, name, ret);
+}
+
+/* b derived from a: |a - b| within the relative tolerance (and a floor for tiny values). */
+static bool agrees(double a, double b)
+{
+	return fabs(a - b) <= CP_EV_CPU_REL_TOL * fabs(a) + 1e-6;
+}
+
+/* One side's CPU cost of a step (docs/bench.md, "CPU cost"): each figure null or finite and not
+ * negative, the derived ones agreeing with what they derive from, cores within the host, the
+ * span and bytes at least what the bandwidth figures measured inside it, and the host-wide
+ * figure not below the benchmark thread's own beyond the tick accounting's slack. */
+static int check_cpu_side(struct ev *v, const json_t *c, const char *side, double min_bytes,
+			  double min_secs)
+{
+	double secs, bytes, ncpu, ts, tc, tg, hs, hc, hg, gb;
+
+	if (!json_is_object(c))
+		return bad(v, "cpu.%s is not an object", side);
+	if (figure(v, c, "seconds", "cpu seconds", &secs) ||
+	    figure(v, c, "bytes", "cpu bytes", &bytes) || figure(v, c, "ncpu", "cpu ncpu", &ncpu))
+		return 1;
+	if (ncpu > CP_EV_CPU_NCPU_MAX || ncpu != floor(ncpu))
+		return bad(v, "cpu.%s.ncpu %g is not a CPU count (0..%d)", side, ncpu,
+			   CP_EV_CPU_NCPU_MAX);
+	if (cpu_figure(v, c, side, "thread_s", &ts) ||
+	    cpu_figure(v, c, side, "thread_cores", &tc) ||
+	    cpu_figure(v, c, side, "thread_s_per_gb", &tg) ||
+	    cpu_figure(v, c, side, "host_s", &hs) || cpu_figure(v, c, side, "host_cores", &hc) ||
+	    cpu_figure(v, c, side, "host_s_per_gb", &hg))
+		return 1;
+	if (bytes < min_bytes * (1 - 1e-9))
+		return bad(v, "cpu.%s.bytes %g is below the %g bytes measured in its span", side,
+			   bytes, min_bytes);
+	/* Loose: a sender's span may end while its last bytes still drain to the receiver,
+	 * whose clock measured the bandwidth. */
+	if (secs + 0.1 + 0.1 * min_secs < min_secs)
+		return bad(v, "cpu.%s.seconds %g is shorter than the %g s measured in its span",
+			   side, secs, min_secs);
+	gb = bytes / 1e9;
+	if (isfinite(tc) && (secs <= 0 || !isfinite(ts) || !agrees(ts / secs, tc)))
+		return bad(v, "cpu.%s.thread_cores %g is not thread_s %g over %g s", side, tc, ts,
+			   secs);
+	if (isfinite(hs) && (!isfinite(hc) || !agrees(hc * secs, hs)))
+		return bad(v, "cpu.%s.host_s %g is not host_cores %g x %g s", side, hs, hc, secs);
+	if ((isfinite(tg) && (gb <= 0 || !isfinite(ts) || !agrees(ts / gb, tg))) ||
+	    (isfinite(hg) && (gb <= 0 || !isfinite(hs) || !agrees(hs / gb, hg))))
+		return bad(v,
+			   "cpu.%s: CPU-seconds per GB do not match the CPU-seconds over %g bytes",
+			   side, bytes);
+	if (isfinite(hc) && (ncpu < 1 || hc > ncpu * (1 + CP_EV_CPU_REL_TOL)))
+		return bad(v, "cpu.%s.host_cores %g is more than the host's %g CPUs", side, hc,
+			   ncpu);
+	if (isfinite(tc) && ncpu >= 1 && tc > ncpu * (1 + CP_EV_CPU_REL_TOL))
+		return bad(v, "cpu.%s.thread_cores %g is more than the host's %g CPUs", side, tc,
+			   ncpu);
+	/* The thread is part of the host: a host-wide figure below it is impossible, beyond the
+	 * ticks /proc/stat may miss at either end of the span on every CPU. */
+	if (isfinite(hs) && isfinite(ts) &&
+	    hs + CP_EV_CPU_TICK_SLACK * ncpu + CP_EV_CPU_REL_TOL * ts < ts)
+		return bad(v,
+			   "cpu.%s: the host spent %g CPU-s, less than the %g its own benchmark "
+			   "thread spent",
+			   side, hs, ts);
+	return 0;
+}
+
+/* A step's CPU cost, when reported (agents before it report none): both sides. */
+static int check_cpu(struct ev *v, const json_t *r0)
+{
+	const json_t *cpu = json_object_get(r0, "cpu"), *bw = json_object_get(r0, "bw");
+	const json_t *rev = json_object_get(r0, "bw_reverse");
+	double bytes = num(bw, "bytes"), secs = num(bw, "seconds");
+
+	if (!cpu)
+		return 0;
+	if (!json_is_object(cpu))
+		return bad(v, "cpu is not an object");
+	if (!isfinite(bytes))
+		bytes = 0;
+	if (!isfinite(secs))
+		secs = 0;
+	if (json_is_object(rev) && isfinite(num(rev, "bytes")))
+		bytes += num(rev, "bytes");
+	if (check_cpu_side(v, json_object_get(cpu, "client"), "client", bytes, secs) ||
+	    check_cpu_side(v, json_object_get(cpu, "server"), "server", bytes, secs))
+		return 1;
+	return 0;
+}
+
 static int check_gpu(struct ev *v, const json_t *doc)
 {
 	static const char *const keys[] = {"h2d_gb_s", "d2h_gb_s", "d2d_gb_s"};
@@ -280,6 +381,8 @@ static int check_report(struct ev *v, const json_t *doc)
 			return 1;
 		if (json_is_true(json_object_get(e->params, "bidir")) &&
 		    check_bw(v, json_object_get(r0, "bw_reverse"), "gbps_reverse", ceil, size))
+			return 1;
+		if (check_cpu(v, r0))
 			return 1;
 	}
 	return 0;

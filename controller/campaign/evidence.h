@@ -2,7 +2,8 @@
  * reports are checked against what the controller ordered and what the nodes' facts allow —
  * finite, non-negative, ordered percentiles, sample counts the iterations or duration allow,
  * bandwidth at most the line rate of the ports used, latency at least the transport's floor,
- * counters that did not go backwards, and both sides' copies of the run's results equal. A run
+ * counters that did not go backwards, CPU costs that add up (no host spending less than its own
+ * benchmark thread), and both sides' copies of the run's results equal. A run
  * that fails a check is stored as invalid with the reason and the node that reported it; it
  * never enters a statistic (docs/campaigns.md, "Evidence"). Pure: no store, no clock. */
 #ifndef RAILYARD_CONTROLLER_EVIDENCE_H
@@ -20,6 +21,12 @@
 #define CP_EV_TCP_CEIL_GBPS	800  /* a TCP stream, and a software RDMA device (rxe, siw) */
 #define CP_EV_GPU_CEIL_GB_S	1000.0
 #define CP_EV_GPU_D2D_CEIL_GB_S 10000.0
+/* CPU cost figures (docs/campaigns.md, "Evidence"): CPUs a host may have, the slack of
+ * /proc/stat's tick accounting (CPU-seconds per CPU: two ticks at USER_HZ 100), and the relative
+ * tolerance of figures computed from each other. */
+#define CP_EV_CPU_NCPU_MAX   65536
+#define CP_EV_CPU_TICK_SLACK 0.02
+#define CP_EV_CPU_REL_TOL    0.01
 
 /* Who a finding is about: the client's report, the server's, or both (they disagree). */
 enum cp_blame { CP_BLAME_CLIENT = 1, CP_BLAME_SERVER = 2, CP_BLAME_BOTH = 3 };

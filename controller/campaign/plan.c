@@ -551,6 +551,39 @@ static json_t *gpu_summary(const json_t *doc)
 			 "counters_unknown", "gpu", "failures", fails, "not_read", unread);
 }
 
+/* A step's CPU cost as metrics (docs/campaigns.md, "CPU cost"): per side, host-wide cores and
+ * CPU-seconds per GB, and the benchmark thread's cores; unknown figures are left out. The
+ * figures passed the evidence checks before a row is summarised. */
+/* The CPU fields every bw test's verdict shows (their stats: median over the pairs). */
+static const char *const cp_cpu_fields[CP_CPU_FIELDS] = {
+	"cpu_cores_client",    "cpu_cores_server",	  "cpu_s_per_gb_client",
+	"cpu_s_per_gb_server", "cpu_thread_cores_client", "cpu_thread_cores_server",
+};
+
+static void add_cpu(json_t *m, const json_t *cpu)
+{
+	static const char *const sides[] = {"client", "server"};
+	static const char *const map[][2] = {
+		{"host_cores", "cpu_cores"},
+		{"host_s_per_gb", "cpu_s_per_gb"},
+		{"thread_cores", "cpu_thread_cores"},
+	};
+	char key[64];
+
+	for (size_t s = 0; s < RY_ARRAY_SIZE(sides); s++) {
+		const json_t *c = json_object_get(cpu, sides[s]);
+
+		for (size_t i = 0; i < RY_ARRAY_SIZE(map); i++) {
+			const json_t *x = json_object_get(c, map[i][0]);
+
+			if (!json_is_number(x))
+				continue;
+			snprintf(key, sizeof(key), "%s_%s", map[i][1], sides[s]);
+			json_object_set(m, key, (json_t *)x);
+		}
+	}
+}
+
 json_t *cp_summary(const struct store_bench_run *b)
 {
 	json_t *res = b->result_json ? json_loads(b->result_json, 0, NULL) : NULL;
@@ -582,6 +615,7 @@ json_t *cp_summary(const struct store_bench_run *b)
 	if (json_is_number(json_object_get(json_object_get(r0, "bw_reverse"), "gbps")))
 		json_object_set(m, "gbps_reverse",
 				json_object_get(json_object_get(r0, "bw_reverse"), "gbps"));
+	add_cpu(m, json_object_get(r0, "cpu"));
 	add_counters(res, counters, unknown);
 	add_counters(srv, counters, unknown);
 	out = json_pack("{s:o, s:o, s:o, s:{s:o, s:o}}", "metrics", m, "counters", counters,
@@ -695,7 +729,8 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 	/* Room for one implicit rule per test (a gpu test's checks_failed == 0) and its fields. */
 	x->tests = calloc(nt + 1, sizeof(*x->tests));
 	x->rules = calloc(nrules + nt + 1, sizeof(*x->rules));
-	x->fields = calloc(nrules + nt * (VD_RAW_N + CP_GPU_FIELDS + 2) + 1, sizeof(*x->fields));
+	x->fields = calloc(nrules + nt * (VD_RAW_N + CP_GPU_FIELDS + CP_CPU_FIELDS + 2) + 1,
+			   sizeof(*x->fields));
 	x->nodes = calloc(c->n + 1, sizeof(*x->nodes));
 	x->rows = calloc(n + 1, sizeof(*x->rows));
 	x->notes = calloc(n + nt + 1, sizeof(*x->notes));
@@ -758,6 +793,9 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 			fields[nfields++] = "not_read";
 		} else {
 			fields[nfields++] = "gbps";
+			if (strcmp(T->kind, "bw") == 0)
+				for (size_t f = 0; f < RY_ARRAY_SIZE(cp_cpu_fields); f++)
+					fields[nfields++] = cp_cpu_fields[f];
 		}
 		json_array_foreach(rules, i, rj)
 		{

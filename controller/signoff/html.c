@@ -1073,6 +1073,23 @@ static void test_rules(struct ry_buf *o, const json_t *t)
 	out_puts(o, "</tbody></table>\n");
 }
 
+/* A bw test's CPU cost next to its bandwidth, from the report's cpu_cost (docs/signoff.md); a
+ * report from before it has none and shows none. */
+static void test_cpu(struct ctx *c, const json_t *t)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(c->root, "cpu_cost"), i, e)
+	{
+		if (!streq(jstr(e, "test"), jstr(t, "name")) || !jstr(e, "text"))
+			continue;
+		out_puts(&c->o, "<p class=\"cpu\">CPU cost: ");
+		out_esc(&c->o, jstr(e, "text"));
+		out_puts(&c->o, "</p>\n");
+	}
+}
+
 static void sec_tests(struct ctx *c)
 {
 	static const char *const keys[] = {"kind", "pattern",  "per_rail", "result",
@@ -1094,6 +1111,7 @@ static void sec_tests(struct ctx *c)
 			out_scalar(o, json_object_get(t, keys[k]));
 		}
 		out_puts(o, "</p>\n");
+		test_cpu(c, t);
 		test_rules(o, t);
 	}
 }

@@ -8,6 +8,7 @@
 #include "common/util/util.h"
 #include "controller/signoff/canon.h"
 #include "controller/signoff/compare.h"
+#include "controller/signoff/cpucost.h"
 #include "controller/signoff/results.h"
 #include "controller/signoff/snapshot.h"
 #include "controller/store/store.h"
@@ -520,6 +521,11 @@ int so_report_build(struct store *st, const struct store_campaign *m, const char
 				    : json_array());
 	if (baseline && (r = compare_with(st, doc, options, baseline, err)) < 0)
 		goto out;
+	/* What the bandwidth cost in CPU, next to it (docs/signoff.md, "CPU cost"). */
+	if (json_object_set_new(doc, "cpu_cost",
+				so_cpu_cost(verdict, json_string_value(json_object_get(
+							     spec, "transport")))) < 0)
+		goto nomem;
 	/* After the comparison: the headline says the report's final verdict (regressed). */
 	if ((r = acceptance_of(doc, verdict)) < 0)
 		goto nomem;

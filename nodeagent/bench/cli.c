@@ -345,6 +345,40 @@ static const char *str_of(const json_t *o, const char *k)
 	return s && *s ? s : "-";
 }
 
+/* The CPU cost of a bandwidth step, both sides (docs/bench.md, "CPU cost"); unknown figures
+ * read "?". */
+static void print_cpu_side(FILE *f, const char *who, const json_t *c)
+{
+	char th[64] = "?", ho[64] = "?";
+	const json_t *x = json_object_get(c, "thread_cores"), *y = json_object_get(c, "host_cores");
+
+	if (json_is_number(x))
+		snprintf(th, sizeof(th), "%.2f cores", json_number_value(x));
+	if (json_is_number(json_object_get(c, "thread_s_per_gb")))
+		snprintf(th + strlen(th), sizeof(th) - strlen(th), ", %.3f CPU-s/GB",
+			 num_of(c, "thread_s_per_gb"));
+	if (json_is_number(y))
+		snprintf(ho, sizeof(ho), "%.2f of %.0f cores", json_number_value(y),
+			 num_of(c, "ncpu"));
+	if (json_is_number(json_object_get(c, "host_s_per_gb")))
+		snprintf(ho + strlen(ho), sizeof(ho) - strlen(ho), ", %.3f CPU-s/GB",
+			 num_of(c, "host_s_per_gb"));
+	fprintf(f, " CPU %s: benchmark thread %s; host-wide %s\n", who, th, ho);
+}
+
+static void print_cpu(FILE *f, const json_t *r)
+{
+	const json_t *cpu = json_object_get(r, "cpu");
+
+	if (!json_is_object(cpu))
+		return;
+	fprintf(f, " CPU cost at %.0f B (warm-up included):\n", num_of(r, "size"));
+	if (json_object_get(cpu, "client"))
+		print_cpu_side(f, "client", json_object_get(cpu, "client"));
+	if (json_object_get(cpu, "server"))
+		print_cpu_side(f, "server", json_object_get(cpu, "server"));
+}
+
 void bench_cli_print(FILE *f, const json_t *doc)
 {
 	const json_t *par = json_object_get(doc, "params"),
@@ -429,6 +463,9 @@ void bench_cli_print(FILE *f, const json_t *doc)
 		fputc('\n', f);
 	}
 	fprintf(f, "%s\n", line);
+	if (!lat)
+		print_cpu(f, json_array_get(json_object_get(doc, "results"),
+					    json_array_size(json_object_get(doc, "results")) - 1));
 }
 
 void bench_cli_print_metrics(FILE *f, const json_t *doc)

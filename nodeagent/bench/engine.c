@@ -2,6 +2,7 @@
  * buffers from the memory backend, the latency and bandwidth loops over a transport's
  * primitives, data-integrity checks, and the result document. */
 #include "nodeagent/bench/bench.h"
+#include "nodeagent/bench/cpu.h"
 #include "common/stats/stats.h"
 
 #include "common/log/log.h"
@@ -1188,6 +1189,9 @@ static int run_bw(struct run *run, const struct bench_step *s, json_t **ret_loca
 	uint64_t target[BENCH_QPS_MAX];
 	uint64_t start, now, win_start = 0, win_end = 0, last_io, last_ctrl, checked = 0;
 	struct meter tx = {0}, rx = {0};
+	struct bench_cpu_sample cpu0, cpu1;
+	struct bench_cpu_usage cpu;
+	uint64_t moved = 0;
 	struct bench_cqe cqes[CQE_BATCH];
 	bool done_sent = !sender, stop = false, idle = false;
 	uint32_t q, qps = run->p.qps;
@@ -1211,6 +1215,9 @@ static int run_bw(struct run *run, const struct bench_step *s, json_t **ret_loca
 	r = now_ns(run, &start);
 	if (r < 0)
 		goto out;
+	/* The CPU cost covers the whole data phase, warm-up and margins included, against every
+	 * byte moved in it (not only the measured ones): the same span on both counts. */
+	bench_cpu_sample_take(&cpu0, NULL);
 	last_io = last_ctrl = start;
 	if (run->p.iters && run->p.warmup == 0) {
 		/* No warm-up: the measurement starts with the data phase. */
@@ -1341,6 +1348,10 @@ static int run_bw(struct run *run, const struct bench_step *s, json_t **ret_loca
 	/* A sending peer ends with DONE: wait for it, so the control channel stays in step. */
 	if ((!client || run->p.bidir) && (r = wait_peer_done(run)) < 0)
 		goto out;
+	bench_cpu_sample_take(&cpu1, NULL);
+	for (q = 0; q < qps; q++) /* what this side initiated, and what the peer did */
+		moved += done[q] + (run->have_peer_done ? run->peer_done[q] : 0);
+	bench_cpu_usage_compute(&cpu0, &cpu1, moved * s->size, &cpu);
 	if (write_target && run->p.check_data) {
 		/* Writes leave no completion here: check the last message of every slot. */
 		for (q = 0; q < qps; q++) {
@@ -1356,6 +1367,10 @@ static int run_bw(struct run *run, const struct bench_step *s, json_t **ret_loca
 		}
 	}
 	local = json_pack("{sI}", "checked", (json_int_t)checked);
+	if (!local || json_object_set_new(local, "cpu", bench_cpu_usage_json(&cpu)) < 0) {
+		r = fail(run, -ENOMEM, "out of memory");
+		goto out;
+	}
 	if (tx.on) {
 		if ((r = meter_json(run, &tx, win_end, &mj)) < 0)
 			goto out;
@@ -1482,6 +1497,11 @@ static json_t *step_result(struct run *run, uint64_t size, json_t *mine, json_t 
 	}
 	json_object_set_new(res, "data_check",
 			    json_pack("{sb sI}", "enabled", run->p.check_data, "checked", checked));
+	/* What each side's step cost it (bw only): docs/bench.md, "CPU cost". */
+	if (json_object_get(mine, "cpu") || json_object_get(peer, "cpu"))
+		json_object_set_new(res, "cpu",
+				    json_pack("{s:O? s:O?}", "client", json_object_get(mine, "cpu"),
+					      "server", json_object_get(peer, "cpu")));
 	return res;
 }
 

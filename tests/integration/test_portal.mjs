@@ -413,6 +413,15 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     const col = heads.findIndex((x) => x.startsWith('Pairs failing the rules'));
     if (col < 0 || heads.findIndex((x) => x.startsWith('Runs failed')) < 0) throw new Error('columns: ' + JSON.stringify(heads));
     expectEq(cells[col], String(cfg.failing_rows), 'pairs failing the rules');
+    // The bandwidth test's CPU cost next to it (docs/campaigns.md, "CPU cost"); the latency
+    // test has none.
+    const cpuCol = heads.findIndex((x) => x.startsWith('CPU cost'));
+    if (cpuCol < 0) throw new Error('no CPU cost column: ' + JSON.stringify(heads));
+    expectEq(cells[cpuCol], '—', 'pair-lat CPU cost');
+    const bwCells = await page.locator('tr[data-test="pair-bw"] td').allTextContents();
+    if (!/^[0-9.e+]+ Gb\/s for [0-9.e+-]+ \+ [0-9.e+-]+ cores \(.* CPU-s\/GB\)$/.test(bwCells[cpuCol] || '')) {
+      throw new Error('pair-bw CPU cost: ' + JSON.stringify(bwCells[cpuCol]));
+    }
     // Node and link failures are marked as failures, in words.
     for (const a of await page.locator('section.failures tr.failing-pair .badge.attr').allTextContents()) {
       if (!/ failure$/.test(a)) throw new Error('attribution badge: ' + a);
@@ -492,6 +501,11 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     await page.screenshot({path: path.join(cfg.artifacts, '18a-signoff-first-viewport.png')});
     const items = await page.locator('section.card', {has: page.locator('h2', {hasText: 'Failures'})}).locator('li').count();
     if (cfg.verdict === 'fail' && items < 1) throw new Error('no failure listed');
+    // The signed report's CPU cost line of its bandwidth test (docs/signoff.md, "CPU cost").
+    const cost = page.locator('.cpu-cost li[data-test="pair-bw"]');
+    await cost.waitFor({timeout: T});
+    const line = await cost.textContent();
+    if (!/^tcp pair-bw: .* Gb\/s for .* cores on the client/.test(line)) throw new Error('CPU cost line: ' + line);
     await shot(page, '18-signoff');
   });
   await step('integrator: the sign-off\'s downloads (report, signature, HTML, CA)', async () => {

@@ -113,6 +113,31 @@ check "report: measured rows carry metrics" jqt '[.results[] | select(.state == 
 	.role == "measure")] | length > 0 and all(.[]; .metrics != null)' "$R"
 check "report: the definition and thresholds" jqt '(.campaign.definition.tests | length) == 4 and
 	(.evaluation.tests[0].rules | length) >= 1 and .campaign.playbook.name == "tcp-baseline"' "$R"
+# The CPU cost of the bandwidth tests (docs/signoff.md, "CPU cost"): each measured bw row's
+# metrics carry both sides' figures, the evaluation their medians, the report one cpu_cost entry
+# per bw test whose figures are those medians and whose text says them. Sizes are not asserted
+# (a busy machine): presence and consistency.
+check "report: measured bw rows carry both sides' CPU cost" jqt '[.results[] |
+	select(.state == "done" and .role == "measure" and .metrics.gbps != null)] | length > 0 and
+	all(.[]; .metrics.cpu_thread_cores_client >= 0 and .metrics.cpu_thread_cores_server >= 0)' "$R"
+check "report: cpu_cost, one entry per bw test, the evaluation's medians" jqt '
+	([.evaluation.tests[] | select(.kind == "bw") | .name] | sort) as $bw |
+	([.cpu_cost[].test] | sort) == $bw and ($bw | length) > 0 and
+	all(.cpu_cost[]; . as $e | .transport == "tcp" and .pairs > 0 and
+		($e.client.thread_cores >= 0) and ($e.server.thread_cores >= 0) and
+		(.text | test("^tcp .*: [0-9.e+]+ Gb/s for .* cores on the client")))' "$R"
+check "report: cpu_cost figures are the stats' medians" jqt '. as $r | all(.cpu_cost[]; . as $e |
+	($r.evaluation.tests[] | select(.name == $e.test) | .stats) as $s |
+	$e.gbps == $s.gbps.median and
+	$e.client.thread_cores == $s.cpu_thread_cores_client.median and
+	$e.server.thread_cores == $s.cpu_thread_cores_server.median)' "$R"
+check "html: the CPU cost next to each bw test" grep -q '<p class="cpu">CPU cost: tcp ' \
+	"$T/out/signoff.html"
+so show "$SO" >"$T/show.out" 2>&1
+check "signoff show: the CPU cost" grep -q '^cpu cost: tcp .* Gb/s for .* cores' \
+	"$T/show.out"
+"$RY" campaign show "$CAMP" --state-dir "$T/ctl" >"$T/cshow.out" 2>&1
+check "campaign show: the CPU cost" grep -q '^cpu cost: tcp .* Gb/s for .* cores' "$T/cshow.out"
 check "report: the deployments that applied the playbooks" jqt '(.deployments | length) == 2 and
 	([.deployments[].playbook.name] == ["tcp-baseline", "ofed-pin"]) and
 	(.deployments[0].nodes | length) == 3 and (.deployments[1].nodes | length) == 2 and

@@ -5,6 +5,11 @@ railyard_test(test_signoff_html SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_signoff_h
 	LIBS ry_signoff PkgConfig::JANSSON LABELS unit TIMEOUT 120 ARGS ${signoff_fixture})
 target_compile_definitions(test_signoff_html PRIVATE SIGNOFF_FIXTURE="${signoff_fixture}")
 
+# controller/signoff: the report's CPU cost from a verdict's medians, and its place in the HTML.
+railyard_test(test_signoff_cpucost SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_signoff_cpucost.c
+	LIBS ry_signoff PkgConfig::JANSSON LABELS unit)
+target_compile_definitions(test_signoff_cpucost PRIVATE SIGNOFF_FIXTURE="${signoff_fixture}")
+
 find_program(VALGRIND valgrind)
 if(VALGRIND AND NOT RAILYARD_SANITIZE)
 	add_test(NAME test_signoff_html_valgrind

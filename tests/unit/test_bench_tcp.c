@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -133,6 +134,35 @@ static void check_bw(const json_t *bw, uint64_t msgs, uint64_t size)
 	assert_true(json_is_array(json_object_get(bw, "intervals")));
 }
 
+/* One side's CPU cost of a step: present, bytes as moved, the arithmetic consistent (the sizes
+ * depend on the machine and are not asserted). */
+static void check_cpu_side(const json_t *c, uint64_t bytes)
+{
+	const json_t *hc = json_object_get(c, "host_cores");
+
+	assert_non_null(c);
+	assert_int_equal((uint64_t)num(c, "bytes"), bytes);
+	assert_true(num(c, "seconds") > 0);
+	assert_true(num(c, "thread_s") >= 0);
+	assert_true(fabs(num(c, "thread_cores") - num(c, "thread_s") / num(c, "seconds")) < 1e-6);
+	assert_true(fabs(num(c, "thread_s_per_gb") - num(c, "thread_s") / ((double)bytes / 1e9)) <
+		    1e-6 * (1 + num(c, "thread_s_per_gb")));
+	if (json_is_null(hc)) /* a host without /proc/stat, or ticks that did not move */
+		return;
+	assert_true(num(c, "ncpu") >= 1);
+	assert_true(num(c, "host_cores") >= 0 && num(c, "host_cores") <= num(c, "ncpu") + 1e-9);
+	assert_true(fabs(num(c, "host_s") - num(c, "host_cores") * num(c, "seconds")) < 1e-6);
+}
+
+static void check_cpu(const json_t *r0, uint64_t bytes)
+{
+	const json_t *cpu = json_object_get(r0, "cpu");
+
+	assert_true(json_is_object(cpu));
+	check_cpu_side(json_object_get(cpu, "client"), bytes);
+	check_cpu_side(json_object_get(cpu, "server"), bytes);
+}
+
 static void test_bw_uni(void **state)
 {
 	struct bench_params p;
@@ -145,6 +175,7 @@ static void test_bw_uni(void **state)
 	check_bw(json_object_get(r0, "bw"), 3000, 65536);
 	assert_null(json_object_get(r0, "bw_reverse"));
 	assert_int_equal((int)num(json_object_get(r0, "data_check"), "checked"), 3300);
+	check_cpu(r0, 3300ull * 65536); /* warm-up included: the CPU covers it too */
 	json_decref(res);
 }
 
@@ -164,6 +195,7 @@ static void test_bw_bidir_qps(void **state)
 	check_bw(json_object_get(r0, "bw_reverse"), 4 * 2000, 4096);
 	assert_true(num(r0, "bw_total_gbps") > num(json_object_get(r0, "bw"), "gbps"));
 	assert_int_equal((int)num(json_object_get(r0, "data_check"), "checked"), 2 * 4 * 2200);
+	check_cpu(r0, 2ull * 4 * 2200 * 4096); /* each side sent and received */
 	json_decref(res);
 }
 

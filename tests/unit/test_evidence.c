@@ -3,7 +3,8 @@
  * results the client sent it) and changes one thing, as a node rewriting its report would:
  * 1e308, negative, NaN-as-null and missing figures, latency below the transport's floor, more
  * samples than iterations, bandwidth above the line rate or inconsistent with its bytes, counters
- * that went backwards, and the two sides' reports differing. */
+ * that went backwards, CPU costs that lie or do not add up, and the two sides' reports
+ * differing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,6 +179,107 @@ static void test_bandwidth(void **state)
 	json_decref(c);
 }
 
+/* One side's CPU cost as the engine reports it: figures derived from each other. */
+static json_t *cpu_side(double secs, double bytes, int ncpu, double ts, double hc)
+{
+	json_t *c = json_pack("{s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "seconds", secs,
+			      "bytes", bytes, "ncpu", ncpu, "thread_s", ts, "thread_cores",
+			      ts / secs, "thread_s_per_gb", ts / (bytes / 1e9), "host_s", hc * secs,
+			      "host_cores", hc, "host_s_per_gb", hc * secs / (bytes / 1e9));
+
+	assert_non_null(c);
+	return c;
+}
+
+/* A tcp bandwidth report with both sides' CPU cost. */
+static json_t *cpu_doc(json_t *client_cpu, json_t *server_cpu)
+{
+	json_t *d = bw_doc(14, 3.5e9, 3.5e9 / 65536, 2.0);
+
+	json_object_set_new(json_array_get(json_object_get(d, "results"), 0), "cpu",
+			    json_pack("{s:o, s:o}", "client", client_cpu, "server", server_cpu));
+	return d;
+}
+
+static json_t *cpu_of(json_t *doc, const char *side)
+{
+	return json_object_get(
+		json_object_get(json_array_get(json_object_get(doc, "results"), 0), "cpu"), side);
+}
+
+static void expect_cpu(json_t *d, const char *needle)
+{
+	enum cp_blame blame;
+	char why[256];
+	int r = check("bw", "tcp", "{\"duration_s\": 2}", d, NULL, 0, false, &blame, why);
+
+	if (needle)
+		assert_invalid(r, why, needle);
+	else if (r != 0)
+		fail_msg("expected valid, got %d \"%s\"", r, why);
+	json_decref(d);
+}
+
+/* CPU figures: honest ones pass, unknown (null) ones too; a node that lies with negative,
+ * non-numeric, absurd or inconsistent figures, or a host that spent less than its own thread,
+ * is refused with the figure named. */
+static void test_cpu_cost(void **state)
+{
+	json_t *d;
+
+	(void)state;
+	/* 2.2 s span, 3.8 GB moved (warm-up included), 8 CPUs: 0.8 s thread, 1.9 cores host. */
+	expect_cpu(cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7)),
+		   NULL);
+	/* A host whose /proc/stat was unreadable: host figures unknown. */
+	d = cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 0, 1.0, 1.7));
+	json_object_set_new(cpu_of(d, "server"), "host_s", json_null());
+	json_object_set_new(cpu_of(d, "server"), "host_cores", json_null());
+	json_object_set_new(cpu_of(d, "server"), "host_s_per_gb", json_null());
+	expect_cpu(d, NULL);
+	/* A run that moved no byte: no per-GB figure, and one claiming one is refused. */
+	d = cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7));
+	json_object_set_new(cpu_of(d, "client"), "bytes", json_integer(0));
+	expect_cpu(d, "cpu.client.bytes 0 is below the 3.5e+09 bytes measured");
+	/* Negative. */
+	d = cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7));
+	json_object_set_new(cpu_of(d, "server"), "host_cores", json_real(-1.9));
+	expect_cpu(d, "cpu.server.host_cores -1.9 is negative");
+	/* Not a number (JSON has no NaN: a string, as a node would have to send it). */
+	d = cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7));
+	json_object_set_new(cpu_of(d, "client"), "thread_s", json_string("NaN"));
+	expect_cpu(d, "cpu.client.thread_s is not a number");
+	/* Absurd: more cores than the host has, and a host of a billion CPUs. */
+	expect_cpu(cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1e6), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7)),
+		   "cpu.client.host_cores 1e+06 is more than the host's 8 CPUs");
+	expect_cpu(cpu_doc(cpu_side(2.2, 3.8e9, 1000000000, 0.8, 1.9),
+			   cpu_side(2.2, 3.8e9, 8, 1.0, 1.7)),
+		   "cpu.client.ncpu 1e+09 is not a CPU count");
+	d = cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7));
+	json_object_set_new(cpu_of(d, "client"), "seconds", json_real(1e308));
+	expect_cpu(d, "cpu.client.thread_cores");
+	/* Inconsistent: cores not the CPU-seconds over the span, per GB not over the bytes. */
+	d = cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7));
+	json_object_set_new(cpu_of(d, "server"), "thread_cores", json_real(0.01));
+	expect_cpu(d, "cpu.server.thread_cores 0.01 is not thread_s 1 over 2.2 s");
+	d = cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7));
+	json_object_set_new(cpu_of(d, "server"), "host_s_per_gb", json_real(0.001));
+	expect_cpu(d, "cpu.server: CPU-seconds per GB do not match");
+	/* The host spent less than its own benchmark thread: 4 s of thread in 2.2 s on a host
+	 * busy 0.5 cores (1.1 CPU-s). */
+	expect_cpu(cpu_doc(cpu_side(2.2, 3.8e9, 8, 4.0, 0.5), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7)),
+		   "cpu.client: the host spent 1.1 CPU-s, less than the 4 its own benchmark");
+	/* ... but within the ticks /proc/stat may miss (2 per CPU), it is not refused. */
+	expect_cpu(cpu_doc(cpu_side(2.2, 3.8e9, 8, 1.2, 0.5), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7)),
+		   NULL);
+	/* Not an object. */
+	d = cpu_doc(cpu_side(2.2, 3.8e9, 8, 0.8, 1.9), cpu_side(2.2, 3.8e9, 8, 1.0, 1.7));
+	json_object_set_new(
+		json_object_get(json_array_get(json_object_get(d, "results"), 0), "cpu"), "server",
+		json_integer(3));
+	expect_cpu(d, "cpu.server is not an object");
+}
+
 static void test_reports_differ(void **state)
 {
 	enum cp_blame blame;
@@ -244,9 +346,8 @@ static void test_not_a_result(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_latency),
-		cmocka_unit_test(test_bandwidth),
-		cmocka_unit_test(test_reports_differ),
+		cmocka_unit_test(test_latency),	     cmocka_unit_test(test_bandwidth),
+		cmocka_unit_test(test_cpu_cost),     cmocka_unit_test(test_reports_differ),
 		cmocka_unit_test(test_not_a_result),
 	};
 

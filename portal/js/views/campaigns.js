@@ -252,6 +252,16 @@ function verdictSection(c, hostOf) {
     h('h2', null, v.result === 'pass' ? 'Verdict' : 'Failures'), parts);
 }
 
+// A bw test's CPU cost next to its bandwidth, from the verdict's medians: "31.1 Gb/s for
+// 1.68 + 1.68 cores (0.433 + 0.434 CPU-s/GB)"; '—' when its rows carry no CPU figure.
+function cpuCost(vt) {
+  const st = (vt && vt.stats) || {};
+  const med = (f) => (st[f] && st[f].n > 0 && typeof st[f].median === 'number' ? fmtNum(st[f].median, 3) : 'unknown');
+  if (!vt || vt.kind !== 'bw' || !Object.keys(st).some((k) => k.startsWith('cpu_') && st[k].n > 0)) return '—';
+  return `${med('gbps')} Gb/s for ${med('cpu_cores_client')} + ${med('cpu_cores_server')} cores ` +
+    `(${med('cpu_s_per_gb_client')} + ${med('cpu_s_per_gb_server')} CPU-s/GB)`;
+}
+
 // Runs: what was measured, per test, with two counters that cannot be read as the verdict's:
 // runs that failed (the benchmark errored or never reported) and pairs that break the rules.
 function testsTable(c) {
@@ -283,6 +293,8 @@ function testsTable(c) {
         render: (t) => (t.rows ? String(t.failed) : '—')},
       {key: 'fpairs', label: 'Pairs failing the rules', numeric: true, title: 'pairs the verdict fails (transients are not failures)',
         render: (t) => { const k = failingOf(c.tests.indexOf(t)); return k === null ? '—' : String(k); }},
+      {key: 'cpu', label: 'CPU cost', title: 'bw tests: median Gb/s, and host-wide cores busy and CPU-seconds per GB on the client + the server (docs/campaigns.md, "CPU cost")',
+        render: (t) => cpuCost(vts[c.tests.indexOf(t)])},
     ],
     rows: c.tests || [],
     rowAttrs: (t) => ({dataset: {test: t.name}}),

@@ -145,6 +145,7 @@ export async function signoffView(ctx, id) {
   const fail = h('div', {class: 'failures'}, h('p', {class: 'mute'}, 'Loading the report…'));
   const regress = h('div', {class: 'regressions'});
   const diffs = h('div', null, h('p', {class: 'mute'}, 'Loading the report…'));
+  const cpu = h('div', {class: 'cpu-cost'}, h('p', {class: 'mute'}, 'Loading the report…'));
   const status = h('div');
   const actions = h('div', {class: 'actions'});
   const file = (name) => h('button', {type: 'button', class: 'download', dataset: {file: name}, on: {click: async () => {
@@ -189,6 +190,7 @@ export async function signoffView(ctx, id) {
       regress, fail),
     section('Verification', verifyEl),
     section('Summary', h('ul', {class: 'findings'}, (so.summary || []).map((l) => h('li', null, words(l))))),
+    section('Bandwidth and its CPU cost', cpu),
     section('Configuration differences', diffs),
     section('Details', kv([
       ['Cluster', so.cluster], ['Kind', so.kind],
@@ -223,6 +225,9 @@ export async function signoffView(ctx, id) {
     if (ctx.dead) return;
     const fl = failures(report);
     fill(fail, fl.count ? fl.items : [h('p', null, so.verdict === 'pass' ? 'No failure: every test passed.' : 'No failing node, link or pair.'), fl.items]);
+    const costs = Array.isArray(report.cpu_cost) ? report.cpu_cost : [];
+    fill(cpu, costs.length ? h('ul', {class: 'findings'}, costs.map((e) => h('li', {dataset: {test: e.test}}, e.text)))
+      : h('p', null, 'The report holds no CPU figures (no bandwidth test, or agents that did not report them).'));
     const rows = configDifferences(report.nodes || []);
     const parts = [];
     const cmp = report.comparison;
@@ -268,5 +273,6 @@ export async function signoffView(ctx, id) {
     if (ctx.dead) return;
     fill(fail, notice('Could not read the report: ' + e.message));
     clear(diffs);
+    clear(cpu);
   });
 }
