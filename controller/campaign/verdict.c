@@ -1064,6 +1064,29 @@ static size_t invalids(struct vd *v, uint32_t t, json_t *tj)
 	return n;
 }
 
+/* Test t's rules as the verdict lists them, with what each evaluated. */
+static json_t *rules_json(const struct vd_test *T, const struct rule_eval *ev)
+{
+	json_t *rules = json_array();
+
+	for (size_t k = 0; rules && k < T->nrules; k++) {
+		char thr[320];
+		json_t *o;
+
+		threshold_text(&T->rules[k], &ev[k], thr, sizeof(thr));
+		o = json_pack("{s:s, s:s, s:f, s:s?, s:I, s:I, s:s, s:i}", "metric",
+			      T->rules[k].metric, "op", vd_op_name(T->rules[k].op), "value",
+			      T->rules[k].value, "relative", rel_names[T->rules[k].rel],
+			      "evaluated", (json_int_t)ev[k].evaluated, "failed",
+			      (json_int_t)ev[k].failed, "threshold_text", thr, "line",
+			      T->rules[k].line);
+		json_object_set_new(o, "threshold",
+				    ev[k].usable ? json_real(ev[k].threshold) : json_null());
+		json_array_append_new(rules, o);
+	}
+	return rules;
+}
+
 static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 {
 	const struct vd_input *in = v->in;
@@ -1111,20 +1134,11 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 			measured += in->rows[i].state == VD_OK;
 		}
 	}
-	for (size_t k = 0; k < T->nrules; k++) {
-		char thr[320];
-		json_t *o;
-
-		threshold_text(&T->rules[k], &ev[k], thr, sizeof(thr));
-		o = json_pack("{s:s, s:s, s:f, s:s?, s:I, s:I, s:s, s:i}", "metric",
-			      T->rules[k].metric, "op", vd_op_name(T->rules[k].op), "value",
-			      T->rules[k].value, "relative", rel_names[T->rules[k].rel],
-			      "evaluated", (json_int_t)ev[k].evaluated, "failed",
-			      (json_int_t)ev[k].failed, "threshold_text", thr, "line",
-			      T->rules[k].line);
-		json_object_set_new(o, "threshold",
-				    ev[k].usable ? json_real(ev[k].threshold) : json_null());
-		json_array_append_new(rules, o);
+	json_decref(rules);
+	rules = rules_json(T, ev);
+	if (!rules) {
+		r = -ENOMEM;
+		goto out;
 	}
 	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
 	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
@@ -1136,6 +1150,82 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 out:
 	free(ev);
 	free(rr);
+	json_decref(stats);
+	json_decref(rules);
+	json_decref(failures);
+	return r;
+}
+
+/* ---- collective tests -------------------------------------------------------------------- */
+
+/* A collective is one measurement of the whole job (docs/campaigns.md, "Collectives"): its row
+ * is judged against the rules (absolute only); a failing row names the node the campaign
+ * attributed it to (a == b: the slowest node of the job's pairwise probe, confirmed or not, or
+ * the node whose launch failed), or, with VD_ROW_WHOLE, none: the test fails as a whole and the
+ * finding says no single node stands out. */
+static int eval_collective(struct vd *v, uint32_t t, json_t *tj)
+{
+	const struct vd_input *in = v->in;
+	const struct vd_test *T = &in->tests[t];
+	struct rule_eval *ev = calloc(T->nrules ? T->nrules : 1, sizeof(*ev));
+	json_t *stats = json_object(), *rules = NULL, *failures = json_array();
+	size_t rows = 0, measured = 0, nfail = 0;
+	bool fail_before = v->any_fail;
+	int r = -ENOMEM;
+
+	if (!ev || !stats || !failures)
+		goto out;
+	thresholds(v, t, ev, stats);
+	judge_rows(v, t, ev);
+	v->any_fail = false;
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
+		const struct vd_row *w = &in->rows[i];
+		int fc = v->fail_code[i];
+		char *why;
+		json_t *o;
+
+		if (!row_in(w, t, false))
+			continue;
+		rows++;
+		measured += w->state == VD_OK;
+		if (!is_fail(fc))
+			continue;
+		nfail++;
+		v->any_fail = true;
+		why = row_reason(v, T, ev, i);
+		if (!why)
+			why = fmt("%s: the collective failed", T->name);
+		if (w->flags & VD_ROW_WHOLE) {
+			finding(v,
+				fmt("%s fails over %zu nodes, no single node stands out%s%s", why,
+				    in->nnodes, w->note ? ": " : "", w->note ? w->note : ""));
+		} else {
+			v->node_bad[w->a] = true;
+			push_str(v->node_reasons[w->a], fmt("%s", why));
+			if (w->note)
+				push_str(v->node_reasons[w->a], fmt("%s", w->note));
+			finding(v,
+				fmt("%s: node %s is bad: %s%s%s", T->name, node_name(v, w->a),
+				    w->note ? w->note : why + strlen(T->name) + 2,
+				    w->note ? "; " : "", w->note ? why + strlen(T->name) + 2 : ""));
+		}
+		o = json_pack("{s:s?, s:s}", "node",
+			      w->flags & VD_ROW_WHOLE ? NULL : in->nodes[w->a].id, "reason", why);
+		json_array_append_new(failures, o);
+		free(why);
+	}
+	rules = rules_json(T, ev);
+	if (!rules)
+		goto out;
+	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
+	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
+	test_done(tj, v->any_fail, nfail, stats, rules, failures);
+	stats = rules = failures = NULL;
+	invalids(v, t, tj);
+	v->any_fail = v->any_fail || fail_before;
+	r = 0;
+out:
+	free(ev);
 	json_decref(stats);
 	json_decref(rules);
 	json_decref(failures);
@@ -1487,8 +1577,9 @@ static int evaluate(const struct vd_input *in, const bool *excluded, json_t **re
 			goto out;
 		}
 		v.any_fail = false;
-		r = strcmp(T->kind, "congestion") == 0 ? eval_congestion(&v, t, tj)
-						       : eval_pattern(&v, t, tj);
+		r = strcmp(T->kind, "congestion") == 0	 ? eval_congestion(&v, t, tj)
+		    : strcmp(T->kind, "collective") == 0 ? eval_collective(&v, t, tj)
+							 : eval_pattern(&v, t, tj);
 		json_array_append_new(tests, tj);
 		if (r < 0)
 			goto out;
