@@ -56,24 +56,24 @@ json_t *cp_coll_params(const json_t *test, const char *transport, const struct c
 	json_t *p, *h = json_array();
 
 	for (size_t i = 0; h && i < n; i++)
-		json_array_append_new(h, json_pack("{s:s, s:s}", "node", hosts[i].node, "host",
-						   hosts[i].host));
+		json_array_append_new(
+			h, json_pack("{s:s, s:s}", "node", hosts[i].node, "host", hosts[i].host));
 	if (!h)
 		return NULL;
-	p = json_pack("{s:s, s:s, s:s, s:o, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
-		      "collective", "transport", transport, "backend", str(test, "backend"),
-		      "hosts", h, "ranks_per_node", (json_int_t)int_of(test, "ranks_per_node"),
-		      "ops", json_object_get(test, "ops"), "min_bytes",
-		      (json_int_t)int_of(test, "min_size"), "max_bytes",
-		      (json_int_t)int_of(test, "max_size"), "iters",
-		      (json_int_t)int_of(test, "iters"), "warmup",
-		      (json_int_t)int_of(test, "warmup"), "pair_bytes",
-		      (json_int_t)CP_COLL_PAIR_BYTES, "pair_iters", (json_int_t)CP_COLL_PAIR_ITERS,
-		      "settings", json_object_get(test, "settings"));
+	p = json_pack(
+		"{s:s, s:s, s:s, s:o, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
+		"collective", "transport", transport, "backend", str(test, "backend"), "hosts", h,
+		"ranks_per_node", (json_int_t)int_of(test, "ranks_per_node"), "ops",
+		json_object_get(test, "ops"), "min_bytes", (json_int_t)int_of(test, "min_size"),
+		"max_bytes", (json_int_t)int_of(test, "max_size"), "iters",
+		(json_int_t)int_of(test, "iters"), "warmup", (json_int_t)int_of(test, "warmup"),
+		"pair_bytes", (json_int_t)CP_COLL_PAIR_BYTES, "pair_iters",
+		(json_int_t)CP_COLL_PAIR_ITERS, "settings", json_object_get(test, "settings"));
 	if (p)
 		json_object_set(p, "nccl_tests",
-				json_object_get(test, "nccl_tests") ? json_object_get(test, "nccl_tests")
-								    : json_null());
+				json_object_get(test, "nccl_tests")
+					? json_object_get(test, "nccl_tests")
+					: json_null());
 	return p;
 }
 
@@ -107,7 +107,9 @@ static int fig(struct ev *v, const json_t *o, const char *k, const char *where, 
 	d = json_number_value(x);
 	if (!isfinite(d) || d < lo)
 		return bad(v, "%s%s %g is %s", where, k, d,
-			   !isfinite(d) ? "not finite" : lo > 0 ? "not positive" : "negative");
+			   !isfinite(d) ? "not finite"
+			   : lo > 0	? "not positive"
+					: "negative");
 	*ret = d;
 	return 0;
 }
@@ -186,8 +188,8 @@ static int check_nodes(struct ev *v, const json_t *coll, const json_t *hosts, in
 		}
 		seen[ranks + (size_t)h] = 1;
 		if (json_array_size(rl) != (size_t)ppn) {
-			rc = bad(v, "node %.64s ran %zu ranks, the job ordered %lld", str(x, "node"),
-				 json_array_size(rl), (long long)ppn);
+			rc = bad(v, "node %.64s ran %zu ranks, the job ordered %lld",
+				 str(x, "node"), json_array_size(rl), (long long)ppn);
 			goto out;
 		}
 		json_array_foreach(rl, k, r)
@@ -235,10 +237,11 @@ static int check_results(struct ev *v, const json_t *coll, const json_t *params,
 	{
 		bool any = false;
 
-		json_array_foreach(json_object_get(coll, "results"), i, x)
-			any |= strcmp(str(x, "op"), json_string_value(o)) == 0;
+		json_array_foreach(json_object_get(coll, "results"), i, x) any |=
+			strcmp(str(x, "op"), json_string_value(o)) == 0;
 		if (!any)
-			return bad(v, "no result of %s, which the job ordered", json_string_value(o));
+			return bad(v, "no result of %s, which the job ordered",
+				   json_string_value(o));
 	}
 	json_array_foreach(json_object_get(coll, "results"), i, x)
 	{
@@ -251,7 +254,8 @@ static int check_results(struct ev *v, const json_t *coll, const json_t *params,
 			return bad(v, "results[%zu]: op \"%.32s\" was not ordered", i, op);
 		snprintf(where, sizeof(where), "%s results[%zu].", op, i);
 		if (fig(v, x, "bytes", where, 1, &bytes) || fig(v, x, "count", where, 1, &count) ||
-		    fig(v, x, "time_us", where, 1e-9, &t) || fig(v, x, "algbw_gbs", where, 0, &alg) ||
+		    fig(v, x, "time_us", where, 1e-9, &t) ||
+		    fig(v, x, "algbw_gbs", where, 0, &alg) ||
 		    fig(v, x, "busbw_gbs", where, 0, &bus))
 			return 1;
 		if (bytes > (double)int_of(params, "max_bytes") * 2 + 64)
@@ -266,7 +270,8 @@ static int check_results(struct ev *v, const json_t *coll, const json_t *params,
 				   "ranks)",
 				   where, bus, f, n);
 		if (ceil_gbs > 0 && bus > ceil_gbs)
-			return bad(v, "%sbusbw_gbs %g is above what the nodes' links carry (%g GB/s)",
+			return bad(v,
+				   "%sbusbw_gbs %g is above what the nodes' links carry (%g GB/s)",
 				   where, bus, ceil_gbs);
 		if (!json_is_integer(w) || json_integer_value(w) < 0 ||
 		    (double)json_integer_value(w) > count * (double)n)
@@ -299,19 +304,22 @@ static int check_pairs(struct ev *v, const json_t *coll, const json_t *hosts, co
 
 		snprintf(where, sizeof(where), "pairs[%zu].", i);
 		if (a < 0 || b < 0 || a == b || seen[(size_t)a * n + (size_t)b]) {
-			rc = bad(v, "pairs[%zu] (%.64s, %.64s) is not a new pair of the job's nodes",
+			rc = bad(v,
+				 "pairs[%zu] (%.64s, %.64s) is not a new pair of the job's nodes",
 				 i, str(x, "a"), str(x, "b"));
 			goto out;
 		}
 		seen[(size_t)a * n + (size_t)b] = seen[(size_t)b * n + (size_t)a] = 1;
 		if ((rc = fig(v, x, "gbps", where, 0, &g)))
 			goto out;
-		la = strcmp(transport, "verbs") == 0 ? node_gbs(node_entry(nodes, str(x, "a")), false)
-						     : 0;
-		lb = strcmp(transport, "verbs") == 0 ? node_gbs(node_entry(nodes, str(x, "b")), false)
-						     : 0;
+		la = strcmp(transport, "verbs") == 0
+			     ? node_gbs(node_entry(nodes, str(x, "a")), false)
+			     : 0;
+		lb = strcmp(transport, "verbs") == 0
+			     ? node_gbs(node_entry(nodes, str(x, "b")), false)
+			     : 0;
 		lim = la > 0 && lb > 0 ? 8 * (la < lb ? la : lb) * CP_EV_LINE_MARGIN
-					: CP_EV_TCP_CEIL_GBPS;
+				       : CP_EV_TCP_CEIL_GBPS;
 		if (g > lim) {
 			rc = bad(v, "pairs[%zu] %.64s-%.64s: %g Gb/s is above the link's %g", i,
 				 str(x, "a"), str(x, "b"), g, lim);
@@ -329,15 +337,18 @@ static int check_cpu(struct ev *v, const json_t *cpu, double bus_gb, size_t n)
 
 	if (!json_is_object(cpu))
 		return bad(v, "no cpu figures");
-	if (fig(v, cpu, "wall_s", "cpu.", 1e-9, &wall) || fig(v, cpu, "ranks_cpu_s", "cpu.", 0, &rc) ||
+	if (fig(v, cpu, "wall_s", "cpu.", 1e-9, &wall) ||
+	    fig(v, cpu, "ranks_cpu_s", "cpu.", 0, &rc) ||
 	    fig(v, cpu, "host_cpu_s", "cpu.", 0, &hc) || fig(v, cpu, "bus_gb", "cpu.", 0, &x))
 		return 1;
 	if (!close_to(x, bus_gb))
 		return bad(v, "cpu.bus_gb %g is not what the results moved (%g)", x, bus_gb);
-	if (rc > wall * CP_EV_CPU_NCPU_MAX * (double)n || hc > wall * CP_EV_CPU_NCPU_MAX * (double)n)
-		return bad(v, "cpu: %g CPU-seconds in %g s is more than the nodes have", rc > hc ? rc : hc,
-			   wall);
-	if (json_is_number(json_object_get(cpu, "cores")) && !close_to(num(cpu, "cores"), rc / wall))
+	if (rc > wall * CP_EV_CPU_NCPU_MAX * (double)n ||
+	    hc > wall * CP_EV_CPU_NCPU_MAX * (double)n)
+		return bad(v, "cpu: %g CPU-seconds in %g s is more than the nodes have",
+			   rc > hc ? rc : hc, wall);
+	if (json_is_number(json_object_get(cpu, "cores")) &&
+	    !close_to(num(cpu, "cores"), rc / wall))
 		return bad(v, "cpu.cores %g is not ranks_cpu_s / wall_s", num(cpu, "cores"));
 	if (bus_gb > 0 && json_is_number(json_object_get(cpu, "cpu_s_per_gb")) &&
 	    !close_to(num(cpu, "cpu_s_per_gb"), rc / x))
@@ -350,11 +361,12 @@ static int check_cpu(struct ev *v, const json_t *cpu, double bus_gb, size_t n)
 	return 0;
 }
 
-int cp_coll_evidence(const json_t *doc, const json_t *params, const json_t *nodes,
-		     char *why, size_t len)
+int cp_coll_evidence(const json_t *doc, const json_t *params, const json_t *nodes, char *why,
+		     size_t len)
 {
 	struct ev v = {why, len};
-	const json_t *coll = json_object_get(doc, "coll"), *hosts = json_object_get(params, "hosts");
+	const json_t *coll = json_object_get(doc, "coll"),
+		     *hosts = json_object_get(params, "hosts");
 	const char *transport = str(params, "transport");
 	size_t n = json_array_size(hosts), i;
 	double ceil = 0, bus_gb;
@@ -520,8 +532,8 @@ json_t *cp_coll_summary(const json_t *doc, const json_t *params)
 		return NULL;
 	json_array_foreach(json_object_get(params, "ops"), i, x)
 		op_figures(coll, json_string_value(x), m);
-	json_array_foreach(json_object_get(coll, "results"), i, x)
-		wrong += json_integer_value(json_object_get(x, "wrong"));
+	json_array_foreach(json_object_get(coll, "results"), i, x) wrong +=
+		json_integer_value(json_object_get(x, "wrong"));
 	json_object_set_new(m, "wrong", json_integer(wrong));
 	json_array_foreach(json_object_get(coll, "pairs"), i, x) if (num(x, "gbps") < pmin) pmin =
 		num(x, "gbps");
@@ -537,12 +549,13 @@ json_t *cp_coll_summary(const json_t *doc, const json_t *params)
 		json_decref(m);
 		return NULL;
 	}
-	out = json_pack("{s:o, s:{}, s:{}, s:{s:s?, s:s, s:s?, s:I}}", "metrics", m, "counters",
-			"counters_unknown", "coll", "slowest",
-			who >= 0 ? str(json_array_get(json_object_get(params, "hosts"), (size_t)who),
-				       "node")
-				 : NULL,
-			"why", why, "library", json_string_value(json_object_get(coll, "library")),
-			"ranks", (json_int_t)int_of(coll, "ranks"));
+	out = json_pack(
+		"{s:o, s:{}, s:{}, s:{s:s?, s:s, s:s?, s:I}}", "metrics", m, "counters",
+		"counters_unknown", "coll", "slowest",
+		who >= 0
+			? str(json_array_get(json_object_get(params, "hosts"), (size_t)who), "node")
+			: NULL,
+		"why", why, "library", json_string_value(json_object_get(coll, "library")), "ranks",
+		(json_int_t)int_of(coll, "ranks"));
 	return out;
 }

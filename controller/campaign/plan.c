@@ -396,16 +396,18 @@ int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s
 	if (!test || s->a >= c->n || s->b >= c->n)
 		return -EINVAL;
 	if (strcmp(kind, "collective") == 0) {
-		/* The job over every node of the campaign, the slot's node launching it. */
+		/* The job over every node of the campaign, the slot's node launching it; its
+		 * retest without the first job's launcher (node 0). */
 		struct cp_coll_host *h = calloc(c->n + 1, sizeof(*h));
+		size_t k = 1;
 
 		if (!h)
 			return -ENOMEM;
 		h[0] = (struct cp_coll_host){c->v[s->a].id, c->v[s->a].hostname};
-		for (size_t i = 0, k = 1; i < c->n; i++)
-			if (i != s->a)
+		for (size_t i = 0; i < c->n; i++)
+			if (i != s->a && !(s->phase == VD_RETEST && i == 0))
 				h[k++] = (struct cp_coll_host){c->v[i].id, c->v[i].hostname};
-		p = cp_coll_params(test, c->transport, h, c->n);
+		p = k >= 2 ? cp_coll_params(test, c->transport, h, k) : NULL;
 		free(h);
 		if (!p)
 			return -ENOMEM;
@@ -976,8 +978,9 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 				long si = slow ? cp_node_index(c, slow) : -1;
 				const char *why = json_string_value(json_object_get(cj, "why"));
 
+				/* a: the node named, b: the job's launcher. */
 				if (si >= 0)
-					v->a = v->b = (uint32_t)si;
+					v->a = (uint32_t)si;
 				else
 					v->flags |= VD_ROW_WHOLE;
 				x->notes[x->nnotes] = why ? strdup(why) : NULL;
@@ -1109,6 +1112,14 @@ int cp_retests(const struct cp_campaign *c, size_t t, const struct store_campaig
 	for (uint32_t i = 0; i < c->n; i++)
 		if (good[i])
 			goods[ngood++] = i;
+	if (strcmp(x.tests[t].kind, "collective") == 0) {
+		/* A failed collective is re-run once without its launcher, launched by the next
+		 * node: a second reporter for the same fabric (docs/campaigns.md, "Collectives").
+		 * Two nodes are left at least; with fewer the first job stands alone. */
+		if (ns && c->n >= 3)
+			place(rounds, busy, c->n, 1, 1, -1);
+		ns = 0;
+	}
 	for (size_t i = 0; i < ns && taken < CP_RETEST_SUSPECTS_MAX; i++) {
 		uint32_t a = sv[i].a, b = sv[i].b, ends[2] = {a, b};
 

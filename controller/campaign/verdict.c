@@ -1158,18 +1158,45 @@ out:
 
 /* ---- collective tests -------------------------------------------------------------------- */
 
-/* A collective is one measurement of the whole job (docs/campaigns.md, "Collectives"): its row
- * is judged against the rules (absolute only); a failing row names the node the campaign
- * attributed it to (a == b: the slowest node of the job's pairwise probe, confirmed or not, or
- * the node whose launch failed), or, with VD_ROW_WHOLE, none: the test fails as a whole and the
- * finding says no single node stands out. */
+/* Name node i bad for test T: why (taken), then the evidence lines note (borrowed) and more
+ * (taken); each may be NULL. */
+static void coll_bad(struct vd *v, const struct vd_test *T, uint32_t i, char *why, const char *note,
+		     char *more, json_t *failures)
+{
+	v->node_bad[i] = true;
+	v->any_fail = true;
+	push_str(v->node_reasons[i], fmt("%s: %s", T->name, why ? why : "the job failed"));
+	if (note)
+		push_str(v->node_reasons[i], fmt("%s", note));
+	if (more)
+		push_str(v->node_reasons[i], fmt("%s", more));
+	finding(v, fmt("%s: node %s is bad: %s%s%s%s%s", T->name, node_name(v, i),
+		       why ? why : "the job failed", note ? "; " : "", note ? note : "",
+		       more ? "; " : "", more ? more : ""));
+	json_array_append_new(failures, json_pack("{s:s, s:s}", "node", v->in->nodes[i].id,
+						  "reason", why ? why : "the job failed"));
+	free(why);
+	free(more);
+}
+
+/* A collective is one measurement of the whole job (docs/campaigns.md, "Collectives"). Its rows:
+ * the job (VD_RUN) and, when that failed and the campaign has 3 nodes or more, the same job
+ * without its launcher, launched by another node (VD_RETEST). A row's a is the node the job's
+ * pairwise probe names (VD_ROW_WHOLE: none), b the job's launcher. The verdict names a node only
+ * when two reporters agree, or when the launcher is the one the jobs point at:
+ * - the job passes: the test passes;
+ * - it fails and its retest fails too: the named node when the retest names it as well (or
+ *   names none) and it is not the first launcher; otherwise the test fails as a whole;
+ * - it fails and the job without its launcher passes: the launcher is named (it named itself,
+ *   or its report blamed a node that passes without it: not confirmed);
+ * - no retest (2 nodes): the named node on the one report, said so; else as a whole. */
 static int eval_collective(struct vd *v, uint32_t t, json_t *tj)
 {
 	const struct vd_input *in = v->in;
 	const struct vd_test *T = &in->tests[t];
 	struct rule_eval *ev = calloc(T->nrules ? T->nrules : 1, sizeof(*ev));
 	json_t *stats = json_object(), *rules = NULL, *failures = json_array();
-	size_t rows = 0, measured = 0, nfail = 0;
+	size_t rows = 0, measured = 0, nfail = 0, ri = SIZE_MAX, qi = SIZE_MAX;
 	bool fail_before = v->any_fail;
 	int r = -ENOMEM;
 
@@ -1180,43 +1207,83 @@ static int eval_collective(struct vd *v, uint32_t t, json_t *tj)
 	v->any_fail = false;
 	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
 		const struct vd_row *w = &in->rows[i];
-		int fc = v->fail_code[i];
-		char *why;
-		json_t *o;
 
-		if (!row_in(w, t, false))
+		if (w->test != t || v->fail_code[i] == FC_CANCELLED || v->fail_code[i] == FC_SKIP)
 			continue;
-		rows++;
-		measured += w->state == VD_OK;
-		if (!is_fail(fc))
-			continue;
-		nfail++;
-		v->any_fail = true;
-		why = row_reason(v, T, ev, i);
-		if (!why)
-			why = fmt("%s: the collective failed", T->name);
-		if (w->flags & VD_ROW_WHOLE) {
-			finding(v,
-				fmt("%s fails over %zu nodes, no single node stands out%s%s", why,
-				    in->nnodes, w->note ? ": " : "", w->note ? w->note : ""));
-		} else {
-			v->node_bad[w->a] = true;
-			push_str(v->node_reasons[w->a], fmt("%s", why));
-			if (w->note)
-				push_str(v->node_reasons[w->a], fmt("%s", w->note));
-			finding(v,
-				fmt("%s: node %s is bad: %s%s%s", T->name, node_name(v, w->a),
-				    w->note ? w->note : why + strlen(T->name) + 2,
-				    w->note ? "; " : "", w->note ? why + strlen(T->name) + 2 : ""));
+		if (w->phase == VD_RUN && ri == SIZE_MAX) {
+			ri = i;
+			rows++;
+			measured += w->state == VD_OK;
+		} else if (w->phase == VD_RETEST && qi == SIZE_MAX) {
+			qi = i;
 		}
-		o = json_pack("{s:s?, s:s}", "node",
-			      w->flags & VD_ROW_WHOLE ? NULL : in->nodes[w->a].id, "reason", why);
-		json_array_append_new(failures, o);
+	}
+	if (ri != SIZE_MAX && (is_fail(v->fail_code[ri]) || v->fail_code[ri] == FC_INVALID)) {
+		const struct vd_row *w = &in->rows[ri], *q = qi != SIZE_MAX ? &in->rows[qi] : NULL;
+		bool named = !(w->flags & VD_ROW_WHOLE), rerun = q && q->state != VD_INVALID;
+		bool q_fail = rerun && is_fail(v->fail_code[qi]);
+		bool q_named = rerun && !(q->flags & VD_ROW_WHOLE);
+		char *why = is_fail(v->fail_code[ri]) ? row_reason(v, T, ev, ri) : NULL;
+		const char *bare = why ? why + strlen(T->name) + 2 : "its report is not evidence";
+
+		if (!rerun && v->fail_code[ri] == FC_INVALID) {
+			/* The launcher is named by invalids(); nothing was measured. */
+		} else if (!rerun) {
+			v->any_fail = true;
+			if (named)
+				coll_bad(
+					v, T, w->a, fmt("%s", bare), w->note,
+					fmt("named by the launcher's report alone (no second job)"),
+					failures);
+			else
+				finding(v,
+					fmt("%s: fails over the job's nodes, no single node stands "
+					    "out: %s%s%s",
+					    T->name, bare, w->note ? "; " : "",
+					    w->note ? w->note : ""));
+		} else if (!q_fail) {
+			/* The job without its launcher passed. */
+			v->any_fail = true;
+			if (named && w->a != w->b)
+				coll_bad(
+					v, T, w->b,
+					fmt("its job failed (%s) and named %s, but the job without "
+					    "it, %s included, passed: its report is not confirmed",
+					    bare, node_name(v, w->a), node_name(v, w->a)),
+					NULL, NULL, failures);
+			else if (v->fail_code[ri] != FC_INVALID)
+				coll_bad(v, T, w->b,
+					 fmt("%s; the job without it passed (launched by %s)", bare,
+					     node_name(v, q->b)),
+					 w->note, NULL, failures);
+		} else if (named && w->a != w->b && (!q_named || q->a == w->a)) {
+			/* Both jobs point at the same node. */
+			coll_bad(v, T, w->a, fmt("%s", bare), w->note,
+				 fmt("confirmed: the job without %s, launched by %s, fails too",
+				     node_name(v, w->b), node_name(v, q->b)),
+				 failures);
+		} else if (q_named && (!named || w->a == w->b)) {
+			/* The retest (another launcher, the first left out) names it. */
+			coll_bad(v, T, q->a, fmt("%s", bare), q->note,
+				 fmt("named by the job without %s, launched by %s",
+				     node_name(v, w->b), node_name(v, q->b)),
+				 failures);
+		} else {
+			v->any_fail = true;
+			finding(v,
+				fmt("%s: fails in the job and in its retest without %s, no single "
+				    "node stands out: %s%s%s",
+				    T->name, node_name(v, w->b), bare, w->note ? "; " : "",
+				    w->note ? w->note : ""));
+			json_array_append_new(failures, json_pack("{s:n, s:s}", "node", "reason",
+								  why ? why : "the job failed"));
+		}
 		free(why);
 	}
 	rules = rules_json(T, ev);
 	if (!rules)
 		goto out;
+	nfail = json_array_size(failures);
 	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
 	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
 	test_done(tj, v->any_fail, nfail, stats, rules, failures);

@@ -39,7 +39,8 @@ static json_t *params(size_t n, const char *transport)
 	json_t *hosts = json_array();
 
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(hosts, json_pack("{s:s, s:s}", "node", ids[i], "host", ids[i]));
+		json_array_append_new(hosts,
+				      json_pack("{s:s, s:s}", "node", ids[i], "host", ids[i]));
 	return json_pack("{s:s, s:s, s:s, s:o, s:i, s:[s, s], s:i, s:i, s:i, s:i}", "kind",
 			 "collective", "transport", transport, "backend", "mpi", "hosts", hosts,
 			 "ranks_per_node", 2, "ops", "allreduce", "alltoall", "min_bytes", 1024,
@@ -90,16 +91,17 @@ static json_t *report(size_t n, const double *pair)
 		}
 	for (size_t a = 0; a < n; a++)
 		for (size_t b = a + 1; b < n; b++, k++)
-			json_array_append_new(pairs, json_pack("{s:s, s:s, s:i, s:f, s:f}", "a", ids[a],
-							       "b", ids[b], "bytes", 4194304,
-							       "time_us", 100.0, "gbps", pair[k]));
+			json_array_append_new(pairs,
+					      json_pack("{s:s, s:s, s:i, s:f, s:f}", "a", ids[a],
+							"b", ids[b], "bytes", 4194304, "time_us",
+							100.0, "gbps", pair[k]));
 	return json_pack("{s:s, s:{s:s, s:i, s:s, s:s, s:i, s:o, s:i, s:o, s:o, s:{s:f, s:f, s:f, "
 			 "s:f, s:f, s:f, s:f}}}",
 			 "kind", "collective", "coll", "program", "railyard-coll", "version", 1,
-			 "backend", "mpi", "library", "Open MPI v4.1.4", "ranks", (int)ranks, "nodes",
-			 nl, "iters", 20, "results", res, "pairs", pairs, "cpu", "wall_s", wall,
-			 "ranks_cpu_s", rc, "host_cpu_s", hc, "bus_gb", bus, "cores", rc / wall,
-			 "cpu_s_per_gb", rc / bus, "host_cpu_s_per_gb", hc / bus);
+			 "backend", "mpi", "library", "Open MPI v4.1.4", "ranks", (int)ranks,
+			 "nodes", nl, "iters", 20, "results", res, "pairs", pairs, "cpu", "wall_s",
+			 wall, "ranks_cpu_s", rc, "host_cpu_s", hc, "bus_gb", bus, "cores",
+			 rc / wall, "cpu_s_per_gb", rc / bus, "host_cpu_s_per_gb", hc / bus);
 }
 
 static json_t *at(json_t *doc, const char *a, size_t i)
@@ -130,10 +132,10 @@ static void test_evidence(void **state)
 
 	/* busbw that is not algbw x the factor (a launcher "rounding up"). */
 	d = report(3, pair);
-	json_object_set_new(at(d, "results", 0), "busbw_gbs",
-			    json_real(json_number_value(json_object_get(at(d, "results", 0),
-									"busbw_gbs")) *
-				  2));
+	json_object_set_new(
+		at(d, "results", 0), "busbw_gbs",
+		json_real(json_number_value(json_object_get(at(d, "results", 0), "busbw_gbs")) *
+			  2));
 	refused(d, p, nd, "is not algbw x");
 	json_decref(d);
 
@@ -206,7 +208,9 @@ static void test_evidence(void **state)
 	json_decref(d);
 
 	/* Not railyard-coll's document at all. */
-	refused(json_pack("{s:s}", "kind", "collective"), p, nd, "no collective results");
+	d = json_pack("{s:s}", "kind", "collective");
+	refused(d, p, nd, "no collective results");
+	json_decref(d);
 	json_decref(p);
 	json_decref(nd);
 }
@@ -263,16 +267,28 @@ static void test_summary(void **state)
 	assert_non_null(json_object_get(m, "alltoall_busbw_gbs"));
 	assert_int_equal(json_integer_value(json_object_get(m, "wrong")), 0);
 	assert_true(fabs(json_number_value(json_object_get(m, "pair_min_gbps")) - 9) < 1e-12);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(s, "coll"),
-							      "slowest")),
-			    "n-c");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(s, "coll"), "slowest")), "n-c");
 	json_decref(s);
 	json_decref(d);
 	json_decref(p);
 }
 
-/* The verdict of one collective row over 3 nodes: busbw 5 against a rule >= 10. */
-static json_t *verdict_of(double busbw, uint32_t node, uint8_t flags, enum vd_state st)
+/* The verdict of a collective over 3 nodes (rule busbw >= 10): its job, launched by node 0,
+ * measured busbw and named node (a; VD_ROW_WHOLE: none); then, when retest is set, the job
+ * without node 0 launched by node 1, with its busbw and named node. */
+struct coll_case {
+	double busbw;
+	uint32_t named;
+	uint8_t flags;
+	enum vd_state st;
+	bool retest;
+	double re_busbw;
+	uint32_t re_named;
+	uint8_t re_flags;
+};
+
+static json_t *verdict_of(const struct coll_case *k)
 {
 	static const char *const fields[] = {"busbw_gbs", "wrong"};
 	static const struct vd_rule rules[] = {
@@ -285,23 +301,31 @@ static json_t *verdict_of(double busbw, uint32_t node, uint8_t flags, enum vd_st
 			    .nfields = 2,
 			    .rules = rules,
 			    .nrules = 2};
-	double v[2] = {busbw, 0};
-	struct vd_row w = {.test = 0,
-			   .a = node,
-			   .b = node,
-			   .rail = -1,
-			   .state = (uint8_t)st,
-			   .phase = VD_RUN,
-			   .flags = flags,
-			   .v = v,
-			   .error = st == VD_ERROR ? "mpirun exited 1" : NULL,
-			   .note = "slowest in the job's pairwise probe: 9 Gb/s"};
+	double v[2][2] = {{k->busbw, 0}, {k->re_busbw, 0}};
+	struct vd_row w[2] = {{.test = 0,
+			       .a = k->named,
+			       .b = 0,
+			       .rail = -1,
+			       .state = (uint8_t)k->st,
+			       .phase = VD_RUN,
+			       .flags = k->flags,
+			       .v = v[0],
+			       .error = k->st == VD_ERROR ? "mpirun exited 1" : NULL,
+			       .note = "slowest in the job's pairwise probe"},
+			      {.test = 0,
+			       .a = k->re_named,
+			       .b = 1,
+			       .rail = -1,
+			       .state = VD_OK,
+			       .phase = VD_RETEST,
+			       .flags = k->re_flags,
+			       .v = v[1]}};
 	struct vd_input in = {.tests = &t,
 			      .ntests = 1,
 			      .nodes = nd,
 			      .nnodes = 3,
-			      .rows = &w,
-			      .nrows = 1,
+			      .rows = w,
+			      .nrows = k->retest ? 2 : 1,
 			      .transport = "verbs"};
 	json_t *doc = NULL;
 
@@ -317,46 +341,62 @@ static const char *node_result(const json_t *doc, size_t i)
 		json_object_get(json_array_get(json_object_get(doc, "nodes"), i), "result"));
 }
 
+/* The verdict's result, each node's ("ppf": n-a pass, n-b pass, n-c fail), a finding that must
+ * be there. */
+static void expect(const struct coll_case *k, const char *result, const char *nodes,
+		   const char *finding)
+{
+	json_t *doc = verdict_of(k), *f;
+	bool found = false;
+	size_t i;
+
+	assert_string_equal(json_string_value(json_object_get(doc, "result")), result);
+	for (i = 0; i < 3; i++)
+		assert_string_equal(node_result(doc, i), nodes[i] == 'f' ? "fail" : "pass");
+	json_array_foreach(json_object_get(doc, "findings"), i, f) found |=
+		strstr(json_string_value(f), finding) != NULL;
+	if (!found)
+		fail_msg("no finding says \"%s\": %s", finding,
+			 json_dumps(json_object_get(doc, "findings"), 0));
+	json_decref(doc);
+}
+
 static void test_verdict(void **state)
 {
-	json_t *doc;
-	const json_t *t;
-
 	(void)state;
-	/* Slow, attributed to n-c: the test fails and names it, nobody else. */
-	doc = verdict_of(5, 2, 0, VD_OK);
-	assert_string_equal(json_string_value(json_object_get(doc, "result")), "fail");
-	assert_string_equal(node_result(doc, 2), "fail");
-	assert_string_equal(node_result(doc, 0), "pass");
-	t = json_array_get(json_object_get(doc, "tests"), 0);
-	assert_string_equal(json_string_value(json_object_get(t, "result")), "fail");
-	assert_string_equal(json_string_value(json_object_get(
-				    json_array_get(json_object_get(t, "failures"), 0), "node")),
-			    "n-c");
-	assert_non_null(strstr(json_string_value(json_array_get(json_object_get(doc, "findings"),
-								 0)),
-			       "ar: node n-c is bad"));
-	json_decref(doc);
-	/* Slow, nobody stands out: the test fails as a whole, no node is named. */
-	doc = verdict_of(5, 0, VD_ROW_WHOLE, VD_OK);
-	assert_string_equal(json_string_value(json_object_get(doc, "result")), "fail");
-	for (size_t i = 0; i < 3; i++)
-		assert_string_equal(node_result(doc, i), "pass");
-	assert_non_null(strstr(json_string_value(json_array_get(json_object_get(doc, "findings"),
-								 0)),
-			       "no single node stands out"));
-	json_decref(doc);
-	/* The job failed: the test fails with the error. */
-	doc = verdict_of(NAN, 0, VD_ROW_WHOLE, VD_ERROR);
-	assert_string_equal(json_string_value(json_object_get(doc, "result")), "fail");
-	assert_non_null(strstr(json_string_value(json_array_get(json_object_get(doc, "findings"),
-								 0)),
-			       "mpirun exited 1"));
-	json_decref(doc);
+	/* Slow, n-c named, no second job: named on the one report, said so. */
+	expect(&(struct coll_case){.busbw = 5, .named = 2}, "fail", "ppf", "report alone");
+	/* Slow, nobody stands out: the test fails as a whole. */
+	expect(&(struct coll_case){.busbw = 5, .flags = VD_ROW_WHOLE}, "fail", "ppp",
+	       "no single node stands out");
+	/* The job failed: as a whole, with its error. */
+	expect(&(struct coll_case){.busbw = NAN, .flags = VD_ROW_WHOLE, .st = VD_ERROR}, "fail",
+	       "ppp", "mpirun exited 1");
 	/* Fast enough: pass. */
-	doc = verdict_of(50, 0, 0, VD_OK);
-	assert_string_equal(json_string_value(json_object_get(doc, "result")), "pass");
-	json_decref(doc);
+	expect(&(struct coll_case){.busbw = 50}, "pass", "ppp", "every test passed");
+	/* n-c named, and the job without n-a (launched by n-b) fails too: confirmed. */
+	expect(&(struct coll_case){.busbw = 5,
+				   .named = 2,
+				   .retest = true,
+				   .re_busbw = 4,
+				   .re_named = 1,
+				   .re_flags = VD_ROW_WHOLE},
+	       "fail", "ppf", "confirmed: the job without n-a, launched by n-b, fails too");
+	/* A launcher that blames n-c, when the job without it (n-c in it) passes: the launcher
+	 * is named, n-c is not. */
+	expect(&(struct coll_case){.busbw = 5, .named = 2, .retest = true, .re_busbw = 50}, "fail",
+	       "fpp", "its report is not confirmed");
+	/* The launcher names itself and the job without it passes: it is the slow one. */
+	expect(&(struct coll_case){.busbw = 5, .named = 0, .retest = true, .re_busbw = 50}, "fail",
+	       "fpp", "the job without it passed");
+	/* Both jobs fail and neither names a node: as a whole. */
+	expect(&(struct coll_case){.busbw = 5,
+				   .flags = VD_ROW_WHOLE,
+				   .retest = true,
+				   .re_busbw = 4,
+				   .re_named = 1,
+				   .re_flags = VD_ROW_WHOLE},
+	       "fail", "ppp", "no single node stands out");
 }
 
 int main(void)
