@@ -428,8 +428,9 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 		int64_t gone = ctl_node_offline_ms(cs->srv, nd->id, now);
 		char why[320];
 
-		if (gone == 0 || (coll && end == 0 && s.phase == VD_RETEST))
-			continue; /* a collective's retest runs without node 0 */
+		if (gone == 0 ||
+		    (coll && s.phase == VD_RETEST && end == cp_coll_launcher(&e->c, 0)))
+			continue; /* a collective's retest runs without the first launcher */
 		if (gone <= CP_OFFLINE_GRACE_MS)
 			return; /* it may be reconnecting: next pass */
 		snprintf(why, sizeof(why), "offline: %s is not connected", nd->hostname);

@@ -204,6 +204,29 @@ out:
 	return e;
 }
 
+uint32_t cp_coll_launcher(const struct cp_campaign *c, int k)
+{
+	uint32_t best[2] = {0, 0};
+
+	/* The two smallest (host name, id): a launcher an operator can tell from the names. */
+	for (uint32_t i = 0; i < c->n; i++) {
+		int d0 = i == 0 ? -1 : strcmp(c->v[i].hostname, c->v[best[0]].hostname);
+
+		if (i == 0)
+			continue;
+		if (d0 < 0 || (d0 == 0 && strcmp(c->v[i].id, c->v[best[0]].id) < 0)) {
+			best[1] = best[0];
+			best[0] = i;
+		} else if (best[1] == best[0] ||
+			   strcmp(c->v[i].hostname, c->v[best[1]].hostname) < 0 ||
+			   (strcmp(c->v[i].hostname, c->v[best[1]].hostname) == 0 &&
+			    strcmp(c->v[i].id, c->v[best[1]].id) < 0)) {
+			best[1] = i;
+		}
+	}
+	return best[k ? 1 : 0];
+}
+
 int cp_test_rounds(const struct cp_campaign *c, size_t t, struct cp_rounds *ret, char *why,
 		   size_t whylen)
 {
@@ -224,7 +247,8 @@ int cp_test_rounds(const struct cp_campaign *c, size_t t, struct cp_rounds *ret,
 		goto done;
 	}
 	if (strcmp(str(test, "kind"), "collective") == 0) {
-		/* One job over every node, launched by the first: one round, slot (0, 0). */
+		/* One job over every node, launched by the first by host name: one round, one
+		 * slot. */
 		if (c->n < 2) {
 			snprintf(why, whylen,
 				 "%s: a collective needs at least 2 nodes; %zu selected",
@@ -233,7 +257,9 @@ int cp_test_rounds(const struct cp_campaign *c, size_t t, struct cp_rounds *ret,
 		}
 		e = rounds_alloc(&r, 1, 1);
 		if (e >= 0) {
-			r.slots[0] = (struct cp_slot){0, 0, -1, 0, VD_RUN, CP_MEASURE};
+			uint32_t l = cp_coll_launcher(c, 0);
+
+			r.slots[0] = (struct cp_slot){l, l, -1, 0, VD_RUN, CP_MEASURE};
 			r.start[1] = 1;
 		}
 		r.seed = seed;
@@ -397,7 +423,7 @@ int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s
 		return -EINVAL;
 	if (strcmp(kind, "collective") == 0) {
 		/* The job over every node of the campaign, the slot's node launching it; its
-		 * retest without the first job's launcher (node 0). */
+		 * retest without the first job's launcher. */
 		struct cp_coll_host *h = calloc(c->n + 1, sizeof(*h));
 		size_t k = 1;
 
@@ -405,7 +431,7 @@ int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s
 			return -ENOMEM;
 		h[0] = (struct cp_coll_host){c->v[s->a].id, c->v[s->a].hostname};
 		for (size_t i = 0; i < c->n; i++)
-			if (i != s->a && !(s->phase == VD_RETEST && i == 0))
+			if (i != s->a && !(s->phase == VD_RETEST && i == cp_coll_launcher(c, 0)))
 				h[k++] = (struct cp_coll_host){c->v[i].id, c->v[i].hostname};
 		p = k >= 2 ? cp_coll_params(test, c->transport, h, k) : NULL;
 		free(h);
@@ -1117,7 +1143,8 @@ int cp_retests(const struct cp_campaign *c, size_t t, const struct store_campaig
 		 * node: a second reporter for the same fabric (docs/campaigns.md, "Collectives").
 		 * Two nodes are left at least; with fewer the first job stands alone. */
 		if (ns && c->n >= 3)
-			place(rounds, busy, c->n, 1, 1, -1);
+			place(rounds, busy, c->n, cp_coll_launcher(c, 1), cp_coll_launcher(c, 1),
+			      -1);
 		ns = 0;
 	}
 	for (size_t i = 0; i < ns && taken < CP_RETEST_SUSPECTS_MAX; i++) {
