@@ -40,8 +40,8 @@ struct config {
 /* The ranks grouped by node name, nodes in order of their first rank. */
 struct grouping {
 	int nnodes;
-	int *node_of;	/* rank -> node index */
-	int *leader;	/* node index -> its first rank */
+	int *node_of;		      /* rank -> node index */
+	int *leader;		      /* node index -> its first rank */
 	char (*names)[NODE_NAME_MAX]; /* rank -> name */
 };
 
@@ -57,7 +57,8 @@ static int world_rank;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: railyard-coll [--backend mpi|nccl] [--ops allreduce,allgather,reducescatter,"
+		"usage: railyard-coll [--backend mpi|nccl] [--ops "
+		"allreduce,allgather,reducescatter,"
 		"alltoall,sendrecv]\n"
 		"                     [--min-bytes N] [--max-bytes N] [--factor 2] [--iters N] "
 		"[--warmup N]\n"
@@ -229,7 +230,8 @@ static int parse_options(int argc, char **argv, struct config *c)
 	}
 	if (c->pair_bytes > PAIR_MAX) {
 		if (loud)
-			say("invalid --pair-bytes %llu (1 to 1G)", (unsigned long long)c->pair_bytes);
+			say("invalid --pair-bytes %llu (1 to 1G)",
+			    (unsigned long long)c->pair_bytes);
 		return 2;
 	}
 	return 0;
@@ -357,11 +359,11 @@ static void measure(const struct config *c, void *be, const struct coll_world *w
 	if (w->rank == 0) {
 		double sec = sum_dt / w->size; /* nccl-tests: the mean over ranks */
 		double algbw = sec > 0 ? (double)s->bytes / 1e9 / sec : 0;
-		json_t *e = json_pack(
-			"{s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "op", coll_op_name(op), "bytes",
-			(json_int_t)s->bytes, "count", (json_int_t)s->count, "time_us", sec * 1e6,
-			"algbw_gbs", algbw, "busbw_gbs", algbw * coll_busbw_factor(op, w->size),
-			"wrong", (json_int_t)(c->check ? wrong : -1));
+		json_t *e = json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "op", coll_op_name(op),
+				      "bytes", (json_int_t)s->bytes, "count", (json_int_t)s->count,
+				      "time_us", sec * 1e6, "algbw_gbs", algbw, "busbw_gbs",
+				      algbw * coll_busbw_factor(op, w->size), "wrong",
+				      (json_int_t)(c->check ? wrong : -1));
 
 		if (!e || json_array_append_new(results, e) < 0)
 			die("out of memory");
@@ -501,13 +503,14 @@ int main(int argc, char **argv)
 	 * ranks agree before anyone enters a collective of the sweep. */
 	sweep_extent(&c, w.size, &max_send, &max_recv);
 	ok = c.backend->open(&be, &w, &c.o, library, sizeof(library), err, sizeof(err)) == 0 &&
-	     c.backend->buffers(be, max_send * COLL_ELEM, max_recv * COLL_ELEM, err,
-				sizeof(err)) == 0;
+	     c.backend->buffers(be, max_send * COLL_ELEM, max_recv * COLL_ELEM, err, sizeof(err)) ==
+		     0;
 	if (ok) {
 		in = malloc(max_send * COLL_ELEM + 1);
 		out = malloc(max_recv * COLL_ELEM + 1);
 		if (!in || !out) {
-			snprintf(err, sizeof(err), "cannot allocate %zu + %zu bytes of host buffers",
+			snprintf(err, sizeof(err),
+				 "cannot allocate %zu + %zu bytes of host buffers",
 				 max_send * COLL_ELEM, max_recv * COLL_ELEM);
 			ok = 0;
 		}
@@ -547,8 +550,9 @@ int main(int argc, char **argv)
 		MPI_Reduce(sums_in, tot, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 		MPI_Reduce(&host_ok, &host_all, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
 		if (w.rank == 0) {
-			json_t *cpu = coll_cpu_json(acc.wall_s, tot[0], tot[1] / (tck > 0 ? tck : 100),
-						    host_all && tck > 0, acc.bus_gb);
+			json_t *cpu =
+				coll_cpu_json(acc.wall_s, tot[0], tot[1] / (tck > 0 ? tck : 100),
+					      host_all && tck > 0, acc.bus_gb);
 
 			doc = json_pack("{s:s, s:i, s:s, s:s, s:i, s:o, s:s, s:s, s:i, s:i, s:o, "
 					"s:o, s:o}",

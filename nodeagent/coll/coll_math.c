@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const char *const op_names[COLL_OPS] = {
-	[COLL_ALLREDUCE] = "allreduce",	  [COLL_ALLGATHER] = "allgather",
+	[COLL_ALLREDUCE] = "allreduce",		[COLL_ALLGATHER] = "allgather",
 	[COLL_REDUCESCATTER] = "reducescatter", [COLL_ALLTOALL] = "alltoall",
 	[COLL_SENDRECV] = "sendrecv",
 };

@@ -23,10 +23,10 @@ enum coll_op {
 	COLL_OPS
 };
 
-#define COLL_OPS_ALL	 ((1u << COLL_OPS) - 1)
-#define COLL_ELEM	 4u /* sizeof(float): the data type is float */
-#define COLL_MAX_BYTES	 (16ull << 30)
-#define COLL_SUM_PERIOD	 13 /* the test data repeat every 13 elements */
+#define COLL_OPS_ALL	((1u << COLL_OPS) - 1)
+#define COLL_ELEM	4u /* sizeof(float): the data type is float */
+#define COLL_MAX_BYTES	(16ull << 30)
+#define COLL_SUM_PERIOD 13 /* the test data repeat every 13 elements */
 
 /* "allreduce", ... ; NULL for an unknown op. */
 const char *coll_op_name(enum coll_op op);

@@ -84,7 +84,8 @@ static int mpi_run(void *state, enum coll_op op, const struct coll_sizes *s, int
 	for (int it = 0; it < iters && r == MPI_SUCCESS; it++) {
 		switch (op) {
 		case COLL_ALLREDUCE:
-			r = MPI_Allreduce(st->send, st->recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+			r = MPI_Allreduce(st->send, st->recv, c, MPI_FLOAT, MPI_SUM,
+					  MPI_COMM_WORLD);
 			break;
 		case COLL_ALLGATHER:
 			r = MPI_Allgather(st->send, c, MPI_FLOAT, st->recv, c, MPI_FLOAT,
@@ -100,8 +101,9 @@ static int mpi_run(void *state, enum coll_op op, const struct coll_sizes *s, int
 			break;
 		case COLL_SENDRECV:
 			r = MPI_Sendrecv(st->send, c, MPI_FLOAT, (st->rank + 1) % st->size, 0,
-					 st->recv, c, MPI_FLOAT, (st->rank - 1 + st->size) % st->size,
-					 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+					 st->recv, c, MPI_FLOAT,
+					 (st->rank - 1 + st->size) % st->size, 0, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
 			break;
 		default:
 			snprintf(err, errlen, "unknown op %d", (int)op);

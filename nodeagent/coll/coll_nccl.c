@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NCCL_LIBRARY	"libnccl.so.2"
-#define NCCL_ID_BYTES	128 /* NCCL_UNIQUE_ID_BYTES */
-#define NCCL_FLOAT	7   /* ncclFloat32 */
-#define NCCL_SUM	0   /* ncclSum */
+#define NCCL_LIBRARY  "libnccl.so.2"
+#define NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
+#define NCCL_FLOAT    7	  /* ncclFloat32 */
+#define NCCL_SUM      0	  /* ncclSum */
 
 struct nccl_id {
 	char internal[NCCL_ID_BYTES];
@@ -77,15 +77,13 @@ struct nccl_state {
 	size_t send_len, recv_len;
 };
 
-static int nccl_fail(const struct nccl_state *st, const char *what, int r, char *err,
-		     size_t errlen)
+static int nccl_fail(const struct nccl_state *st, const char *what, int r, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "%s: %s (%d)", what, st->n.get_error_string(r), r);
 	return -EIO;
 }
 
-static int cuda_fail(const struct nccl_state *st, const char *what, int r, char *err,
-		     size_t errlen)
+static int cuda_fail(const struct nccl_state *st, const char *what, int r, char *err, size_t errlen)
 {
 	char why[128];
 
@@ -183,8 +181,7 @@ static int nccl_open(void **ret_state, const struct coll_world *w, const struct 
 	return 0;
 }
 
-static int nccl_buffers(void *state, size_t send_bytes, size_t recv_bytes, char *err,
-			size_t errlen)
+static int nccl_buffers(void *state, size_t send_bytes, size_t recv_bytes, char *err, size_t errlen)
 {
 	struct nccl_state *st = state;
 	int r;
@@ -231,8 +228,8 @@ static int grouped(struct nccl_state *st, enum coll_op op, const struct coll_siz
 		r = st->n.send(sb, s->count, NCCL_FLOAT, (st->rank + 1) % st->size, st->comm,
 			       st->stream);
 		if (r == 0)
-			r = st->n.recv(rb, s->count, NCCL_FLOAT, (st->rank - 1 + st->size) % st->size,
-				       st->comm, st->stream);
+			r = st->n.recv(rb, s->count, NCCL_FLOAT,
+				       (st->rank - 1 + st->size) % st->size, st->comm, st->stream);
 	} else {
 		size_t block = s->count * sizeof(float);
 
@@ -248,8 +245,8 @@ static int grouped(struct nccl_state *st, enum coll_op op, const struct coll_siz
 	return r ? r : r2;
 }
 
-static int nccl_run(void *state, enum coll_op op, const struct coll_sizes *s, int iters,
-		    char *err, size_t errlen)
+static int nccl_run(void *state, enum coll_op op, const struct coll_sizes *s, int iters, char *err,
+		    size_t errlen)
 {
 	struct nccl_state *st = state;
 	void *sb = (void *)(uintptr_t)st->send, *rb = (void *)(uintptr_t)st->recv;

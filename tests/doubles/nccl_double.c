@@ -60,8 +60,8 @@ API int ncclGetVersion(int *version);
 API int ncclGetUniqueId(ncclUniqueId *id);
 API int ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
 API int ncclCommDestroy(ncclComm_t comm);
-API int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
-		      ncclComm_t comm, cudaStream_t s);
+API int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, ncclComm_t comm,
+		      cudaStream_t s);
 API int ncclAllGather(const void *send, void *recv, size_t sendcount, int type, ncclComm_t comm,
 		      cudaStream_t s);
 API int ncclReduceScatter(const void *send, void *recv, size_t recvcount, int type, int op,
@@ -108,8 +108,9 @@ int ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	MPI_Comm_rank(MPI_COMM_WORLD, &me);
 	if (nranks != size || rank != me) {
-		fprintf(stderr, "nccl double: ncclCommInitRank(nranks %d, rank %d) in a job of %d "
-				"(this is rank %d)\n",
+		fprintf(stderr,
+			"nccl double: ncclCommInitRank(nranks %d, rank %d) in a job of %d "
+			"(this is rank %d)\n",
 			nranks, rank, size, me);
 		return ncclInvalidArgument;
 	}
@@ -270,7 +271,8 @@ const char *ncclGetErrorString(int r)
 __attribute__((destructor)) static void d_leakcheck(void)
 {
 	if (live_comms > 0) {
-		fprintf(stderr, "nccl double: %d communicators not destroyed at exit\n", live_comms);
+		fprintf(stderr, "nccl double: %d communicators not destroyed at exit\n",
+			live_comms);
 		_exit(98);
 	}
 }

@@ -248,9 +248,9 @@ static void test_cpu_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizes),	  cmocka_unit_test(test_factors),
+		cmocka_unit_test(test_sizes),	       cmocka_unit_test(test_factors),
 		cmocka_unit_test(test_check_every_op), cmocka_unit_test(test_data_exact),
-		cmocka_unit_test(test_parse),	  cmocka_unit_test(test_pairs),
+		cmocka_unit_test(test_parse),	       cmocka_unit_test(test_pairs),
 		cmocka_unit_test(test_cpu_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
