@@ -228,6 +228,13 @@ static int parse_options(int argc, char **argv, struct config *c)
 			    (unsigned long long)c->min_bytes, (unsigned long long)c->max_bytes);
 		return 2;
 	}
+	if (c->backend == &coll_backend_mpi && c->max_bytes / COLL_ELEM > INT_MAX) {
+		if (loud)
+			say("--max-bytes %llu: over an MPI count of floats (at most %llu)",
+			    (unsigned long long)c->max_bytes,
+			    (unsigned long long)INT_MAX * COLL_ELEM);
+		return 2;
+	}
 	if (c->pair_bytes > PAIR_MAX) {
 		if (loud)
 			say("invalid --pair-bytes %llu (1 to 1G)",
@@ -327,6 +334,8 @@ static void measure(const struct config *c, void *be, const struct coll_world *w
 	if (c->warmup > 0 && c->backend->run(be, op, s, (int)c->warmup, err, sizeof(err)) < 0)
 		die("%s", err);
 
+	if (c->check && c->backend->poison(be, s->recv_count, err, sizeof(err)) < 0)
+		die("%s", err);
 	c0 = self_cpu_s();
 	if (leader)
 		bench_cpu_sample_take(&h0, NULL);
@@ -481,6 +490,9 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+	/* An MPI error comes back to us (die(): this rank names it, the job ends with 1) rather
+	 * than aborting the job with Open MPI's message only. */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	world_rank = w.rank;
 	r = parse_options(argc, argv, &c);
 	if (r) {

@@ -30,6 +30,9 @@ struct coll_backend_ops {
 	/* Copy n floats of host data into the send buffer / the receive buffer out to host. */
 	int (*load)(void *state, const float *host, size_t n, char *err, size_t errlen);
 	int (*fetch)(void *state, float *host, size_t n, char *err, size_t errlen);
+	/* Fill the first n floats of the receive buffer with NaNs (all bits set), so that only
+	 * what the timed calls wrote can pass the check. */
+	int (*poison)(void *state, size_t n, char *err, size_t errlen);
 	/* op at sizes s, iters times back to back, returning once the last has completed. */
 	int (*run)(void *state, enum coll_op op, const struct coll_sizes *s, int iters, char *err,
 		   size_t errlen);

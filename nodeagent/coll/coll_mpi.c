@@ -71,6 +71,16 @@ static int mpi_fetch(void *state, float *host, size_t n, char *err, size_t errle
 	return 0;
 }
 
+static int mpi_poison(void *state, size_t n, char *err, size_t errlen)
+{
+	struct mpi_state *st = state;
+
+	(void)err;
+	(void)errlen;
+	memset(st->recv, 0xff, n * sizeof(float));
+	return 0;
+}
+
 static int mpi_run(void *state, enum coll_op op, const struct coll_sizes *s, int iters, char *err,
 		   size_t errlen)
 {
@@ -138,6 +148,7 @@ const struct coll_backend_ops coll_backend_mpi = {
 	.buffers = mpi_buffers,
 	.load = mpi_load,
 	.fetch = mpi_fetch,
+	.poison = mpi_poison,
 	.run = mpi_run,
 	.close = mpi_close,
 };

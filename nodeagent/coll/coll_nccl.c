@@ -217,6 +217,14 @@ static int nccl_fetch(void *state, float *host, size_t n, char *err, size_t errl
 	return r == BCU_SUCCESS ? 0 : cuda_fail(st, "cuMemcpyDtoH", r, err, errlen);
 }
 
+static int nccl_poison(void *state, size_t n, char *err, size_t errlen)
+{
+	struct nccl_state *st = state;
+	int r = st->cu->memset_d8(st->recv, 0xff, n * sizeof(float));
+
+	return r == BCU_SUCCESS ? 0 : cuda_fail(st, "cuMemsetD8", r, err, errlen);
+}
+
 static int grouped(struct nccl_state *st, enum coll_op op, const struct coll_sizes *s)
 {
 	void *sb = (void *)(uintptr_t)st->send, *rb = (void *)(uintptr_t)st->recv;
@@ -309,6 +317,7 @@ const struct coll_backend_ops coll_backend_nccl = {
 	.buffers = nccl_buffers,
 	.load = nccl_load,
 	.fetch = nccl_fetch,
+	.poison = nccl_poison,
 	.run = nccl_run,
 	.close = nccl_close,
 };

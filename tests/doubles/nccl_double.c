@@ -9,7 +9,9 @@
  * broadcast), nranks and rank matching the job, float sums only, send/recv pairs matched
  * inside a group, communicators destroyed before exit (else the process exits 98).
  *
- * Knob: RAILYARD_NCCL_DOUBLE_VERSION=code (ncclGetVersion; default 22105, "2.21.5"). */
+ * Knobs: RAILYARD_NCCL_DOUBLE_VERSION=code (ncclGetVersion; default 22105, "2.21.5");
+ * RAILYARD_NCCL_DOUBLE_CORRUPT=allreduce: rank 0's ncclAllReduce output gets one wrong element
+ * (its middle one, + 1), a faulty library as railyard-coll's check must see it end to end. */
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -161,9 +163,15 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, 
 	(void)s;
 	if (!args_ok(type, op, comm) || !send || !recv || group_depth)
 		return ncclInvalidArgument;
-	return MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, comm->comm) == MPI_SUCCESS
-		       ? ncclSuccess
-		       : ncclSystemError;
+	if (MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, comm->comm) != MPI_SUCCESS)
+		return ncclSystemError;
+	{
+		const char *bad = getenv("RAILYARD_NCCL_DOUBLE_CORRUPT");
+
+		if (bad && strcmp(bad, "allreduce") == 0 && comm->rank == 0 && count > 0)
+			((float *)recv)[count / 2] += 1;
+	}
+	return ncclSuccess;
 }
 
 int ncclAllGather(const void *send, void *recv, size_t sendcount, int type, ncclComm_t comm,

@@ -129,6 +129,13 @@ if [ -n "${RAILYARD_NCCL_DOUBLE:-}" ] && [ -n "${RAILYARD_CUDA_DOUBLE:-}" ]; the
 	check "NCCL: backend and version from ncclGetVersion" jqt \
 		'.backend == "nccl" and .library == "NCCL 2.21.5"' "$T/out"
 	check_sweep nccl
+	RAILYARD_NCCL_DOUBLE_CORRUPT=allreduce RAILYARD_CUDA_DOUBLE_GPUS=4 mpi 4 --backend nccl \
+		--nccl-lib "$RAILYARD_NCCL_DOUBLE" --cuda-lib "$RAILYARD_CUDA_DOUBLE" \
+		--ops allreduce,allgather --min-bytes 1K --max-bytes 4K --iters 3
+	check "a library that corrupts one element: the sweep still exits 0" test $? = 0
+	check "  ... and every all-reduce counts exactly that element, nothing else is wrong" jqt \
+		'[.results[] | [.op, .wrong]] == [["allreduce",1],["allreduce",1],["allreduce",1],
+		["allgather",0],["allgather",0],["allgather",0]]' "$T/out"
 	RAILYARD_CUDA_DOUBLE_GPUS=2 mpi 4 --backend nccl --nccl-lib "$RAILYARD_NCCL_DOUBLE" \
 		--cuda-lib "$RAILYARD_CUDA_DOUBLE" --ops allreduce --max-bytes 64
 	check "NCCL with more ranks than GPUs on a host: exit 1" test $? = 1
