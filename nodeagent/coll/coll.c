@@ -416,9 +416,11 @@ static json_t *pairs_run(const struct config *c, const struct coll_world *w,
 			double t0 = MPI_Wtime(), mine, theirs = 0;
 
 			for (long i = 0; i < c->pair_iters; i++)
-				MPI_Sendrecv(sbuf, (int)c->pair_bytes, MPI_BYTE, pr, 1, rbuf,
-					     (int)c->pair_bytes, MPI_BYTE, pr, 1, MPI_COMM_WORLD,
-					     MPI_STATUS_IGNORE);
+				if (MPI_Sendrecv(sbuf, (int)c->pair_bytes, MPI_BYTE, pr, 1, rbuf,
+						 (int)c->pair_bytes, MPI_BYTE, pr, 1,
+						 MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+					die("the exchange with %s failed",
+					    g->names[g->leader[peer]]);
 			mine = MPI_Wtime() - t0;
 			MPI_Sendrecv(&mine, 1, MPI_DOUBLE, pr, 2, &theirs, 1, MPI_DOUBLE, pr, 2,
 				     MPI_COMM_WORLD, MPI_STATUS_IGNORE);

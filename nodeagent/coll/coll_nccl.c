@@ -4,7 +4,9 @@
  * (nodeagent/bench/cuda.h; --cuda-lib sets its seam). The communicator is made as nccl-tests
  * makes it: ncclGetUniqueId on rank 0, MPI_Bcast, ncclCommInitRank; all-to-all and sendrecv
  * are grouped ncclSend/ncclRecv as in nccl-tests' alltoall.cu and sendrecv.cu. Each run()
- * enqueues its calls on one stream and synchronizes it once at the end. */
+ * enqueues its calls on one stream and synchronizes it once at the end. The stream is a
+ * blocking one (not CU_STREAM_NON_BLOCKING): the data copies and the NaN fill go through the
+ * legacy default stream (cuMemcpyHtoD, cuMemsetD8), which then orders them before the calls. */
 #include "nodeagent/bench/cuda.h"
 #include "nodeagent/coll/coll.h"
 
@@ -118,7 +120,7 @@ static int open_local(struct nccl_state *st, const struct coll_world *w,
 	st->ctx_held = true;
 	if ((r = st->cu->ctx_set_current(ctx)) != BCU_SUCCESS)
 		return cuda_fail(st, "cuCtxSetCurrent", r, err, errlen);
-	if ((r = st->cu->stream_create(&st->stream, BCU_STREAM_NON_BLOCKING)) != BCU_SUCCESS)
+	if ((r = st->cu->stream_create(&st->stream, 0)) != BCU_SUCCESS)
 		return cuda_fail(st, "cuStreamCreate", r, err, errlen);
 
 	st->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
