@@ -30,8 +30,8 @@ static int ar_parse_ulong(const char *name, const char *s, unsigned long lo, uns
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "mpi-allreduce: %s '%s': want an integer in %lu..%lu\n", name, s, lo,
-			hi);
+		fprintf(stderr, "mpi-allreduce: %s '%s': want an integer in %lu..%lu\n", name, s,
+			lo, hi);
 		return -1;
 	}
 	*ret = v;
@@ -40,7 +40,7 @@ static int ar_parse_ulong(const char *name, const char *s, unsigned long lo, uns
 
 static int ar_parse(int argc, char **argv, struct ar_opts *o)
 {
-	*o = (struct ar_opts){ .min_bytes = 4, .max_bytes = 1UL << 20, .iters = 10, .warmup = 2 };
+	*o = (struct ar_opts){.min_bytes = 4, .max_bytes = 1UL << 20, .iters = 10, .warmup = 2};
 	for (int i = 1; i < argc; i++) {
 		unsigned long *dst = NULL, lo = 1, hi = 0;
 
