@@ -17,7 +17,7 @@ CACHE=${RAILYARD_RDMA_VM_CACHE:-$OUT/cache}
 IMG=$OUT/image
 HERE=$SRC_DIR/tests/rdma-vm
 # Bump when the way the base image is assembled changes, so cached bases are rebuilt.
-BASE_FORMAT=5
+BASE_FORMAT=6
 ARCH_LIBDIR=usr/lib/x86_64-linux-gnu
 
 skip() {
@@ -47,7 +47,12 @@ KPKG=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-im
 PKGS=("$KPKG" busybox-static libc6 libgcc-s1 libibverbs1 ibverbs-providers librdmacm1 libibumad3
 	ibverbs-utils rdmacm-utils perftest iproute2 libnl-3-200 libnl-route-3-200 libpci3 libudev1
 	libbpf1 libbsd0 libmd0 libcap2 libdb5.3 libelf1 zlib1g libzstd1 libmnl0 libselinux1
-	libpcre2-8-0 libxtables12)
+	libpcre2-8-0 libxtables12
+	# Open MPI 4.1 and UCX 1.13 (mpirun/orted, ucx_info, ucx_perftest) and the libraries their
+	# ELF files need; libhwloc-plugins, libfabric1 and the PSM libraries are left out (the Open
+	# MPI components that need them are pruned below).
+	openmpi-bin openmpi-common libopenmpi3 libucx0 ucx-utils libpmix2 libhwloc15
+	libevent-core-2.1-7 libevent-pthreads-2.1-7 libmunge2 libnuma1 libstdc++6 libgomp1)
 
 pkglist=$CACHE/pkglist.new
 # One apt-cache call for all candidates (one call per package costs ~0.4 s each).
@@ -154,6 +159,19 @@ build_base() {
 	# Not needed in a test guest, and their libraries are not in the package list: glibc's
 	# charset converters, tc's ATM plugin, and ss (libtirpc).
 	rm -rf "$root/$ARCH_LIBDIR/gconv" "$root/$ARCH_LIBDIR/tc/q_atm.so" "$root/usr/bin/ss"
+	# Open MPI's Fortran and Java bindings (libgfortran, a JVM), its libfabric/PSM components
+	# (libfabric1, libpsm*; not used over UCX or TCP), OpenSHMEM, and its compiler wrappers' data.
+	local ompi=$root/$ARCH_LIBDIR/openmpi/lib/openmpi3
+	rm -rf "$root/$ARCH_LIBDIR"/libmpi_mpifh* "$root/$ARCH_LIBDIR"/libmpi_usempi* \
+		"$root/$ARCH_LIBDIR"/libmpi_java* "$root/$ARCH_LIBDIR"/libmca_common_ofi* \
+		"$ompi"/mca_{btl_ofi,mtl_ofi,mtl_psm,mtl_psm2}.so \
+		"$root/$ARCH_LIBDIR"/liboshmem* "$ompi"/mca_{spml,sshmem,scoll,memheap,atomic}_*.so \
+		"$root/usr/bin/oshmem_info" "$root"/usr/share/openmpi/*-wrapper-data.txt \
+		"$root/usr/share/java"
+	# mpirun/mpiexec are Debian alternatives (made by maintainer scripts, which never run here).
+	for a in mpirun mpiexec; do
+		[ -e "$root/usr/bin/$a" ] || ln -s orterun "$root/usr/bin/$a"
+	done
 	[ -f "$root/etc/ld.so.conf" ] || echo "include /etc/ld.so.conf.d/*.conf" >"$root/etc/ld.so.conf"
 	echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 	echo "root:x:0:" >"$root/etc/group"
@@ -173,13 +191,35 @@ build_base() {
 	say "base image for kernel $kver built with $n modules in $(($(date +%s) - t0)) s"
 }
 
-# elf_needed DIR: "library<TAB>file" for every DT_NEEDED entry of every ELF file under DIR.
+# elf_needed DIR: "library<TAB>file<TAB>runpath" for every DT_NEEDED entry of every ELF file
+# under DIR (runpath: the file's DT_RUNPATH or DT_RPATH, colon-separated, "-" when none).
 elf_needed() {
 	find "$1" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
 		xargs -0 -r sh -c 'for f; do head -c4 "$f" | grep -q ELF && printf "%s\0" "$f"; done' sh |
 		{ xargs -0 -r readelf -d 2>/dev/null || true; } | awk '
-		/^File: / { f = $2; next }
-		/\(NEEDED\)/ { lib = $NF; gsub(/[\[\]]/, "", lib); print lib "\t" f }' | sort -u
+		function flush() { for (i = 0; i < n; i++) print libs[i] "\t" f "\t" (rp == "" ? "-" : rp) }
+		/^File: / { flush(); f = $2; n = 0; rp = ""; next }
+		/\(NEEDED\)/ { lib = $NF; gsub(/[\[\]]/, "", lib); libs[n++] = lib }
+		/\((RUNPATH|RPATH)\)/ { p = $NF; gsub(/[\[\]]/, "", p); rp = p }
+		END { flush() }' | sort -u
+}
+
+# in_runpath ROOT LIBLIST FILE RUNPATH LIB: LIB is in one of FILE's DT_RUNPATH/DT_RPATH folders
+# (absolute guest paths or $ORIGIN), in the image under ROOT or in LIBLIST (Open MPI's and UCX's
+# plugins find their libraries this way).
+in_runpath() {
+	local root=$1 liblist=$2 f=$3 rp=$4 lib=$5 d origin
+	[ "$rp" != - ] || return 1
+	origin=$(dirname "${f#"$root"}")
+	local IFS=:
+	for d in $rp; do
+		d=${d//\$ORIGIN/$origin}
+		d=${d//\$\{ORIGIN\}/$origin}
+		d=${d#/}
+		[ -n "$d" ] || continue
+		{ [ -e "$root/$d/$lib" ] || grep -qxF "$d/$lib" "$liblist"; } && return 0
+	done
+	return 1
 }
 
 # check_libs ROOT LIBLIST: every ELF file under ROOT must find each DT_NEEDED library either in
@@ -187,10 +227,10 @@ elf_needed() {
 # file that needs them and the build fails.
 check_libs() {
 	local root=$1 liblist=$2 missing
-	missing=$(elf_needed "$root" | while IFS=$'\t' read -r lib f; do
+	missing=$(elf_needed "$root" | while IFS=$'\t' read -r lib f rp; do
 		grep -qxF -e "$ARCH_LIBDIR/$lib" -e "usr/lib64/$lib" -e "usr/lib/$lib" "$liblist" ||
 			[ -e "$root/$ARCH_LIBDIR/$lib" ] || [ -e "$root/usr/lib64/$lib" ] ||
-			[ -e "$root/usr/lib/$lib" ] ||
+			[ -e "$root/usr/lib/$lib" ] || in_runpath "$root" "$liblist" "$f" "$rp" "$lib" ||
 			printf '  %s (needed by %s)\n' "$lib" "${f#"$root"/}"
 	done)
 	if [ -n "$missing" ]; then
@@ -211,8 +251,11 @@ rm -rf "$ovl"
 mkdir -p "$ovl/ry" "$ovl/opt/railyard/bin" "$ovl/$ARCH_LIBDIR" "$ovl/usr/lib64"
 install -m 0755 "$HERE/guest/init.sh" "$ovl/init"
 install -m 0644 "$HERE/guest/lib.sh" "$ovl/ry/lib.sh"
+# Test-only ssh stand-in for Open MPI's plm_rsh_agent (cases/mpi-cluster.sh).
+install -m 0755 "$HERE/guest/test-rsh.sh" "$ovl/ry/test-rsh"
 bins=$(find "$BUILD_DIR" -path "$OUT" -prune -o -type f -perm -u+x \
-	\( -name 'railyard-*' -o -name 'verbs-smoke' -o -name 'libcuda-double.so' \) -print | sort)
+	\( -name 'railyard-*' -o -name 'verbs-smoke' -o -name 'libcuda-double.so' \
+	-o -name 'mpi-allreduce' \) -print | sort)
 # Unpack the base's library list once so host libraries already in the guest are not copied.
 baselibs=$OUT/baselibs.txt
 if [ ! -f "$baselibs" ] || [ "$baselibs" -ot "$BASE/base.cpio.gz" ]; then
