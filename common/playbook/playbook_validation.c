@@ -197,13 +197,13 @@ static void coll_path(struct vctx *c, const struct pb_node *n, const char *where
 
 /* The keys of a collective test (docs/campaigns.md, "Collectives"): {name, kind, ops, min_size,
  * max_size, ranks_per_node, backend, iters, warmup, timeout_s, settings: {mpi, ucx, nccl},
- * nccl_tests}. */
+ * nccl_tests, pair_size, pair_iters (the job's pairwise probe)}. */
 static void parse_coll_test(struct vctx *c, const struct pb_node *t, const char *where, json_t *o)
 {
-	static const char *const keys[] = {"name",     "kind",		 "ops",	     "min_size",
-					   "max_size", "ranks_per_node", "backend",  "iters",
-					   "warmup",   "timeout",	 "settings", "nccl_tests",
-					   NULL};
+	static const char *const keys[] = {"name",	"kind",		  "ops",      "min_size",
+					   "max_size",	"ranks_per_node", "backend",  "iters",
+					   "warmup",	"timeout",	  "settings", "nccl_tests",
+					   "pair_size", "pair_iters",	  NULL};
 	static const char *const skeys[] = {"mpi", "ucx", "nccl", NULL};
 	static const char *const sdefs[] = {"/etc/openmpi/openmpi-mca-params.conf",
 					    "/etc/ucx/ucx.conf", "/etc/nccl.conf"};
@@ -218,7 +218,7 @@ static void parse_coll_test(struct vctx *c, const struct pb_node *t, const char 
 			verr(c, t->keys[k],
 			     "%s: \"%s\" is not a key of a collective test (ops, min_size, "
 			     "max_size, ranks_per_node, backend, iters, warmup, timeout, settings, "
-			     "nccl_tests)",
+			     "nccl_tests, pair_size, pair_iters)",
 			     where, t->keys[k]->text);
 	if (ops && ops->kind != PBN_SEQ)
 		verr(c, ops,
@@ -274,6 +274,20 @@ static void parse_coll_test(struct vctx *c, const struct pb_node *t, const char 
 	if (n && (pb_scalar_int(n, &v) < 0 || v < 0 || v > 10000))
 		verr(c, n, "%s.warmup: expected 0-10000 iterations per size", where);
 	json_object_set_new(o, "warmup", json_integer(v));
+	n = scalar(c, t, "pair_size", where);
+	{
+		uint64_t ps = 4u << 20;
+
+		if (n && (parse_size(n->text, &ps) < 0 || ps > (256u << 20)))
+			verr(c, n, "%s.pair_size: expected bytes up to 256M, like 4M, got \"%s\"",
+			     where, n->text);
+		json_object_set_new(o, "pair_size", json_integer((json_int_t)ps));
+	}
+	n = scalar(c, t, "pair_iters", where);
+	v = 10;
+	if (n && (pb_scalar_int(n, &v) < 0 || v < 1 || v > 10000))
+		verr(c, n, "%s.pair_iters: expected 1-10000 exchanges per node pair", where);
+	json_object_set_new(o, "pair_iters", json_integer(v));
 	n = scalar(c, t, "timeout", where);
 	if (n &&
 	    (util_parse_duration_ms(n->text, &ms) < 0 || ms < 10000 || ms > 3600000 || ms % 1000))

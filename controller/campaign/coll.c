@@ -60,15 +60,20 @@ json_t *cp_coll_params(const json_t *test, const char *transport, const struct c
 			h, json_pack("{s:s, s:s}", "node", hosts[i].node, "host", hosts[i].host));
 	if (!h)
 		return NULL;
-	p = json_pack(
-		"{s:s, s:s, s:s, s:o, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
-		"collective", "transport", transport, "backend", str(test, "backend"), "hosts", h,
-		"ranks_per_node", (json_int_t)int_of(test, "ranks_per_node"), "ops",
-		json_object_get(test, "ops"), "min_bytes", (json_int_t)int_of(test, "min_size"),
-		"max_bytes", (json_int_t)int_of(test, "max_size"), "iters",
-		(json_int_t)int_of(test, "iters"), "warmup", (json_int_t)int_of(test, "warmup"),
-		"pair_bytes", (json_int_t)CP_COLL_PAIR_BYTES, "pair_iters",
-		(json_int_t)CP_COLL_PAIR_ITERS, "settings", json_object_get(test, "settings"));
+	p = json_pack("{s:s, s:s, s:s, s:o, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
+		      "collective", "transport", transport, "backend", str(test, "backend"),
+		      "hosts", h, "ranks_per_node", (json_int_t)int_of(test, "ranks_per_node"),
+		      "ops", json_object_get(test, "ops"), "min_bytes",
+		      (json_int_t)int_of(test, "min_size"), "max_bytes",
+		      (json_int_t)int_of(test, "max_size"), "iters",
+		      (json_int_t)int_of(test, "iters"), "warmup",
+		      (json_int_t)int_of(test, "warmup"), "pair_bytes",
+		      (json_int_t)(int_of(test, "pair_size") ? int_of(test, "pair_size")
+							     : CP_COLL_PAIR_BYTES),
+		      "pair_iters",
+		      (json_int_t)(int_of(test, "pair_iters") ? int_of(test, "pair_iters")
+							      : CP_COLL_PAIR_ITERS),
+		      "settings", json_object_get(test, "settings"));
 	if (p)
 		json_object_set(p, "nccl_tests",
 				json_object_get(test, "nccl_tests")
