@@ -2,8 +2,9 @@
 # CTest rdma_vm_campaign_verbs: validation campaigns over verbs on a real kernel RDMA stack. A
 # controller on the host, an agent in each of 4 soft-RoCE guests (cluster mode), and `railyard-
 # controller validate --signoff` with the playbook playbooks/softroce-campaign.yaml (deployed
-# first: the configuration it certifies): pairs latency and bandwidth per rail, a random ring and
-# incast. Healthy, it ends in an acceptance sign-off that passes; then a deployment slows one
+# first: the configuration it certifies, with the Open MPI and UCX settings of rxe): pairs latency
+# and bandwidth per rail, a random ring, incast and an all-reduce over the 4 guests launched
+# through the agents (and once over TCP, the baseline). Healthy, it ends in an acceptance sign-off that passes; then a deployment slows one
 # guest (a netem delay on its wire NIC, by a command step), and the same campaign must fail
 # naming the slow guest, and only it, by the relative latency rule, in an acceptance sign-off,
 # with every result row stored once, port counter deltas from rxe's hw_counters in the
@@ -186,6 +187,34 @@ check "healthy: the campaign passed, every node" jqt '.state == "passed" and
 check "healthy: an acceptance sign-off that passes" jqt '.verdict == "pass" and .acceptance == true and
 	.headline == "pass; acceptance sign-off" and .report.acceptance_reasons == []' \
 	"$W/healthy-signoff.json"
+# The collective (test 4): one MPI job over the 4 guests, UCX over rxe with the deployed
+# settings, launched through the agents (the guests have no SSH).
+check "healthy: the collective passed: 4 ranks, exact data, bus bandwidth, nobody slow" jqt '
+	.verdict.tests[4].result == "pass" and (.results[] | select(.test_index == 4) |
+	.phase == "run" and .state == "done" and .summary.coll.ranks == 4 and
+	.summary.coll.slowest == null and .summary.metrics.wrong == 0 and
+	.summary.metrics.busbw_gbs > 0)' "$W/healthy.json"
+coll_bench=$(jq -r '.results[] | select(.test_index == 4) | .bench_id' "$W/healthy.json")
+c bench show "$coll_bench" --json >"$W/healthy-coll.json"
+check "healthy: over pml ucx, the deployed UCX settings exported, 4 daemons through the relay" jqt '
+	.result.launch.mca.pml == "ucx" and (.result.launch.env | index("UCX_TLS")) != null and
+	.result.settings.ucx.UCX_NET_DEVICES == "rxe0:1" and .result.launch.daemons == 4' \
+	"$W/healthy-coll.json"
+check "healthy: the sign-off's CPU cost has the collective's line" jqt '
+	any(.report.cpu_cost[]; .test == "allreduce" and (.text | test("bus bandwidth")))' \
+	"$W/healthy-signoff.json"
+# The same job over TCP (pml ob1): the baseline.
+c validate --cluster rdma --playbook "$PB" --transport tcp --tests allreduce --seed 7 --json \
+	>"$W/tcp-coll.json" 2>"$W/tcp-coll.err" || true
+check "tcp baseline: the collective passes, labelled a baseline" jqt '.verdict.baseline == true and
+	.verdict.tests[0].name == "allreduce" and .verdict.tests[0].result == "pass"' "$W/tcp-coll.json" ||
+	tail -5 "$W/tcp-coll.err"
+c campaign show "$(jq -r .id "$W/tcp-coll.json")" --json --results >"$W/tcp-coll-rows.json"
+c bench show "$(jq -r '.results[0].bench_id' "$W/tcp-coll-rows.json")" --json >"$W/tcp-coll-bench.json"
+check "tcp baseline: pml ob1 over the TCP transport" jqt '.result.launch.mca.pml == "ob1"' \
+	"$W/tcp-coll-bench.json"
+echo "collective figures: verbs $(jq -c '.results[] | select(.test_index == 4) | .summary.metrics' "$W/healthy.json")"
+echo "collective figures: tcp $(jq -c '.results[0].summary.metrics' "$W/tcp-coll-rows.json")"
 
 # Degraded by a deployment of its own: a command step puts a netem delay on rdma-g$SLOW's wire
 # NIC (its RDMA port's netdev, from its facts), so every RoCE packet it sends waits $SLOW_DELAY.
@@ -230,8 +259,14 @@ check "an acceptance sign-off, verdict fail (not a smoke report)" jqt '.acceptan
 	.verdict == "fail" and .headline == "fail; acceptance sign-off"' "$W/slow-signoff.json"
 check "  ... its report names the slow guest" jqt '.report.acceptance_reasons == [] and
 	any(.report.summary[]; test("rdma-g'$SLOW' is bad"))' "$W/slow-signoff.json"
-check "the other tests pass" jqt '[.verdict.tests[] | select(.name != "pair-lat") | .result] ==
-	["pass", "pass", "pass"]' "$J"
+check "the other tests pass" jqt '[.verdict.tests[] | select(.name != "pair-lat" and
+	.name != "allreduce") | .result] == ["pass", "pass", "pass"]' "$J"
+check "the collective fails and names the slow guest, confirmed without the launcher" jqt --arg s "$slow_id" '
+	.verdict.tests[4].result == "fail" and (.verdict.nodes[] | select(.id == $s) |
+	any(.reasons[]; test("^allreduce: lat_us")) and
+	any(.reasons[]; test("confirmed: the job without rdma-g0, launched by rdma-g1, fails too")))' "$J"
+check "  ... named by the job's pairwise probe" jqt --arg s "$slow_id" '.results[] |
+	select(.test_index == 4 and .phase == "run") | .summary.coll.slowest == $s' "$J"
 # Rows: test indexes follow the playbook (0 pair-lat, 1 pair-bw, 2 ring-bw, 3 incast).
 for t in 0:pair-lat 1:pair-bw; do
 	check "${t#*:}: every pair measured once (6 pairs), rail 0, over rxe0" jqt --argjson t "${t%%:*}" '
@@ -255,12 +290,12 @@ check "incast: one victim pair with impact stats" jqt '.verdict.tests[] | select
 	.stats.impact_p99.median > 0 and .stats.impact_bw.median > 0' "$J"
 c bench list --json | jq .items >"$W/runs.json"
 check "every benchmark run was served at the server guest's wire address" jqt '
-	length > 0 and all(.[]; .server_address != null and
+	length > 0 and all(.[] | select(.kind != "collective"); .server_address != null and
 	(.server_address | test("^192\\.168\\.77\\.1[0-9]$")))' "$W/runs.json"
 check "every summary carries a counters object" jqt '
 	all(.results[] | select(.state == "done"); .summary.counters | type == "object")' "$J"
 check "verbs runs: rxe hw_counters deltas, packets sent and received" jqt '
-	all(.results[] | select(.state == "done" and .role == "measure"); .summary.counters |
+	all(.results[] | select(.state == "done" and .role == "measure" and .test_index != 4); .summary.counters |
 	length > 0 and .sent_pkts > 0 and .rcvd_pkts > 0)' "$J"
 # Figures for the log.
 jq -r '.verdict.tests[] | "stats \(.name): " + ([.stats | to_entries[] |
