@@ -53,7 +53,7 @@ out:
 /* A GPU check (kind "gpu"): one side, the "client", on its node; no server, no port. */
 static bool one_sided(const struct store_bench_run *b)
 {
-	return b->kind && strcmp(b->kind, "gpu") == 0;
+	return b->kind && (strcmp(b->kind, "gpu") == 0 || strcmp(b->kind, "collective") == 0);
 }
 
 /* Does a stored result document say ok? */
@@ -107,6 +107,21 @@ static void send_cancel(struct ctl_server *srv, const char *node, const char *be
  * once client_sent. */
 static void cancel_sides(struct ctl_server *srv, const struct store_bench_run *b)
 {
+	/* A collective: every node of the job may run one of its daemons. */
+	if (b->kind && strcmp(b->kind, "collective") == 0) {
+		json_t *p = json_loads(b->params_json, 0, NULL), *h;
+		size_t i;
+
+		json_array_foreach(json_object_get(p, "hosts"), i, h)
+		{
+			const char *node = json_string_value(json_object_get(h, "node"));
+
+			if (node && strcmp(node, b->client_node) != 0)
+				send_cancel(srv, node, b->id);
+		}
+		json_decref(p);
+		ctl_launch_forget(b->id);
+	}
 	if (strcmp(b->state, "pending") != 0)
 		send_cancel(srv, b->server_node, b->id);
 	if (strcmp(b->state, "client_sent") == 0)
@@ -473,5 +488,7 @@ int ctl_bench_register(struct ctl_server *srv, struct ctl_engine *e)
 		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY, on_ready);
 	if (r >= 0)
 		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT, on_result);
+	if (r >= 0)
+		r = ctl_launch_register(e);
 	return r;
 }
