@@ -74,8 +74,8 @@ static bool relay_shape(const char *v)
 	static const char tail[] = "/railyard-agent rsh";
 	size_t n = strlen(v), t = sizeof(tail) - 1;
 
-	return v[0] == '/' && n > t && strcmp(v + n - t, tail) == 0 &&
-	       only(v, "/._-+ ", true) && !strstr(v, "..") && strchr(v, ' ') == v + n - 4;
+	return v[0] == '/' && n > t && strcmp(v + n - t, tail) == 0 && only(v, "/._-+ ", true) &&
+	       !strstr(v, "..") && strchr(v, ' ') == v + n - 4;
 }
 
 static bool value_ok(const struct key_rule *k, const char *v, const char *relay,
@@ -207,7 +207,8 @@ int ry_orted_argv_check(const char *const *argv, size_t argc, const char *relay,
 		}
 		ri--;
 		if (seen[ri]) {
-			snprintf(err, errlen, "argument %zu: MCA key %s given twice", i + 1, k->key);
+			snprintf(err, errlen, "argument %zu: MCA key %s given twice", i + 1,
+				 k->key);
 			goto fail;
 		}
 		seen[ri] = true;
@@ -244,11 +245,11 @@ int ry_orted_argv_check(const char *const *argv, size_t argc, const char *relay,
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
 		const char *key = rules[i].key;
 
-		if (!seen[i] && (strcmp(key, "ess_base_jobid") == 0 ||
-				 strcmp(key, "ess_base_vpid") == 0 ||
-				 strcmp(key, "orte_hnp_uri") == 0 ||
-				 strcmp(key, "plm_rsh_no_tree_spawn") == 0 ||
-				 strcmp(key, "plm_rsh_agent") == 0)) {
+		if (!seen[i] &&
+		    (strcmp(key, "ess_base_jobid") == 0 || strcmp(key, "ess_base_vpid") == 0 ||
+		     strcmp(key, "orte_hnp_uri") == 0 ||
+		     strcmp(key, "plm_rsh_no_tree_spawn") == 0 ||
+		     strcmp(key, "plm_rsh_agent") == 0)) {
 			snprintf(err, errlen, "MCA key %s is missing", key);
 			goto fail;
 		}

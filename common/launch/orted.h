@@ -22,11 +22,9 @@
  * (NULL: any absolute path without "..": the controller checks the run's own file). Returns 0
  * and *ret_argv (NULL-terminated; the caller frees it with ry_orted_argv_free()), or
  * -RY_E_INVALID with the reason naming the argument in err, or -ENOMEM. */
-__attribute__((warn_unused_result)) int ry_orted_argv_check(const char *const *argv, size_t argc,
-							    const char *relay,
-							    const char *param_file,
-							    char ***ret_argv, char *err,
-							    size_t errlen);
+__attribute__((warn_unused_result)) int
+ry_orted_argv_check(const char *const *argv, size_t argc, const char *relay, const char *param_file,
+		    char ***ret_argv, char *err, size_t errlen);
 /* Free what ry_orted_argv_check() built. NULL is fine. */
 void ry_orted_argv_free(char **argv);
 

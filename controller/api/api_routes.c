@@ -774,10 +774,11 @@ static void post_collective(struct api_call *c, const json_t *b)
 	json_t *doc = NULL;
 	size_t n_ops = 0;
 
-	static const char *const two_sided[] = {"from", "to", "op", "device", "server_address",
-						"size", "duration_s", "qps", "gid_index", "ib_port",
-						"tclass", "sl", "sweep", "bidir", "check_data",
-						"rdma_cm", NULL};
+	static const char *const two_sided[] = {
+		"from",	   "to",	 "op",	  "device",    "server_address",
+		"size",	   "duration_s", "qps",	  "gid_index", "ib_port",
+		"tclass",  "sl",	 "sweep", "bidir",     "check_data",
+		"rdma_cm", NULL};
 
 	for (size_t i = 0; two_sided[i]; i++) {
 		if (json_object_get(b, two_sided[i])) {
@@ -788,8 +789,7 @@ static void post_collective(struct api_call *c, const json_t *b)
 	}
 	if (!scoped_cluster(c, b, &rq.cluster) ||
 	    api_list(c, b, "nodes", CTL_COLL_NODES_MAX, &nodes, &rq.n_nodes, &nodes_copy) < 0 ||
-	    (json_object_get(b, "ops") &&
-	     api_list(c, b, "ops", 16, &ops, &n_ops, &ops_copy) < 0) ||
+	    (json_object_get(b, "ops") && api_list(c, b, "ops", 16, &ops, &n_ops, &ops_copy) < 0) ||
 	    api_str(c, b, "transport", false, &rq.transport) < 0 ||
 	    api_str(c, b, "backend", false, &rq.backend) < 0 ||
 	    api_str(c, b, "nccl_tests", false, &rq.nccl_tests) < 0 ||
@@ -812,7 +812,8 @@ static void post_collective(struct api_call *c, const json_t *b)
 		ops_text = calloc(1, len + 1);
 		for (size_t i = 0; ops_text && i < n_ops; i++) {
 			if (strchr(ops[i], ',')) {
-				api_error(c, 400, CTL_ERR_INVALID, "ops", "ops: a name with a comma");
+				api_error(c, 400, CTL_ERR_INVALID, "ops",
+					  "ops: a name with a comma");
 				goto out;
 			}
 			if (i)
@@ -839,11 +840,11 @@ out:
 static void post_bench_run(struct api_call *c)
 {
 	static const char *const keys[] = {
-		"cluster",    "from",		"to",	      "kind",  "transport",  "op",
-		"device",     "server_address", "size",	      "iters", "duration_s", "qps",
-		"gid_index",  "ib_port",	"tclass",     "sl",    "sweep",	     "bidir",
-		"check_data", "rdma_cm",	"timeout_ms", "nodes", "ranks_per_node", "backend",
-		"ops", "min_bytes", "max_bytes", "warmup", "nccl_tests", NULL};
+		"cluster",    "from",		"to",	      "kind",	"transport",	  "op",
+		"device",     "server_address", "size",	      "iters",	"duration_s",	  "qps",
+		"gid_index",  "ib_port",	"tclass",     "sl",	"sweep",	  "bidir",
+		"check_data", "rdma_cm",	"timeout_ms", "nodes",	"ranks_per_node", "backend",
+		"ops",	      "min_bytes",	"max_bytes",  "warmup", "nccl_tests",	  NULL};
 	json_t *b = api_body(c, keys), *doc = NULL;
 	struct ctl_bench_request rq = {.kind = "lat",
 				       .transport = "tcp",

@@ -174,7 +174,8 @@ static int coll_ops_json(const char *ops, json_t **ret, struct ctl_error *err)
 			return ctl_error_set(err, -RY_E_INVALID, CTL_ERR_INVALID, "ops",
 					     "%s operation '%.*s' (allreduce, allgather, "
 					     "reducescatter, alltoall, sendrecv)",
-					     twice ? "repeated" : "unknown", (int)(n > 32 ? 32 : n), p);
+					     twice ? "repeated" : "unknown", (int)(n > 32 ? 32 : n),
+					     p);
 		}
 		json_array_append_new(arr, json_stringn(p, n));
 		p += n;
@@ -194,8 +195,8 @@ static int coll_ops_json(const char *ops, json_t **ret, struct ctl_error *err)
 }
 
 /* A number of the request: 0 takes def; otherwise lo..hi, else an error naming field. */
-static int coll_num(int64_t v, int64_t def, int64_t lo, int64_t hi, const char *field,
-		    int64_t *ret, struct ctl_error *err)
+static int coll_num(int64_t v, int64_t def, int64_t lo, int64_t hi, const char *field, int64_t *ret,
+		    struct ctl_error *err)
 {
 	if (v == 0)
 		v = def;
@@ -233,8 +234,8 @@ int ctl_bench_collective_params(struct store *st, const struct ctl_coll_request 
 	    (r = coll_num(rq->min_bytes, 8, 1, 1LL << 34, "min_bytes", &minb, err)) < 0 ||
 	    (r = coll_num(rq->max_bytes, 64LL << 20, 1, 1LL << 34, "max_bytes", &maxb, err)) < 0 ||
 	    (r = coll_num(rq->iters, 20, 1, 100000, "iters", &iters, err)) < 0 ||
-	    (r = coll_num(rq->warmup < 0 ? 0 : rq->warmup, 5, 0, 100000, "warmup", &warmup,
-			  err)) < 0 ||
+	    (r = coll_num(rq->warmup < 0 ? 0 : rq->warmup, 5, 0, 100000, "warmup", &warmup, err)) <
+		    0 ||
 	    (r = coll_num(rq->pair_bytes, 4LL << 20, 1, 1LL << 32, "pair_bytes", &pairb, err)) <
 		    0 ||
 	    (r = coll_num(rq->pair_iters, 10, 1, 100000, "pair_iters", &pairi, err)) < 0)
@@ -307,8 +308,8 @@ int ctl_bench_collective_params(struct store *st, const struct ctl_coll_request 
 	json_decref(p);
 	p = json_pack("{s:s, s:s, s:s, s:O, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, "
 		      "s:{s:s, s:s, s:s}, s:o, s:s}",
-		      "kind", "collective", "transport", rq->transport, "backend", backend,
-		      "hosts", hosts, "ranks_per_node", (json_int_t)rpn, "ops", ops, "min_bytes",
+		      "kind", "collective", "transport", rq->transport, "backend", backend, "hosts",
+		      hosts, "ranks_per_node", (json_int_t)rpn, "ops", ops, "min_bytes",
 		      (json_int_t)minb, "max_bytes", (json_int_t)maxb, "iters", (json_int_t)iters,
 		      "warmup", (json_int_t)warmup, "pair_bytes", (json_int_t)pairb, "pair_iters",
 		      (json_int_t)pairi, "settings", "mpi", CTL_COLL_MPI_SETTINGS, "ucx",
@@ -352,9 +353,10 @@ int ctl_bench_create_collective(struct store *st, const struct ctl_coll_request 
 	snprintf(c.id, sizeof(c.id), "b-%s", hex);
 	{
 		/* One side: the launcher is both client and server (as a GPU check's node). */
-		struct store_bench_new b = {c.id,     "collective",    rq->transport,
-					    launcher, launcher,	       text,
-					    NULL,     rq->timeout_ms, rq->actor ? rq->actor : "admin"};
+		struct store_bench_new b = {
+			c.id,	  "collective",	  rq->transport,
+			launcher, launcher,	  text,
+			NULL,	  rq->timeout_ms, rq->actor ? rq->actor : "admin"};
 
 		r = store_bench_create_new(st, &b, util_now_unix_ms());
 	}

@@ -52,7 +52,7 @@ struct ctl_coll_request {
 #define CTL_COLL_MPI_SETTINGS  "/etc/openmpi/openmpi-mca-params.conf"
 #define CTL_COLL_UCX_SETTINGS  "/etc/ucx/ucx.conf"
 #define CTL_COLL_NCCL_SETTINGS "/etc/nccl.conf"
-#define CTL_COLL_RANKS_MAX 64
+#define CTL_COLL_RANKS_MAX     64
 
 /* The params document of a collective run (docs/bench.md "Collective runs", with a fresh
  * job_token) for rq, its nodes resolved and checked (known, of one cluster, distinct), and the

@@ -400,6 +400,8 @@ static void on_result(struct ctl_server *srv, struct ctl_session *s,
 		goto out;
 	o->verdict = CTL_DONE;
 	msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+	if (!msg) /* a collective's error is its message */
+		msg = json_string_value(json_object_get(doc, "error"));
 	/* A node that is both sides (a loopback) says which one reports; otherwise its node
 	 * does, and a role that contradicts it is refused. */
 	client = strcmp(node_id, b->client_node) == 0;

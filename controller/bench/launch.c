@@ -168,8 +168,8 @@ static void on_request(struct ctl_server *srv, struct ctl_session *s,
 	tok = json_string_value(json_object_get(p, "job_token"));
 	if (!tok || !hex64(m->token) || strlen(tok) != 64 ||
 	    CRYPTO_memcmp(tok, m->token, 64) != 0) {
-		refuse(srv, o, node, m->request_id, m->bench_id,
-		       "launch for %s: wrong job token", m->bench_id);
+		refuse(srv, o, node, m->request_id, m->bench_id, "launch for %s: wrong job token",
+		       m->bench_id);
 		goto out;
 	}
 	json_array_foreach(json_object_get(p, "hosts"), i, h)
@@ -278,6 +278,7 @@ int ctl_launch_register(struct ctl_engine *e)
 	int r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_LAUNCH_REQUEST, on_request);
 
 	if (r >= 0)
-		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_LAUNCH_STATUS, on_status);
+		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_LAUNCH_STATUS,
+				      on_status);
 	return r;
 }

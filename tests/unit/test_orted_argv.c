@@ -18,15 +18,50 @@
 #define MCAF  "/etc/openmpi/openmpi-mca-params.conf"
 
 /* What mpirun passed after the host name (seen with a stand-in agent, Open MPI 4.1.4). */
-static const char *good[] = {
-	" orted", "--daemonize", "-mca", "ess", "\"env\"", "-mca", "ess_base_jobid",
-	"\"1894121472\"", "-mca", "ess_base_vpid", "1", "-mca", "ess_base_num_procs", "\"3\"",
-	"-mca", "orte_node_regex", "\"vm,n-a,n-b@0(3)\"", "-mca", "orte_hnp_uri",
-	"\"1894121472.0;tcp://192.0.2.2:40571;tcp6://[fd00::2]:47277\"", "--mca",
-	"plm_rsh_no_tree_spawn", "\"1\"", "--mca", "pml", "\"ob1\"", "--mca", "btl",
-	"\"tcp,self,vader\"", "--mca", "mca_base_param_files", "\"" MCAF "\"", "-mca", "plm",
-	"\"rsh\"", "-mca", "plm_rsh_agent", "\"" RELAY "\"", "-mca", "hwloc_base_binding_policy",
-	"\"none\"", "-mca", "pmix", "\"^s1,s2,cray,isolated\""};
+static const char *good[] = {" orted",
+			     "--daemonize",
+			     "-mca",
+			     "ess",
+			     "\"env\"",
+			     "-mca",
+			     "ess_base_jobid",
+			     "\"1894121472\"",
+			     "-mca",
+			     "ess_base_vpid",
+			     "1",
+			     "-mca",
+			     "ess_base_num_procs",
+			     "\"3\"",
+			     "-mca",
+			     "orte_node_regex",
+			     "\"vm,n-a,n-b@0(3)\"",
+			     "-mca",
+			     "orte_hnp_uri",
+			     "\"1894121472.0;tcp://192.0.2.2:40571;tcp6://[fd00::2]:47277\"",
+			     "--mca",
+			     "plm_rsh_no_tree_spawn",
+			     "\"1\"",
+			     "--mca",
+			     "pml",
+			     "\"ob1\"",
+			     "--mca",
+			     "btl",
+			     "\"tcp,self,vader\"",
+			     "--mca",
+			     "mca_base_param_files",
+			     "\"" MCAF "\"",
+			     "-mca",
+			     "plm",
+			     "\"rsh\"",
+			     "-mca",
+			     "plm_rsh_agent",
+			     "\"" RELAY "\"",
+			     "-mca",
+			     "hwloc_base_binding_policy",
+			     "\"none\"",
+			     "-mca",
+			     "pmix",
+			     "\"^s1,s2,cray,isolated\""};
 #define NGOOD (sizeof(good) / sizeof(good[0]))
 
 /* good with argument i replaced by v (i == NGOOD: v appended). */
@@ -92,8 +127,7 @@ static void test_refused(void **state)
 	assert_int_equal(check_with(NGOOD, "-mca", RELAY, err, sizeof(err)), -RY_E_INVALID);
 	assert_non_null(strstr(err, "without KEY VALUE"));
 	/* An unknown key: one that would start another program. */
-	assert_int_equal(check_with(6, "orte_fork_agent", RELAY, err, sizeof(err)),
-			 -RY_E_INVALID);
+	assert_int_equal(check_with(6, "orte_fork_agent", RELAY, err, sizeof(err)), -RY_E_INVALID);
 	assert_non_null(strstr(err, "argument 6: MCA key 'orte_fork_agent' is not allowed"));
 	/* Tree spawn on: an orted would launch the others itself. */
 	assert_int_equal(check_with(22, "\"0\"", RELAY, err, sizeof(err)), -RY_E_INVALID);

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Integration: a collective run launched through the agents, without SSH (docs/bench.md,
+# "Launching collectives without SSH"). A controller and three agents on this host; `railyard
+# bench run --kind collective` runs an MPI program (mpi_hello, standing in for railyard-coll)
+# whose every rank runs under an orted that an agent started, with no ssh on the agents' PATH.
+# Then, while a run holds, a fake launcher asks the launcher's socket for what the relay must
+# refuse: another binary, an extra argument, an unknown key, a host launched already, a node
+# outside the job, a wrong token, and the token again after the run ended.
+. "$(dirname "$0")/lib.sh"
+
+HELLO=$BUILD/tests/integration/mpi_hello
+[ -x "$HELLO" ] && [ -x /usr/bin/mpirun ] && [ -x /usr/bin/orted ] ||
+	{ echo "skip: Open MPI (mpirun, orted, mpicc) is not installed"; exit 77; }
+
+# The agents' PATH: Open MPI's programs and the basics, and no ssh or rsh anywhere on it.
+mkdir -p "$T/bin"
+for p in mpirun orted orterun hostname sh cat; do
+	[ -e "/usr/bin/$p" ] && ln -s "/usr/bin/$p" "$T/bin/$p"
+done
+check "no ssh on the agents' PATH" bash -c "PATH='$T/bin' command -v ssh rsh >/dev/null; [ \$? -ne 0 ]"
+
+# The program the launcher's agent runs: mpi_hello, holding while $T/hold exists.
+cat >"$T/coll.sh" <<EOS
+#!/bin/sh
+if [ -e "$T/hold" ]; then exec "$HELLO" --hold "$T/hold" "\$@"; fi
+exec "$HELLO" "\$@"
+EOS
+chmod +x "$T/coll.sh"
+
+"$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
+start_controller --heartbeat-interval 300ms
+new_token 4
+enroll a "$FIXTURES/h200-ib" || die "enroll a"
+enroll b "$FIXTURES/h200-ib-2" || die "enroll b"
+enroll c "$FIXTURES/h200-roce" || die "enroll c"
+enroll d "$FIXTURES/h200-degraded" || die "enroll d"
+for n in a b c; do echo "coll_program = $T/coll.sh" >>"$T/$n/agent.conf"; done
+for n in a b c; do
+	PATH="$T/bin" "$AGENT" run --state-dir "$T/$n" --sysroot "$FIXTURES/h200-ib" \
+		--reconnect-max 1s >>"$T/$n.log" 2>&1 &
+	AGENT_PID[$n]=$!
+	PIDS+=("$!")
+done
+check "agents online" wait_for 20 count_is online 3
+id_of() { node_field "$1" id; }
+A=$(id_of gpu-node-01) B=$(id_of gpu-node-04) C=$(id_of gpu-node-02) D=$(id_of gpu-node-03)
+check "socket made 0600 in the state directory" test "$(stat -c %a "$T/a/launch.sock")" = 600
+
+coll() { "$RY" bench run --state-dir "$T/ctl" --kind collective "$@"; }
+
+# Refusals of the order itself, before anything is stored.
+refused coll --nodes gpu-node-01 --timeout 20s >"$T/one.out" 2>&1
+check "one node is refused, naming nodes" grep -q "nodes" "$T/one.out"
+refused coll --nodes gpu-node-01,gpu-node-01 --timeout 20s >"$T/twice.out" 2>&1
+check "a node twice is refused" grep -q "named twice" "$T/twice.out"
+refused coll --nodes gpu-node-01,gpu-node-04 --ops allreduce,bogus --timeout 20s >"$T/ops.out" 2>&1
+check "an unknown op is refused, naming it" grep -q "unknown operation 'bogus'" "$T/ops.out"
+
+# The run, for real, through the relay. One rank per "node": the three share this host, and
+# Open MPI's shared-memory transport (vader) names its segments by host name and local rank, so
+# two local ranks on each of them would map one another's segments.
+coll --nodes gpu-node-01,gpu-node-04,gpu-node-02 --timeout 60s --json \
+	>"$T/run.json" 2>"$T/run.err"
+check "the collective run succeeds" test $? -eq 0 || { cat "$T/run.err"; tail -30 "$T/a.log"; }
+check "3 ranks, allreduce of the ranks right" jqt '.result.coll.ranks == 3 and
+	.result.coll.sum == 3' "$T/run.json"
+check "rank order is the order of --nodes" jqt --arg a "$A" --arg b "$B" --arg c "$C" \
+	'[.result.coll.procs[].node] == [$a,$b,$c]' "$T/run.json"
+check "every rank's parent is an orted" jqt \
+	'[.result.coll.procs[] | select(.parent_comm == "orted")] | length == 3' "$T/run.json"
+check "every orted's parent is the agent of the rank's node" jqt \
+	--argjson pa "${AGENT_PID[a]}" --argjson pb "${AGENT_PID[b]}" --argjson pc "${AGENT_PID[c]}" \
+	--arg a "$A" --arg b "$B" --arg c "$C" \
+	'[.result.coll.procs[] | select((.node == $a and .grandparent == $pa) or
+	  (.node == $b and .grandparent == $pb) or (.node == $c and .grandparent == $pc))] |
+	 length == 3' "$T/run.json"
+check "three daemons launched, through the relay" jqt '.result.launch.daemons == 3 and
+	.result.launch.mca.plm_rsh_no_tree_spawn == "1" and
+	(.result.launch.mca.plm_rsh_agent | endswith("railyard-agent rsh"))' "$T/run.json"
+check "the tcp baseline's settings" jqt '.result.launch.mca.pml == "ob1" and
+	.result.launch.mca.btl == "tcp,self,vader"' "$T/run.json"
+check "params: launcher first, hosts in rank order, defaults" jqt --arg a "$A" \
+	'.client_node == $a and .server_node == $a and .params.hosts[0].node == $a and
+	 (.params.hosts | length) == 3 and .params.ranks_per_node == 1 and
+	 .params.settings.ucx == "/etc/ucx/ucx.conf"' "$T/run.json"
+check "the job token is never shown" jqt '.params | has("job_token") | not' "$T/run.json"
+RUN=$(jq -r .id "$T/run.json")
+check "nor in the list" bash -c "! '$RY' bench list --json --state-dir '$T/ctl' | grep -q job_token"
+check "each agent started one orted for it" bash -c "grep -q 'bench $RUN: orted started' '$T/a.log' &&
+	grep -q 'bench $RUN: orted started' '$T/b.log' && grep -q 'bench $RUN: orted started' '$T/c.log'"
+
+# A run that holds, attacked through the launcher's socket with the job's own token.
+touch "$T/hold"
+coll --nodes gpu-node-01,gpu-node-04,gpu-node-02 --timeout 60s --no-wait >"$T/hold.out" 2>&1
+HOLD=$(sed -n 's/^bench \(b-[0-9a-f]*\):.*/\1/p' "$T/hold.out")
+check "the holding run started" test -n "$HOLD"
+check "its three daemons are up" wait_for 30 bash -c \
+	"[ \$(grep -c 'bench $HOLD: orted started' '$T/a.log' '$T/b.log' '$T/c.log' | awk -F: '{s+=\$2} END {print s}') -eq 3 ]"
+MPIRUN=$(pgrep -P "${AGENT_PID[a]}" -x mpirun | head -1)
+check "mpirun runs under the launcher's agent" test -n "$MPIRUN"
+TOK=$(tr '\0' '\n' <"/proc/$MPIRUN/environ" | sed -n 's/^RAILYARD_JOB_TOKEN=//p')
+check "the job's token is in mpirun's environment" test ${#TOK} -eq 64
+orteds() { pgrep -c -x orted -P "${AGENT_PID[a]},${AGENT_PID[b]},${AGENT_PID[c]}"; }
+before=$(orteds)
+rsh() { # rsh TOKEN HOST ARGS...: the fake launcher
+	local tok=$1; shift
+	RAILYARD_JOB=$HOLD RAILYARD_JOB_TOKEN=$tok RAILYARD_LAUNCH_SOCK=$T/a/launch.sock \
+		"$AGENT" rsh "$@"
+}
+good=(" orted" --daemonize -mca ess '"env"' -mca ess_base_jobid '"1"' -mca ess_base_vpid 1
+	-mca ess_base_num_procs '"4"' -mca orte_hnp_uri '"1.0;tcp://127.0.0.1:9"'
+	--mca plm_rsh_no_tree_spawn '"1"' -mca plm '"rsh"' -mca plm_rsh_agent "\"$AGENT rsh\"")
+refusal() { # refusal NAME REASON TOKEN HOST ARGS...
+	local name=$1 why=$2; shift 2
+	rsh "$@" >"$T/rsh.out" 2>&1; local rc=$?
+	check "$name: refused (exit $rc), saying why" bash -c \
+		"[ $rc -eq 1 ] && grep -q -- '$why' '$T/rsh.out'" || cat "$T/rsh.out"
+}
+refusal "another binary" "only orted may be started" "$TOK" "$B" /bin/sh -c id
+refusal "an extra argument" "not -mca KEY VALUE" "$TOK" "$B" "${good[@]}" --debug
+refusal "an unknown key" "orte_fork_agent. is not allowed" "$TOK" "$B" "${good[@]}" \
+	-mca orte_fork_agent '"/bin/sh"'
+refusal "a host launched already (a replayed token)" "launched already" "$TOK" "$B" "${good[@]}"
+refusal "a node outside the job" "is not a node of the job" "$TOK" "$D" "${good[@]}"
+refusal "a wrong token" "wrong job token" "$(printf '%064d' 0)" "$B" "${good[@]}"
+check "nothing was started" test "$(orteds)" = "$before"
+rm -f "$T/hold"
+check "the holding run succeeds once released" wait_for 30 bash -c \
+	"'$RY' bench show $HOLD --json --state-dir '$T/ctl' | jq -e '.state == \"succeeded\"' >/dev/null"
+refusal "the token after the run ended" "the run is succeeded" "$TOK" "$C" "${good[@]}"
+"$RY" audit --json --limit 200 --state-dir "$T/ctl" >"$T/audit.json" 2>&1
+check "the refusals are audited (report.refuse, LaunchRequest)" jqt '[.items[] |
+	select(.action == "report.refuse" and (tostring | test("LaunchRequest: launch for")))] |
+	length >= 1' "$T/audit.json" || head -c 1500 "$T/audit.json"
+check "the controller logged each of the 7 refusals" test \
+	"$(grep -c "launch refused to $A" "$T/controller.log")" -ge 7
+no_orted() { [ "$(orteds)" = 0 ]; }
+check "no orted left over" wait_for 10 no_orted
+finish
