@@ -167,13 +167,14 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 {
 	const char *mpirun = conf->mpirun ? conf->mpirun : "/usr/bin/mpirun";
 	const char *transport = pstr(params, "transport", ""), *relay = agent_launch_relay();
-	const char *token = pstr(params, "job_token", ""), *backend = pstr(params, "backend", "mpi");
+	const char *token = pstr(params, "job_token", ""),
+		   *backend = pstr(params, "backend", "mpi");
 	const json_t *settings = json_object_get(params, "settings"), *h, *op;
 	json_t *mpi = NULL, *ucx = NULL, *mca = json_object(), *env = json_array(), *doc = NULL;
 	char program[4096], *out = NULL, err[ERR_TAIL + 1] = "", hosts[16384] = "", why[512];
-	char env_job[128], env_tok[128], env_sock[256], env_path[1024];
-	char *envp[] = {env_job, env_tok, env_sock, env_path, (char *)"LANG=C", NULL};
-	const char *path = getenv("PATH"), *key;
+	char env_job[128], env_tok[128], env_sock[256], env_path[1024], env_tmp[1024];
+	char *envp[] = {env_job, env_tok, env_sock, env_path, (char *)"LANG=C", NULL, NULL};
+	const char *path = getenv("PATH"), *tmp = getenv("TMPDIR"), *key;
 	long long rpn = pint(params, "ranks_per_node", 1);
 	size_t outlen = 0, errlen = 0, i, hlen = 0;
 	int64_t t0 = util_now_mono_ms(), deadline = t0 + deadline_ms, killed = 0;
@@ -191,7 +192,7 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 	if (!relay || !mca || !env || strlen(token) != 64 || rpn < 1 || rpn > 64 ||
 	    (strcmp(transport, "tcp") != 0 && strcmp(transport, "verbs") != 0)) {
 		snprintf(why, sizeof(why), "%s",
-			 !relay		     ? "this agent's own path is unknown"
+			 !relay		       ? "this agent's own path is unknown"
 			 : strlen(token) != 64 ? "the run has no job token"
 					       : "transport or ranks_per_node out of range");
 		goto out;
@@ -256,17 +257,16 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 		char ops[256] = "";
 		size_t olen = 0;
 
-		json_array_foreach(json_object_get(params, "ops"), i, op)
-			olen += (size_t)snprintf(ops + olen, olen < sizeof(ops) ? sizeof(ops) - olen : 0,
-						 "%s%s", i ? "," : "",
-						 json_string_value(op) ? json_string_value(op) : "");
+		json_array_foreach(json_object_get(params, "ops"), i, op) olen += (size_t)snprintf(
+			ops + olen, olen < sizeof(ops) ? sizeof(ops) - olen : 0, "%s%s",
+			i ? "," : "", json_string_value(op) ? json_string_value(op) : "");
 		add(&a, "--ops");
 		add(&a, "%s", ops);
 	}
 	{
 		static const char *const nums[][2] = {
-			{"min_bytes", "--min-bytes"}, {"max_bytes", "--max-bytes"},
-			{"iters", "--iters"},	      {"warmup", "--warmup"},
+			{"min_bytes", "--min-bytes"},	{"max_bytes", "--max-bytes"},
+			{"iters", "--iters"},		{"warmup", "--warmup"},
 			{"pair_bytes", "--pair-bytes"}, {"pair_iters", "--pair-iters"}};
 
 		for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++) {
@@ -287,6 +287,10 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 	snprintf(env_sock, sizeof(env_sock), AGENT_LAUNCH_ENV_SOCK "=%s", conf->sock_path);
 	snprintf(env_path, sizeof(env_path), "PATH=%s",
 		 path && !util_has_control(path) ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+	if (tmp && tmp[0] == '/' && !util_has_control(tmp) && strlen(tmp) < 1000) {
+		snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+		envp[5] = env_tmp;
+	}
 	out = malloc(OUT_MAX + 1);
 	if (!out || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
 		snprintf(why, sizeof(why), "cannot start mpirun: %s", strerror(errno));
@@ -335,7 +339,8 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 	out[outlen] = '\0';
 	err[errlen] = '\0';
 	if (!why[0] && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-		snprintf(why, sizeof(why), "mpirun %s %d", WIFEXITED(status) ? "exited" : "killed by signal",
+		snprintf(why, sizeof(why), "mpirun %s %d",
+			 WIFEXITED(status) ? "exited" : "killed by signal",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	doc = why[0] ? NULL : last_doc(out);
 	if (!why[0] && !doc)
@@ -347,10 +352,10 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 		agent_launch_stats(conf->launch, bench_id, &daemons, &last);
 		*ret_result = json_pack(
 			"{s:s, s:b, s:s, s:s, s:O, s:{s:s, s:O, s:O, s:i, s:I}, s:{s:O, s:O}}",
-			"kind", "collective", "ok", true, "transport", transport, "backend", backend,
-			"coll", doc, "launch", "mpirun", mpirun, "mca", mca, "env", env, "daemons",
-			(int)daemons, "launch_ms", (json_int_t)(last ? last - t0 : 0), "settings",
-			"mpi", mpi ? mpi : json_null(), "ucx", ucx ? ucx : json_null());
+			"kind", "collective", "ok", true, "transport", transport, "backend",
+			backend, "coll", doc, "launch", "mpirun", mpirun, "mca", mca, "env", env,
+			"daemons", (int)daemons, "launch_ms", (json_int_t)(last ? last - t0 : 0),
+			"settings", "mpi", mpi ? mpi : json_null(), "ucx", ucx ? ucx : json_null());
 		ok = *ret_result != NULL;
 		if (!ok)
 			snprintf(why, sizeof(why), "out of memory");
@@ -362,7 +367,8 @@ out:
 		if (*ret_result && err[0] && util_has_control(err)) {
 			char *safe = util_escape(err, true);
 
-			json_object_set_new(*ret_result, "stderr_tail", json_string(safe ? safe : ""));
+			json_object_set_new(*ret_result, "stderr_tail",
+					    json_string(safe ? safe : ""));
 			free(safe);
 		}
 	} else {

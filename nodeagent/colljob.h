@@ -13,9 +13,9 @@ struct agent_launch;
 
 /* What the agent was configured with (borrowed; NULL: the defaults). */
 struct agent_coll_conf {
-	const char *mpirun;	  /* /usr/bin/mpirun */
-	const char *coll_program; /* railyard-coll beside the agent */
-	const char *sock_path;	  /* <state dir>/launch.sock */
+	const char *mpirun;	     /* /usr/bin/mpirun */
+	const char *coll_program;    /* railyard-coll beside the agent */
+	const char *sock_path;	     /* <state dir>/launch.sock */
 	struct agent_launch *launch; /* counts the daemons launched */
 };
 

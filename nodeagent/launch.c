@@ -143,8 +143,8 @@ static void queue_locked(struct agent_launch *l, Railyard__V1__AgentMessage *m)
 	l->nqueue++;
 }
 
-void agent_launch_flush(struct agent_launch *l, int (*send)(void *ud, Railyard__V1__AgentMessage *m),
-			void *ud)
+void agent_launch_flush(struct agent_launch *l,
+			int (*send)(void *ud, Railyard__V1__AgentMessage *m), void *ud)
 {
 	struct queued q[QUEUE_MAX];
 	size_t n;
@@ -185,7 +185,8 @@ static void answer(int fd, bool ok, const char *message)
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	/* MSG_NOSIGNAL: an rsh that left (mpirun killed it) must not take the agent with it. */
-	if (text && send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT) < (ssize_t)strlen(text))
+	if (text &&
+	    send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT) < (ssize_t)strlen(text))
 		log_debug("launch: the rsh left before its answer");
 	free(text);
 	json_decref(o);
@@ -280,9 +281,9 @@ static void status_locked(struct agent_launch *l, const char *bench_id, uint64_t
 void agent_launch_on_order(struct agent_launch *l, const Railyard__V1__LaunchOrder *m)
 {
 	const char *relay = agent_launch_relay();
-	char err[300] = "", **argv = NULL, env_node[128], env_path[1024];
-	char *envp[] = {env_path, (char *)"LANG=C", env_node, NULL};
-	const char *path = getenv("PATH");
+	char err[300] = "", **argv = NULL, env_node[128], env_path[1024], env_tmp[1024];
+	char *envp[] = {env_path, (char *)"LANG=C", env_node, NULL, NULL};
+	const char *path = getenv("PATH"), *tmp = getenv("TMPDIR");
 	struct daemon *d = NULL;
 	bool seen = false;
 	pid_t pid = 0;
@@ -324,6 +325,12 @@ void agent_launch_on_order(struct agent_launch *l, const Railyard__V1__LaunchOrd
 	snprintf(env_path, sizeof(env_path), "PATH=%s",
 		 path && !util_has_control(path) ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
 	snprintf(env_node, sizeof(env_node), "RAILYARD_NODE=%s", l->node_id);
+	/* The agent's TMPDIR, when it has one: where Open MPI makes its session directory (and
+	 * the shared-memory segments in it). */
+	if (tmp && tmp[0] == '/' && !util_has_control(tmp) && strlen(tmp) < 1000) {
+		snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+		envp[3] = env_tmp;
+	}
 	r = agent_spawn_group(l->orted, argv, envp, -1, -1, &pid);
 	if (r < 0) {
 		snprintf(err, sizeof(err), "%s: %s", l->orted, ry_strerror(r));
@@ -449,9 +456,8 @@ static void take_request(struct agent_launch *l, int fd)
 	host = json_string_value(json_object_get(o, "host"));
 	argv = json_object_get(o, "argv");
 	n = json_array_size(argv);
-	if (!bench || !token || !host || !json_is_array(argv) || n == 0 ||
-	    n > RY_ORTED_ARGS_MAX || strlen(bench) > 64 || strlen(token) > 64 ||
-	    strlen(host) > 255) {
+	if (!bench || !token || !host || !json_is_array(argv) || n == 0 || n > RY_ORTED_ARGS_MAX ||
+	    strlen(bench) > 64 || strlen(token) > 64 || strlen(host) > 255) {
 		answer(fd, false, "a malformed launch request");
 		goto out;
 	}
@@ -622,13 +628,15 @@ int agent_rsh_main(int argc, char **argv)
 	int fd = -1, rc = 1;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: railyard-agent rsh HOST COMMAND [ARGS...]\n"
-				"(Open MPI's plm_rsh_agent within a collective run of the agent)\n");
+		fprintf(stderr,
+			"usage: railyard-agent rsh HOST COMMAND [ARGS...]\n"
+			"(Open MPI's plm_rsh_agent within a collective run of the agent)\n");
 		return 2;
 	}
 	if (!job || !token || !sock || strlen(sock) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "railyard-agent rsh: %s, %s and %s must be set (it runs under a "
-				"collective run's mpirun)\n",
+		fprintf(stderr,
+			"railyard-agent rsh: %s, %s and %s must be set (it runs under a "
+			"collective run's mpirun)\n",
 			AGENT_LAUNCH_ENV_JOB, AGENT_LAUNCH_ENV_TOKEN, AGENT_LAUNCH_ENV_SOCK);
 		return 1;
 	}
@@ -675,9 +683,8 @@ int agent_rsh_main(int argc, char **argv)
 	if (json_is_true(json_object_get(ans, "ok"))) {
 		rc = 0;
 	} else {
-		char *safe = util_escape(json_string_value(json_object_get(ans, "message"))
-						 ?: "refused",
-					 false);
+		char *safe = util_escape(
+			json_string_value(json_object_get(ans, "message")) ?: "refused", false);
 
 		fprintf(stderr, "railyard-agent rsh: launch on %s refused: %s\n", argv[1],
 			safe ? safe : "refused");

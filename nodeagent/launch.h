@@ -47,8 +47,8 @@ const char *agent_launch_relay(void);
 
 /* Session thread, once welcomed: send what waits (send: < 0 when the stream failed; what was
  * not sent is dropped by agent_launch_disconnected() when the session ends). */
-void agent_launch_flush(struct agent_launch *l, int (*send)(void *ud, Railyard__V1__AgentMessage *m),
-			void *ud);
+void agent_launch_flush(struct agent_launch *l,
+			int (*send)(void *ud, Railyard__V1__AgentMessage *m), void *ud);
 /* Is something waiting to be sent or answered? (the session polls briskly then) */
 bool agent_launch_busy(struct agent_launch *l);
 /* The session ended: what waits to be sent is dropped and every waiting rsh is told so. */

@@ -27,7 +27,8 @@ static int proc_parent(int pid, char *comm, size_t len)
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
-	if (fgets(buf, sizeof(buf), f) && (open = strchr(buf, '(')) && (close = strrchr(buf, ')'))) {
+	if (fgets(buf, sizeof(buf), f) && (open = strchr(buf, '(')) &&
+	    (close = strrchr(buf, ')'))) {
 		if (comm)
 			snprintf(comm, len, "%.*s", (int)(close - open - 1), open + 1);
 		if (sscanf(close + 2, "%*c %d", &ppid) != 1)
@@ -67,7 +68,8 @@ int main(int argc, char **argv)
 		       "\"procs\": [",
 		       size, sum, size * (size - 1) / 2);
 		for (int i = 0; i < size; i++)
-			printf("%s{\"rank\": %d, \"node\": \"%s\", \"parent\": %d, \"parent_comm\": "
+			printf("%s{\"rank\": %d, \"node\": \"%s\", \"parent\": %d, "
+			       "\"parent_comm\": "
 			       "\"%s\", \"grandparent\": %d}",
 			       i ? ", " : "", i, all[i].node, all[i].parent, all[i].parent_comm,
 			       all[i].grandparent);
