@@ -1,8 +1,8 @@
 /* The controller's services called directly over a temporary store, as a front end would: the
  * tokens-and-audit service (API tokens, enrollment tokens, the audit log), the health reads and
- * the backup and restore entry points, and the nodes and playbooks services, and the collective
- * bench runs (params, refusals, the job token kept from the documents). Each test opens a fresh
- * state directory holding only controller.db. */
+ * the backup and restore entry points, the nodes and playbooks services, and collective bench
+ * runs (params, refusals, the job token kept out of the documents). Each test opens a fresh state
+ * directory holding only controller.db. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
