@@ -130,6 +130,9 @@ refusal() { # refusal NAME REASON TOKEN HOST ARGS...
 	check "$name: refused (exit $rc), saying why" bash -c \
 		"[ $rc -eq 1 ] && grep -q -- '$why' '$T/rsh.out'" || cat "$T/rsh.out"
 }
+env -u RAILYARD_JOB "$AGENT" rsh "$B" " orted" >"$T/rsh.out" 2>&1; rc=$?
+check "rsh outside a run: exit 1 (exit $rc), naming what it lacks" bash -c \
+	"[ $rc -eq 1 ] && grep -q 'RAILYARD_JOB, RAILYARD_JOB_TOKEN and RAILYARD_LAUNCH_SOCK must be set' '$T/rsh.out'"
 refusal "another binary" "only orted may be started" "$TOK" "$B" /bin/sh -c id
 refusal "an extra argument" "not -mca KEY VALUE" "$TOK" "$B" "${good[@]}" --debug
 refusal "an unknown key" "orte_fork_agent. is not allowed" "$TOK" "$B" "${good[@]}" \
