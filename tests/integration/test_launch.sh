@@ -140,6 +140,11 @@ refusal "an unknown key" "orte_fork_agent. is not allowed" "$TOK" "$B" "${good[@
 refusal "a host launched already (a replayed token)" "launched already" "$TOK" "$B" "${good[@]}"
 refusal "a node outside the job" "is not a node of the job" "$TOK" "$D" "${good[@]}"
 refusal "a wrong token" "wrong job token" "$(printf '%064d' 0)" "$B" "${good[@]}"
+# Another node's agent with the right token: only the run's launcher may ask.
+RAILYARD_JOB=$HOLD RAILYARD_JOB_TOKEN=$TOK RAILYARD_LAUNCH_SOCK=$T/b/launch.sock \
+	"$AGENT" rsh "$C" "${good[@]}" >"$T/rsh.out" 2>&1; rc=$?
+check "a node that is not the launcher: refused (exit $rc)" bash -c \
+	"[ $rc -eq 1 ] && grep -q 'node $B is not its launcher' '$T/rsh.out'" || cat "$T/rsh.out"
 check "nothing was started" test "$(orteds)" = "$before"
 rm -f "$T/hold"
 check "the holding run succeeds once released" wait_for 30 bash -c \
