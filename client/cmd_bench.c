@@ -77,6 +77,23 @@ static void print_results(const json_t *res)
 	}
 }
 
+/* A collective's figures: one line per operation and size, as nccl-tests prints them. */
+static void print_coll(const json_t *res)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(res, "coll"), "results"), i, r)
+		util_fprintf_safe(stdout,
+				  "  %-14s %10lld B  %10.2f us  algbw %8.3f GB/s  busbw %8.3f GB/s"
+				  "  wrong %lld\n",
+				  rc_str(r, "op", "?"), JINT(r, "bytes"),
+				  json_number_value(json_object_get(r, "time_us")),
+				  json_number_value(json_object_get(r, "algbw_gbs")),
+				  json_number_value(json_object_get(r, "busbw_gbs")),
+				  JINT(r, "wrong"));
+}
+
 static int print_run(const struct rc *rc, const json_t *b)
 {
 	const char *error = rc_str(b, "error", NULL);
@@ -87,7 +104,10 @@ static int print_run(const struct rc *rc, const json_t *b)
 			  rc_str(b, "kind", "?"), rc_str(b, "transport", "?"),
 			  rc_str(b, "client_node", "?"), rc_str(b, "server_node", "?"),
 			  rc_str(b, "state", "?"), error ? ": " : "", error ? error : "");
-	print_results(json_object_get(b, "result"));
+	if (strcmp(rc_str(b, "kind", ""), "collective") == 0)
+		print_coll(json_object_get(b, "result"));
+	else
+		print_results(json_object_get(b, "result"));
 	return 0;
 }
 

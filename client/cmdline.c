@@ -137,7 +137,8 @@ static const struct util_option_help option_help[] = {
 	{"--no-wait", "return once it is started, without following it"},
 	{"--node", "render for this node (ID or host name), with its facts"},
 	{"--nodes", "the nodes it acts on: a selector of host names or ids, globs, ! to exclude "
-		    "(default: the cluster's)"},
+		    "(default: the cluster's); bench run --kind collective: A,B,C in rank order, "
+		    "the first launches"},
 	{"--once", "print what runs now, then exit"},
 	{"--op", "send, write or read (verbs)"},
 	{"--pause", "the wait between batches (a duration: 30s)"},

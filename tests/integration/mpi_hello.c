@@ -54,7 +54,10 @@ int main(int argc, char **argv)
 	me.parent = (int)getppid();
 	me.grandparent = proc_parent(me.parent, me.parent_comm, sizeof(me.parent_comm));
 	fprintf(stderr, "mpi_hello: rank %d of %d on %s\n", rank, size, me.node);
+	double t0 = MPI_Wtime(), us;
+
 	MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	us = (MPI_Wtime() - t0) * 1e6;
 	if (rank == 0)
 		all = calloc((size_t)size, sizeof(*all));
 	MPI_Gather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -73,7 +76,13 @@ int main(int argc, char **argv)
 			       "\"%s\", \"grandparent\": %d}",
 			       i ? ", " : "", i, all[i].node, all[i].parent, all[i].parent_comm,
 			       all[i].grandparent);
-		printf("]}\n");
+		/* One row shaped like railyard-coll's (nccl-tests' definitions: algbw = bytes /
+		 * time, busbw = algbw x 2(n-1)/n). */
+		printf("], \"results\": [{\"op\": \"allreduce\", \"bytes\": 4, \"count\": 1, "
+		       "\"time_us\": %.3f, \"algbw_gbs\": %.6f, \"busbw_gbs\": %.6f, \"wrong\": "
+		       "%d}]}\n",
+		       us, 4 / us / 1e3, 4 / us / 1e3 * 2 * (size - 1) / size,
+		       sum == size * (size - 1) / 2 ? 0 : 1);
 		fflush(stdout);
 		free(all);
 	}

@@ -99,6 +99,9 @@ check "params: launcher first, hosts in rank order, defaults" jqt --arg a "$A" \
 	 .params.settings.ucx == "/etc/ucx/ucx.conf"' "$T/run.json"
 check "the job token is never shown" jqt '.params | has("job_token") | not' "$T/run.json"
 RUN=$(jq -r .id "$T/run.json")
+"$RY" bench show "$RUN" --state-dir "$T/ctl" >"$T/show.out" 2>&1
+check "bench show prints the collective's rows" grep -q "allreduce .* busbw .* wrong 0" "$T/show.out" ||
+	cat "$T/show.out"
 check "nor in the list" bash -c "! '$RY' bench list --json --state-dir '$T/ctl' | grep -q job_token"
 check "each agent started one orted for it" bash -c "grep -q 'bench $RUN: orted started' '$T/a.log' &&
 	grep -q 'bench $RUN: orted started' '$T/b.log' && grep -q 'bench $RUN: orted started' '$T/c.log'"
