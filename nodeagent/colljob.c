@@ -162,6 +162,53 @@ static json_t *last_doc(char *out)
 	return doc;
 }
 
+int agent_nccl_tests_parse(const char *text, json_t **ret)
+{
+	json_t *doc =
+		json_pack("{s:s, s:i, s:s, s:s, s:[]}", "program", "nccl-tests all_reduce_perf",
+			  "version", 1, "backend", "nccl", "redop", "sum", "results");
+	json_t *rows = json_object_get(doc, "results");
+	const char *p = text;
+	int ranks = 0;
+
+	if (!doc)
+		return -ENOMEM;
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		char line[512], type[32], redop[32], wrong[32];
+		long long size, count, root;
+		double t, algbw, busbw;
+
+		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1),
+			 p);
+		p = nl ? nl + 1 : NULL;
+		if (strncmp(line, "#  Rank", 7) == 0) {
+			ranks++;
+			continue;
+		}
+		if (line[0] == '#' ||
+		    sscanf(line, "%lld %lld %31s %31s %lld %lf %lf %lf %31s", &size, &count, type,
+			   redop, &root, &t, &algbw, &busbw, wrong) != 9 ||
+		    size < 0 || count < 0 || !(t >= 0) || !(algbw >= 0) || !(busbw >= 0))
+			continue;
+		json_array_append_new(
+			rows,
+			json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "op", "allreduce", "bytes",
+				  (json_int_t)size, "count", (json_int_t)count, "time_us", t,
+				  "algbw_gbs", algbw, "busbw_gbs", busbw, "wrong",
+				  (json_int_t)(strcmp(wrong, "N/A") == 0 ? -1 : atoll(wrong))));
+		json_object_set_new(doc, "dtype", json_string(type));
+	}
+	if (json_array_size(rows) == 0) {
+		json_decref(doc);
+		return -RY_E_INVALID;
+	}
+	json_object_set_new(doc, "ranks", json_integer(ranks));
+	*ret = doc;
+	return 0;
+}
+
 bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, const json_t *params,
 		    uint32_t deadline_ms, atomic_bool *cancel, json_t **ret_result)
 {
@@ -185,7 +232,12 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 	json_t *v;
 
 	why[0] = '\0';
-	if (conf->coll_program)
+	const char *nccl_tests = json_string_value(json_object_get(params, "nccl_tests"));
+	bool use_nccl_tests = strcmp(backend, "nccl") == 0 && nccl_tests && nccl_tests[0] == '/';
+
+	if (use_nccl_tests)
+		snprintf(program, sizeof(program), "%s", nccl_tests);
+	else if (conf->coll_program)
 		snprintf(program, sizeof(program), "%s", conf->coll_program);
 	else
 		default_program(program, sizeof(program));
@@ -251,9 +303,27 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 		}
 	}
 	add(&a, "%s", program);
-	add(&a, "--backend");
-	add(&a, "%s", backend);
-	if (json_array_size(json_object_get(params, "ops"))) {
+	if (use_nccl_tests) {
+		/* nccl-tests' own flags: one GPU per rank, the sweep of the run, data checked. */
+		add(&a, "-g");
+		add(&a, "1");
+		add(&a, "-b");
+		add(&a, "%lld", pint(params, "min_bytes", 8));
+		add(&a, "-e");
+		add(&a, "%lld", pint(params, "max_bytes", 64LL << 20));
+		add(&a, "-f");
+		add(&a, "2");
+		add(&a, "-n");
+		add(&a, "%lld", pint(params, "iters", 20));
+		add(&a, "-w");
+		add(&a, "%lld", pint(params, "warmup", 5));
+		add(&a, "-c");
+		add(&a, "1");
+	} else {
+		add(&a, "--backend");
+		add(&a, "%s", backend);
+	}
+	if (!use_nccl_tests && json_array_size(json_object_get(params, "ops"))) {
 		char ops[256] = "";
 		size_t olen = 0;
 
@@ -269,7 +339,7 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 			{"iters", "--iters"},		{"warmup", "--warmup"},
 			{"pair_bytes", "--pair-bytes"}, {"pair_iters", "--pair-iters"}};
 
-		for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++) {
+		for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]) && !use_nccl_tests; k++) {
 			long long n = pint(params, nums[k][0], -1);
 
 			if (n >= 0) {
@@ -342,7 +412,12 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 		snprintf(why, sizeof(why), "mpirun %s %d",
 			 WIFEXITED(status) ? "exited" : "killed by signal",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-	doc = why[0] ? NULL : last_doc(out);
+	if (!why[0] && use_nccl_tests) {
+		if (agent_nccl_tests_parse(out, &doc) < 0)
+			snprintf(why, sizeof(why), "nccl-tests printed no result line");
+	} else if (!why[0]) {
+		doc = last_doc(out);
+	}
 	if (!why[0] && !doc)
 		snprintf(why, sizeof(why), "rank 0 printed no JSON document");
 	if (!why[0]) {

@@ -26,4 +26,10 @@ struct agent_coll_conf {
 bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, const json_t *params,
 		    uint32_t deadline_ms, atomic_bool *cancel, json_t **ret_result);
 
+/* nccl-tests' all_reduce_perf output (its text table) as a railyard-coll document (docs/bench.md
+ * "Launching collectives without SSH"): one "allreduce" row per size line with the out-of-place
+ * figures (size, count, time, algbw, busbw, #wrong; "N/A" wrong is -1), "ranks" from its
+ * "#  Rank" lines. 0 with *ret (new reference), or -RY_E_INVALID when no size line was found. */
+__attribute__((warn_unused_result)) int agent_nccl_tests_parse(const char *text, json_t **ret);
+
 #endif
