@@ -409,7 +409,7 @@ static void reap_locked(struct agent_launch *l, int64_t now)
  * controller; answer at once what cannot go. */
 static void take_request(struct agent_launch *l, int fd)
 {
-	struct ucred cred;
+	struct ucred cred = {.uid = (uid_t)-1};
 	socklen_t clen = sizeof(cred);
 	char *buf = NULL, *key;
 	size_t len = 0;

@@ -102,6 +102,10 @@ __attribute__((warn_unused_result)) int ctl_bench_cancel(struct store *st, const
 __attribute__((warn_unused_result)) int ctl_launch_register(struct ctl_engine *e);
 /* A collective run ended: forget its launched hosts (the launch state is in memory). */
 void ctl_launch_forget(const char *bench_id);
+/* How many daemons the controller ordered for run bench_id (in memory: 0 after a controller
+ * restart or ctl_launch_forget()): what a launcher's "launch.daemons" may claim at most.
+ * Thread-safe. */
+unsigned ctl_launch_count(const char *bench_id);
 
 /* Register the pass and the handlers with the engine, before it starts. */
 __attribute__((warn_unused_result)) int ctl_bench_register(struct ctl_server *srv,

@@ -438,6 +438,28 @@ static void on_result(struct ctl_server *srv, struct ctl_session *s,
 		       client ? "client" : "server", node_id, b->state);
 		goto out;
 	}
+	/* A collective's daemons went through this controller: the launcher's count is checked
+	 * against it (every host once), not taken from the node. */
+	char claim[200];
+
+	if (client && ok && strcmp(b->kind, "collective") == 0) {
+		json_t *p = json_loads(b->params_json, 0, NULL);
+		json_t *d = json_object_get(json_object_get(doc, "launch"), "daemons");
+		size_t hosts = json_array_size(json_object_get(p, "hosts"));
+		unsigned launched = ctl_launch_count(bench_id);
+
+		if (!json_is_integer(d) || json_integer_value(d) != (json_int_t)launched ||
+		    launched != hosts) {
+			snprintf(claim, sizeof(claim),
+				 "the launcher reports %lld daemons; the controller launched %u of "
+				 "the job's %zu hosts",
+				 json_is_integer(d) ? (long long)json_integer_value(d) : -1LL,
+				 launched, hosts);
+			ok = false;
+			msg = claim;
+		}
+		json_decref(p);
+	}
 	/* The run ends when both sides have reported (or either failed): the client measures,
 	 * the server adds its receive-side checks. */
 	if (client) {

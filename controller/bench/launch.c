@@ -56,6 +56,19 @@ void ctl_launch_forget(const char *bench_id)
 	pthread_mutex_unlock(&relay.lock);
 }
 
+unsigned ctl_launch_count(const char *bench_id)
+{
+	unsigned n = 0;
+
+	if (!bench_id || !bench_id[0])
+		return 0;
+	pthread_mutex_lock(&relay.lock);
+	for (size_t i = 0; i < LAUNCHED_MAX; i++)
+		n += strcmp(relay.launched[i].bench_id, bench_id) == 0;
+	pthread_mutex_unlock(&relay.lock);
+	return n;
+}
+
 /* Mark (bench_id, node) launched: false when it already was (one daemon per node per run). */
 static bool mark_launched(const char *bench_id, const char *node)
 {

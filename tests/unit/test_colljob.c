@@ -64,8 +64,9 @@ static void test_nothing(void **state)
 
 	(void)state;
 	assert_int_equal(agent_nccl_tests_parse("", &doc), -RY_E_INVALID);
-	assert_int_equal(agent_nccl_tests_parse("# only comments\n#  Rank  0\nNCCL failure\n", &doc),
-			 -RY_E_INVALID);
+	assert_int_equal(
+		agent_nccl_tests_parse("# only comments\n#  Rank  0\nNCCL failure\n", &doc),
+		-RY_E_INVALID);
 	/* A negative time is no measurement. */
 	assert_int_equal(agent_nccl_tests_parse("8 2 float sum -1 -3.0 0.00 0.00 0\n", &doc),
 			 -RY_E_INVALID);
