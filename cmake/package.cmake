@@ -70,11 +70,20 @@ railyard-agent.service starts once the node is enrolled with a token from the
 controller (railyard-agent enroll, or bootstrap-agent.sh).")
 
 set(CPACK_DEBIAN_BENCH_PACKAGE_NAME railyard-bench)
-set(CPACK_DEBIAN_BENCH_DESCRIPTION "Railyard benchmark tool: RDMA verbs and TCP latency and bandwidth
+# railyard-coll runs under Open MPI's mpirun (and its orted on every node); UCX is Open MPI's
+# RDMA path (pml ucx), named so that a minimal install has it. libopenmpi3 comes from
+# dpkg-shlibdeps.
+if(TARGET railyard-coll)
+	set(CPACK_DEBIAN_BENCH_PACKAGE_DEPENDS "openmpi-bin")
+	set(CPACK_DEBIAN_BENCH_PACKAGE_RECOMMENDS "libucx0")
+endif()
+set(CPACK_DEBIAN_BENCH_DESCRIPTION "Railyard benchmark tools: RDMA verbs, TCP and collectives
 railyard-bench measures latency and bandwidth between two hosts over RDMA verbs
 (RoCE or InfiniBand) or TCP, with the benchmark engine of the Railyard agent:
 one side serves, the other connects and prints the figures, optionally as one
-JSON document.")
+JSON document. railyard-coll measures collective bandwidth (all-reduce,
+all-gather, reduce-scatter, all-to-all, send/recv) under Open MPI or NCCL as
+nccl-tests defines it.")
 
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME railyard-cli)
 set(CPACK_DEBIAN_CLI_PACKAGE_RECOMMENDS "ca-certificates")

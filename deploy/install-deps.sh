@@ -12,6 +12,9 @@ PKGS=(
 	qemu-system-x86 cpio kmod busybox-static
 	iproute2 procps psmisc valgrind clang-format jq
 	sockperf iperf3
+	# railyard-coll (nodeagent/coll/, built with mpicc when CMake finds MPI) and its launch: Open
+	# MPI 4.1 with UCX (docs/bench.md, "Collectives")
+	openmpi-bin libopenmpi-dev libucx0
 	python3-yaml # tests/integration/test_openapi.sh reads docs/openapi.yaml
 	gpg gpg-agent # OpenPGP keys made at test time (tests/fixtures/gen-test-key.sh)
 	clang libclang-rt-dev # make fuzz: libFuzzer targets (docs/fuzzing.md); the build needs gcc only

@@ -23,6 +23,16 @@ static const char *const congestion_fields[] = {
  * that could not be made (docs/bench.md, "GPU checks"), the GPUs measured. */
 static const char *const gpu_fields[] = {"h2d_gb_s", "d2h_gb_s", "d2d_gb_s", "checks_failed",
 					 "not_read", "gpus",	 NULL};
+/* A collective's (docs/campaigns.md, "Collectives"): the test's first op at the largest size
+ * (bus and algorithm bandwidth, GB/s as nccl-tests prints them), nccl-tests' "Avg bus bandwidth"
+ * of that op over the sweep, its time at the smallest size, the wrong elements of every op, the
+ * slowest node pair of the pairwise probe (Gb/s), the CPU cost; and OP_busbw_gbs / OP_lat_us of
+ * every op (pb_metric_ok()). */
+static const char *const coll_fields[] = {
+	"busbw_gbs", "algbw_gbs",    "avg_busbw_gbs",	  "lat_us", "wrong", "pair_min_gbps",
+	"cpu_cores", "cpu_s_per_gb", "host_cpu_s_per_gb", NULL};
+static const char *const coll_ops[] = {"allreduce", "allgather", "reducescatter",
+				       "alltoall",  "sendrecv",	 NULL};
 
 static bool in(const char *s, const char *const *set)
 {
@@ -49,6 +59,17 @@ bool pb_metric_ok(const char *kind, const char *field)
 		return in(field, congestion_fields);
 	if (strcmp(kind, "gpu") == 0)
 		return in(field, gpu_fields);
+	if (strcmp(kind, "collective") == 0) {
+		for (size_t i = 0; coll_ops[i]; i++) {
+			size_t n = strlen(coll_ops[i]);
+
+			if (strncmp(field, coll_ops[i], n) == 0 && field[n] == '_' &&
+			    (strcmp(field + n + 1, "busbw_gbs") == 0 ||
+			     strcmp(field + n + 1, "lat_us") == 0))
+				return true;
+		}
+		return in(field, coll_fields);
+	}
 	return false;
 }
 
@@ -159,6 +180,123 @@ static void parse_gpu_test(struct vctx *c, const struct pb_node *t, const char *
 	gpu_min(c, t, "d2d_min", where, 1500, o);
 }
 
+/* An absolute path of a collective test: printable, no "..", at most 255 bytes. */
+static void coll_path(struct vctx *c, const struct pb_node *n, const char *where, const char *key,
+		      const char *def, json_t *o)
+{
+	bool ok = n && n->text[0] == '/' && n->len < 256 && !strstr(n->text, "..");
+
+	for (size_t i = 0; ok && i < n->len; i++)
+		ok = n->text[i] > ' ' && n->text[i] < 0x7f;
+	if (n && !ok)
+		verr(c, n, "%s.%s: expected an absolute path (no spaces, no \"..\"), got \"%s\"",
+		     where, key, n->text);
+	if (n || def)
+		json_object_set_new(o, key, json_string(n ? n->text : def));
+}
+
+/* The keys of a collective test (docs/campaigns.md, "Collectives"): {name, kind, ops, min_size,
+ * max_size, ranks_per_node, backend, iters, warmup, timeout_s, settings: {mpi, ucx, nccl},
+ * nccl_tests}. */
+static void parse_coll_test(struct vctx *c, const struct pb_node *t, const char *where, json_t *o)
+{
+	static const char *const keys[] = {"name",     "kind",		 "ops",	     "min_size",
+					   "max_size", "ranks_per_node", "backend",  "iters",
+					   "warmup",   "timeout",	 "settings", "nccl_tests",
+					   NULL};
+	static const char *const skeys[] = {"mpi", "ucx", "nccl", NULL};
+	static const char *const sdefs[] = {"/etc/openmpi/openmpi-mca-params.conf",
+					    "/etc/ucx/ucx.conf", "/etc/nccl.conf"};
+	const struct pb_node *n, *ops = pb_node_get(t, "ops"), *set = pb_node_get(t, "settings");
+	json_t *arr = json_array(), *so = json_object();
+	uint64_t lo = 8, hi = 64ull << 20;
+	long long v;
+	int64_t ms = 600000;
+
+	for (size_t k = 0; k < t->n; k++)
+		if (!in(t->keys[k]->text, keys))
+			verr(c, t->keys[k],
+			     "%s: \"%s\" is not a key of a collective test (ops, min_size, "
+			     "max_size, ranks_per_node, backend, iters, warmup, timeout, settings, "
+			     "nccl_tests)",
+			     where, t->keys[k]->text);
+	if (ops && ops->kind != PBN_SEQ)
+		verr(c, ops,
+		     "%s.ops: expected a list of allreduce, allgather, reducescatter, "
+		     "alltoall, sendrecv",
+		     where);
+	for (size_t k = 0; ops && ops->kind == PBN_SEQ && k < ops->n; k++) {
+		const struct pb_node *x = ops->items[k];
+		bool dup = false;
+
+		for (size_t j = 0; x->kind == PBN_SCALAR && j < json_array_size(arr); j++)
+			dup |= strcmp(json_string_value(json_array_get(arr, j)), x->text) == 0;
+		if (x->kind != PBN_SCALAR || !in(x->text, coll_ops) || dup)
+			verr(c, x,
+			     "%s.ops[%zu]: expected one of allreduce, allgather, reducescatter, "
+			     "alltoall, sendrecv, each once",
+			     where, k);
+		else
+			json_array_append_new(arr, json_string(x->text));
+	}
+	if (json_array_size(arr) == 0)
+		json_array_append_new(arr, json_string("allreduce"));
+	json_object_set_new(o, "ops", arr);
+	n = scalar(c, t, "min_size", where);
+	if (n && (parse_size(n->text, &lo) < 0 || lo < 4))
+		verr(c, n, "%s.min_size: expected bytes from 4, like 8 or 1K, got \"%s\"", where,
+		     n->text);
+	n = scalar(c, t, "max_size", where);
+	if (n && (parse_size(n->text, &hi) < 0 || hi > (1ull << 30)))
+		verr(c, n, "%s.max_size: expected bytes up to 1G, like 64M, got \"%s\"", where,
+		     n->text);
+	if (lo > hi)
+		verr(c, n ? n : t, "%s.max_size: below min_size", where);
+	json_object_set_new(o, "min_size", json_integer((json_int_t)lo));
+	json_object_set_new(o, "max_size", json_integer((json_int_t)hi));
+	n = scalar(c, t, "ranks_per_node", where);
+	v = 1;
+	if (n && (pb_scalar_int(n, &v) < 0 || v < 1 || v > 64))
+		verr(c, n, "%s.ranks_per_node: expected 1-64 (one per GPU on an H200 node: 8)",
+		     where);
+	json_object_set_new(o, "ranks_per_node", json_integer(v));
+	n = scalar(c, t, "backend", where);
+	if (n && strcmp(n->text, "mpi") != 0 && strcmp(n->text, "nccl") != 0)
+		verr(c, n, "%s.backend: expected mpi or nccl, got \"%s\"", where, n->text);
+	json_object_set_new(o, "backend", json_string(n ? n->text : "mpi"));
+	n = scalar(c, t, "iters", where);
+	v = 20;
+	if (n && (pb_scalar_int(n, &v) < 0 || v < 1 || v > 100000))
+		verr(c, n, "%s.iters: expected 1-100000 timed iterations per size", where);
+	json_object_set_new(o, "iters", json_integer(v));
+	n = scalar(c, t, "warmup", where);
+	v = 5;
+	if (n && (pb_scalar_int(n, &v) < 0 || v < 0 || v > 10000))
+		verr(c, n, "%s.warmup: expected 0-10000 iterations per size", where);
+	json_object_set_new(o, "warmup", json_integer(v));
+	n = scalar(c, t, "timeout", where);
+	if (n &&
+	    (util_parse_duration_ms(n->text, &ms) < 0 || ms < 10000 || ms > 3600000 || ms % 1000))
+		verr(c, n, "%s.timeout: expected whole seconds from 10s to 1h, got \"%s\"", where,
+		     n->text);
+	json_object_set_new(o, "timeout_s", json_integer(ms / 1000));
+	if (set && set->kind != PBN_MAP)
+		verr(c, set, "%s.settings: expected a mapping (mpi, ucx, nccl: file paths)", where);
+	for (size_t k = 0; set && set->kind == PBN_MAP && k < set->n; k++)
+		if (!in(set->keys[k]->text, skeys))
+			verr(c, set->keys[k], "%s.settings: unknown key \"%s\" (mpi, ucx, nccl)",
+			     where, set->keys[k]->text);
+	for (size_t k = 0; skeys[k]; k++)
+		coll_path(c, set && set->kind == PBN_MAP ? scalar(c, set, skeys[k], where) : NULL,
+			  where, skeys[k], sdefs[k], so);
+	json_object_set_new(o, "settings", so);
+	coll_path(c, scalar(c, t, "nccl_tests", where), where, "nccl_tests", NULL, o);
+	if (json_object_get(o, "nccl_tests") &&
+	    strcmp(json_string_value(json_object_get(o, "backend")), "nccl") != 0)
+		verr(c, pb_node_get(t, "nccl_tests"), "%s.nccl_tests: only with backend: nccl",
+		     where);
+}
+
 /* One test: {name, kind, pattern, per_rail, op, size, duration, iters, qps, bidir, mem, gpu}
  * or, for kind congestion, {name, kind, congestors, victims, fraction, size, duration}, or for
  * kind gpu, see parse_gpu_test(). */
@@ -168,7 +306,7 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 		"name",	      "kind",	 "pattern",  "per_rail",      "op",  "size",
 		"duration",   "iters",	 "qps",	     "bidir",	      "mem", "gpu",
 		"congestors", "victims", "fraction", "traffic_class", NULL};
-	static const char *const kinds[] = {"lat", "bw", "congestion", "gpu", NULL};
+	static const char *const kinds[] = {"lat", "bw", "congestion", "gpu", "collective", NULL};
 	static const char *const patterns[] = {"loopback", "pairs", "ring", "random-ring", NULL};
 	static const char *const ops[] = {"write", "send", "read", NULL};
 	static const char *const congestors[] = {"incast", "all-to-all", NULL};
@@ -180,8 +318,10 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 
 	snprintf(where, sizeof(where), "tests[%zu]", i);
 	n = pb_node_get(t, "kind");
-	/* A gpu test's keys are its own (parse_gpu_test() checks them). */
-	for (size_t k = 0; k < t->n && !(n && n->kind == PBN_SCALAR && strcmp(n->text, "gpu") == 0);
+	/* A gpu or collective test's keys are its own (parse_gpu_test(), parse_coll_test()). */
+	for (size_t k = 0;
+	     k < t->n && !(n && n->kind == PBN_SCALAR &&
+			   (strcmp(n->text, "gpu") == 0 || strcmp(n->text, "collective") == 0));
 	     k++)
 		if (!in(t->keys[k]->text, keys))
 			verr(c, t->keys[k], "%s: unknown key \"%s\"", where, t->keys[k]->text);
@@ -196,7 +336,9 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 	if (!kind)
 		verr(c, t, "%s: missing required key \"kind\"", where);
 	else if (!in(kind->text, kinds))
-		verr(c, kind, "%s.kind: unknown kind \"%s\" (expected lat, bw, congestion or gpu)",
+		verr(c, kind,
+		     "%s.kind: unknown kind \"%s\" (expected lat, bw, congestion, gpu or "
+		     "collective)",
 		     where, kind->text);
 	if (c->errors > errors) {
 		json_decref(o);
@@ -209,6 +351,10 @@ static json_t *parse_test(struct vctx *c, const struct pb_node *t, size_t i)
 	json_object_set_new(o, "col", json_integer(t->col));
 	if (strcmp(kind->text, "gpu") == 0) {
 		parse_gpu_test(c, t, where, o);
+		return o;
+	}
+	if (strcmp(kind->text, "collective") == 0) {
+		parse_coll_test(c, t, where, o);
 		return o;
 	}
 
@@ -415,6 +561,11 @@ static json_t *parse_rule(struct vctx *c, const struct pb_node *r, size_t i, con
 		verr(c, rel,
 		     "%s.relative: checks_failed is a count of failed checks; compare it with "
 		     "a number",
+		     where);
+	if (rel && strcmp(json_string_value(json_object_get(test, "kind")), "collective") == 0)
+		verr(c, rel,
+		     "%s.relative: a collective is one measurement of the whole cluster; use an "
+		     "absolute value",
 		     where);
 	if (rel && strcmp(json_string_value(json_object_get(test, "kind")), "congestion") == 0)
 		verr(c, rel,

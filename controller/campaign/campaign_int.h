@@ -96,6 +96,10 @@ __attribute__((warn_unused_result)) int cp_test_rounds(const struct cp_campaign 
 						       size_t whylen);
 void cp_rounds_done(struct cp_rounds *r);
 
+/* A collective's launchers (docs/campaigns.md, "Collectives"): k 0 the job's, the node first by
+ * (host name, id); k 1 its retest's, the second. c->n >= 2 for k 1. */
+uint32_t cp_coll_launcher(const struct cp_campaign *c, int k);
+
 /* The benchmark of a slot of test t: kind ("lat", "bw", "gpu"), parameters as JSON (new
  * reference; with "sides" for per-side device, port and memory), and its deadline. Errors:
  * -RY_E_NOT_FOUND when the slot cannot run as the test asks (mem: cuda and a side has no GPU

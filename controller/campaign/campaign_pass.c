@@ -5,6 +5,7 @@
  * controller resumes at the first unfinished round, and a row holds its run's id from the
  * moment the run exists: nothing runs twice, nothing is lost. */
 #include "controller/campaign/campaign_int.h"
+#include "controller/campaign/coll.h"
 #include "controller/campaign/evidence.h"
 #include "controller/engine/engine.h"
 #include "controller/rollout/deploy.h"
@@ -409,23 +410,30 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 	unsigned char rnd[4];
 	int64_t deadline, now = util_now_unix_ms();
 	struct store_bench_new b;
+	bool coll;
 	int r;
 
 	if (slot_of_row(e, w, &s) < 0) {
 		row_set(st, m->id, w, "failed", NULL, "the row names an unknown node", false);
 		return;
 	}
-	for (int end = 0; end < 2; end++) {
-		const char *node = end ? w->node_b : w->node_a;
-		int64_t gone = ctl_node_offline_ms(cs->srv, node, now);
+	coll = cp_test(&e->c, (size_t)w->test_idx) &&
+	       json_string_value(json_object_get(cp_test(&e->c, (size_t)w->test_idx), "kind")) &&
+	       strcmp(json_string_value(
+			      json_object_get(cp_test(&e->c, (size_t)w->test_idx), "kind")),
+		      "collective") == 0;
+	/* Both ends of a pair; every node of a collective's job. */
+	for (size_t end = 0; end < (coll ? e->c.n : 2); end++) {
+		const struct cp_node *nd = coll ? &e->c.v[end] : &e->c.v[end ? s.b : s.a];
+		int64_t gone = ctl_node_offline_ms(cs->srv, nd->id, now);
 		char why[320];
 
-		if (gone == 0)
-			continue;
+		if (gone == 0 ||
+		    (coll && s.phase == VD_RETEST && end == cp_coll_launcher(&e->c, 0)))
+			continue; /* a collective's retest runs without the first launcher */
 		if (gone <= CP_OFFLINE_GRACE_MS)
 			return; /* it may be reconnecting: next pass */
-		snprintf(why, sizeof(why), "offline: %s is not connected",
-			 e->c.v[end ? s.b : s.a].hostname);
+		snprintf(why, sizeof(why), "offline: %s is not connected", nd->hostname);
 		log_warn("campaign %s: %s", m->id, why);
 		row_set(st, m->id, w, "failed", NULL, why, false);
 		return;
@@ -437,6 +445,20 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 		log_warn("campaign %s: %s", m->id, slot_why);
 		row_set(st, m->id, w, "failed", NULL, slot_why, false);
 		goto out;
+	}
+	if (r >= 0 && coll) {
+		/* The job's one-time token: the launcher's relay requests carry it
+		 * (docs/campaigns.md, "Launching without SSH"). */
+		unsigned char tok[32];
+		char tokhex[65];
+
+		r = util_random_bytes(tok, sizeof(tok));
+		if (r >= 0) {
+			util_hex(tok, sizeof(tok), tokhex);
+			r = json_object_set_new(params, "job_token", json_string(tokhex)) < 0
+				    ? -ENOMEM
+				    : 0;
+		}
 	}
 	params_s = r >= 0 ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	if (params_s)
@@ -483,6 +505,17 @@ static json_t *invalid_of(const struct entry *e, const struct store_campaign_row
 
 	if (a < 0 || bi < 0)
 		goto done;
+	if (strcmp(b->kind, "collective") == 0) {
+		/* One report, the launcher's: a finding is about it. */
+		r = cp_coll_evidence(client, params, e->c.nodes, reason, sizeof(reason));
+		if (r == 1) {
+			snprintf(why, len, "invalid result from %s (the job's launcher): %s",
+				 e->c.v[a].hostname, reason);
+			out = json_pack("{s:{s:s, s:s, s:s}}", "invalid", "side", "a", "node",
+					e->c.v[a].id, "reason", reason);
+		}
+		goto done;
+	}
 	r = cp_evidence_check(
 		&(struct cp_evidence){.kind = b->kind,
 				      .transport = b->transport,

@@ -2,6 +2,7 @@
  * from the spec and the seed (the same on every controller start), the benchmark of each slot,
  * the summary of a finished run, and the verdict's input built from the result rows. */
 #include "controller/campaign/campaign_int.h"
+#include "controller/campaign/coll.h"
 #include "controller/store/store_bench.h"
 #include "controller/store/store_campaign.h"
 #include "common/util/error.h"
@@ -203,6 +204,29 @@ out:
 	return e;
 }
 
+uint32_t cp_coll_launcher(const struct cp_campaign *c, int k)
+{
+	uint32_t best[2] = {0, 0};
+
+	/* The two smallest (host name, id): a launcher an operator can tell from the names. */
+	for (uint32_t i = 0; i < c->n; i++) {
+		int d0 = i == 0 ? -1 : strcmp(c->v[i].hostname, c->v[best[0]].hostname);
+
+		if (i == 0)
+			continue;
+		if (d0 < 0 || (d0 == 0 && strcmp(c->v[i].id, c->v[best[0]].id) < 0)) {
+			best[1] = best[0];
+			best[0] = i;
+		} else if (best[1] == best[0] ||
+			   strcmp(c->v[i].hostname, c->v[best[1]].hostname) < 0 ||
+			   (strcmp(c->v[i].hostname, c->v[best[1]].hostname) == 0 &&
+			    strcmp(c->v[i].id, c->v[best[1]].id) < 0)) {
+			best[1] = i;
+		}
+	}
+	return best[k ? 1 : 0];
+}
+
 int cp_test_rounds(const struct cp_campaign *c, size_t t, struct cp_rounds *ret, char *why,
 		   size_t whylen)
 {
@@ -220,6 +244,25 @@ int cp_test_rounds(const struct cp_campaign *c, size_t t, struct cp_rounds *ret,
 		return -EINVAL;
 	if (strcmp(str(test, "kind"), "congestion") == 0) {
 		e = congestion_rounds(c, test, seed, &r, why, whylen);
+		goto done;
+	}
+	if (strcmp(str(test, "kind"), "collective") == 0) {
+		/* One job over every node, launched by the first by host name: one round, one
+		 * slot. */
+		if (c->n < 2) {
+			snprintf(why, whylen,
+				 "%s: a collective needs at least 2 nodes; %zu selected",
+				 str(test, "name"), c->n);
+			return -EINVAL;
+		}
+		e = rounds_alloc(&r, 1, 1);
+		if (e >= 0) {
+			uint32_t l = cp_coll_launcher(c, 0);
+
+			r.slots[0] = (struct cp_slot){l, l, -1, 0, VD_RUN, CP_MEASURE};
+			r.start[1] = 1;
+		}
+		r.seed = seed;
 		goto done;
 	}
 	if (strcmp(str(test, "kind"), "gpu") == 0) {
@@ -378,6 +421,27 @@ int cp_slot_bench(const struct cp_campaign *c, size_t t, const struct cp_slot *s
 
 	if (!test || s->a >= c->n || s->b >= c->n)
 		return -EINVAL;
+	if (strcmp(kind, "collective") == 0) {
+		/* The job over every node of the campaign, the slot's node launching it; its
+		 * retest without the first job's launcher. */
+		struct cp_coll_host *h = calloc(c->n + 1, sizeof(*h));
+		size_t k = 1;
+
+		if (!h)
+			return -ENOMEM;
+		h[0] = (struct cp_coll_host){c->v[s->a].id, c->v[s->a].hostname};
+		for (size_t i = 0; i < c->n; i++)
+			if (i != s->a && !(s->phase == VD_RETEST && i == cp_coll_launcher(c, 0)))
+				h[k++] = (struct cp_coll_host){c->v[i].id, c->v[i].hostname};
+		p = k >= 2 ? cp_coll_params(test, c->transport, h, k) : NULL;
+		free(h);
+		if (!p)
+			return -ENOMEM;
+		*ret_kind = "collective";
+		*ret_params = p;
+		*ret_deadline_ms = num_of(test, "timeout_s") * 1000 + CP_RUN_SLACK_MS;
+		return 0;
+	}
 	if (strcmp(kind, "gpu") == 0) {
 		/* The node's own GPUs: one side; the copies take seconds, the rest is slack. */
 		p = json_pack("{s:s, s:I, s:I, s:f, s:f, s:f}", "kind", "gpu", "size",
@@ -555,6 +619,11 @@ static json_t *gpu_summary(const json_t *doc)
  * CPU-seconds per GB, and the benchmark thread's cores; unknown figures are left out. The
  * figures passed the evidence checks before a row is summarised. */
 /* The CPU fields every bw test's verdict shows (their stats: median over the pairs). */
+/* The figures every collective test's verdict shows (cp_coll_summary()'s metrics). */
+static const char *const cp_coll_fields[] = {
+	"busbw_gbs", "algbw_gbs",    "avg_busbw_gbs",	  "lat_us", "wrong", "pair_min_gbps",
+	"cpu_cores", "cpu_s_per_gb", "host_cpu_s_per_gb",
+};
 static const char *const cp_cpu_fields[CP_CPU_FIELDS] = {
 	"cpu_cores_client",    "cpu_cores_server",	  "cpu_s_per_gb_client",
 	"cpu_s_per_gb_server", "cpu_thread_cores_client", "cpu_thread_cores_server",
@@ -598,6 +667,14 @@ json_t *cp_summary(const struct store_bench_run *b)
 
 	if (b->kind && strcmp(b->kind, "gpu") == 0) {
 		out = gpu_summary(res);
+		json_decref(res);
+		return out;
+	}
+	if (b->kind && strcmp(b->kind, "collective") == 0) {
+		json_t *params = json_loads(b->params_json ? b->params_json : "{}", 0, NULL);
+
+		out = cp_coll_summary(res, params);
+		json_decref(params);
 		json_decref(res);
 		return out;
 	}
@@ -770,8 +847,10 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 
 		T->name = str(test, "name");
 		T->kind = str(test, "kind");
-		T->pattern =
-			cong || strcmp(str(test, "kind"), "gpu") == 0 ? NULL : str(test, "pattern");
+		T->pattern = cong || strcmp(str(test, "kind"), "gpu") == 0 ||
+					     strcmp(str(test, "kind"), "collective") == 0
+				     ? NULL
+				     : str(test, "pattern");
 		T->per_rail = strcmp(c->transport, "verbs") == 0 &&
 			      (json_is_true(json_object_get(test, "per_rail")) ||
 			       strcmp(str(test, "pattern"), "loopback") == 0);
@@ -785,6 +864,9 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 			/* Every test's verdict shows its main figures, ruled on or not. */
 			fields[nfields++] = "p50_us";
 			fields[nfields++] = "p99_us";
+		} else if (strcmp(T->kind, "collective") == 0) {
+			for (size_t f = 0; f < RY_ARRAY_SIZE(cp_coll_fields); f++)
+				fields[nfields++] = cp_coll_fields[f];
 		} else if (strcmp(T->kind, "gpu") == 0) {
 			fields[nfields++] = "h2d_gb_s";
 			fields[nfields++] = "d2h_gb_s";
@@ -826,6 +908,27 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 			} else {
 				R->field = field_index(fields, &nfields, str(rj, "field"));
 			}
+			rule_test[k] = t;
+			T->nrules++;
+			k++;
+		}
+		if (strcmp(T->kind, "collective") == 0) {
+			/* Wrong data is no measurement: the job's own check must find none. */
+			struct vd_rule *R = &x->rules[k];
+			char *metric = NULL;
+
+			if (asprintf(&metric, "%s.wrong", T->name) < 0) {
+				r = -ENOMEM;
+				goto out;
+			}
+			x->notes[x->nnotes++] = metric;
+			*R = (struct vd_rule){.metric = metric,
+					      .message = "the reduced data must be exact",
+					      .op = VD_EQ,
+					      .rel = VD_ABS,
+					      .value = 0,
+					      .field = field_index(fields, &nfields, "wrong"),
+					      .line = (int)num_of(test, "line")};
 			rule_test[k] = t;
 			T->nrules++;
 			k++;
@@ -893,7 +996,23 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 				val[f] = value_of(sum, T->fields[f]);
 			v->v = val;
 			v->state = VD_OK;
-			x->notes[x->nnotes] = note_of(c, sum, v->a, v->b);
+			if (strcmp(T->kind, "collective") == 0) {
+				/* Named after the node the job's probe found slow, else none. */
+				const json_t *cj = json_object_get(sum, "coll");
+				const char *slow =
+					json_string_value(json_object_get(cj, "slowest"));
+				long si = slow ? cp_node_index(c, slow) : -1;
+				const char *why = json_string_value(json_object_get(cj, "why"));
+
+				/* a: the node named, b: the job's launcher. */
+				if (si >= 0)
+					v->a = (uint32_t)si;
+				else
+					v->flags |= VD_ROW_WHOLE;
+				x->notes[x->nnotes] = why ? strdup(why) : NULL;
+			} else {
+				x->notes[x->nnotes] = note_of(c, sum, v->a, v->b);
+			}
 			if (x->notes[x->nnotes])
 				v->note = x->notes[x->nnotes++];
 			json_decref(sum);
@@ -910,6 +1029,8 @@ static int vin_build(const struct cp_campaign *c, const struct store_campaign_ro
 			json_decref(sum);
 		} else if (strcmp(w->state, "failed") == 0) {
 			v->state = VD_ERROR;
+			if (strcmp(x->tests[w->test_idx].kind, "collective") == 0)
+				v->flags |= VD_ROW_WHOLE;
 		} else if (strcmp(w->state, "missing") == 0) {
 			v->state = VD_MISSING;
 			v->missing = (uint8_t)((w->rail >= 0 && (uint32_t)w->rail >= c->v[a].nrails
@@ -1017,6 +1138,15 @@ int cp_retests(const struct cp_campaign *c, size_t t, const struct store_campaig
 	for (uint32_t i = 0; i < c->n; i++)
 		if (good[i])
 			goods[ngood++] = i;
+	if (strcmp(x.tests[t].kind, "collective") == 0) {
+		/* A failed collective is re-run once without its launcher, launched by the next
+		 * node: a second reporter for the same fabric (docs/campaigns.md, "Collectives").
+		 * Two nodes are left at least; with fewer the first job stands alone. */
+		if (ns && c->n >= 3)
+			place(rounds, busy, c->n, cp_coll_launcher(c, 1), cp_coll_launcher(c, 1),
+			      -1);
+		ns = 0;
+	}
 	for (size_t i = 0; i < ns && taken < CP_RETEST_SUSPECTS_MAX; i++) {
 		uint32_t a = sv[i].a, b = sv[i].b, ends[2] = {a, b};
 

@@ -1064,6 +1064,29 @@ static size_t invalids(struct vd *v, uint32_t t, json_t *tj)
 	return n;
 }
 
+/* Test t's rules as the verdict lists them, with what each evaluated. */
+static json_t *rules_json(const struct vd_test *T, const struct rule_eval *ev)
+{
+	json_t *rules = json_array();
+
+	for (size_t k = 0; rules && k < T->nrules; k++) {
+		char thr[320];
+		json_t *o;
+
+		threshold_text(&T->rules[k], &ev[k], thr, sizeof(thr));
+		o = json_pack("{s:s, s:s, s:f, s:s?, s:I, s:I, s:s, s:i}", "metric",
+			      T->rules[k].metric, "op", vd_op_name(T->rules[k].op), "value",
+			      T->rules[k].value, "relative", rel_names[T->rules[k].rel],
+			      "evaluated", (json_int_t)ev[k].evaluated, "failed",
+			      (json_int_t)ev[k].failed, "threshold_text", thr, "line",
+			      T->rules[k].line);
+		json_object_set_new(o, "threshold",
+				    ev[k].usable ? json_real(ev[k].threshold) : json_null());
+		json_array_append_new(rules, o);
+	}
+	return rules;
+}
+
 static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 {
 	const struct vd_input *in = v->in;
@@ -1111,20 +1134,11 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 			measured += in->rows[i].state == VD_OK;
 		}
 	}
-	for (size_t k = 0; k < T->nrules; k++) {
-		char thr[320];
-		json_t *o;
-
-		threshold_text(&T->rules[k], &ev[k], thr, sizeof(thr));
-		o = json_pack("{s:s, s:s, s:f, s:s?, s:I, s:I, s:s, s:i}", "metric",
-			      T->rules[k].metric, "op", vd_op_name(T->rules[k].op), "value",
-			      T->rules[k].value, "relative", rel_names[T->rules[k].rel],
-			      "evaluated", (json_int_t)ev[k].evaluated, "failed",
-			      (json_int_t)ev[k].failed, "threshold_text", thr, "line",
-			      T->rules[k].line);
-		json_object_set_new(o, "threshold",
-				    ev[k].usable ? json_real(ev[k].threshold) : json_null());
-		json_array_append_new(rules, o);
+	json_decref(rules);
+	rules = rules_json(T, ev);
+	if (!rules) {
+		r = -ENOMEM;
+		goto out;
 	}
 	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
 	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
@@ -1136,6 +1150,149 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 out:
 	free(ev);
 	free(rr);
+	json_decref(stats);
+	json_decref(rules);
+	json_decref(failures);
+	return r;
+}
+
+/* ---- collective tests -------------------------------------------------------------------- */
+
+/* Name node i bad for test T: why (taken), then the evidence lines note (borrowed) and more
+ * (taken); each may be NULL. */
+static void coll_bad(struct vd *v, const struct vd_test *T, uint32_t i, char *why, const char *note,
+		     char *more, json_t *failures)
+{
+	v->node_bad[i] = true;
+	v->any_fail = true;
+	push_str(v->node_reasons[i], fmt("%s: %s", T->name, why ? why : "the job failed"));
+	if (note)
+		push_str(v->node_reasons[i], fmt("%s", note));
+	if (more)
+		push_str(v->node_reasons[i], fmt("%s", more));
+	finding(v, fmt("%s: node %s is bad: %s%s%s%s%s", T->name, node_name(v, i),
+		       why ? why : "the job failed", note ? "; " : "", note ? note : "",
+		       more ? "; " : "", more ? more : ""));
+	json_array_append_new(failures, json_pack("{s:s, s:s}", "node", v->in->nodes[i].id,
+						  "reason", why ? why : "the job failed"));
+	free(why);
+	free(more);
+}
+
+/* A collective is one measurement of the whole job (docs/campaigns.md, "Collectives"). Its rows:
+ * the job (VD_RUN) and, when that failed and the campaign has 3 nodes or more, the same job
+ * without its launcher, launched by another node (VD_RETEST). A row's a is the node the job's
+ * pairwise probe names (VD_ROW_WHOLE: none), b the job's launcher. The verdict names a node only
+ * when two reporters agree, or when the launcher is the one the jobs point at:
+ * - the job passes: the test passes;
+ * - it fails and its retest fails too: the named node when the retest names it as well (or
+ *   names none) and it is not the first launcher; otherwise the test fails as a whole;
+ * - it fails and the job without its launcher passes: the launcher is named (it named itself,
+ *   or its report blamed a node that passes without it: not confirmed);
+ * - no retest (2 nodes): the named node on the one report, said so; else as a whole. */
+static int eval_collective(struct vd *v, uint32_t t, json_t *tj)
+{
+	const struct vd_input *in = v->in;
+	const struct vd_test *T = &in->tests[t];
+	struct rule_eval *ev = calloc(T->nrules ? T->nrules : 1, sizeof(*ev));
+	json_t *stats = json_object(), *rules = NULL, *failures = json_array();
+	size_t rows = 0, measured = 0, nfail = 0, ri = SIZE_MAX, qi = SIZE_MAX;
+	bool fail_before = v->any_fail;
+	int r = -ENOMEM;
+
+	if (!ev || !stats || !failures)
+		goto out;
+	thresholds(v, t, ev, stats);
+	judge_rows(v, t, ev);
+	v->any_fail = false;
+	for (size_t i = v->lo[t]; i < v->hi[t]; i++) {
+		const struct vd_row *w = &in->rows[i];
+
+		if (w->test != t || v->fail_code[i] == FC_CANCELLED || v->fail_code[i] == FC_SKIP)
+			continue;
+		if (w->phase == VD_RUN && ri == SIZE_MAX) {
+			ri = i;
+			rows++;
+			measured += w->state == VD_OK;
+		} else if (w->phase == VD_RETEST && qi == SIZE_MAX) {
+			qi = i;
+		}
+	}
+	if (ri != SIZE_MAX && (is_fail(v->fail_code[ri]) || v->fail_code[ri] == FC_INVALID)) {
+		const struct vd_row *w = &in->rows[ri], *q = qi != SIZE_MAX ? &in->rows[qi] : NULL;
+		bool named = !(w->flags & VD_ROW_WHOLE), rerun = q && q->state != VD_INVALID;
+		bool q_fail = rerun && is_fail(v->fail_code[qi]);
+		bool q_named = rerun && !(q->flags & VD_ROW_WHOLE);
+		char *why = is_fail(v->fail_code[ri]) ? row_reason(v, T, ev, ri) : NULL;
+		const char *bare = why ? why + strlen(T->name) + 2 : "its report is not evidence";
+
+		if (!rerun && v->fail_code[ri] == FC_INVALID) {
+			/* The launcher is named by invalids(); nothing was measured. */
+		} else if (!rerun) {
+			v->any_fail = true;
+			if (named)
+				coll_bad(
+					v, T, w->a, fmt("%s", bare), w->note,
+					fmt("named by the launcher's report alone (no second job)"),
+					failures);
+			else
+				finding(v,
+					fmt("%s: fails over the job's nodes, no single node stands "
+					    "out: %s%s%s",
+					    T->name, bare, w->note ? "; " : "",
+					    w->note ? w->note : ""));
+		} else if (!q_fail) {
+			/* The job without its launcher passed. */
+			v->any_fail = true;
+			if (named && w->a != w->b)
+				coll_bad(
+					v, T, w->b,
+					fmt("its job failed (%s) and named %s, but the job without "
+					    "it, %s included, passed: its report is not confirmed",
+					    bare, node_name(v, w->a), node_name(v, w->a)),
+					NULL, NULL, failures);
+			else if (v->fail_code[ri] != FC_INVALID)
+				coll_bad(v, T, w->b,
+					 fmt("%s; the job without it passed (launched by %s)", bare,
+					     node_name(v, q->b)),
+					 w->note, NULL, failures);
+		} else if (named && w->a != w->b && (!q_named || q->a == w->a)) {
+			/* Both jobs point at the same node. */
+			coll_bad(v, T, w->a, fmt("%s", bare), w->note,
+				 fmt("confirmed: the job without %s, launched by %s, fails too",
+				     node_name(v, w->b), node_name(v, q->b)),
+				 failures);
+		} else if (q_named && (!named || w->a == w->b)) {
+			/* The retest (another launcher, the first left out) names it. */
+			coll_bad(v, T, q->a, fmt("%s", bare), q->note,
+				 fmt("named by the job without %s, launched by %s",
+				     node_name(v, w->b), node_name(v, q->b)),
+				 failures);
+		} else {
+			v->any_fail = true;
+			finding(v,
+				fmt("%s: fails in the job and in its retest without %s, no single "
+				    "node stands out: %s%s%s",
+				    T->name, node_name(v, w->b), bare, w->note ? "; " : "",
+				    w->note ? w->note : ""));
+			json_array_append_new(failures, json_pack("{s:n, s:s}", "node", "reason",
+								  why ? why : "the job failed"));
+		}
+		free(why);
+	}
+	rules = rules_json(T, ev);
+	if (!rules)
+		goto out;
+	nfail = json_array_size(failures);
+	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
+	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
+	test_done(tj, v->any_fail, nfail, stats, rules, failures);
+	stats = rules = failures = NULL;
+	invalids(v, t, tj);
+	v->any_fail = v->any_fail || fail_before;
+	r = 0;
+out:
+	free(ev);
 	json_decref(stats);
 	json_decref(rules);
 	json_decref(failures);
@@ -1487,8 +1644,9 @@ static int evaluate(const struct vd_input *in, const bool *excluded, json_t **re
 			goto out;
 		}
 		v.any_fail = false;
-		r = strcmp(T->kind, "congestion") == 0 ? eval_congestion(&v, t, tj)
-						       : eval_pattern(&v, t, tj);
+		r = strcmp(T->kind, "congestion") == 0	 ? eval_congestion(&v, t, tj)
+		    : strcmp(T->kind, "collective") == 0 ? eval_collective(&v, t, tj)
+							 : eval_pattern(&v, t, tj);
 		json_array_append_new(tests, tj);
 		if (r < 0)
 			goto out;

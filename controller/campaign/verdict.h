@@ -68,7 +68,9 @@ enum { VD_RAW_MEAN_US, VD_RAW_P99_US, VD_RAW_GBPS, VD_RAW_N };
  * use: "p99_us", "gbps", "counters.link_downed"); rows of a congestion test carry VD_RAW_N. */
 struct vd_test {
 	const char *name, *kind, *pattern; /* kind: "lat", "bw", "congestion", "gpu" (each node
-					      against itself, as a loopback; pattern NULL) */
+					      against itself, as a loopback; pattern NULL),
+					      "collective" (one row for the whole job: a == b, the
+					      node it is attributed to, or VD_ROW_WHOLE) */
 	bool per_rail;
 	const char *const *fields;
 	size_t nfields;
@@ -98,9 +100,14 @@ struct vd_row {
 	uint8_t phase;	 /* enum vd_phase */
 	uint8_t missing; /* VD_MISSING: 1 the rail is missing on a, 2 on b */
 	uint8_t blame;	 /* VD_INVALID: enum vd_blame */
+	uint8_t flags;	 /* VD_ROW_* */
 	const double *v;
 	const char *error, *note;
 };
+
+/* A collective's row that names no node when it fails (none of the job's nodes stands out):
+ * the test fails as a whole. */
+#define VD_ROW_WHOLE 1
 
 struct vd_input {
 	const struct vd_test *tests;

@@ -189,6 +189,12 @@ json_t *so_compare(const json_t *baseline, const json_t *current, double bw_pct,
 
 		if (!kind || !row_key(row, key, sizeof(key)) || !(base = json_object_get(idx, key)))
 			continue;
+		if (strcmp(kind, "collective") == 0) {
+			/* The job's bus bandwidth and its small-size time (docs/signoff.md). */
+			compare_field(metrics, regressions, base, row, "busbw_gbs", true, bw_pct);
+			compare_field(metrics, regressions, base, row, "lat_us", false, lat_pct);
+			continue;
+		}
 		lat = strcmp(kind, "lat") == 0;
 		if (!lat && strcmp(kind, "bw") != 0)
 			continue;

@@ -55,6 +55,23 @@ json_t *so_cpu_cost(const json_t *evaluation, const char *transport)
 		const json_t *stats = json_object_get(t, "stats");
 		const char *kind = json_string_value(json_object_get(t, "kind"));
 
+		if (kind && strcmp(kind, "collective") == 0 && any_cpu(stats)) {
+			/* One job: every rank's CPU and every node's host-wide, per GB moved in
+			 * nccl-tests' bus terms (docs/bench.md, "Collectives"). */
+			e = json_pack("{s:O?, s:s, s:s?, s:o, s:o, s:o, s:o}", "test",
+				      json_object_get(t, "name"), "kind", "collective", "transport",
+				      transport, "busbw_gbs", median_of(stats, "busbw_gbs"),
+				      "cores", median_of(stats, "cpu_cores"), "s_per_gb",
+				      median_of(stats, "cpu_s_per_gb"), "host_s_per_gb",
+				      median_of(stats, "host_cpu_s_per_gb"));
+			if (!e)
+				goto nomem;
+			so_cpu_cost_line(e, line, sizeof(line));
+			if (json_object_set_new(e, "text", json_string(line)) < 0 ||
+			    json_array_append_new(out, e) < 0)
+				goto nomem;
+			continue;
+		}
 		if (!kind || strcmp(kind, "bw") != 0 || !any_cpu(stats))
 			continue;
 		e = json_pack(
@@ -94,6 +111,15 @@ void so_cpu_cost_line(const json_t *e, char *buf, size_t len)
 	const char *test = json_string_value(json_object_get(e, "test"));
 	char f[8][32];
 
+	if (json_is_string(json_object_get(e, "kind"))) { /* a collective */
+		snprintf(buf, len,
+			 "%s%s%s: bus bandwidth %s GB/s for %s cores over all ranks (%s CPU-s/GB; "
+			 "host-wide %s CPU-s/GB over the job's nodes)",
+			 tr ? tr : "", tr ? " " : "", test ? test : "-",
+			 fig(e, "busbw_gbs", f[0], 32), fig(e, "cores", f[1], 32),
+			 fig(e, "s_per_gb", f[2], 32), fig(e, "host_s_per_gb", f[3], 32));
+		return;
+	}
 	snprintf(buf, len,
 		 "%s%s%s: %s Gb/s for %s cores on the client (%s CPU-s/GB) and %s on the server "
 		 "(%s CPU-s/GB), host-wide; benchmark threads %s + %s cores (medians over %lld "

@@ -10,6 +10,9 @@
 #   6. railyard-agent health-check: the GPU watcher (a baseline and one tick) and the GPUDirect
 #      RDMA readiness check; on the double, NVML's double ($RAILYARD_GPU_RUN_NVML_DOUBLE) replays
 #      an uncorrected ECC error that must come back as a critical event
+#   7. railyard-coll --backend nccl under mpirun, one rank per GPU: every op over a size sweep,
+#      the data check (needs mpirun and libnccl.so.2 there; on the double, the libnccl double
+#      $RAILYARD_NCCL_DOUBLE)
 # Usage: run.sh [--bin DIR] [--out DIR] [--port P] [--quick]
 #   --bin DIR  holds railyard-agent and railyard-bench: a pack.sh bundle's bin/ (the default when
 #              this script sits in a bundle) or a build tree ($RAILYARD_BUILD_DIR)
@@ -32,8 +35,9 @@ done
 find_bin() { # find_bin NAME: a bundle's bin/, --bin, or a build tree
 	local d
 	for d in "$bin" "$HERE/bin" "${RAILYARD_BUILD_DIR:-}/nodeagent" \
-		"${RAILYARD_BUILD_DIR:-}/nodeagent/bench" "$HERE/../../build/nodeagent" \
-		"$HERE/../../build/nodeagent/bench"; do
+		"${RAILYARD_BUILD_DIR:-}/nodeagent/bench" "${RAILYARD_BUILD_DIR:-}/nodeagent/coll" \
+		"$HERE/../../build/nodeagent" "$HERE/../../build/nodeagent/bench" \
+		"$HERE/../../build/nodeagent/coll"; do
 		[ -n "$d" ] && [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }
 	done
 	return 1
@@ -232,6 +236,44 @@ else
 		else
 			# The node's health is the machine's: reported above, not judged here.
 			pass "health-check: the GPU watcher read $watched GPU(s) twice, $interval ms apart"
+		fi
+	fi
+fi
+
+# 7. collectives through NCCL: railyard-coll under mpirun on this host, one rank per GPU
+COLL=$(find_bin railyard-coll) || COLL=''
+ncclargs=()
+if [ $double = 1 ]; then
+	ngpu=${RAILYARD_CUDA_DOUBLE_GPUS:-1}
+	[ -z "${RAILYARD_NCCL_DOUBLE:-}" ] || ncclargs=(--nccl-lib "$RAILYARD_NCCL_DOUBLE")
+else
+	ngpu=$(grep -c '^GPU ' "$out/smi-L.txt" 2>/dev/null || echo 0)
+fi
+if [ -z "$COLL" ]; then
+	skip "collectives: railyard-coll not built (no MPI where it was built)"
+elif ! command -v mpirun >/dev/null 2>&1; then
+	skip "collectives: no mpirun here (Open MPI: openmpi-bin)"
+elif [ $double = 1 ] && [ ${#ncclargs[@]} = 0 ]; then
+	skip "collectives: on the libcuda double without the libnccl double (RAILYARD_NCCL_DOUBLE)"
+else
+	sweep=(--max-bytes 1G)
+	[ $quick = 0 ] || sweep=(--max-bytes 1M --iters 5 --warmup 1)
+	mpirun --allow-run-as-root --oversubscribe -np "$ngpu" --mca btl self,vader --mca pml ob1 \
+		"$COLL" --backend nccl ${ncclargs[@]+"${ncclargs[@]}"} "${sweep[@]}" \
+		>"$out/coll-nccl.json" 2>"$out/coll-nccl.err"
+	rc=$?
+	if [ $rc != 0 ] && grep -q 'cannot load libnccl.so.2' "$out/coll-nccl.err"; then
+		skip "collectives: no libnccl.so.2 here"
+	elif [ $rc != 0 ] || ! json "$out/coll-nccl.json" "d['version']" >/dev/null 2>&1; then
+		fail "collectives: railyard-coll --backend nccl failed (exit $rc): $(grep 'railyard-coll' "$out/coll-nccl.err" | head -2 | tr '\n' ' ')"
+	else
+		note "collectives: $(json "$out/coll-nccl.json" "d['library']"), $ngpu rank(s); at the largest size: $(json "$out/coll-nccl.json" "', '.join('%s %.1f GB/s busbw (algbw %.1f)' % (r['op'], r['busbw_gbs'], r['algbw_gbs']) for r in d['results'] if r['bytes'] == max(x['bytes'] for x in d['results'] if x['op'] == r['op']))")"
+		wrong=$(json "$out/coll-nccl.json" "sum(r['wrong'] for r in d['results'])")
+		ops=$(json "$out/coll-nccl.json" "len(set(r['op'] for r in d['results']))")
+		if [ "$wrong" = 0 ] && [ "$ops" = 5 ]; then
+			pass "collectives through NCCL: 5 ops over the sweep on $ngpu GPU(s), every result exact"
+		else
+			fail "collectives through NCCL: $wrong wrong elements, $ops of 5 ops"
 		fi
 	fi
 fi

@@ -19,7 +19,9 @@
  *           copy of the run stays honest). SPEC: KEY=JSON sets member KEY of its first
  *           result's latency (else bw) figures ("p50=-5", "gbps=1e308", "count=100000"),
  *           *=JSON sets every figure ("*=null", "*=0.001"), *xF multiplies every number
- *           ("*x0.5": a plausible rewrite). Prints "LIED <bench> <role>" per report.
+ *           ("*x0.5": a plausible rewrite). A collective job it launches is not run: its
+ *           report is made up, "coll:impossible" or "coll:blame=HOST" (fake_collective()).
+ *           Prints "LIED <bench> <role>" per report.
  *   flood   --count N Enroll calls with a token that does not exist; prints how each ended:
  *           "<STATUS> <count>" lines.
  * --forge KIND about --deployment D (default: the last plan answered):
@@ -262,7 +264,81 @@ static void liar_ready(void *ud, uint16_t port)
 	send_msg(rc->g, &m);
 }
 
-/* Run one side of a RunBench for real, then report it rewritten. */
+/* A collective job's report made up without running anything (docs/campaigns.md,
+ * "Collectives"): every op and size of the job, consistent figures (algbw = bytes / time,
+ * busbw = algbw x nccl-tests' factor), the job's nodes and ranks, every pair probed, CPU that
+ * adds up. spec "coll:impossible": 1 MiB in a nanosecond (busbw far above any link);
+ * "coll:blame=HOST": a slow job whose pairwise probe puts HOST's pairs at 1 Gb/s and the others
+ * at 50 (a plausible lie that blames an honest node). */
+static json_t *fake_collective(const json_t *params, const char *spec)
+{
+	const json_t *hosts = json_object_get(params, "hosts"), *o, *h;
+	json_int_t ppn = json_integer_value(json_object_get(params, "ranks_per_node"));
+	json_int_t iters = json_integer_value(json_object_get(params, "iters"));
+	size_t n = json_array_size(hosts), ranks = n * (size_t)ppn, i, k;
+	const char *blame = strncmp(spec, "coll:blame=", 11) == 0 ? spec + 11 : "";
+	bool impossible = strcmp(spec, "coll:impossible") == 0;
+	json_t *nodes = json_array(), *res = json_array(), *pairs = json_array();
+	double bus = 0, f;
+
+	json_array_foreach(hosts, i, h)
+	{
+		json_t *rl = json_array();
+
+		for (json_int_t q = 0; q < ppn; q++)
+			json_array_append_new(rl, json_integer((json_int_t)i * ppn + q));
+		json_array_append_new(nodes, json_pack("{s:O, s:o}", "node",
+						       json_object_get(h, "node"), "ranks", rl));
+	}
+	json_array_foreach(json_object_get(params, "ops"), k, o)
+	{
+		const char *op = json_string_value(o);
+
+		f = strcmp(op, "allreduce") == 0  ? 2.0 * (double)(ranks - 1) / (double)ranks
+		    : strcmp(op, "sendrecv") == 0 ? 1.0
+						  : (double)(ranks - 1) / (double)ranks;
+		for (double b = (double)json_integer_value(json_object_get(params, "min_bytes"));
+		     b <= (double)json_integer_value(json_object_get(params, "max_bytes"));
+		     b *= 2) {
+			double t = impossible ? 0.001 : 50 + b / 10; /* 0.1 GB/s: slow */
+
+			json_array_append_new(res,
+					      json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:i}", "op",
+							op, "bytes", b, "count", b / 4, "time_us",
+							t, "algbw_gbs", b / t / 1e3, "busbw_gbs",
+							b / t / 1e3 * f, "wrong", 0));
+			bus += b * f * (double)iters / 1e9;
+		}
+	}
+	for (size_t a = 0; a < n; a++)
+		for (size_t b = a + 1; b < n; b++) {
+			const json_t *ha = json_array_get(hosts, a), *hb = json_array_get(hosts, b);
+			bool slow =
+				strcmp(json_string_value(json_object_get(ha, "host")), blame) ==
+					0 ||
+				strcmp(json_string_value(json_object_get(hb, "host")), blame) == 0;
+
+			json_array_append_new(pairs, json_pack("{s:O, s:O, s:i, s:f, s:f}", "a",
+							       json_object_get(ha, "node"), "b",
+							       json_object_get(hb, "node"), "bytes",
+							       4194304, "time_us", 1000.0, "gbps",
+							       slow ? 1.0 : 50.0));
+		}
+	return json_pack(
+		"{s:s, s:O, s:O, s:{s:s, s:i, s:O, s:s, s:I, s:o, s:s, s:s, s:I, s:I, "
+		"s:o, s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}}, s:{}, s:{}}",
+		"kind", "collective", "transport", json_object_get(params, "transport"), "backend",
+		json_object_get(params, "backend"), "coll", "program", "railyard-coll", "version",
+		1, "backend", json_object_get(params, "backend"), "library", "Open MPI v4.1.4",
+		"ranks", (json_int_t)ranks, "nodes", nodes, "dtype", "float", "redop", "sum",
+		"iters", iters, "warmup", json_integer_value(json_object_get(params, "warmup")),
+		"results", res, "pairs", pairs, "cpu", "wall_s", 2.0, "ranks_cpu_s", 1.0,
+		"host_cpu_s", 2.0, "bus_gb", bus, "cores", 0.5, "cpu_s_per_gb",
+		bus > 0 ? 1.0 / bus : 0.0, "host_cpu_s_per_gb", bus > 0 ? 2.0 / bus : 0.0, "launch",
+		"settings");
+}
+
+/* Run one side of a RunBench for real, then report it rewritten (a collective: made up). */
 static int run_and_lie(struct rogue *g, const Railyard__V1__RunBench *rb)
 {
 	Railyard__V1__AgentMessage m = RAILYARD__V1__AGENT_MESSAGE__INIT;
@@ -276,6 +352,13 @@ static int run_and_lie(struct rogue *g, const Railyard__V1__RunBench *rb)
 	const char *colon;
 	int r;
 
+	if (json_is_string(json_object_get(params, "kind")) &&
+	    strcmp(json_string_value(json_object_get(params, "kind")), "collective") == 0) {
+		result = fake_collective(params, g->lie ? g->lie : "");
+		json_decref(params);
+		r = result ? 0 : -ENOMEM;
+		goto report;
+	}
 	bench_params_init(&p);
 	json_object_del(params, "sides");
 	r = agent_bench_params_from_json(params, &p, err, sizeof(err));
@@ -309,6 +392,7 @@ static int run_and_lie(struct rogue *g, const Railyard__V1__RunBench *rb)
 	} else {
 		lie_about(result, g->lie);
 	}
+report:
 	text = json_dumps(result, JSON_COMPACT);
 	json_decref(result);
 	if (!text)

@@ -68,6 +68,11 @@ check "agent: program, unit, conffile, man page" has_files agent usr/bin/railyar
 	usr/share/man/man1/railyard-agent.1.gz
 check "bench: program, man page" has_files bench usr/bin/railyard-bench \
 	usr/share/man/man1/railyard-bench.1.gz
+if [ -x "$BUILD/nodeagent/coll/railyard-coll" ]; then
+	check "bench: railyard-coll beside it, its man page" has_files bench \
+		usr/bin/railyard-coll usr/share/man/man1/railyard-coll.1.gz
+	check "bench: Depends on openmpi-bin" depends_on bench openmpi-bin
+fi
 check "cli: program, man page, bash completion" has_files cli usr/bin/railyard \
 	usr/share/man/man1/railyard.1.gz usr/share/bash-completion/completions/railyard
 check "cli: the completion is the CLI's" file_has cli usr/share/bash-completion/completions/railyard \

@@ -10,3 +10,7 @@ railyard_test(test_evidence SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_evidence.c
 # controller/campaign: preflight checks of a node's facts (pure), on the fixture facts.
 railyard_test(test_preflight SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_preflight.c
 	LIBS ry_campaign PkgConfig::JANSSON LABELS unit TIMEOUT 120)
+# controller/campaign: collective tests — bus bandwidth factors, the launcher's report as
+# evidence, the slow node from the pairwise probe, the verdict of a collective (pure).
+railyard_test(test_coll_campaign SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_coll_campaign.c
+	LIBS ry_campaign PkgConfig::JANSSON LABELS unit TIMEOUT 120)

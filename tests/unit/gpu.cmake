@@ -51,6 +51,11 @@ if(TARGET ry_bench AND NOT RAILYARD_WITH_CUDA STREQUAL "OFF")
 	set_property(TEST test_gpu_run_double APPEND PROPERTY ENVIRONMENT
 		"RAILYARD_SEAM_LIBCUDA=${RAILYARD_CUDA_DOUBLE}"
 		"RAILYARD_CUDA_DOUBLE_RATES=h2d=55.5,d2h=55.3,d2d=1959")
+	# Its collectives step on the libnccl double (tests/integration/CMakeLists.txt builds it).
+	if(RAILYARD_HAVE_MPI)
+		set_property(TEST test_gpu_run_double APPEND PROPERTY ENVIRONMENT
+			"RAILYARD_NCCL_DOUBLE=${CMAKE_BINARY_DIR}/tests/doubles/libnccl-double.so")
+	endif()
 	if(TARGET nvml_double)
 		set_property(TEST test_gpu_run_double APPEND PROPERTY ENVIRONMENT
 			"RAILYARD_GPU_RUN_NVML_DOUBLE=$<TARGET_FILE:nvml_double>")

@@ -347,10 +347,47 @@ function congestionSection(c, rows, hostOf) {
   return out.length ? section('Congestion', out) : null;
 }
 
+// A collective test: one job over every node (docs/campaigns.md, "Collectives"): bus bandwidth
+// per op as nccl-tests reports it, the slow node the job's pairwise probe names, the CPU cost.
+const COLL_OPS = ['allreduce', 'allgather', 'reducescatter', 'alltoall', 'sendrecv'];
+function collectiveSection(c, rows, hostOf) {
+  const out = [];
+  (c.tests || []).forEach((t, ti) => {
+    if (t.kind !== 'collective') return;
+    const vt = ((c.verdict && c.verdict.tests) || [])[ti];
+    const row = rows.find((r) => r.test_index === ti && r.phase === 'run');
+    const sum = (row && row.summary) || {};
+    const m = sum.metrics || {};
+    const coll = sum.coll || {};
+    const part = [h('h3', null, t.name, ' ', vt ? badge(vt.result) : badge(c.state === 'running' ? 'running' : 'none'))];
+    if (row && row.error) part.push(h('p', {class: 'error'}, row.error));
+    const ops = COLL_OPS.filter((op) => m[`${op}_busbw_gbs`] !== undefined);
+    if (ops.length) {
+      part.push(sortableTable({
+        caption: `${t.name}: ${coll.ranks ?? '?'} ranks over ${(c.nodes || []).length} nodes${coll.library ? ` (${coll.library})` : ''}`,
+        columns: [
+          {key: 'op', label: 'Op', render: (op) => op},
+          {key: 'bus', label: 'Bus bandwidth (GB/s, largest size)', numeric: true, value: (op) => m[`${op}_busbw_gbs`], render: (op) => fmtNum(m[`${op}_busbw_gbs`], 4)},
+          {key: 'lat', label: 'Time at the smallest size (µs)', numeric: true, value: (op) => m[`${op}_lat_us`], render: (op) => fmtNum(m[`${op}_lat_us`], 4)},
+        ],
+        rows: ops,
+      }).el);
+    }
+    const facts = [];
+    if (m.wrong !== undefined) facts.push(['Wrong elements', String(m.wrong)]);
+    if (m.pair_min_gbps !== undefined) facts.push(['Slowest node pair (Gb/s)', fmtNum(m.pair_min_gbps, 4)]);
+    if (coll.why) facts.push(['Slow node', coll.slowest ? `${hostOf(coll.slowest)}: ${coll.why}` : coll.why]);
+    if (m.cpu_cores !== undefined) facts.push(['CPU', `${fmtNum(m.cpu_cores, 3)} cores over all ranks, ${fmtNum(m.cpu_s_per_gb, 3)} CPU-s/GB`]);
+    if (facts.length) part.push(kv(facts));
+    out.push(h('div', {class: 'collective', dataset: {test: t.name}}, part));
+  });
+  return out.length ? section('Collectives', out) : null;
+}
+
 function otherTestsSection(c, rows, hostOf) {
   const out = [];
   (c.tests || []).forEach((t, ti) => {
-    if (t.kind === 'congestion' || t.pattern === 'pairs') return;
+    if (t.kind === 'congestion' || t.kind === 'collective' || t.pattern === 'pairs') return;
     const field = DEFAULT_FIELD[t.kind];
     out.push(sortableTable({
       caption: `${t.name} (${t.pattern})`,
@@ -409,7 +446,8 @@ export async function campaignView(ctx, id) {
     const runs = section(running ? 'Progress' : 'Runs', prog, testsTable(c));
     fill(body, running ? runs : null, verdictSection(c, hostOf),
       maps.length ? h('section', {class: 'card'}, h('h2', null, 'Pairs'), h('div', {class: 'heatmaps'}, maps)) : null,
-      congestionSection(c, rows, hostOf) || '', otherTestsSection(c, rows, hostOf) || '',
+      congestionSection(c, rows, hostOf) || '', collectiveSection(c, rows, hostOf) || '',
+      otherTestsSection(c, rows, hostOf) || '',
       running ? null : runs, details);
     clear(actions);
     if (c.state === 'running' && session.mayCancel(c)) {
