@@ -19,9 +19,12 @@ for p in mpirun orted orterun hostname sh cat; do
 done
 check "no ssh on the agents' PATH" bash -c "PATH='$T/bin' command -v ssh rsh >/dev/null; [ \$? -ne 0 ]"
 
-# The program the launcher's agent runs: mpi_hello, holding while $T/hold exists.
+# The program the launcher's agent runs: mpi_hello, holding while $T/hold exists; railyard-coll
+# itself while $T/use-coll exists.
+COLL=$BUILD/nodeagent/coll/railyard-coll
 cat >"$T/coll.sh" <<EOS
 #!/bin/sh
+if [ -e "$T/use-coll" ]; then exec "$COLL" "\$@"; fi
 if [ -e "$T/hold" ]; then exec "$HELLO" --hold "$T/hold" "\$@"; fi
 exec "$HELLO" "\$@"
 EOS
@@ -105,6 +108,25 @@ check "bench show prints the collective's rows" grep -q "allreduce .* busbw .* w
 check "nor in the list" bash -c "! '$RY' bench list --json --state-dir '$T/ctl' | grep -q job_token"
 check "each agent started one orted for it" bash -c "grep -q 'bench $RUN: orted started' '$T/a.log' &&
 	grep -q 'bench $RUN: orted started' '$T/b.log' && grep -q 'bench $RUN: orted started' '$T/c.log'"
+
+# railyard-coll itself over the relay: nccl-tests' figures, the data checked, a node pair each.
+if [ -x "$COLL" ]; then
+	touch "$T/use-coll"
+	coll --nodes gpu-node-01,gpu-node-04,gpu-node-02 --ops allreduce,allgather --min-bytes 8 \
+		--max-bytes 65536 --warmup 1 --iters 5 --timeout 90s --json >"$T/coll.json" 2>"$T/coll.err"
+	check "railyard-coll over the relay succeeds" test $? -eq 0 || tail -5 "$T/coll.err"
+	# (allgather's sizes are rounded to whole elements per rank, as nccl-tests does)
+	check "  its sweep: allreduce 8 B..64 KiB, allgather too, 3 ranks, nothing wrong" jqt \
+		'.result.coll.program == "railyard-coll" and .result.coll.ranks == 3 and
+		 ([.result.coll.results[] | select(.op == "allreduce")] | length) == 14 and
+		 ([.result.coll.results[] | select(.op == "allgather")] | length) >= 10 and
+		 ([.result.coll.results[] | select(.wrong != 0)] | length) == 0 and
+		 ([.result.coll.results[] | .busbw_gbs] | max) > 0' "$T/coll.json"
+	check "  a pair for each two of the 3 nodes" jqt '(.result.coll.pairs | length) == 3' "$T/coll.json"
+	"$RY" bench show "$(jq -r .id "$T/coll.json")" --state-dir "$T/ctl" >"$T/coll-show.out" 2>&1
+	check "  bench show prints its rows" grep -q "allgather .* B .* busbw .* wrong 0" "$T/coll-show.out"
+	rm -f "$T/use-coll"
+fi
 
 # A run that holds, attacked through the launcher's socket with the job's own token.
 touch "$T/hold"
