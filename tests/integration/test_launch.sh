@@ -199,6 +199,33 @@ check "the target agents were told (Cancel)" bash -c "grep -q 'bench $CAN: its d
 	grep -q 'bench $CAN: its daemon here stops' '$T/c.log'"
 rm -f "$T/hold"
 
+# A campaign's collective test (the lead's kind) over the relay, railyard-coll measuring.
+if [ -x "$COLL" ]; then
+	touch "$T/use-coll"
+	cat >"$T/coll-pb.yaml" <<EOS
+name: coll-smoke
+version: "1"
+steps:
+  - {name: facts readable, type: assert, params: {that: [{fact: kernel.release, op: "!=", value: ""}]}}
+validation:
+  transport: tcp
+  tests:
+    - {name: allreduce, kind: collective, ops: [allreduce], min_size: 8, max_size: 64K,
+       ranks_per_node: 1, backend: mpi, iters: 5, warmup: 1, timeout: 60s}
+  acceptance:
+    - {metric: allreduce.busbw_gbs, op: ">=", value: 0.0000001}
+EOS
+	"$RY" validate --state-dir "$T/ctl" --cluster it --playbook "$T/coll-pb.yaml" \
+		--nodes gpu-node-01,gpu-node-04,gpu-node-02 --json >"$T/camp.json" 2>"$T/camp.err"
+	# (the campaign's own result also weighs the enrolled node left out, d: the lead's verdict)
+	check "a campaign's collective test measures and passes over the relay" jqt \
+		'.verdict.tests[0].kind == "collective" and .verdict.tests[0].measured == 1 and
+		 .verdict.tests[0].result == "pass" and .verdict.tests[0].stats.wrong.max == 0' \
+		"$T/camp.json" ||
+		{ tail -5 "$T/camp.err"; head -c 1500 "$T/camp.json"; }
+	rm -f "$T/use-coll"
+fi
+
 if [ ${#VG[@]} -gt 0 ]; then
 	kill -TERM "${AGENT_PID[a]}"
 	wait "${AGENT_PID[a]}"; rc=$?
