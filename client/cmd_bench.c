@@ -34,6 +34,13 @@ enum {
 	OPT_SERVER_ADDR,
 	OPT_TIMEOUT,
 	OPT_NO_WAIT,
+	OPT_NODES,
+	OPT_RANKS,
+	OPT_BACKEND,
+	OPT_OPS,
+	OPT_MIN_BYTES,
+	OPT_MAX_BYTES,
+	OPT_WARMUP,
 };
 
 static bool run_final(const json_t *b)
@@ -70,6 +77,23 @@ static void print_results(const json_t *res)
 	}
 }
 
+/* A collective's figures: one line per operation and size, as nccl-tests prints them. */
+static void print_coll(const json_t *res)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(res, "coll"), "results"), i, r)
+		util_fprintf_safe(stdout,
+				  "  %-14s %10lld B  %10.2f us  algbw %8.3f GB/s  busbw %8.3f GB/s"
+				  "  wrong %lld\n",
+				  rc_str(r, "op", "?"), JINT(r, "bytes"),
+				  json_number_value(json_object_get(r, "time_us")),
+				  json_number_value(json_object_get(r, "algbw_gbs")),
+				  json_number_value(json_object_get(r, "busbw_gbs")),
+				  JINT(r, "wrong"));
+}
+
 static int print_run(const struct rc *rc, const json_t *b)
 {
 	const char *error = rc_str(b, "error", NULL);
@@ -80,7 +104,10 @@ static int print_run(const struct rc *rc, const json_t *b)
 			  rc_str(b, "kind", "?"), rc_str(b, "transport", "?"),
 			  rc_str(b, "client_node", "?"), rc_str(b, "server_node", "?"),
 			  rc_str(b, "state", "?"), error ? ": " : "", error ? error : "");
-	print_results(json_object_get(b, "result"));
+	if (strcmp(rc_str(b, "kind", ""), "collective") == 0)
+		print_coll(json_object_get(b, "result"));
+	else
+		print_results(json_object_get(b, "result"));
 	return 0;
 }
 
@@ -139,6 +166,10 @@ static const struct num_opt nums[] = {
 	{OPT_IB_PORT, "ib_port", "--ib-port", 1, 255},
 	{OPT_TCLASS, "tclass", "--tclass", 0, 255},
 	{OPT_SL, "sl", "--sl", 0, 15},
+	{OPT_RANKS, "ranks_per_node", "--ranks-per-node", 1, 64},
+	{OPT_MIN_BYTES, "min_bytes", "--min-bytes", 1, 1LL << 34},
+	{OPT_MAX_BYTES, "max_bytes", "--max-bytes", 1, 1LL << 34},
+	{OPT_WARMUP, "warmup", "--warmup", 0, 100000},
 };
 
 static int cmd_run(struct rc *rc, const struct rc_command *cmd, int argc, char **argv)
@@ -165,9 +196,16 @@ static int cmd_run(struct rc *rc, const struct rc_command *cmd, int argc, char *
 		{"server-address", required_argument, NULL, OPT_SERVER_ADDR},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
+		{"nodes", required_argument, NULL, OPT_NODES},
+		{"ranks-per-node", required_argument, NULL, OPT_RANKS},
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"ops", required_argument, NULL, OPT_OPS},
+		{"min-bytes", required_argument, NULL, OPT_MIN_BYTES},
+		{"max-bytes", required_argument, NULL, OPT_MAX_BYTES},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
 		{0},
 	};
-	const char *from = NULL, *to = NULL, *kind = "lat", *transport = "tcp";
+	const char *from = NULL, *to = NULL, *kind = "lat", *transport = "tcp", *nodes = NULL;
 	json_t *body = json_object(), *node = NULL, *made = NULL, *b = NULL;
 	int64_t timeout = 60000, v;
 	bool no_wait = false;
@@ -194,6 +232,16 @@ static int cmd_run(struct rc *rc, const struct rc_command *cmd, int argc, char *
 			break;
 		case OPT_OP:
 			key = "op";
+			break;
+		case OPT_NODES:
+			nodes = optarg;
+			key = "nodes";
+			break;
+		case OPT_BACKEND:
+			key = "backend";
+			break;
+		case OPT_OPS:
+			key = "ops";
 			break;
 		case OPT_DEVICE:
 			key = "device";
@@ -248,21 +296,42 @@ static int cmd_run(struct rc *rc, const struct rc_command *cmd, int argc, char *
 	}
 	if ((r = rc_positionals(cmd, argc, argv, 0, false)) != 0)
 		goto out;
-	if (!from || !to) {
-		r = rc_bad("bench run", "(--from and --to are required)");
-		goto out;
+	if (strcmp(kind, "collective") == 0) {
+		/* Over --nodes, the first of which launches; the cluster is its. */
+		if (!nodes || from || to) {
+			r = rc_bad("bench run --kind collective", "(--nodes, not --from/--to)");
+			goto out;
+		}
+		from = to = rc_str(body, "nodes", "");
+		{
+			char first[256];
+
+			snprintf(first, sizeof(first), "%.*s", (int)strcspn(nodes, ","), nodes);
+			if ((r = rc_id_path(path, sizeof(path), "/api/v1/nodes/", first, "")) !=
+				    0 ||
+			    (r = rc_api(rc, "GET", path, NULL, &node)) != 0)
+				goto out;
+		}
+	} else {
+		if (!from || !to) {
+			r = rc_bad("bench run", "(--from and --to are required)");
+			goto out;
+		}
+		if (strcmp(kind, "lat") != 0 && strcmp(kind, "bw") != 0) {
+			r = rc_bad("--kind (lat, bw or collective)", kind);
+			goto out;
+		}
+		/* The API takes the cluster of the two nodes: the client node's. */
+		if ((r = rc_id_path(path, sizeof(path), "/api/v1/nodes/", from, "")) != 0 ||
+		    (r = rc_api(rc, "GET", path, NULL, &node)) != 0)
+			goto out;
+		if (json_object_set_new(body, "from", json_string(from)) < 0 ||
+		    json_object_set_new(body, "to", json_string(to)) < 0) {
+			r = rc_bad("argument (not UTF-8)", "");
+			goto out;
+		}
 	}
-	if (strcmp(kind, "lat") != 0 && strcmp(kind, "bw") != 0) {
-		r = rc_bad("--kind (lat or bw)", kind);
-		goto out;
-	}
-	/* The API takes the cluster of the two nodes: the client node's. */
-	if ((r = rc_id_path(path, sizeof(path), "/api/v1/nodes/", from, "")) != 0 ||
-	    (r = rc_api(rc, "GET", path, NULL, &node)) != 0)
-		goto out;
 	if (json_object_set_new(body, "cluster", json_string(rc_str(node, "cluster", ""))) < 0 ||
-	    json_object_set_new(body, "from", json_string(from)) < 0 ||
-	    json_object_set_new(body, "to", json_string(to)) < 0 ||
 	    json_object_set_new(body, "kind", json_string(kind)) < 0 ||
 	    json_object_set_new(body, "transport", json_string(transport)) < 0 ||
 	    json_object_set_new(body, "timeout_ms", json_integer(timeout)) < 0) {
@@ -272,9 +341,13 @@ static int cmd_run(struct rc *rc, const struct rc_command *cmd, int argc, char *
 	if ((r = rc_api(rc, "POST", "/api/v1/bench-runs", body, &made)) != 0)
 		goto out;
 	/* With --json stdout carries the document alone. */
-	util_fprintf_safe(rc->json ? stderr : stdout,
-			  "bench %s: %s over %s, client %s, server %s\n", rc_str(made, "id", "?"),
-			  kind, transport, from, to);
+	if (nodes)
+		util_fprintf_safe(rc->json ? stderr : stdout, "bench %s: %s over %s on %s\n",
+				  rc_str(made, "id", "?"), kind, transport, nodes);
+	else
+		util_fprintf_safe(rc->json ? stderr : stdout,
+				  "bench %s: %s over %s, client %s, server %s\n",
+				  rc_str(made, "id", "?"), kind, transport, from, to);
 	fflush(rc->json ? stderr : stdout); /* the id, before a long wait, even into a pipe */
 	if (no_wait) {
 		r = rc->json ? rc_print_json(stdout, made) : 0;
@@ -383,11 +456,15 @@ static int cmd_cancel(struct rc *rc, const struct rc_command *cmd, int argc, cha
 const struct rc_command rc_bench_commands[] = {
 	{"bench run",
 	 "--from NODE --to NODE [--kind lat|bw] [--transport tcp|verbs]\n"
+	 "        | --kind collective --nodes A,B,... [--ranks-per-node N]\n"
+	 "        [--backend mpi|nccl] [--ops allreduce,...] [--min-bytes N] [--max-bytes N]\n"
+	 "        [--warmup N]\n"
 	 "        [--op send|write|read] [--size N] [--iters N] [--duration 10s] [--qps N]\n"
 	 "        [--sweep] [--bidir] [--check-data] [--rdma-cm] [--device DEV]\n"
 	 "        [--gid-index N] [--ib-port N] [--tclass N] [--sl N]\n"
 	 "        [--server-address HOST] [--timeout 60s] [--no-wait]",
-	 "run a benchmark between two nodes and follow it (Ctrl-C cancels it); exit 0 "
+	 "run a benchmark between two nodes, or a collective over several, and follow it "
+	 "(Ctrl-C cancels it); exit 0 "
 	 "succeeded, 1 failed",
 	 cmd_run},
 	{"bench list", "", "list benchmark runs, newest first", cmd_list},

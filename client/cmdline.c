@@ -118,9 +118,15 @@ static const struct util_option_help option_help[] = {
 	{"--gid-index", "the GID index (RoCE) on both sides"},
 	{"--ib-port", "the device port on both sides"},
 	{"--iters", "iterations per message size"},
+	{"--backend", "a collective's library: mpi (Open MPI) or nccl"},
+	{"--ops", "a collective's operations: allreduce,allgather,reducescatter,alltoall,sendrecv"},
+	{"--min-bytes", "a collective's smallest size (bytes)"},
+	{"--max-bytes", "a collective's largest size (bytes)"},
+	{"--ranks-per-node", "a collective's ranks on each node (one per GPU on H200 nodes)"},
+	{"--warmup", "a collective's untimed iterations per size"},
 	{"--job-timeout", "maintenance: how long a drained node's running jobs are waited for (a "
 			  "duration: 1h); then it is held out"},
-	{"--kind", "lat (latency percentiles) or bw (bandwidth)"},
+	{"--kind", "lat (latency percentiles), bw (bandwidth) or collective (over --nodes)"},
 	{"--limit", "at most this many entries"},
 	{"--maintenance", "roll it in batches drained from the workload manager, validated and "
 			  "resumed (docs/operations.md, Maintenance with Slurm)"},
@@ -131,7 +137,8 @@ static const struct util_option_help option_help[] = {
 	{"--no-wait", "return once it is started, without following it"},
 	{"--node", "render for this node (ID or host name), with its facts"},
 	{"--nodes", "the nodes it acts on: a selector of host names or ids, globs, ! to exclude "
-		    "(default: the cluster's)"},
+		    "(default: the cluster's); bench run --kind collective: A,B,C in rank order, "
+		    "the first launches"},
 	{"--once", "print what runs now, then exit"},
 	{"--op", "send, write or read (verbs)"},
 	{"--pause", "the wait between batches (a duration: 30s)"},

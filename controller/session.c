@@ -651,6 +651,10 @@ static const char *body_name(int body)
 		return "Heartbeat";
 	case RAILYARD__V1__AGENT_MESSAGE__BODY_ERROR:
 		return "Error";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_LAUNCH_REQUEST:
+		return "LaunchRequest";
+	case RAILYARD__V1__AGENT_MESSAGE__BODY_LAUNCH_STATUS:
+		return "LaunchStatus";
 	default:
 		return "message";
 	}

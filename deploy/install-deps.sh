@@ -28,6 +28,9 @@ PKGS=(
 	# A real Slurm cluster on this host for the maintenance tests (docs/operations.md, "Maintenance
 	# with Slurm"): slurmctld and one slurmd per test node, auth/none (tests/integration/slurm.sh).
 	slurm-wlm
+	# Collective runs (docs/bench.md, "Launching collectives without SSH"): Open MPI 4.1 with UCX,
+	# mpicc for the benchmark program and the launch test's MPI program.
+	openmpi-bin libopenmpi-dev libucx0
 	# promtool (in Debian's prometheus package; no daemon is started) tests the shipped alert rules
 	# (deploy/prometheus/, tests/prometheus/).
 	prometheus

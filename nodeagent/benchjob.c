@@ -43,13 +43,15 @@ struct bench_run {
 	bool server;
 	struct bench_params p;
 	uint32_t deadline_ms;
-	bool gpu; /* "kind": "gpu": the GPU check (gpu_opts), not a benchmark */
+	bool gpu;     /* "kind": "gpu": the GPU check (gpu_opts), not a benchmark */
+	json_t *coll; /* "kind": "collective": its params (owned), run by agent_coll_run() */
 	struct gpu_check_opts gpu_opts;
 };
 
 struct agent_bench {
 	struct outbox *ob;
-	char *sysroot; /* where the port counters are read */
+	char *sysroot;		     /* where the port counters are read */
+	struct agent_coll_conf coll; /* strings owned */
 	pthread_mutex_t lock;
 	uint16_t port_lo, port_hi, port_next; /* lease range (0: ephemeral), next to try */
 	struct bench_run runs[AGENT_BENCH_MAX];
@@ -374,6 +376,14 @@ static void *run_main(void *arg)
 		gpu_main(run);
 		goto done;
 	}
+	if (run->coll) {
+		bool ok = agent_coll_run(&run->owner->coll, run->id, run->coll, run->deadline_ms,
+					 &run->cancel, &result);
+
+		push_result(run->owner, run->id, false, result, ok);
+		json_decref(result);
+		goto done;
+	}
 	o.cancel = &run->cancel;
 	o.deadline_ms = (uint64_t)util_now_mono_ms() + run->deadline_ms;
 	o.on_ready = on_ready;
@@ -446,9 +456,21 @@ static void reap(struct agent_bench *b, bool all)
 			continue;
 		pthread_join(b->runs[i].thread, NULL);
 		pthread_mutex_lock(&b->lock);
+		json_decref(b->runs[i].coll);
+		b->runs[i].coll = NULL;
 		b->runs[i].used = false;
 		pthread_mutex_unlock(&b->lock);
 	}
+}
+
+int agent_bench_set_coll(struct agent_bench *b, const struct agent_coll_conf *conf)
+{
+	b->coll.launch = conf->launch;
+	if ((conf->mpirun && !(b->coll.mpirun = strdup(conf->mpirun))) ||
+	    (conf->coll_program && !(b->coll.coll_program = strdup(conf->coll_program))) ||
+	    (conf->sock_path && !(b->coll.sock_path = strdup(conf->sock_path))))
+		return -ENOMEM;
+	return 0;
 }
 
 void agent_bench_free(struct agent_bench *b)
@@ -463,6 +485,9 @@ void agent_bench_free(struct agent_bench *b)
 	reap(b, true);
 	pthread_mutex_destroy(&b->lock);
 	free(b->sysroot);
+	free((char *)b->coll.mpirun);
+	free((char *)b->coll.coll_program);
+	free((char *)b->coll.sock_path);
 	free(b);
 }
 
@@ -473,7 +498,7 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	char err[BENCH_ERR_LEN] = "", host[256] = "";
 	struct gpu_check_opts gopts;
 	struct bench_params p;
-	json_t *params;
+	json_t *params, *coll = NULL;
 	bool gpu;
 	int r;
 
@@ -498,7 +523,34 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	params = json_loads(rb->params_json, JSON_REJECT_DUPLICATES, NULL);
 	gpu = json_is_string(json_object_get(params, "kind")) &&
 	      strcmp(json_string_value(json_object_get(params, "kind")), "gpu") == 0;
-	if (gpu) {
+	if (json_is_string(json_object_get(params, "kind")) &&
+	    strcmp(json_string_value(json_object_get(params, "kind")), "collective") == 0) {
+		/* One side, the launcher's: agent_coll_run() checks the rest. */
+		r = 0;
+		if (side != SIDE_CLIENT) {
+			snprintf(err, sizeof(err), "a collective runs as the client side");
+			r = -RY_E_INVALID;
+		} else if (rb->deadline_ms == 0 || rb->deadline_ms > 3 * 3600 * 1000u) {
+			snprintf(err, sizeof(err), "deadline out of range");
+			r = -RY_E_INVALID;
+		} else if (!b->coll.sock_path) {
+			snprintf(err, sizeof(err), "this agent does not run collectives");
+			r = -RY_E_INVALID;
+		} else {
+			coll = json_incref(params);
+		}
+		gpu = true; /* not the engine's parameters */
+		if (r < 0) {
+			json_t *res = json_pack("{s:s, s:b, s:s}", "kind", "collective", "ok",
+						false, "error", err);
+
+			json_decref(params);
+			log_warn("bench %s refused: %s", rb->bench_id, err);
+			push_result(b, rb->bench_id, false, res, false);
+			json_decref(res);
+			return 0;
+		}
+	} else if (gpu) {
 		/* One side: the node checks its own GPUs; no peer, no port. */
 		r = gpu_check_opts_from_json(params, &gopts, err, sizeof(err));
 		if (r >= 0 && side != SIDE_CLIENT) {
@@ -551,6 +603,7 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 			run = &b->runs[i];
 	if (!run) {
 		pthread_mutex_unlock(&b->lock);
+		json_decref(coll);
 		return -EBUSY;
 	}
 	memset(run, 0, sizeof(*run));
@@ -562,9 +615,12 @@ int agent_bench_submit(struct agent_bench *b, const Railyard__V1__RunBench *rb)
 	run->server = side == SIDE_SERVER;
 	run->p = p;
 	run->deadline_ms = rb->deadline_ms;
-	run->gpu = gpu;
+	run->gpu = gpu && !coll;
 	run->gpu_opts = gopts;
+	run->coll = coll;
 	if (pthread_create(&run->thread, NULL, run_main, run) != 0) {
+		run->coll = NULL;
+		json_decref(coll);
 		run->used = false;
 		pthread_mutex_unlock(&b->lock);
 		return -EAGAIN;

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "nodeagent/bench/bench.h"
+#include "nodeagent/colljob.h"
 #include "nodeagent/outbox.h"
 #include "railyard/v1/railyard.pb-c.h"
 
@@ -29,6 +30,10 @@ struct agent_bench;
 __attribute__((warn_unused_result)) int agent_bench_new(struct outbox *ob, const char *sysroot,
 							uint16_t port_lo, uint16_t port_hi,
 							struct agent_bench **ret);
+/* How this agent runs collectives (kind "collective", one side, the launcher's): conf's strings
+ * are copied, its launch borrowed (it must outlive b). Before the first submit. -ENOMEM. */
+__attribute__((warn_unused_result)) int agent_bench_set_coll(struct agent_bench *b,
+							     const struct agent_coll_conf *conf);
 /* Cancel what runs (the engine polls every 100 ms), wait for it, free. NULL is fine. */
 void agent_bench_free(struct agent_bench *b);
 

@@ -78,6 +78,9 @@ void agent_config_done(struct agent_config *cfg)
 	for (size_t i = 0; cfg->reboot_argv && cfg->reboot_argv[i]; i++)
 		free(cfg->reboot_argv[i]);
 	free(cfg->reboot_argv);
+	free(cfg->orted);
+	free(cfg->mpirun);
+	free(cfg->coll_program);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -116,6 +119,12 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 			slot = &cfg.node_id;
 		else if (strcmp(key, "cluster") == 0)
 			slot = &cfg.cluster;
+		else if (strcmp(key, "orted") == 0)
+			slot = &cfg.orted;
+		else if (strcmp(key, "mpirun") == 0)
+			slot = &cfg.mpirun;
+		else if (strcmp(key, "coll_program") == 0)
+			slot = &cfg.coll_program;
 		else if (strcmp(key, "reboot_command") == 0) {
 			slot = &cfg.reboot_command;
 			reboot_line = lineno;
@@ -126,6 +135,13 @@ int agent_config_parse(const char *text, const char *path, struct agent_config *
 		}
 		if (!*val) {
 			snprintf(errbuf, errlen, "%s:%d: empty value for '%s'", path, lineno, key);
+			r = -RY_E_INVALID;
+			goto out;
+		}
+		if (slot != &cfg.controller && slot != &cfg.node_id && slot != &cfg.cluster &&
+		    slot != &cfg.reboot_command && (val[0] != '/' || util_has_control(val))) {
+			snprintf(errbuf, errlen, "%s:%d: '%s' must be an absolute path", path,
+				 lineno, key);
 			r = -RY_E_INVALID;
 			goto out;
 		}
@@ -194,11 +210,16 @@ int agent_config_save(const char *state_dir, const struct agent_config *cfg)
 		return -ENOMEM;
 	if (asprintf(&text,
 		     "# Written by railyard-agent enroll.\ncontroller = %s\nnode_id = %s\n"
-		     "cluster = %s\n%s%s%s",
+		     "cluster = %s\n%s%s%s%s%s%s%s%s%s%s%s%s",
 		     cfg->controller, cfg->node_id, cfg->cluster ? cfg->cluster : "",
 		     cfg->reboot_command ? "reboot_command = " : "",
 		     cfg->reboot_command ? cfg->reboot_command : "",
-		     cfg->reboot_command ? "\n" : "") < 0) {
+		     cfg->reboot_command ? "\n" : "", cfg->orted ? "orted = " : "",
+		     cfg->orted ? cfg->orted : "", cfg->orted ? "\n" : "",
+		     cfg->mpirun ? "mpirun = " : "", cfg->mpirun ? cfg->mpirun : "",
+		     cfg->mpirun ? "\n" : "", cfg->coll_program ? "coll_program = " : "",
+		     cfg->coll_program ? cfg->coll_program : "",
+		     cfg->coll_program ? "\n" : "") < 0) {
 		free(path);
 		return -ENOMEM;
 	}

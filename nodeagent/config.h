@@ -17,6 +17,10 @@ struct agent_config {
 	 * default, `systemctl reboot`). The seam tests use to simulate a reboot. */
 	char *reboot_command;
 	char **reboot_argv; /* NULL-terminated, or NULL */
+	/* Collective runs (docs/bench.md, "Launching collectives without SSH"): absolute paths,
+	 * NULL for the defaults: Open MPI's daemon (/usr/bin/orted) and launcher
+	 * (/usr/bin/mpirun), and the benchmark program (railyard-coll beside the agent). */
+	char *orted, *mpirun, *coll_program;
 };
 
 #define AGENT_REBOOT_ARGS 16

@@ -8,6 +8,7 @@
 #include "nodeagent/facts/facts.h"
 #include "nodeagent/gpucheck.h"
 #include "nodeagent/health_check_cmd.h"
+#include "nodeagent/launch.h"
 #include "nodeagent/session.h"
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
@@ -632,6 +633,13 @@ static int run_version(const struct agent_cmd *cmd, int argc, char **argv)
 	return 0;
 }
 
+/* rsh takes what mpirun passes it as it is (no options of its own): launch.c. */
+static int run_rsh(const struct agent_cmd *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return agent_rsh_main(argc, argv);
+}
+
 static const struct agent_cmd agent_cmds[] = {
 	{"enroll",
 	 "--controller HOST:PORT (--token-file FILE|- | --token T)\n"
@@ -707,6 +715,13 @@ static const struct agent_cmd agent_cmds[] = {
 	 "[--playbook FILE | --config FILE] [--require LIST] [--sysroot DIR]\n"
 	 "[--interval-ms N] [--json]",
 	 NULL, run_health_check},
+	{"rsh", "HOST COMMAND [ARGS...]",
+	 "Open MPI's remote launcher within a collective run (its mpirun's plm_rsh_agent): ask\n"
+	 "this node's agent to have HOST's agent start the run's daemon, through the\n"
+	 "controller, with no shell and no SSH. Reads RAILYARD_JOB, RAILYARD_JOB_TOKEN and\n"
+	 "RAILYARD_LAUNCH_SOCK, which the run sets. Exit 0 when the daemon started, 1 when the\n"
+	 "launch was refused or failed (the reason on stderr).\n",
+	 run_rsh},
 	{"version", "", "Print the agent's version.\n\n" HELP_LOG_LEVEL, run_version},
 	{NULL, NULL, NULL, NULL},
 };

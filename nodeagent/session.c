@@ -4,6 +4,7 @@
 #include "nodeagent/config.h"
 #include "nodeagent/benchjob.h"
 #include "nodeagent/jobs.h"
+#include "nodeagent/launch.h"
 #include "nodeagent/outbox.h"
 #include "nodeagent/facts/facts.h"
 #include "common/log/log.h"
@@ -43,6 +44,7 @@ struct agent_session {
 	struct agent_jobs *jobs;
 	struct outbox *outbox;
 	struct agent_bench *bench;
+	struct agent_launch *launch;
 	struct agent_health *health;
 	struct rpc_client_stream *cur; /* the stream the job sink sends on (session thread) */
 
@@ -130,6 +132,23 @@ int agent_session_new(const struct agent_session_opts *o, struct agent_session *
 		snprintf(errbuf, errlen, "cannot start the benchmark workers: %s", ry_strerror(r));
 		goto fail;
 	}
+	{
+		struct agent_launch_opts lo = {.state_dir = s->o.state_dir,
+					       .node_id = s->cfg.node_id,
+					       .orted = s->cfg.orted};
+		struct agent_coll_conf coll = {.mpirun = s->cfg.mpirun,
+					       .coll_program = s->cfg.coll_program};
+
+		r = agent_launch_new(&lo, &s->launch, errbuf, errlen);
+		if (r < 0)
+			goto fail;
+		coll.launch = s->launch;
+		coll.sock_path = fs_path_join(s->o.state_dir, AGENT_LAUNCH_SOCK);
+		r = coll.sock_path ? agent_bench_set_coll(s->bench, &coll) : -ENOMEM;
+		free((char *)coll.sock_path);
+		if (r < 0)
+			goto fail;
+	}
 	if (s->o.health_interval_ms >= 0) {
 		struct agent_health_opts ho = {.sysroot = s->o.sysroot,
 					       .state_dir = s->o.state_dir,
@@ -174,6 +193,7 @@ void agent_session_free(struct agent_session *s)
 	agent_health_free(s->health);
 	agent_jobs_free(s->jobs);
 	agent_bench_free(s->bench);
+	agent_launch_free(s->launch);
 	outbox_free(s->outbox);
 	rpc_channel_free(s->ch);
 	agent_config_done(&s->cfg);
@@ -306,6 +326,13 @@ static int send_facts(struct agent_session *s, struct rpc_client_stream *cs, uin
 	return r;
 }
 
+static int launch_send(void *userdata, Railyard__V1__AgentMessage *m)
+{
+	struct agent_session *s = userdata;
+
+	return send_msg(s, s->cur, m);
+}
+
 static int64_t outbox_send(void *userdata, Railyard__V1__AgentMessage *m)
 {
 	struct agent_session *s = userdata;
@@ -390,7 +417,16 @@ static bool on_message(struct agent_session *s, struct rpc_client_stream *cs,
 				 err);
 		return true;
 	}
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_LAUNCH_ORDER:
+		agent_launch_on_order(s->launch, m->launch_order);
+		return true;
+	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_LAUNCH_REPLY:
+		agent_launch_on_reply(s->launch, m->launch_reply);
+		return true;
 	case RAILYARD__V1__CONTROLLER_MESSAGE__BODY_CANCEL:
+		if (m->cancel->bench_id[0] && agent_launch_cancel(s->launch, m->cancel->bench_id))
+			log_info("bench %.64s: its daemon here stops (cancelled)",
+				 m->cancel->bench_id);
 		if (m->cancel->bench_id[0]) {
 			if (agent_bench_cancel(s->bench, m->cancel->bench_id) == 1)
 				log_info("bench %.64s: cancelled by the controller",
@@ -469,10 +505,12 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 
 		/* Plan results go out as they come, once the controller has said which of the
 		 * last session's it has; poll briskly while something is in flight. */
-		if (welcomed)
+		if (welcomed) {
 			outbox_flush(s->outbox, outbox_send, s);
+			agent_launch_flush(s->launch, launch_send, s);
+		}
 		if ((agent_jobs_busy(s->jobs) || outbox_pending(s->outbox) ||
-		     agent_bench_busy(s->bench)) &&
+		     agent_bench_busy(s->bench) || agent_launch_busy(s->launch)) &&
 		    deadline > util_now_mono_ms() + 100)
 			deadline = util_now_mono_ms() + 100;
 		r = rpc_client_stream_next(cs, deadline, &msg);
@@ -514,6 +552,8 @@ static int session_once(struct agent_session *s, struct rpc_backoff *bo)
 			    : 0;
 	}
 	s->cur = NULL;
+	/* Launch messages live and die with their session. */
+	agent_launch_disconnected(s->launch);
 	pthread_mutex_lock(&s->lock);
 	s->cs = NULL;
 	pthread_mutex_unlock(&s->lock);

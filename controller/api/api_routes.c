@@ -715,15 +715,136 @@ out:
 	json_decref(b);
 }
 
+/* A list field: an array of strings or one comma-separated string, into a NULL-terminated
+ * vector (*ret_copy holds what the vector points into; the caller frees both). */
+static int api_list(struct api_call *c, const json_t *body, const char *key, size_t max,
+		    const char ***ret, size_t *ret_n, char **ret_copy)
+{
+	const json_t *v = json_object_get(body, key), *e;
+	const char **vec = calloc(max + 1, sizeof(*vec));
+	size_t n = 0, i;
+	char *copy = NULL, *save = NULL, *tok;
+
+	if (!vec)
+		goto bad;
+	if (json_is_string(v)) {
+		copy = strdup(json_string_value(v));
+		for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok;
+		     tok = strtok_r(NULL, ",", &save)) {
+			if (n == max)
+				goto toomany;
+			vec[n++] = tok;
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, e)
+		{
+			if (!json_is_string(e))
+				goto bad;
+			if (n == max)
+				goto toomany;
+			vec[n++] = json_string_value(e);
+		}
+	} else {
+		goto bad;
+	}
+	*ret = vec;
+	*ret_n = n;
+	*ret_copy = copy;
+	return 0;
+toomany:
+	api_error(c, 400, CTL_ERR_INVALID, key, "%s: more than %zu entries", key, max);
+	free(vec);
+	free(copy);
+	return -1;
+bad:
+	api_error(c, 400, CTL_ERR_INVALID, key, "%s: %s", key,
+		  v ? "expected an array of strings or a comma-separated string" : "required");
+	free(vec);
+	free(copy);
+	return -1;
+}
+
+/* A collective benchmark over several nodes of a cluster (kind "collective"). */
+static void post_collective(struct api_call *c, const json_t *b)
+{
+	struct ctl_coll_request rq = {.transport = "tcp", .timeout_ms = 300000, .actor = c->actor};
+	const char **nodes = NULL, **ops = NULL;
+	char *nodes_copy = NULL, *ops_copy = NULL, *ops_text = NULL;
+	struct ctl_bench_created made;
+	json_t *doc = NULL;
+	size_t n_ops = 0;
+
+	static const char *const two_sided[] = {
+		"from",	   "to",	 "op",	  "device",    "server_address",
+		"size",	   "duration_s", "qps",	  "gid_index", "ib_port",
+		"tclass",  "sl",	 "sweep", "bidir",     "check_data",
+		"rdma_cm", NULL};
+
+	for (size_t i = 0; two_sided[i]; i++) {
+		if (json_object_get(b, two_sided[i])) {
+			api_error(c, 400, CTL_ERR_INVALID, two_sided[i],
+				  "%s: not a field of a collective run", two_sided[i]);
+			return;
+		}
+	}
+	if (!scoped_cluster(c, b, &rq.cluster) ||
+	    api_list(c, b, "nodes", CTL_COLL_NODES_MAX, &nodes, &rq.n_nodes, &nodes_copy) < 0 ||
+	    (json_object_get(b, "ops") && api_list(c, b, "ops", 16, &ops, &n_ops, &ops_copy) < 0) ||
+	    api_str(c, b, "transport", false, &rq.transport) < 0 ||
+	    api_str(c, b, "backend", false, &rq.backend) < 0 ||
+	    api_str(c, b, "nccl_tests", false, &rq.nccl_tests) < 0 ||
+	    api_int(c, b, "ranks_per_node", 1, CTL_COLL_RANKS_MAX, &rq.ranks_per_node) < 0 ||
+	    api_int(c, b, "min_bytes", 1, 1LL << 34, &rq.min_bytes) < 0 ||
+	    api_int(c, b, "max_bytes", 1, 1LL << 34, &rq.max_bytes) < 0 ||
+	    api_int(c, b, "iters", 1, 100000, &rq.iters) < 0 ||
+	    api_int(c, b, "warmup", 0, 100000, &rq.warmup) < 0 ||
+	    api_int(c, b, "timeout_ms", 1000, 86400000, &rq.timeout_ms) < 0)
+		goto out;
+	/* warmup 0 is a value of its own, not "the default". */
+	if (json_object_get(b, "warmup") && rq.warmup == 0)
+		rq.warmup = -1;
+	rq.nodes = nodes;
+	if (ops) {
+		size_t len = 0;
+
+		for (size_t i = 0; i < n_ops; i++)
+			len += strlen(ops[i]) + 1;
+		ops_text = calloc(1, len + 1);
+		for (size_t i = 0; ops_text && i < n_ops; i++) {
+			if (strchr(ops[i], ',')) {
+				api_error(c, 400, CTL_ERR_INVALID, "ops",
+					  "ops: a name with a comma");
+				goto out;
+			}
+			if (i)
+				strcat(ops_text, ",");
+			strcat(ops_text, ops[i]);
+		}
+		rq.ops = ops_text ? ops_text : "";
+	}
+	SERVICE(c, ctl_bench_create_collective(c->st, &rq, &made, ERR));
+	ctl_engine_kick(c->srv->engine);
+	SERVICE(c, ctl_bench_get(c->st, made.id, &doc, ERR));
+	api_json(c, 201, doc);
+out:
+	free(nodes);
+	free(nodes_copy);
+	free(ops);
+	free(ops_copy);
+	free(ops_text);
+}
+
 /* A benchmark between two nodes of a cluster, as `railyard-controller bench run` orders it. The
- * numbers' bounds are the engine's (the agents validate them against their devices too). */
+ * numbers' bounds are the engine's (the agents validate them against their devices too); a
+ * collective over several nodes has its own fields. */
 static void post_bench_run(struct api_call *c)
 {
 	static const char *const keys[] = {
-		"cluster",    "from",		"to",	      "kind",  "transport",  "op",
-		"device",     "server_address", "size",	      "iters", "duration_s", "qps",
-		"gid_index",  "ib_port",	"tclass",     "sl",    "sweep",	     "bidir",
-		"check_data", "rdma_cm",	"timeout_ms", NULL};
+		"cluster",    "from",		"to",	      "kind",	"transport",	  "op",
+		"device",     "server_address", "size",	      "iters",	"duration_s",	  "qps",
+		"gid_index",  "ib_port",	"tclass",     "sl",	"sweep",	  "bidir",
+		"check_data", "rdma_cm",	"timeout_ms", "nodes",	"ranks_per_node", "backend",
+		"ops",	      "min_bytes",	"max_bytes",  "warmup", "nccl_tests",	  NULL};
 	json_t *b = api_body(c, keys), *doc = NULL;
 	struct ctl_bench_request rq = {.kind = "lat",
 				       .transport = "tcp",
@@ -735,6 +856,18 @@ static void post_bench_run(struct api_call *c)
 				       .actor = c->actor};
 	struct ctl_bench_created made;
 
+	if (b && json_is_string(json_object_get(b, "kind")) &&
+	    strcmp(json_string_value(json_object_get(b, "kind")), "collective") == 0) {
+		post_collective(c, b);
+		return;
+	}
+	for (const char *const *k = keys + 21; b && *k; k++) {
+		if (json_object_get(b, *k)) {
+			api_error(c, 400, CTL_ERR_INVALID, *k,
+				  "%s: a field of kind collective only", *k);
+			return;
+		}
+	}
 	if (!b || !scoped_cluster(c, b, &rq.cluster) || api_str(c, b, "from", true, &rq.from) < 0 ||
 	    api_str(c, b, "to", true, &rq.to) < 0 || api_str(c, b, "kind", false, &rq.kind) < 0 ||
 	    api_str(c, b, "transport", false, &rq.transport) < 0 ||

@@ -13,6 +13,7 @@
 
 struct ctl_server;
 struct ctl_engine;
+struct ctl_bench_created;
 
 /* A benchmark to run; strings borrowed. */
 struct ctl_bench_request {
@@ -28,6 +29,45 @@ struct ctl_bench_request {
 	const char *cluster; /* NULL, or the cluster both nodes must belong to */
 	const char *actor;   /* who orders it (audited); NULL: "admin" */
 };
+
+/* A collective benchmark over several nodes (kind "collective", docs/bench.md "Collective
+ * runs"); strings borrowed. */
+struct ctl_coll_request {
+	const char *const *nodes; /* ids or host names, in rank order; the first launches */
+	size_t n_nodes;		  /* 2..CTL_COLL_NODES_MAX */
+	const char *transport;	  /* "verbs"|"tcp" */
+	const char *backend;	  /* "mpi"|"nccl"; NULL: "mpi" */
+	const char *ops;	  /* comma-separated; NULL: all five */
+	int64_t ranks_per_node;	  /* 0: 1 */
+	int64_t min_bytes, max_bytes, iters, warmup, pair_bytes, pair_iters; /* 0: defaults */
+	/* (warmup -1: none) */
+	const char *nccl_tests; /* all_reduce_perf's path (backend nccl); NULL: none */
+	int64_t timeout_ms;	/* the whole run */
+	const char *cluster;	/* NULL, or the cluster every node must belong to */
+	const char *actor;	/* who orders it (audited); NULL: "admin" */
+};
+
+#define CTL_COLL_NODES_MAX 256
+/* Where the playbooks' mpi, ucx and nccl steps write their settings (playbooks/). */
+#define CTL_COLL_MPI_SETTINGS  "/etc/openmpi/openmpi-mca-params.conf"
+#define CTL_COLL_UCX_SETTINGS  "/etc/ucx/ucx.conf"
+#define CTL_COLL_NCCL_SETTINGS "/etc/nccl.conf"
+#define CTL_COLL_RANKS_MAX     64
+
+/* The params document of a collective run (docs/bench.md "Collective runs", with a fresh
+ * job_token) for rq, its nodes resolved and checked (known, of one cluster, distinct), and the
+ * launcher's node id (the first node) in ret_launcher. The campaign's collective test calls it
+ * too. Errors name the field (CTL_ERR_INVALID, CTL_ERR_NOT_FOUND). *ret_params: new reference. */
+__attribute__((warn_unused_result)) int
+ctl_bench_collective_params(struct store *st, const struct ctl_coll_request *rq,
+			    json_t **ret_params, char ret_launcher[64], struct ctl_error *err);
+/* Store a pending collective run (client = server = the launcher). */
+__attribute__((warn_unused_result)) int
+ctl_bench_create_collective(struct store *st, const struct ctl_coll_request *rq,
+			    struct ctl_bench_created *ret, struct ctl_error *err);
+/* Remove what a bench run's params hold that never leaves the controller (job_token) from a
+ * params object (borrowed, changed in place; NULL is fine). */
+void ctl_bench_params_redact(json_t *params);
 
 /* What was stored. */
 struct ctl_bench_created {
@@ -55,6 +95,17 @@ bool ctl_bench_state_final(const char *state);
  * finished (err says how), or an error (CTL_ERR_NOT_FOUND). */
 __attribute__((warn_unused_result)) int ctl_bench_cancel(struct store *st, const char *id,
 							 const char *actor, struct ctl_error *err);
+
+/* The launch relay of collective runs (controller/bench/launch.c): LaunchRequest from a run's
+ * launcher, checked and passed on to the target as LaunchOrder; LaunchStatus back as LaunchReply.
+ * Registered by ctl_bench_register(). */
+__attribute__((warn_unused_result)) int ctl_launch_register(struct ctl_engine *e);
+/* A collective run ended: forget its launched hosts (the launch state is in memory). */
+void ctl_launch_forget(const char *bench_id);
+/* How many daemons the controller ordered for run bench_id (in memory: 0 after a controller
+ * restart or ctl_launch_forget()): what a launcher's "launch.daemons" may claim at most.
+ * Thread-safe. */
+unsigned ctl_launch_count(const char *bench_id);
 
 /* Register the pass and the handlers with the engine, before it starts. */
 __attribute__((warn_unused_result)) int ctl_bench_register(struct ctl_server *srv,

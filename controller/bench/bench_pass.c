@@ -53,7 +53,7 @@ out:
 /* A GPU check (kind "gpu"): one side, the "client", on its node; no server, no port. */
 static bool one_sided(const struct store_bench_run *b)
 {
-	return b->kind && strcmp(b->kind, "gpu") == 0;
+	return b->kind && (strcmp(b->kind, "gpu") == 0 || strcmp(b->kind, "collective") == 0);
 }
 
 /* Does a stored result document say ok? */
@@ -107,6 +107,21 @@ static void send_cancel(struct ctl_server *srv, const char *node, const char *be
  * once client_sent. */
 static void cancel_sides(struct ctl_server *srv, const struct store_bench_run *b)
 {
+	/* A collective: every node of the job may run one of its daemons. */
+	if (b->kind && strcmp(b->kind, "collective") == 0) {
+		json_t *p = json_loads(b->params_json, 0, NULL), *h;
+		size_t i;
+
+		json_array_foreach(json_object_get(p, "hosts"), i, h)
+		{
+			const char *node = json_string_value(json_object_get(h, "node"));
+
+			if (node && strcmp(node, b->client_node) != 0)
+				send_cancel(srv, node, b->id);
+		}
+		json_decref(p);
+		ctl_launch_forget(b->id);
+	}
 	if (strcmp(b->state, "pending") != 0)
 		send_cancel(srv, b->server_node, b->id);
 	if (strcmp(b->state, "client_sent") == 0)
@@ -385,6 +400,8 @@ static void on_result(struct ctl_server *srv, struct ctl_session *s,
 		goto out;
 	o->verdict = CTL_DONE;
 	msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+	if (!msg) /* a collective's error is its message */
+		msg = json_string_value(json_object_get(doc, "error"));
 	/* A node that is both sides (a loopback) says which one reports; otherwise its node
 	 * does, and a role that contradicts it is refused. */
 	client = strcmp(node_id, b->client_node) == 0;
@@ -420,6 +437,28 @@ static void on_result(struct ctl_server *srv, struct ctl_session *s,
 		       "bench %s: its %s side was not started on node %s (%s)", bench_id,
 		       client ? "client" : "server", node_id, b->state);
 		goto out;
+	}
+	/* A collective's daemons went through this controller: the launcher's count is checked
+	 * against it (every host once), not taken from the node. */
+	char claim[200];
+
+	if (client && ok && strcmp(b->kind, "collective") == 0) {
+		json_t *p = json_loads(b->params_json, 0, NULL);
+		json_t *d = json_object_get(json_object_get(doc, "launch"), "daemons");
+		size_t hosts = json_array_size(json_object_get(p, "hosts"));
+		unsigned launched = ctl_launch_count(bench_id);
+
+		if (!json_is_integer(d) || json_integer_value(d) != (json_int_t)launched ||
+		    launched != hosts) {
+			snprintf(claim, sizeof(claim),
+				 "the launcher reports %lld daemons; the controller launched %u of "
+				 "the job's %zu hosts",
+				 json_is_integer(d) ? (long long)json_integer_value(d) : -1LL,
+				 launched, hosts);
+			ok = false;
+			msg = claim;
+		}
+		json_decref(p);
 	}
 	/* The run ends when both sides have reported (or either failed): the client measures,
 	 * the server adds its receive-side checks. */
@@ -473,5 +512,7 @@ int ctl_bench_register(struct ctl_server *srv, struct ctl_engine *e)
 		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_READY, on_ready);
 	if (r >= 0)
 		r = ctl_engine_handle(e, RAILYARD__V1__AGENT_MESSAGE__BODY_BENCH_RESULT, on_result);
+	if (r >= 0)
+		r = ctl_launch_register(e);
 	return r;
 }

@@ -171,6 +171,28 @@ static void test_agent_config(void **state)
 					    "a b c d e f g h i j k l m n o p q\n",
 					    "x.conf", &cfg, err, sizeof(err)),
 			 -RY_E_INVALID);
+
+	/* Collective runs: orted, mpirun and coll_program, absolute paths (NULL: the defaults). */
+	assert_int_equal(
+		agent_config_parse("controller = a:1\nnode_id = n\n"
+				   "orted = /opt/ompi/bin/orted\nmpirun = /opt/ompi/bin/mpirun\n"
+				   "coll_program = /usr/lib/railyard/railyard-coll\n",
+				   "x.conf", &cfg, err, sizeof(err)),
+		0);
+	assert_string_equal(cfg.orted, "/opt/ompi/bin/orted");
+	assert_string_equal(cfg.mpirun, "/opt/ompi/bin/mpirun");
+	assert_string_equal(cfg.coll_program, "/usr/lib/railyard/railyard-coll");
+	agent_config_done(&cfg);
+	assert_int_equal(agent_config_parse("controller = a:1\nnode_id = n\n", "x.conf", &cfg, err,
+					    sizeof(err)),
+			 0);
+	assert_null(cfg.orted);
+	assert_null(cfg.coll_program);
+	agent_config_done(&cfg);
+	assert_int_equal(agent_config_parse("controller = a:1\nnode_id = n\norted = orted\n",
+					    "x.conf", &cfg, err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_string_equal(err, "x.conf:3: 'orted' must be an absolute path");
 }
 
 static void test_durations_and_paths(void **state)

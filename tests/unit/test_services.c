@@ -1,7 +1,8 @@
 /* The controller's services called directly over a temporary store, as a front end would: the
  * tokens-and-audit service (API tokens, enrollment tokens, the audit log), the health reads and
- * the backup and restore entry points, and the nodes and playbooks services. Each test opens a
- * fresh state directory holding only controller.db. */
+ * the backup and restore entry points, the nodes and playbooks services, and collective bench
+ * runs (params, refusals, the job token kept out of the documents). Each test opens a fresh state
+ * directory holding only controller.db. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 
 #include "common/util/error.h"
 #include "common/util/fs.h"
+#include "controller/bench/bench.h"
 #include "controller/health.h"
 #include "controller/nodes.h"
 #include "controller/playbooks.h"
@@ -17,6 +19,7 @@
 #include "controller/state.h"
 #include "controller/store/store.h"
 #include "controller/store/store_apitoken.h"
+#include "controller/store/store_bench.h"
 #include "controller/store/store_nodes.h"
 #include "controller/tokens.h"
 
@@ -558,6 +561,137 @@ static void test_playbooks(void **state)
 	json_decref(up);
 }
 
+/* ---- collective runs ------------------------------------------------------------------------ */
+
+static void enroll(struct fx *f, const char *cluster, const char *id, const char *host)
+{
+	json_t *tok = NULL;
+	struct store_enroll e = {.node_id = id,
+				 .hostname = host,
+				 .cert_serial = id,
+				 .cert_fingerprint = id,
+				 .peer = "127.0.0.1"};
+
+	assert_int_equal(
+		ctl_enroll_token_create(f->st, ACTOR, cluster, 1, 60000, NOW, &tok, &f->err), 0);
+	e.token = JSTR(tok, "token");
+	assert_int_equal(store_enroll_node(f->st, &e, NOW + 1, NULL), 0);
+	json_decref(tok);
+}
+
+static void test_bench_collective(void **state)
+{
+	struct fx *f = *state;
+	const char *three[] = {"gpu02", "node-0001", "gpu03"}, *bad[3];
+	struct ctl_coll_request rq = {.nodes = three,
+				      .n_nodes = 3,
+				      .transport = "tcp",
+				      .timeout_ms = 60000,
+				      .actor = ACTOR};
+	struct ctl_bench_created made;
+	struct store_bench_run *b = NULL;
+	char launcher[64];
+	json_t *p = NULL, *doc = NULL, *raw;
+	const char *tok;
+
+	enroll(f, "c1", "node-0001", "gpu01");
+	enroll(f, "c1", "node-0002", "gpu02");
+	enroll(f, "c1", "node-0003", "gpu03");
+	enroll(f, "c2", "node-0004", "gpu04");
+	/* The params: hosts in the order given, resolved, the launcher first; the defaults. */
+	assert_int_equal(ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err), 0);
+	assert_string_equal(launcher, "node-0002");
+	assert_string_equal(JSTR(json_array_get(json_object_get(p, "hosts"), 1), "node"),
+			    "node-0001");
+	assert_string_equal(JSTR(json_array_get(json_object_get(p, "hosts"), 1), "host"), "gpu01");
+	assert_int_equal(JINT(p, "ranks_per_node"), 1);
+	assert_int_equal(json_array_size(json_object_get(p, "ops")), 5);
+	assert_int_equal(JINT(p, "max_bytes"), 64 << 20);
+	assert_int_equal(JINT(p, "warmup"), 5);
+	assert_string_equal(JSTR(json_object_get(p, "settings"), "ucx"), "/etc/ucx/ucx.conf");
+	tok = JSTR(p, "job_token");
+	assert_non_null(tok);
+	assert_int_equal(strlen(tok), 64);
+	assert_int_equal(strspn(tok, "0123456789abcdef"), 64);
+	json_decref(p);
+	p = NULL;
+	/* warmup -1: none; ops chosen. */
+	rq.warmup = -1;
+	rq.ops = "sendrecv,allreduce";
+	assert_int_equal(ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err), 0);
+	assert_int_equal(JINT(p, "warmup"), 0);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(p, "ops"), 0)),
+			    "sendrecv");
+	json_decref(p);
+	p = NULL;
+	/* Refusals, each naming its field; nothing made. */
+	rq.ops = "allreduce,allreduce";
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_INVALID, "ops");
+	rq.ops = "allreduce,";
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_INVALID, "ops");
+	rq.ops = NULL;
+	rq.n_nodes = 1;
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_INVALID, "nodes");
+	rq.n_nodes = 3;
+	rq.ranks_per_node = 65;
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_INVALID, "ranks_per_node");
+	rq.ranks_per_node = 0;
+	rq.min_bytes = 1 << 20;
+	rq.max_bytes = 1024;
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_INVALID, "min_bytes");
+	rq.min_bytes = rq.max_bytes = 0;
+	rq.backend = "gloo";
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_INVALID, "backend");
+	rq.backend = NULL;
+	rq.transport = "carrier-pigeon";
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_INVALID, "transport");
+	rq.transport = "verbs";
+	bad[0] = "gpu01", bad[1] = "node-0001", bad[2] = "gpu03";
+	rq.nodes = bad;
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_INVALID, "nodes");
+	bad[1] = "gpu04"; /* of c2 */
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_NOT_FOUND, "nodes");
+	bad[1] = "gpu99";
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_NOT_FOUND, "nodes");
+	rq.cluster = "c2";
+	rq.nodes = three;
+	expect_error(f, ctl_bench_collective_params(f->st, &rq, &p, launcher, &f->err),
+		     CTL_ERR_NOT_FOUND, "nodes");
+	assert_null(p);
+	rq.cluster = "c1";
+	/* Stored one-sided for its launcher; the token is in the store, never in the document. */
+	assert_int_equal(ctl_bench_create_collective(f->st, &rq, &made, &f->err), 0);
+	assert_string_equal(made.client_id, "node-0002");
+	assert_string_equal(made.server_id, "node-0002");
+	assert_int_equal(ctl_bench_get(f->st, made.id, &doc, &f->err), 0);
+	assert_string_equal(JSTR(doc, "kind"), "collective");
+	assert_string_equal(JSTR(doc, "transport"), "verbs");
+	assert_non_null(json_object_get(doc, "params"));
+	assert_null(json_object_get(json_object_get(doc, "params"), "job_token"));
+	assert_int_equal(json_array_size(json_object_get(json_object_get(doc, "params"), "hosts")),
+			 3);
+	json_decref(doc);
+	assert_int_equal(ctl_bench_list(f->st, 0, &doc, &f->err), 0);
+	assert_null(
+		json_object_get(json_object_get(json_array_get(doc, 0), "params"), "job_token"));
+	json_decref(doc);
+	assert_int_equal(store_bench_get(f->st, made.id, &b), 0);
+	raw = json_loads(b->params_json, 0, NULL);
+	assert_int_equal(strlen(JSTR(raw, "job_token")), 64);
+	json_decref(raw);
+	store_bench_run_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,6 +706,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restore, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_nodes, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_playbooks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_bench_collective, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
