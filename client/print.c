@@ -281,6 +281,21 @@ static void print_cpu_costs(FILE *out, const json_t *who, const json_t *v)
 	{
 		const json_t *st = json_object_get(x, "stats");
 
+		if (strcmp(rc_str(x, "kind", ""), "collective") == 0 &&
+		    JINT(json_object_get(st, "cpu_cores"), "n") > 0) {
+			/* In the sign-off's words (so_cpu_cost_line()). */
+			util_fprintf_safe(
+				out,
+				"cpu cost: %s%s%s: bus bandwidth %s GB/s for %s cores over "
+				"all ranks (%s CPU-s/GB; host-wide %s CPU-s/GB over the "
+				"job's nodes)\n",
+				tr ? tr : "", tr ? " " : "", rc_str(x, "name", "?"),
+				cpu_med(st, "busbw_gbs", f[0], 32),
+				cpu_med(st, "cpu_cores", f[1], 32),
+				cpu_med(st, "cpu_s_per_gb", f[2], 32),
+				cpu_med(st, "host_cpu_s_per_gb", f[3], 32));
+			continue;
+		}
 		if (strcmp(rc_str(x, "kind", ""), "bw") != 0 ||
 		    (JINT(json_object_get(st, "cpu_cores_client"), "n") <= 0 &&
 		     JINT(json_object_get(st, "cpu_thread_cores_client"), "n") <= 0))

@@ -1,6 +1,7 @@
 /* The benchmark service: a run ordered between two nodes is stored pending for the serving
  * controller's bench pass; runs are read back as JSON; a cancel is requested. */
 #include "controller/bench/bench.h"
+#include "controller/campaign/coll.h"
 #include "controller/store/store.h"
 #include "controller/store/store_bench.h"
 #include "controller/store/store_nodes.h"
@@ -208,14 +209,28 @@ static int coll_num(int64_t v, int64_t def, int64_t lo, int64_t hi, const char *
 	return 0;
 }
 
+int ctl_bench_add_job_token(json_t *params)
+{
+	unsigned char tok[32];
+	char hex[65];
+	int r = util_random_bytes(tok, sizeof(tok));
+
+	if (r < 0)
+		return r;
+	util_hex(tok, sizeof(tok), hex);
+	explicit_bzero(tok, sizeof(tok));
+	r = json_object_set_new(params, "job_token", json_string(hex)) < 0 ? -ENOMEM : 0;
+	explicit_bzero(hex, sizeof(hex));
+	return r;
+}
+
 int ctl_bench_collective_params(struct store *st, const struct ctl_coll_request *rq,
 				json_t **ret_params, char ret_launcher[64], struct ctl_error *err)
 {
 	int64_t rpn = 0, minb = 0, maxb = 0, iters = 0, warmup = 0, pairb = 0, pairi = 0;
 	const char *backend = rq->backend ? rq->backend : "mpi";
 	json_t *p = NULL, *hosts = NULL, *ops = NULL;
-	unsigned char tok[32];
-	char hex[65], launcher[64] = "", cluster[256] = "";
+	char launcher[64] = "", cluster[256] = "";
 	int r;
 
 	if (!rq->transport ||
@@ -298,26 +313,28 @@ int ctl_bench_collective_params(struct store *st, const struct ctl_coll_request 
 				      json_pack("{s:s, s:s}", "node", n->id, "host", n->hostname));
 		store_node_free(n);
 	}
-	r = util_random_bytes(tok, sizeof(tok));
-	if (r < 0) {
-		ctl_error_set(err, r, CTL_ERR_INTERNAL, NULL, "%s", ry_strerror(r));
-		goto out;
+	{
+		/* The document's one builder is the campaign's (controller/campaign/coll.c), from
+		 * a test as the playbook normalizes it. */
+		json_t *test = json_pack(
+			"{s:s, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:s, s:s, s:s}, s:s?}",
+			"backend", backend, "ops", ops, "ranks_per_node", (json_int_t)rpn,
+			"min_size", (json_int_t)minb, "max_size", (json_int_t)maxb, "iters",
+			(json_int_t)iters, "warmup", (json_int_t)warmup, "pair_size",
+			(json_int_t)pairb, "pair_iters", (json_int_t)pairi, "settings", "mpi",
+			CTL_COLL_MPI_SETTINGS, "ucx", CTL_COLL_UCX_SETTINGS, "nccl",
+			CTL_COLL_NCCL_SETTINGS, "nccl_tests", rq->nccl_tests);
+
+		json_decref(p);
+		p = test ? cp_coll_params_hosts(test, rq->transport, hosts) : NULL;
+		json_decref(test);
 	}
-	util_hex(tok, sizeof(tok), hex);
-	explicit_bzero(tok, sizeof(tok));
-	json_decref(p);
-	p = json_pack("{s:s, s:s, s:s, s:O, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, "
-		      "s:{s:s, s:s, s:s}, s:o, s:s}",
-		      "kind", "collective", "transport", rq->transport, "backend", backend, "hosts",
-		      hosts, "ranks_per_node", (json_int_t)rpn, "ops", ops, "min_bytes",
-		      (json_int_t)minb, "max_bytes", (json_int_t)maxb, "iters", (json_int_t)iters,
-		      "warmup", (json_int_t)warmup, "pair_bytes", (json_int_t)pairb, "pair_iters",
-		      (json_int_t)pairi, "settings", "mpi", CTL_COLL_MPI_SETTINGS, "ucx",
-		      CTL_COLL_UCX_SETTINGS, "nccl", CTL_COLL_NCCL_SETTINGS, "nccl_tests",
-		      rq->nccl_tests ? json_string(rq->nccl_tests) : json_null(), "job_token", hex);
-	explicit_bzero(hex, sizeof(hex));
 	if (!p) {
 		r = ctl_error_set(err, -ENOMEM, CTL_ERR_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	if ((r = ctl_bench_add_job_token(p)) < 0) {
+		ctl_error_set(err, r, CTL_ERR_INTERNAL, NULL, "%s", ry_strerror(r));
 		goto out;
 	}
 	*ret_params = p;

@@ -61,6 +61,9 @@ struct ctl_coll_request {
 __attribute__((warn_unused_result)) int
 ctl_bench_collective_params(struct store *st, const struct ctl_coll_request *rq,
 			    json_t **ret_params, char ret_launcher[64], struct ctl_error *err);
+/* Add a fresh one-time job token (256 bits, hex) to a collective run's params: 0, -ENOMEM, or
+ * the random source's error. */
+__attribute__((warn_unused_result)) int ctl_bench_add_job_token(json_t *params);
 /* Store a pending collective run (client = server = the launcher). */
 __attribute__((warn_unused_result)) int
 ctl_bench_create_collective(struct store *st, const struct ctl_coll_request *rq,

@@ -4,6 +4,7 @@
  * last test the verdict is stored. Everything it knows is in the database, so a restarted
  * controller resumes at the first unfinished round, and a row holds its run's id from the
  * moment the run exists: nothing runs twice, nothing is lost. */
+#include "controller/bench/bench.h"
 #include "controller/campaign/campaign_int.h"
 #include "controller/campaign/coll.h"
 #include "controller/campaign/evidence.h"
@@ -446,20 +447,8 @@ static void start_row(struct ctl_campaigns *cs, struct entry *e, const struct st
 		row_set(st, m->id, w, "failed", NULL, slot_why, false);
 		goto out;
 	}
-	if (r >= 0 && coll) {
-		/* The job's one-time token: the launcher's relay requests carry it
-		 * (docs/campaigns.md, "Launching without SSH"). */
-		unsigned char tok[32];
-		char tokhex[65];
-
-		r = util_random_bytes(tok, sizeof(tok));
-		if (r >= 0) {
-			util_hex(tok, sizeof(tok), tokhex);
-			r = json_object_set_new(params, "job_token", json_string(tokhex)) < 0
-				    ? -ENOMEM
-				    : 0;
-		}
-	}
+	if (r >= 0 && coll) /* the job's one-time token (docs/campaigns.md, "Collectives") */
+		r = ctl_bench_add_job_token(params);
 	params_s = r >= 0 ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	if (params_s)
 		r = util_random_bytes(rnd, sizeof(rnd));

@@ -60,9 +60,18 @@ json_t *cp_coll_params(const json_t *test, const char *transport, const struct c
 			h, json_pack("{s:s, s:s}", "node", hosts[i].node, "host", hosts[i].host));
 	if (!h)
 		return NULL;
-	p = json_pack("{s:s, s:s, s:s, s:o, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
+	p = cp_coll_params_hosts(test, transport, h);
+	json_decref(h);
+	return p;
+}
+
+json_t *cp_coll_params_hosts(const json_t *test, const char *transport, const json_t *hosts)
+{
+	json_t *p;
+
+	p = json_pack("{s:s, s:s, s:s, s:O, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
 		      "collective", "transport", transport, "backend", str(test, "backend"),
-		      "hosts", h, "ranks_per_node", (json_int_t)int_of(test, "ranks_per_node"),
+		      "hosts", hosts, "ranks_per_node", (json_int_t)int_of(test, "ranks_per_node"),
 		      "ops", json_object_get(test, "ops"), "min_bytes",
 		      (json_int_t)int_of(test, "min_size"), "max_bytes",
 		      (json_int_t)int_of(test, "max_size"), "iters",

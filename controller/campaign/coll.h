@@ -28,6 +28,9 @@ double cp_coll_busbw_factor(const char *op, size_t n);
 json_t *cp_coll_params(const json_t *test, const char *transport, const struct cp_coll_host *hosts,
 		       size_t n);
 
+/* The same with hosts as the JSON array [{node, host}] (borrowed). */
+json_t *cp_coll_params_hosts(const json_t *test, const char *transport, const json_t *hosts);
+
 /* The launcher's report doc (BenchResult of the run) checked against the job's params and the
  * campaign's node entries (rails for the link ceilings): 0 plausible, 1 not (why says the first
  * problem), -EINVAL. The launcher is the only reporter: a finding is about it. */

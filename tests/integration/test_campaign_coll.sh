@@ -4,9 +4,9 @@
 # Healthy: three agents, railyard-coll's all-reduce and all-to-all sweep, correct data, bus
 # bandwidth as nccl-tests defines it, the CPU it cost, a pass. Then a lying launcher (an
 # enrolled node speaking the protocol, rogue_client --mode liar, first by host name so it
-# launches): a report with impossible figures, and a plausible report that blames an honest
-# node. Neither may pass or blame the honest node: the job without the launcher, launched by the
-# next node, is run for real and passes, so the liar is the one named.
+# launches) reports a job it never launched: impossible figures, or a plausible report that
+# blames an honest node. Neither may pass or blame the honest node: the job without the
+# launcher, launched by the next node, is run for real and passes, so the liar is named.
 . "$(dirname "$0")/lib.sh"
 
 COLL=$BUILD/nodeagent/coll/railyard-coll
@@ -73,8 +73,9 @@ check "healthy: its summary has every op, the data exact, bus bandwidth, the pai
 	.results[0].summary.metrics | .busbw_gbs > 0 and .allreduce_busbw_gbs == .busbw_gbs and
 	.alltoall_busbw_gbs > 0 and .lat_us > 0 and .wrong == 0 and .pair_min_gbps > 0 and
 	.cpu_cores >= 0 and .cpu_s_per_gb > 0' "$T/ok.json"
-check "healthy: 3 ranks of Open MPI, nobody named slow" jqt '.results[0].summary.coll |
-	.ranks == 3 and (.library | startswith("Open MPI")) and .slowest == null' "$T/ok.json"
+# (Which pair is slowest on one shared host is luck: only a failing collective names a node.)
+check "healthy: 3 ranks of Open MPI, the probe's reading in words" jqt '.results[0].summary.coll |
+	.ranks == 3 and (.library | startswith("Open MPI")) and (.why | length) > 0' "$T/ok.json"
 bench=$(jq -r '.results[0].bench_id' "$T/ok.json")
 "$RY" bench show "$bench" --json --state-dir "$T/ctl" >"$T/ok-bench.json"
 check "healthy: busbw = algbw x 2(n-1)/n for the 3 ranks (nccl-tests' all-reduce)" jqt '
@@ -109,31 +110,28 @@ campaign() { # campaign SPEC NAME: the liar, gpu-node-01 and gpu-node-04; $T/NAM
 	show "$(jq -r .id "$T/$2.run.json")" >"$T/$2.json" ||
 		die "$2: no campaign (validate said: $(head -c 600 "$T/$2.err"))"
 }
-LIAR=$(node_field a-liar id) B=$(node_field gpu-node-04 id)
+LIAR=$(node_field a-liar id)
 liar_named() { # liar_named FILE REASON: the liar fails with REASON, the honest nodes pass
 	jq -e --arg l "$LIAR" --arg why "$2" '.verdict.result == "fail" and
 		all(.verdict.nodes[]; if .id == $l then .result == "fail" and any(.reasons[]; test($why))
 		else .result == "pass" end)' "$1" >/dev/null
 }
 
-campaign coll:impossible impossible
-check "impossible: not a pass (exit $RC)" test $RC -eq 1
-check "impossible: the launcher's report is invalid, above what the links carry" jqt '
-	.results[] | select(.phase == "run") | .state == "invalid" and
-	(.error | test("invalid result from a-liar \\(the job.s launcher\\): .*busbw_gbs .* is above"))' \
-	"$T/impossible.json"
-check "impossible: the job without it ran for real, launched by gpu-node-01, and passed" jqt '
-	.results[] | select(.phase == "retest") | .state == "done" and
-	.summary.coll.ranks == 2 and .summary.metrics.wrong == 0' "$T/impossible.json"
-check "impossible: the liar is named, nobody else" liar_named "$T/impossible.json" "not evidence"
-
-campaign coll:blame=gpu-node-04 blame
-check "blame: not a pass (exit $RC)" test $RC -eq 1
-check "blame: the liar's job named gpu-node-04 as slow" jqt --arg b "$B" '.results[] |
-	select(.phase == "run") | .summary.coll.slowest == $b' "$T/blame.json"
-check "blame: the job without the liar, gpu-node-04 in it, passed" jqt '.results[] |
-	select(.phase == "retest") | .state == "done" and .summary.metrics.busbw_gbs >= 0.002' \
-	"$T/blame.json"
-check "blame: the liar is named, not gpu-node-04" liar_named "$T/blame.json" \
-	"its report is not confirmed"
+# A launcher that makes its report up launched nothing: the controller, which relayed every
+# daemon of the job, fails the run before its figures count (impossible ones would be refused
+# as evidence next: test_coll_campaign). The job without it then runs for real and passes.
+for lie in impossible:coll:impossible blame:coll:blame=gpu-node-04; do
+	name=${lie%%:*}
+	campaign "${lie#*:}" "$name"
+	check "$name: not a pass (exit $RC)" test $RC -eq 1
+	check "$name: the liar's job failed: the controller launched none of its daemons" jqt '
+		.results[] | select(.phase == "run") | .state == "failed" and
+		(.error | test("the controller launched 0 of"))' "$T/$name.json"
+	check "$name: the job without it ran for real, launched by gpu-node-01, and passed" jqt '
+		.results[] | select(.phase == "retest") | .state == "done" and
+		.summary.coll.ranks == 2 and .summary.metrics.wrong == 0 and
+		.summary.metrics.busbw_gbs >= 0.002' "$T/$name.json"
+	check "$name: the liar is named, gpu-node-01 and gpu-node-04 are not" liar_named \
+		"$T/$name.json" "the job without it passed"
+done
 finish

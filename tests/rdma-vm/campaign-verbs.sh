@@ -189,10 +189,10 @@ check "healthy: an acceptance sign-off that passes" jqt '.verdict == "pass" and 
 	"$W/healthy-signoff.json"
 # The collective (test 4): one MPI job over the 4 guests, UCX over rxe with the deployed
 # settings, launched through the agents (the guests have no SSH).
-check "healthy: the collective passed: 4 ranks, exact data, bus bandwidth, nobody slow" jqt '
+check "healthy: the collective passed: 4 ranks, exact data, bus bandwidth" jqt '
 	.verdict.tests[4].result == "pass" and (.results[] | select(.test_index == 4) |
 	.phase == "run" and .state == "done" and .summary.coll.ranks == 4 and
-	.summary.coll.slowest == null and .summary.metrics.wrong == 0 and
+	.summary.metrics.wrong == 0 and
 	.summary.metrics.busbw_gbs > 0)' "$W/healthy.json"
 coll_bench=$(jq -r '.results[] | select(.test_index == 4) | .bench_id' "$W/healthy.json")
 c bench show "$coll_bench" --json >"$W/healthy-coll.json"
