@@ -163,6 +163,26 @@ int ry_orted_argv_check(const char *const *argv, size_t argc, const char *relay,
 			return -RY_E_INVALID;
 		}
 	}
+	/* Open MPI wraps the daemon for a Bourne remote shell (the launching user's login shell is
+	 * sh): "( test ! -r ./.profile || . ./.profile; orted ... )", word by word. No shell runs
+	 * it here: exactly that wrapper is taken off, and the daemon's own words checked. */
+	{
+		static const char *const wrap[] = {"(",		 "test", "!", "-r",
+						   "./.profile", "||",	 ".", "./.profile;"};
+		size_t w = sizeof(wrap) / sizeof(wrap[0]), k = 0;
+		const char *a0 = argv[0];
+
+		while (*a0 == ' ')
+			a0++;
+		if (argc > w + 1 && strcmp(a0, wrap[0]) == 0) {
+			for (k = 1; k < w && strcmp(argv[k], wrap[k]) == 0; k++)
+				;
+			if (k == w && strcmp(argv[argc - 1], ")") == 0) {
+				argv += w;
+				argc -= w + 1;
+			}
+		}
+	}
 	/* The command: "orted" (rsh passes it with a leading space, the remote shell's word). */
 	cmd = argv[0];
 	while (*cmd == ' ')

@@ -108,6 +108,45 @@ static void test_good(void **state)
 	ry_orted_argv_free(out);
 }
 
+/* The same line wrapped for a Bourne remote shell (a launcher whose login shell is sh, as in
+ * the soft-RoCE guests): the wrapper is taken off exactly; a wrapper that is not exactly it is
+ * refused (nothing but orted is started either way). */
+static void test_bourne_wrapper(void **state)
+{
+	static const char *wrap[] = {"(",	   "test", "!", "-r",
+				     "./.profile", "||",   ".", "./.profile;"};
+	const char *a[NGOOD + 10];
+	char **out = NULL, err[256] = "";
+	size_t n = 0;
+
+	(void)state;
+	memcpy(a, wrap, sizeof(wrap));
+	memcpy(a + 8, good, sizeof(good));
+	a[8] = "orted";
+	a[8 + NGOOD] = ")";
+	assert_int_equal(ry_orted_argv_check(a, NGOOD + 9, RELAY, MCAF, &out, err, sizeof(err)), 0);
+	while (out[n])
+		n++;
+	assert_int_equal(n, 1 + 14 * 3);
+	assert_string_equal(out[0], "orted");
+	ry_orted_argv_free(out);
+	out = NULL;
+	/* Unbalanced: the closing word missing. */
+	assert_int_equal(ry_orted_argv_check(a, NGOOD + 8, RELAY, MCAF, &out, err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_non_null(strstr(err, "only orted may be started"));
+	/* Another command inside the wrapper. */
+	a[8] = "/bin/sh";
+	assert_int_equal(ry_orted_argv_check(a, NGOOD + 9, RELAY, MCAF, &out, err, sizeof(err)),
+			 -RY_E_INVALID);
+	assert_non_null(strstr(err, "only orted may be started"));
+	/* A wrapper with a word of its own. */
+	a[8] = "orted";
+	a[5] = "&&";
+	assert_int_equal(ry_orted_argv_check(a, NGOOD + 9, RELAY, MCAF, &out, err, sizeof(err)),
+			 -RY_E_INVALID);
+}
+
 static void test_refused(void **state)
 {
 	char err[256];
@@ -179,6 +218,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
+		cmocka_unit_test(test_bourne_wrapper),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_missing),
 	};
