@@ -220,13 +220,7 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 	json_t *mpi = NULL, *ucx = NULL, *mca = json_object(), *env = json_array(), *doc = NULL;
 	char program[4096], *out = NULL, err[ERR_TAIL + 1] = "", hosts[16384] = "", why[512];
 	char env_job[128], env_tok[128], env_sock[256], env_path[1024], env_tmp[1024];
-	/* SHELL: Open MPI's rsh launcher writes the daemon's command line for the remote shell it
-	 * assumes from this one (plm_rsh_assume_same_shell); for a Bourne shell it wraps it in
-	 * "( test ! -r ./.profile || . ./.profile; orted ... )", which the relay refuses (no shell
-	 * runs it). bash gets the bare command. No shell is started: only the name is read. */
-	char *envp[] = {
-		env_job, env_tok, env_sock, env_path, (char *)"LANG=C", (char *)"SHELL=/bin/bash",
-		NULL,	 NULL};
+	char *envp[] = {env_job, env_tok, env_sock, env_path, (char *)"LANG=C", NULL, NULL};
 	const char *path = getenv("PATH"), *tmp = getenv("TMPDIR"), *key;
 	long long rpn = pint(params, "ranks_per_node", 1);
 	size_t outlen = 0, errlen = 0, i, hlen = 0;
@@ -365,7 +359,7 @@ bool agent_coll_run(const struct agent_coll_conf *conf, const char *bench_id, co
 		 path && !util_has_control(path) ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
 	if (tmp && tmp[0] == '/' && !util_has_control(tmp) && strlen(tmp) < 1000) {
 		snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
-		envp[6] = env_tmp;
+		envp[5] = env_tmp;
 	}
 	out = malloc(OUT_MAX + 1);
 	if (!out || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
