@@ -1064,6 +1064,19 @@ static size_t invalids(struct vd *v, uint32_t t, json_t *tj)
 	return n;
 }
 
+/* A lat/bw/gpu or collective test's entry completed: its row counts, result and failure count,
+ * its stats, rules and listed failures (taken), its invalid rows; a failure before it is kept. */
+static void test_close(struct vd *v, uint32_t t, json_t *tj, bool fail_before, size_t rows,
+		       size_t measured, size_t nfail, json_t *stats, json_t *rules,
+		       json_t *failures)
+{
+	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
+	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
+	test_done(tj, v->any_fail, nfail, stats, rules, failures);
+	invalids(v, t, tj);
+	v->any_fail = v->any_fail || fail_before;
+}
+
 /* Test t's rules as the verdict lists them, with what each evaluated. */
 static json_t *rules_json(const struct vd_test *T, const struct rule_eval *ev)
 {
@@ -1140,12 +1153,8 @@ static int eval_pattern(struct vd *v, uint32_t t, json_t *tj)
 		r = -ENOMEM;
 		goto out;
 	}
-	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
-	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
-	test_done(tj, v->any_fail, nfail, stats, rules, failures);
+	test_close(v, t, tj, fail_before, rows, measured, nfail, stats, rules, failures);
 	stats = rules = failures = NULL;
-	invalids(v, t, tj);
-	v->any_fail = v->any_fail || fail_before;
 	r = 0;
 out:
 	free(ev);
@@ -1284,12 +1293,8 @@ static int eval_collective(struct vd *v, uint32_t t, json_t *tj)
 	if (!rules)
 		goto out;
 	nfail = json_array_size(failures);
-	json_object_set_new(tj, "rows", json_integer((json_int_t)rows));
-	json_object_set_new(tj, "measured", json_integer((json_int_t)measured));
-	test_done(tj, v->any_fail, nfail, stats, rules, failures);
+	test_close(v, t, tj, fail_before, rows, measured, nfail, stats, rules, failures);
 	stats = rules = failures = NULL;
-	invalids(v, t, tj);
-	v->any_fail = v->any_fail || fail_before;
 	r = 0;
 out:
 	free(ev);

@@ -562,7 +562,14 @@ const mutating = 'button.danger, button.primary, details.new, #revalidate, form.
     await shot(page, '21-revalidation');
   });
   await step('operator: a node\'s health event shows on its page live, first; acknowledging takes it back', async () => {
-    const nodes = await (await page.request.get(cfg.url + '/api/v1/nodes', {headers: {Authorization: 'Bearer ' + cfg.tokens.operator}})).json();
+    // An idempotent GET on the request context's pooled connection, minutes after its last
+    // use: the controller closes connections idle for 15 s, and a reuse racing that close
+    // reads ECONNRESET (seen under load). A browser retries such a GET once; so does this.
+    const get = () => page.request.get(cfg.url + '/api/v1/nodes', {headers: {Authorization: 'Bearer ' + cfg.tokens.operator}});
+    const nodes = await (await get().catch((e) => {
+      if (!/ECONNRESET|EPIPE|socket hang up/.test(String(e))) throw e;
+      return get();
+    })).json();
     const me = nodes.items.find((x) => x.hostname === cfg.kmsg_node);
     await go(page, '#/nodes/' + encodeURIComponent(me.id), 'section.health-events');
     await page.locator('section.health-events p').first().waitFor({timeout: T});
