@@ -110,6 +110,39 @@ start_agent() { # start_agent NAME SYSROOT [run options...]
 	PIDS+=("$!")
 }
 
+# liar SPEC: (re)start the lying member (rogue_client --mode liar) enrolled as "liar" in $T/liar,
+# with the facts in $T/liar-facts.json; its reports are rewritten by --lie SPEC.
+liar() {
+	[ -z "${LIAR_PID:-}" ] || { kill "$LIAR_PID" 2>/dev/null; wait "$LIAR_PID" 2>/dev/null; }
+	"$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/liar/node.crt" \
+		--key "$T/liar/node.key" --mode liar --facts "$T/liar-facts.json" --lie "$1" \
+		>>"$T/liar.out" 2>>"$T/liar.err" &
+	LIAR_PID=$!
+	PIDS+=("$LIAR_PID")
+}
+
+# Collective runs on this host (docs/bench.md, "Launching collectives without SSH"):
+# nossh_path makes $T/bin, the agents' PATH: Open MPI's programs and the basics, and no ssh or
+# rsh on it. start_coll_agent NAME SYSROOT starts an agent with that PATH and a TMPDIR of its
+# own, as on hosts of their own (Open MPI names its session directories by host name, which
+# the "nodes" here share); extra words before the agent run it under a wrapper (valgrind).
+nossh_path() {
+	mkdir -p "$T/bin"
+	for p in mpirun orted orterun hostname sh cat; do
+		[ -e "/usr/bin/$p" ] && ln -sf "/usr/bin/$p" "$T/bin/$p"
+	done
+	! PATH="$T/bin" command -v ssh rsh >/dev/null
+}
+start_coll_agent() { # start_coll_agent NAME SYSROOT [WRAPPER...]
+	local name=$1 sysroot=$2
+	shift 2
+	mkdir -p "$T/tmp-$name"
+	TMPDIR="$T/tmp-$name" PATH="$T/bin" "$@" "$AGENT" run --state-dir "$T/$name" \
+		--sysroot "$sysroot" --reconnect-max 1s >>"$T/$name.log" 2>&1 &
+	AGENT_PID[$name]=$!
+	PIDS+=("$!")
+}
+
 # check_sanitizers: fail when any log of this test holds an ASan/UBSan/LSan report.
 check_sanitizers() {
 	if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$T"/*.log; then

@@ -13,12 +13,7 @@ COLL=$BUILD/nodeagent/coll/railyard-coll
 [ -x "$COLL" ] && [ -x /usr/bin/mpirun ] && [ -x /usr/bin/orted ] ||
 	{ echo "SKIP integration_campaign_coll: Open MPI or railyard-coll is not built"; exit 77; }
 
-# The agents' PATH: Open MPI's programs and the basics, no ssh or rsh anywhere on it.
-mkdir -p "$T/bin"
-for p in mpirun orted orterun hostname sh cat; do
-	[ -e "/usr/bin/$p" ] && ln -s "/usr/bin/$p" "$T/bin/$p"
-done
-check "no ssh on the agents' PATH" bash -c "PATH='$T/bin' command -v ssh rsh >/dev/null; [ \$? -ne 0 ]"
+check "no ssh on the agents' PATH" nossh_path
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 3s
@@ -28,13 +23,7 @@ enroll b "$FIXTURES/h200-ib-2" || die "enroll b"
 enroll c "$FIXTURES/h200-roce" || die "enroll c"
 for n in a b c; do
 	echo "coll_program = $COLL" >>"$T/$n/agent.conf"
-	# A TMPDIR each, as on three hosts: Open MPI's session directories are named by host name,
-	# which the three "nodes" share here.
-	mkdir -p "$T/tmp-$n"
-	TMPDIR="$T/tmp-$n" PATH="$T/bin" "$AGENT" run --state-dir "$T/$n" \
-		--sysroot "$FIXTURES/h200-ib" --reconnect-max 1s >>"$T/$n.log" 2>&1 &
-	AGENT_PID[$n]=$!
-	PIDS+=("$!")
+	start_coll_agent "$n" "$FIXTURES/h200-ib"
 done
 check "three agents online" wait_for 60 count_is online 3
 
@@ -93,14 +82,6 @@ check "healthy: campaign show prints the collective's CPU cost" \
 # ---- a lying launcher -------------------------------------------------------------------------
 enroll liar "$FIXTURES/h200-roce" --hostname a-liar || die "enroll liar"
 jq '.hostname = "a-liar"' "$SRC/tests/fixtures/facts/h200-ib.json" >"$T/liar-facts.json"
-liar() { # liar SPEC: (re)start the lying member
-	[ -z "${LIAR_PID:-}" ] || { kill "$LIAR_PID" 2>/dev/null; wait "$LIAR_PID" 2>/dev/null; }
-	"$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/liar/node.crt" \
-		--key "$T/liar/node.key" --mode liar --facts "$T/liar-facts.json" --lie "$1" \
-		>>"$T/liar.out" 2>>"$T/liar.err" &
-	LIAR_PID=$!
-	PIDS+=("$LIAR_PID")
-}
 campaign() { # campaign SPEC NAME: the liar, gpu-node-01 and gpu-node-04; $T/NAME.json
 	liar "$1"
 	wait_for 30 count_is online 4 || die "the liar did not come online (see $T/liar.err)"

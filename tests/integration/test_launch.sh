@@ -12,12 +12,7 @@ HELLO=$BUILD/tests/integration/mpi_hello
 [ -x "$HELLO" ] && [ -x /usr/bin/mpirun ] && [ -x /usr/bin/orted ] ||
 	{ echo "skip: Open MPI (mpirun, orted, mpicc) is not installed"; exit 77; }
 
-# The agents' PATH: Open MPI's programs and the basics, and no ssh or rsh anywhere on it.
-mkdir -p "$T/bin"
-for p in mpirun orted orterun hostname sh cat; do
-	[ -e "/usr/bin/$p" ] && ln -s "/usr/bin/$p" "$T/bin/$p"
-done
-check "no ssh on the agents' PATH" bash -c "PATH='$T/bin' command -v ssh rsh >/dev/null; [ \$? -ne 0 ]"
+check "no ssh on the agents' PATH" nossh_path
 
 # The program the launcher's agent runs: mpi_hello, holding while $T/hold exists; railyard-coll
 # itself while $T/use-coll exists.
@@ -49,14 +44,11 @@ if command -v valgrind >/dev/null && ! ldd "$AGENT" | grep -q libasan; then
 		--errors-for-leak-kinds=definite,indirect --error-exitcode=99 --log-file="$T/valgrind-a.log")
 fi
 for n in a b c; do
-	if [ "$n" = a ]; then run=("${VG[@]}" "$AGENT"); else run=("$AGENT"); fi
-	# A TMPDIR each, as on three hosts: Open MPI's session directories (and shared-memory
-	# segments) are named by host name, which the three "nodes" share here.
-	mkdir -p "$T/tmp-$n"
-	TMPDIR="$T/tmp-$n" PATH="$T/bin" "${run[@]}" run --state-dir "$T/$n" --sysroot "$FIXTURES/h200-ib" \
-		--reconnect-max 1s >>"$T/$n.log" 2>&1 &
-	AGENT_PID[$n]=$!
-	PIDS+=("$!")
+	if [ "$n" = a ]; then
+		start_coll_agent "$n" "$FIXTURES/h200-ib" "${VG[@]}"
+	else
+		start_coll_agent "$n" "$FIXTURES/h200-ib"
+	fi
 done
 check "agents online" wait_for 60 count_is online 3
 id_of() { node_field "$1" id; }

@@ -20,14 +20,6 @@ done
 enroll liar "$FIXTURES/h200-roce" --hostname liar || die "enroll liar"
 jq '.hostname = "liar"' "$SRC/tests/fixtures/facts/h200-ib.json" >"$T/liar-facts.json"
 
-liar() { # liar SPEC: (re)start the lying member
-	[ -z "${LIAR_PID:-}" ] || { kill "$LIAR_PID" 2>/dev/null; wait "$LIAR_PID" 2>/dev/null; }
-	"$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/liar/node.crt" \
-		--key "$T/liar/node.key" --mode liar --facts "$T/liar-facts.json" --lie "$1" \
-		>>"$T/liar.out" 2>>"$T/liar.err" &
-	LIAR_PID=$!
-	PIDS+=("$LIAR_PID")
-}
 show() { "$RY" campaign show "$1" --json --results --state-dir "$T/ctl"; }
 # The review's rule: a pair's median latency within 20x the cluster's best. Lines that only a
 # broken run crosses otherwise: the honest pair passes on a busy machine.
