@@ -357,6 +357,9 @@ static void take_config(struct agent_health *h)
 	h->ports = NULL;
 	if (portwatch_new(h->o.sysroot, h->cfg.rules, &h->ports) < 0)
 		h->ports = NULL;
+	/* The new rules' baseline now: a counter that moves once the settings are taken (said
+	 * below) is measured against it, not folded into a baseline read at the next tick. */
+	tick_ports(h);
 	gpuwatch_free(h->gpu);
 	h->gpu = NULL;
 	if (gpuwatch_new(h->cfg.gpu, &h->gpu) < 0)
