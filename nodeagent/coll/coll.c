@@ -473,18 +473,6 @@ static json_t *nodes_json(const struct grouping *g, int size)
 	return arr;
 }
 
-#ifdef __SANITIZE_ADDRESS__
-/* A sanitized build (CI's second pass): LeakSanitizer reports Open MPI's own allocations at exit
- * (it cannot even unwind their stacks), and its exit status would fail the job under mpirun,
- * where no ASAN_OPTIONS reach the ranks (an agent starts its daemons with a minimal
- * environment). Leaks of this program are checked under valgrind (integration_coll_valgrind). */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "detect_leaks=0";
-}
-#endif
-
 int main(int argc, char **argv)
 {
 	struct config c;
