@@ -12,8 +12,9 @@ PKGS=(
 	qemu-system-x86 cpio kmod busybox-static
 	iproute2 procps psmisc valgrind clang-format jq
 	sockperf iperf3
-	# railyard-coll (nodeagent/coll/, built with mpicc when CMake finds MPI) and its launch: Open
-	# MPI 4.1 with UCX (docs/bench.md, "Collectives")
+	# railyard-coll (nodeagent/coll/, built with mpicc when CMake finds MPI), the launch test's MPI
+	# program and the collective runs: Open MPI 4.1 with UCX (docs/bench.md, "Collectives" and
+	# "Launching collectives without SSH")
 	openmpi-bin libopenmpi-dev libucx0
 	python3-yaml # tests/integration/test_openapi.sh reads docs/openapi.yaml
 	gpg gpg-agent # OpenPGP keys made at test time (tests/fixtures/gen-test-key.sh)
@@ -28,9 +29,6 @@ PKGS=(
 	# A real Slurm cluster on this host for the maintenance tests (docs/operations.md, "Maintenance
 	# with Slurm"): slurmctld and one slurmd per test node, auth/none (tests/integration/slurm.sh).
 	slurm-wlm
-	# Collective runs (docs/bench.md, "Launching collectives without SSH"): Open MPI 4.1 with UCX,
-	# mpicc for the benchmark program and the launch test's MPI program.
-	openmpi-bin libopenmpi-dev libucx0
 	# promtool (in Debian's prometheus package; no daemon is started) tests the shipped alert rules
 	# (deploy/prometheus/, tests/prometheus/).
 	prometheus
