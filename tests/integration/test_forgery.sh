@@ -18,7 +18,7 @@ no_esc() { ! LC_ALL=C grep -q $'\e' "$@"; }
 audit_refusals() { "$RY" audit --state-dir "$T/ctl" --limit 100000 | grep -c "$1"; }
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
-start_controller --heartbeat-interval 300ms --heartbeat-timeout 1500ms
+start_controller --heartbeat-interval 300ms --heartbeat-timeout 5000ms
 
 # --- names with terminal controls are refused ---------------------------------------------------------
 out=$("$RY" enrollment-token create --state-dir "$T/ctl" --cluster $'a\n\e[31mevil' 2>&1); rc=$?
