@@ -15,7 +15,12 @@ rogue() { # rogue NAME [options]: rogue_client with NAME's certificate
 	"$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/$name/node.crt" --key "$T/$name/node.key" "$@"
 }
 no_esc() { ! LC_ALL=C grep -q $'\e' "$@"; }
-audit_refusals() { "$RY" audit --state-dir "$T/ctl" --limit 100000 | grep -c "$1"; }
+# The audit rows matching $1 (10000: the CLI's largest --limit; a refused read dies, never counts 0).
+audit_refusals() {
+	local rows
+	rows=$("$RY" audit --state-dir "$T/ctl" --limit 10000) || die "railyard audit failed"
+	grep -c "$1" <<<"$rows" || true
+}
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
 start_controller --heartbeat-interval 300ms --heartbeat-timeout 5000ms
