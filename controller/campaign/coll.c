@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,20 +17,6 @@ static const char *str(const json_t *o, const char *k)
 	const char *s = json_string_value(json_object_get(o, k));
 
 	return s ? s : "";
-}
-
-static int64_t int_of(const json_t *o, const char *k)
-{
-	const json_t *x = json_object_get(o, k);
-
-	return json_is_integer(x) ? (int64_t)json_integer_value(x) : 0;
-}
-
-static double num(const json_t *o, const char *k)
-{
-	const json_t *x = json_object_get(o, k);
-
-	return json_is_number(x) ? json_number_value(x) : NAN;
 }
 
 double cp_coll_busbw_factor(const char *op, size_t n)
@@ -69,20 +54,20 @@ json_t *cp_coll_params_hosts(const json_t *test, const char *transport, const js
 {
 	json_t *p;
 
-	p = json_pack("{s:s, s:s, s:s, s:O, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
-		      "collective", "transport", transport, "backend", str(test, "backend"),
-		      "hosts", hosts, "ranks_per_node", (json_int_t)int_of(test, "ranks_per_node"),
-		      "ops", json_object_get(test, "ops"), "min_bytes",
-		      (json_int_t)int_of(test, "min_size"), "max_bytes",
-		      (json_int_t)int_of(test, "max_size"), "iters",
-		      (json_int_t)int_of(test, "iters"), "warmup",
-		      (json_int_t)int_of(test, "warmup"), "pair_bytes",
-		      (json_int_t)(int_of(test, "pair_size") ? int_of(test, "pair_size")
-							     : CP_COLL_PAIR_BYTES),
-		      "pair_iters",
-		      (json_int_t)(int_of(test, "pair_iters") ? int_of(test, "pair_iters")
-							      : CP_COLL_PAIR_ITERS),
-		      "settings", json_object_get(test, "settings"));
+	p = json_pack(
+		"{s:s, s:s, s:s, s:O, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
+		"collective", "transport", transport, "backend", str(test, "backend"), "hosts",
+		hosts, "ranks_per_node", (json_int_t)cp_ev_int(test, "ranks_per_node"), "ops",
+		json_object_get(test, "ops"), "min_bytes", (json_int_t)cp_ev_int(test, "min_size"),
+		"max_bytes", (json_int_t)cp_ev_int(test, "max_size"), "iters",
+		(json_int_t)cp_ev_int(test, "iters"), "warmup",
+		(json_int_t)cp_ev_int(test, "warmup"), "pair_bytes",
+		(json_int_t)(cp_ev_int(test, "pair_size") ? cp_ev_int(test, "pair_size")
+							  : CP_COLL_PAIR_BYTES),
+		"pair_iters",
+		(json_int_t)(cp_ev_int(test, "pair_iters") ? cp_ev_int(test, "pair_iters")
+							   : CP_COLL_PAIR_ITERS),
+		"settings", json_object_get(test, "settings"));
 	if (p)
 		json_object_set(p, "nccl_tests",
 				json_object_get(test, "nccl_tests")
@@ -98,16 +83,7 @@ struct ev {
 	size_t len;
 };
 
-static int bad(struct ev *v, const char *f, ...) __attribute__((format(printf, 2, 3)));
-static int bad(struct ev *v, const char *f, ...)
-{
-	va_list ap;
-
-	va_start(ap, f);
-	vsnprintf(v->why, v->len, f, ap);
-	va_end(ap);
-	return 1;
-}
+#define bad(v, ...) cp_ev_why((v)->why, (v)->len, __VA_ARGS__)
 
 /* A figure: present, a finite number, at least lo. */
 static int fig(struct ev *v, const json_t *o, const char *k, const char *where, double lo,
@@ -143,7 +119,7 @@ static double node_gbs(const json_t *node, bool sum)
 
 	json_array_foreach(json_object_get(node, "rails"), i, x)
 	{
-		double r = num(x, "rate_gbps");
+		double r = cp_ev_num(x, "rate_gbps");
 
 		if (!json_string_value(json_object_get(x, "pci_address")) || !(r > 0))
 			return 0;
@@ -183,7 +159,7 @@ static int check_nodes(struct ev *v, const json_t *coll, const json_t *hosts, in
 	if (!json_is_integer(json_object_get(coll, "ranks")) ||
 	    json_integer_value(json_object_get(coll, "ranks")) != (json_int_t)ranks) {
 		rc = bad(v, "ranks %lld, but the job ordered %zu nodes x %lld",
-			 (long long)int_of(coll, "ranks"), n, (long long)ppn);
+			 (long long)cp_ev_int(coll, "ranks"), n, (long long)ppn);
 		goto out;
 	}
 	if (json_array_size(nodes) != n) {
@@ -238,15 +214,15 @@ static int check_results(struct ev *v, const json_t *coll, const json_t *params,
 			 double ceil_gbs, double *bus_gb)
 {
 	const json_t *ops = json_object_get(params, "ops"), *x, *o;
-	int64_t iters = int_of(coll, "iters");
+	int64_t iters = cp_ev_int(coll, "iters");
 	size_t i, k;
 
 	*bus_gb = 0;
 	if (!json_is_array(json_object_get(coll, "results")))
 		return bad(v, "no results");
-	if (iters != int_of(params, "iters"))
+	if (iters != cp_ev_int(params, "iters"))
 		return bad(v, "iters %lld, the job ordered %lld", (long long)iters,
-			   (long long)int_of(params, "iters"));
+			   (long long)cp_ev_int(params, "iters"));
 	json_array_foreach(ops, k, o)
 	{
 		bool any = false;
@@ -272,9 +248,9 @@ static int check_results(struct ev *v, const json_t *coll, const json_t *params,
 		    fig(v, x, "algbw_gbs", where, 0, &alg) ||
 		    fig(v, x, "busbw_gbs", where, 0, &bus))
 			return 1;
-		if (bytes > (double)int_of(params, "max_bytes") * 2 + 64)
+		if (bytes > (double)cp_ev_int(params, "max_bytes") * 2 + 64)
 			return bad(v, "%sbytes %g is beyond the job's max_bytes %lld", where, bytes,
-				   (long long)int_of(params, "max_bytes"));
+				   (long long)cp_ev_int(params, "max_bytes"));
 		if (!close_to(alg, bytes / t / 1e3))
 			return bad(v, "%salgbw_gbs %g is not bytes / time (%g B in %g us)", where,
 				   alg, bytes, t);
@@ -362,16 +338,16 @@ static int check_cpu(struct ev *v, const json_t *cpu, double bus_gb, size_t n)
 		return bad(v, "cpu: %g CPU-seconds in %g s is more than the nodes have",
 			   rc > hc ? rc : hc, wall);
 	if (json_is_number(json_object_get(cpu, "cores")) &&
-	    !close_to(num(cpu, "cores"), rc / wall))
-		return bad(v, "cpu.cores %g is not ranks_cpu_s / wall_s", num(cpu, "cores"));
+	    !close_to(cp_ev_num(cpu, "cores"), rc / wall))
+		return bad(v, "cpu.cores %g is not ranks_cpu_s / wall_s", cp_ev_num(cpu, "cores"));
 	if (bus_gb > 0 && json_is_number(json_object_get(cpu, "cpu_s_per_gb")) &&
-	    !close_to(num(cpu, "cpu_s_per_gb"), rc / x))
+	    !close_to(cp_ev_num(cpu, "cpu_s_per_gb"), rc / x))
 		return bad(v, "cpu.cpu_s_per_gb %g is not ranks_cpu_s / bus_gb",
-			   num(cpu, "cpu_s_per_gb"));
+			   cp_ev_num(cpu, "cpu_s_per_gb"));
 	if (bus_gb > 0 && json_is_number(json_object_get(cpu, "host_cpu_s_per_gb")) &&
-	    !close_to(num(cpu, "host_cpu_s_per_gb"), hc / x))
+	    !close_to(cp_ev_num(cpu, "host_cpu_s_per_gb"), hc / x))
 		return bad(v, "cpu.host_cpu_s_per_gb %g is not host_cpu_s / bus_gb",
-			   num(cpu, "host_cpu_s_per_gb"));
+			   cp_ev_num(cpu, "host_cpu_s_per_gb"));
 	return 0;
 }
 
@@ -397,7 +373,7 @@ int cp_coll_evidence(const json_t *doc, const json_t *params, const json_t *node
 			   str(params, "backend"));
 	if (n < 2)
 		return bad(&v, "the job has %zu nodes", n);
-	if (check_nodes(&v, coll, hosts, int_of(params, "ranks_per_node")))
+	if (check_nodes(&v, coll, hosts, cp_ev_int(params, "ranks_per_node")))
 		return 1;
 	/* Bus bandwidth is bounded by what a node's links carry together (NVLink SHARP and
 	 * in-network reductions can lift it to twice that, no more); over tcp or soft RDMA, by
@@ -415,7 +391,7 @@ int cp_coll_evidence(const json_t *doc, const json_t *params, const json_t *node
 		ceil = ceil == 0 || 2 * g * CP_EV_LINE_MARGIN < ceil ? 2 * g * CP_EV_LINE_MARGIN
 								     : ceil;
 	}
-	if (check_results(&v, coll, params, n * (size_t)int_of(params, "ranks_per_node"), ceil,
+	if (check_results(&v, coll, params, n * (size_t)cp_ev_int(params, "ranks_per_node"), ceil,
 			  &bus_gb) ||
 	    check_pairs(&v, coll, hosts, nodes, transport) ||
 	    check_cpu(&v, json_object_get(coll, "cpu"), bus_gb, n))
@@ -464,9 +440,9 @@ int cp_coll_slowest(const json_t *coll, const json_t *hosts, int *ret, char *why
 			if (!json_is_number(json_object_get(x, "gbps")))
 				continue;
 			if (strcmp(str(x, "a"), id) == 0 || strcmp(str(x, "b"), id) == 0)
-				own[no++] = num(x, "gbps");
+				own[no++] = cp_ev_num(x, "gbps");
 			else
-				rest[nr++] = num(x, "gbps");
+				rest[nr++] = cp_ev_num(x, "gbps");
 		}
 		mo = median(own, no);
 		mr = median(rest, nr);
@@ -510,24 +486,24 @@ static void op_figures(const json_t *coll, const char *op, json_t *m)
 	{
 		if (strcmp(str(x, "op"), op) != 0)
 			continue;
-		if (!big || num(x, "bytes") > num(big, "bytes"))
+		if (!big || cp_ev_num(x, "bytes") > cp_ev_num(big, "bytes"))
 			big = x;
-		if (!small || num(x, "bytes") < num(small, "bytes"))
+		if (!small || cp_ev_num(x, "bytes") < cp_ev_num(small, "bytes"))
 			small = x;
-		sum += num(x, "busbw_gbs");
+		sum += cp_ev_num(x, "busbw_gbs");
 		k++;
 	}
 	if (!big)
 		return;
 	snprintf(key, sizeof(key), "%s_busbw_gbs", op);
-	json_object_set_new(m, key, json_real(num(big, "busbw_gbs")));
+	json_object_set_new(m, key, json_real(cp_ev_num(big, "busbw_gbs")));
 	snprintf(key, sizeof(key), "%s_lat_us", op);
-	json_object_set_new(m, key, json_real(num(small, "time_us")));
+	json_object_set_new(m, key, json_real(cp_ev_num(small, "time_us")));
 	if (!json_object_get(m, "busbw_gbs")) { /* the test's first op */
-		json_object_set_new(m, "busbw_gbs", json_real(num(big, "busbw_gbs")));
-		json_object_set_new(m, "algbw_gbs", json_real(num(big, "algbw_gbs")));
+		json_object_set_new(m, "busbw_gbs", json_real(cp_ev_num(big, "busbw_gbs")));
+		json_object_set_new(m, "algbw_gbs", json_real(cp_ev_num(big, "algbw_gbs")));
 		json_object_set_new(m, "avg_busbw_gbs", json_real(sum / (double)k));
-		json_object_set_new(m, "lat_us", json_real(num(small, "time_us")));
+		json_object_set_new(m, "lat_us", json_real(cp_ev_num(small, "time_us")));
 	}
 }
 
@@ -549,8 +525,8 @@ json_t *cp_coll_summary(const json_t *doc, const json_t *params)
 	json_array_foreach(json_object_get(coll, "results"), i, x) wrong +=
 		json_integer_value(json_object_get(x, "wrong"));
 	json_object_set_new(m, "wrong", json_integer(wrong));
-	json_array_foreach(json_object_get(coll, "pairs"), i, x) if (num(x, "gbps") < pmin) pmin =
-		num(x, "gbps");
+	json_array_foreach(json_object_get(coll, "pairs"), i, x) if (cp_ev_num(x, "gbps") < pmin)
+		pmin = cp_ev_num(x, "gbps");
 	if (isfinite(pmin))
 		json_object_set_new(m, "pair_min_gbps", json_real(pmin));
 	if (json_is_number(json_object_get(cpu, "cores")))
@@ -570,6 +546,6 @@ json_t *cp_coll_summary(const json_t *doc, const json_t *params)
 			? str(json_array_get(json_object_get(params, "hosts"), (size_t)who), "node")
 			: NULL,
 		"why", why, "library", json_string_value(json_object_get(coll, "library")), "ranks",
-		(json_int_t)int_of(coll, "ranks"));
+		(json_int_t)cp_ev_int(coll, "ranks"));
 	return out;
 }

@@ -16,30 +16,31 @@ struct ev {
 	size_t len;
 };
 
-static int bad(struct ev *v, const char *f, ...) __attribute__((format(printf, 2, 3)));
-static int bad(struct ev *v, const char *f, ...)
+int cp_ev_why(char *why, size_t len, const char *f, ...)
 {
 	va_list ap;
 
 	va_start(ap, f);
-	vsnprintf(v->why, v->len, f, ap);
+	vsnprintf(why, len, f, ap);
 	va_end(ap);
 	return 1;
 }
 
-static double num(const json_t *o, const char *k)
+double cp_ev_num(const json_t *o, const char *k)
 {
 	const json_t *x = json_object_get(o, k);
 
 	return json_is_number(x) ? json_number_value(x) : NAN;
 }
 
-static int64_t int_param(const json_t *p, const char *k)
+int64_t cp_ev_int(const json_t *o, const char *k)
 {
-	const json_t *x = json_object_get(p, k);
+	const json_t *x = json_object_get(o, k);
 
 	return json_is_integer(x) ? (int64_t)json_integer_value(x) : 0;
 }
+
+#define bad(v, ...) cp_ev_why((v)->why, (v)->len, __VA_ARGS__)
 
 /* A measured figure: present, finite, not negative. 1 with why otherwise. */
 static int figure(struct ev *v, const json_t *o, const char *k, const char *name, double *ret)
@@ -87,15 +88,17 @@ static double side_rate(const json_t *node, int32_t rail, const char *device)
 			{
 				if (!json_string_value(json_object_get(x, "pci_address")))
 					return 0;
-				if (num(x, "rate_gbps") > best)
-					best = num(x, "rate_gbps");
+				if (cp_ev_num(x, "rate_gbps") > best)
+					best = cp_ev_num(x, "rate_gbps");
 			}
 			return best;
 		}
 	}
 	if (!r || !json_string_value(json_object_get(r, "pci_address")))
 		return 0;
-	return isfinite(num(r, "rate_gbps")) && num(r, "rate_gbps") > 0 ? num(r, "rate_gbps") : 0;
+	return isfinite(cp_ev_num(r, "rate_gbps")) && cp_ev_num(r, "rate_gbps") > 0
+		       ? cp_ev_num(r, "rate_gbps")
+		       : 0;
 }
 
 static double ceiling_gbps(const struct cp_evidence *e, const json_t *env)
@@ -122,7 +125,7 @@ static int check_latency(struct ev *v, const json_t *lat)
 	};
 	const struct cp_evidence *e = v->e;
 	double x[6], mean, sd, floor_us;
-	int64_t iters = int_param(e->params, "iters"), dur = int_param(e->params, "duration_s");
+	int64_t iters = cp_ev_int(e->params, "iters"), dur = cp_ev_int(e->params, "duration_s");
 	const json_t *cnt = json_object_get(lat, "count");
 	/* HDR-style buckets above 4 Mi samples report a bucket's value: a percentile may sit a
 	 * bucket above the maximum. */
@@ -164,8 +167,8 @@ static int check_bw(struct ev *v, const json_t *bw, const char *name, double cei
 {
 	const struct cp_evidence *e = v->e;
 	double gbps, bytes, msgs, secs, rate;
-	int64_t iters = int_param(e->params, "iters"), dur = int_param(e->params, "duration_s");
-	int64_t qps = int_param(e->params, "qps");
+	int64_t iters = cp_ev_int(e->params, "iters"), dur = cp_ev_int(e->params, "duration_s");
+	int64_t qps = cp_ev_int(e->params, "qps");
 	char f[32];
 
 	if (!json_is_object(bw))
@@ -184,7 +187,7 @@ static int check_bw(struct ev *v, const json_t *bw, const char *name, double cei
 	if (size > 0 && fabs(msgs * (double)size - bytes) > 0.001 * bytes + 1)
 		return bad(v, "%g bytes are not %g messages of %llu bytes", bytes, msgs,
 			   (unsigned long long)size);
-	rate = num(bw, "msg_rate");
+	rate = cp_ev_num(bw, "msg_rate");
 	if (isfinite(rate) && fabs(rate - msgs / secs) > 0.01 * rate + 1)
 		return bad(v, "msg_rate %g does not match %g messages in %g s", rate, msgs, secs);
 	if (iters > 0 && msgs > (double)iters * (double)(qps > 0 ? qps : 1))
@@ -278,7 +281,7 @@ static int check_cpu(struct ev *v, const json_t *r0)
 {
 	const json_t *cpu = json_object_get(r0, "cpu"), *bw = json_object_get(r0, "bw");
 	const json_t *rev = json_object_get(r0, "bw_reverse");
-	double bytes = num(bw, "bytes"), secs = num(bw, "seconds");
+	double bytes = cp_ev_num(bw, "bytes"), secs = cp_ev_num(bw, "seconds");
 
 	if (!cpu)
 		return 0;
@@ -288,8 +291,8 @@ static int check_cpu(struct ev *v, const json_t *r0)
 		bytes = 0;
 	if (!isfinite(secs))
 		secs = 0;
-	if (json_is_object(rev) && isfinite(num(rev, "bytes")))
-		bytes += num(rev, "bytes");
+	if (json_is_object(rev) && isfinite(cp_ev_num(rev, "bytes")))
+		bytes += cp_ev_num(rev, "bytes");
 	if (check_cpu_side(v, json_object_get(cpu, "client"), "client", bytes, secs) ||
 	    check_cpu_side(v, json_object_get(cpu, "server"), "server", bytes, secs))
 		return 1;

@@ -40,6 +40,13 @@ struct cp_evidence {
 	int32_t rail;		       /* -1: not per rail */
 };
 
+/* The readers and the reason writer every plausibility check shares (evidence.c, coll.c).
+ * cp_ev_num: the number at k, NAN when absent or not a number; cp_ev_int: the integer at k, 0
+ * otherwise. cp_ev_why: formats the reason into why and returns 1 (the "not plausible" result). */
+double cp_ev_num(const json_t *o, const char *k);
+int64_t cp_ev_int(const json_t *o, const char *k);
+int cp_ev_why(char *why, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
+
 /* 0: the reports are plausible. 1: they are not: *blame says whose report, why the first
  * problem found ("p50_us -5 is negative"). -EINVAL for a NULL argument. */
 __attribute__((warn_unused_result)) int
