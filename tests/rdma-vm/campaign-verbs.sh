@@ -127,6 +127,17 @@ slow_id=$(id_of rdma-g$SLOW)
 # A verdict certifies the playbook's configuration (validation.requires, by default the playbook
 # itself): a node on which its last deployment did not succeed fails before any test.
 PB=$HERE/playbooks/softroce-campaign.yaml
+# Under ASan the guests run the sanitized agent and railyard-coll: its interceptors sit in every
+# rank's Open MPI and UCX calls on a single TCG vCPU, and a healthy 8 B all-reduce measured
+# 12.7-24.1 ms (slowed: 45.0 ms, 62.5 ms without the launcher) against 7.0 ms (34-39 ms) in
+# the plain build. The same rule, its line drawn for the build under test: 33 ms there.
+if ldd "$RAILYARD_BUILD_DIR/nodeagent/railyard-agent" | grep -q libasan; then
+	sed 's/{metric: allreduce.lat_us, op: "<=", value: 20000}/{metric: allreduce.lat_us, op: "<=", value: 33000}/' \
+		"$PB" >"$W/softroce-campaign.yaml"
+	grep -q 'allreduce.lat_us, op: "<=", value: 33000' "$W/softroce-campaign.yaml" ||
+		{ echo "campaign-verbs: the all-reduce rule was not found in $PB" >&2; exit 1; }
+	PB=$W/softroce-campaign.yaml
+fi
 "$RY" deploy --timeout 120s --state-dir "$W/ctl" --cluster rdma --playbook "$PB" --canary 0 --pause 0s \
 	>"$W/deploy.log" 2>&1 ||
 	{ cat "$W/deploy.log"; echo "campaign-verbs: the deployment failed" >&2; exit 1; }
