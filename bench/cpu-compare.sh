@@ -25,24 +25,11 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 [--rounds N] [--secs S] [--size B] [--build DIR]" >&2; exit 2 ;;
 	esac
 done
-for v in "$rounds" "$secs" "$size"; do
-	case "$v" in '' | *[!0-9]*) echo "cpu-compare: numbers only" >&2; exit 2 ;; esac
-done
+. "$HERE/lib.sh"
+bench_numbers cpu-compare "$rounds" "$secs" "$size"
 [ "$secs" -ge 2 ] || { echo "cpu-compare: --secs 2 at least" >&2; exit 2; }
 [ "$rounds" -ge 1 ] || { echo "cpu-compare: --rounds 1 at least" >&2; exit 2; }
-bench=$build/nodeagent/bench/railyard-bench
-[ -x "$bench" ] || { echo "cpu-compare: $bench not built (set RAILYARD_BUILD_DIR or --build)" >&2; exit 2; }
-for t in iperf3 jq python3; do
-	command -v $t >/dev/null || { echo "cpu-compare: $t missing (deploy/install-deps.sh)" >&2; exit 2; }
-done
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_setup cpu-compare iperf3 jq python3
 # A port nothing listens on now, on 127.0.0.1 (the kernel's pick): a port another program
 # holds would take iperf3's client to the wrong server.
 free_port() {

@@ -18,23 +18,10 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 [--rounds N] [--secs S] [--lat-size B] [--bw-size B] [--build DIR]" >&2; exit 2 ;;
 	esac
 done
-for v in "$rounds" "$secs" "$lat_size" "$bw_size"; do
-	case "$v" in '' | *[!0-9]*) echo "tcp-compare: numbers only" >&2; exit 2 ;; esac
-done
+. "$HERE/lib.sh"
+bench_numbers tcp-compare "$rounds" "$secs" "$lat_size" "$bw_size"
 [ "$secs" -ge 2 ] || { echo "tcp-compare: --secs 2 at least" >&2; exit 2; }
-bench=$build/nodeagent/bench/railyard-bench
-[ -x "$bench" ] || { echo "tcp-compare: $bench not built (set RAILYARD_BUILD_DIR or --build)" >&2; exit 2; }
-for t in sockperf iperf3 jq; do
-	command -v $t >/dev/null || { echo "tcp-compare: $t missing (deploy/install-deps.sh)" >&2; exit 2; }
-done
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_setup tcp-compare sockperf iperf3 jq
 port=$((20000 + RANDOM % 20000))
 
 # Each measurement prints one number or "failed"; failures are counted, never averaged in.

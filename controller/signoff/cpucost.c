@@ -64,22 +64,17 @@ json_t *so_cpu_cost(const json_t *evaluation, const char *transport)
 				      "cores", median_of(stats, "cpu_cores"), "s_per_gb",
 				      median_of(stats, "cpu_s_per_gb"), "host_s_per_gb",
 				      median_of(stats, "host_cpu_s_per_gb"));
-			if (!e)
-				goto nomem;
-			so_cpu_cost_line(e, line, sizeof(line));
-			if (json_object_set_new(e, "text", json_string(line)) < 0 ||
-			    json_array_append_new(out, e) < 0)
-				goto nomem;
+		} else if (kind && strcmp(kind, "bw") == 0 && any_cpu(stats)) {
+			e = json_pack("{s:O?, s:s?, s:I, s:o, s:o, s:o}", "test",
+				      json_object_get(t, "name"), "transport", transport, "pairs",
+				      json_integer_value(
+					      json_object_get(json_object_get(stats, "gbps"), "n")),
+				      "gbps", median_of(stats, "gbps"), "client",
+				      side(stats, "client"), "server", side(stats, "server"));
+		} else {
 			continue;
 		}
-		if (!kind || strcmp(kind, "bw") != 0 || !any_cpu(stats))
-			continue;
-		e = json_pack(
-			"{s:O?, s:s?, s:I, s:o, s:o, s:o}", "test", json_object_get(t, "name"),
-			"transport", transport, "pairs",
-			json_integer_value(json_object_get(json_object_get(stats, "gbps"), "n")),
-			"gbps", median_of(stats, "gbps"), "client", side(stats, "client"), "server",
-			side(stats, "server"));
+		/* Either kind: its line as text beside the figures. */
 		if (!e)
 			goto nomem;
 		so_cpu_cost_line(e, line, sizeof(line));
