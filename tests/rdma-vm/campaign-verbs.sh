@@ -129,8 +129,9 @@ slow_id=$(id_of rdma-g$SLOW)
 PB=$HERE/playbooks/softroce-campaign.yaml
 # Under ASan the guests run the sanitized agent and railyard-coll: its interceptors sit in every
 # rank's Open MPI and UCX calls on a single TCG vCPU, and a healthy 8 B all-reduce measured
-# 12.7-24.1 ms (slowed: 45.0 ms, 62.5 ms without the launcher) against 7.0 ms (34-39 ms) in
-# the plain build. The same rule, its line drawn for the build under test: 33 ms there.
+# 12.7-24.1 ms (slowed: 45.0-45.7 ms, 45.6-62.5 without the launcher) against 7.0-11.8 ms
+# (34-56 ms) in the plain build. The same rule, its line drawn for the build under test: 33 ms
+# there, ~1.4x from either side.
 if ldd "$RAILYARD_BUILD_DIR/nodeagent/railyard-agent" | grep -q libasan; then
 	sed 's/{metric: allreduce.lat_us, op: "<=", value: 20000}/{metric: allreduce.lat_us, op: "<=", value: 33000}/' \
 		"$PB" >"$W/softroce-campaign.yaml"
