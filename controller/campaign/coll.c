@@ -52,28 +52,22 @@ json_t *cp_coll_params(const json_t *test, const char *transport, const struct c
 
 json_t *cp_coll_params_hosts(const json_t *test, const char *transport, const json_t *hosts)
 {
-	json_t *p;
+	int64_t pair_bytes = cp_ev_int(test, "pair_size"),
+		pair_iters = cp_ev_int(test, "pair_iters");
+	const json_t *nccl_tests = json_object_get(test, "nccl_tests");
 
-	p = json_pack(
-		"{s:s, s:s, s:s, s:O, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O}", "kind",
+	return json_pack(
+		"{s:s, s:s, s:s, s:O, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}", "kind",
 		"collective", "transport", transport, "backend", str(test, "backend"), "hosts",
 		hosts, "ranks_per_node", (json_int_t)cp_ev_int(test, "ranks_per_node"), "ops",
 		json_object_get(test, "ops"), "min_bytes", (json_int_t)cp_ev_int(test, "min_size"),
 		"max_bytes", (json_int_t)cp_ev_int(test, "max_size"), "iters",
 		(json_int_t)cp_ev_int(test, "iters"), "warmup",
 		(json_int_t)cp_ev_int(test, "warmup"), "pair_bytes",
-		(json_int_t)(cp_ev_int(test, "pair_size") ? cp_ev_int(test, "pair_size")
-							  : CP_COLL_PAIR_BYTES),
-		"pair_iters",
-		(json_int_t)(cp_ev_int(test, "pair_iters") ? cp_ev_int(test, "pair_iters")
-							   : CP_COLL_PAIR_ITERS),
-		"settings", json_object_get(test, "settings"));
-	if (p)
-		json_object_set(p, "nccl_tests",
-				json_object_get(test, "nccl_tests")
-					? json_object_get(test, "nccl_tests")
-					: json_null());
-	return p;
+		(json_int_t)(pair_bytes ? pair_bytes : CP_COLL_PAIR_BYTES), "pair_iters",
+		(json_int_t)(pair_iters ? pair_iters : CP_COLL_PAIR_ITERS), "settings",
+		json_object_get(test, "settings"), "nccl_tests",
+		nccl_tests ? nccl_tests : json_null());
 }
 
 /* ---- evidence -------------------------------------------------------------------------- */

@@ -15,11 +15,12 @@ rogue() { # rogue NAME [options]: rogue_client with NAME's certificate
 	"$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --cert "$T/$name/node.crt" --key "$T/$name/node.key" "$@"
 }
 no_esc() { ! LC_ALL=C grep -q $'\e' "$@"; }
-# The audit rows matching $1 (10000: the CLI's largest --limit; a refused read dies, never counts 0).
+# audit_refusals PATTERN: sets N, the audit rows matching it (10000: the CLI's largest --limit).
+# Not in a subshell, so that a refused read ends the test here rather than counting 0.
 audit_refusals() {
 	local rows
 	rows=$("$RY" audit --state-dir "$T/ctl" --limit 10000) || die "railyard audit failed"
-	grep -c "$1" <<<"$rows" || true
+	N=$(grep -c "$1" <<<"$rows" || true)
 }
 
 "$CTL" init --state-dir "$T/ctl" >"$T/init.log" 2>&1 || die "init"
@@ -144,7 +145,8 @@ size_after=$(stat -c %s "$T/ctl/controller.db")
 wal_after=$(stat -c %s "$T/ctl/controller.db-wal" 2>/dev/null || echo 0)
 grew=$((size_after + wal_after - size_before - wal_before))
 check "the database grew by less than 1 MB ($grew bytes)" test "$grew" -lt 1000000
-check "one audit row stands for the flood" test "$(audit_refusals 'more refused since the last entry')" -le 1
+audit_refusals 'more refused since the last entry'
+check "one audit row stands for the flood" test "$N" -le 1
 check "the session survived the refusals" bash -c "! grep -q 'too many refused reports' '$T/controller.log'"
 
 # --- a node still waiting in a later batch ends a plan it was never sent ----------------------------------
@@ -257,7 +259,8 @@ check "... naming the place" grep -q "dash.yaml:7:13: name: bad module name \"--
 check "... and no deployment was created" test "$("$RY" deployments --json --state-dir "$T/ctl" | jq '[.items[] | select(.playbook=="dash")] | length')" = 0
 
 # --- a flood of bad-token enrollments (last: it blocks 127.0.0.1 for a while) ----------------------------------
-before=$(audit_refusals "node.enroll.*refused")
+audit_refusals "node.enroll.*refused"
+before=$N
 start=$(date +%s%N)
 "$ROGUE" --target "$ADDR" --ca "$T/ctl/ca.crt" --mode flood --count 3000 >"$T/flood.out" 2>&1
 ms=$((($(date +%s%N) - start) / 1000000))
@@ -265,7 +268,8 @@ echo "3000 bad-token Enroll calls in $ms ms: $(tr '\n' ' ' <"$T/flood.out")"
 check "at most 10 reach the token check" test "$(awk '$1=="PERMISSION_DENIED" {print $2}' "$T/flood.out")" -le 10
 check "the rest are turned away (RESOURCE_EXHAUSTED)" test "$(awk '$1=="RESOURCE_EXHAUSTED" {print $2}' "$T/flood.out")" -ge 2990
 check "the refusal says when to retry" grep -q "too many refused enrollment attempts from 127.0.0.1; retry in" "$T/flood.out"
-after=$(audit_refusals "node.enroll.*refused")
+audit_refusals "node.enroll.*refused"
+after=$N
 check "the audit log got at most 2 rows for 3000 refusals ($((after - before)))" test $((after - before)) -le 2
 check "the controller log too" test "$(grep -c "enrollment refused for" "$T/controller.log")" -le 4
 check "node-a's session was not disturbed" node_state_is node-a online
