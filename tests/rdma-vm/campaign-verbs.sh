@@ -131,7 +131,8 @@ slow_id=$(id_of rdma-g$SLOW)
 # A verdict certifies the playbook's configuration (validation.requires, by default the playbook
 # itself): a node on which its last deployment did not succeed fails before any test.
 PB=$HERE/playbooks/softroce-campaign.yaml
-# The collective's own validation (no steps: it certifies softroce-campaign's deployment).
+# The collective's own validation (its one assert step is never deployed: it certifies
+# softroce-campaign's deployment, validation.requires).
 COLL_PB=$HERE/playbooks/softroce-collective.yaml
 "$RY" deploy --timeout 120s --state-dir "$W/ctl" --cluster rdma --playbook "$PB" --canary 0 --pause 0s \
 	>"$W/deploy.log" 2>&1 ||
