@@ -233,9 +233,12 @@ echo "collective figures: healthy $(jq -c '.results[] | select(.test_index == 0)
 	"$W/coll-healthy.json")"
 
 # Degraded by a deployment of its own: a command step puts a netem delay on rdma-g$SLOW's wire
-# NIC (its RDMA port's netdev, from its facts), so every RoCE packet it sends waits $SLOW_DELAY.
-cat >"$W/slow.yaml" <<EOF
-name: slow-guest
+# NIC (its RDMA port's netdev, from its facts), so every RoCE packet it sends waits the delay.
+# delay_guest NAME VERB DELAY: playbook NAME runs `tc qdisc VERB ... netem delay DELAY` there
+# (add, then change), deployed to rdma-g$SLOW alone and succeeded.
+delay_guest() {
+	cat >"$W/$1.yaml" <<EOF
+name: $1
 version: "1"
 target:
   selector:
@@ -244,14 +247,16 @@ steps:
   - name: delay the wire
     type: command
     params:
-      argv: [/usr/sbin/tc, qdisc, add, dev, "\${facts.rdma.devices[0].ports[0].netdev}", root, netem, delay, $SLOW_DELAY]
+      argv: [/usr/sbin/tc, qdisc, $2, dev, "\${facts.rdma.devices[0].ports[0].netdev}", root, netem, delay, $3]
       timeout: 30s
 EOF
-"$RY" deploy --timeout 120s --state-dir "$W/ctl" --cluster rdma --playbook "$W/slow.yaml" --canary 0 \
-	--pause 0s >"$W/slow-deploy.log" 2>&1 || { cat "$W/slow-deploy.log"; exit 1; }
-dep=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$W/slow-deploy.log")
-check "rdma-g$SLOW slowed by a deployment (netem on its wire NIC)" jqt --arg h "rdma-g$SLOW" '
-	.state == "succeeded" and ([.nodes[] | .hostname] == [$h])' <(c deployments "$dep" --json)
+	"$RY" deploy --timeout 120s --state-dir "$W/ctl" --cluster rdma --playbook "$W/$1.yaml" --canary 0 \
+		--pause 0s >"$W/$1-deploy.log" 2>&1 || { cat "$W/$1-deploy.log"; exit 1; }
+	dep=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$W/$1-deploy.log")
+	check "rdma-g$SLOW delayed $3 by a deployment (netem on its wire NIC)" jqt --arg h "rdma-g$SLOW" '
+		.state == "succeeded" and ([.nodes[] | .hostname] == [$h])' <(c deployments "$dep" --json)
+}
+delay_guest slow-guest add $SLOW_DELAY
 
 campaign slow "$PB"
 J=$W/slow.json
@@ -319,24 +324,7 @@ jq -r '.results[] | select(.role == "measure") | "row t\(.test_index) r\(.round)
 
 # The collective's playbook with rdma-g$SLOW's wire delayed 600 ms (a deployment changes the
 # netem qdisc): far beyond what the emulator's speed moves the healthy figure.
-cat >"$W/slower.yaml" <<EOF
-name: slower-guest
-version: "1"
-target:
-  selector:
-    - {fact: hostname, op: "==", value: rdma-g$SLOW}
-steps:
-  - name: delay the wire more
-    type: command
-    params:
-      argv: [/usr/sbin/tc, qdisc, change, dev, "\${facts.rdma.devices[0].ports[0].netdev}", root, netem, delay, $COLL_DELAY]
-      timeout: 30s
-EOF
-"$RY" deploy --timeout 120s --state-dir "$W/ctl" --cluster rdma --playbook "$W/slower.yaml" --canary 0 \
-	--pause 0s >"$W/slower-deploy.log" 2>&1 || { cat "$W/slower-deploy.log"; exit 1; }
-dep=$(awk '/^deployment d-/ {sub(":", "", $2); print $2; exit}' "$W/slower-deploy.log")
-check "rdma-g$SLOW slowed to $COLL_DELAY by a deployment" jqt --arg h "rdma-g$SLOW" '
-	.state == "succeeded" and ([.nodes[] | .hostname] == [$h])' <(c deployments "$dep" --json)
+delay_guest slower-guest change $COLL_DELAY
 campaign coll-slow "$COLL_PB"
 J=$W/coll-slow.json
 check "collective playbook, slowed: failed over verbs, only the slow guest named bad" jqt --arg s "$slow_id" '
