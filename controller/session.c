@@ -1092,16 +1092,18 @@ static bool silent(const struct ctl_session *s, const struct reap_ctx *c)
 	return !window_busy(s) && c->now - s->last_heard_ms > c->factor * s->hb_timeout_ms;
 }
 
+/* A session ended already is closing: it is neither silent again (its stream's end, under load,
+ * can outlast a reaper tick, and it was ended and logged once) nor asked for facts. */
 static bool pick_silent(const struct ctl_session *s, void *ud)
 {
-	return s->hello_done && silent(s, ud);
+	return !s->ended && s->hello_done && silent(s, ud);
 }
 
 static bool pick_reap(const struct ctl_session *s, void *ud)
 {
 	struct reap_ctx *c = ud;
 
-	return silent(s, c) || (c->refresh && s->hello_done);
+	return !s->ended && (silent(s, c) || (c->refresh && s->hello_done));
 }
 
 /* How many sessions that completed their Hello are silent now (the reaper's count). */
