@@ -179,8 +179,10 @@ for ((i = 0; i < n; i++)); do
 	live[${pids[$i]}]=1
 done
 while [ $left -gt 0 ]; do
-	rc=0
+	rc=0 done_pid=
 	wait -n -p done_pid "${!live[@]}" || rc=$?
+	# None of them is a job any more (reaped while the rest were killed): the rest failed.
+	[ -n "$done_pid" ] || break
 	unset "live[$done_pid]"
 	for ((i = 0; i < n; i++)); do
 		[ "${pids[$i]}" = "$done_pid" ] || continue
@@ -221,7 +223,7 @@ for ((i = 0; i < n; i++)); do
 		;;
 	esac
 done
-grep -h '^RY-METRIC' "$LOG"/guest*.log 2>/dev/null | sed 's/^/run-vm: /' || true
+grep -h '^RY-METRIC\|^RY-WARN' "$LOG"/guest*.log 2>/dev/null | sed 's/^/run-vm: /' || true
 echo "run-vm: $name: $n guest(s) in ${secs} s"
 if [ $fail = 1 ]; then
 	echo "run-vm: $name FAILED"

@@ -104,6 +104,31 @@ until grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; do
 done
 echo "RY-READY: guest $RY_ID if $RY_IF ip $RY_IP peers$RY_PEERS uptime $(cut -d' ' -f1 /proc/uptime)"
 
+# qemu 7.2's virtio-net (Debian 12's) can stop taking a guest's frames for good: the driver's
+# transmit queue stays stopped and the kernel logs "NETDEV WATCHDOG: ... transmit queue 0 timed
+# out" every 5 s from then on (qemu issue 1365; seen once in a CI run, in the middle of a
+# campaign). Taking the link down and up restarts the queue, as podman's net-recovery service
+# does for the same fault. Each recovery is on the console as RY-WARN, which run-vm.sh repeats.
+# One queue pair per NIC here (qemu's default); the loop forks nothing but sleep.
+ry_tx_watch() {
+	q=/sys/class/net/$1/queues/tx-0/tx_timeout
+	if ! read -r seen <"$q"; then
+		echo "RY-WARN: guest $RY_ID: $1 has no tx_timeout counter; a stalled queue is not recovered"
+		return
+	fi
+	while sleep 2; do
+		read -r now <"$q" || return
+		[ "$now" = "$seen" ] && continue
+		echo "RY-WARN: guest $RY_ID: $1's transmit queue stalled (tx_timeout $seen -> $now, the qemu virtio-net fault); link taken down and up at uptime $(cut -d' ' -f1 /proc/uptime)"
+		/usr/bin/ip link set "$1" down
+		/usr/bin/ip link set "$1" up
+		read -r seen <"$q" || return
+	done
+}
+for nic in $([ "$RY_IF" = dummy0 ] || echo "$RY_IF") $RY_HOSTIF; do
+	ry_tx_watch "$nic" </dev/null &
+done
+
 if [ ! -f /ry/test.sh ]; then
 	ry_fail "no /ry/test.sh in the initramfs"
 fi
