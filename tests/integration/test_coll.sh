@@ -21,7 +21,7 @@ fi
 mpi() {
 	local np=$1
 	shift
-	timeout 60 mpirun --allow-run-as-root --oversubscribe -np "$np" --mca btl self,vader,tcp \
+	timeout 150 mpirun --allow-run-as-root --oversubscribe -np "$np" --mca btl self,vader,tcp \
 		--mca pml ob1 sh -c 'RAILYARD_NODE=n$((OMPI_COMM_WORLD_RANK / 2)) exec "$0" "$@"' \
 		"$COLL" "$@" >"$T/out" 2>"$T/err"
 }
