@@ -293,6 +293,10 @@ PB_WUR int playbook_plan_validate(const json_t *plan, char *errbuf, size_t len);
 /* ---- Facts paths and conditions (shared with the agent's assert executor) ---------------------
  */
 
+/* The longest name in a fact path: a longer one is a bad path (-EINVAL), not a lookup that
+ * fails. */
+#define PB_PATH_NAME_MAX 255
+
 /* Look up a fact path ("a.b[2].c", "rdma.devices[*].ports[*].state") in facts (borrowed).
  * Without "[*]" the result is the value at the path; with "[*]" it is a new array of every match
  * (nested wildcards flatten; elements lacking the rest of the path are skipped). *ret is a new

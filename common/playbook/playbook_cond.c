@@ -19,23 +19,31 @@ static bool ident_char(char c)
 	return isalnum((unsigned char)c) || c == '_' || c == '-';
 }
 
+/* Skip a name of at most PB_PATH_NAME_MAX characters; false when there is none or it is
+ * longer. */
+static bool skip_name(const char **pp)
+{
+	const char *p = *pp;
+
+	while (ident_char(*p))
+		p++;
+	if (p == *pp || p - *pp > PB_PATH_NAME_MAX)
+		return false;
+	*pp = p;
+	return true;
+}
+
 int pb_path_check(const char *p, bool rel)
 {
 	if (!p || !*p)
 		return -EINVAL;
-	if (!(rel && *p == '[')) {
-		if (!ident_char(*p))
-			return -EINVAL;
-		while (ident_char(*p))
-			p++;
-	}
+	if (!(rel && *p == '[') && !skip_name(&p))
+		return -EINVAL;
 	while (*p) {
 		if (*p == '.') {
 			p++;
-			if (!ident_char(*p))
+			if (!skip_name(&p))
 				return -EINVAL;
-			while (ident_char(*p))
-				p++;
 		} else if (*p == '[') {
 			p++;
 			if (*p == '*') {

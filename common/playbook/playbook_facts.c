@@ -425,8 +425,8 @@ static int walk(const struct cur *cur, const char *p, json_t *acc, json_t *paths
 		n = 0;
 		while (ident_char(p[n]))
 			n++;
-		if (n >= 256)
-			return -EINVAL;
+		if (n > PB_PATH_NAME_MAX)
+			return -EINVAL; /* pb_path_check() refuses it first */
 		found = cur_is(cur, '{') && cur_member(cur, p, n, &next);
 	}
 	if (!found)

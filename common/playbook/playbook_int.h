@@ -76,7 +76,8 @@ int pb_check_repo(const json_t *params, bool plan, const char **ret_key, char *b
 /* Whether s is a Debian version (deb-version(7) characters, a digit first). */
 bool pb_debian_version_ok(const char *s);
 /* Check a fact path's syntax; 0 or -EINVAL. pb_path_check(p, true) also accepts a path that
- * starts with an index ("[0].name"), as used after vars.NAME. */
+ * starts with an index ("[0].name"), as used after vars.NAME. Names are PB_PATH_NAME_MAX
+ * characters at most (playbook.h). */
 int pb_fact_path_check(const char *path);
 int pb_path_check(const char *path, bool rel);
 /* playbook_fact_lookup() for a path already checked, relative paths allowed. */

@@ -283,7 +283,7 @@ static int eval_expr(struct pb_render *r, const struct pb_node *at, const char *
 			if (rc == -ENOENT)
 				e.undefined = true;
 			else if (rc < 0)
-				goto fail_rc;
+				goto fail_lookup;
 		}
 	} else if (strncmp(path, "vars.", 5) == 0) {
 		const char *name = path + 5;
@@ -304,7 +304,7 @@ static int eval_expr(struct pb_render *r, const struct pb_node *at, const char *
 			if (rc == -ENOENT)
 				e.undefined = true;
 			else if (rc < 0)
-				goto fail_rc;
+				goto fail_lookup;
 		}
 		if (!r->facts && e.v && json_is_null(e.v)) {
 			json_decref(e.v);
@@ -366,6 +366,13 @@ static int eval_expr(struct pb_render *r, const struct pb_node *at, const char *
 bad_syntax:
 	pb_diag_node(r->d, file, at, "bad reference syntax \"${%.*s}\"", (int)(end - ps), ps);
 	rc = -RY_E_INVALID;
+	goto fail_rc;
+fail_lookup:
+	/* Every failure has its diagnostic: one the path check let through is still named. */
+	if (rc != -ENOMEM) {
+		pb_diag_node(r->d, file, at, "cannot look up \"%s\": %s", path, ry_strerror(rc));
+		rc = -RY_E_INVALID;
+	}
 fail_rc:
 	json_decref(e.v);
 	free(path);

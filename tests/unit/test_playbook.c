@@ -675,6 +675,89 @@ static void test_render_types_and_filters(void **state)
 	playbook_free(pb);
 }
 
+/* The first diagnostic of text, "LINE:COL: " and its message's first 40 bytes: the parse's, or
+ * when it parses, that of rendering it against facts (which must fail). */
+static const char *first_diag_rendered(const char *text, const json_t *facts, char *buf,
+				       size_t buflen)
+{
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+	json_t *plan = NULL;
+
+	pb_diags_init(&d);
+	if (playbook_parse(text, strlen(text), "t.yaml", &pb, &d) == 0) {
+		assert_int_equal(playbook_render(pb, facts, &plan, &d), -RY_E_INVALID);
+		assert_null(plan);
+	}
+	assert_true(d.count >= 1);
+	snprintf(buf, buflen, "%d:%d: %.40s", d.items[0].line, d.items[0].col, d.items[0].message);
+	pb_diags_done(&d);
+	playbook_free(pb);
+	return buf;
+}
+
+/* A name in a fact path is 255 characters at most: a longer one is a bad path wherever a path is
+ * written (a reference, a condition, a lookup), never a failed render without a diagnostic (the
+ * walker refused it, and the fuzzer found the render silent). */
+static void test_fact_path_name_limit(void **state)
+{
+	json_t *facts = fixture_facts("h200-ib"), *v = NULL;
+	char name[PB_PATH_NAME_MAX + 2], *text, *path, buf[256];
+	struct playbook *pb = NULL;
+	struct pb_diags d;
+
+	(void)state;
+	for (size_t len = PB_PATH_NAME_MAX; len <= PB_PATH_NAME_MAX + 1; len++) {
+		bool ok = len <= PB_PATH_NAME_MAX;
+
+		memset(name, 'a', len);
+		name[len] = '\0';
+		/* In a reference, as a fact and after vars.NAME. */
+		assert_true(
+			asprintf(&text,
+				 "name: t\nversion: \"1\"\nsteps:\n  - name: s\n    type: nccl\n"
+				 "    params: {settings: {NCCL_IB_HCA: \"${facts.rdma.%s}\"}}\n",
+				 name) > 0);
+		assert_string_equal(first_diag_rendered(text, facts, buf, sizeof(buf)),
+				    ok ? "6:39: undefined reference \"facts.rdma.aaaaaaaa"
+				       : "6:39: bad reference syntax \"${facts.rdma.aaaaa");
+		free(text);
+		assert_true(asprintf(&text,
+				     "name: t\nversion: \"1\"\nvars: {v: {a: 1}}\nsteps:\n"
+				     "  - name: s\n    type: nccl\n"
+				     "    params: {settings: {NCCL_IB_HCA: \"${vars.v.%s}\"}}\n",
+				     name) > 0);
+		assert_string_equal(first_diag_rendered(text, facts, buf, sizeof(buf)),
+				    ok ? "7:39: undefined reference \"vars.v.aaaaaaaaaaaa"
+				       : "7:39: bad reference syntax \"${vars.v.aaaaaaaaa");
+		free(text);
+		/* In a step's condition, which the agent evaluates. */
+		assert_true(
+			asprintf(&text,
+				 "name: t\nversion: \"1\"\nsteps:\n  - name: s\n    type: nccl\n"
+				 "    when: {fact: %s, op: \"==\", value: 1}\n"
+				 "    params: {settings: {NCCL_IB_HCA: x}}\n",
+				 name) > 0);
+		if (ok) {
+			pb_diags_init(&d);
+			assert_int_equal(playbook_parse(text, strlen(text), "t.yaml", &pb, &d), 0);
+			playbook_free(pb);
+			pb = NULL;
+			pb_diags_done(&d);
+		} else {
+			assert_string_equal(first_diag_rendered(text, facts, buf, sizeof(buf)),
+					    "6:18: fact: bad fact path \"aaaaaaaaaaaaaaaaaaa");
+		}
+		free(text);
+		/* A lookup. */
+		assert_true(asprintf(&path, "rdma.%s", name) > 0);
+		assert_int_equal(playbook_fact_lookup(facts, path, &v), ok ? -ENOENT : -EINVAL);
+		assert_null(v);
+		free(path);
+	}
+	json_decref(facts);
+}
+
 static void test_plan_validate_tampered(void **state)
 {
 	struct playbook *pb = load_ok("tests/fixtures/playbooks/good/all-steps.yaml");
@@ -1061,6 +1144,7 @@ int main(void)
 		cmocka_unit_test(test_single_quoted),
 		cmocka_unit_test(test_size_limit_and_all_errors),
 		cmocka_unit_test(test_render_types_and_filters),
+		cmocka_unit_test(test_fact_path_name_limit),
 		cmocka_unit_test(test_plan_validate_tampered),
 		cmocka_unit_test(test_conditions_and_versions),
 		cmocka_unit_test(test_cmd_check),
