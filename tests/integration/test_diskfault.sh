@@ -25,11 +25,19 @@ unmount() {
 	[ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null
 	LOOP=""
 }
-# mount_fs [ro]: the image on $FS through a loop device we own
+# mount_fs [ro]: the image on $FS through a loop device we own. dioread_lock: with ext4's default
+# since Linux 5.6 (dioread_nolock) a new block is written as an unwritten extent that a kernel
+# worker converts once the data is on disk. Twice in about twenty aborts here, and only in those
+# two, that worker failed on the aborted journal ("comm kworker/...: Detected aborted journal")
+# and the last commit the controller had acknowledged (SQLite's fdatasync() of the WAL returned
+# 0) was gone after fsck: the best explanation is the conversion lost with the journal, reading
+# the frames back as zeros. dioread_lock allocates written extents inside the journalled
+# transaction that fdatasync() waits for, so the test checks the controller, not that window.
 mount_fs() {
 	LOOP=$(losetup --find --show "$IMG") || return 1
-	mount -t ext4 -o "${1:-rw},errors=remount-ro" "$LOOP" "$FS"
+	mount -t ext4 -o "${1:-rw},errors=remount-ro,dioread_lock" "$LOOP" "$FS"
 }
+
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; unmount; cleanup' EXIT
 
 truncate -s 32M "$IMG"
@@ -189,6 +197,7 @@ check "SIGTERM stops it (exit $rc)" test "$rc" -le 1
 unmount
 e2fsck -fy "$IMG" >"$T/fsck.log" 2>&1
 rc=$?
+dmesg 2>/dev/null | tail -n 40 >"$T/kernel.log" # what ext4 said about the abort, with the logs
 check "fsck repairs the filesystem (exit $rc)" test "$rc" -le 1
 mount_fs || die "remount"
 SYSFS=/sys/fs/ext4/$(basename "$LOOP")
