@@ -192,6 +192,10 @@ static bool classify_mlx5(const char *t, const char *e, struct kmsg_event *ev)
 		ev->severity = bad ? HEALTH_WARNING : HEALTH_INFO;
 		snprintf(ev->what, sizeof(ev->what), "%s",
 			 bad ? "cable or module error" : "cable or module event");
+	} else if (has_ci(p, e, "tx timeout")) {
+		/* mlx5e_tx_timeout(): "TX timeout on queue: N, SQ: ..., usecs since last trans" */
+		ev->severity = HEALTH_CRITICAL;
+		snprintf(ev->what, sizeof(ev->what), "transmit timeout");
 	} else if (has_ci(p, e, "link down")) {
 		ev->severity = HEALTH_WARNING;
 		snprintf(ev->what, sizeof(ev->what), "link down");
@@ -203,6 +207,45 @@ static bool classify_mlx5(const char *t, const char *e, struct kmsg_event *ev)
 	}
 	ev->kind = KMSG_MLX5;
 	copy_clean(ev->source, sizeof(ev->source), dev, dev_end);
+	return true;
+}
+
+/* Is c a character of a netdev name (IFNAMSIZ 16; no '/', ':' or space)? */
+static bool netdev_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_' || c == '@';
+}
+
+/* The kernel's transmit watchdog (net/sched/sch_generic.c dev_watchdog), up to 6.8:
+ *   NETDEV WATCHDOG: eth0 (virtio_net): transmit queue 0 timed out
+ * and from 6.9 (netdev_crit, the netdev before the message):
+ *   virtio_net virtio1 eth0: NETDEV WATCHDOG: CPU: 1: transmit queue 0 timed out 5120 ms */
+static bool classify_watchdog(const char *t, const char *e, struct kmsg_event *ev)
+{
+	static const char tag[] = "NETDEV WATCHDOG: ";
+	const char *p = find(t, e, tag), *name = NULL, *name_end = NULL;
+
+	if (!p || !find(p, e, "timed out"))
+		return false;
+	if (p - t >= 3 && p[-1] == ' ' && p[-2] == ':') {
+		name_end = p - 2;
+		name = name_end;
+		while (name > t && netdev_char(name[-1]))
+			name--;
+	} else {
+		name = p + sizeof(tag) - 1;
+		name_end = name;
+		while (name_end < e && netdev_char(*name_end))
+			name_end++;
+	}
+	if (name_end - name < 1 || name_end - name > 15 ||
+	    (name_end - name == 3 && memcmp(name, "CPU", 3) == 0))
+		name = name_end = NULL; /* a shape we do not know: the event, with no source */
+	ev->kind = KMSG_NETDEV;
+	ev->severity = HEALTH_CRITICAL;
+	snprintf(ev->what, sizeof(ev->what), "transmit queue timed out");
+	if (name)
+		copy_clean(ev->source, sizeof(ev->source), name, name_end);
 	return true;
 }
 
@@ -265,7 +308,8 @@ int kmsg_parse(const char *rec, size_t len, struct kmsg_event *ret)
 	memset(&ev, 0, sizeof(ev));
 	ev.seq = seq;
 	ev.usec = usec;
-	if (!classify_xid(t, e, &ev) && !classify_mlx5(t, e, &ev) && !classify_aer(t, e, &ev)) {
+	if (!classify_xid(t, e, &ev) && !classify_mlx5(t, e, &ev) && !classify_aer(t, e, &ev) &&
+	    !classify_watchdog(t, e, &ev)) {
 		memset(ret, 0, sizeof(*ret));
 		ret->seq = seq;
 		ret->usec = usec;

@@ -1,6 +1,7 @@
 /* The kernel log watcher's parser: records of /dev/kmsg ("PRI,SEQ,USEC,FLAGS;TEXT" followed by
  * " KEY=VALUE" continuation lines) classified into the health events that matter on an H200 node:
- * NVIDIA Xid errors (NVRM), mlx5 link, module and firmware errors, and PCIe AER errors; and a
+ * NVIDIA Xid errors (NVRM), mlx5 link, module, firmware and transmit errors, PCIe AER errors and
+ * the kernel's transmit watchdog (NETDEV WATCHDOG); and a
  * limiter that deduplicates repeats and bounds how many events a minute the agent passes on.
  * Pure functions over text plus a reader of SYSROOT/dev/kmsg: no threads, no global state.
  * Reference: docs/health.md. */
@@ -20,6 +21,7 @@ enum kmsg_kind {
 	KMSG_XID,      /* NVRM: Xid (PCI:DOMAIN:BUS:DEV): N, ... */
 	KMSG_MLX5, /* mlx5_core: a link going down, a cable/module event, a firmware/health error */
 	KMSG_AER,  /* PCIe Advanced Error Reporting: corrected or uncorrected errors */
+	KMSG_NETDEV, /* the kernel's transmit watchdog: a netdev's queue made no progress */
 };
 
 #define KMSG_RECORD_MAX 8192 /* the kernel's own record limit (CONSOLE_EXT_LOG_MAX) */

@@ -5,6 +5,8 @@
 #include "common/util/fs.h"
 #include "nodeagent/counters.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -35,14 +37,21 @@ const struct portwatch_rule portwatch_default_rules[] = {
 	{"rcvd_seq_err", 60, 600},
 	{"out_of_seq_request", 60, 600},
 	{"duplicate_request", 60, 600},
+	/* The port's netdev (sys/class/net/NETDEV/queues/tx-N/tx_timeout, summed): the kernel's
+	 * transmit watchdog fired, a queue sent nothing for the driver's whole watchdog period
+	 * (5 s on most drivers). A job on that port stalled: any movement is a fault. */
+	{PORTWATCH_TX_TIMEOUT, 0, 1},
 	{NULL, 0, 0},
 };
 
 struct port_state {
 	char device[64];
 	uint32_t port;
-	char state[32]; /* "ACTIVE", "DOWN", ... ("" unknown) */
-	long rate_gbps; /* 0 unknown */
+	char state[32];			       /* "ACTIVE", "DOWN", ... ("" unknown) */
+	long rate_gbps;			       /* 0 unknown */
+	char netdev[PORTWATCH_NETDEV_MAX + 1]; /* "" none */
+	uint64_t tx_timeouts;		       /* the netdev's, summed over its transmit queues */
+	bool tx_known;			       /* tx_timeouts was read */
 	bool seen;
 };
 
@@ -116,6 +125,112 @@ static void read_port(const char *sysroot, const char *dev, uint32_t port, char 
 	free(s);
 }
 
+/* A netdev name as sysfs gives it: IFNAMSIZ - 1 bytes of [A-Za-z0-9._@-] (no '/', not a dot
+ * name). */
+static bool netdev_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (len == 0 || len > PORTWATCH_NETDEV_MAX || strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)n[i]) && !strchr("._@-", n[i]))
+			return false;
+	return true;
+}
+
+/* The netdev of DEV's port: its GID 0's (RoCE: ports/N/gid_attrs/ndevs/0), else the device's
+ * netdev whose dev_port is port - 1, else its only netdev (IPoIB on a one-port HCA). As the
+ * facts name it (nodeagent/facts/facts_rdma.c). "" when none. */
+static void port_netdev(const char *sysroot, const char *dev, uint32_t port, char *out, size_t cap)
+{
+	bool root = !sysroot || !*sysroot || strcmp(sysroot, "/") == 0;
+	char path[1024], only[PORTWATCH_NETDEV_MAX + 1] = "";
+	char *s = NULL;
+	size_t n_net = 0;
+	struct dirent *de;
+	DIR *d;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%u/gid_attrs/ndevs/0",
+		 root ? "" : sysroot, dev, port);
+	if (fs_read_attr(path, &s) == 0 && netdev_name_ok(s)) {
+		snprintf(out, cap, "%s", s);
+		free(s);
+		return;
+	}
+	free(s);
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/device/net", root ? "" : sysroot,
+		 dev);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)) && n_net < 64) {
+		char name[PORTWATCH_NETDEV_MAX + 1], *end;
+		long dp;
+
+		if (!netdev_name_ok(de->d_name) || de->d_name[0] == '.')
+			continue;
+		memcpy(name, de->d_name, strlen(de->d_name) + 1); /* checked: 15 bytes at most */
+		n_net++;
+		memcpy(only, name, strlen(name) + 1);
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/device/net/%s/dev_port",
+			 root ? "" : sysroot, dev, name);
+		if (fs_read_attr(path, &s) == 0) {
+			dp = strtol(s, &end, 10);
+			if (end != s && !*end && dp >= 0 && (uint64_t)dp + 1 == port) {
+				snprintf(out, cap, "%s", name);
+				free(s);
+				break;
+			}
+		}
+		free(s);
+		s = NULL;
+	}
+	closedir(d);
+	if (!out[0] && n_net == 1)
+		snprintf(out, cap, "%s", only);
+}
+
+/* The sum of SYSROOT/sys/class/net/NETDEV/queues/tx-N/tx_timeout over its transmit queues
+ * (at most PORTWATCH_TX_QUEUES of them). false when none could be read. */
+static bool netdev_tx_timeouts(const char *sysroot, const char *netdev, uint64_t *ret)
+{
+	bool root = !sysroot || !*sysroot || strcmp(sysroot, "/") == 0;
+	char dir[512], path[1024];
+	struct dirent *de;
+	size_t queues = 0;
+	uint64_t sum = 0;
+	bool any = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/sys/class/net/%s/queues", root ? "" : sysroot, netdev);
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while ((de = readdir(d)) && queues < PORTWATCH_TX_QUEUES) {
+		unsigned long long v;
+		char *s = NULL, *end;
+
+		if (strncmp(de->d_name, "tx-", 3) != 0 || !isdigit((unsigned char)de->d_name[3]))
+			continue;
+		queues++;
+		snprintf(path, sizeof(path), "%s/%s/tx_timeout", dir, de->d_name);
+		if (fs_read_attr(path, &s) == 0 && isdigit((unsigned char)s[0])) {
+			errno = 0;
+			v = strtoull(s, &end, 10);
+			if (!errno && !*end && sum + v >= sum) {
+				sum += v;
+				any = true;
+			}
+		}
+		free(s);
+	}
+	closedir(d);
+	*ret = sum;
+	return any;
+}
+
 static struct port_state *port_find(struct portwatch *w, const char *dev, uint32_t port)
 {
 	for (size_t i = 0; i < w->n_ports; i++)
@@ -143,17 +258,57 @@ static void emit(struct portwatch_event *ev, size_t max, size_t *n, const struct
 	(*n)++;
 }
 
-static void check_port(struct portwatch *w, const char *dev, uint32_t port,
+/* The event of rule for a counter that rose by delta in minutes, into *e: false when it is
+ * under both of the rule's levels. on: " on NETDEV" or "". */
+static bool rule_event(const struct portwatch_rule *rule, const char *dev, uint32_t port,
+		       uint64_t delta, double minutes, const char *on, struct portwatch_event *e)
+{
+	double rate = (double)delta / minutes;
+
+	memset(e, 0, sizeof(*e));
+	if (rule->crit_per_min > 0 && rate >= rule->crit_per_min)
+		e->severity = HEALTH_CRITICAL;
+	else if (rule->warn_per_min > 0 && rate >= rule->warn_per_min)
+		e->severity = HEALTH_WARNING;
+	else
+		return false;
+	snprintf(e->device, sizeof(e->device), "%s", dev);
+	e->port = port;
+	snprintf(e->counter, sizeof(e->counter), "%s", rule->counter);
+	e->per_min = rate;
+	snprintf(e->what, sizeof(e->what), "%s/%u: %s +%llu%s (%.1f/min, %s at %g/min)", dev, port,
+		 rule->counter, (unsigned long long)delta, on, rate,
+		 e->severity == HEALTH_CRITICAL ? "critical" : "warning",
+		 e->severity == HEALTH_CRITICAL ? rule->crit_per_min : rule->warn_per_min);
+	return true;
+}
+
+static const struct portwatch_rule *rule_find(const struct portwatch *w, const char *counter)
+{
+	for (const struct portwatch_rule *rule = w->rules; rule->counter; rule++)
+		if (strcmp(rule->counter, counter) == 0)
+			return rule;
+	return NULL;
+}
+
+/* The port's state, rate and netdev transmit timeouts against the previous tick's, minutes
+ * ago (0: the baseline, nothing compared). */
+static void check_port(struct portwatch *w, const char *dev, uint32_t port, double minutes,
 		       struct portwatch_event *ev, size_t max, size_t *n)
 {
 	struct port_state *p = port_find(w, dev, port);
-	char state[32];
+	char state[32], netdev[PORTWATCH_NETDEV_MAX + 1];
+	const struct portwatch_rule *rule;
+	uint64_t tx = 0;
+	bool tx_known;
 	long rate;
 	struct portwatch_event e;
 
 	if (!p)
 		return;
 	read_port(w->sysroot, dev, port, state, sizeof(state), &rate);
+	port_netdev(w->sysroot, dev, port, netdev, sizeof(netdev));
+	tx_known = netdev[0] && netdev_tx_timeouts(w->sysroot, netdev, &tx);
 	memset(&e, 0, sizeof(e));
 	snprintf(e.device, sizeof(e.device), "%s", dev);
 	e.port = port;
@@ -169,8 +324,21 @@ static void check_port(struct portwatch *w, const char *dev, uint32_t port,
 			 p->rate_gbps, rate);
 		emit(ev, max, n, &e);
 	}
+	/* The same netdev's sum rose (a netdev renamed or re-created starts a new baseline; a
+	 * sum that went down is a queue count that shrank: skipped, as a counter reset). */
+	if (p->seen && minutes > 0 && tx_known && p->tx_known && tx > p->tx_timeouts &&
+	    strcmp(netdev, p->netdev) == 0 && (rule = rule_find(w, PORTWATCH_TX_TIMEOUT))) {
+		char on[PORTWATCH_NETDEV_MAX + 5];
+
+		snprintf(on, sizeof(on), " on %s", netdev);
+		if (rule_event(rule, dev, port, tx - p->tx_timeouts, minutes, on, &e))
+			emit(ev, max, n, &e);
+	}
 	snprintf(p->state, sizeof(p->state), "%s", state);
 	p->rate_gbps = rate;
+	snprintf(p->netdev, sizeof(p->netdev), "%s", netdev);
+	p->tx_timeouts = tx;
+	p->tx_known = tx_known;
 	p->seen = true;
 }
 
@@ -198,7 +366,7 @@ int portwatch_tick(struct portwatch *w, int64_t now_ms, struct portwatch_event *
 		}
 		json_array_foreach(json_object_get(delta, "ports"), i, pj) check_port(
 			w, json_string_value(json_object_get(pj, "device")),
-			(uint32_t)json_integer_value(json_object_get(pj, "port")), ev, 0, &n);
+			(uint32_t)json_integer_value(json_object_get(pj, "port")), 0, ev, 0, &n);
 		json_decref(delta);
 		w->prev = cur;
 		w->prev_ms = now_ms;
@@ -219,32 +387,18 @@ int portwatch_tick(struct portwatch *w, int64_t now_ms, struct portwatch_event *
 
 		if (!dev)
 			continue;
-		check_port(w, dev, port, ev, max, &n);
+		check_port(w, dev, port, minutes, ev, max, &n);
 		for (const struct portwatch_rule *rule = w->rules; rule->counter; rule++) {
 			json_t *v = json_object_get(d, rule->counter);
 			struct portwatch_event e;
-			double rate;
 
+			if (strcmp(rule->counter, PORTWATCH_TX_TIMEOUT) == 0)
+				continue; /* the netdev's, in check_port() */
 			if (!json_is_integer(v) || json_integer_value(v) <= 0)
 				continue; /* not exposed, not moved, or went down */
-			rate = (double)json_integer_value(v) / minutes;
-			memset(&e, 0, sizeof(e));
-			if (rule->crit_per_min > 0 && rate >= rule->crit_per_min)
-				e.severity = HEALTH_CRITICAL;
-			else if (rule->warn_per_min > 0 && rate >= rule->warn_per_min)
-				e.severity = HEALTH_WARNING;
-			else
-				continue;
-			snprintf(e.device, sizeof(e.device), "%s", dev);
-			e.port = port;
-			snprintf(e.counter, sizeof(e.counter), "%s", rule->counter);
-			e.per_min = rate;
-			snprintf(e.what, sizeof(e.what), "%s/%u: %s +%lld (%.1f/min, %s at %g/min)",
-				 dev, port, rule->counter, (long long)json_integer_value(v), rate,
-				 e.severity == HEALTH_CRITICAL ? "critical" : "warning",
-				 e.severity == HEALTH_CRITICAL ? rule->crit_per_min
-							       : rule->warn_per_min);
-			emit(ev, max, &n, &e);
+			if (rule_event(rule, dev, port, (uint64_t)json_integer_value(v), minutes,
+				       "", &e))
+				emit(ev, max, &n, &e);
 		}
 	}
 	json_decref(delta);

@@ -1,7 +1,9 @@
 /* The fabric port watcher: every tick, the ports' error counters (nodeagent/counters) as rates
  * against thresholds, and each port's state and rate against the previous tick, into health
  * events ("mlx5_0/1: symbol_error 42/min, over 24/min"; "mlx5_0/1: ACTIVE -> DOWN"). Keeps the
- * previous snapshot only: its memory is one snapshot of the node's counters. Thresholds and
+ * previous snapshot only: its memory is one snapshot of the node's counters. Each port's netdev
+ * (RoCE's, or IPoIB's) is watched for transmit timeouts, the kernel's watchdog ("eth2: tx_timeout
+ * +1"). Thresholds and
  * their sources: docs/health.md. Not thread-safe: one watcher, one thread. */
 #ifndef RAILYARD_AGENT_PORTWATCH_H
 #define RAILYARD_AGENT_PORTWATCH_H
@@ -23,6 +25,14 @@ struct portwatch_rule {
 extern const struct portwatch_rule portwatch_default_rules[];
 
 #define PORTWATCH_WHAT_MAX 128
+
+/* The pseudo-counter of a port's netdev: the transmit watchdog's timeouts, summed over the
+ * netdev's transmit queues (sys/class/net/NETDEV/queues/tx-N/tx_timeout), at most
+ * PORTWATCH_TX_QUEUES of them. A rule of that name (the default, or the playbook's
+ * health.ports.tx_timeout) judges its rate like any counter's. */
+#define PORTWATCH_TX_TIMEOUT "tx_timeout"
+#define PORTWATCH_TX_QUEUES  4096
+#define PORTWATCH_NETDEV_MAX 15 /* IFNAMSIZ - 1 */
 
 struct portwatch_event {
 	enum health_severity severity;

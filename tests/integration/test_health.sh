@@ -4,7 +4,8 @@
 # to the log makes its node failing with the Xid named (REST, `railyard nodes`, `node health`),
 # a critical event makes the cluster's sign-off stale for that node (with the event as the
 # reason), a repeat inside the dedup window is not a second event, a restarted agent does not report it
-# again (the same boot), a rising symbol-error rate and a port going DOWN fail the other node,
+# again (the same boot), the kernel's transmit watchdog is named with its netdev, a rising
+# symbol-error rate, a port going DOWN and transmit timeouts on its netdev fail the other node,
 # /metrics names the unhealthy nodes and counts the events, acknowledging returns a node to
 # healthy, and an agent-side limit on the interval is refused with its name.
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +22,9 @@ for spec in a:gpu-a b:gpu-b c:gpu-c; do
 	: >"$T/root-$name/dev/kmsg"
 	echo "6b3a1f0e-2c4d-4e5f-8a9b-0c1d2e3f4a5b" >"$T/root-$name/proc/sys/kernel/random/boot_id"
 	for c in symbol_error link_downed port_rcv_errors; do echo 0 >"$T/root-$name/$IB/counters/$c"; done
+	# mlx5_0's netdev (the fixture's only one, IPoIB) with one transmit queue.
+	mkdir -p "$T/root-$name/sys/class/net/ibp22s0/queues/tx-0"
+	echo 0 >"$T/root-$name/sys/class/net/ibp22s0/queues/tx-0/tx_timeout"
 	enroll "$name" "$T/root-$name" --hostname "$host" || die "enroll $name"
 	start_agent "$name" "$T/root-$name" --health-interval 1s
 done
@@ -76,6 +80,9 @@ kmsg a "garbage that is no kernel record"
 kmsg a "4,104,5000,-;mlx5_core 0000:17:00.0 ib0: Link down"
 check "a new line after the restart (and after a line of garbage) is reported" wait_for 20 events_are gpu-a '.what == "link down"' 1
 check "  the Xid of before the restart is not reported again" test "$(events gpu-a '.kind == "xid"')" = 1
+kmsg a "2,105,6000,-;NETDEV WATCHDOG: ibp22s0 (mlx5_core): transmit queue 2 timed out"
+check "the kernel's transmit watchdog is a critical event naming the netdev" wait_for 20 events_are gpu-a \
+	'.kind == "kmsg" and .severity == "critical" and .what == "transmit queue timed out" and .source == "ibp22s0"' 1
 
 # --- the fabric ports --------------------------------------------------------------------------
 echo 100000 >"$T/root-b/$IB/counters/symbol_error"
@@ -85,6 +92,9 @@ check "  the event names the port, the counter and the rule" \
 echo "1: DOWN" >"$T/root-b/$IB/state"
 check "a port going DOWN is a critical event" \
 	wait_for 20 events_are gpu-b '.what == "mlx5_0/1: ACTIVE -> DOWN" and .severity == "critical"' 1
+echo 3 >"$T/root-b/sys/class/net/ibp22s0/queues/tx-0/tx_timeout"
+check "transmit timeouts on the port's netdev are a critical event naming it" wait_for 20 events_are gpu-b \
+	'.kind == "port" and .severity == "critical" and (.what | test("^mlx5_0/1: tx_timeout \\+3 on ibp22s0 "))' 1
 
 # --- what the controller makes of them ----------------------------------------------------------
 "$RY" nodes --state-dir "$T/ctl" >"$T/nodes.out" 2>&1

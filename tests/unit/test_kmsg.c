@@ -97,10 +97,59 @@ static void test_mlx5(void **state)
 	assert_string_equal(ev.what, "firmware health error");
 	assert_int_equal(ev.severity, HEALTH_CRITICAL);
 
+	/* mlx5e_tx_timeout(): a transmit queue the driver had to recover. */
+	assert_int_equal(
+		parse("4,15,25,-;mlx5_core 0000:17:00.0 ens1f0np0: TX timeout on queue: 3, "
+		      "SQ: 0x10e, CQ: 0x48c, SQ Cons: 0x0 SQ Prod: 0x5, usecs since last "
+		      "trans: 15392000",
+		      &ev),
+		1);
+	assert_string_equal(ev.what, "transmit timeout");
+	assert_string_equal(ev.source, "0000:17:00.0 ens1f0np0");
+	assert_int_equal(ev.severity, HEALTH_CRITICAL);
+
 	/* mlx5 chatter that is not a health event. */
 	assert_int_equal(
 		parse("6,14,24,-;mlx5_core 0000:17:00.0: firmware version: 28.39.1002", &ev), 0);
 	assert_int_equal(parse("6,14,24,-;mlx5_core zz: Link down", &ev), 0);
+}
+
+/* The kernel's transmit watchdog, as Linux 6.1 (Debian 12; WARN_ONCE, the netdev first) and 6.9+
+ * (netdev_crit: the driver's prefix, then the netdev) print it. */
+static void test_netdev_watchdog(void **state)
+{
+	struct kmsg_event ev;
+
+	(void)state;
+	assert_int_equal(
+		parse("6,30,53000000,-;NETDEV WATCHDOG: eth0 (virtio_net): transmit queue 0 "
+		      "timed out",
+		      &ev),
+		1);
+	assert_int_equal(ev.kind, KMSG_NETDEV);
+	assert_int_equal(ev.severity, HEALTH_CRITICAL);
+	assert_string_equal(ev.what, "transmit queue timed out");
+	assert_string_equal(ev.source, "eth0");
+
+	assert_int_equal(
+		parse("2,31,54,-;mlx5_core 0000:17:00.0 ens1f0np0: NETDEV WATCHDOG: CPU: 3: "
+		      "transmit queue 5 timed out 15360 ms",
+		      &ev),
+		1);
+	assert_int_equal(ev.kind, KMSG_NETDEV);
+	assert_string_equal(ev.source, "ens1f0np0");
+
+	/* A shape not known: still the event, no source made up. */
+	assert_int_equal(
+		parse("2,32,55,-;NETDEV WATCHDOG: CPU: 1: transmit queue 0 timed out", &ev), 1);
+	assert_string_equal(ev.source, "");
+	assert_int_equal(parse("2,33,56,-;NETDEV WATCHDOG: averyveryverylongname (x): transmit "
+			       "queue 0 timed out",
+			       &ev),
+			 1);
+	assert_string_equal(ev.source, "");
+	/* The tag alone, with no timeout, is nothing. */
+	assert_int_equal(parse("6,34,57,-;NETDEV WATCHDOG: eth0 (virtio_net): enabled", &ev), 0);
 }
 
 static void test_aer(void **state)
@@ -249,6 +298,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_xid),
 		cmocka_unit_test(test_mlx5),
+		cmocka_unit_test(test_netdev_watchdog),
 		cmocka_unit_test(test_aer),
 		cmocka_unit_test(test_not_of_interest_and_malformed),
 		cmocka_unit_test(test_limiter),

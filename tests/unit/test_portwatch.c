@@ -2,7 +2,8 @@
  * InfiniBand port and an rxe port; a rising symbol-error rate becomes a warning then a critical
  * event, a link that flapped (link_downed moved, state ACTIVE -> DOWN -> ACTIVE) is seen, a rate
  * drop is a warning, a counter that went down is ignored, quiet ticks say nothing, and ticks
- * closer than a second keep their baseline. */
+ * closer than a second keep their baseline; each port's netdev (RoCE's by its GID, IPoIB's by
+ * dev_port) is watched for transmit timeouts, summed over its queues. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,11 +179,78 @@ static void test_custom_rules_and_empty(void **state)
 	portwatch_free(w);
 }
 
+static void test_tx_timeouts(void **state)
+{
+	static const struct portwatch_rule lenient[] = {{"tx_timeout", 1, 0}, {NULL, 0, 0}};
+	struct portwatch *w;
+	struct portwatch_event ev[8];
+	const struct portwatch_event *e;
+	size_t n;
+
+	(void)state;
+	/* rxe0/1 is eth1's (its GID 0); mlx5_0 has two IPoIB netdevs, port 1 is ib0's. */
+	put("eth1\n", RXE "gid_attrs/ndevs/0");
+	put("0\n", "sys/class/net/eth1/queues/tx-0/tx_timeout");
+	put("0\n", "sys/class/net/eth1/queues/tx-1/tx_timeout");
+	put("7\n", "sys/class/net/eth1/queues/rx-0/rps_cpus"); /* not a transmit queue */
+	put("0\n", "sys/class/infiniband/mlx5_0/device/net/ib0/dev_port");
+	put("1\n", "sys/class/infiniband/mlx5_0/device/net/ib1/dev_port");
+	put("0\n", "sys/class/net/ib0/queues/tx-0/tx_timeout");
+	put("0\n", "sys/class/net/ib1/queues/tx-0/tx_timeout");
+	assert_int_equal(portwatch_new(root, NULL, &w), 0);
+	assert_int_equal(portwatch_tick(w, 0, ev, 8, &n), 0);
+	assert_int_equal(portwatch_tick(w, 60000, ev, 8, &n), 0);
+	assert_int_equal(n, 0);
+
+	/* eth1's second queue timed out twice: any movement is critical by default. ib1 is port
+	 * 2's: its timeouts blame nobody here. */
+	put("2\n", "sys/class/net/eth1/queues/tx-1/tx_timeout");
+	put("9\n", "sys/class/net/ib1/queues/tx-0/tx_timeout");
+	assert_int_equal(portwatch_tick(w, 120000, ev, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].severity, HEALTH_CRITICAL);
+	assert_string_equal(ev[0].counter, "tx_timeout");
+	assert_string_equal(ev[0].device, "rxe0");
+	assert_non_null(strstr(ev[0].what, "rxe0/1: tx_timeout +2 on eth1"));
+	assert_true(ev[0].per_min > 1.9 && ev[0].per_min < 2.1);
+
+	/* ib0 once; a garbled queue file is left out of the sum, the others still count. */
+	put("1\n", "sys/class/net/ib0/queues/tx-0/tx_timeout");
+	put("x\n", "sys/class/net/eth1/queues/tx-0/tx_timeout");
+	assert_int_equal(portwatch_tick(w, 180000, ev, 8, &n), 0);
+	assert_int_equal(n, 1);
+	e = find(ev, n, "mlx5_0/1: tx_timeout +1 on ib0");
+	assert_non_null(e);
+	assert_int_equal(e->severity, HEALTH_CRITICAL);
+
+	/* The port's netdev changed (a rename, a new device): a new baseline, not an event. */
+	put("eth9\n", RXE "gid_attrs/ndevs/0");
+	put("50\n", "sys/class/net/eth9/queues/tx-0/tx_timeout");
+	assert_int_equal(portwatch_tick(w, 240000, ev, 8, &n), 0);
+	assert_int_equal(n, 0);
+	put("51\n", "sys/class/net/eth9/queues/tx-0/tx_timeout");
+	assert_int_equal(portwatch_tick(w, 300000, ev, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_non_null(find(ev, n, "rxe0/1: tx_timeout +1 on eth9"));
+	portwatch_free(w);
+
+	/* A playbook's rule of that name replaces the default: here a warning only. */
+	assert_int_equal(portwatch_new(root, lenient, &w), 0);
+	assert_int_equal(portwatch_tick(w, 0, ev, 8, &n), 0);
+	put("53\n", "sys/class/net/eth9/queues/tx-0/tx_timeout");
+	assert_int_equal(portwatch_tick(w, 60000, ev, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].severity, HEALTH_WARNING);
+	assert_non_null(strstr(ev[0].what, "warning at 1/min"));
+	portwatch_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_rates_and_states, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_custom_rules_and_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tx_timeouts, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
