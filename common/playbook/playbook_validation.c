@@ -15,7 +15,18 @@
  * for every kind. */
 static const char *const lat_fields[] = {"min_us", "p50_us",  "p90_us",	   "p99_us", "p999_us",
 					 "max_us", "mean_us", "stddev_us", NULL};
-static const char *const bw_fields[] = {"gbps", "msg_rate", NULL};
+/* A bandwidth test's: the forward direction, and the CPU cost of each side (docs/campaigns.md,
+ * "CPU cost"): host-wide cores busy, host-wide CPU-seconds per GB moved, the benchmark thread's
+ * cores. A figure an agent could not know is absent, and a rule on it fails that row. */
+static const char *const bw_fields[] = {"gbps",
+					"msg_rate",
+					"cpu_cores_client",
+					"cpu_cores_server",
+					"cpu_s_per_gb_client",
+					"cpu_s_per_gb_server",
+					"cpu_thread_cores_client",
+					"cpu_thread_cores_server",
+					NULL};
 static const char *const congestion_fields[] = {
 	"impact_avg",	    "impact_p99",    "impact_bw",      "isolated_p99_us",
 	"congested_p99_us", "isolated_gbps", "congested_gbps", NULL};

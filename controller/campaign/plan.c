@@ -615,20 +615,21 @@ static json_t *gpu_summary(const json_t *doc)
 			 "counters_unknown", "gpu", "failures", fails, "not_read", unread);
 }
 
-/* A step's CPU cost as metrics (docs/campaigns.md, "CPU cost"): per side, host-wide cores and
- * CPU-seconds per GB, and the benchmark thread's cores; unknown figures are left out. The
- * figures passed the evidence checks before a row is summarised. */
-/* The CPU fields every bw test's verdict shows (their stats: median over the pairs). */
 /* The figures every collective test's verdict shows (cp_coll_summary()'s metrics). */
 static const char *const cp_coll_fields[] = {
 	"busbw_gbs", "algbw_gbs",    "avg_busbw_gbs",	  "lat_us", "wrong", "pair_min_gbps",
 	"cpu_cores", "cpu_s_per_gb", "host_cpu_s_per_gb",
 };
+/* The CPU fields every bw test's verdict shows (their stats: median over the pairs), which its
+ * acceptance rules may name (common/playbook/playbook_validation.c's bw_fields). */
 static const char *const cp_cpu_fields[CP_CPU_FIELDS] = {
 	"cpu_cores_client",    "cpu_cores_server",	  "cpu_s_per_gb_client",
 	"cpu_s_per_gb_server", "cpu_thread_cores_client", "cpu_thread_cores_server",
 };
 
+/* A step's CPU cost as metrics (docs/campaigns.md, "CPU cost"): per side, host-wide cores and
+ * CPU-seconds per GB, and the benchmark thread's cores; unknown figures are left out. The
+ * figures passed the evidence checks before a row is summarised. */
 static void add_cpu(json_t *m, const json_t *cpu)
 {
 	static const char *const sides[] = {"client", "server"};

@@ -12,6 +12,10 @@
 
 PB=$T/tcp-baseline.yaml
 loose_baseline "$PB" || die "loose_baseline"
+# A rule on the bw test's CPU cost (docs/campaigns.md, "CPU cost"), wide open: the point is that
+# it is judged on every measured pair (a figure missing from a row would fail it).
+sed -i '/metric: pair-bw.gbps/a\    - {metric: pair-bw.cpu_thread_cores_client, op: "<=", value: 65536}' "$PB"
+grep -q 'pair-bw.cpu_thread_cores_client' "$PB" || die "the CPU rule"
 # A configuration playbook deployed before the baseline, on the nodes with OFED: the baseline
 # certifies it, so a revalidation checks it again (and it fails once gpu-node-02's OFED moves).
 cat >"$T/ofed-pin.yaml" <<'YAML'
@@ -131,6 +135,12 @@ check "report: cpu_cost figures are the stats' medians" jqt '. as $r | all(.cpu_
 	$e.gbps == $s.gbps.median and
 	$e.client.thread_cores == $s.cpu_thread_cores_client.median and
 	$e.server.thread_cores == $s.cpu_thread_cores_server.median)' "$R"
+check "report: the CPU rule judged on every measured pair of its test" jqt '
+	[.evaluation.tests[] | select(.name == "pair-bw") | .rules[] |
+	 select(.metric == "pair-bw.cpu_thread_cores_client")] as $r |
+	($r | length) == 1 and $r[0].evaluated > 0 and $r[0].failed == 0 and
+	$r[0].evaluated == ([.results[] | select(.test == "pair-bw" and .state == "done" and
+		.role == "measure" and .phase == "run")] | length)' "$R"
 check "html: the CPU cost next to each bw test" grep -q '<p class="cpu">CPU cost: tcp ' \
 	"$T/out/signoff.html"
 so show "$SO" >"$T/show.out" 2>&1
