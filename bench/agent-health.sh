@@ -3,9 +3,10 @@
 # controller on 127.0.0.1 and three agents on copies of one fixture node, side by side in one
 # run: watchers off (--health-interval 0: the anchor), at the default interval (10 s), and at
 # 1 s (ten times the work). Each sysroot has a kernel log (dev/kmsg) that grows by a line a
-# second and its HCAs' port counters; with the tests' NVML double built, the GPU watcher reads
-# 8 GPUs through it. After a warm-up, the CPU time (utime + stime of /proc/PID/stat) and the RSS
-# (VmRSS) of each agent over the window: CPU as % of one core, RSS growth in KiB.
+# second, its HCAs' port counters and their netdevs' transmit queues (64 each); with the
+# tests' NVML double built, the GPU watcher reads 8 GPUs through it. After a warm-up, the CPU
+# time (utime + stime of /proc/PID/stat) and the RSS (VmRSS) of each agent over the window: CPU
+# as % of one core, RSS growth in KiB.
 # Usage: bench/agent-health.sh [--build DIR] [--secs 120] [--fixture h200-ib]
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +61,14 @@ for mode in off:0 default:10s fast:1s; do
 		mkdir -p "$p/counters"
 		for c in symbol_error link_downed port_rcv_errors port_xmit_data port_rcv_data; do
 			echo 0 >"$p/counters/$c"
+		done
+	done
+	# Each HCA's netdev with 64 transmit queues (mlx5's channels on a many-core host), whose
+	# tx_timeout the port watcher sums every tick.
+	for nd in "$root"/sys/class/infiniband/*/device/net/*; do
+		for q in $(seq 0 63); do
+			mkdir -p "$root/sys/class/net/${nd##*/}/queues/tx-$q"
+			echo 0 >"$root/sys/class/net/${nd##*/}/queues/tx-$q/tx_timeout"
 		done
 	done
 	(umask 077 && printf "%s\n" "$token" >"$W/$name.token")

@@ -8,10 +8,12 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const struct portwatch_rule portwatch_default_rules[] = {
 	/* InfiniBand (counters/): IBTA's BER of 1e-12 is 24 symbol errors a minute at 400 Gb/s;
@@ -193,11 +195,12 @@ static void port_netdev(const char *sysroot, const char *dev, uint32_t port, cha
 }
 
 /* The sum of SYSROOT/sys/class/net/NETDEV/queues/tx-N/tx_timeout over its transmit queues
- * (at most PORTWATCH_TX_QUEUES of them). false when none could be read. */
+ * (at most PORTWATCH_TX_QUEUES of them). false when none could be read. A node has hundreds of
+ * these files: each is opened relative to the queues directory and read once into the stack. */
 static bool netdev_tx_timeouts(const char *sysroot, const char *netdev, uint64_t *ret)
 {
 	bool root = !sysroot || !*sysroot || strcmp(sysroot, "/") == 0;
-	char dir[512], path[1024];
+	char dir[512], rel[300], text[32];
 	struct dirent *de;
 	size_t queues = 0;
 	uint64_t sum = 0;
@@ -210,21 +213,28 @@ static bool netdev_tx_timeouts(const char *sysroot, const char *netdev, uint64_t
 		return false;
 	while ((de = readdir(d)) && queues < PORTWATCH_TX_QUEUES) {
 		unsigned long long v;
-		char *s = NULL, *end;
+		ssize_t n;
+		char *end;
+		int fd;
 
 		if (strncmp(de->d_name, "tx-", 3) != 0 || !isdigit((unsigned char)de->d_name[3]))
 			continue;
 		queues++;
-		snprintf(path, sizeof(path), "%s/%s/tx_timeout", dir, de->d_name);
-		if (fs_read_attr(path, &s) == 0 && isdigit((unsigned char)s[0])) {
-			errno = 0;
-			v = strtoull(s, &end, 10);
-			if (!errno && !*end && sum + v >= sum) {
-				sum += v;
-				any = true;
-			}
-		}
-		free(s);
+		snprintf(rel, sizeof(rel), "%s/tx_timeout", de->d_name);
+		fd = openat(dirfd(d), rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+		if (n <= 0 || !isdigit((unsigned char)text[0]))
+			continue;
+		text[n] = '\0';
+		errno = 0;
+		v = strtoull(text, &end, 10);
+		if (errno || (*end && strcmp(end, "\n") != 0) || sum + v < sum)
+			continue;
+		sum += v;
+		any = true;
 	}
 	closedir(d);
 	*ret = sum;
