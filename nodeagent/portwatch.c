@@ -53,6 +53,7 @@ struct port_state {
 	long rate_gbps;			       /* 0 unknown */
 	char netdev[PORTWATCH_NETDEV_MAX + 1]; /* "" none */
 	uint64_t tx_timeouts;		       /* the netdev's, summed over its transmit queues */
+	size_t tx_queues;		       /* how many queues that sum read */
 	bool tx_known;			       /* tx_timeouts was read */
 	bool seen;
 };
@@ -195,14 +196,16 @@ static void port_netdev(const char *sysroot, const char *dev, uint32_t port, cha
 }
 
 /* The sum of SYSROOT/sys/class/net/NETDEV/queues/tx-N/tx_timeout over its transmit queues
- * (at most PORTWATCH_TX_QUEUES of them). false when none could be read. A node has hundreds of
- * these files: each is opened relative to the queues directory and read once into the stack. */
-static bool netdev_tx_timeouts(const char *sysroot, const char *netdev, uint64_t *ret)
+ * (at most PORTWATCH_TX_QUEUES of them), and how many were read. false when none could be. A
+ * node has hundreds of these files: each is opened relative to the queues directory and read
+ * once into the stack. */
+static bool netdev_tx_timeouts(const char *sysroot, const char *netdev, uint64_t *ret,
+			       size_t *ret_read)
 {
 	bool root = !sysroot || !*sysroot || strcmp(sysroot, "/") == 0;
 	char dir[512], rel[300], text[32];
 	struct dirent *de;
-	size_t queues = 0;
+	size_t queues = 0, read_ok = 0;
 	uint64_t sum = 0;
 	bool any = false;
 	DIR *d;
@@ -234,10 +237,12 @@ static bool netdev_tx_timeouts(const char *sysroot, const char *netdev, uint64_t
 		if (errno || (*end && strcmp(end, "\n") != 0) || sum + v < sum)
 			continue;
 		sum += v;
+		read_ok++;
 		any = true;
 	}
 	closedir(d);
 	*ret = sum;
+	*ret_read = read_ok;
 	return any;
 }
 
@@ -310,6 +315,7 @@ static void check_port(struct portwatch *w, const char *dev, uint32_t port, doub
 	char state[32], netdev[PORTWATCH_NETDEV_MAX + 1];
 	const struct portwatch_rule *rule;
 	uint64_t tx = 0;
+	size_t tx_queues = 0;
 	bool tx_known;
 	long rate;
 	struct portwatch_event e;
@@ -318,7 +324,7 @@ static void check_port(struct portwatch *w, const char *dev, uint32_t port, doub
 		return;
 	read_port(w->sysroot, dev, port, state, sizeof(state), &rate);
 	port_netdev(w->sysroot, dev, port, netdev, sizeof(netdev));
-	tx_known = netdev[0] && netdev_tx_timeouts(w->sysroot, netdev, &tx);
+	tx_known = netdev[0] && netdev_tx_timeouts(w->sysroot, netdev, &tx, &tx_queues);
 	memset(&e, 0, sizeof(e));
 	snprintf(e.device, sizeof(e.device), "%s", dev);
 	e.port = port;
@@ -334,10 +340,12 @@ static void check_port(struct portwatch *w, const char *dev, uint32_t port, doub
 			 p->rate_gbps, rate);
 		emit(ev, max, n, &e);
 	}
-	/* The same netdev's sum rose (a netdev renamed or re-created starts a new baseline; a
-	 * sum that went down is a queue count that shrank: skipped, as a counter reset). */
+	/* The same netdev's sum over the same number of queues rose. A netdev renamed or
+	 * re-created, or a queue count that changed (ethtool -L: a queue that comes back brings
+	 * its old count), starts a new baseline; a sum that went down is skipped, as a reset. */
 	if (p->seen && minutes > 0 && tx_known && p->tx_known && tx > p->tx_timeouts &&
-	    strcmp(netdev, p->netdev) == 0 && (rule = rule_find(w, PORTWATCH_TX_TIMEOUT))) {
+	    tx_queues == p->tx_queues && strcmp(netdev, p->netdev) == 0 &&
+	    (rule = rule_find(w, PORTWATCH_TX_TIMEOUT))) {
 		char on[PORTWATCH_NETDEV_MAX + 5];
 
 		snprintf(on, sizeof(on), " on %s", netdev);
@@ -348,6 +356,7 @@ static void check_port(struct portwatch *w, const char *dev, uint32_t port, doub
 	p->rate_gbps = rate;
 	snprintf(p->netdev, sizeof(p->netdev), "%s", netdev);
 	p->tx_timeouts = tx;
+	p->tx_queues = tx_queues;
 	p->tx_known = tx_known;
 	p->seen = true;
 }
