@@ -2,9 +2,9 @@
  * against thresholds, and each port's state and rate against the previous tick, into health
  * events ("mlx5_0/1: symbol_error 42/min, over 24/min"; "mlx5_0/1: ACTIVE -> DOWN"). Keeps the
  * previous snapshot only: its memory is one snapshot of the node's counters. Each port's netdev
- * (RoCE's, or IPoIB's) is watched for transmit timeouts, the kernel's watchdog ("eth2: tx_timeout
- * +1"). Thresholds and
- * their sources: docs/health.md. Not thread-safe: one watcher, one thread. */
+ * (RoCE's, or IPoIB's) is watched for the kernel's transmit timeouts ("mlx5_0/1: tx_timeout +1
+ * on ibp22s0"). Thresholds and their sources: docs/health.md. Not thread-safe: one watcher, one
+ * thread. */
 #ifndef RAILYARD_AGENT_PORTWATCH_H
 #define RAILYARD_AGENT_PORTWATCH_H
 
