@@ -179,6 +179,15 @@ static void test_custom_rules_and_empty(void **state)
 	portwatch_free(w);
 }
 
+/* One tick of w at now_ms into ev (room for 8): how many events. */
+static size_t tick(struct portwatch *w, int64_t now_ms, struct portwatch_event *ev)
+{
+	size_t n;
+
+	assert_int_equal(portwatch_tick(w, now_ms, ev, 8, &n), 0);
+	return n;
+}
+
 static void test_tx_timeouts(void **state)
 {
 	static const struct portwatch_rule lenient[] = {{"tx_timeout", 1, 0}, {NULL, 0, 0}};
@@ -199,15 +208,13 @@ static void test_tx_timeouts(void **state)
 	put("0\n", "sys/class/net/ib1/queues/tx-0/tx_timeout");
 	assert_int_equal(portwatch_new(root, NULL, &w), 0);
 	assert_int_equal(portwatch_tick(w, 0, ev, 8, &n), 0);
-	assert_int_equal(portwatch_tick(w, 60000, ev, 8, &n), 0);
-	assert_int_equal(n, 0);
+	assert_int_equal(n = tick(w, 60000, ev), 0);
 
 	/* eth1's second queue timed out twice: any movement is critical by default. ib1 is port
 	 * 2's: its timeouts blame nobody here. */
 	put("2\n", "sys/class/net/eth1/queues/tx-1/tx_timeout");
 	put("9\n", "sys/class/net/ib1/queues/tx-0/tx_timeout");
-	assert_int_equal(portwatch_tick(w, 120000, ev, 8, &n), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(n = tick(w, 120000, ev), 1);
 	assert_int_equal(ev[0].severity, HEALTH_CRITICAL);
 	assert_string_equal(ev[0].counter, "tx_timeout");
 	assert_string_equal(ev[0].device, "rxe0");
@@ -216,8 +223,7 @@ static void test_tx_timeouts(void **state)
 
 	/* ib0 once. */
 	put("1\n", "sys/class/net/ib0/queues/tx-0/tx_timeout");
-	assert_int_equal(portwatch_tick(w, 180000, ev, 8, &n), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(n = tick(w, 180000, ev), 1);
 	e = find(ev, n, "mlx5_0/1: tx_timeout +1 on ib0");
 	assert_non_null(e);
 	assert_int_equal(e->severity, HEALTH_CRITICAL);
@@ -225,20 +231,16 @@ static void test_tx_timeouts(void **state)
 	/* A queue that cannot be read (garbled here; gone with ethtool -L on a node) changes the
 	 * count of queues read: a new baseline, and its old count coming back is no event. */
 	put("x\n", "sys/class/net/eth1/queues/tx-1/tx_timeout");
-	assert_int_equal(portwatch_tick(w, 210000, ev, 8, &n), 0);
-	assert_int_equal(n, 0);
+	assert_int_equal(n = tick(w, 210000, ev), 0);
 	put("2\n", "sys/class/net/eth1/queues/tx-1/tx_timeout");
-	assert_int_equal(portwatch_tick(w, 220000, ev, 8, &n), 0);
-	assert_int_equal(n, 0);
+	assert_int_equal(n = tick(w, 220000, ev), 0);
 
 	/* The port's netdev changed (a rename, a new device): a new baseline, not an event. */
 	put("eth9\n", RXE "gid_attrs/ndevs/0");
 	put("50\n", "sys/class/net/eth9/queues/tx-0/tx_timeout");
-	assert_int_equal(portwatch_tick(w, 240000, ev, 8, &n), 0);
-	assert_int_equal(n, 0);
+	assert_int_equal(n = tick(w, 240000, ev), 0);
 	put("51\n", "sys/class/net/eth9/queues/tx-0/tx_timeout");
-	assert_int_equal(portwatch_tick(w, 300000, ev, 8, &n), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(n = tick(w, 300000, ev), 1);
 	assert_non_null(find(ev, n, "rxe0/1: tx_timeout +1 on eth9"));
 	portwatch_free(w);
 
@@ -246,8 +248,7 @@ static void test_tx_timeouts(void **state)
 	assert_int_equal(portwatch_new(root, lenient, &w), 0);
 	assert_int_equal(portwatch_tick(w, 0, ev, 8, &n), 0);
 	put("53\n", "sys/class/net/eth9/queues/tx-0/tx_timeout");
-	assert_int_equal(portwatch_tick(w, 60000, ev, 8, &n), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(n = tick(w, 60000, ev), 1);
 	assert_int_equal(ev[0].severity, HEALTH_WARNING);
 	assert_non_null(strstr(ev[0].what, "warning at 1/min"));
 	portwatch_free(w);
